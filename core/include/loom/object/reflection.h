@@ -1,0 +1,132 @@
+// Field reflection: what the generic printer, structural equality/hash, the
+// JSON serializer and the Python binding know about every object type.
+//
+// A type lists its fields once, in its reflect() function; the list is
+// inherited (parent fields first).  Each field has a name, a type name
+// ("int", "float", "bool", "str", "dtype", "device", "Any", "Function", or
+// the type key of an object type), a doc line, a getter and a setter that
+// speak Any.  A default-constructible type also gets a creator, so a
+// serializer can rebuild it: create(), then set each field.
+//
+// The structural kind tells the generic algorithms how to compare a node:
+//   kTree     compare the fields (the default);
+//   kBinding  a variable: two bindings are equal if they are bound to each
+//             other at first encounter (alpha-equivalence); hash by order of
+//             first encounter;
+//   kUnique   compare by identity (functions, registries, handles).
+#ifndef LOOM_OBJECT_REFLECTION_H_
+#define LOOM_OBJECT_REFLECTION_H_
+
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "loom/object/any.h"
+#include "loom/object/object.h"
+
+namespace loom {
+
+enum class StructuralKind { kTree, kBinding, kUnique };
+
+// Field flags.  kStructuralIgnore: left out of structural equality and hash
+// (a variable's name hint, a source location).
+enum FieldFlags : uint32_t { kFieldNone = 0, kStructuralIgnore = 1 };
+
+struct FieldInfo {
+  std::string name;
+  std::string type;
+  std::string doc;
+  uint32_t flags = kFieldNone;
+  std::function<Any(const Object*)> get;
+  std::function<void(Object*, const Any&)> set;
+};
+
+struct TypeInfo {
+  uint32_t index = 0;
+  std::string key;
+  uint32_t parent_index = 0;
+  std::vector<uint32_t> ancestors;  // parent first, up to Object
+  std::vector<FieldInfo> fields;    // inherited fields first
+  std::function<ObjectPtr<Object>()> create;  // empty for abstract types
+  StructuralKind structural = StructuralKind::kTree;
+  std::string owner;  // "core" or the plugin that registered the type
+
+  const FieldInfo* field(const std::string& name) const;
+};
+
+namespace detail {
+template <class F, class = void>
+struct FieldTypeName {
+  static std::string get() {
+    if constexpr (std::is_same_v<F, bool>) return "bool";
+    else if constexpr (std::is_integral_v<F>) return "int";
+    else if constexpr (std::is_floating_point_v<F>) return "float";
+    else if constexpr (std::is_same_v<F, std::string>) return "str";
+    else if constexpr (std::is_same_v<F, DataType>) return "dtype";
+    else if constexpr (std::is_same_v<F, Device>) return "device";
+    else if constexpr (std::is_same_v<F, Any>) return "Any";
+    else if constexpr (std::is_same_v<F, void*>) return "handle";
+    else if constexpr (std::is_base_of_v<ObjectRef, F>) {
+      // A String field reads as "str", like a std::string one.
+      std::string key = F::ContainerType::_type_key;
+      return key == "String" ? "str" : key;
+    } else {
+      static_assert(sizeof(F) == 0, "unsupported field type for reflection");
+    }
+  }
+};
+}  // namespace detail
+
+template <class T>
+class ReflectionBuilder {
+ public:
+  explicit ReflectionBuilder(TypeInfo& info) : info_(info) {}
+
+  template <class F>
+  ReflectionBuilder& field(const char* name, F T::*member, const char* doc = "",
+                           uint32_t flags = kFieldNone) {
+    FieldInfo field;
+    field.name = name;
+    field.type = detail::FieldTypeName<F>::get();
+    field.doc = doc;
+    field.flags = flags;
+    field.get = [member](const Object* object) -> Any {
+      return Any(static_cast<const T*>(object)->*member);
+    };
+    field.set = [member, name = field.name](Object* object, const Any& value) {
+      try {
+        static_cast<T*>(object)->*member = value.cast<F>();
+      } catch (const TypeError& e) {
+        LOOM_THROW(TypeError) << "field '" << name << "' of " << T::_type_key << ": " << e.what();
+      }
+    };
+    info_.fields.push_back(std::move(field));
+    return *this;
+  }
+
+  ReflectionBuilder& structural(StructuralKind kind) {
+    info_.structural = kind;
+    return *this;
+  }
+
+ private:
+  TypeInfo& info_;
+};
+
+namespace detail {
+template <class T>
+void describe_type(TypeInfo& info) {
+  if constexpr (std::is_default_constructible_v<T> && !std::is_abstract_v<T>) {
+    info.create = []() { return ObjectPtr<Object>(make_object<T>()); };
+  }
+  if constexpr (HasReflect<T>::value) {
+    ReflectionBuilder<T> builder(info);
+    T::reflect(builder);
+  }
+}
+}  // namespace detail
+
+}  // namespace loom
+
+#endif  // LOOM_OBJECT_REFLECTION_H_

@@ -1,0 +1,71 @@
+// Reading a plugin's manifest from its file, without loading the plugin.
+//
+// read_manifest() opens the file, checks that it is a 64-bit ELF shared
+// object for this machine, finds the ".loom_manifest" section through the
+// section header table and parses the header and text that loom/plugin.h
+// defines.  Nothing in the file is executed.  Every failure is a PluginError
+// naming the file and the reason; a file that is not a Loom plugin at all
+// says so ("not a Loom plugin: ...").
+//
+// check_compatibility() then compares the manifest with this core: the C++
+// ABI tag must be equal, and the core version the plugin was built against
+// must be served by this core (same major, and same minor before 1.0; this
+// core not older than the plugin's).
+#ifndef LOOM_PLUGIN_MANIFEST_H_
+#define LOOM_PLUGIN_MANIFEST_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/support/error.h"
+
+namespace loom {
+
+class PluginError : public Error {
+ public:
+  PluginError(std::string path, std::string reason)
+      : Error(path.empty() ? reason : "plugin " + path + ": " + reason),
+        path_(std::move(path)),
+        reason_(std::move(reason)) {}
+  const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string path_;
+  std::string reason_;
+};
+
+struct PluginManifest {
+  uint16_t abi_major = 0;
+  uint16_t abi_minor = 0;
+  std::string name;
+  std::string version;
+  std::string core_version;
+  std::string cxx_abi;
+  std::string description;
+  std::vector<std::string> provides;
+  std::vector<std::string> requires_;  // plugin names or capabilities
+  std::map<std::string, std::string> extra;  // keys this core does not know
+};
+
+// Raw bytes of ELF section `section` of the file at `path`; throws
+// PluginError when the file is missing, not an ELF shared object for this
+// machine, truncated, or lacks the section.  Sections larger than
+// `max_size` are refused.
+std::string read_elf_section(const std::string& path, const std::string& section, size_t max_size);
+
+PluginManifest read_manifest(const std::string& path);
+// Parses the section bytes (header + text); `path` is used in errors.
+PluginManifest parse_manifest(const std::string& bytes, const std::string& path);
+
+// "" when the plugin may be loaded by this core, otherwise the reason.
+std::string check_compatibility(const PluginManifest& manifest);
+
+// The C++ ABI tag of this core (LOOM_CXX_ABI_TAG as the core was built).
+std::string core_cxx_abi_tag();
+
+}  // namespace loom
+
+#endif  // LOOM_PLUGIN_MANIFEST_H_

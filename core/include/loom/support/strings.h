@@ -1,0 +1,30 @@
+// Small string helpers shared by every registry: splitting, joining and the
+// "did you mean" suggestion that every unknown-name error carries.
+#ifndef LOOM_SUPPORT_STRINGS_H_
+#define LOOM_SUPPORT_STRINGS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+std::vector<std::string> split(std::string_view text, char separator, bool skip_empty = true);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+bool ends_with(std::string_view text, std::string_view suffix);
+
+// Levenshtein distance between a and b.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `name`, or "" when none is close enough to be a
+// plausible typo (distance at most max(2, len/3)).
+std::string closest_match(std::string_view name, const std::vector<std::string>& candidates);
+
+// "; did you mean 'x'?" or "" -- appended to unknown-name errors.
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
+
+}  // namespace loom
+
+#endif  // LOOM_SUPPORT_STRINGS_H_

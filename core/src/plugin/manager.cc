@@ -1,0 +1,457 @@
+// The plugin manager (see loom/plugin/manager.h for the rules it enforces).
+#include "loom/plugin/manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "loom/object/function.h"
+#include "loom/plugin.h"
+#include "loom/support/registration.h"
+#include "loom/support/strings.h"
+#include "loom/version.h"
+
+namespace fs = std::filesystem;
+
+namespace loom {
+
+const char* plugin_state_name(PluginState state) {
+  switch (state) {
+    case PluginState::kDiscovered: return "discovered";
+    case PluginState::kLoaded: return "loaded";
+    case PluginState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+// Loaded plugins are process-wide: the registries they filled are global, and
+// their code must stay mapped for as long as the process runs.
+struct LoadedPlugins {
+  std::mutex mutex;
+  std::map<std::string, std::string> path_by_name;
+  std::map<std::string, std::string> owner_by_capability;  // capability -> plugin name
+  std::vector<boost::dll::shared_library> libraries;      // never unloaded
+};
+LoadedPlugins& loaded_plugins() {
+  static LoadedPlugins* instance = new LoadedPlugins();
+  return *instance;
+}
+
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+}
+
+// "plugin 'x' (path)" for messages.
+std::string describe(const PluginRecord& r) { return "plugin '" + r.name + "' (" + r.path + ")"; }
+
+std::string dl_error_text(const std::exception& e) {
+  std::string what = e.what();
+  const std::string marker = "dlerror system message: ";
+  size_t at = what.find(marker);
+  if (at == std::string::npos) return what;
+  std::string text = what.substr(at + marker.size());
+  if (!text.empty() && text.back() == ')') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+struct PluginManager::Impl {
+  std::recursive_mutex mutex;
+  std::vector<std::string> search_path;
+  std::vector<std::string> warnings;
+  bool scanned = false;
+  std::vector<PluginRecord> records;  // in search-path order
+
+  // Prefers a loaded record, then a usable one, then a failed one (for its reason).
+  PluginRecord* find_by_name(const std::string& name) {
+    for (PluginState wanted : {PluginState::kLoaded, PluginState::kDiscovered, PluginState::kFailed})
+      for (auto& r : records)
+        if (r.name == name && r.state == wanted) return &r;
+    return nullptr;
+  }
+
+  PluginRecord* find_by_path(const std::string& path) {
+    for (auto& r : records)
+      if (r.path == path) return &r;
+    return nullptr;
+  }
+
+  PluginRecord* find_provider(const std::string& capability) {
+    for (auto& r : records) {
+      if (r.state == PluginState::kFailed || !r.manifest) continue;
+      const auto& provides = r.manifest->provides;
+      if (std::find(provides.begin(), provides.end(), capability) != provides.end()) return &r;
+    }
+    return nullptr;
+  }
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& r : records) out.push_back(r.name);
+    return out;
+  }
+
+  static PluginRecord read_record(const std::string& path) {
+    PluginRecord r;
+    r.path = path;
+    r.name = fs::path(path).stem().string();
+    try {
+      r.manifest = read_manifest(path);
+      r.name = r.manifest->name;
+      std::string reason = check_compatibility(*r.manifest);
+      if (!reason.empty()) {
+        r.state = PluginState::kFailed;
+        r.error = reason;
+      }
+    } catch (const PluginError& e) {
+      r.state = PluginState::kFailed;
+      r.error = e.reason();
+    }
+    return r;
+  }
+
+  // Settles name and capability conflicts among the records, in order.
+  void settle_conflicts() {
+    std::map<std::string, const PluginRecord*> by_name;
+    std::map<std::string, const PluginRecord*> by_capability;
+    for (auto& r : records) {
+      if (r.state == PluginState::kFailed || !r.manifest) continue;
+      auto same_name = by_name.find(r.name);
+      if (same_name != by_name.end()) {
+        r.state = PluginState::kFailed;
+        r.error = "duplicate plugin name '" + r.name + "': " + same_name->second->path + " comes first";
+        continue;
+      }
+      std::string conflict;
+      for (const auto& capability : r.manifest->provides) {
+        auto owner = by_capability.find(capability);
+        if (owner != by_capability.end()) {
+          conflict = "capability '" + capability + "' is already provided by " + describe(*owner->second);
+          break;
+        }
+      }
+      if (!conflict.empty()) {
+        r.state = PluginState::kFailed;
+        r.error = conflict;
+        continue;
+      }
+      by_name[r.name] = &r;
+      for (const auto& capability : r.manifest->provides) by_capability[capability] = &r;
+    }
+  }
+
+  void scan() {
+    std::vector<PluginRecord> old = std::move(records);
+    records.clear();
+    std::set<std::string> seen;
+    for (const auto& dir : search_path) {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) continue;
+      std::vector<std::string> files;
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->path().extension() == ".so") files.push_back(it->path().string());
+      }
+      std::sort(files.begin(), files.end());
+      for (const auto& file : files) {
+        std::string path = absolute_path(file);
+        if (!seen.insert(path).second) continue;
+        auto previous = std::find_if(old.begin(), old.end(), [&](const PluginRecord& r) { return r.path == path; });
+        if (previous != old.end() && previous->state == PluginState::kLoaded) {
+          records.push_back(*previous);
+        } else {
+          records.push_back(read_record(path));
+        }
+      }
+    }
+    // Plugins loaded by explicit path stay listed.
+    for (auto& r : old)
+      if (r.state == PluginState::kLoaded && !seen.count(r.path)) records.push_back(r);
+    settle_conflicts();
+    scanned = true;
+  }
+
+  void ensure_scanned() {
+    if (!scanned) scan();
+  }
+
+  [[noreturn]] void fail(PluginRecord& r, const std::string& reason) {
+    r.state = PluginState::kFailed;
+    r.error = reason;
+    throw PluginError(r.path, reason);
+  }
+
+  // Checks against plugins already loaded in this process (possibly by
+  // another manager or by path).
+  std::string loaded_conflict(const PluginRecord& r) {
+    LoadedPlugins& loaded = loaded_plugins();
+    std::lock_guard<std::mutex> lock(loaded.mutex);
+    auto same_name = loaded.path_by_name.find(r.name);
+    if (same_name != loaded.path_by_name.end()) {
+      return "duplicate plugin name '" + r.name + "': a plugin of that name is already loaded from " +
+             same_name->second;
+    }
+    for (const auto& capability : r.manifest->provides) {
+      auto owner = loaded.owner_by_capability.find(capability);
+      if (owner != loaded.owner_by_capability.end()) {
+        return "capability '" + capability + "' is already provided by loaded plugin '" + owner->second + "' (" +
+               loaded.path_by_name[owner->second] + ")";
+      }
+    }
+    return "";
+  }
+
+  void load_requirements(PluginRecord& r, std::vector<std::string>& chain) {
+    for (const auto& requirement : r.manifest->requires_) {
+      bool is_capability = requirement.find(':') != std::string::npos;
+      PluginRecord* dependency = is_capability ? find_provider(requirement) : find_by_name(requirement);
+      if (!dependency) {
+        std::string hint = is_capability ? "" : did_you_mean(requirement, names());
+        fail(r, "missing dependency: requires " + std::string(is_capability ? "capability '" : "plugin '") +
+                    requirement + "', which no plugin in the search path provides" + hint);
+      }
+      auto in_chain = std::find(chain.begin(), chain.end(), dependency->path);
+      if (in_chain != chain.end()) {
+        std::vector<std::string> cycle;
+        for (auto it = in_chain; it != chain.end(); ++it) cycle.push_back(find_by_path(*it)->name);
+        cycle.push_back(dependency->name);
+        std::string text = "dependency cycle: " + join(cycle, " -> ");
+        for (auto it = in_chain; it != chain.end(); ++it) {
+          PluginRecord* member = find_by_path(*it);
+          member->state = PluginState::kFailed;
+          member->error = text;
+        }
+        throw PluginError(r.path, text);
+      }
+      try {
+        load_record(*dependency, chain);
+      } catch (const PluginError& e) {
+        if (r.state == PluginState::kFailed) throw;  // a cycle through r: already explained
+        fail(r, "dependency '" + requirement + "' failed to load: " + e.what());
+      }
+    }
+  }
+
+  // True if this very file was loaded already, by this or another manager.
+  bool adopt_if_loaded(PluginRecord& r) {
+    LoadedPlugins& loaded = loaded_plugins();
+    std::lock_guard<std::mutex> lock(loaded.mutex);
+    auto same_name = loaded.path_by_name.find(r.name);
+    if (same_name == loaded.path_by_name.end() || same_name->second != r.path) return false;
+    r.state = PluginState::kLoaded;
+    r.functions = FunctionRegistry::list_owned_by(r.name);
+    return true;
+  }
+
+  void load_record(PluginRecord& r, std::vector<std::string>& chain) {
+    if (r.state == PluginState::kLoaded) return;
+    if (r.state == PluginState::kFailed) throw PluginError(r.path, r.error);
+    if (adopt_if_loaded(r)) return;
+    std::string conflict = loaded_conflict(r);
+    if (!conflict.empty()) fail(r, conflict);
+
+    chain.push_back(r.path);
+    load_requirements(r, chain);
+    chain.pop_back();
+
+    auto start = std::chrono::steady_clock::now();
+    boost::dll::shared_library library;
+    try {
+      library.load(r.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    } catch (const std::exception& e) {
+      fail(r, "cannot load the shared library: " + dl_error_text(e));
+    }
+    if (!library.has(LOOM_PLUGIN_INIT_SYMBOL)) {
+      fail(r, std::string("not a Loom plugin: it has a manifest but does not export ") + LOOM_PLUGIN_INIT_SYMBOL);
+    }
+    auto init = library.get<int(const LoomPluginHost*, char*, size_t)>(LOOM_PLUGIN_INIT_SYMBOL);
+
+    LoomPluginHost host;
+    host.struct_size = sizeof(LoomPluginHost);
+    host.abi_major = LOOM_PLUGIN_ABI_MAJOR;
+    host.abi_minor = LOOM_PLUGIN_ABI_MINOR;
+    host.core_version = LOOM_VERSION;
+    host.plugin_name = r.name.c_str();
+    host.plugin_path = r.path.c_str();
+
+    std::string reason;
+    {
+      RegistrationScope scope(r.name);
+      char message[2048] = {0};
+      int status = 0;
+      try {
+        status = init(&host, message, sizeof(message));
+        message[sizeof(message) - 1] = '\0';
+        if (status != 0) reason = std::string("init failed: ") + (message[0] ? message : "(no message)");
+      } catch (const std::exception& e) {
+        reason = std::string("init let an exception escape (a plugin bug): ") + e.what();
+      } catch (...) {
+        reason = "init let an exception of unknown type escape (a plugin bug)";
+      }
+      if (reason.empty()) {
+        for (const auto& capability : r.manifest->provides) {
+          if (starts_with(capability, "function:") && !FunctionRegistry::entry(capability.substr(9))) {
+            reason = "its manifest provides '" + capability + "' but its init did not register that function";
+            break;
+          }
+        }
+      }
+      if (!reason.empty()) {
+        scope.rollback();  // before the library is closed: undo may run plugin destructors
+      } else {
+        scope.commit();
+      }
+    }
+    if (!reason.empty()) {
+      library.unload();
+      fail(r, reason);
+    }
+
+    r.functions = FunctionRegistry::list_owned_by(r.name);
+    r.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    r.state = PluginState::kLoaded;
+    r.error.clear();
+    LoadedPlugins& loaded = loaded_plugins();
+    std::lock_guard<std::mutex> lock(loaded.mutex);
+    loaded.path_by_name[r.name] = r.path;
+    for (const auto& capability : r.manifest->provides) loaded.owner_by_capability[capability] = r.name;
+    loaded.libraries.push_back(std::move(library));
+  }
+
+  PluginRecord load(PluginRecord& r) {
+    std::vector<std::string> chain;
+    load_record(r, chain);
+    return r;
+  }
+};
+
+PluginManager::PluginManager(std::vector<std::string> search_path) : impl_(std::make_unique<Impl>()) {
+  impl_->search_path = std::move(search_path);
+}
+
+PluginManager::~PluginManager() = default;
+
+PluginManager& PluginManager::global() {
+  static PluginManager* instance = [] {
+    std::vector<std::string> warnings;
+    auto* manager = new PluginManager(default_search_path(&warnings));
+    manager->impl_->warnings = std::move(warnings);
+    return manager;
+  }();
+  return *instance;
+}
+
+namespace {
+// Registries ask the global manager for a capability they miss; it is built
+// on the first such request, so start-up reads no plugin directory.
+const bool resolver_installed = [] {
+  set_capability_resolver([](const std::string& capability) {
+    return PluginManager::global().load_capability(capability).has_value();
+  });
+  return true;
+}();
+}  // namespace
+
+std::vector<std::string> PluginManager::default_search_path(std::vector<std::string>* warnings) {
+  std::vector<std::string> dirs;
+  auto add = [&](const fs::path& dir) {
+    std::string path = absolute_path(dir.string());
+    if (std::find(dirs.begin(), dirs.end(), path) == dirs.end()) dirs.push_back(path);
+  };
+  std::error_code ec;
+  fs::path core_library = boost::dll::this_line_location(ec);
+  if (!ec) add(core_library.parent_path() / "loom" / "plugins");
+  add(LOOM_INSTALL_PLUGIN_DIR);
+  if (const char* env = std::getenv("LOOM_PLUGIN_PATH")) {
+    for (const std::string& entry : split(env, ':', false)) {
+      if (entry.empty()) {
+        if (warnings) warnings->push_back("LOOM_PLUGIN_PATH has an empty entry; ignored (the current directory is "
+                                          "never searched for plugins)");
+      } else if (!fs::path(entry).is_absolute()) {
+        if (warnings) warnings->push_back("LOOM_PLUGIN_PATH entry '" + entry + "' is not an absolute path; ignored "
+                                          "(plugins are never searched relative to the current directory)");
+      } else {
+        add(entry);
+      }
+    }
+  }
+  return dirs;
+}
+
+const std::vector<std::string>& PluginManager::search_path() const { return impl_->search_path; }
+
+std::vector<std::string> PluginManager::warnings() const {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  return impl_->warnings;
+}
+
+void PluginManager::rescan() {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->scan();
+}
+
+std::vector<PluginRecord> PluginManager::list() {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  return impl_->records;
+}
+
+std::optional<PluginRecord> PluginManager::info(const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  if (PluginRecord* r = impl_->find_by_name(name)) return *r;
+  return std::nullopt;
+}
+
+PluginRecord PluginManager::load(const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  PluginRecord* r = impl_->find_by_name(name);
+  if (!r) {
+    throw PluginError("", "no plugin named '" + name + "' in the search path (" + join(impl_->search_path, ":") +
+                              ")" + did_you_mean(name, impl_->names()));
+  }
+  return impl_->load(*r);
+}
+
+PluginRecord PluginManager::load_path(const std::string& path) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  std::string absolute = absolute_path(path);
+  PluginRecord* r = impl_->find_by_path(absolute);
+  if (!r) {
+    PluginRecord fresh = Impl::read_record(absolute);
+    if (fresh.state == PluginState::kFailed) throw PluginError(fresh.path, fresh.error);
+    impl_->records.push_back(std::move(fresh));
+    r = &impl_->records.back();
+  }
+  return impl_->load(*r);
+}
+
+std::optional<PluginRecord> PluginManager::load_capability(const std::string& capability) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  PluginRecord* r = impl_->find_provider(capability);
+  if (!r) return std::nullopt;
+  return impl_->load(*r);
+}
+
+std::optional<PluginRecord> PluginManager::provider(const std::string& capability) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  if (PluginRecord* r = impl_->find_provider(capability)) return *r;
+  return std::nullopt;
+}
+
+}  // namespace loom

@@ -1,0 +1,75 @@
+#include "loom/support/registration.h"
+
+#include <mutex>
+
+namespace loom {
+
+namespace {
+thread_local RegistrationScope* active_scope = nullptr;
+thread_local int resolving_depth = 0;
+
+std::mutex& resolver_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+CapabilityResolver& resolver() {
+  static CapabilityResolver instance;
+  return instance;
+}
+}  // namespace
+
+RegistrationScope::RegistrationScope(std::string owner)
+    : owner_(std::move(owner)), previous_(active_scope) {
+  active_scope = this;
+}
+
+RegistrationScope::~RegistrationScope() {
+  if (!done_) rollback();
+  active_scope = previous_;
+}
+
+void RegistrationScope::commit() {
+  undo_.clear();
+  done_ = true;
+}
+
+void RegistrationScope::rollback() {
+  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+  undo_.clear();
+  done_ = true;
+}
+
+std::string RegistrationScope::current_owner() {
+  return active_scope ? active_scope->owner_ : std::string("core");
+}
+
+void RegistrationScope::record_undo(std::function<void()> undo) {
+  if (active_scope) active_scope->undo_.push_back(std::move(undo));
+}
+
+void set_capability_resolver(CapabilityResolver new_resolver) {
+  std::lock_guard<std::mutex> lock(resolver_mutex());
+  resolver() = std::move(new_resolver);
+}
+
+bool request_capability(const std::string& capability) {
+  CapabilityResolver current;
+  {
+    std::lock_guard<std::mutex> lock(resolver_mutex());
+    current = resolver();
+  }
+  // A resolver that itself misses a capability must not recurse forever.
+  if (!current || resolving_depth > 8) return false;
+  ++resolving_depth;
+  bool found = false;
+  try {
+    found = current(capability);
+  } catch (...) {
+    --resolving_depth;
+    throw;
+  }
+  --resolving_depth;
+  return found;
+}
+
+}  // namespace loom

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# loomc as a user runs it: help, listing (table and JSON), info, load, call,
+# lazy loading through LOOM_PLUGIN_PATH, and the error paths.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+unset LOOM_PLUGIN_PATH
+
+expect_output help 0 "Usage: loomc" -- "$LOOMC" --help
+expect_output no-args 2 "Commands:" -- "$LOOMC"
+expect_output plugins-help 0 "LOOM_PLUGIN_PATH" -- "$LOOMC" plugins --help
+expect_output version 0 "^loomc [0-9]+\.[0-9]+\.[0-9]+$" -- "$LOOMC" --version
+expect_output bad-command 2 "unknown command 'plugin'; did you mean 'plugins'\?" -- "$LOOMC" plugin list
+expect_output bad-option 2 "unknown option '--jsn'" -- "$LOOMC" plugins list --jsn
+expect_output bad-sub 2 "unknown plugins command 'lst'; did you mean 'list'\?" -- "$LOOMC" plugins lst
+
+# The build tree's plugin folder is searched without any configuration.
+expect_output list 0 "hello +1\.0\.0 +discovered +function:hello.greet" -- "$LOOMC" plugins list
+expect_output info 0 "description: +Demo plugin" -- "$LOOMC" plugins info hello
+expect_output info-typo 1 "no plugin named 'helo'; did you mean 'hello'\?" -- "$LOOMC" plugins info helo
+expect_output load 0 "loaded hello 1\.0\.0 .* in [0-9.]+ ms" -- "$LOOMC" plugins load hello
+expect_output load-lists-functions 0 "hello.greet +Greets" -- "$LOOMC" plugins load hello
+expect_output call 0 "^hello, Ada!$" -- "$LOOMC" call hello.greet Ada
+expect_output call-negative 0 "^-7$" -- "$LOOMC" call hello.add -10 3
+expect_output call-describe 0 '^2\.5$' -- "$LOOMC" call hello.describe 2.5
+expect_output call-describe-str 0 '^"\[1, 2\]"$' -- "$LOOMC" call hello.describe "[1, 2]"
+expect_output call-bad-arg 1 "argument 1 of function 'hello.add': expected int, got str 'x'" -- "$LOOMC" call hello.add 1 x
+expect_output call-arity 1 "function 'hello.add' takes 2 arguments, got 1" -- "$LOOMC" call hello.add 1
+expect_output call-unknown 1 "no function named 'nothing.here' is registered" -- "$LOOMC" call nothing.here
+
+# JSON: every field the issue names, for discovered, loaded-by-path and failed plugins.
+json=$(LOOM_PLUGIN_PATH="$FIXTURES/good:$FIXTURES/cxx_abi:$FIXTURES/not_plugin" "$LOOMC" plugins list --json) \
+  || fail "list --json exited non-zero"
+$PY - "$json" <<'PYEOF' || fail "list --json content"
+import json, sys
+doc = json.loads(sys.argv[1])
+plugins = {p["name"]: p for p in doc["plugins"]}
+for p in doc["plugins"]:
+    assert set(p) >= {"name", "version", "path", "provides", "requires", "state", "error"}, p
+assert plugins["hello"]["state"] == "discovered" and plugins["hello"]["version"] == "1.0.0", plugins["hello"]
+assert plugins["fx_good"]["provides"][0] == "function:fx_good.twice", plugins["fx_good"]
+assert plugins["fx_cxx_abi"]["state"] == "failed", plugins["fx_cxx_abi"]
+assert "C++ ABI mismatch" in plugins["fx_cxx_abi"]["error"], plugins["fx_cxx_abi"]
+assert plugins["loom_not_plugin"]["state"] == "failed" and plugins["loom_not_plugin"]["version"] is None
+assert "no .loom_manifest section" in plugins["loom_not_plugin"]["error"]
+assert all(d.startswith("/") for d in doc["search_path"]), doc["search_path"]
+PYEOF
+info_json=$(LOOM_PLUGIN_PATH="$FIXTURES/dependent:$FIXTURES/good" "$LOOMC" plugins info fx_dependent --json)
+$PY -c 'import json,sys; p=json.loads(sys.argv[1]); assert p["requires"]==["fx_good"] and p["state"]=="discovered", p' \
+  "$info_json" || fail "info --json content"
+
+# Lazy loading: calling a function loads its plugin, requirements first.
+expect_output lazy 0 "^44$" -- env LOOM_PLUGIN_PATH="$FIXTURES/dependent:$FIXTURES/good" "$LOOMC" call fx_dependent.quadruple 11
+expect_output load-path 0 "loaded fx_good 2\.3\.4" -- "$LOOMC" plugins load "$FIXTURES/good/loom_fx_good.so"
+
+# Failures name the file and the reason, and exit 1 without a crash.
+expect_output fail-throw 1 "loom_fx_throws.so: init failed: device firmware not found" -- \
+  env LOOM_PLUGIN_PATH="$FIXTURES/throws" "$LOOMC" plugins load fx_throws
+expect_output fail-lazy 1 "loom_fx_throws.so: init failed: device firmware not found" -- \
+  env LOOM_PLUGIN_PATH="$FIXTURES/throws" "$LOOMC" call fx_throws.leaked 1
+expect_output fail-cycle 1 "dependency cycle: fx_cycle_a -> fx_cycle_b -> fx_cycle_a" -- \
+  env LOOM_PLUGIN_PATH="$FIXTURES/cycle" "$LOOMC" plugins load fx_cycle_a
+expect_output fail-missing 1 "plugin /nonexistent/loom_x.so: file not found" -- "$LOOMC" plugins load /nonexistent/loom_x.so
+expect_output list-shows-failure 0 "reason: dependency|reason: duplicate plugin name 'fx_dup'" -- \
+  env LOOM_PLUGIN_PATH="$FIXTURES/dup_a:$FIXTURES/dup_b" "$LOOMC" plugins list
+expect_output relative-path-warning 0 "warning: LOOM_PLUGIN_PATH entry 'fixtures' is not an absolute path; ignored" -- \
+  env LOOM_PLUGIN_PATH="fixtures" "$LOOMC" plugins list
+
+# The current directory is never searched: a plugin there is not found.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cp "$FIXTURES/good/loom_fx_good.so" "$tmp/"
+(cd "$tmp" && "$LOOMC" plugins list | grep -q fx_good) && fail "a plugin in the current directory was discovered"
+(cd "$tmp" && LOOM_PLUGIN_PATH=":." "$LOOMC" plugins list 2>/dev/null | grep -q fx_good) && fail "'.' in LOOM_PLUGIN_PATH was searched"
+
+finish

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The SDK as a vendor uses it: install Loom into a prefix, build the template
+# plugin out of tree with find_package(Loom) and loom_add_plugin, and load it
+# with the installed loomc through LOOM_PLUGIN_PATH.
+source "$(dirname "$0")/lib.sh"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+
+cmake --install "$BINARY_DIR" --prefix "$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "install"; finish; }
+for f in bin/loomc lib/libloom_core.so include/loom/plugin.h include/loom/plugin_sdk.h include/loom/version.h \
+         include/loom/object/function.h lib/cmake/Loom/LoomConfig.cmake lib/cmake/Loom/LoomPlugin.cmake \
+         lib/loom/plugins/loom_hello.so share/loom/template/CMakeLists.txt; do
+  [ -e "$prefix/$f" ] || fail "install is missing $f"
+done
+# Test fixtures are never installed.
+ls "$prefix/lib/loom/plugins" | grep -q fx_ && fail "fixture plugins were installed"
+
+# The installed loomc finds the installed plugins, relocated from the build tree.
+expect_output installed-list 0 "$prefix/lib/loom/plugins/loom_hello.so" -- "$prefix/bin/loomc" plugins list
+expect_output installed-call 0 "^hello, prefix!$" -- "$prefix/bin/loomc" call hello.greet prefix
+
+cp -r "$prefix/share/loom/template" "$work/vendor"
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+if ! cmake -S "$work/vendor" -B "$work/vendor/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" >"$work/cfg.log" 2>&1; then
+  cat "$work/cfg.log" >&2; fail "configure of the out-of-tree template"; finish
+fi
+if ! cmake --build "$work/vendor/build" >"$work/build.log" 2>&1; then
+  cat "$work/build.log" >&2; fail "build of the out-of-tree template"; finish
+fi
+so="$work/vendor/build/loom_template_plugin.so"
+[ -f "$so" ] || fail "template plugin not produced at $so"
+
+export LOOM_PLUGIN_PATH="$work/vendor/build"
+expect_output vendor-list 0 "template_plugin +0\.1\.0 +discovered" -- "$prefix/bin/loomc" plugins list
+expect_output vendor-load 0 "loaded template_plugin 0\.1\.0" -- "$prefix/bin/loomc" plugins load template_plugin
+expect_output vendor-call 0 "^10\.0$" -- "$prefix/bin/loomc" call template_plugin.scale 2.5 4
+# The build tree's loomc loads the same out-of-tree plugin.
+expect_output vendor-build-tree 0 "^10\.0$" -- "$LOOMC" call template_plugin.scale 2.5 4
+finish

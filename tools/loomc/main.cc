@@ -1,0 +1,291 @@
+// loomc: Loom's command line.  This first version manages plugins and calls
+// registered functions; later issues add check, fmt, build and run.
+//
+// Exit status: 0 success, 1 an error (message on stderr), 2 a usage error.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "loom/object/function.h"
+#include "loom/object/structural.h"
+#include "loom/plugin/manager.h"
+#include "loom/support/json.h"
+#include "loom/support/strings.h"
+#include "loom/version.h"
+
+namespace {
+
+using loom::PluginManager;
+using loom::PluginRecord;
+
+constexpr const char* kMainHelp = R"(loomc -- the Loom compiler driver
+
+Usage: loomc [--help] [--version] COMMAND [ARGS...]
+
+Commands:
+  plugins list [--json]       list discovered plugins and their state
+  plugins info NAME [--json]  show one plugin's manifest (does not load it)
+  plugins load NAME|PATH      load a plugin (and what it requires), list its functions
+  functions list [--json]     list registered functions (core and loaded plugins)
+  call FUNCTION [ARG...]      call a registered function, loading its plugin on demand;
+                              ARGs that read as integers, floats, true or false are
+                              passed as such, anything else as a string
+
+Plugins are searched in <libdir>/loom/plugins, <prefix>/lib/loom/plugins and the
+absolute directories in LOOM_PLUGIN_PATH (':'-separated), never in the current
+directory.  Run 'loomc plugins --help' for more.
+)";
+
+constexpr const char* kPluginsHelp = R"(loomc plugins -- discover, inspect and load plugins
+
+Usage:
+  loomc plugins list [--json]
+      One row per plugin file found on the search path: name, version, state and
+      what it provides.  State is 'discovered' (manifest read, not loaded),
+      'loaded', or 'failed' with the reason (not a plugin, ABI mismatch,
+      duplicate name, capability conflict, ...).  Listing never runs plugin code.
+      --json prints {search_path, warnings, plugins: [{name, version, path,
+      description, provides, requires, state, error, functions}]}.
+  loomc plugins info NAME [--json]
+      The manifest of the plugin named NAME, without loading it.
+  loomc plugins load NAME|PATH
+      Loads the plugin named NAME (or the file PATH, when it contains a '/'),
+      loading its requirements first, and prints the functions it registered.
+
+Environment:
+  LOOM_PLUGIN_PATH   extra plugin directories, absolute, ':'-separated
+)";
+
+int usage_error(const std::string& message) {
+  std::cerr << "loomc: " << message << "\nTry 'loomc --help'.\n";
+  return 2;
+}
+
+void write_record_json(loom::JsonWriter& json, const PluginRecord& r) {
+  json.begin_object();
+  json.key("name").value(r.name);
+  json.key("version");
+  if (r.manifest) json.value(r.manifest->version); else json.null();
+  json.key("path").value(r.path);
+  json.key("description").value(r.manifest ? r.manifest->description : std::string());
+  json.key("provides").string_array(r.manifest ? r.manifest->provides : std::vector<std::string>{});
+  json.key("requires").string_array(r.manifest ? r.manifest->requires_ : std::vector<std::string>{});
+  json.key("state").value(loom::plugin_state_name(r.state));
+  json.key("error");
+  if (r.error.empty()) json.null(); else json.value(r.error);
+  json.key("functions").string_array(r.functions);
+  json.end_object();
+}
+
+void print_warnings(const PluginManager& manager) {
+  for (const auto& warning : manager.warnings()) std::cerr << "loomc: warning: " << warning << "\n";
+}
+
+int plugins_list(bool as_json) {
+  PluginManager& manager = PluginManager::global();
+  std::vector<PluginRecord> records = manager.list();
+  if (as_json) {
+    loom::JsonWriter json;
+    json.begin_object();
+    json.key("search_path").string_array(manager.search_path());
+    json.key("warnings").string_array(manager.warnings());
+    json.key("plugins").begin_array();
+    for (const auto& r : records) write_record_json(json, r);
+    json.end_array().end_object();
+    std::cout << json.str() << "\n";
+    return 0;
+  }
+  print_warnings(manager);
+  if (records.empty()) {
+    std::cout << "no plugins found; searched: " << loom::join(manager.search_path(), ":") << "\n";
+    return 0;
+  }
+  size_t name_width = 4, version_width = 7;
+  for (const auto& r : records) {
+    name_width = std::max(name_width, r.name.size());
+    if (r.manifest) version_width = std::max(version_width, r.manifest->version.size());
+  }
+  std::printf("%-*s  %-*s  %-10s  %s\n", int(name_width), "NAME", int(version_width), "VERSION", "STATE", "PROVIDES");
+  for (const auto& r : records) {
+    std::string version = r.manifest ? r.manifest->version : "-";
+    std::string provides = r.manifest ? loom::join(r.manifest->provides, ",") : "";
+    std::printf("%-*s  %-*s  %-10s  %s\n", int(name_width), r.name.c_str(), int(version_width), version.c_str(),
+                loom::plugin_state_name(r.state), provides.c_str());
+    std::printf("%*s  %s\n", int(name_width), "", r.path.c_str());
+    if (!r.error.empty()) std::printf("%*s  reason: %s\n", int(name_width), "", r.error.c_str());
+  }
+  return 0;
+}
+
+int plugins_info(const std::string& name, bool as_json) {
+  PluginManager& manager = PluginManager::global();
+  auto record = manager.info(name);
+  if (!record) {
+    std::vector<std::string> names;
+    for (const auto& r : manager.list()) names.push_back(r.name);
+    std::cerr << "loomc: error: no plugin named '" << name << "'" << loom::did_you_mean(name, names)
+              << " (run 'loomc plugins list')\n";
+    return 1;
+  }
+  const PluginRecord& r = *record;
+  if (as_json) {
+    loom::JsonWriter json;
+    write_record_json(json, r);
+    std::cout << json.str() << "\n";
+    return 0;
+  }
+  std::cout << "name:         " << r.name << "\n"
+            << "path:         " << r.path << "\n"
+            << "state:        " << loom::plugin_state_name(r.state) << "\n";
+  if (!r.error.empty()) std::cout << "reason:       " << r.error << "\n";
+  if (r.manifest) {
+    const auto& m = *r.manifest;
+    std::cout << "version:      " << m.version << "\n"
+              << "description:  " << m.description << "\n"
+              << "provides:     " << loom::join(m.provides, ", ") << "\n"
+              << "requires:     " << loom::join(m.requires_, ", ") << "\n"
+              << "plugin ABI:   " << m.abi_major << "." << m.abi_minor << "\n"
+              << "built for:    Loom " << m.core_version << ", C++ ABI " << m.cxx_abi << "\n";
+  }
+  return 0;
+}
+
+int plugins_load(const std::string& target) {
+  PluginManager& manager = PluginManager::global();
+  PluginRecord r = target.find('/') != std::string::npos ? manager.load_path(target) : manager.load(target);
+  std::printf("loaded %s %s from %s in %.2f ms\n", r.name.c_str(), r.manifest->version.c_str(), r.path.c_str(),
+              r.load_ms);
+  for (const auto& name : r.functions) {
+    auto entry = loom::FunctionRegistry::entry(name);
+    std::printf("  %-24s %s\n", name.c_str(), entry ? entry->doc.c_str() : "");
+  }
+  return 0;
+}
+
+int functions_list(bool as_json) {
+  std::vector<std::string> names = loom::FunctionRegistry::list();
+  if (as_json) {
+    loom::JsonWriter json;
+    json.begin_array();
+    for (const auto& name : names) {
+      auto entry = loom::FunctionRegistry::entry(name);
+      json.begin_object().key("name").value(name).key("owner").value(entry->owner).key("doc").value(entry->doc);
+      json.end_object();
+    }
+    json.end_array();
+    std::cout << json.str() << "\n";
+    return 0;
+  }
+  for (const auto& name : names) {
+    auto entry = loom::FunctionRegistry::entry(name);
+    std::printf("%-28s %-10s %s\n", name.c_str(), entry->owner.c_str(), entry->doc.c_str());
+  }
+  return 0;
+}
+
+loom::Any parse_argument(const std::string& text) {
+  if (text == "true") return loom::Any(true);
+  if (text == "false") return loom::Any(false);
+  try {
+    size_t used = 0;
+    long long value = std::stoll(text, &used);
+    if (used == text.size()) return loom::Any(static_cast<int64_t>(value));
+  } catch (const std::exception&) {
+  }
+  try {
+    size_t used = 0;
+    double value = std::stod(text, &used);
+    if (used == text.size()) return loom::Any(value);
+  } catch (const std::exception&) {
+  }
+  return loom::Any(text);
+}
+
+int call(const std::string& name, const std::vector<std::string>& texts) {
+  loom::Function function = loom::FunctionRegistry::get(name);
+  std::vector<loom::Any> args;
+  for (const auto& text : texts) args.push_back(parse_argument(text));
+  loom::Any result = function.call(args.data(), static_cast<int32_t>(args.size()));
+  if (result.kind() == loom::AnyKind::kStr) {
+    std::cout << result.as_string() << "\n";
+  } else if (!result.is_none()) {
+    std::cout << loom::repr(result) << "\n";
+  }
+  return 0;
+}
+
+int run(std::vector<std::string> args) {
+  // Everything after `call FUNCTION` is an argument of the call, verbatim
+  // (negative numbers look like options).
+  std::vector<std::string> call_args;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "call") {
+      call_args.assign(args.begin() + i + 2, args.end());
+      args.resize(i + 2);
+      break;
+    }
+  }
+  std::vector<std::string> positional;
+  bool help = false, version = false, as_json = false;
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") help = true;
+    else if (a == "--version") version = true;
+    else if (a == "--json") as_json = true;
+    else if (!a.empty() && a[0] == '-') return usage_error("unknown option '" + a + "'");
+    else positional.push_back(a);
+  }
+
+  if (positional.empty()) {
+    if (version) {
+      std::cout << "loomc " << LOOM_VERSION << "\n";
+      return 0;
+    }
+    std::cout << kMainHelp;
+    return help ? 0 : 2;
+  }
+  const std::string& command = positional[0];
+  if (command == "plugins") {
+    if (help || positional.size() < 2) {
+      std::cout << kPluginsHelp;
+      return help ? 0 : 2;
+    }
+    const std::string& sub = positional[1];
+    if (sub == "list") return plugins_list(as_json);
+    if (sub == "info") {
+      if (positional.size() != 3) return usage_error("plugins info takes one plugin name");
+      return plugins_info(positional[2], as_json);
+    }
+    if (sub == "load") {
+      if (positional.size() != 3) return usage_error("plugins load takes one plugin name or path");
+      return plugins_load(positional[2]);
+    }
+    return usage_error("unknown plugins command '" + sub + "'" + loom::did_you_mean(sub, {"list", "info", "load"}));
+  }
+  if (help) {
+    std::cout << kMainHelp;
+    return 0;
+  }
+  if (command == "functions") {
+    if (positional.size() == 2 && positional[1] == "list") return functions_list(as_json);
+    return usage_error("usage: loomc functions list [--json]");
+  }
+  if (command == "call") {
+    if (positional.size() < 2) return usage_error("call needs a function name");
+    return call(positional[1], call_args);
+  }
+  return usage_error("unknown command '" + command + "'" +
+                     loom::did_you_mean(command, {"plugins", "functions", "call"}));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return run(args);
+  } catch (const std::exception& e) {
+    std::cerr << "loomc: error: " << e.what() << "\n";
+    return 1;
+  }
+}
