@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up Loom on Debian 12: installs the Debian packages the project needs
+# (only when some are missing), configures with the default CMake preset and
+# builds with two jobs.  Idempotent; a no-op install and an up-to-date build
+# take a few seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Keep this list in step with what CMakeLists.txt and the tests use.
+PACKAGES=(
+  cmake ninja-build g++ ccache   # build
+  libboost-dev                   # Boost.DLL (header-only, used with std::filesystem)
+  googletest                     # GoogleTest sources and CMake package
+  libgtest-dev
+  python3                        # /usr/bin/python3 checks JSON output in e2e tests
+)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake --preset default
+fi
+cmake --build build -j2
+echo "setup: built build/bin/loomc and build/lib/loom/plugins/"
