@@ -61,6 +61,39 @@ TEST(Manifest, TruncatedCopiesOfARealPlugin) {
   }
 }
 
+// A copy of a real plugin with `count` bytes at `offset` of its ELF header replaced.
+std::string patched_copy(const ScratchDir& dir, const std::string& name, long offset, const std::string& bytes) {
+  std::string path = dir.file(name);
+  std::filesystem::copy_file(fixture("good", "fx_good"), path);
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(offset);
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+TEST(Manifest, PluginForAnotherMachine) {
+  ScratchDir dir;
+  std::string path = patched_copy(dir, "loom_sparc.so", 18, std::string("\x2b\x00", 2));  // e_machine = EM_SPARCV9
+  EXPECT_EQ(plugin_error([&] { read_manifest(path); }).rfind(
+                "plugin " + path + ": not a Loom plugin for this machine: built for ELF machine 43, this machine is ",
+                0),
+            0u);
+}
+
+TEST(Manifest, ExecutableIsNotASharedObject) {
+  ScratchDir dir;
+  std::string path = patched_copy(dir, "loom_exec.so", 16, std::string("\x02\x00", 2));  // e_type = ET_EXEC
+  EXPECT_EQ(plugin_error([&] { read_manifest(path); }),
+            "plugin " + path + ": not a Loom plugin: not a shared object (ELF type 2)");
+}
+
+TEST(Manifest, ThirtyTwoBitElf) {
+  ScratchDir dir;
+  std::string path = patched_copy(dir, "loom_32.so", 4, std::string("\x01", 1));  // EI_CLASS = ELFCLASS32
+  EXPECT_EQ(plugin_error([&] { read_manifest(path); }),
+            "plugin " + path + ": not a Loom plugin: not a 64-bit little-endian ELF file");
+}
+
 TEST(Manifest, PluginAbiMismatchIsReadFromTheHeader) {
   std::string path = fixture("abi_mismatch", "fx_abi_mismatch");
   std::string major = std::to_string(LOOM_PLUGIN_ABI_MAJOR);
