@@ -25,7 +25,9 @@ expect_output call-describe 0 '^2\.5$' -- "$LOOMC" call hello.describe 2.5
 expect_output call-describe-str 0 '^"\[1, 2\]"$' -- "$LOOMC" call hello.describe "[1, 2]"
 expect_output call-bad-arg 1 "argument 1 of function 'hello.add': expected int, got str 'x'" -- "$LOOMC" call hello.add 1 x
 expect_output call-arity 1 "function 'hello.add' takes 2 arguments, got 1" -- "$LOOMC" call hello.add 1
-expect_output call-unknown 1 "no function named 'nothing.here' is registered" -- "$LOOMC" call nothing.here
+expect_output call-unknown 1 "no function named 'nothing.here' is registered or provided by a plugin$" -- "$LOOMC" call nothing.here
+# A typo of a function whose plugin is not loaded yet still gets a suggestion.
+expect_output call-typo 1 "did you mean 'hello.greet'\?" -- "$LOOMC" call hello.gret x
 
 # JSON: every field the issue names, for discovered, loaded-by-path and failed plugins.
 json=$(LOOM_PLUGIN_PATH="$FIXTURES/good:$FIXTURES/cxx_abi:$FIXTURES/not_plugin" "$LOOMC" plugins list --json) \

@@ -102,8 +102,10 @@ std::optional<Function> FunctionRegistry::find(const std::string& name) {
 
 Function FunctionRegistry::get(const std::string& name) {
   if (auto f = find(name)) return *f;
-  LOOM_THROW(LookupError) << "no function named '" << name << "' is registered"
-                          << did_you_mean(name, list());
+  std::vector<std::string> candidates = list();
+  for (auto& loadable : available_capabilities("function")) candidates.push_back(std::move(loadable));
+  LOOM_THROW(LookupError) << "no function named '" << name << "' is registered or provided by a plugin"
+                          << did_you_mean(name, candidates);
 }
 
 std::vector<std::string> FunctionRegistry::list() {

@@ -356,9 +356,10 @@ namespace {
 // Registries ask the global manager for a capability they miss; it is built
 // on the first such request, so start-up reads no plugin directory.
 const bool resolver_installed = [] {
-  set_capability_resolver([](const std::string& capability) {
-    return PluginManager::global().load_capability(capability).has_value();
-  });
+  set_capability_resolver({[](const std::string& capability) {
+                             return PluginManager::global().load_capability(capability).has_value();
+                           },
+                           [](const std::string& kind) { return PluginManager::global().available(kind); }});
   return true;
 }();
 }  // namespace
@@ -445,6 +446,19 @@ std::optional<PluginRecord> PluginManager::load_capability(const std::string& ca
   PluginRecord* r = impl_->find_provider(capability);
   if (!r) return std::nullopt;
   return impl_->load(*r);
+}
+
+std::vector<std::string> PluginManager::available(const std::string& kind) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  std::vector<std::string> names;
+  const std::string prefix = kind + ":";
+  for (const auto& r : impl_->records) {
+    if (r.state == PluginState::kFailed || !r.manifest) continue;
+    for (const auto& capability : r.manifest->provides)
+      if (starts_with(capability, prefix)) names.push_back(capability.substr(prefix.size()));
+  }
+  return names;
 }
 
 std::optional<PluginRecord> PluginManager::provider(const std::string& capability) {

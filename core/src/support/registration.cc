@@ -59,17 +59,26 @@ bool request_capability(const std::string& capability) {
     current = resolver();
   }
   // A resolver that itself misses a capability must not recurse forever.
-  if (!current || resolving_depth > 8) return false;
+  if (!current.request || resolving_depth > 8) return false;
   ++resolving_depth;
   bool found = false;
   try {
-    found = current(capability);
+    found = current.request(capability);
   } catch (...) {
     --resolving_depth;
     throw;
   }
   --resolving_depth;
   return found;
+}
+
+std::vector<std::string> available_capabilities(const std::string& kind) {
+  CapabilityResolver current;
+  {
+    std::lock_guard<std::mutex> lock(resolver_mutex());
+    current = resolver();
+  }
+  return current.available ? current.available(kind) : std::vector<std::string>{};
 }
 
 }  // namespace loom

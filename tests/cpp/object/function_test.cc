@@ -78,7 +78,8 @@ TEST(FunctionRegistry, OverrideIsExplicitAndRollsBackToThePrevious) {
 TEST(FunctionRegistry, UnknownNameSuggestsTheClosest) {
   FunctionRegistry::register_function("test.lookup.alpha", Function::typed([] { return 1; }));
   EXPECT_EQ(error_of([] { FunctionRegistry::get("test.lookup.alpah"); }),
-            "no function named 'test.lookup.alpah' is registered; did you mean 'test.lookup.alpha'?");
+            "no function named 'test.lookup.alpah' is registered or provided by a plugin; did you mean "
+            "'test.lookup.alpha'?");
 }
 
 TEST(FunctionRegistry, InvalidNamesAreRefused) {

@@ -52,15 +52,25 @@ TEST(PluginManager, LoadByPathOutsideTheSearchPath) {
 
 TEST(PluginManager, LoadByCapabilityIsLazyThroughTheRegistry) {
   PluginManager manager({fixture_dir("good"), fixture_dir("dependent")});
-  set_capability_resolver([&](const std::string& c) { return manager.load_capability(c).has_value(); });
+  set_capability_resolver({[&](const std::string& c) { return manager.load_capability(c).has_value(); },
+                           [&](const std::string& kind) { return manager.available(kind); }});
   EXPECT_EQ(manager.provider("function:fx_dependent.quadruple")->name, "fx_dependent");
+  // A typo is answered with a name a plugin would provide, before anything loads.
+  try {
+    FunctionRegistry::get("fx_dependent.quadrupel");
+    ADD_FAILURE() << "no error";
+  } catch (const LookupError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "no function named 'fx_dependent.quadrupel' is registered or provided by a plugin; did you mean "
+              "'fx_dependent.quadruple'?");
+  }
   EXPECT_FALSE(manager.load_capability("target:nobody"));
   EXPECT_EQ(manager.info("fx_dependent")->state, PluginState::kDiscovered);
   // The first lookup loads fx_dependent, and fx_good before it.
   EXPECT_EQ(FunctionRegistry::get("fx_dependent.quadruple")(3).as_int(), 12);
   EXPECT_EQ(manager.info("fx_dependent")->state, PluginState::kLoaded);
   EXPECT_EQ(manager.info("fx_good")->state, PluginState::kLoaded);
-  set_capability_resolver(nullptr);
+  set_capability_resolver({});
 }
 
 TEST(PluginManager, PluginDefinedTypesWorkWithTheGenericAlgorithms) {

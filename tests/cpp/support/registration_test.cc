@@ -32,15 +32,21 @@ TEST(RegistrationScope, WithoutScopeNothingIsRecorded) {
 
 TEST(Capabilities, ResolverIsAskedAndMayDecline) {
   std::vector<std::string> asked;
-  set_capability_resolver([&](const std::string& capability) {
-    asked.push_back(capability);
-    return capability == "target:yes";
-  });
+  set_capability_resolver({[&](const std::string& capability) {
+                             asked.push_back(capability);
+                             return capability == "target:yes";
+                           },
+                           [](const std::string& kind) {
+                             return kind == "target" ? std::vector<std::string>{"yes"} : std::vector<std::string>{};
+                           }});
   EXPECT_TRUE(request_capability("target:yes"));
   EXPECT_FALSE(request_capability("target:no"));
   EXPECT_EQ(asked, (std::vector<std::string>{"target:yes", "target:no"}));
-  set_capability_resolver(nullptr);
+  EXPECT_EQ(available_capabilities("target"), (std::vector<std::string>{"yes"}));
+  EXPECT_TRUE(available_capabilities("pass").empty());
+  set_capability_resolver({});
   EXPECT_FALSE(request_capability("target:yes"));
+  EXPECT_TRUE(available_capabilities("target").empty());
 }
 
 }  // namespace loom

@@ -79,6 +79,8 @@ class PluginManager {
   std::optional<PluginRecord> load_capability(const std::string& capability);
   // The discovered plugin that provides `capability`, if any (no loading).
   std::optional<PluginRecord> provider(const std::string& capability);
+  // NAMEs of the KIND:NAME capabilities usable plugins provide (no loading).
+  std::vector<std::string> available(const std::string& kind);
 
  private:
   struct Impl;

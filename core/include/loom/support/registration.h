@@ -9,7 +9,9 @@
 //
 // The same file holds the capability hook: a registry that misses a name asks
 // request_capability("function:NAME") before giving up, and the plugin
-// manager answers by loading the plugin whose manifest provides it.
+// manager answers by loading the plugin whose manifest provides it.  For its
+// "did you mean" a registry also asks available_capabilities("function"):
+// the names that plugins not loaded yet would provide.
 #ifndef LOOM_SUPPORT_REGISTRATION_H_
 #define LOOM_SUPPORT_REGISTRATION_H_
 
@@ -42,11 +44,18 @@ class RegistrationScope {
   bool done_ = false;
 };
 
-// Capability hook.  Returns true if something was loaded that may provide
-// `capability` ("function:hello.greet", "target:llvm", ...).
-using CapabilityResolver = std::function<bool(const std::string& capability)>;
+// Capability hook, installed by the plugin manager.
+//   request:   loads what provides `capability` ("function:hello.greet",
+//              "target:llvm", ...); true if something was loaded.
+//   available: the NAMEs of every KIND:NAME capability that could be loaded.
+// Either may be empty.
+struct CapabilityResolver {
+  std::function<bool(const std::string& capability)> request;
+  std::function<std::vector<std::string>(const std::string& kind)> available;
+};
 void set_capability_resolver(CapabilityResolver resolver);
 bool request_capability(const std::string& capability);
+std::vector<std::string> available_capabilities(const std::string& kind);
 
 }  // namespace loom
 
