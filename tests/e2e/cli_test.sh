@@ -50,6 +50,17 @@ info_json=$(LOOM_PLUGIN_PATH="$FIXTURES/dependent:$FIXTURES/good" "$LOOMC" plugi
 $PY -c 'import json,sys; p=json.loads(sys.argv[1]); assert p["requires"]==["fx_good"] and p["state"]=="discovered", p' \
   "$info_json" || fail "info --json content"
 
+# --load: every plugin ends loaded (with its functions) or failed (with why).
+json=$(LOOM_PLUGIN_PATH="$FIXTURES/good:$FIXTURES/throws" "$LOOMC" plugins list --load --json) || fail "list --load exited non-zero"
+$PY - "$json" <<'PYEOF' || fail "list --load --json content"
+import json, sys
+plugins = {p["name"]: p for p in json.loads(sys.argv[1])["plugins"]}
+assert plugins["hello"]["state"] == "loaded" and "hello.greet" in plugins["hello"]["functions"], plugins["hello"]
+assert plugins["fx_good"]["state"] == "loaded", plugins["fx_good"]
+assert plugins["fx_throws"]["state"] == "failed", plugins["fx_throws"]
+assert plugins["fx_throws"]["error"] == "init failed: device firmware not found", plugins["fx_throws"]
+PYEOF
+
 # Lazy loading: calling a function loads its plugin, requirements first.
 expect_output lazy 0 "^44$" -- env LOOM_PLUGIN_PATH="$FIXTURES/dependent:$FIXTURES/good" "$LOOMC" call fx_dependent.quadruple 11
 expect_output load-path 0 "loaded fx_good 2\.3\.4" -- "$LOOMC" plugins load "$FIXTURES/good/loom_fx_good.so"

@@ -24,7 +24,9 @@ constexpr const char* kMainHelp = R"(loomc -- the Loom compiler driver
 Usage: loomc [--help] [--version] COMMAND [ARGS...]
 
 Commands:
-  plugins list [--json]       list discovered plugins and their state
+  plugins list [--json] [--load]
+                              list discovered plugins and their state; --load
+                              first tries to load each one (runs their init)
   plugins info NAME [--json]  show one plugin's manifest (does not load it)
   plugins load NAME|PATH      load a plugin (and what it requires), list its functions
   functions list [--json]     list registered functions (core and loaded plugins)
@@ -47,6 +49,8 @@ Usage:
       duplicate name, capability conflict, ...).  Listing never runs plugin code.
       --json prints {search_path, warnings, plugins: [{name, version, path,
       description, provides, requires, state, error, functions}]}.
+      --load tries to load every discovered plugin first, so each ends
+      'loaded' (with the functions it registered) or 'failed' (with why).
   loomc plugins info NAME [--json]
       The manifest of the plugin named NAME, without loading it.
   loomc plugins load NAME|PATH
@@ -82,8 +86,18 @@ void print_warnings(const PluginManager& manager) {
   for (const auto& warning : manager.warnings()) std::cerr << "loomc: warning: " << warning << "\n";
 }
 
-int plugins_list(bool as_json) {
+int plugins_list(bool as_json, bool load_all) {
   PluginManager& manager = PluginManager::global();
+  if (load_all) {
+    for (const auto& r : manager.list()) {
+      if (r.state != loom::PluginState::kDiscovered) continue;
+      try {
+        manager.load_path(r.path);
+      } catch (const loom::PluginError&) {
+        // recorded as failed with its reason; listed below
+      }
+    }
+  }
   std::vector<PluginRecord> records = manager.list();
   if (as_json) {
     loom::JsonWriter json;
@@ -227,11 +241,12 @@ int run(std::vector<std::string> args) {
     }
   }
   std::vector<std::string> positional;
-  bool help = false, version = false, as_json = false;
+  bool help = false, version = false, as_json = false, load_all = false;
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") help = true;
     else if (a == "--version") version = true;
     else if (a == "--json") as_json = true;
+    else if (a == "--load") load_all = true;
     else if (!a.empty() && a[0] == '-') return usage_error("unknown option '" + a + "'");
     else positional.push_back(a);
   }
@@ -251,7 +266,7 @@ int run(std::vector<std::string> args) {
       return help ? 0 : 2;
     }
     const std::string& sub = positional[1];
-    if (sub == "list") return plugins_list(as_json);
+    if (sub == "list") return plugins_list(as_json, load_all);
     if (sub == "info") {
       if (positional.size() != 3) return usage_error("plugins info takes one plugin name");
       return plugins_info(positional[2], as_json);
