@@ -81,6 +81,10 @@ void print(const Any& value, std::string& out) {
     out += info.fields[i].name + "=";
     print(info.fields[i].get(object), out);
   }
+  if (info.get_bytes) {
+    out += info.fields.empty() ? "" : ", ";
+    out += "<" + std::to_string(info.get_bytes(object).size()) + " bytes>";
+  }
   out += ')';
 }
 
@@ -166,6 +170,7 @@ class EqualChecker {
       if (field.flags & kStructuralIgnore) continue;
       if (!equal(field.get(x), field.get(y), path + "." + field.name)) return false;
     }
+    if (info.get_bytes && info.get_bytes(x) != info.get_bytes(y)) return fail_text(path, "different data bytes");
     return true;
   }
 
@@ -239,6 +244,7 @@ class Hasher {
       if (field.flags & kStructuralIgnore) continue;
       h = mix(h, hash(field.get(object)));
     }
+    if (info.get_bytes) h = mix(h, std::hash<std::string>()(info.get_bytes(object)));
     return h;
   }
 

@@ -97,6 +97,21 @@ TEST(Reflection, FieldsAreInheritedWithTypesAndDocs) {
   EXPECT_EQ(TypeRegistry::info(TVarNode::runtime_type_index()).structural, StructuralKind::kBinding);
 }
 
+namespace {
+// A subtype that declares no fields of its own.
+class TNegIntNode : public TIntNode {
+ public:
+  LOOM_OBJECT(TNegIntNode, TIntNode, "test.NegInt");
+};
+}  // namespace
+
+TEST(Reflection, SubtypeWithoutReflectInheritsFieldsOnce) {
+  const TypeInfo& info = TypeRegistry::info(TNegIntNode::runtime_type_index());
+  ASSERT_EQ(info.fields.size(), 2u);
+  EXPECT_EQ(info.fields[0].name, "dtype");
+  EXPECT_EQ(info.fields[1].name, "value");
+}
+
 TEST(Reflection, GettersSettersAndCreatorRebuildAnObjectGenerically) {
   TExpr original = Add(Int(4), Int(5));
   const TypeInfo& info = TypeRegistry::info(original->type_index());

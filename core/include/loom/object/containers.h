@@ -58,6 +58,9 @@ class Map : public ObjectRef {
  public:
   LOOM_OBJECT_REF(Map, ObjectRef, MapNode)
   Map(std::map<std::string, Any> items);  // NOLINT
+  Map(std::initializer_list<std::pair<const std::string, Any>> items)
+      : Map(std::map<std::string, Any>(items)) {}
+  static Map empty() { return Map(std::map<std::string, Any>{}); }
   size_t size() const { return get() ? get()->items.size() : 0; }
   bool contains(const std::string& key) const { return get() && get()->items.count(key); }
   // Throws LookupError naming the key (and the closest one) when missing.

@@ -166,12 +166,13 @@ class TypeRegistry {
 };
 
 namespace detail {
-template <class T, class = void>
-struct HasReflect : std::false_type {};
-template <class T>
-struct HasReflect<T, std::void_t<decltype(&T::reflect)>> : std::true_type {};
 template <class T>
 void describe_type(TypeInfo& info);  // defined in reflection.h
+
+template <class P>
+struct IsObjectPtr : std::false_type {};
+template <class T>
+struct IsObjectPtr<ObjectPtr<T>> : std::true_type {};
 }  // namespace detail
 
 }  // namespace loom
@@ -197,9 +198,13 @@ void describe_type(TypeInfo& info);  // defined in reflection.h
   [[maybe_unused]] static const uint32_t loom_registered_type_##N = TypeName::runtime_type_index()
 
 // Declares the usual constructors of a handle type over a node type.
+// The pointer constructor accepts only an ObjectPtr, so that a literal 0 (a
+// null pointer constant) never competes with a value constructor such as
+// PrimExpr(int).
 #define LOOM_OBJECT_REF(RefName, ParentRef, NodeName)                        \
   RefName() = default;                                                       \
-  explicit RefName(::loom::ObjectPtr<::loom::Object> data) : ParentRef(std::move(data)) {} \
+  template <class P, std::enable_if_t<::loom::detail::IsObjectPtr<P>::value, int> = 0> \
+  explicit RefName(P data) : ParentRef(::loom::ObjectPtr<::loom::Object>(std::move(data))) {} \
   const NodeName* operator->() const { return static_cast<const NodeName*>(data_.get()); } \
   const NodeName* get() const { return static_cast<const NodeName*>(data_.get()); }         \
   using ContainerType = NodeName;

@@ -51,6 +51,10 @@ struct TypeInfo {
   std::function<ObjectPtr<Object>()> create;  // empty for abstract types
   StructuralKind structural = StructuralKind::kTree;
   std::string owner;  // "core" or the plugin that registered the type
+  // Raw bytes that are part of the value but not a field (an NDArray's
+  // data): compared and hashed after the fields, and stored by serializers.
+  std::function<std::string(const Object*)> get_bytes;
+  std::function<void(Object*, const std::string&)> set_bytes;
 
   const FieldInfo* field(const std::string& name) const;
 };
@@ -105,6 +109,13 @@ class ReflectionBuilder {
     return *this;
   }
 
+  // Declares the raw-bytes payload (see TypeInfo::get_bytes).
+  ReflectionBuilder& bytes(std::string (*get)(const T&), void (*set)(T&, const std::string&)) {
+    info_.get_bytes = [get](const Object* object) { return get(*static_cast<const T*>(object)); };
+    info_.set_bytes = [set](Object* object, const std::string& data) { set(*static_cast<T*>(object), data); };
+    return *this;
+  }
+
   ReflectionBuilder& structural(StructuralKind kind) {
     info_.structural = kind;
     return *this;
@@ -115,6 +126,14 @@ class ReflectionBuilder {
 };
 
 namespace detail {
+// True only for a reflect() of T itself: one inherited from the parent takes
+// the parent's builder, and the parent's fields are inherited already.
+template <class T, class = void>
+struct HasReflect : std::false_type {};
+template <class T>
+struct HasReflect<T, std::void_t<decltype(static_cast<void (*)(ReflectionBuilder<T>&)>(&T::reflect))>>
+    : std::true_type {};
+
 template <class T>
 void describe_type(TypeInfo& info) {
   if constexpr (std::is_default_constructible_v<T> && !std::is_abstract_v<T>) {
