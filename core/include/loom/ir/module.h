@@ -1,0 +1,43 @@
+// IRModule: global names to functions of any variant, plus module
+// attributes (the C1 constraints) and global infos (see docs/ir.md).
+#ifndef LOOM_IR_MODULE_H_
+#define LOOM_IR_MODULE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/ir/function.h"
+
+namespace loom::ir {
+
+class IRModuleNode : public Object {
+ public:
+  Map functions;     // name -> BaseFunc, ordered by name
+  Map attrs;         // "target", "host", "device_placement", ...
+  Map global_infos;  // module-level data shared by functions
+  LOOM_OBJECT(IRModuleNode, Object, "ir.IRModule");
+  static void reflect(ReflectionBuilder<IRModuleNode>& r) {
+    r.field("functions", &IRModuleNode::functions)
+        .field("attrs", &IRModuleNode::attrs)
+        .field("global_infos", &IRModuleNode::global_infos);
+  }
+};
+
+class IRModule : public ObjectRef {
+ public:
+  LOOM_OBJECT_REF(IRModule, ObjectRef, IRModuleNode)
+  explicit IRModule(std::map<std::string, Any> functions = {}, Map attrs = Map::empty(), Map global_infos = Map::empty());
+
+  std::vector<std::string> names() const;
+  bool contains(const std::string& name) const;
+  // Throws LookupError (with a suggestion) for an unknown name.
+  BaseFunc lookup(const std::string& name) const;
+  // A new module with `name` bound to `func` (replacing any previous one).
+  IRModule with_function(const std::string& name, BaseFunc func) const;
+  IRModule with_attr(const std::string& key, Any value) const;
+};
+
+}  // namespace loom::ir
+
+#endif  // LOOM_IR_MODULE_H_

@@ -1,0 +1,106 @@
+// Functions of the three variants and the IRModule.
+#include "loom/ir/module.h"
+
+#include "loom/support/strings.h"
+
+namespace loom::ir {
+LOOM_REGISTER_OBJECT(ExternFuncNode);
+LOOM_REGISTER_OBJECT(IRModuleNode);
+
+ExternFunc::ExternFunc(std::string kind, std::string payload, FuncType signature, std::string convention,
+                       Map attrs) {
+  if (convention != "dps" && convention != "packed") {
+    LOOM_THROW(Error) << "ir.ExternFunc: unknown calling convention '" << convention
+                      << "' (conventions: dps, packed)";
+  }
+  auto node = make_object<ExternFuncNode>();
+  node->kind = std::move(kind);
+  node->payload = std::move(payload);
+  node->signature = std::move(signature);
+  node->convention = std::move(convention);
+  node->attrs = std::move(attrs);
+  data_ = node;
+}
+
+IRModule::IRModule(std::map<std::string, Any> functions, Map attrs, Map global_infos) {
+  for (const auto& item : functions) {
+    if (!item.second.object() || !item.second.object()->is_instance<BaseFuncNode>()) {
+      LOOM_THROW(TypeError) << "IRModule: '" << item.first << "' is bound to " << item.second.describe()
+                            << ", not a function";
+    }
+  }
+  auto node = make_object<IRModuleNode>();
+  node->functions = Map(std::move(functions));
+  node->attrs = std::move(attrs);
+  node->global_infos = std::move(global_infos);
+  data_ = node;
+}
+
+std::vector<std::string> IRModule::names() const {
+  std::vector<std::string> out;
+  for (const auto& item : get()->functions->items) out.push_back(item.first);
+  return out;
+}
+
+bool IRModule::contains(const std::string& name) const { return get()->functions.contains(name); }
+
+BaseFunc IRModule::lookup(const std::string& name) const {
+  if (!contains(name)) {
+    LOOM_THROW(LookupError) << "the module has no function '@" << name << "'" << did_you_mean(name, names());
+  }
+  return get()->functions.at(name).cast<BaseFunc>();
+}
+
+IRModule IRModule::with_function(const std::string& name, BaseFunc func) const {
+  std::map<std::string, Any> functions = get()->functions->items;
+  functions[name] = func;
+  return IRModule(functions, get()->attrs, get()->global_infos);
+}
+
+IRModule IRModule::with_attr(const std::string& key, Any value) const {
+  std::map<std::string, Any> attrs = get()->attrs.defined() ? get()->attrs->items : std::map<std::string, Any>{};
+  attrs[key] = std::move(value);
+  return IRModule(get()->functions->items, Map(attrs), get()->global_infos);
+}
+
+}  // namespace loom::ir
+
+namespace loom::graph {
+LOOM_REGISTER_OBJECT(FunctionNode);
+
+Function::Function(std::vector<Var> params, Expr body, Type ret_type, Map attrs) {
+  auto node = make_object<FunctionNode>();
+  node->params = ir::to_array(params);
+  node->body = std::move(body);
+  node->ret_type = std::move(ret_type);
+  node->attrs = std::move(attrs);
+  data_ = node;
+}
+}  // namespace loom::graph
+
+namespace loom::tir {
+LOOM_REGISTER_OBJECT(PrimFuncNode);
+
+PrimFunc::PrimFunc(std::vector<Any> params, Stmt body, ir::Type ret, Map attrs) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Object* p = params[i].object();
+    if (!p || !(p->is_instance<VarNode>() || p->is_instance<BufferNode>())) {
+      LOOM_THROW(TypeError) << "tir.PrimFunc: parameter " << i << " must be a tir.Var or a tir.Buffer, got "
+                            << params[i].describe();
+    }
+  }
+  auto node = make_object<PrimFuncNode>();
+  node->params = Array(std::move(params));
+  node->body = std::move(body);
+  node->ret = std::move(ret);
+  node->attrs = std::move(attrs);
+  data_ = node;
+}
+
+std::vector<Buffer> PrimFunc::buffer_params() const {
+  std::vector<Buffer> out;
+  for (const Any& p : get()->params)
+    if (p.object()->is_instance<BufferNode>()) out.push_back(p.cast<Buffer>());
+  return out;
+}
+}  // namespace loom::tir
