@@ -11,34 +11,18 @@
 #include "loom/object/function.h"
 #include "loom/object/reflection.h"
 #include "loom/support/json.h"
+#include "loom/support/strings.h"
 
 namespace loom {
 
 namespace {
-
-// Shortest decimal text that reads back as the same double.
-// Fixed notation for ordinary magnitudes (10.0, 0.001), exponent otherwise.
-std::string format_float(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  double magnitude = std::fabs(value);
-  bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16);
-  for (int precision = fixed ? 0 : 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), fixed ? "%.*f" : "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) break;
-  }
-  std::string text = buffer;
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
-  return text;
-}
 
 void print(const Any& value, std::string& out) {
   switch (value.kind()) {
     case AnyKind::kNone: out += "none"; return;
     case AnyKind::kBool: out += value.as_bool() ? "true" : "false"; return;
     case AnyKind::kInt: out += std::to_string(value.as_int()); return;
-    case AnyKind::kFloat: out += format_float(value.as_float()); return;
+    case AnyKind::kFloat: out += format_double(value.as_float()); return;
     case AnyKind::kStr: out += json_quote(value.as_string()); return;
     case AnyKind::kDataType: out += value.as_dtype().to_string(); return;
     case AnyKind::kDevice: out += value.as_device().to_string(); return;

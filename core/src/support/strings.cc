@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace loom {
 
@@ -42,19 +45,20 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and transpositions of adjacent characters (the commonest typo) cost 1.
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::string closest_match(std::string_view name, const std::vector<std::string>& candidates) {
@@ -73,6 +77,21 @@ std::string closest_match(std::string_view name, const std::vector<std::string>&
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
   std::string best = closest_match(name, candidates);
   return best.empty() ? std::string() : "; did you mean '" + best + "'?";
+}
+
+std::string format_double(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  double magnitude = std::fabs(value);
+  bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16);
+  for (int precision = fixed ? 0 : 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), fixed ? "%.*f" : "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  std::string text = buffer;
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
 }
 
 }  // namespace loom

@@ -15,6 +15,8 @@ TEST(Strings, EditDistance) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("", "abc"), 3u);
   EXPECT_EQ(edit_distance("same", "same"), 0u);
+  EXPECT_EQ(edit_distance("tir.Vra", "tir.Var"), 1u);  // a transposition is one edit
+  EXPECT_EQ(edit_distance("tir.Vra", "tir.Or"), 2u);
 }
 
 TEST(Strings, ClosestMatchSuggestsOnlyPlausibleTypos) {

@@ -27,6 +27,20 @@ class LookupError : public Error {
   using Error::Error;
 };
 
+// An error in some text input, located as "SOURCE:LINE:COL".
+class ParseError : public Error {
+ public:
+  ParseError(const std::string& source, int line, int column, const std::string& message)
+      : Error(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message),
+        line_(line),
+        column_(column) {}
+  int line() const { return line_; }
+  int column() const { return column_; }
+
+ private:
+  int line_, column_;
+};
+
 namespace detail {
 // Builds a message with operator<< and throws it as ErrorType.
 template <class ErrorType>

@@ -15,7 +15,13 @@ std::string trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 
-// Levenshtein distance between a and b.
+// The shortest decimal text that reads back as the same double: fixed
+// notation for ordinary magnitudes ("10.0", "0.001"), exponent otherwise
+// ("1e+20"); "nan", "inf", "-inf".
+std::string format_double(double value);
+
+// Edit distance between a and b, counting a swap of adjacent characters as
+// one edit (optimal string alignment).
 size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `name`, or "" when none is close enough to be a
