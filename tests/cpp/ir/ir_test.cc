@@ -35,6 +35,9 @@ TEST(IR, EveryNodeTypeIsRegisteredWithFields) {
     ASSERT_NE(info, nullptr) << key;
     EXPECT_TRUE(info->create) << key << " has no creator";
   }
+  for (const char* key : {"ir.Type", "tir.PrimExpr", "tir.BinaryOp", "tir.Stmt", "ir.Expr", "ir.BaseFunc"}) {
+    EXPECT_FALSE(TypeRegistry::info(key).create) << key << " is a base type and must not be creatable";
+  }
   EXPECT_EQ(TypeRegistry::info("tir.Add").field("a")->type, "tir.PrimExpr");
   EXPECT_TRUE(TypeRegistry::is_derived_from(TypeRegistry::info("tir.Add").index, TypeRegistry::info("tir.BinaryOp").index));
 }

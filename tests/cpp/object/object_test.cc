@@ -132,6 +132,12 @@ TEST(Reflection, SetterChecksTheFieldType) {
     EXPECT_EQ(std::string(e.what()), "field 'value' of test.Int: expected int, got str 'seven'");
   }
   try {
+    TypeRegistry::info("test.Add").field("a")->set(node.get(), Any());
+    FAIL();
+  } catch (const TypeError& e) {
+    EXPECT_EQ(std::string(e.what()), "field 'a' of test.Add: expected test.Expr, got none");
+  }
+  try {
     TypeRegistry::info("test.Add").field("a")->set(node.get(), Any(Array({})));
     FAIL();
   } catch (const TypeError& e) {

@@ -17,9 +17,9 @@ namespace loom::ir {
 class ExprNode : public Object {
  public:
   Type checked_type;
-  LOOM_OBJECT(ExprNode, Object, "ir.Expr");
+  LOOM_ABSTRACT_OBJECT(ExprNode, Object, "ir.Expr");
   static void reflect(ReflectionBuilder<ExprNode>& r) {
-    r.field("checked_type", &ExprNode::checked_type, "set by type inference", kStructuralIgnore);
+    r.field("checked_type", &ExprNode::checked_type, "set by type inference", kStructuralIgnore | kOptional);
   }
 };
 class Expr : public ObjectRef {
@@ -72,7 +72,7 @@ class VarNode : public ExprNode {
   LOOM_OBJECT(VarNode, ExprNode, "graph.Var");
   static void reflect(ReflectionBuilder<VarNode>& r) {
     r.field("name", &VarNode::name, "name hint", kStructuralIgnore)
-        .field("annotation", &VarNode::annotation)
+        .field("annotation", &VarNode::annotation, "declared type, may be none", kOptional)
         .structural(StructuralKind::kBinding);
   }
 };

@@ -14,7 +14,7 @@ namespace loom::ir {
 class BaseFuncNode : public Object {
  public:
   Map attrs;
-  LOOM_OBJECT(BaseFuncNode, Object, "ir.BaseFunc");
+  LOOM_ABSTRACT_OBJECT(BaseFuncNode, Object, "ir.BaseFunc");
   static void reflect(ReflectionBuilder<BaseFuncNode>& r) { r.field("attrs", &BaseFuncNode::attrs); }
 };
 class BaseFunc : public ObjectRef {
@@ -59,7 +59,7 @@ class FunctionNode : public ir::BaseFuncNode {
   Type ret_type;  // may be none until type inference
   LOOM_OBJECT(FunctionNode, ir::BaseFuncNode, "graph.Function");
   static void reflect(ReflectionBuilder<FunctionNode>& r) {
-    r.field("params", &FunctionNode::params).field("body", &FunctionNode::body).field("ret_type", &FunctionNode::ret_type);
+    r.field("params", &FunctionNode::params).field("body", &FunctionNode::body).field("ret_type", &FunctionNode::ret_type, "none until inferred", kOptional);
   }
 };
 class Function : public ir::BaseFunc {
@@ -81,7 +81,7 @@ class PrimFuncNode : public ir::BaseFuncNode {
   ir::Type ret;
   LOOM_OBJECT(PrimFuncNode, ir::BaseFuncNode, "tir.PrimFunc");
   static void reflect(ReflectionBuilder<PrimFuncNode>& r) {
-    r.field("params", &PrimFuncNode::params).field("body", &PrimFuncNode::body).field("ret", &PrimFuncNode::ret);
+    r.field("params", &PrimFuncNode::params).field("body", &PrimFuncNode::body).field("ret", &PrimFuncNode::ret, "none: no result", kOptional);
   }
 };
 class PrimFunc : public ir::BaseFunc {

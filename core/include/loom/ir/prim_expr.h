@@ -13,7 +13,7 @@ namespace loom::tir {
 class PrimExprNode : public Object {
  public:
   DataType dtype = DataType::Int(32);
-  LOOM_OBJECT(PrimExprNode, Object, "tir.PrimExpr");
+  LOOM_ABSTRACT_OBJECT(PrimExprNode, Object, "tir.PrimExpr");
   static void reflect(ReflectionBuilder<PrimExprNode>& r) { r.field("dtype", &PrimExprNode::dtype); }
 };
 
@@ -81,7 +81,7 @@ class Var : public PrimExpr {
 class BinaryOpNode : public PrimExprNode {
  public:
   PrimExpr a, b;
-  LOOM_OBJECT(BinaryOpNode, PrimExprNode, "tir.BinaryOp");
+  LOOM_ABSTRACT_OBJECT(BinaryOpNode, PrimExprNode, "tir.BinaryOp");
   static void reflect(ReflectionBuilder<BinaryOpNode>& r) { r.field("a", &BinaryOpNode::a).field("b", &BinaryOpNode::b); }
 };
 

@@ -11,7 +11,7 @@ namespace loom::tir {
 
 class StmtNode : public Object {
  public:
-  LOOM_OBJECT(StmtNode, Object, "tir.Stmt");
+  LOOM_ABSTRACT_OBJECT(StmtNode, Object, "tir.Stmt");
 };
 class Stmt : public ObjectRef {
  public:
@@ -110,7 +110,7 @@ class IfThenElseNode : public StmtNode {
   static void reflect(ReflectionBuilder<IfThenElseNode>& r) {
     r.field("condition", &IfThenElseNode::condition)
         .field("then_case", &IfThenElseNode::then_case)
-        .field("else_case", &IfThenElseNode::else_case);
+        .field("else_case", &IfThenElseNode::else_case, "may be none", kOptional);
   }
 };
 class IfThenElse : public Stmt {

@@ -12,7 +12,7 @@ namespace loom::ir {
 
 class TypeNode : public Object {
  public:
-  LOOM_OBJECT(TypeNode, Object, "ir.Type");
+  LOOM_ABSTRACT_OBJECT(TypeNode, Object, "ir.Type");
 };
 
 class Type : public ObjectRef {
@@ -42,7 +42,7 @@ class TensorTypeNode : public TypeNode {
   bool unknown_rank() const { return !shape.defined(); }
   LOOM_OBJECT(TensorTypeNode, TypeNode, "ir.TensorType");
   static void reflect(ReflectionBuilder<TensorTypeNode>& r) {
-    r.field("shape", &TensorTypeNode::shape, "dimensions, or none for unknown rank")
+    r.field("shape", &TensorTypeNode::shape, "dimensions, or none for unknown rank", kOptional)
         .field("dtype", &TensorTypeNode::dtype);
   }
 };
@@ -74,7 +74,7 @@ class FuncTypeNode : public TypeNode {
   Type ret;
   LOOM_OBJECT(FuncTypeNode, TypeNode, "ir.FuncType");
   static void reflect(ReflectionBuilder<FuncTypeNode>& r) {
-    r.field("params", &FuncTypeNode::params).field("ret", &FuncTypeNode::ret);
+    r.field("params", &FuncTypeNode::params).field("ret", &FuncTypeNode::ret, "none: no result", kOptional);
   }
 };
 

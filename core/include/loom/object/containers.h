@@ -44,8 +44,15 @@ class Array : public ObjectRef {
   Array(std::initializer_list<Any> items) : Array(std::vector<Any>(items)) {}
   size_t size() const { return get() ? get()->items.size() : 0; }
   const Any& operator[](size_t i) const { return get()->items.at(i); }
-  std::vector<Any>::const_iterator begin() const { return get()->items.begin(); }
-  std::vector<Any>::const_iterator end() const { return get()->items.end(); }
+  // An undefined Array iterates as empty.
+  std::vector<Any>::const_iterator begin() const { return get() ? get()->items.begin() : empty_items().begin(); }
+  std::vector<Any>::const_iterator end() const { return get() ? get()->items.end() : empty_items().end(); }
+
+ private:
+  static const std::vector<Any>& empty_items() {
+    static const std::vector<Any> empty;
+    return empty;
+  }
 };
 
 class MapNode : public Object {

@@ -168,6 +168,8 @@ class TypeRegistry {
 namespace detail {
 template <class T>
 void describe_type(TypeInfo& info);  // defined in reflection.h
+template <class T>
+void describe_abstract_type(TypeInfo& info);  // defined in reflection.h
 
 template <class P>
 struct IsObjectPtr : std::false_type {};
@@ -184,6 +186,18 @@ struct IsObjectPtr<ObjectPtr<T>> : std::true_type {};
   static uint32_t runtime_type_index() {                                             \
     static const uint32_t index = ::loom::TypeRegistry::register_type(               \
         TypeKey, ParentName::runtime_type_index(), &::loom::detail::describe_type<TypeName>); \
+    return index;                                                                    \
+  }
+
+// As LOOM_OBJECT, for a base type that is never instantiated on its own
+// (tir.PrimExpr, ir.Type, ...): it gets no creator, so a deserializer
+// refuses it.
+#define LOOM_ABSTRACT_OBJECT(TypeName, ParentName, TypeKey)                          \
+  static constexpr const char* _type_key = TypeKey;                                  \
+  using _parent_type = ParentName;                                                   \
+  static uint32_t runtime_type_index() {                                             \
+    static const uint32_t index = ::loom::TypeRegistry::register_type(               \
+        TypeKey, ParentName::runtime_type_index(), &::loom::detail::describe_abstract_type<TypeName>); \
     return index;                                                                    \
   }
 

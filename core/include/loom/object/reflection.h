@@ -29,9 +29,12 @@ namespace loom {
 
 enum class StructuralKind { kTree, kBinding, kUnique };
 
-// Field flags.  kStructuralIgnore: left out of structural equality and hash
-// (a variable's name hint, a source location).
-enum FieldFlags : uint32_t { kFieldNone = 0, kStructuralIgnore = 1 };
+// Field flags.
+//   kStructuralIgnore: left out of structural equality and hash (a
+//     variable's name hint, a source location).
+//   kOptional: an object field that may be none (an inferred type not yet
+//     inferred, a missing else branch).  Without it, the setter refuses none.
+enum FieldFlags : uint32_t { kFieldNone = 0, kStructuralIgnore = 1, kOptional = 2 };
 
 struct FieldInfo {
   std::string name;
@@ -98,7 +101,13 @@ class ReflectionBuilder {
     field.get = [member](const Object* object) -> Any {
       return Any(static_cast<const T*>(object)->*member);
     };
-    field.set = [member, name = field.name](Object* object, const Any& value) {
+    field.set = [member, flags, name = field.name, type = field.type](Object* object, const Any& value) {
+      if constexpr (std::is_base_of_v<ObjectRef, F>) {
+        if (value.is_none() && !(flags & kOptional)) {
+          LOOM_THROW(TypeError) << "field '" << name << "' of " << T::_type_key << ": expected " << type
+                                << ", got none";
+        }
+      }
       try {
         static_cast<T*>(object)->*member = value.cast<F>();
       } catch (const TypeError& e) {
@@ -143,6 +152,12 @@ void describe_type(TypeInfo& info) {
     ReflectionBuilder<T> builder(info);
     T::reflect(builder);
   }
+}
+
+template <class T>
+void describe_abstract_type(TypeInfo& info) {
+  describe_type<T>(info);
+  info.create = nullptr;
 }
 }  // namespace detail
 
