@@ -27,7 +27,8 @@ class IRModuleNode : public Object {
 class IRModule : public ObjectRef {
  public:
   LOOM_OBJECT_REF(IRModule, ObjectRef, IRModuleNode)
-  explicit IRModule(std::map<std::string, Any> functions = {}, Map attrs = Map::empty(), Map global_infos = Map::empty());
+  // IRModule() is an undefined handle; IRModule({}) an empty module.
+  explicit IRModule(std::map<std::string, Any> functions, Map attrs = Map::empty(), Map global_infos = Map::empty());
 
   std::vector<std::string> names() const;
   bool contains(const std::string& name) const;
