@@ -32,12 +32,16 @@ class ParseError : public Error {
  public:
   ParseError(const std::string& source, int line, int column, const std::string& message)
       : Error(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message),
+        message_(message),
         line_(line),
         column_(column) {}
   int line() const { return line_; }
   int column() const { return column_; }
+  // The message without the location.
+  const std::string& message() const { return message_; }
 
  private:
+  std::string message_;
   int line_, column_;
 };
 

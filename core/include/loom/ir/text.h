@@ -1,0 +1,26 @@
+// The IR text format (docs/ir-text-format.md): a deterministic printer and
+// a parser whose result is structurally equal to what was printed.
+#ifndef LOOM_IR_TEXT_H_
+#define LOOM_IR_TEXT_H_
+
+#include <string>
+
+#include "loom/ir/module.h"
+
+namespace loom::ir {
+
+// The canonical text of a module.
+std::string print_module(const IRModule& module);
+
+// The text of any IR node on its own (a function, an expression, a
+// statement, a type, a value), for messages and repr.  Nodes it refers to
+// but that have no syntax are shown as meta[N] without a meta section.
+std::string to_text(const Any& node);
+
+// Parses a module.  Throws ParseError with "SOURCE:LINE:COL: message",
+// followed by the source line and a caret under the column.
+IRModule parse_module(const std::string& text, const std::string& source = "<text>");
+
+}  // namespace loom::ir
+
+#endif  // LOOM_IR_TEXT_H_

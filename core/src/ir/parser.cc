@@ -1,0 +1,1276 @@
+// The parser of the IR text format (docs/ir-text-format.md): a hand-written
+// lexer and recursive-descent parser.  Every error is a ParseError at the
+// offending token, with the source line and a caret.  Nodes are built with
+// their checked constructors, so a type error in the text (int32 + int64)
+// is reported where it is written.
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "loom/ir/op.h"
+#include "loom/ir/text.h"
+#include "loom/object/serialization.h"
+#include "loom/support/json.h"
+#include "loom/support/strings.h"
+
+namespace loom::ir {
+
+namespace {
+
+using namespace loom::tir;  // NOLINT
+
+enum class Tok { kIdent, kLocal, kGlobal, kInt, kFloat, kString, kPunct, kEnd };
+
+struct Token {
+  Tok kind;
+  std::string text;  // identifier/name without sigil, literal text, decoded string, punctuation
+  int line, column;
+  size_t offset;
+};
+
+const char* kPunctuation[] = {"->", "//", "==", "!=", "<=", ">=", "&&", "||", "(", ")", "[", "]", "{", "}",
+                              ",", ":", ";", "=", "<", ">", "+", "-", "*", "/", "%", "!", ".", "?"};
+
+class Lexer {
+ public:
+  Lexer(const std::string& text, const std::string& source) : text_(text), source_(source) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> tokens;
+    while (true) {
+      skip();
+      Token t{Tok::kEnd, "", line_, column_, pos_};
+      if (pos_ >= text_.size()) {
+        tokens.push_back(t);
+        return tokens;
+      }
+      char c = text_[pos_];
+      if (c == '%' || c == '@') {
+        advance();
+        t.kind = c == '%' ? Tok::kLocal : Tok::kGlobal;
+        if (c == '@' && pos_ < text_.size() && text_[pos_] == '"') {
+          t.text = string_literal();
+        } else {
+          t.text = name(c == '@');
+          if (t.text.empty()) fail(t, std::string("expected a name after '") + c + "'");
+        }
+      } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        t.kind = Tok::kIdent;
+        t.text = name(true);
+      } else if (std::isdigit(static_cast<unsigned char>(c))) {
+        number(t);
+      } else if (c == '"') {
+        t.kind = Tok::kString;
+        t.text = string_literal();
+      } else {
+        t.kind = Tok::kPunct;
+        for (const char* p : kPunctuation) {
+          size_t n = std::strlen(p);
+          if (text_.compare(pos_, n, p) == 0) {
+            t.text = p;
+            break;
+          }
+        }
+        if (t.text.empty()) fail(t, std::string("unexpected character '") + c + "'");
+        for (size_t i = 0; i < t.text.size(); ++i) advance();
+      }
+      tokens.push_back(std::move(t));
+    }
+  }
+
+  [[noreturn]] void fail(const Token& t, const std::string& message) {
+    throw ParseError(source_, t.line, t.column, message);
+  }
+
+ private:
+  void advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 1;
+    } else {
+      ++column_;
+    }
+    ++pos_;
+  }
+  void skip() {
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') advance();
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        advance();
+      } else {
+        break;
+      }
+    }
+  }
+  std::string name(bool allow_dot) {
+    size_t start = pos_;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (allow_dot && c == '.' && pos_ > start)) {
+        advance();
+      } else {
+        break;
+      }
+    }
+    return text_.substr(start, pos_ - start);
+  }
+  void number(Token& t) {
+    size_t start = pos_;
+    bool is_float = false;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) advance();
+    if (pos_ + 1 < text_.size() && text_[pos_] == '.' && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1]))) {
+      is_float = true;
+      advance();
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) advance();
+    }
+    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      size_t look = pos_ + 1;
+      if (look < text_.size() && (text_[look] == '+' || text_[look] == '-')) ++look;
+      if (look < text_.size() && std::isdigit(static_cast<unsigned char>(text_[look]))) {
+        is_float = true;
+        while (pos_ < look) advance();
+        while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) advance();
+      }
+    }
+    t.kind = is_float ? Tok::kFloat : Tok::kInt;
+    t.text = text_.substr(start, pos_ - start);
+  }
+  // A JSON string literal, decoded.
+  std::string string_literal() {
+    Token start{Tok::kString, "", line_, column_, pos_};
+    size_t begin = pos_;
+    advance();
+    while (true) {
+      if (pos_ >= text_.size()) fail(start, "unterminated string");
+      char c = text_[pos_];
+      if (c == '\n') fail(start, "unterminated string (a string ends on its line; write \\n)");
+      advance();
+      if (c == '\\') {
+        if (pos_ >= text_.size()) fail(start, "unterminated string");
+        advance();
+      } else if (c == '"') {
+        break;
+      }
+    }
+    try {
+      return parse_json(text_.substr(begin, pos_ - begin)).string;
+    } catch (const ParseError& e) {
+      fail(start, "invalid string literal: " + e.message());
+    }
+  }
+
+  const std::string& text_;
+  std::string source_;
+  size_t pos_ = 0;
+  int line_ = 1, column_ = 1;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& text, const std::string& source) : text_(text), source_(source) {}
+
+  IRModule module() {
+    tokens_ = Lexer(text_, source_).run();
+    load_meta();
+    std::map<std::string, Any> functions, attrs, infos;
+    while (!at_end()) {
+      if (is_ident("module")) {
+        next();
+        const Token& which = expect_ident("'attrs' or 'global_infos'");
+        Any v = value();
+        if (v.kind() != AnyKind::kObject || !v.object()->is_instance<MapNode>()) fail(which, "expected a map {...}");
+        if (which.text == "attrs") attrs = v.cast<Map>()->items;
+        else if (which.text == "global_infos") infos = v.cast<Map>()->items;
+        else fail(which, "unknown module section '" + which.text + "'" + did_you_mean(which.text, {"attrs", "global_infos"}));
+      } else if (peek().kind == Tok::kGlobal) {
+        const Token& name = next();
+        expect("=");
+        if (functions.count(name.text)) fail(name, "function @" + name.text + " is defined twice");
+        functions[name.text] = function();
+      } else {
+        fail(peek(), "expected a function definition '@name = ...' or a 'module' line, got " + describe(peek()));
+      }
+    }
+    return IRModule(functions, Map(attrs), Map(infos));
+  }
+
+ private:
+  // ---- tokens --------------------------------------------------------------
+  const Token& peek(size_t ahead = 0) const {
+    size_t i = std::min(pos_ + ahead, end_ - 1);
+    return tokens_[i];
+  }
+  bool at_end() const { return pos_ >= end_ - 1; }
+  const Token& next() {
+    const Token& t = peek();
+    if (pos_ < end_ - 1) ++pos_;
+    return t;
+  }
+  bool is(const char* punct, size_t ahead = 0) const {
+    const Token& t = peek(ahead);
+    return t.kind == Tok::kPunct && t.text == punct;
+  }
+  bool is_ident(const char* word, size_t ahead = 0) const {
+    const Token& t = peek(ahead);
+    return t.kind == Tok::kIdent && t.text == word;
+  }
+  bool accept(const char* punct) {
+    if (!is(punct)) return false;
+    next();
+    return true;
+  }
+  static std::string describe(const Token& t) {
+    switch (t.kind) {
+      case Tok::kEnd: return "the end of the input";
+      case Tok::kLocal: return "'%" + t.text + "'";
+      case Tok::kGlobal: return "'@" + t.text + "'";
+      case Tok::kString: return "a string";
+      default: return "'" + t.text + "'";
+    }
+  }
+  const Token& expect(const char* punct) {
+    if (!is(punct)) fail(peek(), std::string("expected '") + punct + "', got " + describe(peek()));
+    return next();
+  }
+  const Token& expect_ident(const std::string& what) {
+    if (peek().kind != Tok::kIdent) fail(peek(), "expected " + what + ", got " + describe(peek()));
+    return next();
+  }
+  void expect_word(const char* word) {
+    if (!is_ident(word)) fail(peek(), std::string("expected '") + word + "', got " + describe(peek()));
+    next();
+  }
+  int64_t expect_int(bool allow_negative = false) {
+    bool negative = allow_negative && accept("-");
+    const Token& t = peek();
+    if (t.kind != Tok::kInt) fail(t, "expected an integer, got " + describe(t));
+    next();
+    errno = 0;
+    long long v = std::strtoll(t.text.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail(t, "integer " + t.text + " does not fit in 64 bits");
+    return negative ? -v : v;
+  }
+  std::string expect_string() {
+    if (peek().kind != Tok::kString) fail(peek(), "expected a string, got " + describe(peek()));
+    return next().text;
+  }
+
+  [[noreturn]] void fail(const Token& t, const std::string& message) {
+    // The message, then the line and a caret under the column.
+    size_t line_start = t.offset;
+    while (line_start > 0 && text_[line_start - 1] != '\n') --line_start;
+    size_t line_end = text_.find('\n', line_start);
+    std::string line = text_.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
+    throw ParseError(source_, t.line, t.column,
+                     message + "\n  " + line + "\n  " + std::string(std::max(0, t.column - 1), ' ') + "^");
+  }
+
+  // ---- meta ----------------------------------------------------------------
+  // The meta section ("meta {JSON}") runs to the end; references to it come
+  // before it, so it is loaded first.
+  void load_meta() {
+    end_ = tokens_.size();
+    int depth = 0;
+    for (size_t i = 0; i + 1 < tokens_.size(); ++i) {
+      const Token& t = tokens_[i];
+      if (t.kind == Tok::kPunct && (t.text == "(" || t.text == "[" || t.text == "{")) ++depth;
+      if (t.kind == Tok::kPunct && (t.text == ")" || t.text == "]" || t.text == "}")) --depth;
+      if (depth == 0 && t.kind == Tok::kIdent && t.text == "meta" && tokens_[i + 1].kind == Tok::kPunct &&
+          tokens_[i + 1].text == "{") {
+        const Token& start = tokens_[i + 1];
+        try {
+          Any entries = load_json(text_.substr(start.offset), source_);
+          if (!entries.object() || !entries.object()->is_instance<ArrayNode>()) fail(start, "the meta section must hold an array");
+          meta_ = entries.cast<Array>();
+        } catch (const ParseError& e) {
+          int line = e.line() + start.line - 1;
+          int column = e.line() == 1 ? e.column() + start.column - 1 : e.column();
+          Token at{Tok::kPunct, "", line, column, start.offset};
+          // Point into the JSON: recompute the offset of that line.
+          size_t offset = start.offset;
+          for (int l = start.line; l < line && offset < text_.size(); ++l) offset = text_.find('\n', offset) + 1;
+          at.offset = offset + (e.line() == 1 ? 0 : static_cast<size_t>(column - 1));
+          if (e.line() == 1) at.offset = start.offset + static_cast<size_t>(e.column() - 1);
+          fail(at, "in the meta section: " + e.message());
+        }
+        end_ = i + 1;  // the meta keyword acts as the end of the module text
+        tokens_[i] = Token{Tok::kEnd, "", t.line, t.column, t.offset};
+        return;
+      }
+    }
+  }
+
+  Any meta_entry() {
+    const Token& at = peek();
+    expect_word("meta");
+    expect("[");
+    int64_t index = expect_int();
+    expect("]");
+    if (index < 0 || index >= static_cast<int64_t>(meta_.size())) {
+      fail(at, "meta[" + std::to_string(index) + "] does not exist (the meta section has " +
+                   std::to_string(meta_.size()) + " entries)");
+    }
+    return meta_[index];
+  }
+
+  template <class Node>
+  Any meta_of(const char* what) {
+    const Token& at = peek();
+    Any v = meta_entry();
+    if (!v.object() || !v.object()->is_instance<Node>()) fail(at, std::string("meta entry is not ") + what + ": " + v.describe());
+    return v;
+  }
+
+  // ---- scopes --------------------------------------------------------------
+  void begin_function() {
+    scopes_.clear();
+    scopes_.emplace_back();
+  }
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+  void bind(const std::string& name, Any v) { scopes_.back()[name] = std::move(v); }
+  void bind_function_level(const std::string& name, Any v) { scopes_.front()[name] = std::move(v); }
+  const Any* lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto found = it->find(name);
+      if (found != it->end()) return &found->second;
+    }
+    return nullptr;
+  }
+  std::vector<std::string> names_in_scope() const {
+    std::vector<std::string> out;
+    for (const auto& scope : scopes_)
+      for (const auto& item : scope) out.push_back("%" + item.first);
+    return out;
+  }
+  [[noreturn]] void undefined(const Token& t) {
+    fail(t, "undefined variable '%" + t.text + "'" + did_you_mean("%" + t.text, names_in_scope()) +
+                " (a free variable is declared with its type at its first use: %" + t.text + ": TYPE)");
+  }
+
+  DataType dtype() {
+    const Token& t = peek();
+    if (t.kind != Tok::kIdent) fail(t, "expected a data type, got " + describe(t));
+    next();
+    try {
+      return DataType::parse(t.text);
+    } catch (const Error& e) {
+      fail(t, e.what());
+    }
+  }
+  bool is_dtype(const Token& t) const {
+    if (t.kind != Tok::kIdent) return false;
+    try {
+      DataType::parse(t.text);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+
+  // ---- values --------------------------------------------------------------
+  Any value() {
+    const Token& t = peek();
+    if (t.kind == Tok::kString) return Any(next().text);
+    if (t.kind == Tok::kInt || t.kind == Tok::kFloat || is("-")) return number_value();
+    if (is("[")) {
+      next();
+      std::vector<Any> items;
+      while (!is("]")) {
+        items.push_back(value());
+        if (!accept(",")) break;
+      }
+      expect("]");
+      return Array(items);
+    }
+    if (is("{")) {
+      next();
+      std::map<std::string, Any> items;
+      while (!is("}")) {
+        const Token& key = peek();
+        if (key.kind != Tok::kIdent && key.kind != Tok::kString) fail(key, "expected a key, got " + describe(key));
+        next();
+        if (items.count(key.text)) fail(key, "duplicate key '" + key.text + "'");
+        expect(":");
+        items[key.text] = value();
+        if (!accept(",")) break;
+      }
+      expect("}");
+      return Map(items);
+    }
+    if (is("(")) return Any(type());
+    if (t.kind == Tok::kIdent) {
+      if (t.text == "none") return (next(), Any());
+      if (t.text == "true") return (next(), Any(true));
+      if (t.text == "false") return (next(), Any(false));
+      if (t.text == "meta") return meta_entry();
+      if (t.text == "float" && is("(", 1)) {
+        next();
+        expect("(");
+        const Token& s = peek();
+        std::string text = expect_string();
+        expect(")");
+        if (text == "nan") return Any(std::numeric_limits<double>::quiet_NaN());
+        if (text == "inf") return Any(std::numeric_limits<double>::infinity());
+        if (text == "-inf") return Any(-std::numeric_limits<double>::infinity());
+        fail(s, "float(...) takes \"nan\", \"inf\" or \"-inf\"");
+      }
+      if (t.text == "device" && is("(", 1)) {
+        next();
+        expect("(");
+        const Token& s = peek();
+        std::string text = expect_string();
+        expect(")");
+        try {
+          return Any(Device::parse(text));
+        } catch (const Error& e) {
+          fail(s, e.what());
+        }
+      }
+      if (t.text == "Prim" && is("[", 1)) {
+        next();
+        expect("[");
+        DataType d = dtype();
+        expect("]");
+        return Any(PrimType(d));
+      }
+      if (t.text == "Tensor" || t.text == "Opaque" || t.text == "fn") return Any(type());
+      if (is_dtype(t)) return Any(dtype());
+    }
+    fail(t, "expected a value, got " + describe(t));
+  }
+
+  Any number_value() {
+    bool negative = accept("-");
+    const Token& t = peek();
+    if (t.kind == Tok::kInt) {
+      next();
+      errno = 0;
+      long long v = std::strtoll(t.text.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail(t, "integer " + t.text + " does not fit in 64 bits");
+      return Any(static_cast<int64_t>(negative ? -v : v));
+    }
+    if (t.kind == Tok::kFloat) {
+      next();
+      double d = std::strtod(t.text.c_str(), nullptr);
+      return Any(negative ? -d : d);
+    }
+    fail(t, "expected a number after '-', got " + describe(t));
+  }
+
+  // ---- types ---------------------------------------------------------------
+  Type type() {
+    const Token& t = peek();
+    if (is("(")) {
+      next();
+      std::vector<Type> fields;
+      bool trailing_comma = false;
+      while (!is(")")) {
+        fields.push_back(type());
+        trailing_comma = accept(",");
+        if (!trailing_comma) break;
+      }
+      expect(")");
+      (void)trailing_comma;
+      return TupleType(fields);
+    }
+    if (t.kind != Tok::kIdent) fail(t, "expected a type, got " + describe(t));
+    if (t.text == "meta") return meta_of<TypeNode>("a type").cast<Type>();
+    if (t.text == "none") {
+      next();
+      return Type();
+    }
+    if (t.text == "Tensor") {
+      next();
+      expect("[");
+      Array shape;
+      if (!accept("?")) {
+        expect("(");
+        std::vector<Any> dims;
+        while (!is(")")) {
+          dims.push_back(prim());
+          if (!accept(",")) break;
+        }
+        expect(")");
+        shape = Array(dims);
+      }
+      expect(",");
+      DataType d = dtype();
+      expect("]");
+      return TensorType(shape, d);
+    }
+    if (t.text == "Opaque") {
+      next();
+      expect("[");
+      std::string name = expect_string();
+      expect("]");
+      return OpaqueType(name);
+    }
+    if (t.text == "fn") {
+      next();
+      expect("(");
+      std::vector<Type> params;
+      while (!is(")")) {
+        params.push_back(type());
+        if (!accept(",")) break;
+      }
+      expect(")");
+      expect("->");
+      return FuncType(params, type());
+    }
+    if (t.text == "Prim" && is("[", 1)) {
+      next();
+      expect("[");
+      DataType d = dtype();
+      expect("]");
+      return PrimType(d);
+    }
+    if (is_dtype(t)) return PrimType(dtype());
+    fail(t, "expected a type (a data type, Tensor[...], (...), fn(...) -> ..., Opaque[...]), got " + describe(t) +
+                did_you_mean(t.text, {"Tensor", "Opaque", "fn", "none", "float32", "int64", "bool"}));
+  }
+
+  // ---- prim expressions ----------------------------------------------------
+  template <class Build>
+  PrimExpr checked(const Token& at, Build build) {
+    try {
+      return build();
+    } catch (const ParseError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(at, e.what());
+    }
+  }
+
+  PrimExpr prim(int min_precedence = 1) {
+    PrimExpr lhs = prim_unary();
+    while (true) {
+      const Token& op = peek();
+      int precedence = binary_precedence(op);
+      if (precedence < min_precedence || precedence == 0) return lhs;
+      next();
+      PrimExpr rhs = prim(precedence + 1);
+      lhs = checked(op, [&]() -> PrimExpr { return make_binary(op.text, lhs, rhs); });
+    }
+  }
+
+  static int binary_precedence(const Token& t) {
+    if (t.kind != Tok::kPunct) return 0;
+    const std::string& s = t.text;
+    if (s == "||") return 1;
+    if (s == "&&") return 2;
+    if (s == "==" || s == "!=" || s == "<" || s == "<=" || s == ">" || s == ">=") return 3;
+    if (s == "+" || s == "-") return 4;
+    if (s == "*" || s == "/" || s == "//" || s == "%") return 5;
+    return 0;
+  }
+
+  static PrimExpr make_binary(const std::string& op, PrimExpr a, PrimExpr b) {
+    if (op == "||") return Or(a, b);
+    if (op == "&&") return And(a, b);
+    if (op == "==") return EQ(a, b);
+    if (op == "!=") return NE(a, b);
+    if (op == "<") return LT(a, b);
+    if (op == "<=") return LE(a, b);
+    if (op == ">") return GT(a, b);
+    if (op == ">=") return GE(a, b);
+    if (op == "+") return Add(a, b);
+    if (op == "-") return Sub(a, b);
+    if (op == "*") return Mul(a, b);
+    if (op == "/") return Div(a, b);
+    if (op == "//") return FloorDiv(a, b);
+    return FloorMod(a, b);
+  }
+
+  PrimExpr prim_unary() {
+    const Token& t = peek();
+    if (accept("!")) {
+      PrimExpr a = prim_unary();
+      return checked(t, [&]() -> PrimExpr { return Not(a); });
+    }
+    if (is("-")) {
+      if (peek(1).kind != Tok::kInt && peek(1).kind != Tok::kFloat) {
+        fail(t, "unary '-' applies to number literals only; write 0 - x");
+      }
+      Any v = number_value();
+      if (v.kind() == AnyKind::kInt) return IntImm(DataType::Int(64), v.as_int());
+      return FloatImm(DataType::Float(32), v.as_float());
+    }
+    return prim_primary();
+  }
+
+  std::vector<PrimExpr> prim_args() {
+    std::vector<PrimExpr> args;
+    expect("(");
+    while (!is(")")) {
+      args.push_back(prim());
+      if (!accept(",")) break;
+    }
+    expect(")");
+    return args;
+  }
+
+  void expect_arity(const Token& at, const std::string& fn, const std::vector<PrimExpr>& args, size_t n) {
+    if (args.size() != n) {
+      fail(at, fn + " takes " + std::to_string(n) + " arguments, got " + std::to_string(args.size()));
+    }
+  }
+
+  PrimExpr immediate(const Token& at, DataType d) {
+    expect("(");
+    PrimExpr result;
+    const Token& v = peek();
+    if (v.kind == Tok::kString) {
+      std::string text = next().text;
+      double value = text == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                     : text == "inf" ? std::numeric_limits<double>::infinity()
+                     : text == "-inf" ? -std::numeric_limits<double>::infinity()
+                                      : (fail(v, "a string immediate is \"nan\", \"inf\" or \"-inf\""), 0.0);
+      result = checked(at, [&]() -> PrimExpr { return FloatImm(d, value); });
+    } else if (is_ident("true") || is_ident("false")) {
+      bool b = next().text == "true";
+      result = checked(at, [&]() -> PrimExpr { return IntImm(d, b ? 1 : 0); });
+    } else {
+      Any number = number_value();
+      if (number.kind() == AnyKind::kInt && d.code != DataType::kFloat && d.code != DataType::kBFloat) {
+        result = checked(at, [&]() -> PrimExpr { return IntImm(d, number.as_int()); });
+      } else {
+        result = checked(at, [&]() -> PrimExpr { return FloatImm(d, number.as_float()); });
+      }
+    }
+    expect(")");
+    return result;
+  }
+
+  PrimExpr prim_primary() {
+    const Token& t = peek();
+    switch (t.kind) {
+      case Tok::kInt: {
+        Any v = number_value();
+        return IntImm(DataType::Int(64), v.as_int());
+      }
+      case Tok::kFloat: return FloatImm(DataType::Float(32), number_value().as_float());
+      case Tok::kString: return StringImm(next().text);
+      case Tok::kLocal: return prim_name();
+      case Tok::kPunct:
+        if (is("(")) {
+          next();
+          if (is_ident("let")) {
+            next();
+            const Token& name = peek();
+            if (name.kind != Tok::kLocal) fail(name, "expected a variable after 'let'");
+            next();
+            expect(":");
+            Var var(name.text, dtype());
+            expect("=");
+            PrimExpr value = prim();
+            expect_word("in");
+            push();
+            bind(name.text, var);
+            PrimExpr body = prim();
+            pop();
+            expect(")");
+            return Let(var, value, body);
+          }
+          PrimExpr inner = prim();
+          expect(")");
+          return inner;
+        }
+        break;
+      case Tok::kIdent: {
+        if (t.text == "true" || t.text == "false") {
+          next();
+          return IntImm(DataType::Bool(), t.text == "true");
+        }
+        if (t.text == "meta") return meta_of<PrimExprNode>("a prim expression").cast<PrimExpr>();
+        if (is("(", 1) && is_dtype(t)) {
+          DataType d = dtype();
+          return immediate(t, d);
+        }
+        if (t.text == "min" || t.text == "max") {
+          next();
+          auto args = prim_args();
+          expect_arity(t, t.text, args, 2);
+          return checked(t, [&]() -> PrimExpr {
+            return t.text == "min" ? PrimExpr(Min(args[0], args[1])) : PrimExpr(Max(args[0], args[1]));
+          });
+        }
+        if (t.text == "select") {
+          next();
+          auto args = prim_args();
+          expect_arity(t, "select", args, 3);
+          return checked(t, [&]() -> PrimExpr { return Select(args[0], args[1], args[2]); });
+        }
+        if (t.text == "cast" || t.text == "call") {
+          next();
+          expect("(");
+          DataType d = dtype();
+          std::string op;
+          if (t.text == "call") {
+            expect(",");
+            op = expect_string();
+          }
+          std::vector<PrimExpr> args;
+          while (accept(",")) args.push_back(prim());
+          expect(")");
+          if (t.text == "cast") {
+            std::vector<PrimExpr> one = args;
+            expect_arity(t, "cast", one, 1);
+            return Cast(d, args[0]);
+          }
+          return Call(d, op, args);
+        }
+        if (t.text == "ramp" || t.text == "broadcast") {
+          next();
+          expect("(");
+          PrimExpr first = prim();
+          expect(",");
+          PrimExpr stride;
+          if (t.text == "ramp") {
+            stride = prim();
+            expect(",");
+          }
+          int64_t lanes = expect_int();
+          expect(")");
+          return checked(t, [&]() -> PrimExpr {
+            return t.text == "ramp" ? PrimExpr(Ramp(first, stride, lanes)) : PrimExpr(Broadcast(first, lanes));
+          });
+        }
+        fail(t, "expected a prim expression, got " + describe(t) +
+                    did_you_mean(t.text, {"min", "max", "select", "cast", "call", "ramp", "broadcast", "true", "false"}));
+      }
+      default: break;
+    }
+    fail(t, "expected a prim expression, got " + describe(t));
+  }
+
+  // %x (a variable), %x: dtype (a free variable's first use), %A[...] (a load).
+  PrimExpr prim_name() {
+    const Token& name = next();
+    if (is(":")) {
+      next();
+      if (lookup(name.text)) fail(name, "'%" + name.text + "' is already declared; only a first use carries a type");
+      Var var(name.text, dtype());
+      bind_function_level(name.text, var);
+      return var;
+    }
+    const Any* found = lookup(name.text);
+    if (!found) undefined(name);
+    if (found->object() && found->object()->is_instance<BufferNode>()) {
+      Buffer buffer = found->cast<Buffer>();
+      if (!is("[")) fail(name, "buffer '%" + name.text + "' is used as a value; index it: %" + name.text + "[...]");
+      std::vector<PrimExpr> idx = indices();
+      return BufferLoad(buffer, idx);
+    }
+    if (!found->object() || !found->object()->is_instance<VarNode>()) {
+      fail(name, "'%" + name.text + "' is a graph variable, not a prim expression");
+    }
+    return found->cast<Var>();
+  }
+
+  std::vector<PrimExpr> indices() {
+    expect("[");
+    std::vector<PrimExpr> idx;
+    while (!is("]")) {
+      idx.push_back(prim());
+      if (!accept(",")) break;
+    }
+    expect("]");
+    return idx;
+  }
+
+  // ---- buffers -------------------------------------------------------------
+  // %A: Buffer[(shape), dtype, strides=(...), offset=e, scope="...", data=%p]
+  Buffer buffer_decl() {
+    const Token& name = peek();
+    if (name.kind != Tok::kLocal) fail(name, "expected a buffer name '%NAME', got " + describe(name));
+    next();
+    expect(":");
+    expect_word("Buffer");
+    expect("[");
+    auto node = make_object<BufferNode>();
+    node->name = name.text;
+    expect("(");
+    std::vector<Any> shape;
+    while (!is(")")) {
+      shape.push_back(prim());
+      if (!accept(",")) break;
+    }
+    expect(")");
+    node->shape = Array(shape);
+    expect(",");
+    node->dtype = dtype();
+    node->strides = Array(std::vector<Any>{});
+    node->elem_offset = IntImm(DataType::Int(64), 0);
+    while (accept(",")) {
+      const Token& key = expect_ident("a buffer option (strides, offset, scope, data)");
+      expect("=");
+      if (key.text == "strides") {
+        expect("(");
+        std::vector<Any> strides;
+        while (!is(")")) {
+          strides.push_back(prim());
+          if (!accept(",")) break;
+        }
+        expect(")");
+        node->strides = Array(strides);
+      } else if (key.text == "offset") {
+        node->elem_offset = prim();
+      } else if (key.text == "scope") {
+        node->scope = expect_string();
+      } else if (key.text == "data") {
+        const Token& data = peek();
+        if (data.kind != Tok::kLocal) fail(data, "expected the data variable '%NAME'");
+        next();
+        if (accept(":")) {
+          node->data = Var(data.text, dtype());
+          bind_function_level(data.text, node->data);
+        } else if (const Any* found = lookup(data.text)) {
+          if (!found->object() || !found->object()->is_instance<VarNode>()) fail(data, "'%" + data.text + "' is not a variable");
+          node->data = found->cast<Var>();
+        } else {
+          node->data = Var(data.text, DataType::Handle());
+          bind_function_level(data.text, node->data);
+        }
+      } else {
+        fail(key, "unknown buffer option '" + key.text + "'" + did_you_mean(key.text, {"strides", "offset", "scope", "data"}));
+      }
+    }
+    expect("]");
+    if (!node->data.defined()) {
+      node->data = Var(name.text + "_data", DataType::Handle());
+      bind_function_level(name.text + "_data", node->data);
+    }
+    Buffer buffer(node);
+    bind(name.text, buffer);
+    return buffer;
+  }
+
+  // ---- statements ----------------------------------------------------------
+  Stmt block() {
+    expect("{");
+    push();
+    std::vector<Stmt> stmts = statements();
+    pop();
+    expect("}");
+    if (stmts.size() == 1) return stmts[0];
+    return SeqStmt(stmts);
+  }
+
+  std::vector<Stmt> statements() {
+    std::vector<Stmt> out;
+    while (!is("}") && !at_end()) {
+      if (Stmt s = statement(); s.defined()) out.push_back(s);
+    }
+    return out;
+  }
+
+  // One statement; undefined for a declaration ('buffer ...;').
+  Stmt statement() {
+    const Token& t = peek();
+    if (t.kind == Tok::kLocal) {
+      const Any* found = lookup(t.text);
+      if (!found) undefined(t);
+      if (!found->object() || !found->object()->is_instance<BufferNode>()) {
+        fail(t, "'%" + t.text + "' is not a buffer; a statement starts with a keyword or a buffer store");
+      }
+      next();
+      Buffer buffer = found->cast<Buffer>();
+      std::vector<PrimExpr> idx = indices();
+      expect("=");
+      PrimExpr value = prim();
+      expect(";");
+      return BufferStore(buffer, value, idx);
+    }
+    if (t.kind != Tok::kIdent) fail(t, "expected a statement, got " + describe(t));
+    static const std::vector<std::string> keywords = {"for", "alloc", "let", "if", "eval", "attr", "seq", "buffer"};
+    const std::string word = t.text;
+    if (word == "meta") {
+      Stmt s = meta_of<StmtNode>("a statement").cast<Stmt>();
+      expect(";");
+      return s;
+    }
+    next();
+    if (word == "for") {
+      const Token& name = peek();
+      if (name.kind != Tok::kLocal) fail(name, "expected the loop variable '%NAME'");
+      next();
+      expect(":");
+      Var var(name.text, dtype());
+      expect_word("from");
+      PrimExpr min = prim();
+      expect_word("extent");
+      PrimExpr extent = prim();
+      ForKind kind = ForKind::kSerial;
+      std::string thread;
+      if (is_ident("thread")) {
+        next();
+        expect("(");
+        thread = expect_string();
+        expect(")");
+        kind = ForKind::kThreadBinding;
+      } else if (peek().kind == Tok::kIdent && !is_ident("annotations")) {
+        const Token& k = next();
+        try {
+          kind = parse_for_kind(k.text);
+        } catch (const Error& e) {
+          fail(k, e.what());
+        }
+        if (kind == ForKind::kThreadBinding) fail(k, "write a thread-bound loop as thread(\"threadIdx.x\")");
+      }
+      Map annotations = Map::empty();
+      if (is_ident("annotations")) {
+        next();
+        const Token& at = peek();
+        Any v = value();
+        if (!v.object() || !v.object()->is_instance<MapNode>()) fail(at, "annotations are a map {...}");
+        annotations = v.cast<Map>();
+      }
+      push();
+      bind(name.text, var);
+      Stmt body = block();
+      pop();
+      return For(var, min, extent, kind, body, thread, annotations);
+    }
+    if (word == "alloc") {
+      push();
+      Buffer buffer = buffer_decl();
+      Stmt body = block();
+      pop();
+      return Allocate(buffer, body);
+    }
+    if (word == "buffer") {
+      buffer_decl();
+      expect(";");
+      return Stmt();
+    }
+    if (word == "let") {
+      const Token& name = peek();
+      if (name.kind != Tok::kLocal) fail(name, "expected a variable after 'let'");
+      next();
+      expect(":");
+      Var var(name.text, dtype());
+      expect("=");
+      PrimExpr value = prim();
+      push();
+      bind(name.text, var);
+      Stmt body = block();
+      pop();
+      return LetStmt(var, value, body);
+    }
+    if (word == "if") {
+      PrimExpr cond = prim();
+      Stmt then_case = block();
+      Stmt else_case;
+      if (is_ident("else")) {
+        next();
+        else_case = block();
+      }
+      return IfThenElse(cond, then_case, else_case);
+    }
+    if (word == "eval") {
+      PrimExpr value = prim();
+      expect(";");
+      return Evaluate(value);
+    }
+    if (word == "attr") {
+      std::string key = expect_string();
+      expect("=");
+      PrimExpr value = prim();
+      return AttrStmt(key, value, block());
+    }
+    if (word == "seq") {
+      expect("{");
+      push();
+      std::vector<Stmt> stmts = statements();
+      pop();
+      expect("}");
+      return SeqStmt(stmts);
+    }
+    fail(t, "unknown statement '" + word + "'" + did_you_mean(word, keywords));
+  }
+
+  // ---- graph expressions ---------------------------------------------------
+  graph::Var graph_decl(bool free) {
+    const Token& name = peek();
+    if (name.kind != Tok::kLocal) fail(name, "expected a variable '%NAME', got " + describe(name));
+    next();
+    Type annotation;
+    if (accept(":")) {
+      if (is_ident("_")) next();
+      else annotation = type();
+    }
+    graph::Var var(name.text, annotation);
+    if (free) bind_function_level(name.text, var);
+    return var;
+  }
+
+  // let-chains then a result, up to a closing '}'.
+  Expr graph_sequence() {
+    if (is_ident("let")) {
+      next();
+      graph::Var var = graph_decl(false);
+      expect("=");
+      Expr value = graph();
+      expect(";");
+      push();
+      bind(var->name, var);
+      Expr body = graph_sequence();
+      pop();
+      return graph::Let(var, value, body);
+    }
+    return graph();
+  }
+
+  Expr graph_block() {
+    expect("{");
+    push();
+    Expr e = graph_sequence();
+    pop();
+    expect("}");
+    return e;
+  }
+
+  Expr graph() {
+    Expr e = graph_primary();
+    while (true) {
+      if (is(".") && peek(1).kind == Tok::kInt) {
+        next();
+        e = graph::TupleGetItem(e, expect_int());
+      } else if (is("(") || is("<")) {
+        e = graph_call(e);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  Expr graph_call(Expr callee) {
+    std::vector<Type> type_args;
+    if (accept("<")) {
+      while (!is(">")) {
+        type_args.push_back(type());
+        if (!accept(",")) break;
+      }
+      expect(">");
+    }
+    expect("(");
+    std::vector<Expr> args;
+    std::map<std::string, Any> attrs;
+    while (!is(")")) {
+      if (peek().kind == Tok::kIdent && is("=", 1)) {
+        const Token& key = next();
+        next();
+        if (attrs.count(key.text)) fail(key, "attribute '" + key.text + "' is given twice");
+        attrs[key.text] = value();
+      } else {
+        if (!attrs.empty()) fail(peek(), "positional arguments come before attributes");
+        args.push_back(graph());
+      }
+      if (!accept(",")) break;
+    }
+    expect(")");
+    return graph::Call(callee, args, Map(attrs), type_args);
+  }
+
+  Expr graph_primary() {
+    const Token& t = peek();
+    if (t.kind == Tok::kLocal) {
+      if (is(":", 1)) {
+        if (lookup(t.text)) fail(t, "'%" + t.text + "' is already declared; only a first use carries a type");
+        return graph_decl(true);
+      }
+      next();
+      const Any* found = lookup(t.text);
+      if (!found) undefined(t);
+      if (!found->object() || !found->object()->is_instance<graph::VarNode>()) {
+        fail(t, "'%" + t.text + "' is a prim variable, not a graph expression");
+      }
+      return found->cast<graph::Var>();
+    }
+    if (t.kind == Tok::kGlobal) return GlobalVar(next().text);
+    if (is("(")) {
+      next();
+      if (accept(")")) return graph::Tuple(std::vector<Expr>{});
+      std::vector<Expr> fields = {graph()};
+      if (accept(")")) return fields[0];
+      expect(",");
+      while (!is(")")) {
+        fields.push_back(graph());
+        if (!accept(",")) break;
+      }
+      expect(")");
+      return graph::Tuple(fields);
+    }
+    if (is("{")) return graph_block();
+    if (t.kind == Tok::kIdent) {
+      if (t.text == "meta") {
+        Any entry = meta_entry();
+        if (entry.object() && entry.object()->is_instance<runtime::NDArrayNode>()) {
+          return graph::Constant(entry.cast<runtime::NDArray>());
+        }
+        if (!entry.object() || !entry.object()->is_instance<ExprNode>()) {
+          fail(t, "meta entry is neither an NDArray nor an expression: " + entry.describe());
+        }
+        return entry.cast<Expr>();
+      }
+      if (t.text == "if") {
+        next();
+        expect("(");
+        Expr cond = graph();
+        expect(")");
+        Expr then_branch = graph_block();
+        expect_word("else");
+        Expr else_branch = graph_block();
+        return graph::If(cond, then_branch, else_branch);
+      }
+      if (t.text == "op" && is("(", 1) && peek(2).kind == Tok::kString && is(")", 3)) {
+        next();
+        next();
+        const Token& name = next();
+        next();
+        return operator_named(name, name.text);
+      }
+      next();
+      if (!is("(") && !is("<")) fail(t, "an operator is called: " + t.text + "(...); got " + describe(peek()) + " after it");
+      return operator_named(t, t.text);
+    }
+    fail(t, "expected a graph expression, got " + describe(t));
+  }
+
+  Expr operator_named(const Token& at, const std::string& name) {
+    try {
+      return Op::get(name);
+    } catch (const Error& e) {
+      fail(at, e.what());
+    }
+  }
+
+  // ---- functions -----------------------------------------------------------
+  Map function_attrs() {
+    if (!is_ident("attrs")) return Map::empty();
+    next();
+    const Token& at = peek();
+    Any v = value();
+    if (!v.object() || !v.object()->is_instance<MapNode>()) fail(at, "attrs are a map {...}");
+    return v.cast<Map>();
+  }
+
+  Any function() {
+    const Token& t = peek();
+    if (t.kind != Tok::kIdent) fail(t, "expected fn, prim_func or extern, got " + describe(t));
+    if (t.text == "meta") return meta_of<BaseFuncNode>("a function");
+    begin_function();
+    next();
+    if (t.text == "fn") {
+      expect("(");
+      std::vector<graph::Var> params;
+      while (!is(")")) {
+        graph::Var p = graph_decl(false);
+        if (lookup(p->name)) fail(tokens_[pos_ - 1], "parameter '%" + p->name + "' is declared twice");
+        bind(p->name, p);
+        params.push_back(p);
+        if (!accept(",")) break;
+      }
+      expect(")");
+      Type ret;
+      if (accept("->")) ret = type();
+      Map attrs = function_attrs();
+      Expr body = graph_block();
+      return graph::Function(params, body, ret, attrs);
+    }
+    if (t.text == "prim_func") {
+      expect("(");
+      predeclare_scalar_params();
+      std::vector<Any> params;
+      while (!is(")")) {
+        const Token& name = peek();
+        if (name.kind == Tok::kLocal && is(":", 1) && is_ident("Buffer", 2)) {
+          params.push_back(buffer_decl());
+        } else {
+          if (name.kind != Tok::kLocal) fail(name, "expected a parameter '%NAME: TYPE', got " + describe(name));
+          next();
+          expect(":");
+          dtype();  // already declared by predeclare_scalar_params
+          params.push_back(*lookup(name.text));
+        }
+        if (!accept(",")) break;
+      }
+      expect(")");
+      Type ret;
+      if (accept("->")) ret = type();
+      Map attrs = function_attrs();
+      expect("{");
+      std::vector<Stmt> stmts = statements();
+      expect("}");
+      Stmt body = stmts.size() == 1 ? stmts[0] : Stmt(SeqStmt(stmts));
+      return PrimFunc(params, body, ret, attrs);
+    }
+    if (t.text == "extern") {
+      std::string kind = expect_string();
+      const Token& convention = expect_ident("a calling convention (dps or packed)");
+      const Token& sig_at = peek();
+      Type signature = type();
+      if (!signature.as<FuncTypeNode>()) fail(sig_at, "an extern signature is fn(...) -> ...");
+      Map attrs = function_attrs();
+      std::string encoding = "text";
+      if (is_ident("encoding")) {
+        next();
+        encoding = expect_string();
+      }
+      expect_word("payload");
+      std::string payload = expect_string();
+      try {
+        ExternFunc f(kind, payload, downcast<FuncType>(signature), convention.text, attrs);
+        const_cast<ExternFuncNode*>(f.get())->encoding = encoding;
+        return f;
+      } catch (const Error& e) {
+        fail(convention, e.what());
+      }
+    }
+    fail(t, "expected fn, prim_func or extern, got " + describe(t) + did_you_mean(t.text, {"fn", "prim_func", "extern"}));
+  }
+
+  // Scalar parameters "%n: dtype" of the list starting here are declared
+  // first, so that buffer parameters before them can use them in shapes.
+  void predeclare_scalar_params() {
+    int depth = 0;
+    for (size_t i = pos_; i + 2 < end_; ++i) {
+      const Token& t = tokens_[i];
+      if (t.kind == Tok::kPunct && (t.text == "(" || t.text == "[" || t.text == "{")) ++depth;
+      if (t.kind == Tok::kPunct && (t.text == ")" || t.text == "]" || t.text == "}")) {
+        if (depth == 0) return;
+        --depth;
+      }
+      bool at_param_start = i == pos_ || (tokens_[i - 1].kind == Tok::kPunct && tokens_[i - 1].text == ",");
+      if (depth == 0 && at_param_start && t.kind == Tok::kLocal && tokens_[i + 1].text == ":" &&
+          tokens_[i + 2].kind == Tok::kIdent && tokens_[i + 2].text != "Buffer") {
+        if (lookup(t.text)) fail(t, "parameter '%" + t.text + "' is declared twice");
+        try {
+          bind(t.text, Var(t.text, DataType::parse(tokens_[i + 2].text)));
+        } catch (const Error& e) {
+          fail(tokens_[i + 2], e.what());
+        }
+      }
+    }
+  }
+
+  const std::string& text_;
+  std::string source_;
+  std::vector<Token> tokens_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  Array meta_ = Array(std::vector<Any>{});
+  std::vector<std::unordered_map<std::string, Any>> scopes_;
+};
+
+}  // namespace
+
+IRModule parse_module(const std::string& text, const std::string& source) { return Parser(text, source).module(); }
+
+}  // namespace loom::ir

@@ -1,0 +1,625 @@
+// The printer of the IR text format (docs/ir-text-format.md).
+//
+// Invariants the parser relies on: every variable and buffer name printed
+// in a function is unique within it; a variable not bound by a parameter,
+// loop, let or buffer is declared with its type at its first use; scalar
+// parameters of a prim function are named before any parameter is printed
+// (so buffer shapes can refer to them); anything without syntax is a
+// meta[N] reference into the trailing JSON section.
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "loom/ir/text.h"
+#include "loom/object/serialization.h"
+#include "loom/support/json.h"
+#include "loom/support/strings.h"
+
+namespace loom::ir {
+
+namespace {
+
+using namespace loom::tir;  // NOLINT: the prim IR's node names read best unqualified here
+
+int binary_precedence(const Object* op, const char** symbol) {
+  struct Entry {
+    uint32_t index;
+    const char* symbol;
+    int precedence;
+  };
+  static const std::vector<Entry> table = {
+      {OrNode::runtime_type_index(), "||", 1},       {AndNode::runtime_type_index(), "&&", 2},
+      {EQNode::runtime_type_index(), "==", 3},       {NENode::runtime_type_index(), "!=", 3},
+      {LTNode::runtime_type_index(), "<", 3},        {LENode::runtime_type_index(), "<=", 3},
+      {GTNode::runtime_type_index(), ">", 3},        {GENode::runtime_type_index(), ">=", 3},
+      {AddNode::runtime_type_index(), "+", 4},       {SubNode::runtime_type_index(), "-", 4},
+      {MulNode::runtime_type_index(), "*", 5},       {DivNode::runtime_type_index(), "/", 5},
+      {FloorDivNode::runtime_type_index(), "//", 5}, {FloorModNode::runtime_type_index(), "%", 5},
+  };
+  for (const auto& e : table) {
+    if (e.index == op->type_index()) {
+      *symbol = e.symbol;
+      return e.precedence;
+    }
+  }
+  return 0;  // Min and Max print as calls
+}
+
+// Local names are letters, digits and '_' ('.' would read as a tuple index).
+std::string sanitize(const std::string& hint, const char* fallback) {
+  std::string out;
+  for (char c : hint)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') out += c;
+  return out.empty() ? fallback : out;
+}
+
+std::string global_name(const std::string& name) {
+  bool plain = !name.empty();
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) plain = false;
+  return "@" + (plain ? name : json_quote(name));
+}
+
+// Concatenation in argument order: a braced list is evaluated left to right,
+// which the printer needs (free variables are declared at their first
+// printed use, and that must be their first use in the text).
+std::string cat(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const auto& p : parts) out += p;
+  return out;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return false;
+  return true;
+}
+
+class Printer {
+ public:
+  explicit Printer(bool with_meta) : with_meta_(with_meta) {}
+
+  std::string module(const IRModule& mod) {
+    const IRModuleNode* m = mod.get();
+    if (m->attrs.size()) out_ << "module attrs " << value(m->attrs) << "\n";
+    if (m->global_infos.size()) out_ << "module global_infos " << value(m->global_infos) << "\n";
+    bool first = !(m->attrs.size() || m->global_infos.size());
+    for (const auto& item : m->functions->items) {
+      if (!first) out_ << "\n";
+      first = false;
+      reset_scope();
+      out_ << global_name(item.first) << " = ";
+      function(item.second.object());
+      out_ << "\n";
+    }
+    finish_meta();
+    return out_.str();
+  }
+
+  std::string standalone(const Any& v) {
+    const Object* o = v.object();
+    if (!o || v.kind() != AnyKind::kObject) {
+      out_ << value(v);
+    } else if (o->is_instance<BaseFuncNode>()) {
+      function(o);
+    } else if (o->is_instance<IRModuleNode>()) {
+      return module(v.cast<IRModule>());
+    } else if (o->is_instance<StmtNode>()) {
+      stmt(v.cast<Stmt>());
+    } else if (o->is_instance<PrimExprNode>()) {
+      out_ << prim(v.cast<PrimExpr>());
+    } else if (o->is_instance<ExprNode>()) {
+      graph_body(v.cast<Expr>());
+    } else if (o->is_instance<TypeNode>()) {
+      out_ << type(v.cast<Type>());
+    } else if (o->is_instance<BufferNode>()) {
+      out_ << buffer_decl(v.cast<Buffer>());
+    } else {
+      out_ << value(v);
+    }
+    std::string text = out_.str();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+
+ private:
+  // ---- names --------------------------------------------------------------
+  void reset_scope() {
+    names_.clear();
+    used_.clear();
+  }
+
+  std::string fresh_name(const std::string& hint, const char* fallback) {
+    std::string base = sanitize(hint, fallback);
+    std::string name = base;
+    for (int k = 1; used_.count(name); ++k) name = base + "_" + std::to_string(k);
+    used_.insert(name);
+    return name;
+  }
+
+  const std::string* known_name(const Object* o) const {
+    auto found = names_.find(o);
+    return found == names_.end() ? nullptr : &found->second;
+  }
+
+  // Declares a binding (param, loop var, let var): "%name".
+  std::string declare(const Object* o, const std::string& hint, const char* fallback) {
+    std::string name = fresh_name(hint, fallback);
+    names_[o] = name;
+    return "%" + name;
+  }
+
+  // ---- meta ----------------------------------------------------------------
+  std::string meta_ref(const Any& v) {
+    const Object* o = v.object();
+    auto found = meta_index_.find(o);
+    size_t index;
+    if (found != meta_index_.end()) {
+      index = found->second;
+    } else {
+      index = meta_.size();
+      meta_.push_back(v);
+      meta_index_[o] = index;
+    }
+    return "meta[" + std::to_string(index) + "]";
+  }
+
+  void finish_meta() {
+    if (!with_meta_ || meta_.empty()) return;
+    out_ << "\nmeta " << save_json(Array(meta_)) << "\n";
+  }
+
+  // ---- values and types ----------------------------------------------------
+  std::string value(const Any& v) {
+    switch (v.kind()) {
+      case AnyKind::kNone: return "none";
+      case AnyKind::kBool: return v.as_bool() ? "true" : "false";
+      case AnyKind::kInt: return std::to_string(v.as_int());
+      case AnyKind::kFloat: {
+        double d = v.as_float();
+        if (!std::isfinite(d)) return "float(" + json_quote(format_double(d)) + ")";
+        return format_double(d);
+      }
+      case AnyKind::kStr: return json_quote(v.as_string());
+      case AnyKind::kDataType: return v.as_dtype().to_string();
+      case AnyKind::kDevice: return "device(" + json_quote(v.as_device().to_string()) + ")";
+      case AnyKind::kFunction:
+      case AnyKind::kOpaquePtr: return meta_ref(v);  // cannot be saved; the meta section will say so
+      case AnyKind::kObject: break;
+    }
+    const Object* o = v.object();
+    if (o->is_instance<ArrayNode>()) {
+      std::string s = "[";
+      const auto& items = static_cast<const ArrayNode*>(o)->items;
+      for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + value(items[i]);
+      return s + "]";
+    }
+    if (o->is_instance<MapNode>()) {
+      std::string s = "{";
+      bool first = true;
+      for (const auto& item : static_cast<const MapNode*>(o)->items) {
+        s += (first ? "" : ", ") + (is_identifier(item.first) ? item.first : json_quote(item.first)) + ": " +
+             value(item.second);
+        first = false;
+      }
+      return s + "}";
+    }
+    if (o->is_instance<PrimTypeNode>()) return "Prim[" + static_cast<const PrimTypeNode*>(o)->dtype.to_string() + "]";
+    if (o->is_instance<TypeNode>()) return type(v.cast<Type>());
+    return meta_ref(v);
+  }
+
+  std::string type(const Type& t) {
+    if (!t.defined()) return "none";
+    const Object* o = t.get();
+    if (const auto* p = t.as<PrimTypeNode>()) return p->dtype.to_string();
+    if (const auto* p = t.as<TensorTypeNode>()) {
+      std::string shape = "?";
+      if (p->shape.defined()) {
+        shape = "(";
+        for (size_t i = 0; i < p->shape.size(); ++i) shape += (i ? ", " : "") + prim(p->shape[i].cast<PrimExpr>());
+        shape += ")";
+      }
+      return "Tensor[" + shape + ", " + p->dtype.to_string() + "]";
+    }
+    if (const auto* p = t.as<TupleTypeNode>()) {
+      std::string s = "(";
+      for (size_t i = 0; i < p->fields.size(); ++i) s += (i ? ", " : "") + type(p->fields[i].cast<Type>());
+      return s + (p->fields.size() == 1 ? ",)" : ")");
+    }
+    if (const auto* p = t.as<FuncTypeNode>()) {
+      std::string s = "fn(";
+      for (size_t i = 0; i < p->params.size(); ++i) s += (i ? ", " : "") + type(p->params[i].cast<Type>());
+      return s + ") -> " + type(p->ret);
+    }
+    if (const auto* p = t.as<OpaqueTypeNode>()) return "Opaque[" + json_quote(p->name) + "]";
+    return meta_ref(Any(ObjectRef(t.object_ptr())));
+    (void)o;
+  }
+
+  // ---- prim expressions ----------------------------------------------------
+  std::string var_ref(const VarNode* v) {
+    if (const std::string* name = known_name(v)) return "%" + *name;
+    // A free variable: declared here, at its first use, with its type.
+    std::string decl = declare(v, v->name, "v");
+    return decl + ": " + v->dtype.to_string();
+  }
+
+  std::string immediate(const IntImmNode* p) {
+    if (p->dtype == DataType::Int(64)) return std::to_string(p->value);
+    if (p->dtype == DataType::Bool() && (p->value == 0 || p->value == 1)) return p->value ? "true" : "false";
+    return p->dtype.to_string() + "(" + std::to_string(p->value) + ")";
+  }
+
+  std::string immediate(const FloatImmNode* p) {
+    std::string text = format_double(p->value);
+    if (!std::isfinite(p->value)) return p->dtype.to_string() + "(" + json_quote(text) + ")";
+    if (p->dtype == DataType::Float(32)) return text;
+    return p->dtype.to_string() + "(" + text + ")";
+  }
+
+  std::string prim(const PrimExpr& e, int parent_precedence = 0, bool right = false) {
+    if (!e.defined()) return meta_ref(Any());
+    const Object* o = e.get();
+    if (const auto* p = e.as<IntImmNode>()) return immediate(p);
+    if (const auto* p = e.as<FloatImmNode>()) return immediate(p);
+    if (const auto* p = e.as<StringImmNode>()) return json_quote(p->value);
+    if (const auto* p = e.as<VarNode>()) return var_ref(p);
+    if (const auto* p = e.as<BinaryOpNode>()) {
+      const char* symbol = nullptr;
+      int precedence = binary_precedence(o, &symbol);
+      if (!precedence) {
+        const char* fn = o->is_instance<MinNode>() ? "min" : "max";
+        return cat({fn, "(", prim(p->a), ", ", prim(p->b), ")"});
+      }
+      std::string s = cat({prim(p->a, precedence, false), " ", symbol, " ", prim(p->b, precedence, true)});
+      bool paren = precedence < parent_precedence || (precedence == parent_precedence && right);
+      return paren ? "(" + s + ")" : s;
+    }
+    if (const auto* p = e.as<NotNode>()) return "!" + prim(p->a, 6);
+    if (const auto* p = e.as<SelectNode>()) {
+      return cat({"select(", prim(p->condition), ", ", prim(p->true_value), ", ", prim(p->false_value), ")"});
+    }
+    if (const auto* p = e.as<CastNode>()) return "cast(" + p->dtype.to_string() + ", " + prim(p->value) + ")";
+    if (const auto* p = e.as<CallNode>()) {
+      std::string s = "call(" + p->dtype.to_string() + ", " + json_quote(p->op);
+      for (const Any& a : p->args) s += ", " + prim(a.cast<PrimExpr>());
+      return s + ")";
+    }
+    if (const auto* p = e.as<BufferLoadNode>()) return cat({buffer_ref(p->buffer), indices(p->indices)});
+    if (const auto* p = e.as<RampNode>()) {
+      return cat({"ramp(", prim(p->base), ", ", prim(p->stride), ", ", std::to_string(p->lanes), ")"});
+    }
+    if (const auto* p = e.as<BroadcastNode>()) return "broadcast(" + prim(p->value) + ", " + std::to_string(p->lanes) + ")";
+    if (const auto* p = e.as<LetNode>()) {
+      std::string var = declare(p->var.get(), p->var->name, "v");
+      return cat({"(let ", var, ": ", p->var->dtype.to_string(), " = ", prim(p->value), " in ", prim(p->body), ")"});
+    }
+    return meta_ref(Any(e));
+  }
+
+  std::string indices(const Array& idx) {
+    std::string s = "[";
+    for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + prim(idx[i].cast<PrimExpr>());
+    return s + "]";
+  }
+
+  // ---- buffers -------------------------------------------------------------
+  std::string buffer_ref(const Buffer& b) {
+    if (const std::string* name = known_name(b.get())) return "%" + *name;
+    // Not declared: the prim function's preamble declares free buffers, so
+    // this happens only for standalone printing.
+    return "%" + sanitize(b->name, "buf");
+  }
+
+  // "%A: Buffer[(16), float32, ...]", declaring the buffer (and its data var).
+  std::string buffer_decl(const Buffer& b) {
+    std::string shape = "(";
+    for (size_t i = 0; i < b->shape.size(); ++i) shape += (i ? ", " : "") + prim(b->shape[i].cast<PrimExpr>());
+    shape += ")";
+    std::string extra;
+    if (b->strides.size()) {
+      extra += ", strides=(";
+      for (size_t i = 0; i < b->strides.size(); ++i) extra += (i ? ", " : "") + prim(b->strides[i].cast<PrimExpr>());
+      extra += ")";
+    }
+    const auto* offset = b->elem_offset.as<IntImmNode>();
+    if (!(offset && offset->value == 0 && offset->dtype == DataType::Int(64))) extra += ", offset=" + prim(b->elem_offset);
+    if (b->scope != "global") extra += ", scope=" + json_quote(b->scope);
+    std::string name = declare(b.get(), b->name, "buf");
+    const VarNode* data = b->data.get();
+    if (const std::string* data_name = known_name(data)) {
+      extra += ", data=%" + *data_name;
+    } else {
+      std::string natural = name.substr(1) + "_data";
+      std::string data_decl = declare(data, natural, "data");
+      if (data_decl != "%" + natural || data->dtype != DataType::Handle()) {
+        extra += ", data=" + data_decl + (data->dtype != DataType::Handle() ? ": " + data->dtype.to_string() : "");
+      }
+    }
+    return name + ": Buffer[" + shape + ", " + b->dtype.to_string() + extra + "]";
+  }
+
+  // ---- statements ----------------------------------------------------------
+  void line(const std::string& text) { out_ << std::string(indent_ * 2, ' ') << text << "\n"; }
+
+  void block(const Stmt& body) {
+    out_ << "{\n";
+    ++indent_;
+    if (const auto* seq = body.as<SeqStmtNode>(); seq && plain_seq(seq)) {
+      for (const Any& s : seq->seq) stmt(s.cast<Stmt>());
+    } else {
+      stmt(body);
+    }
+    --indent_;
+    out_ << std::string(indent_ * 2, ' ') << "}";
+  }
+
+  // A SeqStmt a block can express: two or more items, none a SeqStmt.
+  static bool plain_seq(const SeqStmtNode* seq) {
+    if (seq->seq.size() < 2) return false;
+    for (const Any& s : seq->seq)
+      if (s.object() && s.object()->is_instance<SeqStmtNode>()) return false;
+    return true;
+  }
+
+  void open(const std::string& head, const Stmt& body) {
+    out_ << std::string(indent_ * 2, ' ') << head << " ";
+    block(body);
+    out_ << "\n";
+  }
+
+  void stmt(const Stmt& s) {
+    if (const auto* p = s.as<ForNode>()) {
+      std::string var = declare(p->loop_var.get(), p->loop_var->name, "i");
+      std::string head = cat({"for ", var, ": ", p->loop_var->dtype.to_string(), " from ", prim(p->min), " extent ",
+                              prim(p->extent)});
+      ForKind kind = p->for_kind();
+      if (kind == ForKind::kThreadBinding) head += " thread(" + json_quote(p->thread) + ")";
+      else if (kind != ForKind::kSerial) head += std::string(" ") + for_kind_name(kind);
+      if (p->annotations.size()) head += " annotations " + value(p->annotations);
+      open(head, p->body);
+    } else if (const auto* p = s.as<BufferStoreNode>()) {
+      line(cat({buffer_ref(p->buffer), indices(p->indices), " = ", prim(p->value), ";"}));
+    } else if (const auto* p = s.as<AllocateNode>()) {
+      open("alloc " + buffer_decl(p->buffer), p->body);
+    } else if (const auto* p = s.as<LetStmtNode>()) {
+      std::string var = declare(p->var.get(), p->var->name, "v");
+      open(cat({"let ", var, ": ", p->var->dtype.to_string(), " = ", prim(p->value)}), p->body);
+    } else if (const auto* p = s.as<IfThenElseNode>()) {
+      out_ << std::string(indent_ * 2, ' ') << "if " << prim(p->condition) << " ";
+      block(p->then_case);
+      if (p->else_case.defined()) {
+        out_ << " else ";
+        block(p->else_case);
+      }
+      out_ << "\n";
+    } else if (const auto* p = s.as<SeqStmtNode>()) {
+      out_ << std::string(indent_ * 2, ' ') << "seq {\n";
+      ++indent_;
+      for (const Any& item : p->seq) stmt(item.cast<Stmt>());
+      --indent_;
+      line("}");
+    } else if (const auto* p = s.as<EvaluateNode>()) {
+      line("eval " + prim(p->value) + ";");
+    } else if (const auto* p = s.as<AttrStmtNode>()) {
+      open(cat({"attr ", json_quote(p->key), " = ", prim(p->value)}), p->body);
+    } else {
+      line(meta_ref(Any(s)) + ";");
+    }
+  }
+
+  // ---- graph expressions ---------------------------------------------------
+  std::string graph_var_ref(const graph::VarNode* v) {
+    if (const std::string* name = known_name(v)) return "%" + *name;
+    std::string decl = declare(v, v->name, "v");
+    return decl + ": " + (v->annotation.defined() ? type(v->annotation) : "_");
+  }
+
+  std::string graph_decl(const graph::Var& v) {
+    std::string decl = declare(v.get(), v->name, "v");
+    return v->annotation.defined() ? decl + ": " + type(v->annotation) : decl;
+  }
+
+  std::string graph(const Expr& e) {
+    if (const auto* p = e.as<graph::VarNode>()) return graph_var_ref(p);
+    if (const auto* p = e.as<GlobalVarNode>()) return global_name(p->name);
+    if (const auto* p = e.as<OpNode>()) return "op(" + json_quote(p->name) + ")";
+    if (const auto* p = e.as<graph::ConstantNode>()) return meta_ref(Any(p->data));
+    if (const auto* p = e.as<graph::CallNode>()) {
+      std::string callee;
+      if (const auto* op = p->callee.as<OpNode>()) callee = op->name;
+      else if (p->callee.as<GlobalVarNode>() || p->callee.as<graph::VarNode>()) callee = graph(p->callee);
+      else callee = "(" + graph(p->callee) + ")";
+      if (p->type_args.size()) {
+        callee += "<";
+        for (size_t i = 0; i < p->type_args.size(); ++i) callee += (i ? ", " : "") + type(p->type_args[i].cast<Type>());
+        callee += ">";
+      }
+      std::string s = callee + "(";
+      bool first = true;
+      for (const Any& a : p->args) {
+        s += (first ? "" : ", ") + graph(a.cast<Expr>());
+        first = false;
+      }
+      if (p->attrs.defined()) {
+        for (const auto& item : p->attrs->items) {
+          s += (first ? "" : ", ") + item.first + "=" + value(item.second);
+          first = false;
+        }
+      }
+      return s + ")";
+    }
+    if (const auto* p = e.as<graph::TupleNode>()) {
+      std::string s = "(";
+      for (size_t i = 0; i < p->fields.size(); ++i) s += (i ? ", " : "") + graph(p->fields[i].cast<Expr>());
+      return s + (p->fields.size() == 1 ? ",)" : ")");
+    }
+    if (const auto* p = e.as<graph::TupleGetItemNode>()) {
+      const Object* t = p->tuple.get();
+      bool simple = t && (t->is_instance<graph::VarNode>() || t->is_instance<graph::TupleNode>() ||
+                          t->is_instance<graph::CallNode>() || t->is_instance<graph::TupleGetItemNode>());
+      std::string inner = graph(p->tuple);
+      return (simple ? inner : "(" + inner + ")") + "." + std::to_string(p->index);
+    }
+    if (e.as<graph::LetNode>() || e.as<graph::IfNode>()) {
+      // In an operand position: a block expression.
+      std::ostringstream saved;
+      saved.swap(out_);
+      int saved_indent = indent_;
+      indent_ = 0;
+      out_ << "{ ";
+      graph_inline_body(e);
+      out_ << " }";
+      std::string text = out_.str();
+      out_.swap(saved);
+      indent_ = saved_indent;
+      return text;
+    }
+    return meta_ref(Any(e));
+  }
+
+  // Let chains and if, on one line (inside a block expression).
+  void graph_inline_body(const Expr& e) {
+    Expr cur = e;
+    while (const auto* let = cur.as<graph::LetNode>()) {
+      std::string var = graph_decl(let->var);
+      out_ << "let " << var << " = " << graph(let->value) << "; ";
+      cur = let->body;
+    }
+    if (const auto* p = cur.as<graph::IfNode>()) {
+      out_ << "if (" << graph(p->cond) << ") { ";
+      graph_inline_body(p->then_branch);
+      out_ << " } else { ";
+      graph_inline_body(p->else_branch);
+      out_ << " }";
+    } else {
+      out_ << graph(cur);
+    }
+  }
+
+  // A function or branch body: one let per line, then the result.
+  void graph_body(const Expr& e) {
+    Expr cur = e;
+    while (const auto* let = cur.as<graph::LetNode>()) {
+      std::string var = graph_decl(let->var);
+      line(cat({"let ", var, " = ", graph(let->value), ";"}));
+      cur = let->body;
+    }
+    if (const auto* p = cur.as<graph::IfNode>()) {
+      out_ << std::string(indent_ * 2, ' ') << "if (" << graph(p->cond) << ") {\n";
+      ++indent_;
+      graph_body(p->then_branch);
+      --indent_;
+      line("} else {");
+      ++indent_;
+      graph_body(p->else_branch);
+      --indent_;
+      line("}");
+    } else {
+      line(graph(cur));
+    }
+  }
+
+  // ---- functions -----------------------------------------------------------
+  std::string attrs_suffix(const BaseFuncNode* f) {
+    return f->attrs.size() ? " attrs " + value(f->attrs) : "";
+  }
+
+  void function(const Object* o) {
+    if (const auto* f = dynamic_cast<const graph::FunctionNode*>(o)) {
+      std::string params;
+      for (size_t i = 0; i < f->params.size(); ++i) params += (i ? ", " : "") + graph_decl(f->params[i].cast<graph::Var>());
+      out_ << "fn(" << params << ")";
+      if (f->ret_type.defined()) out_ << " -> " << type(f->ret_type);  // << is sequenced left to right
+      out_ << attrs_suffix(f) << " {\n";
+      ++indent_;
+      graph_body(f->body);
+      --indent_;
+      out_ << "}";
+    } else if (const auto* f = dynamic_cast<const PrimFuncNode*>(o)) {
+      // Scalar parameters are named first so buffer shapes may use them.
+      for (const Any& p : f->params)
+        if (const auto* v = p.object()->is_instance<VarNode>() ? static_cast<const VarNode*>(p.object()) : nullptr)
+          declare(v, v->name, "v");
+      std::string params;
+      bool first = true;
+      for (const Any& p : f->params) {
+        params += first ? "" : ", ";
+        first = false;
+        if (const auto* v = p.object()->is_instance<VarNode>() ? static_cast<const VarNode*>(p.object()) : nullptr) {
+          params += "%" + *known_name(v) + ": " + v->dtype.to_string();
+        } else {
+          params += buffer_decl(p.cast<Buffer>());
+        }
+      }
+      out_ << "prim_func(" << params << ")";
+      if (f->ret.defined()) out_ << " -> " << type(f->ret);
+      out_ << attrs_suffix(f) << " {\n";
+      ++indent_;
+      for (const Buffer& b : free_buffers(f)) line("buffer " + buffer_decl(b) + ";");
+      if (const auto* seq = f->body.as<SeqStmtNode>(); seq && plain_seq(seq)) {
+        for (const Any& s : seq->seq) stmt(s.cast<Stmt>());
+      } else {
+        stmt(f->body);
+      }
+      --indent_;
+      out_ << "}";
+    } else if (const auto* f = dynamic_cast<const ExternFuncNode*>(o)) {
+      out_ << "extern " << json_quote(f->kind) << " " << f->convention << " " << type(f->signature) << attrs_suffix(f);
+      if (f->encoding != "text") out_ << " encoding " << json_quote(f->encoding);
+      out_ << " payload " << json_quote(f->payload);
+    } else {
+      out_ << meta_ref(Any(ObjectRef(ObjectPtr<Object>(const_cast<Object*>(o)))));
+    }
+  }
+
+  // Buffers used in the body but declared neither as a parameter nor by an
+  // Allocate, in order of first use.
+  std::vector<Buffer> free_buffers(const PrimFuncNode* f) {
+    std::unordered_set<const Object*> declared;
+    for (const Any& p : f->params)
+      if (p.object()->is_instance<BufferNode>()) declared.insert(p.object());
+    std::vector<Buffer> out;
+    std::unordered_set<const Object*> seen;
+    std::vector<Any> stack = {Any(f->body)};
+    // Depth-first in field order, so "first use" is the printing order.
+    std::function<void(const Any&)> walk = [&](const Any& v) {
+      const Object* o = v.object();
+      if (!o || v.kind() != AnyKind::kObject || !seen.insert(o).second) return;
+      if (o->is_instance<AllocateNode>()) declared.insert(static_cast<const AllocateNode*>(o)->buffer.get());
+      if (o->is_instance<BufferNode>()) {
+        if (!declared.count(o)) out.push_back(v.cast<Buffer>());
+        return;
+      }
+      if (o->is_instance<ArrayNode>()) {
+        for (const Any& item : static_cast<const ArrayNode*>(o)->items) walk(item);
+        return;
+      }
+      if (o->is_instance<MapNode>()) return;
+      for (const auto& field : TypeRegistry::info(o->type_index()).fields) walk(field.get(o));
+    };
+    walk(Any(f->body));
+    return out;
+  }
+
+  bool with_meta_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  std::unordered_map<const Object*, std::string> names_;
+  std::unordered_set<std::string> used_;
+  std::vector<Any> meta_;
+  std::unordered_map<const Object*, size_t> meta_index_;
+};
+
+}  // namespace
+
+std::string print_module(const IRModule& module) { return Printer(true).module(module); }
+
+std::string to_text(const Any& node) { return Printer(false).standalone(node); }
+
+}  // namespace loom::ir
