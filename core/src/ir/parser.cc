@@ -48,7 +48,11 @@ class Lexer {
         return tokens;
       }
       char c = text_[pos_];
-      if (c == '%' || c == '@') {
+      // '%' directly followed by a name character is a local's sigil;
+      // otherwise it is the floor-mod operator.
+      bool sigil = (c == '@') || (c == '%' && pos_ + 1 < text_.size() &&
+                                  (std::isalnum(static_cast<unsigned char>(text_[pos_ + 1])) || text_[pos_ + 1] == '_'));
+      if (sigil) {
         advance();
         t.kind = c == '%' ? Tok::kLocal : Tok::kGlobal;
         if (c == '@' && pos_ < text_.size() && text_[pos_] == '"') {
@@ -61,7 +65,9 @@ class Lexer {
         t.kind = Tok::kIdent;
         t.text = name(true);
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
-        number(t);
+        // After '.', a number is a tuple index: x.0.2 is (x.0).2, not x.(0.2).
+        bool index = !tokens.empty() && tokens.back().kind == Tok::kPunct && tokens.back().text == ".";
+        number(t, index);
       } else if (c == '"') {
         t.kind = Tok::kString;
         t.text = string_literal();
@@ -119,10 +125,15 @@ class Lexer {
     }
     return text_.substr(start, pos_ - start);
   }
-  void number(Token& t) {
+  void number(Token& t, bool integer_only) {
     size_t start = pos_;
     bool is_float = false;
     while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) advance();
+    if (integer_only) {
+      t.kind = Tok::kInt;
+      t.text = text_.substr(start, pos_ - start);
+      return;
+    }
     if (pos_ + 1 < text_.size() && text_[pos_] == '.' && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1]))) {
       is_float = true;
       advance();
@@ -450,10 +461,11 @@ class Parser {
     const Token& t = peek();
     if (t.kind == Tok::kInt) {
       next();
+      std::string text = (negative ? "-" : "") + t.text;  // so that INT64_MIN reads
       errno = 0;
-      long long v = std::strtoll(t.text.c_str(), nullptr, 10);
-      if (errno == ERANGE) fail(t, "integer " + t.text + " does not fit in 64 bits");
-      return Any(static_cast<int64_t>(negative ? -v : v));
+      long long v = std::strtoll(text.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail(t, "integer " + text + " does not fit in 64 bits");
+      return Any(static_cast<int64_t>(v));
     }
     if (t.kind == Tok::kFloat) {
       next();
@@ -656,7 +668,13 @@ class Parser {
       }
       case Tok::kFloat: return FloatImm(DataType::Float(32), number_value().as_float());
       case Tok::kString: return StringImm(next().text);
-      case Tok::kLocal: return prim_name();
+      case Tok::kLocal:
+        if (is(":", 1) && is_ident("Buffer", 2)) {  // a free buffer's first use
+          Buffer buffer = buffer_decl(/*function_level=*/true);
+          std::vector<PrimExpr> idx = indices();
+          return BufferLoad(buffer, idx);
+        }
+        return prim_name();
       case Tok::kPunct:
         if (is("(")) {
           next();
@@ -786,7 +804,7 @@ class Parser {
 
   // ---- buffers -------------------------------------------------------------
   // %A: Buffer[(shape), dtype, strides=(...), offset=e, scope="...", data=%p]
-  Buffer buffer_decl() {
+  Buffer buffer_decl(bool function_level = false) {
     const Token& name = peek();
     if (name.kind != Tok::kLocal) fail(name, "expected a buffer name '%NAME', got " + describe(name));
     next();
@@ -846,8 +864,10 @@ class Parser {
       node->data = Var(name.text + "_data", DataType::Handle());
       bind_function_level(name.text + "_data", node->data);
     }
+    if (lookup(name.text) && function_level) fail(name, "'%" + name.text + "' is already declared");
     Buffer buffer(node);
-    bind(name.text, buffer);
+    if (function_level) bind_function_level(name.text, buffer);
+    else bind(name.text, buffer);
     return buffer;
   }
 
@@ -864,15 +884,20 @@ class Parser {
 
   std::vector<Stmt> statements() {
     std::vector<Stmt> out;
-    while (!is("}") && !at_end()) {
-      if (Stmt s = statement(); s.defined()) out.push_back(s);
-    }
+    while (!is("}") && !at_end()) out.push_back(statement());
     return out;
   }
 
-  // One statement; undefined for a declaration ('buffer ...;').
   Stmt statement() {
     const Token& t = peek();
+    if (t.kind == Tok::kLocal && is(":", 1) && is_ident("Buffer", 2)) {  // a free buffer's first use
+      Buffer buffer = buffer_decl(/*function_level=*/true);
+      std::vector<PrimExpr> idx = indices();
+      expect("=");
+      PrimExpr value = prim();
+      expect(";");
+      return BufferStore(buffer, value, idx);
+    }
     if (t.kind == Tok::kLocal) {
       const Any* found = lookup(t.text);
       if (!found) undefined(t);
@@ -888,7 +913,7 @@ class Parser {
       return BufferStore(buffer, value, idx);
     }
     if (t.kind != Tok::kIdent) fail(t, "expected a statement, got " + describe(t));
-    static const std::vector<std::string> keywords = {"for", "alloc", "let", "if", "eval", "attr", "seq", "buffer"};
+    static const std::vector<std::string> keywords = {"for", "alloc", "let", "if", "eval", "attr", "seq"};
     const std::string word = t.text;
     if (word == "meta") {
       Stmt s = meta_of<StmtNode>("a statement").cast<Stmt>();
@@ -943,11 +968,6 @@ class Parser {
       Stmt body = block();
       pop();
       return Allocate(buffer, body);
-    }
-    if (word == "buffer") {
-      buffer_decl();
-      expect(";");
-      return Stmt();
     }
     if (word == "let") {
       const Token& name = peek();

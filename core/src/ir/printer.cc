@@ -1,8 +1,9 @@
 // The printer of the IR text format (docs/ir-text-format.md).
 //
 // Invariants the parser relies on: every variable and buffer name printed
-// in a function is unique within it; a variable not bound by a parameter,
-// loop, let or buffer is declared with its type at its first use; scalar
+// in a function is unique within it; a variable or buffer not bound by a
+// parameter, loop, let or alloc is declared with its type at its first use
+// (in textual order, hence cat() below); scalar
 // parameters of a prim function are named before any parameter is printed
 // (so buffer shapes can refer to them); anything without syntax is a
 // meta[N] reference into the trailing JSON section.
@@ -15,6 +16,7 @@
 
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
+#include "loom/object/structural.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
 
@@ -309,11 +311,11 @@ class Printer {
   }
 
   // ---- buffers -------------------------------------------------------------
+  // A declared buffer's name; a free buffer (no parameter or alloc declares
+  // it) is declared at its first use, like a free variable.
   std::string buffer_ref(const Buffer& b) {
     if (const std::string* name = known_name(b.get())) return "%" + *name;
-    // Not declared: the prim function's preamble declares free buffers, so
-    // this happens only for standalone printing.
-    return "%" + sanitize(b->name, "buf");
+    return buffer_decl(b);
   }
 
   // "%A: Buffer[(16), float32, ...]", declaring the buffer (and its data var).
@@ -420,6 +422,9 @@ class Printer {
     return decl + ": " + (v->annotation.defined() ? type(v->annotation) : "_");
   }
 
+  // A graph variable that prints as plain "%name" (not its first use).
+  bool is_named_var(const Expr& e) const { return e.as<graph::VarNode>() && known_name(e.get()); }
+
   std::string graph_decl(const graph::Var& v) {
     std::string decl = declare(v.get(), v->name, "v");
     return v->annotation.defined() ? decl + ": " + type(v->annotation) : decl;
@@ -433,7 +438,7 @@ class Printer {
     if (const auto* p = e.as<graph::CallNode>()) {
       std::string callee;
       if (const auto* op = p->callee.as<OpNode>()) callee = op->name;
-      else if (p->callee.as<GlobalVarNode>() || p->callee.as<graph::VarNode>()) callee = graph(p->callee);
+      else if (p->callee.as<GlobalVarNode>() || is_named_var(p->callee)) callee = graph(p->callee);
       else callee = "(" + graph(p->callee) + ")";
       if (p->type_args.size()) {
         callee += "<";
@@ -461,7 +466,8 @@ class Printer {
     }
     if (const auto* p = e.as<graph::TupleGetItemNode>()) {
       const Object* t = p->tuple.get();
-      bool simple = t && (t->is_instance<graph::VarNode>() || t->is_instance<graph::TupleNode>() ||
+      // A variable's first use carries ": TYPE", which must not run into ".N".
+      bool simple = t && (is_named_var(p->tuple) || t->is_instance<graph::TupleNode>() ||
                           t->is_instance<graph::CallNode>() || t->is_instance<graph::TupleGetItemNode>());
       std::string inner = graph(p->tuple);
       return (simple ? inner : "(" + inner + ")") + "." + std::to_string(p->index);
@@ -561,7 +567,6 @@ class Printer {
       if (f->ret.defined()) out_ << " -> " << type(f->ret);
       out_ << attrs_suffix(f) << " {\n";
       ++indent_;
-      for (const Buffer& b : free_buffers(f)) line("buffer " + buffer_decl(b) + ";");
       if (const auto* seq = f->body.as<SeqStmtNode>(); seq && plain_seq(seq)) {
         for (const Any& s : seq->seq) stmt(s.cast<Stmt>());
       } else {
@@ -578,35 +583,6 @@ class Printer {
     }
   }
 
-  // Buffers used in the body but declared neither as a parameter nor by an
-  // Allocate, in order of first use.
-  std::vector<Buffer> free_buffers(const PrimFuncNode* f) {
-    std::unordered_set<const Object*> declared;
-    for (const Any& p : f->params)
-      if (p.object()->is_instance<BufferNode>()) declared.insert(p.object());
-    std::vector<Buffer> out;
-    std::unordered_set<const Object*> seen;
-    std::vector<Any> stack = {Any(f->body)};
-    // Depth-first in field order, so "first use" is the printing order.
-    std::function<void(const Any&)> walk = [&](const Any& v) {
-      const Object* o = v.object();
-      if (!o || v.kind() != AnyKind::kObject || !seen.insert(o).second) return;
-      if (o->is_instance<AllocateNode>()) declared.insert(static_cast<const AllocateNode*>(o)->buffer.get());
-      if (o->is_instance<BufferNode>()) {
-        if (!declared.count(o)) out.push_back(v.cast<Buffer>());
-        return;
-      }
-      if (o->is_instance<ArrayNode>()) {
-        for (const Any& item : static_cast<const ArrayNode*>(o)->items) walk(item);
-        return;
-      }
-      if (o->is_instance<MapNode>()) return;
-      for (const auto& field : TypeRegistry::info(o->type_index()).fields) walk(field.get(o));
-    };
-    walk(Any(f->body));
-    return out;
-  }
-
   bool with_meta_;
   std::ostringstream out_;
   int indent_ = 0;
@@ -620,6 +596,13 @@ class Printer {
 
 std::string print_module(const IRModule& module) { return Printer(true).module(module); }
 
-std::string to_text(const Any& node) { return Printer(false).standalone(node); }
+std::string to_text(const Any& node) {
+  // Used in diagnostics about IR that may be broken: never fail.
+  try {
+    return Printer(false).standalone(node);
+  } catch (const std::exception&) {
+    return repr(node);
+  }
+}
 
 }  // namespace loom::ir

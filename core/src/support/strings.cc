@@ -84,10 +84,19 @@ std::string format_double(double value) {
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
   double magnitude = std::fabs(value);
-  bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16);
-  for (int precision = fixed ? 0 : 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), fixed ? "%.*f" : "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) break;
+  auto round_trips = [&]() { return std::strtod(buffer, nullptr) == value; };
+  bool found = false;
+  if (magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16)) {
+    // Up to 17 significant digits: 17 decimals plus the leading zeros of
+    // magnitudes below 1 (at most 4 here).
+    for (int decimals = 0; decimals <= 21 && !found; ++decimals) {
+      std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+      found = round_trips();
+    }
+  }
+  for (int precision = 1; precision <= 17 && !found; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    found = round_trips();
   }
   std::string text = buffer;
   if (text.find_first_of(".en") == std::string::npos) text += ".0";

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "loom/object/structural.h"
+#include "loom/object/serialization.h"
+#include "random_ir.h"
 #include "sample_module.h"
 
 namespace loom {
@@ -33,4 +35,27 @@ TEST(Text, SampleModuleRoundTrips) {
   round_trip(mod);
 }
 
+}  // namespace loom
+
+namespace loom {
+// 1000 random modules through text and through JSON.
+TEST(Text, RandomModulesRoundTripThroughTextAndJson) {
+  for (uint32_t seed = 0; seed < 1000; ++seed) {
+    test::RandomIR gen(seed);
+    ir::IRModule mod = gen.module();
+    std::string text = ir::print_module(mod);
+    ir::IRModule back;
+    try {
+      back = ir::parse_module(text, "random.loom");
+    } catch (const ParseError& e) {
+      FAIL() << "seed " << seed << ": " << e.what() << "\n--- text ---\n" << text;
+    }
+    auto diff = structural_difference(mod, back);
+    ASSERT_FALSE(diff) << "seed " << seed << ": " << *diff << "\n--- text ---\n" << text;
+    ASSERT_EQ(ir::print_module(back), text) << "seed " << seed << ": printing is not a fixed point";
+    Any from_json = load_json(save_json(mod));
+    diff = structural_difference(mod, from_json);
+    ASSERT_FALSE(diff) << "seed " << seed << " (JSON): " << *diff;
+  }
+}
 }  // namespace loom

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <random>
+
 namespace loom {
 
 TEST(Strings, SplitKeepsOrSkipsEmptyParts) {
@@ -26,6 +30,25 @@ TEST(Strings, ClosestMatchSuggestsOnlyPlausibleTypos) {
   EXPECT_EQ(closest_match("completely_else", names), "");
   EXPECT_EQ(did_you_mean("hello.ad", names), "; did you mean 'hello.add'?");
   EXPECT_EQ(did_you_mean("zzzzzzzz", names), "");
+}
+
+TEST(Strings, FormatDoubleIsShortestAndRoundTripsExactly) {
+  EXPECT_EQ(format_double(0.1), "0.1");
+  EXPECT_EQ(format_double(10.0), "10.0");
+  EXPECT_EQ(format_double(1e20), "1e+20");
+  EXPECT_EQ(format_double(-0.00125), "-0.00125");
+  EXPECT_EQ(format_double(0.02907371520996094), "0.02907371520996094");
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 100000; ++i) {
+    uint64_t bits = rng();
+    double d;
+    std::memcpy(&d, &bits, sizeof(d));
+    if (std::isnan(d)) continue;
+    std::string text = format_double(d);
+    ASSERT_EQ(std::strtod(text.c_str(), nullptr), d) << text;
+    double scaled = std::ldexp(static_cast<double>(rng() >> 11), -static_cast<int>(rng() % 80));  // near 1e-4..1
+    ASSERT_EQ(std::strtod(format_double(scaled).c_str(), nullptr), scaled) << format_double(scaled);
+  }
 }
 
 }  // namespace loom
