@@ -24,6 +24,18 @@ using namespace loom::tir;  // NOLINT
 
 enum class Tok { kIdent, kLocal, kGlobal, kInt, kFloat, kString, kPunct, kEnd };
 
+// A ParseError at (line, column) whose message is followed by the source
+// line and a caret under the column.
+[[noreturn]] void fail_at(const std::string& text, const std::string& source, int line, int column, size_t offset,
+                          const std::string& message) {
+  size_t line_start = std::min(offset, text.size());
+  while (line_start > 0 && text[line_start - 1] != '\n') --line_start;
+  size_t line_end = text.find('\n', line_start);
+  std::string source_line = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
+  throw ParseError(source, line, column,
+                   message + "\n  " + source_line + "\n  " + std::string(std::max(0, column - 1), ' ') + "^");
+}
+
 struct Token {
   Tok kind;
   std::string text;  // identifier/name without sigil, literal text, decoded string, punctuation
@@ -88,7 +100,7 @@ class Lexer {
   }
 
   [[noreturn]] void fail(const Token& t, const std::string& message) {
-    throw ParseError(source_, t.line, t.column, message);
+    fail_at(text_, source_, t.line, t.column, t.offset, message);
   }
 
  private:
@@ -272,13 +284,7 @@ class Parser {
   }
 
   [[noreturn]] void fail(const Token& t, const std::string& message) {
-    // The message, then the line and a caret under the column.
-    size_t line_start = t.offset;
-    while (line_start > 0 && text_[line_start - 1] != '\n') --line_start;
-    size_t line_end = text_.find('\n', line_start);
-    std::string line = text_.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
-    throw ParseError(source_, t.line, t.column,
-                     message + "\n  " + line + "\n  " + std::string(std::max(0, t.column - 1), ' ') + "^");
+    fail_at(text_, source_, t.line, t.column, t.offset, message);
   }
 
   // ---- meta ----------------------------------------------------------------

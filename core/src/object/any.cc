@@ -52,9 +52,14 @@ std::string DataType::to_string() const {
 
 DataType DataType::parse(const std::string& text) {
   auto fail = [&]() -> DataType {
-    LOOM_THROW(Error) << "invalid data type '" << text
-                      << "'; expected int8/16/32/64, uint.., float16/32/64, bfloat16, bool or "
-                         "handle, optionally followed by xLANES (e.g. float32x4)";
+    static const std::vector<std::string> common = {"int8",    "int16",   "int32",   "int64",    "uint8", "uint16",
+                                                    "uint32",  "uint64",  "float16", "float32",  "float64",
+                                                    "bfloat16", "bool",   "handle"};
+    LOOM_THROW(Error) << "invalid data type '" << text << "'" << did_you_mean(text, common)
+                      << (did_you_mean(text, common).empty() ? "; expected" : " (expected")
+                      << " int8/16/32/64, uint.., float16/32/64, bfloat16, bool or handle, optionally followed by "
+                         "xLANES, e.g. float32x4"
+                      << (did_you_mean(text, common).empty() ? "" : ")");
   };
   for (const auto& name : kDTypeNames) {
     if (!starts_with(text, name.prefix)) continue;

@@ -108,8 +108,9 @@ TEST(Json, MalformedDocumentsNameWhereAndWhat) {
       {head + R"({"type": "tir.Var", "fields": {"dtype": {"dtype": "int32"}, "name": "i", "nmae": "j"}}]})",
        "in.json:1:129: node 0 (tir.Var): unknown field 'nmae'; did you mean 'name'?"},
       {head + R"({"type": "tir.Var", "fields": {"dtype": {"dtype": "int33"}, "name": "i"}}]})",
-       "in.json:1:98: node 0 (tir.Var) field 'dtype': invalid data type 'int33'; expected int8/16/32/64, uint.., "
-       "float16/32/64, bfloat16, bool or handle, optionally followed by xLANES (e.g. float32x4)"},
+       "in.json:1:98: node 0 (tir.Var) field 'dtype': invalid data type 'int33'; did you mean 'int32'? (expected "
+       "int8/16/32/64, uint.., float16/32/64, bfloat16, bool or handle, optionally followed by xLANES, e.g. "
+       "float32x4)"},
       {head + R"({"type": "tir.Var", "fields": {"dtype": 3, "name": "i"}}]})",
        "in.json:1:88: node 0 (tir.Var): field 'dtype' of tir.PrimExpr: expected dtype, got int 3"},
       {head + R"({"type": "tir.Not", "fields": {"dtype": {"dtype": "bool"}, "a": {"ref": 0}}}]})",

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
 #include "loom/object/structural.h"
 #include "loom/object/serialization.h"
 #include "random_ir.h"
@@ -56,6 +60,38 @@ TEST(Text, RandomModulesRoundTripThroughTextAndJson) {
     Any from_json = load_json(save_json(mod));
     diff = structural_difference(mod, from_json);
     ASSERT_FALSE(diff) << "seed " << seed << " (JSON): " << *diff;
+  }
+}
+}  // namespace loom
+
+namespace loom {
+// Every file in tests/fixtures/ir/errors starts with "# expect-error:
+// LINE:COL: MESSAGE"; parsing it must fail with exactly that (the source
+// named by the file), followed by the source line and a caret.
+TEST(Text, MalformedInputsGiveTheirExpectedErrors) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/ir/errors"))
+    files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 25u);
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string marker = "# expect-error: ";
+    ASSERT_EQ(text.rfind(marker, 0), 0u) << path << " lacks an expect-error header";
+    std::string expected = path.filename().string() + ":" + text.substr(marker.size(), text.find('\n') - marker.size());
+    try {
+      ir::parse_module(text, path.filename().string());
+      ADD_FAILURE() << path << " parsed without error";
+    } catch (const ParseError& e) {
+      std::string what = e.what();
+      EXPECT_EQ(what.substr(0, what.find('\n')), expected) << path;
+      // The source line and a caret under the column follow.
+      size_t caret = what.rfind('^');
+      EXPECT_NE(caret, std::string::npos) << what;
+      EXPECT_EQ(static_cast<int>(caret - what.rfind('\n', caret) - 1) - 2, e.column() - 1) << what;
+    }
   }
 }
 }  // namespace loom
