@@ -78,6 +78,22 @@ expect_output list-shows-failure 0 "reason: dependency|reason: duplicate plugin 
 expect_output relative-path-warning 0 "warning: LOOM_PLUGIN_PATH entry 'fixtures' is not an absolute path; ignored" -- \
   env LOOM_PLUGIN_PATH="fixtures" "$LOOMC" plugins list
 
+# IR files: check and fmt.
+IR="$SOURCE_DIR/tests/fixtures/ir"
+expect_output check-ok 0 "prim_all_nodes.loom: ok \(1 function\)" -- "$LOOMC" check "$IR/golden/prim_all_nodes.loom"
+expect_output check-error 1 "10_unknown_loop_kind.loom:3:34: unknown loop kind 'paralel'; did you mean 'parallel'\?" -- \
+  "$LOOMC" check "$IR/errors/10_unknown_loop_kind.loom"
+expect_output check-caret 1 "^ +\^$" -- "$LOOMC" check "$IR/errors/10_unknown_loop_kind.loom"
+expect_output check-missing 1 "cannot read /nonexistent.loom: No such file or directory" -- "$LOOMC" check /nonexistent.loom
+tmpir=$(mktemp -d)
+grep -v '^#' "$IR/golden/graph_extern_all_nodes.loom" > "$tmpir/canonical.loom"
+expect_output fmt-check-ok 0 "^$" -- "$LOOMC" fmt --check "$tmpir/canonical.loom"
+sed 's/  let %z = /  let   %z =  /' "$tmpir/canonical.loom" > "$tmpir/messy.loom"
+expect_output fmt-check-bad 1 "messy.loom:17: not in canonical form" -- "$LOOMC" fmt --check "$tmpir/messy.loom"
+"$LOOMC" fmt "$tmpir/messy.loom" > "$tmpir/fixed.loom" || fail "fmt exited non-zero"
+cmp -s "$tmpir/fixed.loom" "$tmpir/canonical.loom" || fail "fmt output differs from the canonical file"
+rm -rf "$tmpir"
+
 # The current directory is never searched: a plugin there is not found.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp "$FIXTURES/good/loom_fx_good.so" "$tmp/"

@@ -2,11 +2,15 @@
 // registered functions; later issues add check, fmt, build and run.
 //
 // Exit status: 0 success, 1 an error (message on stderr), 2 a usage error.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "loom/ir/text.h"
 #include "loom/object/function.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
@@ -30,6 +34,9 @@ Commands:
   plugins info NAME [--json]  show one plugin's manifest (does not load it)
   plugins load NAME|PATH      load a plugin (and what it requires), list its functions
   functions list [--json]     list registered functions (core and loaded plugins)
+  check FILE.loom             parse and check a module; exit 1 with the diagnostics
+  fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
+                              (printing nothing) if the file is not canonical
   call FUNCTION [ARG...]      call a registered function, loading its plugin on demand;
                               ARGs that read as integers, floats, true or false are
                               passed as such, anything else as a string
@@ -229,6 +236,36 @@ int call(const std::string& name, const std::vector<std::string>& texts) {
   return 0;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) LOOM_THROW(Error) << "cannot read " << path << ": " << std::strerror(errno);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::parse_module(read_text_file(path), path); }
+
+int check(const std::string& path) {
+  loom::ir::IRModule mod = parse_file(path);
+  std::cout << path << ": ok (" << mod.names().size() << " function" << (mod.names().size() == 1 ? "" : "s") << ")\n";
+  return 0;
+}
+
+int fmt(const std::string& path, bool check_only) {
+  std::string text = read_text_file(path);
+  std::string canonical = loom::ir::print_module(loom::ir::parse_module(text, path));
+  if (!check_only) {
+    std::cout << canonical;
+    return 0;
+  }
+  if (text == canonical) return 0;
+  // Name the first line that differs.
+  size_t line = 1;
+  for (size_t i = 0; i < std::min(text.size(), canonical.size()) && text[i] == canonical[i]; ++i)
+    if (text[i] == '\n') ++line;
+  std::cerr << path << ":" << line << ": not in canonical form (run 'loomc fmt " << path << "')\n";
+  return 1;
+}
+
 int run(std::vector<std::string> args) {
   // Everything after `call FUNCTION` is an argument of the call, verbatim
   // (negative numbers look like options).
@@ -241,12 +278,13 @@ int run(std::vector<std::string> args) {
     }
   }
   std::vector<std::string> positional;
-  bool help = false, version = false, as_json = false, load_all = false;
+  bool help = false, version = false, as_json = false, load_all = false, check_only = false;
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") help = true;
     else if (a == "--version") version = true;
     else if (a == "--json") as_json = true;
     else if (a == "--load") load_all = true;
+    else if (a == "--check") check_only = true;
     else if (!a.empty() && a[0] == '-') return usage_error("unknown option '" + a + "'");
     else positional.push_back(a);
   }
@@ -285,12 +323,16 @@ int run(std::vector<std::string> args) {
     if (positional.size() == 2 && positional[1] == "list") return functions_list(as_json);
     return usage_error("usage: loomc functions list [--json]");
   }
+  if (command == "check" || command == "fmt") {
+    if (positional.size() != 2) return usage_error(command + " takes one file");
+    return command == "check" ? check(positional[1]) : fmt(positional[1], check_only);
+  }
   if (command == "call") {
     if (positional.size() < 2) return usage_error("call needs a function name");
     return call(positional[1], call_args);
   }
   return usage_error("unknown command '" + command + "'" +
-                     loom::did_you_mean(command, {"plugins", "functions", "call"}));
+                     loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt"}));
 }
 
 }  // namespace
