@@ -80,7 +80,11 @@ expect_output relative-path-warning 0 "warning: LOOM_PLUGIN_PATH entry 'fixtures
 
 # IR files: check and fmt.
 IR="$SOURCE_DIR/tests/fixtures/ir"
-expect_output check-ok 0 "prim_all_nodes.loom: ok \(1 function\)" -- "$LOOMC" check "$IR/golden/prim_all_nodes.loom"
+expect_output check-ok 0 "dps_chain.loom: ok \(3 functions\)" -- "$LOOMC" check "$IR/valid/dps_chain.loom"
+# The golden file parses but uses a free variable and buffer: not well formed.
+expect_output check-ill-formed 1 "prim_all_nodes.loom: 2 problems:" -- "$LOOMC" check "$IR/golden/prim_all_nodes.loom"
+expect_output check-ill-formed-detail 1 "@kernel: buffer '%free_buf' is used but is neither a parameter nor allocated" -- \
+  "$LOOMC" check "$IR/golden/prim_all_nodes.loom"
 expect_output check-error 1 "10_unknown_loop_kind.loom:3:34: unknown loop kind 'paralel'; did you mean 'parallel'\?" -- \
   "$LOOMC" check "$IR/errors/10_unknown_loop_kind.loom"
 expect_output check-caret 1 "^ +\^$" -- "$LOOMC" check "$IR/errors/10_unknown_loop_kind.loom"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/object/function.h"
 #include "loom/object/structural.h"
@@ -34,7 +35,8 @@ Commands:
   plugins info NAME [--json]  show one plugin's manifest (does not load it)
   plugins load NAME|PATH      load a plugin (and what it requires), list its functions
   functions list [--json]     list registered functions (core and loaded plugins)
-  check FILE.loom             parse and check a module; exit 1 with the diagnostics
+  check FILE.loom             parse a module, check it is well formed and infer its
+                              types; exit 1 with every diagnostic
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
   call FUNCTION [ARG...]      call a registered function, loading its plugin on demand;
@@ -246,6 +248,12 @@ loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::parse_
 
 int check(const std::string& path) {
   loom::ir::IRModule mod = parse_file(path);
+  try {
+    loom::ir::check_module(mod);
+  } catch (const loom::Error& e) {
+    std::cerr << path << ": " << e.what() << "\n";
+    return 1;
+  }
   std::cout << path << ": ok (" << mod.names().size() << " function" << (mod.names().size() == 1 ? "" : "s") << ")\n";
   return 0;
 }

@@ -246,6 +246,7 @@ class Printer {
   // ---- prim expressions ----------------------------------------------------
   std::string var_ref(const VarNode* v) {
     if (const std::string* name = known_name(v)) return "%" + *name;
+    if (!with_meta_) return declare(v, v->name, "v");  // standalone: bare names read best
     // A free variable: declared here, at its first use, with its type.
     std::string decl = declare(v, v->name, "v");
     return decl + ": " + v->dtype.to_string();
@@ -315,6 +316,7 @@ class Printer {
   // it) is declared at its first use, like a free variable.
   std::string buffer_ref(const Buffer& b) {
     if (const std::string* name = known_name(b.get())) return "%" + *name;
+    if (!with_meta_) return declare(b.get(), b->name, "buf");
     return buffer_decl(b);
   }
 
@@ -418,6 +420,7 @@ class Printer {
   // ---- graph expressions ---------------------------------------------------
   std::string graph_var_ref(const graph::VarNode* v) {
     if (const std::string* name = known_name(v)) return "%" + *name;
+    if (!with_meta_) return declare(v, v->name, "v");
     std::string decl = declare(v, v->name, "v");
     return decl + ": " + (v->annotation.defined() ? type(v->annotation) : "_");
   }

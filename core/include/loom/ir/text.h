@@ -13,8 +13,9 @@ namespace loom::ir {
 std::string print_module(const IRModule& module);
 
 // The text of any IR node on its own (a function, an expression, a
-// statement, a type, a value), for messages and repr.  Nodes it refers to
-// but that have no syntax are shown as meta[N] without a meta section.
+// statement, a type, a value), for messages.  Variables and buffers bound
+// outside the node print as bare names; nodes without syntax are shown as
+// meta[N] without a meta section.  It is not meant to be parsed back.
 std::string to_text(const Any& node);
 
 // Parses a module.  Throws ParseError with "SOURCE:LINE:COL: message",

@@ -1,0 +1,194 @@
+// Type inference over graph functions (docs/ir.md).  checked_type is a
+// cache on the (otherwise immutable) expression nodes, ignored by
+// structural equality, so it is filled in place; a function whose ret_type
+// is missing is rebuilt with it.
+#include <functional>
+#include <unordered_map>
+
+#include "loom/ir/analysis.h"
+#include "loom/ir/op.h"
+#include "loom/ir/text.h"
+#include "loom/object/structural.h"
+
+namespace loom::ir {
+
+namespace {
+
+class TypeInferencer {
+ public:
+  TypeInferencer(const IRModule& module, std::vector<Diagnostic>& out) : module_(module), out_(out) {}
+
+  // The type of @name's value as a function (inferring a graph function's
+  // result type on demand; recursion yields an unknown result).
+  Type function_type(const std::string& name) {
+    auto cached = function_types_.find(name);
+    if (cached != function_types_.end()) return cached->second;
+    BaseFunc f = module_.lookup(name);
+    if (const auto* g = f.as<graph::FunctionNode>()) {
+      function_types_[name] = Type();  // in progress
+      std::vector<Type> params;
+      for (const Any& p : g->params) params.push_back(p.cast<graph::Var>()->annotation);
+      std::string saved = name_;
+      name_ = name;
+      Type ret = g->ret_type.defined() ? g->ret_type : infer(g->body);
+      if (g->ret_type.defined()) {
+        Type body = infer(g->body);
+        if (body.defined() && !structural_equal(body, g->ret_type)) {
+          report("the body has type " + to_text(body) + " but the function declares " + to_text(g->ret_type), g->body);
+        }
+      }
+      name_ = saved;
+      return function_types_[name] = FuncType(params, ret);
+    }
+    if (const auto* x = f.as<ExternFuncNode>()) return function_types_[name] = x->signature;
+    return function_types_[name] = Type();  // prim functions are called through call_dps
+  }
+
+ private:
+  void report(const std::string& message, const Any& node) {
+    out_.push_back(Diagnostic{name_, message, node.is_none() ? "" : to_text(node)});
+  }
+
+  Type infer(const Expr& e) {
+    if (!e.defined()) return Type();
+    if (e->checked_type.defined()) return e->checked_type;
+    Type t = compute(e);
+    const_cast<ExprNode*>(e.get())->checked_type = t;  // a cache; see the file comment
+    return t;
+  }
+
+  Type compute(const Expr& e) {
+    Any where(e);
+    if (const auto* v = e.as<graph::VarNode>()) return v->annotation.defined() ? v->annotation : bound_types_[v];
+    if (const auto* c = e.as<graph::ConstantNode>()) {
+      std::vector<int64_t> shape = c->data.shape_vector();
+      return TensorType::of(shape, c->data->dtype);
+    }
+    if (const auto* g = e.as<GlobalVarNode>()) return module_.contains(g->name) ? function_type(g->name) : Type();
+    if (const auto* t = e.as<graph::TupleNode>()) {
+      std::vector<Type> fields;
+      for (const Any& f : t->fields) fields.push_back(infer(f.cast<Expr>()));
+      return TupleType(fields);
+    }
+    if (const auto* p = e.as<graph::TupleGetItemNode>()) {
+      Type tuple = infer(p->tuple);
+      if (!tuple.defined()) return Type();
+      const auto* tt = tuple.as<TupleTypeNode>();
+      if (!tt) {
+        report("tuple item of a non-tuple of type " + to_text(tuple), where);
+        return Type();
+      }
+      if (p->index >= static_cast<int64_t>(tt->fields.size())) {
+        report("tuple index " + std::to_string(p->index) + " is out of range for a tuple of " +
+                   std::to_string(tt->fields.size()) + " field" + (tt->fields.size() == 1 ? "" : "s"),
+               where);
+        return Type();
+      }
+      return tt->fields[p->index].cast<Type>();
+    }
+    if (const auto* p = e.as<graph::LetNode>()) {
+      Type value = infer(p->value);
+      if (p->var->annotation.defined() && value.defined() && !structural_equal(value, p->var->annotation)) {
+        report("let binds '%" + p->var->name + "' declared as " + to_text(p->var->annotation) + " to a value of type " +
+                   to_text(value),
+               where);
+      }
+      bound_types_[p->var.get()] = p->var->annotation.defined() ? p->var->annotation : value;
+      return infer(p->body);
+    }
+    if (const auto* p = e.as<graph::IfNode>()) {
+      Type cond = infer(p->cond);
+      if (cond.defined() && !is_bool(cond)) report("the condition of if has type " + to_text(cond) + ", not bool", where);
+      Type then_type = infer(p->then_branch), else_type = infer(p->else_branch);
+      if (then_type.defined() && else_type.defined() && !structural_equal(then_type, else_type)) {
+        report("the branches of if have different types: " + to_text(then_type) + " and " + to_text(else_type), where);
+      }
+      return then_type.defined() ? then_type : else_type;
+    }
+    if (const auto* p = e.as<graph::CallNode>()) return call(e, p);
+    return Type();
+  }
+
+  static bool is_bool(const Type& t) {
+    if (const auto* p = t.as<PrimTypeNode>()) return p->dtype == DataType::Bool();
+    if (const auto* p = t.as<TensorTypeNode>()) return p->dtype == DataType::Bool() && p->shape.defined() && p->shape.size() == 0;
+    return false;
+  }
+
+  Type call(const Expr& e, const graph::CallNode* p) {
+    for (const Any& a : p->args) infer(a.cast<Expr>());
+    if (const auto* op = p->callee.as<OpNode>()) {
+      auto entry = OpRegistry::entry(op->name);
+      if (!entry) return Type();  // reported by the well-formedness check
+      if (!entry->def.infer_type.defined()) {
+        report("operator '" + op->name + "' has no type rule", Any(e));
+        return Type();
+      }
+      try {
+        return entry->def.infer_type(e, module_).cast<Type>();
+      } catch (const Error& error) {
+        report(op->name + ": " + error.what(), Any(e));
+        return Type();
+      }
+    }
+    Type callee = infer(p->callee);
+    const auto* f = callee.as<FuncTypeNode>();
+    if (!f) {
+      if (callee.defined()) report("calls a value of type " + to_text(callee) + ", which is not a function", Any(e));
+      return Type();
+    }
+    for (size_t i = 0; i < p->args.size() && i < f->params.size(); ++i) {
+      Type want = f->params[i].cast<Type>();
+      Type got = p->args[i].cast<Expr>()->checked_type;
+      if (want.defined() && got.defined() && !structural_equal(want, got)) {
+        report("argument " + std::to_string(i) + " has type " + to_text(got) + " but the callee expects " + to_text(want),
+               Any(e));
+      }
+    }
+    return f->ret;
+  }
+
+  const IRModule& module_;
+  std::vector<Diagnostic>& out_;
+  std::string name_;
+  std::unordered_map<std::string, Type> function_types_;
+  std::unordered_map<const Object*, Type> bound_types_;
+};
+
+}  // namespace
+
+IRModule infer_types(const IRModule& module, std::vector<Diagnostic>* diagnostics) {
+  std::vector<Diagnostic> local;
+  std::vector<Diagnostic>& out = diagnostics ? *diagnostics : local;
+  TypeInferencer inferencer(module, out);
+  IRModule result = module;
+  for (const std::string& name : module.names()) {
+    BaseFunc f = module.lookup(name);
+    const auto* g = f.as<graph::FunctionNode>();
+    if (!g) continue;
+    Type type = inferencer.function_type(name);
+    if (!g->ret_type.defined() && type.defined()) {
+      Type ret = type.as<FuncTypeNode>()->ret;
+      if (ret.defined()) {
+        std::vector<graph::Var> params;
+        for (const Any& p : g->params) params.push_back(p.cast<graph::Var>());
+        result = result.with_function(name, graph::Function(params, g->body, ret, g->attrs));
+      }
+    }
+  }
+  return result;
+}
+
+IRModule check_module(const IRModule& module) {
+  std::vector<Diagnostic> diagnostics = well_formed(module);
+  IRModule typed = module;
+  if (diagnostics.empty()) typed = infer_types(module, &diagnostics);
+  if (!diagnostics.empty()) {
+    std::string message = std::to_string(diagnostics.size()) + " problem" + (diagnostics.size() == 1 ? "" : "s") + ":";
+    for (const auto& d : diagnostics) message += "\n  " + d.to_string();
+    throw Error(message);
+  }
+  return typed;
+}
+
+}  // namespace loom::ir
