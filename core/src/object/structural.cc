@@ -74,76 +74,87 @@ void print(const Any& value, std::string& out) {
 
 bool float_equal(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
+// Compares two values; the path to the first difference is kept as a stack
+// of segments and joined only when something differs.
 class EqualChecker {
  public:
   explicit EqualChecker(bool want_path) : want_path_(want_path) {}
 
-  bool equal(const Any& a, const Any& b, const std::string& path) {
-    if (a.kind() != b.kind() && !(a.is_object_like() && b.is_object_like())) {
-      return fail(path, a, b);
-    }
+  bool equal(const Any& a, const Any& b) {
+    if (a.kind() != b.kind() && !(a.is_object_like() && b.is_object_like())) return fail(a, b);
     switch (a.kind()) {
       case AnyKind::kNone: return true;
-      case AnyKind::kBool: return a.as_bool() == b.as_bool() || fail(path, a, b);
-      case AnyKind::kInt: return a.as_int() == b.as_int() || fail(path, a, b);
-      case AnyKind::kFloat: return float_equal(a.as_float(), b.as_float()) || fail(path, a, b);
-      case AnyKind::kDataType: return a.as_dtype() == b.as_dtype() || fail(path, a, b);
-      case AnyKind::kDevice: return a.as_device() == b.as_device() || fail(path, a, b);
-      case AnyKind::kOpaquePtr: return a.as_opaque_ptr() == b.as_opaque_ptr() || fail(path, a, b);
-      default: return equal_objects(a, b, path);
+      case AnyKind::kBool: return a.as_bool() == b.as_bool() || fail(a, b);
+      case AnyKind::kInt: return a.as_int() == b.as_int() || fail(a, b);
+      case AnyKind::kFloat: return float_equal(a.as_float(), b.as_float()) || fail(a, b);
+      case AnyKind::kDataType: return a.as_dtype() == b.as_dtype() || fail(a, b);
+      case AnyKind::kDevice: return a.as_device() == b.as_device() || fail(a, b);
+      case AnyKind::kOpaquePtr: return a.as_opaque_ptr() == b.as_opaque_ptr() || fail(a, b);
+      default: return equal_objects(a, b);
     }
   }
 
   const std::string& difference() const { return difference_; }
 
  private:
-  bool fail(const std::string& path, const Any& a, const Any& b) {
-    if (want_path_ && difference_.empty()) difference_ = path + ": " + repr(a) + " vs " + repr(b);
+  std::string path() const {
+    std::string out = "root";
+    for (const auto& segment : path_) out += segment;
+    return out;
+  }
+  bool fail(const Any& a, const Any& b) {
+    if (want_path_ && difference_.empty()) difference_ = path() + ": " + repr(a) + " vs " + repr(b);
     return false;
   }
-  bool fail_text(const std::string& path, const std::string& text) {
-    if (want_path_ && difference_.empty()) difference_ = path + ": " + text;
+  bool fail_text(const std::string& text) {
+    if (want_path_ && difference_.empty()) difference_ = path() + ": " + text;
     return false;
+  }
+  // Compares a child under one more path segment (built only when wanted).
+  template <class MakeSegment>
+  bool child(const Any& a, const Any& b, MakeSegment make_segment) {
+    if (want_path_) path_.push_back(make_segment());
+    bool same = equal(a, b);
+    if (want_path_ && same) path_.pop_back();
+    return same;
   }
 
-  bool equal_objects(const Any& a, const Any& b, const std::string& path) {
+  bool equal_objects(const Any& a, const Any& b) {
     const Object* x = a.object();
     const Object* y = b.object();
-    if (x->type_index() != y->type_index()) {
-      return fail_text(path, "type " + x->type_key() + " vs " + y->type_key());
-    }
-    if (a.kind() == AnyKind::kStr) return a.as_string() == b.as_string() || fail(path, a, b);
+    if (x->type_index() != y->type_index()) return fail_text("type " + x->type_key() + " vs " + y->type_key());
+    if (a.kind() == AnyKind::kStr) return a.as_string() == b.as_string() || fail(a, b);
     if (x->is_instance<ArrayNode>()) {
       const auto& xs = static_cast<const ArrayNode*>(x)->items;
       const auto& ys = static_cast<const ArrayNode*>(y)->items;
       if (xs.size() != ys.size()) {
-        return fail_text(path, "length " + std::to_string(xs.size()) + " vs " + std::to_string(ys.size()));
+        return fail_text("length " + std::to_string(xs.size()) + " vs " + std::to_string(ys.size()));
       }
       for (size_t i = 0; i < xs.size(); ++i)
-        if (!equal(xs[i], ys[i], path + "[" + std::to_string(i) + "]")) return false;
+        if (!child(xs[i], ys[i], [i] { return "[" + std::to_string(i) + "]"; })) return false;
       return true;
     }
     if (x->is_instance<MapNode>()) {
       const auto& xs = static_cast<const MapNode*>(x)->items;
       const auto& ys = static_cast<const MapNode*>(y)->items;
       for (const auto& item : xs)
-        if (!ys.count(item.first)) return fail_text(path, "key " + json_quote(item.first) + " only on the left");
+        if (!ys.count(item.first)) return fail_text("key " + json_quote(item.first) + " only on the left");
       for (const auto& item : ys)
-        if (!xs.count(item.first)) return fail_text(path, "key " + json_quote(item.first) + " only on the right");
+        if (!xs.count(item.first)) return fail_text("key " + json_quote(item.first) + " only on the right");
       for (const auto& item : xs)
-        if (!equal(item.second, ys.at(item.first), path + "[" + json_quote(item.first) + "]")) return false;
+        if (!child(item.second, ys.at(item.first), [&] { return "[" + json_quote(item.first) + "]"; })) return false;
       return true;
     }
     const TypeInfo& info = TypeRegistry::info(x->type_index());
     if (info.structural == StructuralKind::kUnique || a.kind() == AnyKind::kFunction) {
-      return x == y || fail_text(path, "different " + info.key + " objects");
+      return x == y || fail_text("different " + info.key + " objects");
     }
     if (info.structural == StructuralKind::kBinding) {
       auto lhs = lhs_to_rhs_.find(x);
       auto rhs = rhs_to_lhs_.find(y);
       if (lhs != lhs_to_rhs_.end() || rhs != rhs_to_lhs_.end()) {
         bool bound_together = lhs != lhs_to_rhs_.end() && lhs->second == y;
-        return bound_together || fail_text(path, "variables bound to different definitions");
+        return bound_together || fail_text("variables bound to different definitions");
       }
       lhs_to_rhs_[x] = y;
       rhs_to_lhs_[y] = x;
@@ -152,13 +163,14 @@ class EqualChecker {
     }
     for (const auto& field : info.fields) {
       if (field.flags & kStructuralIgnore) continue;
-      if (!equal(field.get(x), field.get(y), path + "." + field.name)) return false;
+      if (!child(field.get(x), field.get(y), [&] { return "." + field.name; })) return false;
     }
-    if (info.get_bytes && info.get_bytes(x) != info.get_bytes(y)) return fail_text(path, "different data bytes");
+    if (info.get_bytes && info.get_bytes(x) != info.get_bytes(y)) return fail_text("different data bytes");
     return true;
   }
 
   bool want_path_;
+  std::vector<std::string> path_;
   std::string difference_;
   std::unordered_map<const Object*, const Object*> lhs_to_rhs_, rhs_to_lhs_;
 };
@@ -243,11 +255,11 @@ std::string repr(const Any& value) {
   return out;
 }
 
-bool structural_equal(const Any& lhs, const Any& rhs) { return EqualChecker(false).equal(lhs, rhs, "root"); }
+bool structural_equal(const Any& lhs, const Any& rhs) { return EqualChecker(false).equal(lhs, rhs); }
 
 std::optional<std::string> structural_difference(const Any& lhs, const Any& rhs) {
   EqualChecker checker(true);
-  if (checker.equal(lhs, rhs, "root")) return std::nullopt;
+  if (checker.equal(lhs, rhs)) return std::nullopt;
   return checker.difference();
 }
 
