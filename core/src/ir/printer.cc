@@ -133,12 +133,20 @@ class Printer {
   void reset_scope() {
     names_.clear();
     used_.clear();
+    next_suffix_.clear();
   }
 
+  // The hint, or hint_K with the smallest unused K (the next K to try is
+  // remembered per hint, so a thousand loops named i cost linear time).
   std::string fresh_name(const std::string& hint, const char* fallback) {
     std::string base = sanitize(hint, fallback);
     std::string name = base;
-    for (int k = 1; used_.count(name); ++k) name = base + "_" + std::to_string(k);
+    if (used_.count(name)) {
+      int& k = next_suffix_[base];
+      do {
+        name = base + "_" + std::to_string(++k);
+      } while (used_.count(name));
+    }
     used_.insert(name);
     return name;
   }
@@ -591,6 +599,7 @@ class Printer {
   int indent_ = 0;
   std::unordered_map<const Object*, std::string> names_;
   std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, int> next_suffix_;
   std::vector<Any> meta_;
   std::unordered_map<const Object*, size_t> meta_index_;
 };
