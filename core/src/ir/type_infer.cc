@@ -124,12 +124,15 @@ class TypeInferencer {
         report("operator '" + op->name + "' has no type rule", Any(e));
         return Type();
       }
+      Type result;
       try {
-        return entry->def.infer_type(e, module_).cast<Type>();
+        result = entry->def.infer_type(e, module_).cast<Type>();
       } catch (const Error& error) {
         report(op->name + ": " + error.what(), Any(e));
         return Type();
       }
+      if (op->name == "call_dps") check_dps_types(e, p, result);
+      return result;
     }
     Type callee = infer(p->callee);
     const auto* f = callee.as<FuncTypeNode>();
@@ -146,6 +149,67 @@ class TypeInferencer {
       }
     }
     return f->ret;
+  }
+
+  // call_dps(@f, (inputs...)) -> out: each input and output against @f's
+  // tensor parameters, in order.  Arity was checked by well_formed.
+  void check_dps_types(const Expr& e, const graph::CallNode* p, const Type& out) {
+    if (p->args.size() != 2) return;
+    const auto* g = p->args[0].cast<Expr>().as<GlobalVarNode>();
+    const auto* inputs = p->args[1].cast<Expr>().as<graph::TupleNode>();
+    if (!g || !inputs || !module_.contains(g->name)) return;
+    std::vector<Type> passed;
+    for (const Any& a : inputs->fields) passed.push_back(a.cast<Expr>()->checked_type);
+    if (const auto* tuple = out.as<TupleTypeNode>()) {
+      for (const Any& f : tuple->fields) passed.push_back(f.cast<Type>());
+    } else {
+      passed.push_back(out);
+    }
+    BaseFunc callee = module_.lookup(g->name);
+    auto role = [&](size_t i) {
+      return i < inputs->fields.size() ? "input " + std::to_string(i)
+                                       : "output " + std::to_string(i - inputs->fields.size());
+    };
+    if (const auto* x = callee.as<ExternFuncNode>()) {
+      for (size_t i = 0; i < passed.size() && i < x->signature->params.size(); ++i) {
+        Type want = x->signature->params[i].cast<Type>();
+        if (passed[i].defined() && want.defined() && !structural_equal(passed[i], want)) {
+          report("call_dps " + role(i) + " of @" + g->name + " has type " + to_text(passed[i]) + " but @" + g->name +
+                     " expects " + to_text(want),
+                 Any(e));
+        }
+      }
+      return;
+    }
+    const auto* prim = callee.as<tir::PrimFuncNode>();
+    if (!prim) return;
+    std::vector<const tir::BufferNode*> buffers;
+    for (const Any& param : prim->params)
+      if (const auto* b = param.as_object_ref().as<tir::BufferNode>()) buffers.push_back(b);
+    for (size_t i = 0; i < passed.size() && i < buffers.size(); ++i) {
+      const auto* t = passed[i].as<TensorTypeNode>();
+      if (!passed[i].defined() || (t && !t->shape.defined())) continue;  // unknown: nothing to check
+      std::string mismatch;
+      if (!t) {
+        mismatch = "is not a tensor";
+      } else if (t->dtype != buffers[i]->dtype) {
+        mismatch = "has dtype " + t->dtype.to_string() + ", the buffer " + buffers[i]->dtype.to_string();
+      } else if (t->shape.size() != buffers[i]->shape.size()) {
+        mismatch = "has rank " + std::to_string(t->shape.size()) + ", the buffer " + std::to_string(buffers[i]->shape.size());
+      } else {
+        for (size_t d = 0; d < t->shape.size() && mismatch.empty(); ++d) {
+          const auto* have = t->shape[d].cast<tir::PrimExpr>().as<tir::IntImmNode>();
+          const auto* want = buffers[i]->shape[d].cast<tir::PrimExpr>().as<tir::IntImmNode>();
+          if (have && want && have->value != want->value) {
+            mismatch = "has dimension " + std::to_string(d) + " of " + std::to_string(have->value) + ", the buffer " +
+                       std::to_string(want->value);
+          }
+        }
+      }
+      if (!mismatch.empty()) {
+        report("call_dps " + role(i) + " of @" + g->name + " (buffer '%" + buffers[i]->name + "') " + mismatch, Any(e));
+      }
+    }
   }
 
   const IRModule& module_;

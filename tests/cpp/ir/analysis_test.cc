@@ -93,7 +93,8 @@ TEST(WellFormed, ScopingAndSingleBinding) {
 TEST(WellFormed, GraphFunctionProblems) {
   const std::string prims =
       "@k = prim_func(%X: Buffer[(4), float32], %Y: Buffer[(4), float32]) {\n  %Y[0] = %X[0];\n}\n"
-      "@h = fn(%a: Tensor[(4), float32]) {\n  %a\n}\n";
+      "@h = fn(%a: Tensor[(4), float32]) {\n  %a\n}\n"
+      "@e = extern \"test_asm\" dps fn(Tensor[(4), float32], Tensor[(8), float32]) -> none payload \"\"\n";
   struct Case {
     std::string body, message;
   };
@@ -115,6 +116,16 @@ TEST(WellFormed, GraphFunctionProblems) {
        "@main: the condition of if has type Tensor[(4), float32], not bool"},
       {"@h((%x,))", "@main: argument 0 has type (Tensor[(4), float32],) but the callee expects Tensor[(4), float32]"},
       {"test.unary(%x)", "@main: operator 'test.unary' has no type rule"},
+      {"call_dps<Tensor[(4), float32]>(@k, ((%x, %x),))",
+       "@main: call_dps input 0 of @k (buffer '%X') is not a tensor"},
+      {"call_dps<Tensor[(4), int8]>(@k, (%x,))",
+       "@main: call_dps output 0 of @k (buffer '%Y') has dtype int8, the buffer float32"},
+      {"call_dps<Tensor[(5), float32]>(@k, (%x,))",
+       "@main: call_dps output 0 of @k (buffer '%Y') has dimension 0 of 5, the buffer 4"},
+      {"call_dps<Tensor[(4, 1), float32]>(@k, (%x,))",
+       "@main: call_dps output 0 of @k (buffer '%Y') has rank 2, the buffer 1"},
+      {"call_dps<Tensor[(4), float32]>(@e, (%x,))",
+       "@main: call_dps output 0 of @e has type Tensor[(4), float32] but @e expects Tensor[(8), float32]"},
   };
   for (const auto& c : cases) {
     auto found = problems(prims + "@main = fn(%x: Tensor[(4), float32]) {\n  " + c.body + "\n}\n");
