@@ -622,6 +622,15 @@ class Parser {
     return prim_primary();
   }
 
+  // "%name: dtype", declaring a new prim variable (bound by the caller).
+  Var typed_var_decl(const char* what) {
+    const Token& name = peek();
+    if (name.kind != Tok::kLocal) fail(name, std::string("expected ") + what + " '%NAME', got " + describe(name));
+    next();
+    expect(":");
+    return Var(name.text, dtype());
+  }
+
   std::vector<PrimExpr> prim_args() {
     std::vector<PrimExpr> args;
     expect("(");
@@ -686,16 +695,12 @@ class Parser {
           next();
           if (is_ident("let")) {
             next();
-            const Token& name = peek();
-            if (name.kind != Tok::kLocal) fail(name, "expected a variable after 'let'");
-            next();
-            expect(":");
-            Var var(name.text, dtype());
+            Var var = typed_var_decl("a variable");
             expect("=");
             PrimExpr value = prim();
             expect_word("in");
             push();
-            bind(name.text, var);
+            bind(var->name, var);
             PrimExpr body = prim();
             pop();
             expect(")");
@@ -928,11 +933,7 @@ class Parser {
     }
     next();
     if (word == "for") {
-      const Token& name = peek();
-      if (name.kind != Tok::kLocal) fail(name, "expected the loop variable '%NAME'");
-      next();
-      expect(":");
-      Var var(name.text, dtype());
+      Var var = typed_var_decl("the loop variable");
       expect_word("from");
       PrimExpr min = prim();
       expect_word("extent");
@@ -963,7 +964,7 @@ class Parser {
         annotations = v.cast<Map>();
       }
       push();
-      bind(name.text, var);
+      bind(var->name, var);
       Stmt body = block();
       pop();
       return For(var, min, extent, kind, body, thread, annotations);
@@ -976,15 +977,11 @@ class Parser {
       return Allocate(buffer, body);
     }
     if (word == "let") {
-      const Token& name = peek();
-      if (name.kind != Tok::kLocal) fail(name, "expected a variable after 'let'");
-      next();
-      expect(":");
-      Var var(name.text, dtype());
+      Var var = typed_var_decl("a variable");
       expect("=");
       PrimExpr value = prim();
       push();
-      bind(name.text, var);
+      bind(var->name, var);
       Stmt body = block();
       pop();
       return LetStmt(var, value, body);

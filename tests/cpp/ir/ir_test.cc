@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
 #include "loom/object/structural.h"
@@ -9,16 +11,6 @@
 namespace loom {
 using namespace loom::test;  // NOLINT
 
-namespace {
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
 
 TEST(IR, EveryNodeTypeIsRegisteredWithFields) {
   for (const char* key : {"ir.PrimType", "ir.TensorType", "ir.TupleType", "ir.FuncType", "ir.OpaqueType",

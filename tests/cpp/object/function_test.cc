@@ -2,20 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include "loom/support/registration.h"
 
 namespace loom {
 
-namespace {
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
+using test::error_of;
 
 TEST(Function, PackedCall) {
   Function sum([](const Any* args, int32_t n) {
