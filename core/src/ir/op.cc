@@ -29,26 +29,10 @@ NamedRegistry<ExternKindEntry>& extern_kinds() {
   return *instance;
 }
 
-bool has_type(const Any& value, const std::string& type) {
-  if (type == "Any") return true;
-  if (type == "int") return value.kind() == AnyKind::kInt;
-  if (type == "float") return value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt;
-  if (type == "bool") return value.kind() == AnyKind::kBool;
-  if (type == "str") return value.kind() == AnyKind::kStr;
-  if (type == "dtype") return value.kind() == AnyKind::kDataType;
-  if (type == "Array") return value.object() && value.object()->is_instance<ArrayNode>();
-  return false;
-}
 }  // namespace
 
 void OpRegistry::register_op(OpDef def) {
-  for (const auto& field : def.attrs) {
-    static const std::vector<std::string> kTypes = {"int", "float", "bool", "str", "dtype", "Array", "Any"};
-    if (std::find(kTypes.begin(), kTypes.end(), field.type) == kTypes.end()) {
-      LOOM_THROW(Error) << "operator '" << def.name << "': attribute '" << field.name << "' has unknown type '"
-                        << field.type << "'" << did_you_mean(field.type, kTypes);
-    }
-  }
+  check_schema(def.attrs, "operator '" + def.name + "'");
   std::string name = def.name;
   ops().add(OpEntry{name, std::move(def), {}, ""});
 }
@@ -77,35 +61,7 @@ std::optional<Any> OpRegistry::property(const std::string& op, const std::string
 }
 
 Map OpRegistry::check_attrs(const std::string& op, const Map& attrs) {
-  OpEntry entry = get(op);
-  std::map<std::string, Any> out;
-  std::vector<std::string> known;
-  for (const auto& field : entry.def.attrs) known.push_back(field.name);
-  if (attrs.defined()) {
-    for (const auto& item : attrs->items) {
-      const OpAttrField* field = nullptr;
-      for (const auto& f : entry.def.attrs)
-        if (f.name == item.first) field = &f;
-      if (!field) {
-        LOOM_THROW(TypeError) << "operator '" << op << "' has no attribute '" << item.first << "'"
-                              << did_you_mean(item.first, known)
-                              << (known.empty() ? " (it takes no attributes)" : " (attributes: " + join(known, ", ") + ")");
-      }
-      if (!has_type(item.second, field->type)) {
-        LOOM_THROW(TypeError) << "operator '" << op << "': attribute '" << item.first << "' must be " << field->type
-                              << ", got " << item.second.describe();
-      }
-      out[item.first] = item.second;
-    }
-  }
-  for (const auto& field : entry.def.attrs) {
-    if (out.count(field.name)) continue;
-    if (field.default_value.is_none()) {
-      LOOM_THROW(TypeError) << "operator '" << op << "': required attribute '" << field.name << "' is missing";
-    }
-    out[field.name] = field.default_value;
-  }
-  return Map(out);
+  return apply_schema(get(op).def.attrs, attrs, "operator '" + op + "'", "attribute");
 }
 
 void ExternKindRegistry::register_kind(const std::string& name, Function validate, std::string doc) {

@@ -13,6 +13,7 @@
 
 #include "loom/ir/expr.h"
 #include "loom/object/function.h"
+#include "loom/object/schema.h"
 
 namespace loom::ir {
 
@@ -26,14 +27,8 @@ enum class PatternKind : int64_t {
 };
 const char* pattern_kind_name(PatternKind kind);
 
-// One attribute of an operator's schema.  type: "int", "float", "bool",
-// "str", "dtype", "Array" or "Any".
-struct OpAttrField {
-  std::string name;
-  std::string type;
-  Any default_value;  // none: required
-  std::string doc;
-};
+// One attribute of an operator's schema (loom/object/schema.h).
+using OpAttrField = SchemaField;
 
 struct OpDef {
   std::string name;

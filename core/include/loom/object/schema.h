@@ -1,0 +1,43 @@
+// Typed schemas: the one mechanism behind operator attributes, PassContext
+// config keys, pass options and target attributes.  A schema is a list of
+// fields (name, type, default, doc); values are checked against it with
+// messages that name the owner, the key, the expected type and, for an
+// unknown key, the closest known one.
+//
+// Types: "int", "float" (an int is accepted), "bool", "str", "dtype",
+// "device", "Array", "Map", "Any".
+#ifndef LOOM_OBJECT_SCHEMA_H_
+#define LOOM_OBJECT_SCHEMA_H_
+
+#include <string>
+#include <vector>
+
+#include "loom/object/containers.h"
+
+namespace loom {
+
+struct SchemaField {
+  std::string name;
+  std::string type;
+  Any default_value;  // none: required
+  std::string doc;
+};
+
+const std::vector<std::string>& schema_types();
+bool value_has_type(const Any& value, const std::string& type);
+
+// Throws Error if a field's type is not one of schema_types() (with a
+// suggestion) or a name repeats.  `owner` is used in the message
+// ("operator 'conv2d'").
+void check_schema(const std::vector<SchemaField>& schema, const std::string& owner);
+
+// `values` checked against `schema`, defaults filled in.  Throws TypeError:
+//   "<owner> has no <noun> 'x'; did you mean 'y'? (<noun>s: a, b)"
+//   "<owner>: <noun> 'x' must be int, got str 'y'"
+//   "<owner>: required <noun> 'x' is missing"
+Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, const std::string& owner,
+                 const std::string& noun);
+
+}  // namespace loom
+
+#endif  // LOOM_OBJECT_SCHEMA_H_
