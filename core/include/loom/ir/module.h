@@ -27,8 +27,10 @@ class IRModuleNode : public Object {
 class IRModule : public ObjectRef {
  public:
   LOOM_OBJECT_REF(IRModule, ObjectRef, IRModuleNode)
-  // IRModule() is an undefined handle; IRModule({}) an empty module.
+  // IRModule() is an undefined handle; IRModule::empty() an empty module.
   explicit IRModule(std::map<std::string, Any> functions, Map attrs = Map::empty(), Map global_infos = Map::empty());
+
+  static IRModule empty() { return IRModule(std::map<std::string, Any>{}); }
 
   std::vector<std::string> names() const;
   bool contains(const std::string& name) const;

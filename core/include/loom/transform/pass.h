@@ -1,0 +1,194 @@
+// Passes, the pass registry, PassContext and instruments (docs/passes.md).
+// Every transformation is IRModule -> IRModule; the PassContext carries the
+// C0 options (how to compile) and never enters the module.
+#ifndef LOOM_TRANSFORM_PASS_H_
+#define LOOM_TRANSFORM_PASS_H_
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/ir/module.h"
+#include "loom/object/schema.h"
+
+namespace loom::transform {
+
+using ir::IRModule;
+
+// Declared once per pass; read by the registry, `loomc passes list`, the docs
+// and the YAML validator.
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  int opt_level = 0;
+  std::vector<std::string> required;
+  std::vector<SchemaField> options;  // config keys "NAME.OPTION"
+};
+
+class PassContext;
+
+class PassNode : public Object {
+ public:
+  PassInfo info;
+  std::function<IRModule(const IRModule&, const PassContext&)> body;
+  LOOM_OBJECT(PassNode, Object, "transform.Pass");
+  static void reflect(ReflectionBuilder<PassNode>& r) { r.structural(StructuralKind::kUnique); }
+};
+
+class Pass : public ObjectRef {
+ public:
+  LOOM_OBJECT_REF(Pass, ObjectRef, PassNode)
+  const PassInfo& info() const { return get()->info; }
+  // Runs the pass (with the context's instruments) under `context`, or
+  // under PassContext::current().
+  IRModule operator()(const IRModule& module) const;
+  IRModule operator()(const IRModule& module, const PassContext& context) const;
+};
+
+Pass module_pass(PassInfo info, std::function<IRModule(const IRModule&, const PassContext&)> fn);
+
+// Applies `fn` to every function whose node is a `Variant` (or derives from
+// it); functions of other variants are left as they are.
+using FunctionPassFn = std::function<ir::BaseFunc(const ir::BaseFunc&, const IRModule&, const PassContext&)>;
+Pass function_pass(PassInfo info, uint32_t variant_type_index, FunctionPassFn fn);
+template <class Variant>
+Pass function_pass(PassInfo info, FunctionPassFn fn) {
+  return function_pass(std::move(info), Variant::runtime_type_index(), std::move(fn));
+}
+
+// Runs `passes` in order: first the passes a pass requires that have not run
+// yet in this sequence, then the pass unless it is disabled or above the
+// opt level (a required pass always runs).
+Pass sequential(std::vector<Pass> passes, std::string name = "Sequential");
+
+// ---------------------------------------------------------------------------
+// Registries
+// ---------------------------------------------------------------------------
+struct PassEntry {
+  std::string name;
+  Pass pass;
+  std::string owner;
+};
+
+class PassRegistry {
+ public:
+  // Registers the pass and its options as config keys "NAME.OPTION".
+  static void register_pass(Pass pass);
+  static std::optional<PassEntry> entry(const std::string& name);  // no loading
+  static Pass get(const std::string& name);  // lazy ("pass:NAME"); LookupError with a suggestion
+  static std::vector<std::string> list();
+};
+
+struct ConfigEntry {
+  std::string name;
+  SchemaField field;  // field.name == name
+  std::string owner;
+};
+
+class ConfigRegistry {
+ public:
+  static void register_option(SchemaField field);
+  static std::optional<ConfigEntry> entry(const std::string& name);
+  static std::vector<std::string> list();
+};
+
+// ---------------------------------------------------------------------------
+// Instruments
+// ---------------------------------------------------------------------------
+class PassInstrument {
+ public:
+  virtual ~PassInstrument() = default;
+  virtual std::string name() const = 0;
+  // False skips the pass.
+  virtual bool should_run(const PassInfo& info, const IRModule& module) { return true; }
+  virtual void before(const PassInfo& info, const IRModule& module) {}
+  virtual void after(const PassInfo& info, const IRModule& module) {}
+};
+
+class TimingInstrument : public PassInstrument {
+ public:
+  std::string name() const override { return "timing"; }
+  void before(const PassInfo& info, const IRModule& module) override;
+  void after(const PassInfo& info, const IRModule& module) override;
+  // "pass  calls  total ms" rows, in order of first run, and a total.
+  std::string report() const;
+  struct Row {
+    std::string pass;
+    int calls = 0;
+    double total_ms = 0;
+  };
+  const std::vector<Row>& rows() const { return rows_; }
+
+ private:
+  std::vector<Row> rows_;
+  std::vector<std::chrono::steady_clock::time_point> starts_;
+};
+
+// Writes NNN_PASS_before.loom / NNN_PASS_after.loom into a folder.
+class DumpIRInstrument : public PassInstrument {
+ public:
+  explicit DumpIRInstrument(std::string folder);
+  std::string name() const override { return "dump_ir"; }
+  void before(const PassInfo& info, const IRModule& module) override;
+  void after(const PassInfo& info, const IRModule& module) override;
+
+ private:
+  void write(const std::string& file, const IRModule& module) const;
+  std::string folder_;
+  int counter_ = 0;
+  std::vector<int> open_;  // indices of passes entered and not left (passes nest)
+};
+
+// After every pass: the module must be well formed, or an Error names the pass.
+class WellFormedInstrument : public PassInstrument {
+ public:
+  std::string name() const override { return "well_formed"; }
+  void after(const PassInfo& info, const IRModule& module) override;
+};
+
+// ---------------------------------------------------------------------------
+// PassContext
+// ---------------------------------------------------------------------------
+class PassContext {
+ public:
+  int opt_level = 2;
+  std::vector<std::string> disabled;
+  std::vector<std::string> required;
+  std::vector<std::shared_ptr<PassInstrument>> instruments;
+
+  // Sets a config key: unknown keys (with a suggestion) and wrong types are
+  // TypeErrors.
+  void set_config(const std::string& key, Any value);
+  // The value set, or the key's default; LookupError for an unknown key.
+  Any get_config(const std::string& key) const;
+  const std::map<std::string, Any>& config() const { return config_; }
+
+  bool is_disabled(const std::string& pass) const;
+  bool is_required(const std::string& pass) const;
+
+  // The innermost context entered on this thread, or a default context.
+  static const PassContext& current();
+  // Enters a context for the lifetime of the scope.
+  class Scope {
+   public:
+    explicit Scope(PassContext context);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    PassContext& context() { return *context_; }
+
+   private:
+    std::unique_ptr<PassContext> context_;
+  };
+
+ private:
+  std::map<std::string, Any> config_;
+};
+
+}  // namespace loom::transform
+
+#endif  // LOOM_TRANSFORM_PASS_H_
