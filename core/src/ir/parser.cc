@@ -26,14 +26,9 @@ enum class Tok { kIdent, kLocal, kGlobal, kInt, kFloat, kString, kPunct, kEnd };
 
 // A ParseError at (line, column) whose message is followed by the source
 // line and a caret under the column.
-[[noreturn]] void fail_at(const std::string& text, const std::string& source, int line, int column, size_t offset,
+[[noreturn]] void fail_at(const std::string& text, const std::string& source, int line, int column,
                           const std::string& message) {
-  size_t line_start = std::min(offset, text.size());
-  while (line_start > 0 && text[line_start - 1] != '\n') --line_start;
-  size_t line_end = text.find('\n', line_start);
-  std::string source_line = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
-  throw ParseError(source, line, column,
-                   message + "\n  " + source_line + "\n  " + std::string(std::max(0, column - 1), ' ') + "^");
+  throw ParseError(source, line, column, message + source_excerpt(text, line, column));
 }
 
 struct Token {
@@ -100,7 +95,7 @@ class Lexer {
   }
 
   [[noreturn]] void fail(const Token& t, const std::string& message) {
-    fail_at(text_, source_, t.line, t.column, t.offset, message);
+    fail_at(text_, source_, t.line, t.column, message);
   }
 
  private:
@@ -284,7 +279,7 @@ class Parser {
   }
 
   [[noreturn]] void fail(const Token& t, const std::string& message) {
-    fail_at(text_, source_, t.line, t.column, t.offset, message);
+    fail_at(text_, source_, t.line, t.column, message);
   }
 
   // ---- meta ----------------------------------------------------------------
@@ -305,15 +300,10 @@ class Parser {
           if (!entries.object() || !entries.object()->is_instance<ArrayNode>()) fail(start, "the meta section must hold an array");
           meta_ = entries.cast<Array>();
         } catch (const ParseError& e) {
+          // The JSON's positions are relative to its start.
           int line = e.line() + start.line - 1;
           int column = e.line() == 1 ? e.column() + start.column - 1 : e.column();
-          Token at{Tok::kPunct, "", line, column, start.offset};
-          // Point into the JSON: recompute the offset of that line.
-          size_t offset = start.offset;
-          for (int l = start.line; l < line && offset < text_.size(); ++l) offset = text_.find('\n', offset) + 1;
-          at.offset = offset + (e.line() == 1 ? 0 : static_cast<size_t>(column - 1));
-          if (e.line() == 1) at.offset = start.offset + static_cast<size_t>(e.column() - 1);
-          fail(at, "in the meta section: " + e.message());
+          fail_at(text_, source_, line, column, "in the meta section: " + e.message());
         }
         end_ = i + 1;  // the meta keyword acts as the end of the module text
         tokens_[i] = Token{Tok::kEnd, "", t.line, t.column, t.offset};

@@ -79,6 +79,18 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
   return best.empty() ? std::string() : "; did you mean '" + best + "'?";
 }
 
+std::string source_excerpt(const std::string& text, int line, int column) {
+  size_t start = 0;
+  for (int l = 1; l < line && start != std::string::npos; ++l) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos || start > text.size()) return "";
+  size_t end = text.find('\n', start);
+  std::string source_line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  return "\n  " + source_line + "\n  " + std::string(std::max(0, column - 1), ' ') + "^";
+}
+
 std::string format_double(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";

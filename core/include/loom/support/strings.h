@@ -15,6 +15,10 @@ std::string trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 
+// "\n  <line LINE of text>\n  <spaces>^": the source line and a caret under
+// COLUMN (1-based), appended to located error messages.
+std::string source_excerpt(const std::string& text, int line, int column);
+
 // The shortest decimal text that reads back as the same double: fixed
 // notation for ordinary magnitudes ("10.0", "0.001"), exponent otherwise
 // ("1e+20"); "nan", "inf", "-inf".
