@@ -98,6 +98,28 @@ expect_output fmt-check-bad 1 "messy.loom:17: not in canonical form" -- "$LOOMC"
 cmp -s "$tmpir/fixed.loom" "$tmpir/canonical.loom" || fail "fmt output differs from the canonical file"
 rm -rf "$tmpir"
 
+# Passes, targets and build.
+expect_output passes-list 0 "^InferType +opt 0 +from core" -- "$LOOMC" passes list
+expect_output targets-list 0 "attributes: mcpu: str = \"native\", num-threads: int = 0" -- "$LOOMC" targets list
+$PY -c 'import json,sys; k=json.loads(sys.argv[1])["kinds"]; assert k[0]["name"]=="cpu" and k[0]["attributes"][0]["name"]=="mcpu", k' \
+  "$("$LOOMC" targets list --json)" || fail "targets list --json content"
+tmpb=$(mktemp -d)
+expect_output build-timing 0 "InferType +1 " -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/configs/host.yaml" \
+  -o "$tmpb/out.loom" --timing --dump-ir "$tmpb/dump"
+grep -q "^module attrs {target: meta\[0\]}" "$tmpb/out.loom" || fail "build output lacks the target attribute"
+grep -q -- "-> Tensor\[(%batch, 16), float32\]" "$tmpb/out.loom" || fail "build output lacks inferred types"
+"$LOOMC" check "$tmpb/out.loom" > /dev/null || fail "build output does not check"
+[ -f "$tmpb/dump/002_InferType_after.loom" ] || fail "no IR dump after InferType"
+expect_output build-bad-config 1 "01_unknown_top_level_key.yaml:4:1: unknown key 'pipline'" -- \
+  "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/tests/fixtures/config/errors/01_unknown_top_level_key.yaml"
+expect_output build-no-config 2 "build needs --config" -- "$LOOMC" build "$IR/valid/dps_chain.loom"
+expect_output build-emit 1 "--emit so: no codegen is available yet" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
+  --config "$SOURCE_DIR/configs/host.yaml" --emit so
+printf 'target:\n  kind: cpu\n  vector-bits: 0\npipeline:\n  config: {tir.vectorize: true}\n' > "$tmpb/scalar.yaml"
+expect_output build-warning 0 "scalar.yaml:5:12: warning: pipeline config 'tir.vectorize: true' contradicts the target" -- \
+  "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpb/scalar.yaml" -o "$tmpb/x.loom"
+rm -rf "$tmpb"
+
 # The current directory is never searched: a plugin there is not found.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp "$FIXTURES/good/loom_fx_good.so" "$tmp/"

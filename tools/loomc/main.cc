@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "loom/config/config.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/object/function.h"
@@ -35,6 +38,13 @@ Commands:
   plugins info NAME [--json]  show one plugin's manifest (does not load it)
   plugins load NAME|PATH      load a plugin (and what it requires), list its functions
   functions list [--json]     list registered functions (core and loaded plugins)
+  passes list [--json]        registered passes: opt level, requirements, options, owner
+  targets list [--json]       target kinds with their attributes, and tags
+  build INPUT.loom --config FILE.yaml [-o OUT] [--emit ir] [--dump-ir DIR] [--timing]
+                              store the config's target in the module, run its
+                              pipeline and write the result (--emit ir: the
+                              transformed module as text; the default until a
+                              codegen plugin exists)
   check FILE.loom             parse a module, check it is well formed and infer its
                               types; exit 1 with every diagnostic
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
@@ -274,6 +284,108 @@ int fmt(const std::string& path, bool check_only) {
   return 1;
 }
 
+std::string schema_text(const std::vector<loom::SchemaField>& fields) {
+  std::vector<std::string> parts;
+  for (const auto& f : fields) {
+    parts.push_back(f.name + ": " + f.type + (f.default_value.is_none() ? " (required)" : " = " + loom::repr(f.default_value)));
+  }
+  return loom::join(parts, ", ");
+}
+
+void write_schema_json(loom::JsonWriter& json, const std::vector<loom::SchemaField>& fields) {
+  json.begin_array();
+  for (const auto& f : fields) {
+    json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default").value(loom::repr(f.default_value));
+    json.key("doc").value(f.doc).end_object();
+  }
+  json.end_array();
+}
+
+int passes_list(bool as_json) {
+  using loom::transform::PassRegistry;
+  std::vector<std::string> names = PassRegistry::list();
+  if (as_json) {
+    loom::JsonWriter json;
+    json.begin_array();
+    for (const auto& name : names) {
+      auto entry = *PassRegistry::entry(name);
+      const auto& info = entry.pass.info();
+      json.begin_object().key("name").value(name).key("summary").value(info.summary);
+      json.key("opt_level").value(int64_t{info.opt_level}).key("required").string_array(info.required);
+      json.key("options");
+      write_schema_json(json, info.options);
+      json.key("owner").value(entry.owner).end_object();
+    }
+    json.end_array();
+    std::cout << json.str() << "\n";
+    return 0;
+  }
+  for (const auto& name : names) {
+    auto entry = *PassRegistry::entry(name);
+    const auto& info = entry.pass.info();
+    std::printf("%-24s opt %d  from %-10s %s\n", name.c_str(), info.opt_level, entry.owner.c_str(), info.summary.c_str());
+    if (!info.required.empty()) std::printf("%-24s requires: %s\n", "", loom::join(info.required, ", ").c_str());
+    if (!info.options.empty()) std::printf("%-24s options: %s\n", "", schema_text(info.options).c_str());
+  }
+  return 0;
+}
+
+int targets_list(bool as_json) {
+  using loom::target::TargetKindRegistry;
+  std::vector<std::string> kinds = TargetKindRegistry::list();
+  if (as_json) {
+    loom::JsonWriter json;
+    json.begin_object().key("kinds").begin_array();
+    for (const auto& name : kinds) {
+      auto kind = *TargetKindRegistry::entry(name);
+      json.begin_object().key("name").value(name).key("doc").value(kind.doc).key("owner").value(kind.owner);
+      json.key("attributes");
+      write_schema_json(json, kind.attrs);
+      json.end_object();
+    }
+    json.end_array().key("tags").string_array(loom::target::TargetTagRegistry::list()).end_object();
+    std::cout << json.str() << "\n";
+    return 0;
+  }
+  for (const auto& name : kinds) {
+    auto kind = *TargetKindRegistry::entry(name);
+    std::printf("%-12s from %-10s %s\n", name.c_str(), kind.owner.c_str(), kind.doc.c_str());
+    std::printf("%-12s attributes: %s\n", "", schema_text(kind.attrs).c_str());
+  }
+  for (const auto& tag : loom::target::TargetTagRegistry::list()) std::printf("tag %s\n", tag.c_str());
+  return 0;
+}
+
+struct BuildOptions {
+  std::string input, config, output, emit = "ir", dump_ir;
+  bool timing = false;
+};
+
+int build(const BuildOptions& o) {
+  if (o.config.empty()) return usage_error("build needs --config FILE.yaml (for example configs/host.yaml)");
+  if (o.emit != "ir") {
+    LOOM_THROW(Error) << "--emit " << o.emit << ": no codegen is available yet (codegen plugins arrive later); "
+                            << "use --emit ir";
+  }
+  loom::config::Config config = loom::config::load_config(o.config);
+  for (const auto& warning : config.warnings) std::cerr << warning << "\n";
+  loom::ir::IRModule module = config.constrain(parse_file(o.input));
+  auto timing = std::make_shared<loom::transform::TimingInstrument>();
+  if (o.timing) config.context.instruments.push_back(timing);
+  if (!o.dump_ir.empty()) config.context.instruments.push_back(std::make_shared<loom::transform::DumpIRInstrument>(o.dump_ir));
+  loom::ir::IRModule result = config.pipeline()(module, config.context);
+  std::string text = loom::ir::print_module(result);
+  if (o.output.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream out(o.output);
+    out << text;
+    if (!out) LOOM_THROW(Error) << "cannot write " << o.output;
+  }
+  if (o.timing) std::cerr << timing->report();
+  return 0;
+}
+
 int run(std::vector<std::string> args) {
   // Everything after `call FUNCTION` is an argument of the call, verbatim
   // (negative numbers look like options).
@@ -287,7 +399,23 @@ int run(std::vector<std::string> args) {
   }
   std::vector<std::string> positional;
   bool help = false, version = false, as_json = false, load_all = false, check_only = false;
-  for (const auto& a : args) {
+  BuildOptions build_options;
+  std::map<std::string, std::string*> valued = {{"--config", &build_options.config},
+                                                {"-o", &build_options.output},
+                                                {"--emit", &build_options.emit},
+                                                {"--dump-ir", &build_options.dump_ir}};
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string& a = args[k];
+    auto option = valued.find(a);
+    if (option != valued.end()) {
+      if (k + 1 >= args.size()) return usage_error(a + " needs a value");
+      *option->second = args[++k];
+      continue;
+    }
+    if (a == "--timing") {
+      build_options.timing = true;
+      continue;
+    }
     if (a == "--help" || a == "-h") help = true;
     else if (a == "--version") version = true;
     else if (a == "--json") as_json = true;
@@ -331,6 +459,15 @@ int run(std::vector<std::string> args) {
     if (positional.size() == 2 && positional[1] == "list") return functions_list(as_json);
     return usage_error("usage: loomc functions list [--json]");
   }
+  if (command == "passes" || command == "targets") {
+    if (positional.size() != 2 || positional[1] != "list") return usage_error("usage: loomc " + command + " list [--json]");
+    return command == "passes" ? passes_list(as_json) : targets_list(as_json);
+  }
+  if (command == "build") {
+    if (positional.size() != 2) return usage_error("build takes one input file");
+    build_options.input = positional[1];
+    return build(build_options);
+  }
   if (command == "check" || command == "fmt") {
     if (positional.size() != 2) return usage_error(command + " takes one file");
     return command == "check" ? check(positional[1]) : fmt(positional[1], check_only);
@@ -340,7 +477,8 @@ int run(std::vector<std::string> args) {
     return call(positional[1], call_args);
   }
   return usage_error("unknown command '" + command + "'" +
-                     loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt"}));
+                     loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
+                                                  "targets", "build"}));
 }
 
 }  // namespace

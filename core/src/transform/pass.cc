@@ -181,6 +181,7 @@ void TimingInstrument::before(const PassInfo& info, const IRModule&) {
 void TimingInstrument::after(const PassInfo& info, const IRModule&) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - starts_.back()).count();
   starts_.pop_back();
+  if (starts_.empty()) outer_ms_ += ms;  // passes nest: the total counts outermost ones
   auto row = std::find_if(rows_.begin(), rows_.end(), [&](const Row& r) { return r.pass == info.name; });
   row->calls += 1;
   row->total_ms += ms;
@@ -192,13 +193,11 @@ std::string TimingInstrument::report() const {
   char line[256];
   std::snprintf(line, sizeof(line), "%-*s  %5s  %10s\n", static_cast<int>(width), "pass", "calls", "total ms");
   std::string out = line;
-  double total = 0;
   for (const auto& r : rows_) {
     std::snprintf(line, sizeof(line), "%-*s  %5d  %10.3f\n", static_cast<int>(width), r.pass.c_str(), r.calls, r.total_ms);
     out += line;
-    total += r.total_ms;
   }
-  std::snprintf(line, sizeof(line), "%-*s  %5s  %10.3f\n", static_cast<int>(width), "total", "", total);
+  std::snprintf(line, sizeof(line), "%-*s  %5s  %10.3f\n", static_cast<int>(width), "total", "", outer_ms_);
   return out + line;
 }
 

@@ -114,7 +114,8 @@ class TimingInstrument : public PassInstrument {
   std::string name() const override { return "timing"; }
   void before(const PassInfo& info, const IRModule& module) override;
   void after(const PassInfo& info, const IRModule& module) override;
-  // "pass  calls  total ms" rows, in order of first run, and a total.
+  // "pass  calls  total ms" rows in order of first start (a pass's time
+  // includes the passes it runs), and the total of the outermost passes.
   std::string report() const;
   struct Row {
     std::string pass;
@@ -126,6 +127,7 @@ class TimingInstrument : public PassInstrument {
  private:
   std::vector<Row> rows_;
   std::vector<std::chrono::steady_clock::time_point> starts_;
+  double outer_ms_ = 0;
 };
 
 // Writes NNN_PASS_before.loom / NNN_PASS_after.loom into a folder.

@@ -1,0 +1,352 @@
+// The YAML config loader (docs/configuration.md), on yaml-cpp.  Every error
+// is located at the offending key or value.
+#include "loom/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "loom/plugin/manager.h"
+#include "loom/support/strings.h"
+
+namespace loom::config {
+
+namespace {
+
+// A C0 key the core owns: loop vectorization, which a target without a
+// vector unit forbids (see reconcile()).
+const bool core_config_registered = [] {
+  transform::ConfigRegistry::register_option(
+      SchemaField{"tir.vectorize", "bool", true, "vectorize loops marked vectorizable"});
+  return true;
+}();
+
+std::string describe_node(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+class Loader {
+ public:
+  Loader(const std::string& text, const std::string& source) : text_(text), source_(source) {}
+
+  Config load() {
+    (void)core_config_registered;
+    YAML::Node loaded;
+    try {
+      loaded = YAML::Load(text_);
+    } catch (const YAML::ParserException& e) {
+      fail_at(e.mark.line + 1, e.mark.column + 1, "invalid YAML: " + e.msg);
+    }
+    const YAML::Node& root = loaded;  // const: lookups must not create keys
+    Config config;
+    config.source = source_;
+    if (!root || root.IsNull()) fail_at(1, 1, "the config is empty; it needs at least a 'target'");
+    if (!root.IsMap()) fail(root, "a config is a mapping with the keys target, pipeline and plugins");
+    check_keys(root, {"target", "pipeline", "plugins"}, "the config");
+    if (YAML::Node plugins = root["plugins"]) load_plugins(plugins, config);
+    YAML::Node target = root["target"];
+    if (!target) fail(root, "the config has no 'target' (the platform's constraints, e.g. target: {kind: cpu})");
+    parse_target_section(target, config);
+    if (YAML::Node pipeline = root["pipeline"]) parse_pipeline(pipeline, config);
+    reconcile(root, config);
+    return config;
+  }
+
+ private:
+  [[noreturn]] void fail_at(int line, int column, const std::string& message) {
+    throw ParseError(source_, line, column, message + source_excerpt(text_, line, column));
+  }
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& message) {
+    YAML::Mark m = node.Mark();
+    if (m.is_null()) fail_at(1, 1, message);
+    fail_at(m.line + 1, m.column + 1, message);
+  }
+
+  void check_keys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where) {
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        fail(it->first, "unknown key '" + key + "' in " + where + did_you_mean(key, known) + " (keys: " +
+                            join(known, ", ") + ")");
+      }
+    }
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& what) {
+    if (!node.IsScalar()) fail(node, what + " must be a single value, got " + describe_node(node));
+    return node.Scalar();
+  }
+
+  // A value of a schema type (loom/object/schema.h).
+  Any convert(const YAML::Node& node, const std::string& type, const std::string& what) {
+    auto expect = [&](const char* wanted) -> Any {
+      fail(node, what + " must be " + wanted + ", got " + describe_node(node));
+    };
+    if (type == "Array") {
+      if (!node.IsSequence()) return expect("a list");
+      std::vector<Any> items;
+      for (const auto& item : node) items.push_back(convert(item, "Any", what));
+      return Array(items);
+    }
+    if (type == "Map") {
+      if (!node.IsMap()) return expect("a mapping");
+      std::map<std::string, Any> items;
+      for (auto it = node.begin(); it != node.end(); ++it) items[it->first.Scalar()] = convert(it->second, "Any", what);
+      return Map(items);
+    }
+    if (type == "Any") {
+      if (node.IsSequence()) return convert(node, "Array", what);
+      if (node.IsMap()) return convert(node, "Map", what);
+    }
+    if (!node.IsScalar()) return expect(type == "Any" ? "a value" : type.c_str());
+    const std::string& s = node.Scalar();
+    auto as_int = [&](int64_t& out) {
+      if (s.empty()) return false;
+      char* end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(s.c_str(), &end, 10);
+      if (*end != '\0' || errno == ERANGE) return false;
+      out = v;
+      return true;
+    };
+    auto as_float = [&](double& out) {
+      if (s.empty()) return false;
+      char* end = nullptr;
+      out = std::strtod(s.c_str(), &end);
+      return *end == '\0';
+    };
+    int64_t i;
+    double d;
+    if (type == "int") return as_int(i) ? Any(i) : expect("an integer");
+    if (type == "float") return as_float(d) ? Any(d) : expect("a number");
+    if (type == "bool") return s == "true" ? Any(true) : s == "false" ? Any(false) : expect("true or false");
+    if (type == "str") return Any(s);
+    try {
+      if (type == "dtype") return Any(DataType::parse(s));
+      if (type == "device") return Any(Device::parse(s));
+    } catch (const Error& e) {
+      fail(node, what + ": " + e.what());
+    }
+    // Any: the most specific reading of the scalar.
+    if (as_int(i)) return Any(i);
+    if (as_float(d)) return Any(d);
+    if (s == "true" || s == "false") return Any(s == "true");
+    return Any(s);
+  }
+
+  void load_plugins(const YAML::Node& node, Config& config) {
+    if (!node.IsSequence()) fail(node, "plugins must be a list of plugin names, got " + describe_node(node));
+    for (const auto& item : node) {
+      std::string name = scalar(item, "a plugin name");
+      try {
+        PluginManager::global().load(name);
+      } catch (const Error& e) {
+        fail(item, e.what());
+      }
+      config.plugins.push_back(name);
+    }
+  }
+
+  // target: {kind: K, ATTRIBUTE: value, ..., host: {...}, device-placement: {...}}
+  target::Target parse_target(const YAML::Node& node, const std::string& where, bool allow_extras, Config* config) {
+    if (!node.IsMap()) fail(node, where + " must be a mapping with a 'kind', got " + describe_node(node));
+    YAML::Node kind_node = node["kind"];
+    YAML::Node tag_node = node["tag"];
+    if (!kind_node && !tag_node) {
+      fail(node, where + " needs a 'kind' (known kinds: " + join(target::TargetKindRegistry::list(), ", ") + ")");
+    }
+    std::string kind;
+    Map preset = Map::empty();
+    if (tag_node) {
+      try {
+        target::TargetTag tag = target::TargetTagRegistry::get(scalar(tag_node, "tag"));
+        kind = tag.kind;
+        preset = tag.attrs;
+      } catch (const ParseError&) {
+        throw;
+      } catch (const Error& e) {
+        fail(tag_node, e.what());
+      }
+    }
+    if (kind_node) kind = scalar(kind_node, "kind");
+    target::TargetKindEntry entry;
+    try {
+      entry = target::TargetKindRegistry::get(kind);
+    } catch (const Error& e) {
+      fail(kind_node ? kind_node : tag_node, e.what());
+    }
+    std::vector<std::string> known = {"kind", "tag"};
+    if (allow_extras) {
+      known.push_back("host");
+      known.push_back("device-placement");
+    }
+    for (const auto& field : entry.attrs) known.push_back(field.name);
+    std::map<std::string, Any> attrs = preset->items;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (key == "kind" || key == "tag" || (allow_extras && (key == "host" || key == "device-placement"))) continue;
+      auto field = std::find_if(entry.attrs.begin(), entry.attrs.end(), [&](const SchemaField& f) { return f.name == key; });
+      if (field == entry.attrs.end()) {
+        fail(it->first, "target kind '" + kind + "' has no attribute '" + key + "'" + did_you_mean(key, known) +
+                            " (keys: " + join(known, ", ") + ")");
+      }
+      attrs[key] = convert(it->second, field->type, "target attribute '" + key + "'");
+    }
+    target::Target result;
+    try {
+      result = target::Target(kind, Map(attrs));
+    } catch (const Error& e) {
+      fail(node, e.what());
+    }
+    if (allow_extras && config) {
+      if (YAML::Node host = node["host"]) config->host = parse_target(host, "target.host", false, nullptr);
+      if (YAML::Node placement = node["device-placement"]) {
+        if (!placement.IsMap()) fail(placement, "device-placement maps function names to devices or targets");
+        std::map<std::string, Any> items;
+        for (auto it = placement.begin(); it != placement.end(); ++it) {
+          std::string fn = it->first.Scalar();
+          if (it->second.IsMap()) {
+            items[fn] = parse_target(it->second, "the target of '" + fn + "'", false, nullptr);
+          } else {
+            items[fn] = convert(it->second, "device", "the device of '" + fn + "'");
+          }
+        }
+        config->device_placement = Map(items);
+      }
+    }
+    return result;
+  }
+
+  void parse_target_section(const YAML::Node& node, Config& config) {
+    config.target = parse_target(node, "target", true, &config);
+  }
+
+  transform::Pass lookup_pass(const YAML::Node& node) {
+    std::string name = scalar(node, "a pass name");
+    try {
+      return transform::PassRegistry::get(name);
+    } catch (const Error& e) {
+      fail(node, e.what());
+    }
+  }
+
+  std::vector<std::string> pass_names(const YAML::Node& node, const std::string& what) {
+    if (!node.IsSequence()) fail(node, what + " must be a list of pass names, got " + describe_node(node));
+    std::vector<std::string> out;
+    for (const auto& item : node) out.push_back(lookup_pass(item).info().name);
+    return out;
+  }
+
+  void parse_pipeline(const YAML::Node& node, Config& config) {
+    if (!node.IsMap()) fail(node, "pipeline must be a mapping, got " + describe_node(node));
+    check_keys(node, {"opt-level", "passes", "config", "disabled", "required"}, "pipeline");
+    if (YAML::Node level = node["opt-level"]) {
+      int64_t v = convert(level, "int", "opt-level").as_int();
+      if (v < 0 || v > 3) fail(level, "opt-level must be 0, 1, 2 or 3, got " + std::to_string(v));
+      config.context.opt_level = static_cast<int>(v);
+    }
+    if (YAML::Node keys = node["config"]) {
+      if (!keys.IsMap()) fail(keys, "pipeline.config must be a mapping of config keys, got " + describe_node(keys));
+      for (auto it = keys.begin(); it != keys.end(); ++it) set_config(it->first, it->second, config);
+    }
+    if (YAML::Node passes = node["passes"]) {
+      if (!passes.IsSequence()) fail(passes, "pipeline.passes must be a list, got " + describe_node(passes));
+      for (const auto& item : passes) {
+        PassSpec spec;
+        if (item.IsMap()) {
+          check_keys(item, {"name", "options"}, "a pass entry");
+          if (!item["name"]) fail(item, "a pass entry needs a 'name'");
+          transform::Pass pass = lookup_pass(item["name"]);
+          spec.name = pass.info().name;
+          if (YAML::Node options = item["options"]) {
+            if (!options.IsMap()) fail(options, "options must be a mapping, got " + describe_node(options));
+            std::map<std::string, Any> values;
+            std::vector<std::string> known;
+            for (const auto& o : pass.info().options) known.push_back(o.name);
+            for (auto it = options.begin(); it != options.end(); ++it) {
+              std::string key = it->first.Scalar();
+              auto option = std::find_if(pass.info().options.begin(), pass.info().options.end(),
+                                         [&](const SchemaField& f) { return f.name == key; });
+              if (option == pass.info().options.end()) {
+                fail(it->first, "pass '" + spec.name + "' has no option '" + key + "'" + did_you_mean(key, known) +
+                                    (known.empty() ? " (it takes no options)" : " (options: " + join(known, ", ") + ")"));
+              }
+              values[key] = convert(it->second, option->type, "option '" + key + "' of pass '" + spec.name + "'");
+              config.context.set_config(spec.name + "." + key, values[key]);
+            }
+            spec.options = Map(values);
+          }
+        } else {
+          spec.name = lookup_pass(item).info().name;
+        }
+        config.passes.push_back(spec);
+      }
+    }
+    if (YAML::Node disabled = node["disabled"]) config.context.disabled = pass_names(disabled, "pipeline.disabled");
+    if (YAML::Node required = node["required"]) config.context.required = pass_names(required, "pipeline.required");
+  }
+
+  void set_config(const YAML::Node& key_node, const YAML::Node& value, Config& config) {
+    std::string key = key_node.Scalar();
+    auto entry = transform::ConfigRegistry::entry(key);
+    if (!entry) {
+      fail(key_node, "unknown config option '" + key + "'" + did_you_mean(key, transform::ConfigRegistry::list()));
+    }
+    config.context.set_config(key, convert(value, entry->field.type, "config option '" + key + "'"));
+    config_nodes_[key] = key_node;
+  }
+
+  // C0 options that contradict C1 constraints: a warning, and the
+  // constraint wins.
+  void reconcile(const YAML::Node&, Config& config) {
+    auto vectorize = config_nodes_.find("tir.vectorize");
+    if (vectorize == config_nodes_.end() || !config.context.get_config("tir.vectorize").as_bool()) return;
+    const Map& attrs = config.target->attrs;
+    if (!attrs.contains("vector-bits")) return;
+    int64_t bits = attrs.at("vector-bits").as_int();
+    if (bits == -1) bits = target::detect_vector_bits();
+    if (bits != 0) return;
+    YAML::Mark m = vectorize->second.Mark();
+    config.warnings.push_back(source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) +
+                              ": warning: pipeline config 'tir.vectorize: true' contradicts the target '" +
+                              config.target->kind + "', which has no vector unit (vector-bits: 0); the target wins and "
+                              "loops are not vectorized");
+    config.context.set_config("tir.vectorize", false);
+  }
+
+  const std::string& text_;
+  std::string source_;
+  std::map<std::string, YAML::Node> config_nodes_;
+};
+
+}  // namespace
+
+ir::IRModule Config::constrain(const ir::IRModule& module) const {
+  return target::with_target(module, target, host, device_placement);
+}
+
+transform::Pass Config::pipeline() const {
+  std::vector<transform::Pass> list;
+  for (const auto& spec : passes) list.push_back(transform::PassRegistry::get(spec.name));
+  return transform::sequential(list, "pipeline");
+}
+
+Config parse_config(const std::string& text, const std::string& source) { return Loader(text, source).load(); }
+
+Config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) LOOM_THROW(Error) << "cannot read " << path << ": " << std::strerror(errno);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_config(buffer.str(), path);
+}
+
+}  // namespace loom::config

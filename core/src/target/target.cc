@@ -1,0 +1,117 @@
+// Target kinds, targets and tags, and the core's own kind "cpu".
+#include "loom/target/target.h"
+
+#include <thread>
+
+#include "loom/support/registry.h"
+
+namespace loom::target {
+
+LOOM_REGISTER_OBJECT(TargetNode);
+
+namespace {
+NamedRegistry<TargetKindEntry>& kinds() {
+  static auto* instance = new NamedRegistry<TargetKindEntry>("target kind", "target");
+  return *instance;
+}
+NamedRegistry<TargetTag>& tags() {
+  static auto* instance = new NamedRegistry<TargetTag>("target tag", "tag");
+  return *instance;
+}
+}  // namespace
+
+void TargetKindRegistry::register_kind(TargetKindEntry entry) {
+  check_schema(entry.attrs, "target kind '" + entry.name + "'");
+  kinds().add(std::move(entry));
+}
+std::optional<TargetKindEntry> TargetKindRegistry::entry(const std::string& name) { return kinds().entry(name); }
+TargetKindEntry TargetKindRegistry::get(const std::string& name) { return kinds().get(name); }
+std::vector<std::string> TargetKindRegistry::list() { return kinds().names(); }
+
+Target::Target(const std::string& kind, const Map& attrs) {
+  TargetKindEntry entry = TargetKindRegistry::get(kind);
+  Map full = apply_schema(entry.attrs, attrs, "target '" + kind + "'", "attribute");
+  if (entry.validate.defined()) {
+    try {
+      entry.validate(full);
+    } catch (const Error& e) {
+      LOOM_THROW(Error) << "target '" << kind << "': " << e.what();
+    }
+  }
+  auto node = make_object<TargetNode>();
+  node->kind = kind;
+  node->attrs = full;
+  data_ = node;
+}
+
+Target Target::from_tag(const std::string& tag, const Map& attrs) {
+  TargetTag preset = TargetTagRegistry::get(tag);
+  std::map<std::string, Any> merged = preset.attrs->items;
+  if (attrs.defined())
+    for (const auto& item : attrs->items) merged[item.first] = item.second;
+  return Target(preset.kind, Map(merged));
+}
+
+Target Target::host() { return Target("cpu", Map({{"mcpu", "native"}})); }
+
+void TargetTagRegistry::register_tag(TargetTag tag) {
+  Target(tag.kind, tag.attrs);  // a tag must make a valid target
+  tags().add(std::move(tag));
+}
+TargetTag TargetTagRegistry::get(const std::string& name) { return tags().get(name); }
+std::vector<std::string> TargetTagRegistry::list() { return tags().names(); }
+
+ir::IRModule with_target(const ir::IRModule& module, const Target& target, const Target& host,
+                         const Map& device_placement) {
+  ir::IRModule out = module.with_attr("target", target);
+  if (host.defined()) out = out.with_attr("host", host);
+  if (device_placement.defined() && device_placement.size()) {
+    for (const auto& item : device_placement->items) {
+      if (!module.contains(item.first)) {
+        LOOM_THROW(LookupError) << "device placement names @" << item.first << ", which the module does not define"
+                                << did_you_mean(item.first, module.names());
+      }
+    }
+    out = out.with_attr("device_placement", device_placement);
+  }
+  return out;
+}
+
+int64_t detect_vector_bits() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 512;
+  if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx")) return 256;
+  return 128;  // SSE2 is part of x86-64
+#elif defined(__aarch64__)
+  return 128;  // NEON
+#else
+  return 0;
+#endif
+}
+
+namespace {
+// The machine Loom runs on.  vector-bits: -1 means "detect"; 0 means no
+// vector unit (a constraint every pass must respect).
+const bool cpu_kind_registered = [] {
+  TargetKindRegistry::register_kind(TargetKindEntry{
+      "cpu",
+      {{"mcpu", "str", "native", "CPU model, or 'native' for the machine Loom runs on"},
+       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"},
+       {"vector-bits", "int", int64_t{-1}, "vector register width in bits; -1: detect, 0: no vector unit"}},
+      Function::typed(
+          [](Map attrs) {
+            int64_t threads = attrs.at("num-threads").as_int();
+            if (threads < 0) LOOM_THROW(Error) << "num-threads must be 0 (one per core) or positive, got " << threads;
+            int64_t bits = attrs.at("vector-bits").as_int();
+            if (bits != -1 && bits != 0 && bits != 64 && bits != 128 && bits != 256 && bits != 512) {
+              LOOM_THROW(Error) << "vector-bits must be -1 (detect), 0, 64, 128, 256 or 512, got " << bits;
+            }
+          },
+          "cpu.validate"),
+      "the CPU of the machine Loom runs on"});
+  return true;
+}();
+}  // namespace
+
+}  // namespace loom::target

@@ -1,0 +1,28 @@
+#include "loom/transform/infer_type.h"
+
+#include "loom/ir/analysis.h"
+
+namespace loom::transform {
+
+Pass InferType() {
+  return module_pass(PassInfo{"InferType", "infer the types of graph expressions and function results", 0, {}, {}},
+                     [](const IRModule& module, const PassContext&) {
+                       std::vector<ir::Diagnostic> problems;
+                       IRModule typed = ir::infer_types(module, &problems);
+                       if (!problems.empty()) {
+                         std::string message = "type inference failed:";
+                         for (const auto& d : problems) message += "\n  " + d.to_string();
+                         throw Error(message);
+                       }
+                       return typed;
+                     });
+}
+
+namespace {
+const bool registered = [] {
+  PassRegistry::register_pass(InferType());
+  return true;
+}();
+}  // namespace
+
+}  // namespace loom::transform
