@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -47,6 +48,10 @@ IRModule Pass::operator()(const IRModule& module, const PassContext& context) co
   IRModule result = get()->body(module, context);
   if (!result.defined()) LOOM_THROW(Error) << "pass '" << pass_info.name << "' returned no module";
   for (const auto& instrument : context.instruments) instrument->after(pass_info, result);
+  // A Sequential's passes are checked one by one; checking it again adds nothing.
+  if (context.check_well_formed && pass_info.name != "Sequential" && !result.same_as(module)) {
+    WellFormedInstrument().after(pass_info, result);
+  }
   return result;
 }
 
@@ -145,6 +150,15 @@ Any PassContext::get_config(const std::string& key) const {
     LOOM_THROW(LookupError) << "unknown config option '" << key << "'" << did_you_mean(key, ConfigRegistry::list());
   }
   return entry->field.default_value;
+}
+
+bool PassContext::default_well_formed_check() {
+#ifndef NDEBUG
+  return true;
+#else
+  const char* env = std::getenv("LOOM_WELL_FORMED_CHECK");
+  return env && std::string(env) == "1";
+#endif
 }
 
 bool PassContext::is_disabled(const std::string& pass) const {

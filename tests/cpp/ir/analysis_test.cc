@@ -13,9 +13,7 @@ using namespace loom::test;  // NOLINT
 namespace {
 void register_kinds() {
   static const bool done = [] {
-    if (!ir::ExternKindRegistry::entry("test_asm")) {
-      ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef) {}));
-    }
+    ensure_sample_extern_kind();
     ir::ExternKindRegistry::register_kind("picky", Function::typed([](ObjectRef f) {
       if (f.as<ir::ExternFuncNode>()->payload.empty()) throw Error("payload must not be empty");
     }));

@@ -24,7 +24,16 @@ inline tir::PrimFunc sample_prim_func(int64_t n = 16) {
   return PrimFunc({a, b}, loop, ir::Type(), Map({{"global_symbol", "add_one"}}));
 }
 
+// The extern kind the sample uses, registered once per process so that the
+// sample is well formed wherever it is used.
+inline void ensure_sample_extern_kind() {
+  if (!ir::ExternKindRegistry::entry("test_asm")) {
+    ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef) {}), "the samples' assembly");
+  }
+}
+
 inline ir::ExternFunc sample_extern_func(int64_t n = 16) {
+  ensure_sample_extern_kind();
   ir::TensorType t = ir::TensorType::of({n}, DataType::Float(32));
   return ir::ExternFunc("test_asm", "fast_relu:\n  ret\n", ir::FuncType({t, t}, ir::Type()), "dps",
                         Map({{"isa", "x86_64"}}));

@@ -176,6 +176,10 @@ TEST(Instruments, TimingDumpAndUserInstruments) {
   fs::remove_all(dir);
 }
 
+TEST(Instruments, WellFormedCheckIsOnInTests) {
+  EXPECT_TRUE(PassContext().check_well_formed);  // LOOM_WELL_FORMED_CHECK=1 under ctest, or a debug build
+}
+
 TEST(Instruments, WellFormedCheckNamesTheBreakingPass) {
   Pass breaker = module_pass(PassInfo{"test.breaker", "", 0, {}, {}}, [](const IRModule& m, const PassContext&) {
     // Store through an index variable that nothing binds.
@@ -184,6 +188,8 @@ TEST(Instruments, WellFormedCheckNamesTheBreakingPass) {
     return m.with_function("broken", tir::PrimFunc({b}, body));
   });
   PassContext ctx;
+  ctx.check_well_formed = false;
+  EXPECT_NO_THROW(breaker(empty_module(), ctx));
   ctx.instruments = {std::make_shared<WellFormedInstrument>()};
   EXPECT_EQ(error_of([&] { breaker(empty_module(), ctx); }),
             "pass 'test.breaker' left the module ill-formed:\n  @broken: variable '%ghost' is used but not bound\n"

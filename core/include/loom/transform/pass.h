@@ -157,6 +157,12 @@ class WellFormedInstrument : public PassInstrument {
 // ---------------------------------------------------------------------------
 class PassContext {
  public:
+  // Check the module's well-formedness after every pass (as
+  // WellFormedInstrument does).  On by default in debug builds and when the
+  // environment sets LOOM_WELL_FORMED_CHECK=1 (the test suite does).
+  static bool default_well_formed_check();
+  bool check_well_formed = default_well_formed_check();
+
   int opt_level = 2;
   std::vector<std::string> disabled;
   std::vector<std::string> required;
