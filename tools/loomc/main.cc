@@ -301,8 +301,22 @@ void write_schema_json(loom::JsonWriter& json, const std::vector<loom::SchemaFie
   json.end_array();
 }
 
+// Loads every plugin that provides a KIND capability, so that listings show
+// their entries with their options; failures become warnings.
+void load_providers(const std::string& kind) {
+  PluginManager& manager = PluginManager::global();
+  for (const std::string& name : manager.available(kind)) {
+    try {
+      manager.load_capability(kind + ":" + name);
+    } catch (const loom::PluginError& e) {
+      std::cerr << "loomc: warning: " << e.what() << "\n";
+    }
+  }
+}
+
 int passes_list(bool as_json) {
   using loom::transform::PassRegistry;
+  load_providers("pass");
   std::vector<std::string> names = PassRegistry::list();
   if (as_json) {
     loom::JsonWriter json;
@@ -332,6 +346,8 @@ int passes_list(bool as_json) {
 
 int targets_list(bool as_json) {
   using loom::target::TargetKindRegistry;
+  load_providers("target");
+  load_providers("tag");
   std::vector<std::string> kinds = TargetKindRegistry::list();
   if (as_json) {
     loom::JsonWriter json;

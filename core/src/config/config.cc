@@ -27,6 +27,7 @@ const bool core_config_registered = [] {
 }();
 
 std::string describe_node(const YAML::Node& n) {
+  if (n.IsNull()) return "null (YAML reads null, ~ and an empty value as no value; quote text: \"null\")";
   if (n.IsScalar()) return "'" + n.Scalar() + "'";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";

@@ -301,8 +301,8 @@ struct PluginManager::Impl {
       }
       if (reason.empty()) {
         for (const auto& capability : r.manifest->provides) {
-          if (starts_with(capability, "function:") && !FunctionRegistry::entry(capability.substr(9))) {
-            reason = "its manifest provides '" + capability + "' but its init did not register that function";
+          if (capability_registered(capability) == false) {
+            reason = "its manifest provides '" + capability + "' but its init did not register it";
             break;
           }
         }

@@ -1,5 +1,6 @@
 #include "loom/support/registration.h"
 
+#include <map>
 #include <mutex>
 
 namespace loom {
@@ -45,6 +46,31 @@ std::string RegistrationScope::current_owner() {
 
 void RegistrationScope::record_undo(std::function<void()> undo) {
   if (active_scope) active_scope->undo_.push_back(std::move(undo));
+}
+
+namespace {
+std::map<std::string, std::function<bool(const std::string&)>>& capability_kinds() {
+  static auto* kinds = new std::map<std::string, std::function<bool(const std::string&)>>();
+  return *kinds;
+}
+}  // namespace
+
+void register_capability_kind(const std::string& kind, std::function<bool(const std::string& name)> is_registered) {
+  std::lock_guard<std::mutex> lock(resolver_mutex());
+  capability_kinds()[kind] = std::move(is_registered);
+}
+
+std::optional<bool> capability_registered(const std::string& capability) {
+  size_t colon = capability.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::function<bool(const std::string&)> check;
+  {
+    std::lock_guard<std::mutex> lock(resolver_mutex());
+    auto found = capability_kinds().find(capability.substr(0, colon));
+    if (found == capability_kinds().end()) return std::nullopt;
+    check = found->second;
+  }
+  return check(capability.substr(colon + 1));
 }
 
 void set_capability_resolver(CapabilityResolver new_resolver) {

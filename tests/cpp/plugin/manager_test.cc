@@ -184,7 +184,7 @@ TEST(PluginManager, ManifestPromiseNotKept) {
   PluginManager manager({fixture_dir("liar")});
   EXPECT_EQ(plugin_error([&] { manager.load("fx_liar"); }),
             "plugin " + fixture("liar", "fx_liar") +
-                ": its manifest provides 'function:fx_liar.promised' but its init did not register that function");
+                ": its manifest provides 'function:fx_liar.promised' but its init did not register it");
   EXPECT_FALSE(FunctionRegistry::entry("fx_liar.real"));
   expect_host_still_works();
 }

@@ -16,6 +16,7 @@
 #define LOOM_SUPPORT_REGISTRATION_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,14 @@ struct CapabilityResolver {
 void set_capability_resolver(CapabilityResolver resolver);
 bool request_capability(const std::string& capability);
 std::vector<std::string> available_capabilities(const std::string& kind);
+
+// Capability kinds the core can verify: the registry of KIND answers whether
+// NAME is registered ("function" -> the function registry, ...).  Every
+// NamedRegistry registers its kind.  The plugin manager uses this to check
+// that a plugin's init registered everything its manifest provides.
+void register_capability_kind(const std::string& kind, std::function<bool(const std::string& name)> is_registered);
+// Whether "KIND:NAME" is registered; nullopt when KIND has no checker.
+std::optional<bool> capability_registered(const std::string& capability);
 
 }  // namespace loom
 

@@ -29,7 +29,10 @@ class NamedRegistry {
  public:
   // what: "function", "operator", ... (for messages); kind: the capability
   // kind that a miss requests ("function" -> "function:NAME").
-  NamedRegistry(std::string what, std::string kind) : what_(std::move(what)), kind_(std::move(kind)) {}
+  NamedRegistry(std::string what, std::string kind) : what_(std::move(what)), kind_(std::move(kind)) {
+    // Registries live for the whole process (they are never destroyed).
+    register_capability_kind(kind_, [this](const std::string& name) { return entry(name).has_value(); });
+  }
 
   void add(Entry entry, bool allow_override = false) {
     check_name(entry.name);

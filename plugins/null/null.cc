@@ -1,0 +1,23 @@
+// The null plugin: the smallest plugin that provides a target.  Its target
+// kind "null_target" generates nothing; it exists so that discovery, lazy loading by
+// capability, target validation and the C0/C1 rules are exercised without a
+// real backend (the kind is not called "null": YAML reads that as no value).
+// It has no vector unit, so 'tir.vectorize: true' against it
+// is overridden with a warning.
+#include <loom/plugin_sdk.h>
+#include <loom/target/target.h>
+
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null")
+                     LOOM_PLUGIN_VERSION("1.0.0")
+                     LOOM_PLUGIN_DESCRIPTION("The null target: generates nothing; for tests and dispatch")
+                     LOOM_PLUGIN_PROVIDES("target:null_target"));
+
+LOOM_PLUGIN_INIT(ctx) {
+  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
+      "null_target",
+      {{"num-threads", "int", int64_t{1}, "threads (only checked, nothing runs)"},
+       {"vector-bits", "int", int64_t{0}, "vector width; 0: no vector unit"}},
+      loom::Function(),
+      "a target that generates nothing",
+      ""});
+}
