@@ -109,7 +109,8 @@ const bool cpu_kind_registered = [] {
             }
           },
           "cpu.validate"),
-      "the CPU of the machine Loom runs on"});
+      "the CPU of the machine Loom runs on",
+      ""});
   return true;
 }();
 }  // namespace
