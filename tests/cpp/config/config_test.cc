@@ -17,35 +17,20 @@
 namespace loom::config {
 using test::error_of;
 
-namespace {
-std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-}  // namespace
-
 // Every tests/fixtures/config/errors/*.yaml starts with "# expect-error:
 // LINE:COL: MESSAGE"; loading it must fail with that message (a message
 // naming machine-specific paths may continue after it), then the line and
 // a caret.
 TEST(Config, MalformedConfigsGiveTheirExpectedErrors) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/config/errors"))
-    files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  auto files = test::expected_error_files(std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/config/errors");
   ASSERT_GE(files.size(), 15u);
-  for (const auto& path : files) {
-    std::string text = read(path);
-    const std::string marker = "# expect-error: ";
-    ASSERT_EQ(text.rfind(marker, 0), 0u) << path;
-    std::string expected = path.filename().string() + ":" + text.substr(marker.size(), text.find('\n') - marker.size());
+  for (const auto& file : files) {
     try {
-      parse_config(text, path.filename().string());
-      ADD_FAILURE() << path << " loaded without error";
+      parse_config(file.text, file.name);
+      ADD_FAILURE() << file.name << " loaded without error";
     } catch (const ParseError& e) {
       std::string first = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
-      EXPECT_EQ(first.substr(0, expected.size()), expected) << path;
+      EXPECT_EQ(first.substr(0, file.expected.size()), file.expected) << file.name;
       EXPECT_NE(std::string(e.what()).find("\n  "), std::string::npos) << "no source line in: " << e.what();
     }
   }

@@ -13,6 +13,7 @@
 #include "loom/object/traversal.h"
 #include "random_ir.h"
 #include "sample_module.h"
+#include "test_util.h"
 
 namespace loom {
 using namespace loom::test;  // NOLINT
@@ -70,24 +71,15 @@ namespace loom {
 // LINE:COL: MESSAGE"; parsing it must fail with exactly that (the source
 // named by the file), followed by the source line and a caret.
 TEST(Text, MalformedInputsGiveTheirExpectedErrors) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/ir/errors"))
-    files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
+  auto files = test::expected_error_files(std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/ir/errors");
   ASSERT_GE(files.size(), 25u);
-  for (const auto& path : files) {
-    std::ifstream in(path);
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    const std::string marker = "# expect-error: ";
-    ASSERT_EQ(text.rfind(marker, 0), 0u) << path << " lacks an expect-error header";
-    std::string expected = path.filename().string() + ":" + text.substr(marker.size(), text.find('\n') - marker.size());
+  for (const auto& file : files) {
     try {
-      ir::parse_module(text, path.filename().string());
-      ADD_FAILURE() << path << " parsed without error";
+      ir::parse_module(file.text, file.name);
+      ADD_FAILURE() << file.name << " parsed without error";
     } catch (const ParseError& e) {
       std::string what = e.what();
-      EXPECT_EQ(what.substr(0, what.find('\n')), expected) << path;
+      EXPECT_EQ(what.substr(0, what.find('\n')), file.expected) << file.name;
       // The source line and a caret under the column follow.
       size_t caret = what.rfind('^');
       EXPECT_NE(caret, std::string::npos) << what;
