@@ -11,6 +11,7 @@ PACKAGES=(
   cmake ninja-build g++ ccache   # build
   libboost-dev                   # Boost.DLL (header-only, used with std::filesystem)
   libyaml-cpp-dev                # YAML configs
+  libdlpack-dev                  # DLPack tensors (NDArray)
   googletest                     # GoogleTest sources and CMake package
   libgtest-dev
   python3                        # /usr/bin/python3 checks JSON output in e2e tests

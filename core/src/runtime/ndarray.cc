@@ -1,13 +1,38 @@
 #include "loom/runtime/ndarray.h"
 
-#include <cstdlib>
 #include <cstring>
+
+#include "loom/runtime/device_api.h"
 
 namespace loom::runtime {
 
 LOOM_REGISTER_OBJECT(NDArrayNode);
 
-void NDArrayNode::Free::operator()(void* p) const { std::free(p); }
+namespace {
+DLDataType to_dl(DataType t) { return DLDataType{t.code, t.bits, t.lanes}; }
+DLDevice to_dl(Device d) { return DLDevice{static_cast<DLDeviceType>(d.device_type), d.device_id}; }
+
+size_t element_bytes(DataType t) {
+  if (t.bits % 8 != 0) {
+    LOOM_THROW(Error) << "NDArray of " << t.to_string() << ": elements must be a whole number of bytes";
+  }
+  return static_cast<size_t>(t.bits / 8) * t.lanes;
+}
+}  // namespace
+
+NDArrayNode::~NDArrayNode() { release(); }
+
+void NDArrayNode::release() {
+  if (storage_ == Storage::kOwned && tensor_.data) {
+    DeviceAPIRegistry::get(device).free(device, tensor_.data);
+  } else if (storage_ == Storage::kDLPack && managed_ && managed_->deleter) {
+    managed_->deleter(managed_);
+  }
+  tensor_.data = nullptr;
+  managed_ = nullptr;
+  base_.reset();
+  storage_ = Storage::kNone;
+}
 
 int64_t NDArrayNode::numel() const {
   int64_t n = 1;
@@ -15,28 +40,50 @@ int64_t NDArrayNode::numel() const {
   return n;
 }
 
-size_t NDArrayNode::nbytes() const {
-  return static_cast<size_t>(numel()) * (dtype.bits / 8) * dtype.lanes;
+size_t NDArrayNode::nbytes() const { return static_cast<size_t>(numel()) * element_bytes(dtype); }
+
+bool NDArrayNode::is_contiguous() const {
+  if (strides_storage_.empty()) return true;
+  int64_t expected = 1;
+  for (int i = tensor_.ndim - 1; i >= 0; --i) {
+    if (shape_storage_[i] != 1 && strides_storage_[i] != expected) return false;
+    expected *= shape_storage_[i];
+  }
+  return true;
 }
 
-void NDArrayNode::allocate() {
+void NDArrayNode::sync_tensor() {
+  shape_storage_.clear();
   for (const Any& d : shape) {
     if (d.as_int() < 0) LOOM_THROW(Error) << "NDArray dimension " << d.as_int() << " is negative";
+    shape_storage_.push_back(d.as_int());
   }
-  if (dtype.bits % 8 != 0) {
-    LOOM_THROW(Error) << "NDArray of " << dtype.to_string() << ": elements must be a whole number of bytes";
-  }
-  size_t size = nbytes();
-  size_t rounded = (size + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!p) LOOM_THROW(Error) << "out of memory allocating " << size << " bytes";
-  std::memset(p, 0, rounded ? rounded : 64);
-  data_.reset(p);
-  allocated_ = size;
+  tensor_.ndim = static_cast<int32_t>(shape_storage_.size());
+  tensor_.shape = shape_storage_.data();
+  tensor_.strides = strides_storage_.empty() ? nullptr : strides_storage_.data();
+  tensor_.dtype = to_dl(dtype);
+  tensor_.device = to_dl(device);
 }
 
+void NDArrayNode::allocate(size_t alignment) {
+  release();
+  sync_tensor();
+  size_t bytes = nbytes();
+  DeviceAPI& api = DeviceAPIRegistry::get(device);
+  tensor_.data = api.alloc(device, bytes, alignment);
+  tensor_.byte_offset = 0;
+  storage_ = Storage::kOwned;
+  if (device.device_type == Device::kCPU && bytes) std::memset(tensor_.data, 0, bytes);
+}
+
+namespace {
+// The bytes of a host array (compact copy of a strided one); other devices
+// are copied to the host first.
 std::string ndarray_bytes(const NDArrayNode& node) {
-  return node.data_ ? std::string(static_cast<const char*>(node.data()), node.allocated_) : std::string();
+  NDArray self(ObjectPtr<Object>(const_cast<NDArrayNode*>(&node)));
+  if (!node.dl_tensor().data) return std::string();
+  NDArray host = node.device.device_type == Device::kCPU && node.is_contiguous() ? self : self.copy_to(Device());
+  return std::string(static_cast<const char*>(host->data()), host->nbytes());
 }
 
 void set_ndarray_bytes(NDArrayNode& node, const std::string& bytes) {
@@ -47,18 +94,19 @@ void set_ndarray_bytes(NDArrayNode& node, const std::string& bytes) {
   }
   if (!bytes.empty()) std::memcpy(node.data(), bytes.data(), bytes.size());
 }
+}  // namespace
 
 void NDArrayNode::reflect(ReflectionBuilder<NDArrayNode>& r) {
   r.field("dtype", &NDArrayNode::dtype).field("shape", &NDArrayNode::shape).field("device", &NDArrayNode::device);
   r.bytes(&ndarray_bytes, &set_ndarray_bytes);
 }
 
-NDArray NDArray::empty(const std::vector<int64_t>& shape, DataType dtype) {
+NDArray NDArray::empty(const std::vector<int64_t>& shape, DataType dtype, Device device, size_t alignment) {
   auto node = make_object<NDArrayNode>();
   node->dtype = dtype;
-  std::vector<Any> dims(shape.begin(), shape.end());
-  node->shape = Array(dims);
-  node->allocate();
+  node->shape = Array(std::vector<Any>(shape.begin(), shape.end()));
+  node->device = device;
+  node->allocate(alignment);
   return NDArray(node);
 }
 
@@ -66,6 +114,116 @@ NDArray NDArray::from_bytes(const std::vector<int64_t>& shape, DataType dtype, c
   NDArray array = empty(shape, dtype);
   set_ndarray_bytes(*const_cast<NDArrayNode*>(array.get()), bytes);
   return array;
+}
+
+NDArray NDArray::from_dlpack(DLManagedTensor* managed) {
+  if (!managed) LOOM_THROW(Error) << "from_dlpack of a null tensor";
+  const DLTensor& t = managed->dl_tensor;
+  auto reject = [&](const std::string& why) {
+    if (managed->deleter) managed->deleter(managed);
+    LOOM_THROW(Error) << "from_dlpack: " << why;
+  };
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) reject("the tensor has no shape");
+  if (t.dtype.bits % 8 != 0) reject("elements of " + std::to_string(t.dtype.bits) + " bits are not supported");
+  auto node = make_object<NDArrayNode>();
+  node->dtype = DataType(static_cast<DataType::Code>(t.dtype.code), t.dtype.bits, t.dtype.lanes);
+  std::vector<Any> dims;
+  for (int i = 0; i < t.ndim; ++i) dims.push_back(t.shape[i]);
+  node->shape = Array(dims);
+  node->device.device_type = t.device.device_type;
+  node->device.device_id = t.device.device_id;
+  if (t.strides) node->strides_storage_.assign(t.strides, t.strides + t.ndim);
+  node->sync_tensor();
+  node->tensor_.data = t.data;
+  node->tensor_.byte_offset = t.byte_offset;
+  node->managed_ = managed;
+  node->storage_ = NDArrayNode::Storage::kDLPack;
+  return NDArray(node);
+}
+
+namespace {
+struct Exported {
+  DLManagedTensor managed;
+  ObjectPtr<Object> keep_alive;
+  std::vector<int64_t> shape, strides;
+};
+}  // namespace
+
+DLManagedTensor* NDArray::to_dlpack() const {
+  auto* exported = new Exported();
+  exported->keep_alive = object_ptr();
+  const DLTensor& t = get()->dl_tensor();
+  exported->shape.assign(t.shape, t.shape + t.ndim);
+  if (t.strides) exported->strides.assign(t.strides, t.strides + t.ndim);
+  exported->managed.dl_tensor = t;
+  exported->managed.dl_tensor.shape = exported->shape.data();
+  exported->managed.dl_tensor.strides = t.strides ? exported->strides.data() : nullptr;
+  exported->managed.manager_ctx = exported;
+  exported->managed.deleter = [](DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); };
+  return &exported->managed;
+}
+
+NDArray NDArray::view(const std::vector<int64_t>& shape) const {
+  if (!get()->is_contiguous()) LOOM_THROW(Error) << "view of a non-contiguous NDArray";
+  auto node = make_object<NDArrayNode>();
+  node->dtype = get()->dtype;
+  node->shape = Array(std::vector<Any>(shape.begin(), shape.end()));
+  node->device = get()->device;
+  node->sync_tensor();
+  if (node->nbytes() != get()->nbytes()) {
+    LOOM_THROW(Error) << "view of " << get()->nbytes() << " bytes as " << node->nbytes() << " bytes: the sizes differ";
+  }
+  node->tensor_.data = get()->dl_tensor().data;
+  node->tensor_.byte_offset = get()->dl_tensor().byte_offset;
+  node->base_ = object_ptr();
+  node->storage_ = NDArrayNode::Storage::kView;
+  return NDArray(node);
+}
+
+namespace {
+// Gathers a strided host tensor into compact row-major `dst`.
+void gather_strided(const DLTensor& from, char* dst, size_t element) {
+  std::vector<int64_t> index(from.ndim, 0);
+  int64_t total = 1;
+  for (int i = 0; i < from.ndim; ++i) total *= from.shape[i];
+  const char* base = static_cast<const char*>(from.data) + from.byte_offset;
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t offset = 0;
+    for (int i = 0; i < from.ndim; ++i) offset += index[i] * from.strides[i];
+    std::memcpy(dst + n * element, base + offset * static_cast<int64_t>(element), element);
+    for (int i = from.ndim - 1; i >= 0; --i) {  // next index, row-major
+      if (++index[i] < from.shape[i]) break;
+      index[i] = 0;
+    }
+  }
+}
+}  // namespace
+
+void NDArray::copy_from(const NDArray& other) const {
+  const NDArrayNode* to = get();
+  const NDArrayNode* from = other.get();
+  if (from->dtype != to->dtype || other.shape_vector() != shape_vector()) {
+    LOOM_THROW(Error) << "copy between NDArrays of different dtype or shape (" << from->dtype.to_string() << " vs "
+                      << to->dtype.to_string() << ")";
+  }
+  if (!to->is_contiguous()) LOOM_THROW(Error) << "copy into a non-contiguous NDArray";
+  if (!from->is_contiguous()) {
+    if (from->device.device_type != Device::kCPU || to->device.device_type != Device::kCPU) {
+      LOOM_THROW(Error) << "copy of a non-contiguous NDArray between devices: make it contiguous on its device first";
+    }
+    gather_strided(from->dl_tensor(), static_cast<char*>(const_cast<NDArrayNode*>(to)->data()),
+                   element_bytes(from->dtype));
+    return;
+  }
+  Device api_device = to->device.device_type != Device::kCPU ? to->device : from->device;
+  DLTensor target = to->dl_tensor();
+  DeviceAPIRegistry::get(api_device).copy(from->dl_tensor(), target, nullptr);
+}
+
+NDArray NDArray::copy_to(Device device) const {
+  NDArray out = empty(shape_vector(), get()->dtype, device);
+  out.copy_from(*this);
+  return out;
 }
 
 std::vector<int64_t> NDArray::shape_vector() const {

@@ -1,15 +1,16 @@
-// NDArray: a dense tensor in host memory, the payload of graph constants.
+// NDArray: a tensor described by a DLPack DLTensor (docs/runtime.md).
 //
-// This is the first, host-only form: a data type, a shape and 64-byte
-// aligned compact row-major storage.  The runtime issue puts it on DLPack
-// (devices, strides, views, zero-copy exchange) behind the same interface.
-// The bytes are the object's raw payload, so structural equality, hashing
-// and serializers see them (TypeInfo::get_bytes).
+// The reflected fields (dtype, shape, device) describe it; its data is the
+// object's raw-bytes payload, so structural equality, hashing and the
+// serializers see it.  Storage is owned (allocated through the device's
+// DeviceAPI), shared with a source array (a view), or borrowed from a DLPack
+// producer (released through its deleter).
 #ifndef LOOM_RUNTIME_NDARRAY_H_
 #define LOOM_RUNTIME_NDARRAY_H_
 
+#include <dlpack/dlpack.h>
+
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,36 +25,59 @@ class NDArrayNode : public Object {
   Array shape;  // of int
   Device device;
 
-  // Number of elements and bytes.
+  NDArrayNode() = default;
+  NDArrayNode(const NDArrayNode&) = delete;
+  ~NDArrayNode() override;
+
   int64_t numel() const;
   size_t nbytes() const;
-  void* data() { return data_.get(); }
-  const void* data() const { return data_.get(); }
+  void* data() { return static_cast<char*>(tensor_.data) + tensor_.byte_offset; }
+  const void* data() const { return static_cast<const char*>(tensor_.data) + tensor_.byte_offset; }
+  const DLTensor& dl_tensor() const { return tensor_; }
+  bool is_contiguous() const;
 
-  // Allocates (zeroed) storage for the current dtype and shape.
-  void allocate();
+  // Allocates storage for the current dtype, shape and device (zeroed on
+  // the CPU).  Throws for a negative dimension or a dtype that is not a
+  // whole number of bytes.
+  void allocate(size_t alignment = 64);
 
   LOOM_OBJECT(NDArrayNode, Object, "runtime.NDArray");
   static void reflect(ReflectionBuilder<NDArrayNode>& r);
 
  private:
-  struct Free {
-    void operator()(void* p) const;
-  };
-  std::unique_ptr<void, Free> data_;
-  size_t allocated_ = 0;
-  friend std::string ndarray_bytes(const NDArrayNode&);
-  friend void set_ndarray_bytes(NDArrayNode&, const std::string&);
+  friend class NDArray;
+  void sync_tensor();  // tensor_ from dtype, shape and device
+  void release();
+
+  DLTensor tensor_{};
+  std::vector<int64_t> shape_storage_;
+  std::vector<int64_t> strides_storage_;  // empty: compact
+  enum class Storage { kNone, kOwned, kView, kDLPack } storage_ = Storage::kNone;
+  ObjectPtr<Object> base_;                 // kView: the array whose data this shares
+  DLManagedTensor* managed_ = nullptr;     // kDLPack: the producer's tensor
 };
 
 class NDArray : public ObjectRef {
  public:
   LOOM_OBJECT_REF(NDArray, ObjectRef, NDArrayNode)
-  // A zero-filled host array; throws Error for a negative dimension or a
-  // data type whose bits are not a whole number of bytes.
-  static NDArray empty(const std::vector<int64_t>& shape, DataType dtype);
-  // Copies `bytes` (exactly nbytes()) into a new array.
+  static NDArray empty(const std::vector<int64_t>& shape, DataType dtype, Device device = Device(),
+                       size_t alignment = 64);
+  // Copies `bytes` (exactly nbytes()) into a new host array.
   static NDArray from_bytes(const std::vector<int64_t>& shape, DataType dtype, const std::string& bytes);
+  // Takes a DLPack producer's tensor without copying; its deleter runs
+  // when the last reference goes.  Throws (after calling the deleter) for a
+  // tensor Loom cannot describe.
+  static NDArray from_dlpack(DLManagedTensor* managed);
+  // Hands this array to a DLPack consumer without copying; it stays alive
+  // until the consumer calls the deleter.
+  DLManagedTensor* to_dlpack() const;
+
+  // The same data with another shape (same number of bytes; contiguous).
+  NDArray view(const std::vector<int64_t>& shape) const;
+  // Copies `other` (same dtype and shape, any device with an API) into this.
+  void copy_from(const NDArray& other) const;
+  NDArray copy_to(Device device) const;
+
   std::vector<int64_t> shape_vector() const;
   template <class T>
   T* data_as() const {

@@ -1,0 +1,129 @@
+// The device API registry, the workspace pool and the CPU device API.
+#include "loom/runtime/device_api.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "loom/support/registry.h"
+
+namespace loom::runtime {
+
+// ---- workspace pool -------------------------------------------------------------
+namespace {
+size_t size_class(size_t bytes) {
+  size_t size = 64;
+  while (size < bytes) size <<= 1;
+  return size;
+}
+}  // namespace
+
+WorkspacePool::~WorkspacePool() {
+  for (auto& item : free_blocks_)
+    for (void* p : item.second) free_(p);
+}
+
+void* WorkspacePool::alloc(size_t bytes) {
+  size_t size = size_class(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  void* block = nullptr;
+  auto& cached = free_blocks_[size];
+  if (!cached.empty()) {
+    block = cached.back();
+    cached.pop_back();
+  } else {
+    block = allocate_(size);
+  }
+  in_use_[block] = size;
+  return block;
+}
+
+void WorkspacePool::release(void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = in_use_.find(ptr);
+  if (found == in_use_.end()) LOOM_THROW(Error) << "free_workspace of a pointer the workspace pool did not hand out";
+  free_blocks_[found->second].push_back(ptr);
+  in_use_.erase(found);
+}
+
+size_t WorkspacePool::cached_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (const auto& item : free_blocks_) n += item.second.size();
+  return n;
+}
+
+// ---- registry -------------------------------------------------------------------
+namespace {
+NamedRegistry<DeviceAPIEntry>& apis() {
+  static auto* instance = new NamedRegistry<DeviceAPIEntry>("device API", "device");
+  return *instance;
+}
+}  // namespace
+
+std::string device_name(int32_t device_type) {
+  Device d;
+  d.device_type = device_type;
+  std::string text = d.to_string();
+  return text.substr(0, text.find(':'));
+}
+
+void DeviceAPIRegistry::register_api(const std::string& device_name, std::shared_ptr<DeviceAPI> api) {
+  if (!api) LOOM_THROW(Error) << "device API for '" << device_name << "' is null";
+  apis().add(DeviceAPIEntry{device_name, std::move(api), ""});
+}
+
+DeviceAPI& DeviceAPIRegistry::get(Device device) {
+  std::string name = device_name(device.device_type);
+  auto entry = apis().find(name);
+  if (!entry) {
+    LOOM_THROW(Error) << "no device API for '" << name << "' (device " << device.to_string()
+                      << "): no loaded plugin provides 'device:" << name << "'";
+  }
+  return *entry->api;  // registries are never destroyed, so the API outlives this reference
+}
+
+std::vector<std::string> DeviceAPIRegistry::list() { return apis().names(); }
+
+// ---- CPU ------------------------------------------------------------------------
+namespace {
+class CPUDeviceAPI : public DeviceAPI {
+ public:
+  void* alloc(Device, size_t bytes, size_t alignment) override {
+    if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
+      LOOM_THROW(Error) << "alignment " << alignment << " is not a power of two of at least " << sizeof(void*);
+    }
+    size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+    void* p = std::aligned_alloc(alignment, rounded);
+    if (!p) LOOM_THROW(Error) << "out of memory allocating " << bytes << " bytes on cpu";
+    return p;
+  }
+  void free(Device, void* ptr) override { std::free(ptr); }
+  void copy(const DLTensor& from, DLTensor& to, void*) override {
+    size_t bytes = 1;
+    for (int i = 0; i < from.ndim; ++i) bytes *= static_cast<size_t>(from.shape[i]);
+    bytes *= (from.dtype.bits * from.dtype.lanes + 7) / 8;
+    if (bytes) {
+      std::memcpy(static_cast<char*>(to.data) + to.byte_offset, static_cast<const char*>(from.data) + from.byte_offset,
+                  bytes);
+    }
+  }
+  void synchronize(Device, void*) override {}
+  void* alloc_workspace(Device, size_t bytes) override { return pool_.alloc(bytes); }
+  void free_workspace(Device, void* ptr) override { pool_.release(ptr); }
+
+ private:
+  WorkspacePool pool_{[](size_t bytes) {
+                        void* p = std::aligned_alloc(64, bytes);
+                        if (!p) LOOM_THROW(Error) << "out of memory allocating a " << bytes << "-byte workspace";
+                        return p;
+                      },
+                      [](void* p) { std::free(p); }};
+};
+
+const bool cpu_registered = [] {
+  DeviceAPIRegistry::register_api("cpu", std::make_shared<CPUDeviceAPI>());
+  return true;
+}();
+}  // namespace
+
+}  // namespace loom::runtime

@@ -1,0 +1,168 @@
+// NDArray on DLPack, device APIs and the workspace pool.
+#include "loom/runtime/ndarray.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+
+#include "loom/object/serialization.h"
+#include "loom/object/structural.h"
+#include "loom/runtime/device_api.h"
+#include "test_util.h"
+
+namespace loom::runtime {
+using test::error_of;
+
+namespace {
+NDArray random_array(const std::vector<int64_t>& shape, uint32_t seed) {
+  NDArray a = NDArray::empty(shape, DataType::Float(32));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < a->numel(); ++i) a.data_as<float>()[i] = dist(rng);
+  return a;
+}
+}  // namespace
+
+TEST(NDArray, EmptyIsAlignedZeroedAndDescribedByDLTensor) {
+  for (size_t alignment : {64u, 256u, 4096u}) {
+    NDArray a = NDArray::empty({3, 5}, DataType::Float(64), Device(), alignment);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % alignment, 0u);
+    for (int64_t i = 0; i < 15; ++i) EXPECT_EQ(a.data_as<double>()[i], 0.0);
+  }
+  NDArray a = NDArray::empty({2, 3, 4}, DataType::Int(8));
+  const DLTensor& t = a->dl_tensor();
+  EXPECT_EQ(t.ndim, 3);
+  EXPECT_EQ(t.shape[2], 4);
+  EXPECT_EQ(t.strides, nullptr);
+  EXPECT_EQ(t.dtype.code, kDLInt);
+  EXPECT_EQ(t.dtype.bits, 8);
+  EXPECT_EQ(t.device.device_type, kDLCPU);
+  EXPECT_EQ(a->nbytes(), 24u);
+}
+
+TEST(NDArray, ErrorsNameTheProblem) {
+  EXPECT_EQ(error_of([] { NDArray::empty({2, -1}, DataType::Float(32)); }), "NDArray dimension -1 is negative");
+  EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Int(4)); }),
+            "NDArray of int4: elements must be a whole number of bytes");
+  NDArray a = NDArray::empty({4, 4}, DataType::Float(32));
+  EXPECT_EQ(error_of([&] { a.view({3, 5}); }), "view of 64 bytes as 60 bytes: the sizes differ");
+  EXPECT_EQ(error_of([&] { a.copy_from(NDArray::empty({4, 4}, DataType::Float(64))); }),
+            "copy between NDArrays of different dtype or shape (float64 vs float32)");
+  EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device::parse("opencl:0")); }),
+            "no device API for 'opencl' (device opencl:0): no loaded plugin provides 'device:opencl'");
+  EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device(), 3); }),
+            "alignment 3 is not a power of two of at least 8");
+}
+
+TEST(NDArray, ViewsShareDataAndKeepTheSourceAlive) {
+  NDArray v;
+  float* data = nullptr;
+  {
+    NDArray a = random_array({2, 6}, 1);
+    data = a.data_as<float>();
+    v = a.view({3, 4});
+  }
+  EXPECT_EQ(v.data_as<float>(), data);
+  EXPECT_EQ(v.shape_vector(), (std::vector<int64_t>{3, 4}));
+  v.data_as<float>()[11] = 42.0f;  // still valid memory
+  EXPECT_EQ(data[11], 42.0f);
+}
+
+TEST(NDArray, CopiesMatchTheSourceOnRandomData) {
+  NDArray a = random_array({7, 13}, 2);
+  NDArray b = a.copy_to(Device());
+  EXPECT_NE(a->data(), b->data());
+  EXPECT_TRUE(structural_equal(a, b));
+  NDArray c = NDArray::empty({7, 13}, DataType::Float(32));
+  c.copy_from(a);
+  for (int64_t i = 0; i < 91; ++i) ASSERT_EQ(c.data_as<float>()[i], a.data_as<float>()[i]);
+}
+
+TEST(DLPack, ExportIsZeroCopyAndKeepsTheArrayAlive) {
+  DLManagedTensor* managed;
+  float* data;
+  {
+    NDArray a = random_array({4, 3}, 3);
+    data = a.data_as<float>();
+    managed = a.to_dlpack();
+    EXPECT_EQ(a->use_count(), 2);  // the consumer holds a reference
+  }
+  EXPECT_EQ(managed->dl_tensor.data, static_cast<void*>(data));
+  EXPECT_EQ(managed->dl_tensor.shape[0], 4);
+  float first = static_cast<float*>(managed->dl_tensor.data)[0];
+  EXPECT_EQ(first, data[0]);
+  managed->deleter(managed);  // releases the last reference
+}
+
+namespace {
+struct Producer {
+  std::vector<float> values;
+  std::vector<int64_t> shape, strides;
+  bool deleted = false;
+  DLManagedTensor managed{};
+};
+
+DLManagedTensor* produce(Producer& p, bool transposed) {
+  p.values.resize(6);
+  for (int i = 0; i < 6; ++i) p.values[i] = static_cast<float>(i);
+  p.shape = {2, 3};
+  p.strides = transposed ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{3, 1};
+  p.managed.dl_tensor = DLTensor{p.values.data(), DLDevice{kDLCPU, 0}, 2, DLDataType{kDLFloat, 32, 1},
+                                 p.shape.data(), p.strides.data(), 0};
+  p.managed.manager_ctx = &p;
+  p.managed.deleter = [](DLManagedTensor* self) { static_cast<Producer*>(self->manager_ctx)->deleted = true; };
+  return &p.managed;
+}
+}  // namespace
+
+TEST(DLPack, ImportIsZeroCopyAndCallsTheDeleterOnce) {
+  Producer p;
+  {
+    NDArray a = NDArray::from_dlpack(produce(p, false));
+    EXPECT_EQ(a.data_as<float>(), p.values.data());
+    EXPECT_TRUE(a->is_contiguous());
+    EXPECT_EQ(a.shape_vector(), (std::vector<int64_t>{2, 3}));
+    EXPECT_FALSE(p.deleted);
+  }
+  EXPECT_TRUE(p.deleted);
+}
+
+TEST(DLPack, StridedImportReadsThroughItsStrides) {
+  Producer p;
+  NDArray a = NDArray::from_dlpack(produce(p, true));  // element (i, j) at i + 2j
+  EXPECT_FALSE(a->is_contiguous());
+  // The bytes payload (used by equality, hashing, JSON) is the compact copy.
+  NDArray compact = a.copy_to(Device());
+  const float expected[] = {0, 2, 4, 1, 3, 5};
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(compact.data_as<float>()[k], expected[k]) << k;
+  NDArray back = load_json(save_json(a)).cast<NDArray>();
+  EXPECT_TRUE(back->is_contiguous());
+  EXPECT_TRUE(structural_equal(back, compact));
+}
+
+TEST(DLPack, RoundTripThroughBothDirectionsSharesData) {
+  NDArray a = random_array({5}, 4);
+  NDArray b = NDArray::from_dlpack(a.to_dlpack());
+  EXPECT_EQ(b->data(), a->data());
+  EXPECT_TRUE(structural_equal(a, b));
+}
+
+TEST(DeviceAPI, RegistryAndWorkspacePool) {
+  EXPECT_EQ(DeviceAPIRegistry::list(), std::vector<std::string>{"cpu"});
+  DeviceAPI& cpu = DeviceAPIRegistry::get(Device());
+  void* p = cpu.alloc_workspace(Device(), 100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  cpu.free_workspace(Device(), p);
+  void* q = cpu.alloc_workspace(Device(), 120);  // same size class (128): reused
+  EXPECT_EQ(p, q);
+  void* r = cpu.alloc_workspace(Device(), 4000);  // another class: new block
+  EXPECT_NE(r, q);
+  cpu.free_workspace(Device(), q);
+  cpu.free_workspace(Device(), r);
+  int local = 0;
+  EXPECT_EQ(error_of([&] { cpu.free_workspace(Device(), &local); }),
+            "free_workspace of a pointer the workspace pool did not hand out");
+}
+
+}  // namespace loom::runtime
