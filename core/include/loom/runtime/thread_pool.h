@@ -1,0 +1,77 @@
+// The thread pool for parallel loops (docs/runtime.md).
+//
+// parallel_for splits [begin, end) into one contiguous chunk per thread; the
+// caller runs a chunk too and returns when all are done, rethrowing the
+// first exception a chunk threw.  A parallel_for inside a parallel region,
+// or while the pool is busy with another caller's loop, runs serially on the
+// calling thread: nested or concurrent loops never oversubscribe the cores.
+//
+// Threads: LOOM_NUM_THREADS if set (for the whole process), else what the
+// target asks for (set_num_threads), else one per core.
+#ifndef LOOM_RUNTIME_THREAD_POOL_H_
+#define LOOM_RUNTIME_THREAD_POOL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace loom::runtime {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads <= 0: one per core
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  static ThreadPool& global();
+
+  int num_threads() const { return threads_; }
+  // Resizes the pool (the target's num-threads); ignored for the global
+  // pool when LOOM_NUM_THREADS is set.  0: one per core.
+  void set_num_threads(int threads);
+
+  void parallel_for(int64_t begin, int64_t end, const std::function<void(int64_t, int64_t)>& body);
+
+  // True on a thread that is running a chunk of a parallel_for.
+  static bool in_parallel_region();
+
+ private:
+  void start(int threads);
+  void stop();
+  void worker(int index);
+
+  int threads_ = 1;
+  bool environment_fixed_ = false;
+  std::vector<std::thread> workers_;
+  std::mutex busy_;  // held by the caller whose loop the pool runs
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  const std::function<void(int64_t, int64_t)>* body_ = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> chunks_;
+  int pending_ = 0;
+  std::exception_ptr error_;
+
+  friend ThreadPool& make_global_pool();
+};
+
+// LOOM_NUM_THREADS as a positive number; nullopt when unset; Error when set
+// to anything else.
+std::optional<int> threads_from_environment();
+
+}  // namespace loom::runtime
+
+// For generated code: runs body(chunk_begin, chunk_end, closure) in
+// parallel over [begin, end).  Returns 0, or the first non-zero value a body
+// returned (an exception becomes -1).
+extern "C" int loom_parallel_for(int64_t begin, int64_t end, int (*body)(int64_t, int64_t, void*), void* closure);
+
+#endif  // LOOM_RUNTIME_THREAD_POOL_H_

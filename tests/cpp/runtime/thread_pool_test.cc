@@ -1,0 +1,105 @@
+// The thread pool: coverage, parallelism, nesting, errors, the C entry.
+#include "loom/runtime/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "loom/support/error.h"
+#include "test_util.h"
+
+namespace loom::runtime {
+using test::error_of;
+
+TEST(ThreadPool, EveryIndexExactlyOnce) {
+  ThreadPool pool(3);
+  for (int64_t n : {1, 2, 3, 7, 1000}) {
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_for(0, n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+  }
+  pool.parallel_for(5, 5, [](int64_t, int64_t) { FAIL() << "empty range ran"; });
+}
+
+TEST(ThreadPool, ChunksRunOnSeveralThreads) {
+  ThreadPool pool(2);
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  std::atomic<int> arrived{0};
+  pool.parallel_for(0, 2, [&](int64_t, int64_t) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    }
+    // Both chunks must be in flight at once: a serial pool would hang here.
+    arrived++;
+    while (arrived.load() < 2) std::this_thread::yield();
+  });
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_FALSE(ThreadPool::in_parallel_region());
+}
+
+TEST(ThreadPool, NestedLoopsRunSeriallyOnTheCallingThread) {
+  ThreadPool pool(2);
+  std::atomic<int> total{0};
+  std::atomic<int> foreign{0};
+  pool.parallel_for(0, 2, [&](int64_t, int64_t) {
+    EXPECT_TRUE(ThreadPool::in_parallel_region());
+    auto outer = std::this_thread::get_id();
+    pool.parallel_for(0, 10, [&](int64_t b, int64_t e) {
+      if (std::this_thread::get_id() != outer) foreign++;
+      total += static_cast<int>(e - b);
+    });
+  });
+  EXPECT_EQ(total.load(), 20);
+  EXPECT_EQ(foreign.load(), 0);
+}
+
+TEST(ThreadPool, ExceptionsReachTheCaller) {
+  ThreadPool pool(3);
+  EXPECT_EQ(error_of([&] {
+              pool.parallel_for(0, 9, [](int64_t b, int64_t) {
+                if (b >= 3) throw Error("chunk failed");
+              });
+            }),
+            "chunk failed");
+  // The pool still works afterwards.
+  std::atomic<int> n{0};
+  pool.parallel_for(0, 9, [&](int64_t b, int64_t e) { n += static_cast<int>(e - b); });
+  EXPECT_EQ(n.load(), 9);
+}
+
+TEST(ThreadPool, ResizeAndCEntryPoint) {
+  ThreadPool& pool = ThreadPool::global();
+  pool.set_num_threads(2);
+  EXPECT_EQ(pool.num_threads(), std::getenv("LOOM_NUM_THREADS") ? pool.num_threads() : 2);
+  struct Closure {
+    std::atomic<int64_t> sum{0};
+  } closure;
+  auto body = [](int64_t b, int64_t e, void* c) {
+    for (int64_t i = b; i < e; ++i) static_cast<Closure*>(c)->sum += i;
+    return 0;
+  };
+  EXPECT_EQ(loom_parallel_for(0, 100, body, &closure), 0);
+  EXPECT_EQ(closure.sum.load(), 4950);
+  auto failing = [](int64_t b, int64_t, void*) { return b == 0 ? 7 : 0; };
+  EXPECT_EQ(loom_parallel_for(0, 10, failing, nullptr), 7);
+}
+
+TEST(ThreadPool, EnvironmentOverride) {
+  ::setenv("LOOM_NUM_THREADS", "3", 1);
+  EXPECT_EQ(threads_from_environment(), 3);
+  ::setenv("LOOM_NUM_THREADS", "lots", 1);
+  EXPECT_EQ(error_of([] { threads_from_environment(); }), "LOOM_NUM_THREADS='lots' is not a positive number of threads");
+  ::setenv("LOOM_NUM_THREADS", "0", 1);
+  EXPECT_EQ(error_of([] { threads_from_environment(); }), "LOOM_NUM_THREADS='0' is not a positive number of threads");
+  ::unsetenv("LOOM_NUM_THREADS");
+  EXPECT_FALSE(threads_from_environment());
+}
+
+}  // namespace loom::runtime
