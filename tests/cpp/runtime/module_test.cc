@@ -63,6 +63,7 @@ Module scale_module(double factor) {
 }
 
 Module table_module(std::map<std::string, int64_t> table) {
+  auto node = make_object<TableModuleNode>();
   node->table = std::move(table);
   return Module(node);
 }
