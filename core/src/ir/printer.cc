@@ -225,7 +225,6 @@ class Printer {
 
   std::string type(const Type& t) {
     if (!t.defined()) return "none";
-    const Object* o = t.get();
     if (const auto* p = t.as<PrimTypeNode>()) return p->dtype.to_string();
     if (const auto* p = t.as<TensorTypeNode>()) {
       std::string shape = "?";
@@ -248,7 +247,6 @@ class Printer {
     }
     if (const auto* p = t.as<OpaqueTypeNode>()) return "Opaque[" + json_quote(p->name) + "]";
     return meta_ref(Any(ObjectRef(t.object_ptr())));
-    (void)o;
   }
 
   // ---- prim expressions ----------------------------------------------------

@@ -79,9 +79,7 @@ class Checker {
     exprs.push_back(b->elem_offset);
     for (const Any& e : exprs) {
       if (binds_symbols) {
-        Visitor bind_free;
-        bind_free.on<VarNode>([&](const VarNode* v) { bound_.insert(v); });
-        bind_free.visit(e);
+        bind_every_var(e);
       } else {
         prim(e.cast<PrimExpr>());
       }
@@ -225,10 +223,14 @@ class Checker {
 
   // Symbolic dimensions in parameter types are bound by the parameters.
   void bind_type_symbols(const Type& t) {
-    if (!t.defined()) return;
-    Visitor bind_free;
-    bind_free.on<VarNode>([&](const VarNode* v) { bound_.insert(v); });
-    bind_free.visit(t);
+    if (t.defined()) bind_every_var(Any(t));
+  }
+
+  // Binds every prim variable in `node` (symbols bound by a signature).
+  void bind_every_var(const Any& node) {
+    Visitor visitor;
+    visitor.on<VarNode>([&](const VarNode* v) { bound_.insert(v); });
+    visitor.visit(node);
   }
 
   void expr(const Expr& e) {
