@@ -2,7 +2,11 @@
 #ifndef LOOM_TESTS_CPP_TEST_UTIL_H_
 #define LOOM_TESTS_CPP_TEST_UTIL_H_
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <random>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +51,40 @@ inline std::vector<ExpectedErrorFile> expected_error_files(const std::string& di
   }
   return out;
 }
+
+// Runs a shell command; its exit status and its stdout and stderr together.
+struct CommandResult {
+  int status;
+  std::string output;
+};
+inline CommandResult run_command(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + command);
+  std::string output;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// A folder under the system temporary folder, removed with the object.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "loom-test-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace loom::test
 

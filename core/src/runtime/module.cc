@@ -2,10 +2,13 @@
 //
 // Blob (little endian): "LOOMMODT", u32 version (1), u32 module count, then
 // per module, children before parents (the root last): u32 key length, the
-// type key, u64 payload length, the payload, u32 import count, u32 import
-// indices (each smaller than the module's own index).
+// type key, u32 provider length, the provider (the plugin that registered
+// the kind's loader, "core", or empty for "library"), u64 payload length,
+// the payload, u32 import count, u32 import indices (each smaller than the
+// module's own index).
 #include "loom/runtime/module.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -73,18 +76,38 @@ void ModuleLoaderRegistry::register_loader(const std::string& type_key, Function
   loaders().add(LoaderEntry{type_key, std::move(loader), ""});
 }
 
-Function ModuleLoaderRegistry::get(const std::string& type_key) {
+std::optional<Function> ModuleLoaderRegistry::find(const std::string& type_key) {
   if (auto entry = loaders().find(type_key)) return entry->loader;
-  LOOM_THROW(Error) << "no loader for modules of type '" << type_key << "': none is registered and no plugin in "
-                    << "the search path provides 'runtime:" << type_key << "'";
+  return std::nullopt;
+}
+
+namespace {
+[[noreturn]] void no_loader(const std::string& type_key, const std::string& provider) {
+  bool plugin = !provider.empty() && provider != "core";
+  LOOM_THROW(Error) << "no loader for modules of type '" << type_key << "'"
+                    << (plugin ? " (made by plugin '" + provider + "')" : "")
+                    << ": none is registered and no plugin in the search path provides 'runtime:" << type_key << "'"
+                    << (plugin ? "; put the folder holding " + provider + "'s .so on LOOM_PLUGIN_PATH" : "");
+}
+}  // namespace
+
+Function ModuleLoaderRegistry::get(const std::string& type_key) {
+  if (auto loader = find(type_key)) return *loader;
+  no_loader(type_key, "");
 }
 
 std::vector<std::string> ModuleLoaderRegistry::list() { return loaders().names(); }
+
+std::optional<std::string> ModuleLoaderRegistry::owner(const std::string& type_key) {
+  if (auto entry = loaders().entry(type_key)) return entry->owner;
+  return std::nullopt;
+}
 
 // ---- tree blob --------------------------------------------------------------------
 namespace {
 constexpr char kMagic[8] = {'L', 'O', 'O', 'M', 'M', 'O', 'D', 'T'};
 constexpr uint32_t kVersion = 1;
+constexpr const char* kLibraryKey = "library";
 
 template <class T>
 void put(std::string& out, T value) {
@@ -136,10 +159,16 @@ std::string save_module_tree(const Module& root) {
   put<uint32_t>(out, kVersion);
   put<uint32_t>(out, static_cast<uint32_t>(order.size()));
   for (const ModuleNode* m : order) {
-    std::string key = m->type_key();
-    std::string payload = m->save_to_binary();
+    std::string key = kLibraryKey, provider, payload;
+    if (!m->linked_code()) {
+      key = m->type_key();
+      provider = ModuleLoaderRegistry::owner(key).value_or("");
+      payload = m->save_to_binary();
+    }
     put<uint32_t>(out, static_cast<uint32_t>(key.size()));
     out += key;
+    put<uint32_t>(out, static_cast<uint32_t>(provider.size()));
+    out += provider;
     put<uint64_t>(out, payload.size());
     out += payload;
     put<uint32_t>(out, static_cast<uint32_t>(m->imports.size()));
@@ -148,7 +177,25 @@ std::string save_module_tree(const Module& root) {
   return out;
 }
 
-Module load_module_tree(const std::string& bytes) {
+namespace {
+Module load_one(const std::string& key, const std::string& provider, const std::string& payload) {
+  std::optional<Function> loader;
+  try {
+    loader = ModuleLoaderRegistry::find(key);
+  } catch (const Error& e) {
+    LOOM_THROW(Error) << "cannot load a module of type '" << key << "': " << e.what();
+  }
+  if (!loader) no_loader(key, provider);
+  Module m = (*loader)(payload).cast<Module>();
+  if (!m.defined()) LOOM_THROW(Error) << "the loader for '" << key << "' returned no module";
+  if (m->type_key() != key) {
+    LOOM_THROW(Error) << "the loader for '" << key << "' returned a module of type '" << m->type_key() << "'";
+  }
+  return m;
+}
+}  // namespace
+
+Module load_module_tree(const std::string& bytes, const Module& library) {
   Reader in(bytes);
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     LOOM_THROW(Error) << "not a Loom module tree (bad magic)";
@@ -165,6 +212,8 @@ Module load_module_tree(const std::string& bytes) {
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t key_size = in.get<uint32_t>("a type key length");
     std::string key = in.take(key_size, "a type key");
+    uint32_t provider_size = in.get<uint32_t>("a provider length");
+    std::string provider = in.take(provider_size, "a provider");
     uint64_t payload_size = in.get<uint64_t>("a payload length");
     std::string payload = in.take(payload_size, "a module payload");
     uint32_t n_imports = in.get<uint32_t>("an import count");
@@ -177,13 +226,23 @@ Module load_module_tree(const std::string& bytes) {
       }
       children.push_back(child);
     }
-    Any loaded = ModuleLoaderRegistry::get(key)(payload);
-    Module m = loaded.cast<Module>();
-    if (!m.defined()) LOOM_THROW(Error) << "the loader for '" << key << "' returned no module";
-    if (m->type_key() != key) {
-      LOOM_THROW(Error) << "the loader for '" << key << "' returned a module of type '" << m->type_key() << "'";
+    Module m;
+    if (key == kLibraryKey) {
+      if (!library.defined()) {
+        LOOM_THROW(Error) << "module tree: module " << i << " is host code linked into a library, and this tree "
+                          << "was not loaded from one (use load_module on the exported file)";
+      }
+      m = library;
+    } else {
+      m = load_one(key, provider, payload);
     }
-    for (uint32_t child : children) m.import_module(modules[child]);
+    for (uint32_t child : children) {
+      const ModuleNode* c = modules[child].get();
+      const auto& existing = m->imports;
+      if (std::none_of(existing.begin(), existing.end(), [&](const ObjectRef& r) { return r.get() == c; })) {
+        m.import_module(modules[child]);
+      }
+    }
     modules.push_back(m);
   }
   if (!in.at_end()) LOOM_THROW(Error) << "module tree has trailing bytes after its last module";

@@ -180,6 +180,19 @@ NDArray NDArray::view(const std::vector<int64_t>& shape) const {
   return NDArray(node);
 }
 
+NDArray NDArray::wrap(void* data, const std::vector<int64_t>& shape, DataType dtype, Device device,
+                      ObjectRef owner) {
+  auto node = make_object<NDArrayNode>();
+  node->dtype = dtype;
+  node->shape = Array(std::vector<Any>(shape.begin(), shape.end()));
+  node->device = device;
+  node->sync_tensor();
+  node->tensor_.data = data;
+  node->base_ = owner.object_ptr();
+  node->storage_ = NDArrayNode::Storage::kView;
+  return NDArray(node);
+}
+
 namespace {
 // Gathers a strided host tensor into compact row-major `dst`.
 void gather_strided(const DLTensor& from, char* dst, size_t element) {

@@ -19,6 +19,15 @@ namespace loom::runtime {
 
 class Module;
 
+// Host code a module contributes to an exported library: files the system
+// compiler builds and links as they are (".c" sources, ".s" assembly,
+// ".o" position-independent objects) and the LoomBackendFunc functions they
+// define (loom/runtime/c_backend_api.h).
+struct LinkedCode {
+  std::vector<std::pair<std::string, std::string>> files;      // (file name, contents)
+  std::vector<std::pair<std::string, std::string>> functions;  // (function name, C symbol)
+};
+
 class ModuleNode : public Object {
  public:
   std::vector<ObjectRef> imports;  // child modules
@@ -35,6 +44,10 @@ class ModuleNode : public Object {
   // Source in `format` ("asm", "ll", "c", ...), or an Error naming the
   // formats it has.
   virtual std::string inspect_source(const std::string& format) const;
+  // Host code is linked into an exported library instead of serialized: a
+  // module that returns code here is stored in the tree blob as a
+  // "library" record and comes back as the library module of the file.
+  virtual std::optional<LinkedCode> linked_code() const { return std::nullopt; }
 
   LOOM_ABSTRACT_OBJECT(ModuleNode, Object, "runtime.Module");
   static void reflect(ReflectionBuilder<ModuleNode>& r) { r.structural(StructuralKind::kUnique); }
@@ -61,15 +74,25 @@ class ModuleLoaderRegistry {
   // The loader, loading the plugin that provides "runtime:TYPE_KEY" if
   // needed; Error naming the type key and the plugin that would provide it.
   static Function get(const std::string& type_key);
+  // As get(), but nullopt when no loader is registered or provided (a
+  // provider that fails to load still throws its PluginError).
+  static std::optional<Function> find(const std::string& type_key);
   static std::vector<std::string> list();
+  // Who registered the loader ("core" or a plugin name); nullopt if none is.
+  static std::optional<std::string> owner(const std::string& type_key);
 };
 
-// The whole tree as one blob: every module's type key, its own bytes and
-// the indices of its imports (shared children stored once).
+// The whole tree as one blob: every module's type key, the plugin that
+// provides its loader, its own bytes and the indices of its imports (shared
+// children stored once).  Modules with linked_code() are stored as
+// "library" records without bytes.
 std::string save_module_tree(const Module& root);
-// Restores a tree saved by save_module_tree.  Throws Error for malformed
-// or truncated bytes and for a module kind without a loader.
-Module load_module_tree(const std::string& bytes);
+// Restores a tree saved by save_module_tree; "library" records become
+// `library` (the module of the file the blob came from), which also imports
+// their children.  Throws Error for malformed or truncated bytes, for a
+// module kind without a loader (naming the plugin that made it) and for a
+// library record without a library.
+Module load_module_tree(const std::string& bytes, const Module& library = Module());
 
 }  // namespace loom::runtime
 

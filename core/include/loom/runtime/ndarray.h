@@ -74,6 +74,11 @@ class NDArray : public ObjectRef {
 
   // The same data with another shape (same number of bytes; contiguous).
   NDArray view(const std::vector<int64_t>& shape) const;
+  // Describes compact memory that something else owns (an arena, a
+  // caller's DLTensor); `owner`, if defined, stays alive as long as the
+  // array.  Without an owner the caller keeps the memory valid.
+  static NDArray wrap(void* data, const std::vector<int64_t>& shape, DataType dtype, Device device,
+                      ObjectRef owner = ObjectRef());
   // Copies `other` (same dtype and shape, any device with an API) into this.
   void copy_from(const NDArray& other) const;
   NDArray copy_to(Device device) const;

@@ -1,0 +1,84 @@
+// Host libraries, export_library and load_module (docs/runtime.md).
+//
+// A host library is a shared object of compiled host code that follows
+// loom/runtime/c_backend_api.h.  Its functions call the functions of the
+// module it is bound to (that module's imports) by name.  export_library
+// links the host code of a module tree and the serialized rest of the tree
+// into one such library; load_module opens it and restores the tree.
+#ifndef LOOM_RUNTIME_LIBRARY_H_
+#define LOOM_RUNTIME_LIBRARY_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/runtime/module.h"
+
+namespace loom::runtime {
+
+// An opened host library.  Thread-safe; stays loaded while referenced.
+class HostLibrary {
+ public:
+  // Opens `path`; Error naming the file when it is not a shared library,
+  // not a Loom host library, or of another library ABI.
+  static std::shared_ptr<HostLibrary> open(const std::string& path);
+  ~HostLibrary();
+
+  // Binds the library to `context`: its functions' calls by name look in
+  // context's imports.  The caller keeps `context` alive while functions of
+  // the library can run (module functions hold their module).
+  void bind(const ModuleNode* context);
+
+  const std::string& path() const;
+  std::vector<std::string> function_names() const;
+  // The function `name` as a packed function; `keep_alive` (the module) is
+  // held by it.
+  std::optional<Function> function(const std::string& name, const ObjectRef& keep_alive) const;
+  // The serialized module tree stored in the library, if any.
+  std::optional<std::string> blob() const;
+
+  struct Impl;
+
+ private:
+  explicit HostLibrary(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The module of a loaded library (type key "library").
+class LibraryModuleNode : public ModuleNode {
+ public:
+  std::shared_ptr<HostLibrary> library;
+  std::string type_key() const override { return "library"; }
+  std::optional<Function> own_function(const std::string& name) const override;
+  std::vector<std::string> function_names() const override;
+  std::string save_to_binary() const override;
+  LOOM_OBJECT(LibraryModuleNode, ModuleNode, "runtime.LibraryModule");
+};
+
+// Compiles and links host code into the shared object `output` with the
+// system C compiler ($CC, else `cc`), adding the table, ABI marker and
+// runtime slots of c_backend_api.h, and `blob` as __loom_module_blob when
+// not empty.  The file appears atomically (written next to it, then
+// renamed), so a library loaded from the same path keeps working.  Error
+// with the compiler's output when it fails; Error for two functions of the
+// same name.
+void link_host_library(const std::vector<LinkedCode>& code, const std::string& blob, const std::string& output);
+
+// Links `code` into a private temporary library, opens it and binds it to
+// `context`: the in-memory path of a module kind whose host code the
+// system compiler builds.
+std::shared_ptr<HostLibrary> build_host_library(const LinkedCode& code, const ModuleNode* context);
+
+// Writes `root` and its whole import tree to one shared library at `path`.
+void export_library(const Module& root, const std::string& path);
+
+// Opens a library written by export_library (or any host library) and
+// restores its module tree, loading the plugins that provide the module
+// kinds it needs.  Loading the same unchanged file again gives the same
+// tree while it is alive.
+Module load_module(const std::string& path);
+
+}  // namespace loom::runtime
+
+#endif  // LOOM_RUNTIME_LIBRARY_H_

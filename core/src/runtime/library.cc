@@ -1,0 +1,513 @@
+// Host libraries (c_backend_api.h), export_library and load_module.
+#include "loom/runtime/library.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/dll/shared_library.hpp>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "loom/runtime/c_backend_api.h"
+#include "loom/runtime/device_api.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/runtime/thread_pool.h"
+
+extern char** environ;
+
+namespace loom::runtime {
+
+LOOM_REGISTER_OBJECT(LibraryModuleNode);
+
+namespace fs = std::filesystem;
+
+// ---- the runtime side of c_backend_api.h -------------------------------------------
+namespace {
+thread_local std::string last_error;
+
+void api_set_last_error(const char* message) { last_error = message ? message : "(no message)"; }
+
+// Any -> LoomValue; throws TypeError for a value compiled code cannot take.
+void to_value(const Any& a, LoomValue& v, int32_t& code) {
+  switch (a.kind()) {
+    case AnyKind::kNone: v.v_handle = nullptr; code = kLoomNull; return;
+    case AnyKind::kBool: v.v_int64 = a.as_bool(); code = kLoomInt; return;
+    case AnyKind::kInt: v.v_int64 = a.as_int(); code = kLoomInt; return;
+    case AnyKind::kFloat: v.v_float64 = a.as_float(); code = kLoomFloat; return;
+    case AnyKind::kStr: v.v_str = a.as_string().c_str(); code = kLoomStr; return;
+    case AnyKind::kOpaquePtr: v.v_handle = a.as_opaque_ptr(); code = kLoomHandle; return;
+    case AnyKind::kObject:
+      if (const auto* array = dynamic_cast<const NDArrayNode*>(a.object())) {
+        v.v_handle = const_cast<DLTensor*>(&array->dl_tensor());
+        code = kLoomDLTensor;
+        return;
+      }
+      break;
+    default: break;
+  }
+  LOOM_THROW(TypeError) << a.describe() << " cannot be passed to compiled code";
+}
+
+NDArray borrow(const DLTensor* t) {
+  if (!t) LOOM_THROW(Error) << "a null DLTensor";
+  std::vector<int64_t> shape(t->shape, t->shape + t->ndim);
+  if (t->strides) {
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; --i) {
+      if (shape[i] != 1 && t->strides[i] != expected) LOOM_THROW(Error) << "a non-compact DLTensor";
+      expected *= shape[i];
+    }
+  }
+  return NDArray::wrap(static_cast<char*>(t->data) + t->byte_offset, shape,
+                       DataType(static_cast<DataType::Code>(t->dtype.code), t->dtype.bits, t->dtype.lanes),
+                       Device{t->device.device_type, t->device.device_id});
+}
+
+Any from_value(const LoomValue& v, int32_t code) {
+  switch (code) {
+    case kLoomNull: return Any();
+    case kLoomInt: return Any(v.v_int64);
+    case kLoomFloat: return Any(v.v_float64);
+    case kLoomHandle: return Any(v.v_handle);
+    case kLoomStr: return Any(std::string(v.v_str ? v.v_str : ""));
+    case kLoomDLTensor: return Any(borrow(static_cast<const DLTensor*>(v.v_handle)));
+    default: LOOM_THROW(TypeError) << "unknown LoomValue type code " << code;
+  }
+}
+
+int32_t api_call_function(void* function, const LoomValue* args, const int32_t* codes, int32_t num_args,
+                          LoomValue* ret, int32_t* ret_code) {
+  try {
+    std::vector<Any> packed;
+    packed.reserve(num_args);
+    for (int32_t i = 0; i < num_args; ++i) packed.push_back(from_value(args[i], codes[i]));
+    Any result = static_cast<const FunctionNode*>(function)->body(packed.data(), num_args);
+    if (result.kind() == AnyKind::kStr) {
+      LOOM_THROW(TypeError) << "a function called from compiled code returned a str, which it cannot take";
+    }
+    to_value(result, *ret, *ret_code);
+    if (*ret_code == kLoomDLTensor) LOOM_THROW(TypeError) << "a function called from compiled code returned a tensor";
+    return 0;
+  } catch (const std::exception& e) {
+    api_set_last_error(e.what());
+    return -1;
+  }
+}
+
+int32_t api_parallel_for(int64_t begin, int64_t end, int32_t (*body)(int64_t, int64_t, void*), void* closure) {
+  return loom_parallel_for(begin, end, body, closure);
+}
+
+void* api_alloc_workspace(int32_t device_type, int32_t device_id, uint64_t bytes) {
+  try {
+    Device d{device_type, device_id};
+    return DeviceAPIRegistry::get(d).alloc_workspace(d, bytes);
+  } catch (const std::exception& e) {
+    api_set_last_error(e.what());
+    return nullptr;
+  }
+}
+
+int32_t api_free_workspace(int32_t device_type, int32_t device_id, void* ptr) {
+  try {
+    Device d{device_type, device_id};
+    DeviceAPIRegistry::get(d).free_workspace(d, ptr);
+    return 0;
+  } catch (const std::exception& e) {
+    api_set_last_error(e.what());
+    return -1;
+  }
+}
+
+int32_t api_get_function(void* module_ctx, const char* name, void** out);
+
+const LoomHostApi kHostApi = {LOOM_LIBRARY_ABI, &api_get_function,   &api_call_function, &api_set_last_error,
+                              &api_parallel_for, &api_alloc_workspace, &api_free_workspace};
+
+// Paths of libraries open in this process: dlopen of the same path gives
+// the same handle (and the same context slot), so a second open uses a
+// private copy.
+std::mutex open_paths_mutex;
+std::map<std::string, int>& open_paths() {
+  static auto* paths = new std::map<std::string, int>();
+  return *paths;
+}
+}  // namespace
+
+struct HostLibrary::Impl {
+  std::string path;         // as the user named it
+  std::string opened_path;  // canonical path of the file dlopen'ed
+  boost::dll::shared_library library;
+  std::vector<std::pair<std::string, LoomBackendFunc>> functions;
+  std::optional<std::string> blob;
+  void** context_slot = nullptr;
+  const ModuleNode* context = nullptr;
+  mutable std::mutex mutex;
+  std::map<std::string, Function> resolved;  // functions of imports called by name
+};
+
+namespace {
+int32_t api_get_function(void* module_ctx, const char* name, void** out) {
+  try {
+    auto* impl = static_cast<HostLibrary::Impl*>(module_ctx);
+    if (!impl || !impl->context) LOOM_THROW(Error) << "the library is not bound to a module";
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    auto found = impl->resolved.find(name);
+    if (found == impl->resolved.end()) {
+      Module context(ObjectPtr<Object>(const_cast<ModuleNode*>(impl->context)));
+      found = impl->resolved.emplace(name, context.get_function(name)).first;
+    }
+    *out = const_cast<FunctionNode*>(found->second.get());
+    return 0;
+  } catch (const std::exception& e) {
+    api_set_last_error(e.what());
+    return -1;
+  }
+}
+
+template <class T>
+T* symbol(boost::dll::shared_library& library, const char* name) {
+  return library.has(name) ? &library.get<T>(name) : nullptr;
+}
+}  // namespace
+
+HostLibrary::HostLibrary(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HostLibrary::~HostLibrary() {
+  std::lock_guard<std::mutex> lock(open_paths_mutex);
+  if (--open_paths()[impl_->opened_path] == 0) open_paths().erase(impl_->opened_path);
+}
+
+std::shared_ptr<HostLibrary> HostLibrary::open(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) LOOM_THROW(Error) << "cannot open library '" << path << "': " << ec.message();
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  std::lock_guard<std::mutex> lock(open_paths_mutex);
+  fs::path to_open = canonical;
+  std::optional<fs::path> private_dir;
+  if (open_paths().count(canonical.string())) {  // already open: use a private copy
+    std::string pattern = (fs::temp_directory_path() / "loom-lib-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) LOOM_THROW(Error) << "cannot create a temporary folder: " << std::strerror(errno);
+    private_dir = pattern;
+    to_open = *private_dir / canonical.filename();
+    fs::copy_file(canonical, to_open, ec);
+    if (ec) LOOM_THROW(Error) << "cannot copy library '" << path << "': " << ec.message();
+  }
+  try {
+    impl->library.load(to_open.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    if (private_dir) fs::remove_all(*private_dir, ec);
+    LOOM_THROW(Error) << "cannot open library '" << path << "': " << e.what();
+  }
+  if (private_dir) fs::remove_all(*private_dir, ec);  // the mapping stays valid
+  auto& library = impl->library;
+  const auto* abi = symbol<const uint32_t>(library, "__loom_library_abi");
+  if (!abi) {
+    LOOM_THROW(Error) << "'" << path << "' is not a Loom host library (it has no __loom_library_abi symbol)";
+  }
+  if (*abi != LOOM_LIBRARY_ABI) {
+    LOOM_THROW(Error) << "'" << path << "' uses host library ABI " << *abi << "; this Loom supports "
+                      << LOOM_LIBRARY_ABI;
+  }
+  auto* api_slot = symbol<const LoomHostApi*>(library, "__loom_host_api");
+  impl->context_slot = symbol<void*>(library, "__loom_module_ctx");
+  const auto* table = symbol<const LoomFunctionEntry>(library, "__loom_function_table");
+  if (!api_slot || !impl->context_slot || !table) {
+    LOOM_THROW(Error) << "'" << path << "' is not a complete Loom host library (it needs __loom_host_api, "
+                      << "__loom_module_ctx and __loom_function_table)";
+  }
+  *api_slot = &kHostApi;
+  *impl->context_slot = impl.get();
+  for (const LoomFunctionEntry* e = table; e->name; ++e) impl->functions.emplace_back(e->name, e->function);
+  const auto* blob = symbol<const char>(library, "__loom_module_blob");
+  const auto* blob_size = symbol<const uint64_t>(library, "__loom_module_blob_size");
+  if (blob && blob_size) impl->blob = std::string(blob, *blob_size);
+  impl->opened_path = canonical.string();
+  ++open_paths()[impl->opened_path];
+  return std::shared_ptr<HostLibrary>(new HostLibrary(std::move(impl)));
+}
+
+void HostLibrary::bind(const ModuleNode* context) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->context = context;
+  impl_->resolved.clear();
+}
+
+const std::string& HostLibrary::path() const { return impl_->path; }
+
+std::vector<std::string> HostLibrary::function_names() const {
+  std::vector<std::string> out;
+  for (const auto& f : impl_->functions) out.push_back(f.first);
+  return out;
+}
+
+std::optional<std::string> HostLibrary::blob() const { return impl_->blob; }
+
+std::optional<Function> HostLibrary::function(const std::string& name, const ObjectRef& keep_alive) const {
+  LoomBackendFunc fn = nullptr;
+  for (const auto& f : impl_->functions)
+    if (f.first == name) fn = f.second;
+  if (!fn) return std::nullopt;
+  return Function(
+      [fn, name, keep_alive](const Any* args, int32_t count) -> Any {
+        constexpr int kInline = 8;
+        LoomValue inline_values[kInline];
+        int32_t inline_codes[kInline];
+        std::vector<LoomValue> heap_values;
+        std::vector<int32_t> heap_codes;
+        LoomValue* values = inline_values;
+        int32_t* codes = inline_codes;
+        if (count > kInline) {
+          heap_values.resize(count);
+          heap_codes.resize(count);
+          values = heap_values.data();
+          codes = heap_codes.data();
+        }
+        for (int32_t i = 0; i < count; ++i) {
+          try {
+            to_value(args[i], values[i], codes[i]);
+          } catch (const Error& e) {
+            LOOM_THROW(TypeError) << name << ": argument " << i << ": " << e.what();
+          }
+        }
+        LoomValue ret{};
+        int32_t ret_code = kLoomNull;
+        if (fn(values, codes, count, &ret, &ret_code, nullptr) != 0) {
+          LOOM_THROW(Error) << name << ": " << (last_error.empty() ? "failed without a message" : last_error);
+        }
+        if (ret_code == kLoomDLTensor) LOOM_THROW(TypeError) << name << " returned a tensor (use destination passing)";
+        return from_value(ret, ret_code);
+      },
+      name);
+}
+
+// ---- the library module -----------------------------------------------------------
+std::optional<Function> LibraryModuleNode::own_function(const std::string& name) const {
+  return library->function(name, ObjectRef(ObjectPtr<Object>(const_cast<LibraryModuleNode*>(this))));
+}
+
+std::vector<std::string> LibraryModuleNode::function_names() const { return library->function_names(); }
+
+std::string LibraryModuleNode::save_to_binary() const {
+  LOOM_THROW(Error) << "the library module of '" << library->path()
+                    << "' holds linked machine code; it cannot be serialized or exported again";
+}
+
+// ---- linking ----------------------------------------------------------------------
+namespace {
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "loom-link-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) LOOM_THROW(Error) << "cannot create a temporary folder: " << std::strerror(errno);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) LOOM_THROW(Error) << "cannot write '" << path.string() << "'";
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs argv, output to `log`; the exit status (or -1 when it did not start).
+int run(const std::vector<std::string>& argv, const fs::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == ' ') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\%03o", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+// The table, ABI marker and runtime slots of c_backend_api.h.
+std::string table_source(const std::vector<std::pair<std::string, std::string>>& functions) {
+  std::ostringstream c;
+  c << "/* Generated by Loom (loom/runtime/c_backend_api.h). */\n"
+    << "#include <stdint.h>\n"
+    << "typedef int32_t (*LoomBackendFunc)(const void*, const int32_t*, int32_t, void*, int32_t*, void*);\n"
+    << "typedef struct { const char* name; LoomBackendFunc function; } LoomFunctionEntry;\n";
+  std::set<std::string> declared;
+  for (const auto& f : functions)
+    if (declared.insert(f.second).second)
+      c << "int32_t " << f.second << "(const void*, const int32_t*, int32_t, void*, int32_t*, void*);\n";
+  c << "const uint32_t __loom_library_abi = " << LOOM_LIBRARY_ABI << "u;\n"
+    << "const void* __loom_host_api = 0;\n"
+    << "void* __loom_module_ctx = 0;\n"
+    << "const LoomFunctionEntry __loom_function_table[] = {\n";
+  for (const auto& f : functions) c << "  {" << c_string(f.first) << ", " << f.second << "},\n";
+  c << "  {0, 0}};\n";
+  return c.str();
+}
+
+// The blob, included byte for byte by the assembler.
+std::string blob_assembly(const fs::path& blob_file, size_t size) {
+  std::string quoted;
+  for (char ch : blob_file.string()) {
+    if (ch == '"' || ch == '\\') quoted += '\\';
+    quoted += ch;
+  }
+  std::ostringstream s;
+  s << "  .section .rodata.loom_blob,\"a\"\n"
+    << "  .globl __loom_module_blob\n"
+    << "  .balign 64\n"
+    << "__loom_module_blob:\n"
+    << "  .incbin \"" << quoted << "\"\n"
+    << "  .globl __loom_module_blob_size\n"
+    << "  .balign 8\n"
+    << "__loom_module_blob_size:\n"
+    << "  .quad " << size << "\n"
+    << "  .section .note.GNU-stack,\"\",%progbits\n";
+  return s.str();
+}
+}  // namespace
+
+void link_host_library(const std::vector<LinkedCode>& code, const std::string& blob, const std::string& output) {
+  TempDir dir;
+  std::vector<std::string> argv;
+  const char* cc = std::getenv("CC");
+  argv.push_back(cc && *cc ? cc : "cc");
+  for (const char* flag : {"-shared", "-fPIC", "-O2", "-Wl,--no-undefined", "-o"}) argv.push_back(flag);
+  fs::path out = fs::absolute(output);
+  fs::path partial = out.parent_path() / ("." + out.filename().string() + ".partial");
+  argv.push_back(partial.string());
+
+  std::vector<std::pair<std::string, std::string>> functions;
+  std::map<std::string, size_t> seen;
+  for (size_t m = 0; m < code.size(); ++m) {
+    for (const auto& [name, contents] : code[m].files) {
+      fs::path file = dir.path() / ("m" + std::to_string(m) + "_" + fs::path(name).filename().string());
+      write_file(file, contents);
+      argv.push_back(file.string());
+    }
+    for (const auto& [name, symbol_name] : code[m].functions) {
+      if (!is_identifier(symbol_name)) {
+        LOOM_THROW(Error) << "export: function '" << name << "' has the symbol '" << symbol_name
+                          << "', which is not a C identifier";
+      }
+      if (!seen.emplace(name, m).second) {
+        LOOM_THROW(Error) << "export: two modules of the tree define host function '" << name << "'";
+      }
+      functions.emplace_back(name, symbol_name);
+    }
+  }
+  write_file(dir.path() / "loom_table.c", table_source(functions));
+  argv.push_back((dir.path() / "loom_table.c").string());
+  if (!blob.empty()) {
+    write_file(dir.path() / "loom_blob.bin", blob);
+    write_file(dir.path() / "loom_blob.s", blob_assembly(dir.path() / "loom_blob.bin", blob.size()));
+    argv.push_back((dir.path() / "loom_blob.s").string());
+  }
+  argv.push_back("-lm");
+  fs::path log = dir.path() / "link.log";
+  int status = run(argv, log);
+  if (status != 0) {
+    std::error_code ec;
+    fs::remove(partial, ec);
+    if (status < 0) {
+      LOOM_THROW(Error) << "export: cannot run the C compiler '" << argv[0] << "' (set CC to one that exists)";
+    }
+    LOOM_THROW(Error) << "export: '" << argv[0] << "' failed (exit " << status << ") linking '" << output
+                      << "':\n" << read_file(log);
+  }
+  std::error_code ec;
+  fs::rename(partial, out, ec);
+  if (ec) LOOM_THROW(Error) << "export: cannot write '" << output << "': " << ec.message();
+}
+
+std::shared_ptr<HostLibrary> build_host_library(const LinkedCode& code, const ModuleNode* context) {
+  TempDir dir;
+  fs::path file = dir.path() / "host.so";
+  link_host_library({code}, "", file.string());
+  auto library = HostLibrary::open(file.string());
+  library->bind(context);
+  return library;  // the mapping outlives the file
+}
+
+void export_library(const Module& root, const std::string& path) {
+  if (!root.defined()) LOOM_THROW(Error) << "export_library of an undefined module";
+  std::vector<LinkedCode> code;
+  std::unordered_set<const ModuleNode*> visited;
+  std::function<void(const Module&)> collect = [&](const Module& m) {
+    if (!visited.insert(m.get()).second) return;
+    if (auto linked = m->linked_code()) code.push_back(std::move(*linked));
+    for (const Module& child : m.imports()) collect(child);
+  };
+  collect(root);
+  link_host_library(code, save_module_tree(root), path);
+}
+
+Module load_module(const std::string& path) {
+  if (!fs::exists(path)) LOOM_THROW(Error) << "load_module: no file '" << path << "'";
+  auto library = HostLibrary::open(path);
+  auto node = make_object<LibraryModuleNode>();
+  node->library = library;
+  library->bind(node.get());
+  Module module(node);
+  auto blob = library->blob();
+  if (!blob) return module;
+  try {
+    return load_module_tree(*blob, module);
+  } catch (const Error& e) {
+    LOOM_THROW(Error) << "load_module '" << path << "': " << e.what();
+  }
+}
+
+}  // namespace loom::runtime
