@@ -182,9 +182,13 @@ NDArray NDArray::view(const std::vector<int64_t>& shape) const {
 
 NDArray NDArray::wrap(void* data, const std::vector<int64_t>& shape, DataType dtype, Device device,
                       ObjectRef owner) {
+  return wrap_shape(data, Array(std::vector<Any>(shape.begin(), shape.end())), dtype, device, std::move(owner));
+}
+
+NDArray NDArray::wrap_shape(void* data, const Array& shape, DataType dtype, Device device, ObjectRef owner) {
   auto node = make_object<NDArrayNode>();
   node->dtype = dtype;
-  node->shape = Array(std::vector<Any>(shape.begin(), shape.end()));
+  node->shape = shape;
   node->device = device;
   node->sync_tensor();
   node->tensor_.data = data;

@@ -188,6 +188,7 @@ struct AllocSite {
   DataType dtype;
   std::vector<ObjectRef> shape;           // PrimExprs
   std::optional<std::vector<int64_t>> static_shape;
+  Array static_shape_array;  // shared by every tensor of a static site
   int32_t storage;
 };
 
@@ -256,7 +257,7 @@ FunctionRt decode(const VMFunctionDefNode& def) {
   for (const Any& a : def.allocs) {
     const auto* node = a.as_object_ref().as<VMAllocNode>();
     if (!node) bad("an allocation site is not a runtime.VMAlloc");
-    AllocSite site{node->dtype, {}, std::vector<int64_t>{}, static_cast<int32_t>(node->storage)};
+    AllocSite site{node->dtype, {}, std::vector<int64_t>{}, Array(), static_cast<int32_t>(node->storage)};
     if (site.storage >= static_cast<int32_t>(f.storage_sizes.size())) bad("an allocation names a missing storage");
     for (const Any& d : node->shape) {
       site.shape.push_back(d.as_object_ref());
@@ -266,6 +267,7 @@ FunctionRt decode(const VMFunctionDefNode& def) {
         site.static_shape.reset();
       }
     }
+    if (site.static_shape) site.static_shape_array = Array(std::vector<Any>(site.static_shape->begin(), site.static_shape->end()));
     f.allocs.push_back(std::move(site));
   }
   for (const Any& t : def.types) f.types.push_back(t.cast<Type>());
@@ -283,12 +285,13 @@ class ArenaNode : public Object {
   LOOM_OBJECT(ArenaNode, Object, "runtime.VMArena");
 };
 
-bool truthy(const Any& v, const std::string& where) {
+bool truthy(const Any& v, const std::string& function) {
+  auto where = [&] { return "@" + function; };
   if (v.kind() == AnyKind::kBool) return v.as_bool();
   if (v.kind() == AnyKind::kInt) return v.as_int() != 0;
   if (const auto* a = dynamic_cast<const NDArrayNode*>(v.object())) {
     if (a->numel() != 1 || a->device.device_type != Device::kCPU) {
-      LOOM_THROW(Error) << where << ": the condition of an If must be a one-element host tensor, got "
+      LOOM_THROW(Error) << where() << ": the condition of an If must be a one-element host tensor, got "
                         << a->numel() << " elements on " << a->device.to_string();
     }
     const void* p = a->data();
@@ -302,99 +305,109 @@ bool truthy(const Any& v, const std::string& where) {
       }
     }
   }
-  LOOM_THROW(Error) << where << ": the condition of an If must be a bool, an int or a one-element tensor, got "
+  LOOM_THROW(Error) << where() << ": the condition of an If must be a bool, an int or a one-element tensor, got "
                     << v.describe();
 }
 
-// Checks `value` against `type`; binds symbolic dimensions (first pass)
-// or checks them (bind == false).  `what` names the value in messages.
-void check_value(const Any& value, const Type& type, const std::string& what, const FunctionRt& f,
-                 std::vector<int64_t>& bound, std::vector<std::string>& bound_by, bool bind) {
-  if (!type.defined()) return;
-  if (const auto* t = type.as<ir::TensorTypeNode>()) {
-    const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
-    if (!a) LOOM_THROW(TypeError) << what << " must be a tensor of " << ir::to_text(Any(type)) << ", got " << value.describe();
-    if (!bind) return;
-    if (a->dtype != t->dtype) {
-      LOOM_THROW(TypeError) << what << " has dtype " << a->dtype.to_string() << "; expected " << t->dtype.to_string();
-    }
-    if (a->device.device_type != Device::kCPU) {
-      LOOM_THROW(Error) << what << " is on " << a->device.to_string() << "; @" << f.name << " runs on cpu:0";
-    }
-    if (!a->is_contiguous()) {
-      LOOM_THROW(Error) << what << " is not contiguous; compiled code needs compact row-major tensors";
-    }
-    if (t->unknown_rank()) return;
-    std::vector<int64_t> shape;
-    for (const Any& d : a->shape) shape.push_back(d.as_int());
-    auto expected = [&] { return ir::to_text(Any(type)); };
-    if (shape.size() != t->shape.size()) {
-      LOOM_THROW(Error) << what << " has shape " << shape_text(shape) << "; expected " << expected();
-    }
-    for (size_t i = 0; i < shape.size(); ++i) {
-      ObjectRef dim = t->shape[i].as_object_ref();
-      if (auto c = constant_of(dim)) {
-        if (*c != shape[i]) {
-          LOOM_THROW(Error) << what << " has shape " << shape_text(shape) << "; expected " << expected()
-                            << " (dimension " << i << " must be " << *c << ")";
-        }
-      } else if (dim.as<tir::VarNode>()) {
-        int slot = f.slots.at(dim.get());
-        std::string var = "%" + dim.as<tir::VarNode>()->name;
-        if (bound[slot] == INT64_MIN) {
-          bound[slot] = shape[i];
-          bound_by[slot] = what;
-        } else if (bound[slot] != shape[i]) {
-          LOOM_THROW(Error) << what << " has shape " << shape_text(shape) << "; expected " << expected()
-                            << " (dimension " << i << " is " << shape[i] << ", but " << var << " is " << bound[slot]
-                            << " from " << bound_by[slot] << ")";
-        }
-      }
-    }
-    return;
-  }
-  if (const auto* t = type.as<ir::TupleTypeNode>()) {
-    const auto* a = dynamic_cast<const ArrayNode*>(value.object());
-    if (!a || a->items.size() != t->fields.size()) {
-      LOOM_THROW(TypeError) << what << " must be a tuple of " << t->fields.size() << " values, got " << value.describe();
-    }
-    for (size_t i = 0; i < t->fields.size(); ++i) {
-      check_value(a->items[i], t->fields[i].cast<Type>(), what + " field " + std::to_string(i), f, bound, bound_by,
-                  bind);
-    }
-    return;
-  }
-  if (const auto* t = type.as<ir::PrimTypeNode>()) {
-    bool ok = t->dtype.code == DataType::kFloat
-                  ? value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt
-                  : (t->dtype.code == DataType::kBool ? value.kind() == AnyKind::kBool
-                                                      : value.kind() == AnyKind::kInt);
-    if (!ok) LOOM_THROW(TypeError) << what << " must be a " << t->dtype.to_string() << ", got " << value.describe();
-  }
-}
+// Names a value in messages; built only when a message needs it.
+using Label = std::function<std::string()>;
 
-// Composite dimensions (not a constant or a lone variable), once every
-// variable is bound.
-void check_composite_dims(const Any& value, const Type& type, const std::string& what, const FunctionRt& f,
-                          const std::vector<int64_t>& bound) {
-  if (const auto* t = type.as<ir::TensorTypeNode>()) {
-    if (t->unknown_rank()) return;
-    const auto* a = static_cast<const NDArrayNode*>(value.object());
-    for (size_t i = 0; i < t->shape.size(); ++i) {
-      ObjectRef dim = t->shape[i].as_object_ref();
-      if (constant_of(dim) || dim.as<tir::VarNode>()) continue;
-      int64_t want = evaluate(dim, f.slots, bound), got = a->shape[i].as_int();
-      if (want != got) {
-        LOOM_THROW(Error) << what << ": dimension " << i << " is " << got << "; expected "
-                          << ir::to_text(Any(dim)) << " = " << want;
+struct InputChecker {
+  const FunctionRt& f;
+  std::vector<int64_t> bound;
+  std::vector<int> bound_by;
+
+  explicit InputChecker(const FunctionRt& fn) : f(fn), bound(fn.shape_vars.size(), INT64_MIN), bound_by(fn.shape_vars.size(), -1) {}
+
+  std::string argument(int i) const { return "@" + f.name + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")"; }
+
+  void check(const Any& value, const Type& type, const Label& what, int arg) {
+    if (!type.defined()) return;
+    if (const auto* t = type.as<ir::TensorTypeNode>()) {
+      const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
+      if (!a) {
+        LOOM_THROW(TypeError) << what() << " must be a tensor of " << ir::to_text(Any(type)) << ", got "
+                              << value.describe();
       }
+      if (a->dtype != t->dtype) {
+        LOOM_THROW(TypeError) << what() << " has dtype " << a->dtype.to_string() << "; expected "
+                              << t->dtype.to_string();
+      }
+      if (a->device.device_type != Device::kCPU) {
+        LOOM_THROW(Error) << what() << " is on " << a->device.to_string() << "; @" << f.name << " runs on cpu:0";
+      }
+      if (!a->is_contiguous()) {
+        LOOM_THROW(Error) << what() << " is not contiguous; compiled code needs compact row-major tensors";
+      }
+      if (t->unknown_rank()) return;
+      const DLTensor& dl = a->dl_tensor();
+      auto shape = [&] { return shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)); };
+      auto expected = [&] { return ir::to_text(Any(type)); };
+      if (static_cast<size_t>(dl.ndim) != t->shape.size()) {
+        LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << expected();
+      }
+      for (int i = 0; i < dl.ndim; ++i) {
+        const Object* dim = t->shape[i].object();
+        if (const auto* c = dynamic_cast<const tir::IntImmNode*>(dim)) {
+          if (c->value != dl.shape[i]) {
+            LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << expected() << " (dimension "
+                              << i << " must be " << c->value << ")";
+          }
+        } else if (const auto* var = dynamic_cast<const tir::VarNode*>(dim)) {
+          int slot = f.slots.at(dim);
+          if (bound[slot] == INT64_MIN) {
+            bound[slot] = dl.shape[i];
+            bound_by[slot] = arg;
+          } else if (bound[slot] != dl.shape[i]) {
+            LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << expected() << " (dimension "
+                              << i << " is " << dl.shape[i] << ", but %" << var->name << " is " << bound[slot]
+                              << " from " << argument(bound_by[slot]) << ")";
+          }
+        }
+      }
+      return;
     }
-  } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
-    const auto* a = static_cast<const ArrayNode*>(value.object());
-    for (size_t i = 0; i < t->fields.size(); ++i)
-      check_composite_dims(a->items[i], t->fields[i].cast<Type>(), what, f, bound);
+    if (const auto* t = type.as<ir::TupleTypeNode>()) {
+      const auto* a = dynamic_cast<const ArrayNode*>(value.object());
+      if (!a || a->items.size() != t->fields.size()) {
+        LOOM_THROW(TypeError) << what() << " must be a tuple of " << t->fields.size() << " values, got "
+                              << value.describe();
+      }
+      for (size_t i = 0; i < t->fields.size(); ++i) {
+        check(a->items[i], t->fields[i].cast<Type>(), [&] { return what() + " field " + std::to_string(i); }, arg);
+      }
+      return;
+    }
+    if (const auto* t = type.as<ir::PrimTypeNode>()) {
+      bool ok = t->dtype.code == DataType::kFloat
+                    ? value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt
+                    : (t->dtype.code == DataType::kBool ? value.kind() == AnyKind::kBool
+                                                        : value.kind() == AnyKind::kInt);
+      if (!ok) LOOM_THROW(TypeError) << what() << " must be a " << t->dtype.to_string() << ", got " << value.describe();
+    }
   }
-}
+
+  // Composite dimensions (not a constant or a lone variable), once every
+  // variable is bound.
+  void check_composite(const Any& value, const Type& type, const Label& what) {
+    if (const auto* t = type.as<ir::TensorTypeNode>()) {
+      if (t->unknown_rank()) return;
+      const auto* a = static_cast<const NDArrayNode*>(value.object());
+      for (size_t i = 0; i < t->shape.size(); ++i) {
+        ObjectRef dim = t->shape[i].as_object_ref();
+        if (constant_of(dim) || dim.as<tir::VarNode>()) continue;
+        int64_t want = evaluate(dim, f.slots, bound), got = a->dl_tensor().shape[i];
+        if (want != got) {
+          LOOM_THROW(Error) << what() << ": dimension " << i << " is " << got << "; expected "
+                            << ir::to_text(Any(dim)) << " = " << want;
+        }
+      }
+    } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
+      const auto* a = static_cast<const ArrayNode*>(value.object());
+      for (size_t i = 0; i < t->fields.size(); ++i) check_composite(a->items[i], t->fields[i].cast<Type>(), what);
+    }
+  }
+};
 
 // A call_packed result against its declared type (no binding).
 void check_result(const Any& value, const Type& type, const std::string& what) {
@@ -483,16 +496,19 @@ void VMModuleNode::resolve() const {
 Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   if (!resolved_.load(std::memory_order_acquire)) resolve();
   const FunctionRt& f = functions[index];
-  const std::string where = "@" + f.name;
+  auto where = [&] { return "@" + f.name; };
   if (count != static_cast<int32_t>(f.param_types.size())) {
-    LOOM_THROW(TypeError) << where << " takes " << f.param_types.size() << " argument"
+    LOOM_THROW(TypeError) << where() << " takes " << f.param_types.size() << " argument"
                           << (f.param_types.size() == 1 ? "" : "s") << ", got " << count;
   }
-  std::vector<int64_t> bound(f.shape_vars.size(), INT64_MIN);
-  std::vector<std::string> bound_by(f.shape_vars.size());
-  auto arg_name = [&](int32_t i) { return where + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")"; };
-  for (int32_t i = 0; i < count; ++i) check_value(args[i], f.param_types[i], arg_name(i), f, bound, bound_by, true);
-  for (int32_t i = 0; i < count; ++i) check_composite_dims(args[i], f.param_types[i], arg_name(i), f, bound);
+  InputChecker checker(f);
+  for (int32_t i = 0; i < count; ++i) {
+    checker.check(args[i], f.param_types[i], [&] { return checker.argument(i); }, i);
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    checker.check_composite(args[i], f.param_types[i], [&] { return checker.argument(i); });
+  }
+  const std::vector<int64_t>& bound = checker.bound;
 
   std::vector<Any> regs(f.num_registers);
   for (int32_t i = 0; i < count; ++i) regs[i] = args[i];
@@ -531,6 +547,11 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         break;
       case kAlloc: {
         const AllocSite& site = f.allocs[in.a];
+        if (site.static_shape && site.storage >= 0) {
+          regs[in.dst] = NDArray::wrap_shape(base + (*offsets)[site.storage], site.static_shape_array, site.dtype, device, arena);
+          ++pc;
+          break;
+        }
         if (site.static_shape) {
           shape = *site.static_shape;
         } else {
@@ -563,7 +584,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
           std::string callee = in.op == kCallGraph ? "@" + functions[in.a].name
                                : in.op == kCallDPS ? "@" + callees[in.a].substr(4)
                                                    : "call_packed '" + callees[in.a].substr(7) + "'";
-          LOOM_THROW(Error) << where << ": " << callee << ": " << e.what();
+          LOOM_THROW(Error) << where() << ": " << callee << ": " << e.what();
         }
         ++pc;
         break;
@@ -578,7 +599,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
       case kGetItem: {
         const auto* tuple = dynamic_cast<const ArrayNode*>(regs[in.a].object());
         if (!tuple || in.b < 0 || static_cast<size_t>(in.b) >= tuple->items.size()) {
-          LOOM_THROW(Error) << where << ": item " << in.b << " of " << regs[in.a].describe();
+          LOOM_THROW(Error) << where() << ": item " << in.b << " of " << regs[in.a].describe();
         }
         regs[in.dst] = tuple->items[in.b];
         ++pc;
@@ -589,7 +610,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         ++pc;
         break;
       case kIfNot:
-        pc = truthy(regs[in.a], where) ? pc + 1 : static_cast<size_t>(in.b);
+        pc = truthy(regs[in.a], f.name) ? pc + 1 : static_cast<size_t>(in.b);
         break;
       case kGoto:
         pc = static_cast<size_t>(in.a);

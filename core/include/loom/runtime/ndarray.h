@@ -79,6 +79,9 @@ class NDArray : public ObjectRef {
   // array.  Without an owner the caller keeps the memory valid.
   static NDArray wrap(void* data, const std::vector<int64_t>& shape, DataType dtype, Device device,
                       ObjectRef owner = ObjectRef());
+  // As above, sharing `shape` (an Array of int) instead of building one.
+  static NDArray wrap_shape(void* data, const Array& shape, DataType dtype, Device device,
+                            ObjectRef owner = ObjectRef());
   // Copies `other` (same dtype and shape, any device with an API) into this.
   void copy_from(const NDArray& other) const;
   NDArray copy_to(Device device) const;
