@@ -18,6 +18,8 @@
 #include "loom/object/function.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
+#include "loom/runtime/library.h"
+#include "loom/runtime/vm.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
@@ -49,6 +51,10 @@ Commands:
                               types; exit 1 with every diagnostic
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
+  inspect LIBRARY.so [--source FORMAT]
+                              load a library written by export_library and print its
+                              module tree (kind, functions, memory plans); --source
+                              prints each module's source in FORMAT (bytecode, c, ...)
   call FUNCTION [ARG...]      call a registered function, loading its plugin on demand;
                               ARGs that read as integers, floats, true or false are
                               passed as such, anything else as a string
@@ -402,6 +408,42 @@ int build(const BuildOptions& o) {
   return 0;
 }
 
+void print_module_tree(const loom::runtime::Module& m, int depth, const std::string& source_format) {
+  std::string indent(2 * depth, ' ');
+  auto names = m->function_names();
+  std::cout << indent << m->type_key() << ": " << names.size() << " function" << (names.size() == 1 ? "" : "s");
+  if (!names.empty()) std::cout << " (" << loom::join(names, ", ") << ")";
+  std::cout << "\n";
+  if (m->type_key() == "vm") {
+    for (const auto& name : names) {
+      auto plan = loom::runtime::memory_plan(m, name);
+      std::cout << indent << "  @" << name << ": " << plan.planned_tensors << " planned tensors in " << plan.storages
+                << " storages, peak " << plan.peak_bytes << " bytes (one buffer each: " << plan.naive_bytes
+                << "), " << plan.output_tensors << " outputs\n";
+    }
+  }
+  if (!source_format.empty()) {
+    try {
+      std::cout << m->inspect_source(source_format);
+    } catch (const std::exception& e) {
+      std::cout << indent << "  (" << e.what() << ")\n";
+    }
+  }
+  for (const auto& child : m.imports()) print_module_tree(child, depth + 1, source_format);
+}
+
+int inspect(const std::string& path, const std::string& source_format) {
+  try {
+    loom::runtime::Module m = loom::runtime::load_module(path);
+    std::cout << path << "\n";
+    print_module_tree(m, 1, source_format);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "loomc: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 int run(std::vector<std::string> args) {
   // Everything after `call FUNCTION` is an argument of the call, verbatim
   // (negative numbers look like options).
@@ -420,6 +462,8 @@ int run(std::vector<std::string> args) {
                                                 {"-o", &build_options.output},
                                                 {"--emit", &build_options.emit},
                                                 {"--dump-ir", &build_options.dump_ir}};
+  std::string source_format;
+  valued["--source"] = &source_format;
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string& a = args[k];
     auto option = valued.find(a);
@@ -488,13 +532,17 @@ int run(std::vector<std::string> args) {
     if (positional.size() != 2) return usage_error(command + " takes one file");
     return command == "check" ? check(positional[1]) : fmt(positional[1], check_only);
   }
+  if (command == "inspect") {
+    if (positional.size() != 2) return usage_error("inspect takes one library file");
+    return inspect(positional[1], source_format);
+  }
   if (command == "call") {
     if (positional.size() < 2) return usage_error("call needs a function name");
     return call(positional[1], call_args);
   }
   return usage_error("unknown command '" + command + "'" +
                      loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
-                                                  "targets", "build"}));
+                                                  "targets", "build", "inspect"}));
 }
 
 }  // namespace

@@ -191,6 +191,22 @@ TEST(HostLibrary, MissingLoaderNamesTheTypeKeyAndThePlugin) {
                      "fx_scale's .so on LOOM_PLUGIN_PATH\n");
 }
 
+TEST(HostLibrary, LoomcInspectPrintsTheTree) {
+  test::TempDir dir;
+  std::string path = dir.file("model.so");
+  export_library(sample_tree(), path);
+  auto result = test::run_command("LOOM_PLUGIN_PATH='" + kChostDir + ":" + kScaleDir + "' '" + LOOM_TEST_LOOMC +
+                                  "' inspect '" + path + "'");
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(result.output, path + "\n  library: 2 functions (run, fail)\n    test_scale: 1 function (twice)\n"
+                                  "      test_scale: 1 function (half)\n");
+  result = test::run_command("LOOM_PLUGIN_PATH='" + kChostDir + "' '" + LOOM_TEST_LOOMC + "' inspect '" + path + "'");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.output.find("loomc: load_module '" + path + "': no loader for modules of type 'test_scale'"),
+            std::string::npos)
+      << result.output;
+}
+
 TEST(HostLibrary, TreesWithoutHostCodeExportToo) {
   test::TempDir dir;
   std::string path = dir.file("scale.so");
