@@ -52,6 +52,15 @@ inline std::vector<ExpectedErrorFile> expected_error_files(const std::string& di
   return out;
 }
 
+// `n` uniform floats in [lo, hi) from a fixed seed.
+inline std::vector<float> random_floats(size_t n, unsigned seed, float lo = -10, float hi = 10) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(n);
+  for (auto& v : out) v = dist(rng);
+  return out;
+}
+
 // Runs a shell command; its exit status and its stdout and stderr together.
 struct CommandResult {
   int status;

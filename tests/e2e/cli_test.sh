@@ -114,8 +114,20 @@ grep -q -- "-> Tensor\[(%batch, 16), float32\]" "$tmpb/out.loom" || fail "build 
 expect_output build-bad-config 1 "01_unknown_top_level_key.yaml:4:1: unknown key 'pipline'" -- \
   "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/tests/fixtures/config/errors/01_unknown_top_level_key.yaml"
 expect_output build-no-config 2 "build needs --config" -- "$LOOMC" build "$IR/valid/dps_chain.loom"
-expect_output build-emit 1 "--emit so: no codegen is available yet" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
+expect_output build-emit 2 "--emit takes ir or lib, got 'so'" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
   --config "$SOURCE_DIR/configs/host.yaml" --emit so
+expect_output build-lib-needs-o 2 "--emit lib needs -o FILE.so" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
+  --config "$SOURCE_DIR/configs/ref.yaml" --emit lib
+expect_output build-no-codegen 1 "no codegen for target kind 'cpu'" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
+  --config "$SOURCE_DIR/configs/host.yaml" -o "$tmpb/host.so"
+# A library through the ref target: the VM over the graph function, the ref
+# module with the prim functions.
+expect_output build-lib 0 "^$" -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/configs/ref.yaml" -o "$tmpb/chain.so"
+expect_output inspect-vm 0 "^  vm: 1 function \(main\)$" -- "$LOOMC" inspect "$tmpb/chain.so"
+expect_output inspect-plan 0 "@main: 1 planned tensors in 1 storages, peak %batch \* 64 bytes" -- "$LOOMC" inspect "$tmpb/chain.so"
+expect_output inspect-ref 0 "^    ref: 2 functions \(relu, scale\)$" -- "$LOOMC" inspect "$tmpb/chain.so"
+expect_output inspect-source 0 "call_dps dps:scale" -- "$LOOMC" inspect "$tmpb/chain.so" --source bytecode
+expect_output inspect-missing 1 "load_module: no file" -- "$LOOMC" inspect "$tmpb/none.so"
 printf 'target:\n  kind: cpu\n  vector-bits: 0\npipeline:\n  config: {tir.vectorize: true}\n' > "$tmpb/scalar.yaml"
 expect_output build-warning 0 "scalar.yaml:5:12: warning: pipeline config 'tir.vectorize: true' contradicts the target" -- \
   "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpb/scalar.yaml" -o "$tmpb/x.loom"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loom/config/config.h"
+#include "loom/driver/build.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/object/function.h"
@@ -42,11 +43,12 @@ Commands:
   functions list [--json]     list registered functions (core and loaded plugins)
   passes list [--json]        registered passes: opt level, requirements, options, owner
   targets list [--json]       target kinds with their attributes, and tags
-  build INPUT.loom --config FILE.yaml [-o OUT] [--emit ir] [--dump-ir DIR] [--timing]
+  build INPUT.loom --config FILE.yaml [-o OUT] [--emit ir|lib] [--dump-ir DIR] [--timing]
                               store the config's target in the module, run its
-                              pipeline and write the result (--emit ir: the
-                              transformed module as text; the default until a
-                              codegen plugin exists)
+                              pipeline and write the result: --emit ir, the
+                              transformed module as text; --emit lib (the default
+                              when OUT ends in .so), a library built by the target's
+                              codegen and the VM, for 'loomc inspect' and load_module
   check FILE.loom             parse a module, check it is well formed and infer its
                               types; exit 1 with every diagnostic
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
@@ -379,22 +381,30 @@ int targets_list(bool as_json) {
 }
 
 struct BuildOptions {
-  std::string input, config, output, emit = "ir", dump_ir;
+  std::string input, config, output, emit, dump_ir;
   bool timing = false;
 };
 
 int build(const BuildOptions& o) {
   if (o.config.empty()) return usage_error("build needs --config FILE.yaml (for example configs/host.yaml)");
-  if (o.emit != "ir") {
-    LOOM_THROW(Error) << "--emit " << o.emit << ": no codegen is available yet (codegen plugins arrive later); "
-                            << "use --emit ir";
-  }
+  // --emit: ir (the transformed module as text) or lib (a library, through
+  // the target's codegen); by default lib when -o names a .so, else ir.
+  std::string emit = o.emit;
+  if (emit.empty()) emit = loom::ends_with(o.output, ".so") ? "lib" : "ir";
+  if (emit != "ir" && emit != "lib") return usage_error("--emit takes ir or lib, got '" + emit + "'");
+  if (emit == "lib" && o.output.empty()) return usage_error("--emit lib needs -o FILE.so");
   loom::config::Config config = loom::config::load_config(o.config);
   for (const auto& warning : config.warnings) std::cerr << warning << "\n";
   loom::ir::IRModule module = config.constrain(parse_file(o.input));
   auto timing = std::make_shared<loom::transform::TimingInstrument>();
   if (o.timing) config.context.instruments.push_back(timing);
   if (!o.dump_ir.empty()) config.context.instruments.push_back(std::make_shared<loom::transform::DumpIRInstrument>(o.dump_ir));
+  if (emit == "lib") {
+    loom::runtime::Module built = loom::driver::build(module, config);
+    loom::runtime::export_library(built, o.output);
+    if (o.timing) std::cerr << timing->report();
+    return 0;
+  }
   loom::ir::IRModule result = config.pipeline()(module, config.context);
   std::string text = loom::ir::print_module(result);
   if (o.output.empty()) {

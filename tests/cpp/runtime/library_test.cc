@@ -90,16 +90,8 @@ Module sample_tree() {
   return host;
 }
 
-std::vector<float> random_floats(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-10, 10);
-  std::vector<float> out(n);
-  for (auto& v : out) v = dist(rng);
-  return out;
-}
-
 void expect_run_matches(const Module& m, int64_t n) {
-  std::vector<float> values = random_floats(n, static_cast<unsigned>(n));
+  std::vector<float> values = test::random_floats(static_cast<size_t>(n), static_cast<unsigned>(n));
   NDArray x = NDArray::empty({n}, DataType::Float(32));
   NDArray y = NDArray::empty({n}, DataType::Float(32));
   std::copy(values.begin(), values.end(), x.data_as<float>());

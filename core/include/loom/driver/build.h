@@ -1,0 +1,27 @@
+// The compile flow of DESIGN.md in one call (docs/runtime.md, "Building"):
+// store the target (C1) in the module, run the pipeline under its
+// PassContext (C0), build the prim and extern functions with the codegen of
+// the target's kind, compile the graph functions for the VM and import the
+// kernels into it.
+#ifndef LOOM_DRIVER_BUILD_H_
+#define LOOM_DRIVER_BUILD_H_
+
+#include "loom/config/config.h"
+#include "loom/runtime/module.h"
+
+namespace loom::driver {
+
+// With a config (target, host, placement, pipeline, pass context).
+runtime::Module build(const ir::IRModule& module, const config::Config& config);
+
+// With a target and no passes: the module must already be lowered.
+runtime::Module build(const ir::IRModule& module, const target::Target& target);
+
+// The codegen step alone: the prim and extern functions of an already
+// constrained and lowered module, built by the codegen of `target`'s kind.
+// Undefined when the module has none.
+runtime::Module build_kernels(const ir::IRModule& module, const target::Target& target);
+
+}  // namespace loom::driver
+
+#endif  // LOOM_DRIVER_BUILD_H_

@@ -1,0 +1,50 @@
+#include "loom/driver/build.h"
+
+#include "loom/ir/function.h"
+#include "loom/runtime/vm.h"
+#include "loom/target/codegen.h"
+#include "loom/target/target.h"
+#include "loom/transform/pass.h"
+
+namespace loom::driver {
+
+runtime::Module build_kernels(const ir::IRModule& module, const target::Target& target) {
+  std::map<std::string, Any> kernels;
+  for (const std::string& name : module.names()) {
+    ir::BaseFunc f = module.lookup(name);
+    if (!f.as<graph::FunctionNode>()) kernels[name] = f;
+  }
+  if (kernels.empty()) return runtime::Module();
+  ir::IRModule kernel_module(kernels, module->attrs, module->global_infos);
+  Any built = target::CodegenRegistry::get(target->kind)(kernel_module, target);
+  runtime::Module out = built.cast<runtime::Module>();
+  if (!out.defined()) LOOM_THROW(Error) << "the codegen for '" << target->kind << "' returned no module";
+  return out;
+}
+
+namespace {
+runtime::Module link(const ir::IRModule& module, const target::Target& target) {
+  runtime::Module kernels = build_kernels(module, target);
+  bool has_graph = false;
+  for (const std::string& name : module.names()) has_graph |= module.lookup(name).as<graph::FunctionNode>() != nullptr;
+  if (!has_graph) {
+    if (!kernels.defined()) LOOM_THROW(Error) << "build: the module has no function";
+    return kernels;
+  }
+  runtime::Module vm = runtime::vm_compile(module);
+  if (kernels.defined()) vm.import_module(kernels);
+  return vm;
+}
+}  // namespace
+
+runtime::Module build(const ir::IRModule& module, const config::Config& config) {
+  ir::IRModule lowered = config.pipeline()(config.constrain(module), config.context);
+  return link(lowered, config.target);
+}
+
+runtime::Module build(const ir::IRModule& module, const target::Target& target) {
+  if (!target.defined()) LOOM_THROW(Error) << "build needs a target";
+  return link(target::with_target(module, target), target);
+}
+
+}  // namespace loom::driver
