@@ -1,0 +1,66 @@
+// Helpers shared by the operator library's type rules and lowerings
+// (docs/operators.md).
+#ifndef LOOM_PLUGINS_OPS_LOWERING_H_
+#define LOOM_PLUGINS_OPS_LOWERING_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/ir/expr.h"
+#include "loom/ir/function.h"
+
+namespace loom::ops {
+
+// The tensor type of argument `i` of `call`; Error naming the argument when
+// it is not a tensor of known rank.
+const ir::TensorTypeNode& tensor_arg(const graph::CallNode& call, size_t i);
+
+// NumPy broadcasting of two shapes (aligned on the right; equal dimensions
+// or a 1 broadcast).  Error naming both shapes and the dimension otherwise.
+std::vector<Any> broadcast_shapes(const Array& a, const Array& b);
+
+std::string shape_text(const Array& shape);
+
+// Builds the prim function that an operator call lowers to: buffers for
+// the inputs and the output of the call's types, whose symbolic dimensions
+// become scalar parameters bound from the buffers' shapes (the call_dps
+// convention).
+class PrimBuilder {
+ public:
+  // A buffer for a tensor type; symbolic dimensions map to prim variables
+  // (the same graph variable gives the same prim variable).
+  tir::Buffer buffer(const ir::TensorTypeNode& type, const std::string& name);
+  // The prim form of a graph-level dimension.
+  tir::PrimExpr dim(const Any& graph_dim);
+
+  // Nested serial loops over `shape`; `body(indices)` gives the statement
+  // at each index.
+  tir::Stmt loops(const std::vector<tir::PrimExpr>& shape,
+                  const std::function<tir::Stmt(const std::vector<tir::PrimExpr>&)>& body,
+                  const std::string& prefix = "i");
+  // out[indices] = value(indices) over out's whole shape.
+  tir::Stmt compute(const tir::Buffer& out, const std::function<tir::PrimExpr(const std::vector<tir::PrimExpr>&)>& value);
+
+  // The indices into `in` for output indices `out_indices` under NumPy
+  // broadcasting (dimensions of extent 1 read index 0).
+  std::vector<tir::PrimExpr> broadcast_indices(const tir::Buffer& in, const std::vector<tir::PrimExpr>& out_indices);
+
+  // The function: buffers in the order they were made, then the scalars.
+  tir::PrimFunc finish(tir::Stmt body);
+
+ private:
+  std::vector<Any> buffers_;
+  std::vector<Any> scalars_;
+  std::map<const Object*, tir::Var> vars_;
+};
+
+std::vector<tir::PrimExpr> buffer_shape(const tir::Buffer& b);
+
+// Registration of the operator families (one file each).
+void register_elementwise_ops();
+
+}  // namespace loom::ops
+
+#endif  // LOOM_PLUGINS_OPS_LOWERING_H_

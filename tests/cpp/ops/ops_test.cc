@@ -1,0 +1,212 @@
+// The operator library through LegalizeOps and the reference interpreter,
+// against C++ references on random inputs of several shapes (broadcasting,
+// odd sizes), and the type rules' errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "loom/config/config.h"
+#include "loom/driver/build.h"
+#include "loom/ir/analysis.h"
+#include "loom/ir/text.h"
+#include "loom/runtime/ndarray.h"
+#include "test_util.h"
+
+namespace loom {
+using runtime::Module;
+using runtime::NDArray;
+using test::error_of;
+
+namespace {
+const char* kConfig = R"(
+target:
+  kind: ref
+pipeline:
+  passes:
+    - InferType
+    - LegalizeOps
+)";
+
+Module build(const std::string& text) {
+  config::Config config = config::parse_config(kConfig, "ops_test.yaml");
+  return driver::build(ir::parse_module(text, "ops_test.loom"), config);
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string tensor_type(const std::vector<int64_t>& s, const std::string& dtype = "float32") {
+  return "Tensor[" + shape_text(s) + ", " + dtype + "]";
+}
+
+NDArray random_tensor(const std::vector<int64_t>& shape, unsigned seed, float lo, float hi) {
+  NDArray out = NDArray::empty(shape, DataType::Float(32));
+  std::vector<float> v = test::random_floats(static_cast<size_t>(out->numel()), seed, lo, hi);
+  std::memcpy(out.data_as<float>(), v.data(), v.size() * sizeof(float));
+  return out;
+}
+
+// Row-major index of `out_index` in a broadcast input of `shape`.
+int64_t broadcast_offset(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape, int64_t flat) {
+  std::vector<int64_t> index(out_shape.size());
+  for (size_t k = out_shape.size(); k-- > 0;) {
+    index[k] = flat % out_shape[k];
+    flat /= out_shape[k];
+  }
+  int64_t offset = 0;
+  size_t skip = out_shape.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k) offset = offset * shape[k] + (shape[k] == 1 ? 0 : index[skip + k]);
+  return offset;
+}
+
+void expect_close(float got, double want, const std::string& where) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << where;
+    return;
+  }
+  EXPECT_LE(std::fabs(got - want), 2e-6 * std::max(1.0, std::fabs(want))) << where << ": got " << got << ", want " << want;
+}
+
+using UnaryRef = std::function<double(double)>;
+using BinaryRef = std::function<double(double, double)>;
+
+void check_unary(const std::string& op, const UnaryRef& ref, float lo, float hi) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{1}, {7}, {3, 5}, {2, 3, 4}}) {
+    Module m = build("@main = fn(%x: " + tensor_type(shape) + ") { " + op + "(%x) }");
+    NDArray x = random_tensor(shape, 3, lo, hi);
+    NDArray y = m.get_function("main")(x).cast<NDArray>();
+    ASSERT_EQ(y.shape_vector(), shape);
+    for (int64_t i = 0; i < x->numel(); ++i) {
+      expect_close(y.data_as<float>()[i], ref(x.data_as<float>()[i]), op + shape_text(shape) + "[" + std::to_string(i) + "]");
+    }
+  }
+}
+
+void check_binary(const std::string& op, const BinaryRef& ref, bool to_bool = false, float lo = -3, float hi = 3) {
+  using Shapes = std::pair<std::vector<int64_t>, std::vector<int64_t>>;
+  for (const Shapes& s : std::vector<Shapes>{{{7}, {7}}, {{3, 4}, {4}}, {{3, 1}, {1, 5}}, {{2, 3, 5}, {3, 1}}, {{1}, {2, 3}}}) {
+    std::vector<int64_t> out_shape(std::max(s.first.size(), s.second.size()));
+    for (size_t k = 0; k < out_shape.size(); ++k) {
+      size_t r = out_shape.size() - 1 - k;
+      int64_t a = k < s.first.size() ? s.first[s.first.size() - 1 - k] : 1;
+      int64_t b = k < s.second.size() ? s.second[s.second.size() - 1 - k] : 1;
+      out_shape[r] = std::max(a, b);
+    }
+    Module m = build("@main = fn(%a: " + tensor_type(s.first) + ", %b: " + tensor_type(s.second) + ") { " + op +
+                     "(%a, %b) }");
+    NDArray a = random_tensor(s.first, 5, lo, hi), b = random_tensor(s.second, 6, lo, hi);
+    if (to_bool) {  // make some elements equal
+      for (int64_t i = 0; i < b->numel(); i += 2) b.data_as<float>()[i] = a.data_as<float>()[i % a->numel()];
+    }
+    NDArray c = m.get_function("main")(a, b).cast<NDArray>();
+    ASSERT_EQ(c.shape_vector(), out_shape);
+    std::string where = op + shape_text(s.first) + shape_text(s.second);
+    for (int64_t i = 0; i < c->numel(); ++i) {
+      double x = a.data_as<float>()[broadcast_offset(s.first, out_shape, i)];
+      double y = b.data_as<float>()[broadcast_offset(s.second, out_shape, i)];
+      if (to_bool) {
+        EXPECT_EQ(c.data_as<uint8_t>()[i], ref(x, y) != 0 ? 1 : 0) << where << "[" << i << "]";
+      } else {
+        expect_close(c.data_as<float>()[i], static_cast<float>(ref(x, y)), where + "[" + std::to_string(i) + "]");
+      }
+    }
+  }
+}
+
+double f32(double v) { return static_cast<float>(v); }
+}  // namespace
+
+TEST(Ops, UnaryAgreeWithReferences) {
+  check_unary("relu", [](double x) { return std::max(x, 0.0); }, -3, 3);
+  check_unary("neg", [](double x) { return -x; }, -3, 3);
+  check_unary("abs", [](double x) { return std::fabs(x); }, -3, 3);
+  check_unary("exp", [](double x) { return f32(std::exp(x)); }, -3, 3);
+  check_unary("log", [](double x) { return f32(std::log(x)); }, 0.01f, 5);
+  check_unary("sqrt", [](double x) { return f32(std::sqrt(x)); }, 0, 5);
+  check_unary("rsqrt", [](double x) { return f32(1 / std::sqrt(x)); }, 0.01f, 5);
+  check_unary("tanh", [](double x) { return f32(std::tanh(x)); }, -3, 3);
+  check_unary("sigmoid", [](double x) { return f32(1 / (1 + std::exp(-x))); }, -6, 6);
+  check_unary("erf", [](double x) { return f32(std::erf(x)); }, -3, 3);
+  check_unary("gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3);
+  check_unary("silu", [](double x) { return x / (1 + std::exp(-x)); }, -6, 6);
+}
+
+TEST(Ops, BinaryBroadcastAgreeWithReferences) {
+  check_binary("add", [](double a, double b) { return a + b; });
+  check_binary("subtract", [](double a, double b) { return a - b; });
+  check_binary("multiply", [](double a, double b) { return a * b; });
+  check_binary("divide", [](double a, double b) { return a / b; });
+  check_binary("power", [](double a, double b) { return std::pow(a, b); }, false, 0.1f, 2);
+  check_binary("maximum", [](double a, double b) { return std::max(a, b); });
+  check_binary("minimum", [](double a, double b) { return std::min(a, b); });
+  check_binary("equal", [](double a, double b) { return a == b; }, true);
+  check_binary("not_equal", [](double a, double b) { return a != b; }, true);
+  check_binary("less", [](double a, double b) { return a < b; }, true);
+  check_binary("less_equal", [](double a, double b) { return a <= b; }, true);
+  check_binary("greater", [](double a, double b) { return a > b; }, true);
+  check_binary("greater_equal", [](double a, double b) { return a >= b; }, true);
+}
+
+TEST(Ops, WhereClipCastAndSymbolicShapes) {
+  Module m = build(R"(
+@main = fn(%x: Tensor[(%n: int64, 4), float32], %y: Tensor[(4), float32]) -> (Tensor[(%n, 4), float32], Tensor[(%n, 4), int32]) {
+  let %c = greater(%x, %y);
+  let %w = where(%c, %x, %y);
+  (clip(%w, a_min=-1.0, a_max=1.5), cast(multiply(%x, %x), dtype=int32))
+}
+)");
+  for (int64_t n : {1, 5}) {
+    NDArray x = random_tensor({n, 4}, 8, -3, 3), y = random_tensor({4}, 9, -3, 3);
+    Array out = m.get_function("main")(x, y).cast<Array>();
+    NDArray clipped = out[0].cast<NDArray>(), casted = out[1].cast<NDArray>();
+    for (int64_t i = 0; i < n * 4; ++i) {
+      float xv = x.data_as<float>()[i], yv = y.data_as<float>()[i % 4];
+      float w = xv > yv ? xv : yv;
+      EXPECT_EQ(clipped.data_as<float>()[i], std::min(std::max(w, -1.0f), 1.5f));
+      EXPECT_EQ(casted.data_as<int32_t>()[i], static_cast<int32_t>(xv * xv));
+    }
+  }
+}
+
+TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
+  config::Config config = config::parse_config(kConfig, "ops_test.yaml");
+  ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(R"(
+@relu = fn(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { relu(relu(%x)) }
+@main = fn(%x: Tensor[(4), float32], %y: Tensor[(8), float32]) { (relu(%x), relu(%y)) }
+)")),
+                                               config.context);
+  EXPECT_EQ(lowered.names(), (std::vector<std::string>{"main", "relu", "relu_1", "relu_2"}));
+  std::string text = ir::print_module(lowered);
+  EXPECT_NE(text.find("call_dps<Tensor[(4), float32]>(@relu_1, (call_dps<Tensor[(4), float32]>(@relu_1, (%x,)),))"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Ops, TypeRulesGiveClearErrors) {
+  auto check = [](const std::string& body, const std::string& params) {
+    return error_of([&] { ir::check_module(ir::parse_module("@main = fn(" + params + ") { " + body + " }")); });
+  };
+  std::string e = check("add(%a, %b)", "%a: Tensor[(2, 3), float32], %b: Tensor[(4, 3), float32]");
+  EXPECT_NE(e.find("add: shapes (2, 3) and (4, 3) do not broadcast: dimension 0 of the result would be 2 and 4"),
+            std::string::npos)
+      << e;
+  e = check("add(%a, %b)", "%a: Tensor[(3), float32], %b: Tensor[(3), int32]");
+  EXPECT_NE(e.find("add: operands have dtypes float32 and int32; cast one of them"), std::string::npos) << e;
+  e = check("exp(%a)", "%a: Tensor[(3), int32]");
+  EXPECT_NE(e.find("exp: needs a float tensor, got int32"), std::string::npos) << e;
+  e = check("where(%a, %a, %a)", "%a: Tensor[(3), float32]");
+  EXPECT_NE(e.find("where: the condition must be bool, got float32"), std::string::npos) << e;
+  e = check("clip(%a, a_min=2.0, a_max=1.0)", "%a: Tensor[(3), float32]");
+  EXPECT_NE(e.find("clip: a_min 2 is greater than a_max 1"), std::string::npos) << e;
+  e = check("clip(%a, a_min=2.0)", "%a: Tensor[(3), float32]");
+  EXPECT_NE(e.find("a_max"), std::string::npos) << e;
+  e = check("relu(%a)", "%a: (Tensor[(3), float32],)");
+  EXPECT_NE(e.find("relu: argument 0 must be a tensor, got (Tensor[(3), float32],)"), std::string::npos) << e;
+}
+
+}  // namespace loom
