@@ -19,12 +19,12 @@
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
+#include "bench_util.h"
 
 namespace {
 
 using namespace loom;        // NOLINT
 using namespace loom::tir;   // NOLINT
-using Clock = std::chrono::steady_clock;
 
 // A prim function of `nests` loop nests over (n, 64) buffers, each storing a
 // mixed arithmetic expression, and a graph function with a chain of lets
@@ -73,16 +73,7 @@ size_t count_nodes(const ir::IRModule& mod) {
   return count;
 }
 
-double median_ms(int runs, const std::function<void()>& fn) {
-  std::vector<double> times;
-  for (int r = 0; r < runs; ++r) {
-    auto start = Clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using bench::median_ms;
 
 }  // namespace
 

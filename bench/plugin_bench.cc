@@ -31,19 +31,15 @@
 
 #include "loom/plugin.h"
 #include "loom/plugin/manager.h"
+#include "bench_util.h"
 
 extern char** environ;
 namespace fs = std::filesystem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using loom::bench::Clock;
+using loom::bench::median;
 
 // Writes a copy of the template with every "bench_tpl_00" renamed.
 void write_copy(const std::string& source_bytes, const fs::path& path, int index) {

@@ -31,26 +31,16 @@
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/vm.h"
+#include "bench_util.h"
 
 using namespace loom;
 using namespace loom::runtime;
 namespace fs = std::filesystem;
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-template <class F>
-double time_ns(F&& body) {
-  auto start = Clock::now();
-  body();
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-}
+using loom::bench::Clock;
+using loom::bench::median;
+using loom::bench::time_ns;
 
 void report(const char* what, double loom, double peer, const char* unit, double target, bool overhead = false) {
   std::printf("  %-44s %10.1f %s | peer %10.1f %s | ratio %.2f | target < %.0f %s: %s\n", what, loom, unit, peer,

@@ -37,10 +37,9 @@ struct Value {
     return v;
   }
   int lanes() const { return t.lanes; }
+  // Lane k; a scalar answers for every lane (a scalar used with a vector).
   Lane& at(int k) { return t.lanes == 1 ? one : many[k]; }
   const Lane& at(int k) const { return t.lanes == 1 ? one : many[k]; }
-  // Lane k, or lane 0 of a scalar used with a vector.
-  const Lane& lane(int k) const { return t.lanes == 1 ? one : many[k]; }
 };
 
 // IEEE half and bfloat16 rounding (nearest even), through their bits.
@@ -314,17 +313,17 @@ class Interpreter {
     if (const auto* b = dynamic_cast<const tir::BinaryOpNode*>(node)) return binary(e, *b);
     if (const auto* n = dynamic_cast<const tir::NotNode*>(node)) {
       Value a = eval(n->a), out = Value::of(n->dtype);
-      for (int k = 0; k < out.lanes(); ++k) out.at(k).i = !truth(a.lane(k), a.t);
+      for (int k = 0; k < out.lanes(); ++k) out.at(k).i = !truth(a.at(k), a.t);
       return out;
     }
     if (const auto* s = dynamic_cast<const tir::SelectNode*>(node)) {
       Value c = eval(s->condition), t = eval(s->true_value), f = eval(s->false_value), out = Value::of(s->dtype);
-      for (int k = 0; k < out.lanes(); ++k) out.at(k) = truth(pick(c, k), c.t) ? pick(t, k) : pick(f, k);
+      for (int k = 0; k < out.lanes(); ++k) out.at(k) = truth(c.at(k), c.t) ? t.at(k) : f.at(k);
       return out;
     }
     if (const auto* c = dynamic_cast<const tir::CastNode*>(node)) {
       Value a = eval(c->value), out = Value::of(c->dtype);
-      for (int k = 0; k < out.lanes(); ++k) out.at(k) = convert(pick(a, k), a.t, c->dtype);
+      for (int k = 0; k < out.lanes(); ++k) out.at(k) = convert(a.at(k), a.t, c->dtype);
       return out;
     }
     if (const auto* l = dynamic_cast<const tir::BufferLoadNode*>(node)) {
@@ -359,8 +358,6 @@ class Interpreter {
   const Value& result() const { return result_; }
 
  private:
-  static const Lane& pick(const Value& v, int k) { return v.lanes() == 1 ? v.one : v.many[k]; }
-
   static bool truth(const Lane& l, DataType t) { return is_float(t) ? l.f != 0 : l.i != 0; }
 
   static Lane convert(const Lane& l, DataType from, DataType to) {
@@ -386,7 +383,7 @@ class Interpreter {
     auto is = [n](auto* tag) { return dynamic_cast<decltype(tag)>(n) != nullptr; };
     DataType scalar(static_cast<DataType::Code>(e->dtype.code), e->dtype.bits);
     for (int k = 0; k < out.lanes(); ++k) {
-      const Lane &p = pick(x, k), &q = pick(y, k);
+      const Lane &p = x.at(k), &q = y.at(k);
       Lane& r = out.at(k);
       if (is(static_cast<const tir::AddNode*>(nullptr))) {
         fl ? r.f = p.f + q.f : r.i = static_cast<int64_t>(static_cast<uint64_t>(p.i) + static_cast<uint64_t>(q.i));
@@ -469,22 +466,22 @@ class Interpreter {
       if (unary != table.end()) {
         arity(1);
         if (!is_float(args[0].t)) fail(c.op + " needs a float argument");
-        r.f = unary->second(pick(args[0], k).f);
+        r.f = unary->second(args[0].at(k).f);
       } else if (c.op == "abs") {
         arity(1);
-        is_float(args[0].t) ? r.f = std::fabs(pick(args[0], k).f) : r.i = std::llabs(pick(args[0], k).i);
+        is_float(args[0].t) ? r.f = std::fabs(args[0].at(k).f) : r.i = std::llabs(args[0].at(k).i);
       } else if (c.op == "pow") {
         arity(2);
-        r.f = std::pow(pick(args[0], k).f, pick(args[1], k).f);
+        r.f = std::pow(args[0].at(k).f, args[1].at(k).f);
       } else if (c.op == "fmod") {
         arity(2);
-        r.f = std::fmod(pick(args[0], k).f, pick(args[1], k).f);
+        r.f = std::fmod(args[0].at(k).f, args[1].at(k).f);
       } else if (c.op == "isnan") {
         arity(1);
-        r.i = std::isnan(pick(args[0], k).f);
+        r.i = std::isnan(args[0].at(k).f);
       } else if (c.op == "isinf") {
         arity(1);
-        r.i = std::isinf(pick(args[0], k).f);
+        r.i = std::isinf(args[0].at(k).f);
       } else {
         std::vector<std::string> known = known_intrinsics();
         fail("unknown intrinsic '" + c.op + "'" + did_you_mean(c.op, known));
@@ -522,13 +519,13 @@ class Interpreter {
     for (int k = 0; k < lanes; ++k) {
       int64_t offset = base;
       for (size_t d = 0; d < rank; ++d) {
-        const Lane& l = pick(index[d], k);
+        const Lane& l = index[d].at(k);
         offset += (is_float(index[d].t) ? static_cast<int64_t>(l.f) : l.i) * strides[d];
       }
       if (offset < 0 || static_cast<size_t>(offset + 1) * elem > mem->second.bytes) {
         std::string at;
         for (size_t d = 0; d < rank; ++d) {
-          const Lane& l = pick(index[d], k);
+          const Lane& l = index[d].at(k);
           at += (d ? ", " : "") + std::to_string(is_float(index[d].t) ? static_cast<int64_t>(l.f) : l.i);
         }
         fail(std::string(lanes_signed < 0 ? "load from " : "store to ") + "'" + b->name + "'[" + at +
@@ -539,7 +536,7 @@ class Interpreter {
       if (lanes_signed < 0) {
         v->at(k) = load_lane(p, lane_type);
       } else {
-        Lane l = pick(*v, k);
+        Lane l = v->at(k);
         if (is_float(lane_type) != is_float(v->t)) l = convert(l, v->t, lane_type);
         store_lane(p, lane_type, l);
       }
