@@ -13,33 +13,7 @@ using ir::PatternKind;
 using tir::PrimExpr;
 using Indices = std::vector<PrimExpr>;
 
-bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
-
-PrimExpr scalar(DataType t, double v) {
-  if (is_float(t)) return tir::FloatImm(t, v);
-  return tir::IntImm(t, static_cast<int64_t>(v));
-}
-
 PrimExpr intrinsic(const std::string& name, const PrimExpr& x) { return tir::Call(x.dtype(), name, {x}); }
-
-const graph::CallNode& as_call(const ObjectRef& ref) { return *ref.as<graph::CallNode>(); }
-
-// Registers an operator with its type rule and its lowering ("FLower":
-// (call) -> tir.PrimFunc, the call typed).
-void define(const std::string& name, int arity, std::vector<SchemaField> attrs, PatternKind pattern,
-            const std::string& doc, std::function<ir::Type(const graph::CallNode&)> infer,
-            std::function<tir::PrimFunc(const graph::CallNode&)> lower) {
-  ir::OpRegistry::register_op(ir::OpDef{
-      name, arity, std::move(attrs),
-      Function::typed([infer](ObjectRef call, Any) -> ObjectRef { return infer(as_call(call)); }, name + ".infer_type"),
-      pattern, doc});
-  ir::OpRegistry::set_property(
-      name, "FLower", Function::typed([lower](ObjectRef call) -> ObjectRef { return lower(as_call(call)); }, name + ".lower"));
-}
-
-ir::TensorType result_type(const graph::CallNode& call) {
-  return downcast<ir::TensorType>(ObjectRef(call.checked_type.object_ptr()));
-}
 
 // ---- unary ----
 void unary(const std::string& name, bool float_only, const std::string& doc,
@@ -57,7 +31,7 @@ void unary(const std::string& name, bool float_only, const std::string& doc,
       [f](const graph::CallNode& call) {
         PrimBuilder b;
         tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(*result_type(call).get(), "Y");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
         return b.finish(b.compute(y, [&](const Indices& i) { return f(tir::BufferLoad(x, i)); }));
       });
 }
@@ -84,14 +58,14 @@ void binary(const std::string& name, Operands operands, bool to_bool, const std:
         PrimBuilder b;
         tir::Buffer x = b.buffer(tensor_arg(call, 0), "A");
         tir::Buffer y = b.buffer(tensor_arg(call, 1), "B");
-        tir::Buffer out = b.buffer(*result_type(call).get(), "C");
+        tir::Buffer out = b.buffer(result_type(call), "C");
         return b.finish(b.compute(out, [&](const Indices& i) {
           return f(tir::BufferLoad(x, b.broadcast_indices(x, i)), tir::BufferLoad(y, b.broadcast_indices(y, i)));
         }));
       });
 }
 
-double attr_float(const graph::CallNode& call, const std::string& key) { return call.attrs.at(key).as_float(); }
+double attr_float(const graph::CallNode& call, const std::string& key) { return attrs_of(call).at(key).as_float(); }
 }  // namespace
 
 void register_elementwise_ops() {
@@ -142,7 +116,7 @@ void register_elementwise_ops() {
         tir::Buffer c = b.buffer(tensor_arg(call, 0), "Cond");
         tir::Buffer x = b.buffer(tensor_arg(call, 1), "X");
         tir::Buffer y = b.buffer(tensor_arg(call, 2), "Y");
-        tir::Buffer out = b.buffer(*result_type(call).get(), "Out");
+        tir::Buffer out = b.buffer(result_type(call), "Out");
         return b.finish(b.compute(out, [&](const Indices& i) {
           return tir::Select(tir::BufferLoad(c, b.broadcast_indices(c, i)), tir::BufferLoad(x, b.broadcast_indices(x, i)),
                              tir::BufferLoad(y, b.broadcast_indices(y, i)));
@@ -164,7 +138,7 @@ void register_elementwise_ops() {
       [](const graph::CallNode& call) {
         PrimBuilder b;
         tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(*result_type(call).get(), "Y");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
         DataType t = x->dtype;
         double lo = attr_float(call, "a_min"), hi = attr_float(call, "a_max");
         return b.finish(b.compute(y, [&](const Indices& i) {
@@ -177,12 +151,12 @@ void register_elementwise_ops() {
       "x converted to dtype (floats to integers truncate)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
-        return ir::TensorType(x.shape, call.attrs.at("dtype").as_dtype());
+        return ir::TensorType(x.shape, attrs_of(call).at("dtype").as_dtype());
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
         tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(*result_type(call).get(), "Y");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
         DataType to = y->dtype;
         return b.finish(b.compute(y, [&](const Indices& i) { return tir::Cast(to, tir::BufferLoad(x, i)); }));
       });

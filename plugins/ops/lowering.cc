@@ -6,11 +6,52 @@
 namespace loom::ops {
 
 namespace {
-std::optional<int64_t> constant(const Any& d) {
+std::optional<int64_t> constant(const Any& d) { return constant_dim(d); }
+}  // namespace
+
+std::optional<int64_t> constant_dim(const Any& d) {
   if (const auto* i = dynamic_cast<const tir::IntImmNode*>(d.object())) return i->value;
   return std::nullopt;
 }
-}  // namespace
+
+bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
+
+tir::PrimExpr scalar(DataType t, double v) {
+  if (is_float(t)) return tir::FloatImm(t, v);
+  return tir::IntImm(t, static_cast<int64_t>(v));
+}
+
+int64_t normalize_axis(int64_t axis, size_t rank) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) {
+    LOOM_THROW(TypeError) << "axis " << axis << " is out of range for rank " << rank;
+  }
+  return axis < 0 ? axis + r : axis;
+}
+
+void define(const std::string& name, int arity, std::vector<SchemaField> attrs, ir::PatternKind pattern,
+            const std::string& doc, std::function<ir::Type(const graph::CallNode&)> infer,
+            std::function<tir::PrimFunc(const graph::CallNode&)> lower) {
+  auto as_call = [](const ObjectRef& ref) -> const graph::CallNode& { return *ref.as<graph::CallNode>(); };
+  ir::OpRegistry::register_op(ir::OpDef{
+      name, arity, std::move(attrs),
+      Function::typed([infer, as_call](ObjectRef call, Any) -> ObjectRef { return infer(as_call(call)); },
+                      name + ".infer_type"),
+      pattern, doc});
+  ir::OpRegistry::set_property(name, "FLower",
+                               Function::typed([lower, as_call](ObjectRef call) -> ObjectRef { return lower(as_call(call)); },
+                                               name + ".lower"));
+}
+
+Map attrs_of(const graph::CallNode& call) {
+  return ir::OpRegistry::check_attrs(call.callee.as<ir::OpNode>()->name, call.attrs);
+}
+
+const ir::TensorTypeNode& result_type(const graph::CallNode& call) {
+  const auto* t = call.checked_type.as<ir::TensorTypeNode>();
+  if (!t) LOOM_THROW(Error) << "the call has no tensor type; run InferType first";
+  return *t;
+}
 
 const ir::TensorTypeNode& tensor_arg(const graph::CallNode& call, size_t i) {
   if (i >= call.args.size()) LOOM_THROW(TypeError) << "argument " << i << " is missing";
@@ -105,6 +146,22 @@ tir::Stmt PrimBuilder::compute(const tir::Buffer& out,
                                const std::function<tir::PrimExpr(const std::vector<tir::PrimExpr>&)>& value) {
   return loops(buffer_shape(out), [&](const std::vector<tir::PrimExpr>& idx) {
     return tir::Stmt(tir::BufferStore(out, value(idx), idx));
+  });
+}
+
+tir::Stmt PrimBuilder::reduce(
+    const tir::Buffer& out, const std::vector<tir::PrimExpr>& extents, const tir::PrimExpr& init,
+    const std::function<tir::PrimExpr(const tir::PrimExpr&, const tir::PrimExpr&)>& combine,
+    const std::function<tir::PrimExpr(const std::vector<tir::PrimExpr>&, const std::vector<tir::PrimExpr>&)>& value,
+    const std::function<tir::PrimExpr(const tir::PrimExpr&)>& finalize) {
+  return loops(buffer_shape(out), [&](const std::vector<tir::PrimExpr>& i) {
+    std::vector<tir::Stmt> steps;
+    steps.push_back(tir::BufferStore(out, init, i));
+    steps.push_back(loops(extents, [&](const std::vector<tir::PrimExpr>& r) {
+      return tir::Stmt(tir::BufferStore(out, combine(tir::BufferLoad(out, i), value(i, r)), i));
+    }, "r"));
+    if (finalize) steps.push_back(tir::BufferStore(out, finalize(tir::BufferLoad(out, i)), i));
+    return tir::Stmt(tir::SeqStmt(steps));
   });
 }
 

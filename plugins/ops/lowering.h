@@ -5,13 +5,29 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "loom/ir/expr.h"
 #include "loom/ir/function.h"
+#include "loom/ir/op.h"
 
 namespace loom::ops {
+
+// Registers an operator with its type rule and its lowering (the property
+// "FLower": (call) -> tir.PrimFunc, for a typed call).
+void define(const std::string& name, int arity, std::vector<SchemaField> attrs, ir::PatternKind pattern,
+            const std::string& doc, std::function<ir::Type(const graph::CallNode&)> infer,
+            std::function<tir::PrimFunc(const graph::CallNode&)> lower);
+
+// The call's attributes checked against its operator's schema, defaults
+// filled in (a call carries only the attributes it was written with).
+Map attrs_of(const graph::CallNode& call);
+
+// The inferred type of a typed call (a tensor type for every operator of
+// the library).
+const ir::TensorTypeNode& result_type(const graph::CallNode& call);
 
 // The tensor type of argument `i` of `call`; Error naming the argument when
 // it is not a tensor of known rank.
@@ -43,6 +59,16 @@ class PrimBuilder {
   // out[indices] = value(indices) over out's whole shape.
   tir::Stmt compute(const tir::Buffer& out, const std::function<tir::PrimExpr(const std::vector<tir::PrimExpr>&)>& value);
 
+  // A reduction into `out`: for every output index, out[i] = init, then
+  // out[i] = combine(out[i], value(i, r)) over every r of `extents` (loops
+  // named r0, r1, ...), then out[i] = finalize(out[i]) if given.  It
+  // accumulates in the output's dtype.
+  tir::Stmt reduce(const tir::Buffer& out, const std::vector<tir::PrimExpr>& extents, const tir::PrimExpr& init,
+                   const std::function<tir::PrimExpr(const tir::PrimExpr&, const tir::PrimExpr&)>& combine,
+                   const std::function<tir::PrimExpr(const std::vector<tir::PrimExpr>&,
+                                                     const std::vector<tir::PrimExpr>&)>& value,
+                   const std::function<tir::PrimExpr(const tir::PrimExpr&)>& finalize = nullptr);
+
   // The indices into `in` for output indices `out_indices` under NumPy
   // broadcasting (dimensions of extent 1 read index 0).
   std::vector<tir::PrimExpr> broadcast_indices(const tir::Buffer& in, const std::vector<tir::PrimExpr>& out_indices);
@@ -58,8 +84,19 @@ class PrimBuilder {
 
 std::vector<tir::PrimExpr> buffer_shape(const tir::Buffer& b);
 
+bool is_float(DataType t);
+// A constant of dtype `t` (FloatImm for floats, IntImm otherwise).
+tir::PrimExpr scalar(DataType t, double v);
+// The constant value of a dimension, if it is one.
+std::optional<int64_t> constant_dim(const Any& d);
+// `axis` normalised against `rank` (negative counts from the end); Error
+// naming the axis and the rank when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank);
+
 // Registration of the operator families (one file each).
 void register_elementwise_ops();
+void register_reduction_ops();
+void register_linalg_ops();
 
 }  // namespace loom::ops
 

@@ -173,6 +173,131 @@ TEST(Ops, WhereClipCastAndSymbolicShapes) {
   }
 }
 
+namespace {
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    index[k] = flat % shape[k];
+    flat /= shape[k];
+  }
+  return index;
+}
+
+int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& shape) {
+  int64_t flat = 0;
+  for (size_t k = 0; k < shape.size(); ++k) flat = flat * shape[k] + index[k];
+  return flat;
+}
+
+std::string axes_text(const std::vector<int64_t>& axes) {
+  std::string out = "[";
+  for (size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + std::to_string(axes[i]);
+  return out + "]";
+}
+}  // namespace
+
+TEST(Ops, ReductionsOverAxesAgreeWithReferences) {
+  const std::vector<int64_t> shape = {3, 4, 5};
+  NDArray x = random_tensor(shape, 12, -3, 3);
+  for (const std::string op : {"sum", "mean", "max", "min"}) {
+    for (const auto& axes : std::vector<std::vector<int64_t>>{{}, {0}, {-1}, {0, 2}, {1}}) {
+      for (bool keep : {false, true}) {
+        std::vector<bool> reduced(3, axes.empty());
+        for (int64_t a : axes) reduced[(a + 3) % 3] = true;
+        std::vector<int64_t> out_shape, kept_shape;
+        for (size_t k = 0; k < 3; ++k) {
+          if (!reduced[k]) out_shape.push_back(shape[k]);
+          else if (keep) out_shape.push_back(1);
+          kept_shape.push_back(reduced[k] ? 1 : shape[k]);
+        }
+        std::string call = op + "(%x, axis=" + axes_text(axes) + ", keepdims=" + (keep ? "true" : "false") + ")";
+        Module m = build("@main = fn(%x: " + tensor_type(shape) + ") { " + call + " }");
+        NDArray y = m.get_function("main")(x).cast<NDArray>();
+        ASSERT_EQ(y.shape_vector(), out_shape) << call;
+        int64_t count = 1;
+        for (int64_t d : kept_shape) count *= d;
+        count = x->numel() / count;
+        std::vector<double> ref(static_cast<size_t>(y->numel()), op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0);
+        for (int64_t i = 0; i < x->numel(); ++i) {
+          std::vector<int64_t> index = unravel(i, shape);
+          for (size_t k = 0; k < 3; ++k)
+            if (reduced[k]) index[k] = 0;
+          double& r = ref[static_cast<size_t>(ravel(index, kept_shape))];
+          double v = x.data_as<float>()[i];
+          r = op == "max" ? std::max(r, v) : op == "min" ? std::min(r, v) : r + v;
+        }
+        for (size_t i = 0; i < ref.size(); ++i) {
+          double want = op == "mean" ? ref[i] / static_cast<double>(count) : ref[i];
+          float got = y.data_as<float>()[i];
+          EXPECT_LE(std::fabs(got - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << "[" << i << "]";
+        }
+      }
+    }
+  }
+}
+
+TEST(Ops, MatmulAndDenseAgreeWithReferences) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+  };
+  for (const Case& c : std::vector<Case>{{{3, 5}, {5, 7}, false, false},
+                                         {{2, 3, 5}, {5, 4}, false, false},
+                                         {{2, 1, 3, 5}, {4, 5, 6}, false, false},
+                                         {{5, 3}, {2, 7, 5}, true, true},
+                                         {{1, 1}, {1, 9}, false, false}}) {
+    size_t ra = c.a.size(), rb = c.b.size();
+    int64_t m = c.ta ? c.a[ra - 1] : c.a[ra - 2], k = c.ta ? c.a[ra - 2] : c.a[ra - 1];
+    int64_t n = c.tb ? c.b[rb - 2] : c.b[rb - 1];
+    std::vector<int64_t> batch_a(c.a.begin(), c.a.end() - 2), batch_b(c.b.begin(), c.b.end() - 2);
+    std::vector<int64_t> out(std::max(batch_a.size(), batch_b.size()));
+    for (size_t q = 0; q < out.size(); ++q) {
+      int64_t da = q < batch_a.size() ? batch_a[batch_a.size() - 1 - q] : 1;
+      int64_t db = q < batch_b.size() ? batch_b[batch_b.size() - 1 - q] : 1;
+      out[out.size() - 1 - q] = std::max(da, db);
+    }
+    std::vector<int64_t> out_shape = out;
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    std::string call = std::string("matmul(%a, %b, transpose_a=") + (c.ta ? "true" : "false") +
+                       ", transpose_b=" + (c.tb ? "true" : "false") + ")";
+    Module mod = build("@main = fn(%a: " + tensor_type(c.a) + ", %b: " + tensor_type(c.b) + ") { " + call + " }");
+    NDArray a = random_tensor(c.a, 21, -2, 2), b = random_tensor(c.b, 22, -2, 2);
+    NDArray y = mod.get_function("main")(a, b).cast<NDArray>();
+    ASSERT_EQ(y.shape_vector(), out_shape) << call;
+    for (int64_t flat = 0; flat < y->numel(); ++flat) {
+      std::vector<int64_t> idx = unravel(flat, out_shape);
+      double want = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        auto element = [&](const NDArray& t, const std::vector<int64_t>& shape, int64_t row, int64_t col) {
+          std::vector<int64_t> index;
+          size_t batch = shape.size() - 2;
+          for (size_t q = 0; q < batch; ++q) index.push_back(shape[q] == 1 ? 0 : idx[out.size() - batch + q]);
+          index.push_back(row);
+          index.push_back(col);
+          return static_cast<double>(t.data_as<float>()[ravel(index, shape)]);
+        };
+        int64_t i = idx[out.size()], j = idx[out.size() + 1];
+        want += (c.ta ? element(a, c.a, kk, i) : element(a, c.a, i, kk)) *
+                (c.tb ? element(b, c.b, j, kk) : element(b, c.b, kk, j));
+      }
+      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << flat;
+    }
+  }
+  // dense: x (2, 3, 4) against w (5, 4).
+  Module mod = build("@main = fn(%x: Tensor[(2, 3, 4), float32], %w: Tensor[(5, 4), float32]) { dense(%x, %w) }");
+  NDArray x = random_tensor({2, 3, 4}, 31, -2, 2), w = random_tensor({5, 4}, 32, -2, 2);
+  NDArray y = mod.get_function("main")(x, w).cast<NDArray>();
+  ASSERT_EQ(y.shape_vector(), (std::vector<int64_t>{2, 3, 5}));
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t n = 0; n < 5; ++n) {
+      double want = 0;
+      for (int64_t k = 0; k < 4; ++k) want += double(x.data_as<float>()[r * 4 + k]) * w.data_as<float>()[n * 4 + k];
+      EXPECT_LE(std::fabs(y.data_as<float>()[r * 5 + n] - want), 1e-5 * std::max(1.0, std::fabs(want)));
+    }
+  }
+}
+
 TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
   config::Config config = config::parse_config(kConfig, "ops_test.yaml");
   ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(R"(
@@ -205,6 +330,16 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   EXPECT_NE(e.find("clip: a_min 2 is greater than a_max 1"), std::string::npos) << e;
   e = check("clip(%a, a_min=2.0)", "%a: Tensor[(3), float32]");
   EXPECT_NE(e.find("a_max"), std::string::npos) << e;
+  e = check("sum(%a, axis=[3])", "%a: Tensor[(3, 4), float32]");
+  EXPECT_NE(e.find("sum: axis 3 is out of range for rank 2"), std::string::npos) << e;
+  e = check("sum(%a, axis=[1, -1])", "%a: Tensor[(3, 4), float32]");
+  EXPECT_NE(e.find("sum: axis -1 is given twice"), std::string::npos) << e;
+  e = check("matmul(%a, %b)", "%a: Tensor[(3, 4), float32], %b: Tensor[(5, 6), float32]");
+  EXPECT_NE(e.find("matmul: the inner dimensions differ: (3, 4) @ (5, 6) has 4 against 5"), std::string::npos) << e;
+  e = check("matmul(%a, %b)", "%a: Tensor[(4,), float32], %b: Tensor[(4, 6), float32]");
+  EXPECT_NE(e.find("matmul: needs operands of rank 2 or more, got (4,) and (4, 6)"), std::string::npos) << e;
+  e = check("dense(%a, %b)", "%a: Tensor[(3, 4), float32], %b: Tensor[(5, 6), float32]");
+  EXPECT_NE(e.find("dense: x (3, 4) and w (5, 6) differ in their last dimension"), std::string::npos) << e;
   e = check("relu(%a)", "%a: (Tensor[(3), float32],)");
   EXPECT_NE(e.find("relu: argument 0 must be a tensor, got (Tensor[(3), float32],)"), std::string::npos) << e;
 }
