@@ -97,6 +97,8 @@ int64_t normalize_axis(int64_t axis, size_t rank);
 void register_elementwise_ops();
 void register_reduction_ops();
 void register_linalg_ops();
+void register_shape_ops();
+void register_nn_ops();
 
 }  // namespace loom::ops
 

@@ -298,6 +298,90 @@ TEST(Ops, MatmulAndDenseAgreeWithReferences) {
   }
 }
 
+// Each shape operator against an index mapping: output flat index ->
+// input flat index.
+TEST(Ops, ShapeOperatorsMoveTheRightElements) {
+  struct Case {
+    std::string call;
+    std::vector<int64_t> in, out;
+    std::function<int64_t(const std::vector<int64_t>&)> source;  // output index -> input flat index
+  };
+  const std::vector<int64_t> s3 = {2, 3, 4};
+  std::vector<Case> cases = {
+      {"reshape(%x, shape=[4, -1])", s3, {4, 6}, [&](const std::vector<int64_t>& o) { return o[0] * 6 + o[1]; }},
+      {"flatten(%x)", s3, {2, 12}, [&](const std::vector<int64_t>& o) { return o[0] * 12 + o[1]; }},
+      {"transpose(%x)", s3, {4, 3, 2}, [&](const std::vector<int64_t>& o) { return ravel({o[2], o[1], o[0]}, s3); }},
+      {"transpose(%x, axes=[1, -1, 0])", s3, {3, 4, 2}, [&](const std::vector<int64_t>& o) { return ravel({o[2], o[0], o[1]}, s3); }},
+      {"expand_dims(%x, axis=1)", s3, {2, 1, 3, 4}, [&](const std::vector<int64_t>& o) { return ravel({o[0], o[2], o[3]}, s3); }},
+      {"squeeze(%x)", {3, 1, 4, 1}, {3, 4}, [&](const std::vector<int64_t>& o) { return o[0] * 4 + o[1]; }},
+      {"squeeze(%x, axis=[-1])", {3, 1, 4, 1}, {3, 1, 4}, [&](const std::vector<int64_t>& o) { return o[0] * 4 + o[2]; }},
+      {"broadcast_to(%x, shape=[2, 3, 4])", {3, 1}, {2, 3, 4}, [&](const std::vector<int64_t>& o) { return o[1]; }},
+  };
+  for (const Case& c : cases) {
+    Module m = build("@main = fn(%x: " + tensor_type(c.in) + ") { " + c.call + " }");
+    NDArray x = random_tensor(c.in, 41, -5, 5);
+    NDArray y = m.get_function("main")(x).cast<NDArray>();
+    ASSERT_EQ(y.shape_vector(), c.out) << c.call;
+    for (int64_t i = 0; i < y->numel(); ++i) {
+      ASSERT_EQ(y.data_as<float>()[i], x.data_as<float>()[c.source(unravel(i, c.out))]) << c.call << "[" << i << "]";
+    }
+  }
+}
+
+TEST(Ops, NormalisationsAgreeWithReferences) {
+  const std::vector<int64_t> shape = {3, 5, 7};
+  NDArray x = random_tensor(shape, 51, -4, 4);
+  for (int64_t axis : {-1, 1, 0}) {
+    for (const std::string op : {"softmax", "log_softmax"}) {
+      std::string call = op + "(%x, axis=" + std::to_string(axis) + ")";
+      Module m = build("@main = fn(%x: " + tensor_type(shape) + ") { " + call + " }");
+      NDArray y = m.get_function("main")(x).cast<NDArray>();
+      size_t a = static_cast<size_t>((axis + 3) % 3);
+      for (int64_t i = 0; i < x->numel(); ++i) {
+        std::vector<int64_t> idx = unravel(i, shape);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < shape[a]; ++k) {
+          idx[a] = k;
+          mx = std::max(mx, double(x.data_as<float>()[ravel(idx, shape)]));
+        }
+        for (int64_t k = 0; k < shape[a]; ++k) {
+          idx[a] = k;
+          sum += std::exp(double(x.data_as<float>()[ravel(idx, shape)]) - mx);
+        }
+        double v = x.data_as<float>()[i];
+        double want = op == "softmax" ? std::exp(v - mx) / sum : v - mx - std::log(sum);
+        EXPECT_LE(std::fabs(y.data_as<float>()[i] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << i;
+      }
+    }
+  }
+  // layer_norm over the last axis, batch_norm over axis 1.
+  NDArray g = random_tensor({7}, 52, 0.5f, 2), b = random_tensor({7}, 53, -1, 1);
+  Module ln = build("@main = fn(%x: " + tensor_type(shape) + ", %g: Tensor[(7), float32], %b: Tensor[(7), float32]) { layer_norm(%x, %g, %b, epsilon=0.001) }");
+  NDArray y = ln.get_function("main")(x, g, b).cast<NDArray>();
+  for (int64_t row = 0; row < 15; ++row) {
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < 7; ++k) mean += x.data_as<float>()[row * 7 + k];
+    mean /= 7;
+    for (int64_t k = 0; k < 7; ++k) var += std::pow(x.data_as<float>()[row * 7 + k] - mean, 2);
+    var /= 7;
+    for (int64_t k = 0; k < 7; ++k) {
+      double want = (x.data_as<float>()[row * 7 + k] - mean) / std::sqrt(var + 0.001) * g.data_as<float>()[k] + b.data_as<float>()[k];
+      EXPECT_LE(std::fabs(y.data_as<float>()[row * 7 + k] - want), 1e-5 * std::max(1.0, std::fabs(want))) << "layer_norm";
+    }
+  }
+  std::vector<NDArray> p;
+  for (unsigned seed : {61u, 62u, 63u}) p.push_back(random_tensor({5}, seed, -1, 1));
+  p.push_back(random_tensor({5}, 64, 0.1f, 2));  // variance
+  Module bn = build("@main = fn(%x: " + tensor_type(shape) + ", %g: Tensor[(5), float32], %b: Tensor[(5), float32], %m: Tensor[(5), float32], %v: Tensor[(5), float32]) { batch_norm(%x, %g, %b, %m, %v) }");
+  y = bn.get_function("main")(x, p[0], p[1], p[2], p[3]).cast<NDArray>();
+  for (int64_t i = 0; i < x->numel(); ++i) {
+    int64_t c = unravel(i, shape)[1];
+    double want = (x.data_as<float>()[i] - p[2].data_as<float>()[c]) / std::sqrt(p[3].data_as<float>()[c] + 1e-5) *
+                      p[0].data_as<float>()[c] + p[1].data_as<float>()[c];
+    EXPECT_LE(std::fabs(y.data_as<float>()[i] - want), 1e-5 * std::max(1.0, std::fabs(want))) << "batch_norm " << i;
+  }
+}
+
 TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
   config::Config config = config::parse_config(kConfig, "ops_test.yaml");
   ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(R"(
@@ -340,6 +424,20 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   EXPECT_NE(e.find("matmul: needs operands of rank 2 or more, got (4,) and (4, 6)"), std::string::npos) << e;
   e = check("dense(%a, %b)", "%a: Tensor[(3, 4), float32], %b: Tensor[(5, 6), float32]");
   EXPECT_NE(e.find("dense: x (3, 4) and w (5, 6) differ in their last dimension"), std::string::npos) << e;
+  e = check("reshape(%a, shape=[5, -1])", "%a: Tensor[(3, 4), float32]");
+  EXPECT_NE(e.find("reshape: cannot infer the -1 of the new shape: 12 elements are not a multiple of 5"), std::string::npos) << e;
+  e = check("reshape(%a, shape=[4])", "%a: Tensor[(%n: int64, 4), float32]");
+  EXPECT_NE(e.find("reshape needs a static shape, got (%n, 4)"), std::string::npos) << e;
+  e = check("transpose(%a, axes=[0, 0])", "%a: Tensor[(3, 4), float32]");
+  EXPECT_NE(e.find("transpose: axes is not a permutation: axis 0 repeats"), std::string::npos) << e;
+  e = check("squeeze(%a, axis=[0])", "%a: Tensor[(3, 4), float32]");
+  EXPECT_NE(e.find("squeeze: axis 0 has extent 3, not 1"), std::string::npos) << e;
+  e = check("broadcast_to(%a, shape=[2, 1])", "%a: Tensor[(4,), float32]");
+  EXPECT_NE(e.find("broadcast_to: cannot broadcast (4,) to (2, 1)"), std::string::npos) << e;
+  e = check("layer_norm(%a, %g, %g)", "%a: Tensor[(3, 4), float32], %g: Tensor[(3), float32]");
+  EXPECT_NE(e.find("layer_norm: gamma and beta must be float32 vectors of the last extent of (3, 4), got (3,)"), std::string::npos) << e;
+  e = check("softmax(%a, axis=2)", "%a: Tensor[(3, 4), float32]");
+  EXPECT_NE(e.find("softmax: axis 2 is out of range for rank 2"), std::string::npos) << e;
   e = check("relu(%a)", "%a: (Tensor[(3), float32],)");
   EXPECT_NE(e.find("relu: argument 0 must be a tensor, got (Tensor[(3), float32],)"), std::string::npos) << e;
 }
