@@ -99,6 +99,7 @@ void register_reduction_ops();
 void register_linalg_ops();
 void register_shape_ops();
 void register_nn_ops();
+void register_conv_ops();
 
 }  // namespace loom::ops
 

@@ -382,6 +382,75 @@ TEST(Ops, NormalisationsAgreeWithReferences) {
   }
 }
 
+TEST(Ops, Conv2dAndPoolingAgreeWithReferences) {
+  struct Conv {
+    std::vector<int64_t> x, w;
+    int64_t sh, sw, pt, pl, pb, pr, dh, dw, groups;
+  };
+  for (const Conv& c : std::vector<Conv>{{{1, 3, 7, 7}, {4, 3, 3, 3}, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                                         {{2, 2, 9, 8}, {3, 2, 3, 2}, 2, 1, 0, 1, 2, 0, 2, 1, 1},
+                                         {{1, 4, 6, 5}, {6, 2, 3, 3}, 1, 2, 1, 0, 1, 2, 1, 1, 2},
+                                         {{1, 5, 5, 5}, {5, 1, 3, 3}, 1, 1, 1, 1, 1, 1, 1, 1, 5}}) {
+    int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3], o = c.w[0], kh = c.w[2], kw = c.w[3];
+    int64_t oh = (h + c.pt + c.pb - c.dh * (kh - 1) - 1) / c.sh + 1, ow = (wd + c.pl + c.pr - c.dw * (kw - 1) - 1) / c.sw + 1;
+    auto list = [](std::vector<int64_t> v) { return axes_text(v); };
+    std::string call = "conv2d(%x, %w, strides=" + list({c.sh, c.sw}) + ", padding=" + list({c.pt, c.pl, c.pb, c.pr}) +
+                       ", dilation=" + list({c.dh, c.dw}) + ", groups=" + std::to_string(c.groups) + ")";
+    Module m = build("@main = fn(%x: " + tensor_type(c.x) + ", %w: " + tensor_type(c.w) + ") { " + call + " }");
+    NDArray x = random_tensor(c.x, 71, -2, 2), w = random_tensor(c.w, 72, -2, 2);
+    NDArray y = m.get_function("main")(x, w).cast<NDArray>();
+    std::vector<int64_t> out_shape = {n, o, oh, ow};
+    ASSERT_EQ(y.shape_vector(), out_shape) << call;
+    int64_t cg = cin / c.groups, og = o / c.groups;
+    for (int64_t flat = 0; flat < y->numel(); ++flat) {
+      auto i = unravel(flat, out_shape);
+      double want = 0;
+      for (int64_t ic = 0; ic < cg; ++ic) {
+        for (int64_t a = 0; a < kh; ++a) {
+          for (int64_t bb = 0; bb < kw; ++bb) {
+            int64_t iy = i[2] * c.sh + a * c.dh - c.pt, ix = i[3] * c.sw + bb * c.dw - c.pl;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+            int64_t ch = (i[1] / og) * cg + ic;
+            want += double(x.data_as<float>()[ravel({i[0], ch, iy, ix}, c.x)]) * w.data_as<float>()[ravel({i[1], ic, a, bb}, c.w)];
+          }
+        }
+      }
+      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << flat;
+    }
+  }
+  // Pools on a 2 x 3 x 7 x 6 input with a 3x2 window, stride 2, padding (1, 1).
+  const std::vector<int64_t> shape = {2, 3, 7, 6};
+  NDArray x = random_tensor(shape, 81, -3, 3);
+  for (const std::string call : {"max_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
+                                 "avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
+                                 "avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], count_include_pad=true)",
+                                 "global_avg_pool2d(%x)"}) {
+    bool global = call.rfind("global", 0) == 0, is_max = call.rfind("max", 0) == 0;
+    bool include = call.find("count_include_pad=true") != std::string::npos;
+    int64_t kh = global ? 7 : 3, kw = global ? 6 : 2, s = global ? 1 : 2, p = global ? 0 : 1;
+    std::vector<int64_t> out_shape = {2, 3, global ? 1 : (7 + 2 - 3) / 2 + 1, global ? 1 : (6 + 2 - 2) / 2 + 1};
+    Module m = build("@main = fn(%x: " + tensor_type(shape) + ") { " + call + " }");
+    NDArray y = m.get_function("main")(x).cast<NDArray>();
+    ASSERT_EQ(y.shape_vector(), out_shape) << call;
+    for (int64_t flat = 0; flat < y->numel(); ++flat) {
+      auto i = unravel(flat, out_shape);
+      double acc = is_max ? -INFINITY : 0;
+      int64_t count = 0;
+      for (int64_t a = 0; a < kh; ++a) {
+        for (int64_t bb = 0; bb < kw; ++bb) {
+          int64_t iy = i[2] * s + a - p, ix = i[3] * s + bb - p;
+          if (iy < 0 || iy >= 7 || ix < 0 || ix >= 6) continue;
+          double v = x.data_as<float>()[ravel({i[0], i[1], iy, ix}, shape)];
+          acc = is_max ? std::max(acc, v) : acc + v;
+          ++count;
+        }
+      }
+      double want = is_max ? acc : acc / double(include ? kh * kw : count);
+      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << flat;
+    }
+  }
+}
+
 TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
   config::Config config = config::parse_config(kConfig, "ops_test.yaml");
   ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(R"(
@@ -438,6 +507,12 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   EXPECT_NE(e.find("layer_norm: gamma and beta must be float32 vectors of the last extent of (3, 4), got (3,)"), std::string::npos) << e;
   e = check("softmax(%a, axis=2)", "%a: Tensor[(3, 4), float32]");
   EXPECT_NE(e.find("softmax: axis 2 is out of range for rank 2"), std::string::npos) << e;
+  e = check("conv2d(%x, %w, groups=2)", "%x: Tensor[(1, 4, 5, 5), float32], %w: Tensor[(6, 4, 3, 3), float32]");
+  EXPECT_NE(e.find("conv2d: weights (6, 4, 3, 3) need 2 input channels per group (C 4 / groups 2), got 4"), std::string::npos) << e;
+  e = check("conv2d(%x, %w)", "%x: Tensor[(1, 4, 2, 2), float32], %w: Tensor[(6, 4, 3, 3), float32]");
+  EXPECT_NE(e.find("conv2d: the window (3 wide) does not fit the padded input (2)"), std::string::npos) << e;
+  e = check("max_pool2d(%x, pool_size=[2, 2, 2])", "%x: Tensor[(1, 4, 5, 5), float32]");
+  EXPECT_NE(e.find("max_pool2d: pool_size must have 1 or 2 entries, got 3"), std::string::npos) << e;
   e = check("relu(%a)", "%a: (Tensor[(3), float32],)");
   EXPECT_NE(e.find("relu: argument 0 must be a tensor, got (Tensor[(3), float32],)"), std::string::npos) << e;
 }

@@ -1,0 +1,220 @@
+// conv2d (NCHW, OIHW weights, stride, padding, dilation, groups) and 2-D
+// pooling (docs/operators.md).
+#include <limits>
+
+#include "lowering.h"
+#include "loom/ir/text.h"
+
+namespace loom::ops {
+
+namespace {
+using tir::PrimExpr;
+using Indices = std::vector<PrimExpr>;
+
+std::vector<int64_t> pair_attr(const Map& attrs, const std::string& key) {
+  std::vector<int64_t> v;
+  for (const Any& a : attrs.at(key).cast<Array>()) v.push_back(a.as_int());
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) LOOM_THROW(TypeError) << key << " must have 1 or 2 entries, got " << v.size();
+  for (int64_t x : v)
+    if (x < 1) LOOM_THROW(TypeError) << key << " entries must be at least 1, got " << x;
+  return v;
+}
+
+// (top, left, bottom, right) from 1, 2 or 4 entries.
+std::vector<int64_t> padding_attr(const Map& attrs) {
+  std::vector<int64_t> v;
+  for (const Any& a : attrs.at("padding").cast<Array>()) v.push_back(a.as_int());
+  if (v.size() == 1) v = {v[0], v[0], v[0], v[0]};
+  if (v.size() == 2) v = {v[0], v[1], v[0], v[1]};
+  if (v.size() != 4) LOOM_THROW(TypeError) << "padding must have 1, 2 or 4 entries, got " << v.size();
+  for (int64_t x : v)
+    if (x < 0) LOOM_THROW(TypeError) << "padding entries must not be negative, got " << x;
+  return v;
+}
+
+int64_t static_dim(const ir::TensorTypeNode& t, size_t k, const char* what) {
+  auto c = constant_dim(t.shape[k]);
+  if (!c) LOOM_THROW(TypeError) << what << " must be static, got " << shape_text(t.shape);
+  return *c;
+}
+
+int64_t out_extent(int64_t in, int64_t pad, int64_t kernel, int64_t stride, int64_t dilation) {
+  int64_t span = dilation * (kernel - 1) + 1;
+  int64_t out = (in + pad - span) / stride + 1;
+  if (in + pad < span || out < 1) {
+    LOOM_THROW(TypeError) << "the window (" << span << " wide) does not fit the padded input (" << in + pad << ")";
+  }
+  return out;
+}
+
+Any dim_of(int64_t v) { return Any(tir::IntImm(DataType::Int(64), v)); }
+
+// x[n, c, y, x] with zero (or `fill`) outside the input: the load is
+// clamped into range so that it is always valid, and the select picks.
+PrimExpr padded_load(const tir::Buffer& x, const PrimExpr& n, const PrimExpr& c, const PrimExpr& iy, const PrimExpr& ix,
+                     int64_t h, int64_t w, const PrimExpr& fill) {
+  auto clamp = [](const PrimExpr& i, int64_t extent) {
+    return PrimExpr(tir::Max(tir::Min(i, PrimExpr(extent - 1)), PrimExpr(int64_t{0})));
+  };
+  PrimExpr inside = tir::And(tir::And(tir::GE(iy, PrimExpr(int64_t{0})), tir::LT(iy, PrimExpr(h))),
+                             tir::And(tir::GE(ix, PrimExpr(int64_t{0})), tir::LT(ix, PrimExpr(w))));
+  return tir::Select(inside, tir::BufferLoad(x, {n, c, clamp(iy, h), clamp(ix, w)}), fill);
+}
+
+const ir::TensorTypeNode& nchw(const graph::CallNode& call) {
+  const auto& x = tensor_arg(call, 0);
+  if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs an NCHW tensor (rank 4), got " << shape_text(x.shape);
+  if (!is_float(x.dtype)) LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
+  return x;
+}
+
+const std::vector<SchemaField> kWindowAttrs = {
+    {"strides", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(sh, sw) or (s)"},
+    {"padding", "Array", Any(Array(std::vector<Any>{int64_t{0}})), "(p), (ph, pw) or (top, left, bottom, right)"},
+    {"dilation", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(dh, dw) or (d)"}};
+
+void pool(const std::string& name, bool is_max) {
+  std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"}, kWindowAttrs[0], kWindowAttrs[1]};
+  if (!is_max) attrs.push_back({"count_include_pad", "bool", Any(false), "divide by the whole window, padding included"});
+  define(
+      name, 1, attrs, ir::PatternKind::kOutputFusable,
+      is_max ? "maximum over each window (padding is -inf)" : "mean over each window",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = nchw(call);
+        Map a = attrs_of(call);
+        auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
+        auto p = padding_attr(a);
+        int64_t h = static_dim(x, 2, "the height"), w = static_dim(x, 3, "the width");
+        return ir::TensorType(Array(std::vector<Any>{x.shape[0], x.shape[1], dim_of(out_extent(h, p[0] + p[2], k[0], s[0], 1)),
+                                                     dim_of(out_extent(w, p[1] + p[3], k[1], s[1], 1))}),
+                              x.dtype);
+      },
+      [is_max](const graph::CallNode& call) {
+        PrimBuilder b;
+        const auto& xt = tensor_arg(call, 0);
+        tir::Buffer x = b.buffer(xt, "X");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
+        Map a = attrs_of(call);
+        auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
+        auto p = padding_attr(a);
+        int64_t h = *constant_dim(xt.shape[2]), w = *constant_dim(xt.shape[3]);
+        DataType t = x->dtype;
+        PrimExpr fill = scalar(t, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
+        // The window's top-left corner in the (unpadded) input.
+        auto corner = [&](const Indices& o) {
+          return std::make_pair(PrimExpr(tir::Sub(tir::Mul(o[2], PrimExpr(s[0])), PrimExpr(p[0]))),
+                                PrimExpr(tir::Sub(tir::Mul(o[3], PrimExpr(s[1])), PrimExpr(p[1]))));
+        };
+        auto value = [&](const Indices& o, const Indices& r) {
+          auto [y0, x0] = corner(o);
+          return padded_load(x, o[0], o[1], tir::Add(y0, r[0]), tir::Add(x0, r[1]), h, w, fill);
+        };
+        auto combine = [is_max](const PrimExpr& acc, const PrimExpr& v) {
+          return is_max ? PrimExpr(tir::Max(acc, v)) : PrimExpr(tir::Add(acc, v));
+        };
+        std::function<PrimExpr(const PrimExpr&)> finalize;
+        if (!is_max && a.at("count_include_pad").as_bool()) {
+          PrimExpr window = scalar(t, static_cast<double>(k[0] * k[1]));
+          finalize = [window](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, window)); };
+        }
+        tir::Stmt body = b.reduce(y, {PrimExpr(k[0]), PrimExpr(k[1])}, fill, combine, value, finalize);
+        if (is_max || finalize) return b.finish(body);
+        // Average over the part of the window inside the input.
+        tir::Stmt divide = b.loops(buffer_shape(y), [&](const Indices& o) {
+          auto [y0, x0] = corner(o);
+          auto inside = [](const PrimExpr& start, int64_t kernel, int64_t limit) {
+            return PrimExpr(tir::Sub(tir::Min(tir::Add(start, PrimExpr(kernel)), PrimExpr(limit)),
+                                     tir::Max(start, PrimExpr(int64_t{0}))));
+          };
+          PrimExpr count = tir::Cast(t, tir::Mul(inside(y0, k[0], h), inside(x0, k[1], w)));
+          return tir::Stmt(tir::BufferStore(y, tir::Div(tir::BufferLoad(y, o), count), o));
+        });
+        return b.finish(tir::SeqStmt({body, divide}));
+      });
+}
+}  // namespace
+
+void register_conv_ops() {
+  std::vector<SchemaField> conv_attrs = kWindowAttrs;
+  conv_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"});
+  define(
+      "conv2d", 2, conv_attrs, ir::PatternKind::kOutputFusable,
+      "2-D convolution (cross-correlation): x NCHW, w OIHW with I = C / groups -> N O H' W'",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = nchw(call);
+        const auto& w = tensor_arg(call, 1);
+        if (w.shape.size() != 4 || w.dtype != x.dtype) {
+          LOOM_THROW(TypeError) << "needs OIHW weights of " << x.dtype.to_string() << ", got " << shape_text(w.shape) << " "
+                                << w.dtype.to_string();
+        }
+        Map a = attrs_of(call);
+        auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
+        auto p = padding_attr(a);
+        int64_t groups = a.at("groups").as_int();
+        int64_t c = static_dim(x, 1, "the channels"), h = static_dim(x, 2, "the height"), wd = static_dim(x, 3, "the width");
+        int64_t o = static_dim(w, 0, "the weights"), i = static_dim(w, 1, "the weights");
+        int64_t kh = static_dim(w, 2, "the weights"), kw = static_dim(w, 3, "the weights");
+        if (groups < 1 || c % groups != 0 || o % groups != 0) {
+          LOOM_THROW(TypeError) << "groups " << groups << " must divide the " << c << " input and " << o << " output channels";
+        }
+        if (i != c / groups) {
+          LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c / groups
+                                << " input channels per group (C " << c << " / groups " << groups << "), got " << i;
+        }
+        return ir::TensorType(Array(std::vector<Any>{x.shape[0], dim_of(o), dim_of(out_extent(h, p[0] + p[2], kh, s[0], d[0])),
+                                                     dim_of(out_extent(wd, p[1] + p[3], kw, s[1], d[1]))}),
+                              x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        const auto& xt = tensor_arg(call, 0);
+        const auto& wt = tensor_arg(call, 1);
+        tir::Buffer x = b.buffer(xt, "X");
+        tir::Buffer w = b.buffer(wt, "W");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
+        Map a = attrs_of(call);
+        auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
+        auto p = padding_attr(a);
+        int64_t groups = a.at("groups").as_int();
+        int64_t h = *constant_dim(xt.shape[2]), wd = *constant_dim(xt.shape[3]);
+        int64_t o = *constant_dim(wt.shape[0]), cg = *constant_dim(wt.shape[1]);
+        int64_t kh = *constant_dim(wt.shape[2]), kw = *constant_dim(wt.shape[3]);
+        DataType t = x->dtype;
+        return b.finish(b.reduce(
+            y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, scalar(t, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            [&](const Indices& out, const Indices& r) {
+              PrimExpr group = tir::FloorDiv(out[1], PrimExpr(o / groups));
+              PrimExpr c = tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]);
+              PrimExpr iy = tir::Sub(tir::Add(tir::Mul(out[2], PrimExpr(s[0])), tir::Mul(r[1], PrimExpr(d[0]))), PrimExpr(p[0]));
+              PrimExpr ix = tir::Sub(tir::Add(tir::Mul(out[3], PrimExpr(s[1])), tir::Mul(r[2], PrimExpr(d[1]))), PrimExpr(p[1]));
+              return PrimExpr(tir::Mul(padded_load(x, out[0], c, iy, ix, h, wd, scalar(t, 0)),
+                                       tir::BufferLoad(w, {out[1], r[0], r[1], r[2]})));
+            }));
+      });
+
+  pool("max_pool2d", true);
+  pool("avg_pool2d", false);
+
+  define(
+      "global_avg_pool2d", 1, {}, ir::PatternKind::kReduction, "mean over H and W: N C H W -> N C 1 1",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = nchw(call);
+        return ir::TensorType(Array(std::vector<Any>{x.shape[0], x.shape[1], dim_of(1), dim_of(1)}), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
+        Indices xs = buffer_shape(x);
+        DataType t = x->dtype;
+        PrimExpr count = tir::Cast(t, tir::Mul(xs[2], xs[3]));
+        return b.finish(b.reduce(
+            y, {xs[2], xs[3]}, scalar(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, {o[0], o[1], r[0], r[1]})); },
+            [count](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, count)); }));
+      });
+}
+
+}  // namespace loom::ops
