@@ -14,7 +14,7 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ops") LOOM_PLUGIN_VERSION("0.1.0")
                          "op:equal,op:not_equal,op:less,op:less_equal,op:greater,op:greater_equal,op:where,"
                          "op:clip,op:cast,op:sum,op:mean,op:max,op:min,op:matmul,op:dense,op:reshape,op:flatten,"
                          "op:transpose,op:expand_dims,op:squeeze,op:broadcast_to,op:softmax,op:log_softmax,"
-                         "op:layer_norm,op:batch_norm,op:conv2d,op:max_pool2d,op:avg_pool2d,op:global_avg_pool2d"));
+                         "op:layer_norm,op:batch_norm,op:conv2d,op:max_pool2d,op:avg_pool2d,op:global_avg_pool2d,op:concat,op:split,op:slice,op:pad"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::ops::register_elementwise_ops();

@@ -1,5 +1,6 @@
 // Shape operators: reshape, transpose, flatten, expand_dims, squeeze,
-// broadcast_to (pattern: injective; docs/operators.md).
+// broadcast_to, concat, split, slice, pad (pattern: injective;
+// docs/operators.md).
 #include "lowering.h"
 #include "loom/ir/text.h"
 
@@ -57,6 +58,83 @@ tir::PrimFunc gather(const graph::CallNode& call,
 Indices reshape_index(const Indices& i, const Indices& in_shape, const Indices& out_shape) {
   if (in_shape.empty()) return {};
   return unravel(ravel(i, out_shape), in_shape);
+}
+
+// Copies `in` into `out` at `offset` along `axis` (in's shape).
+tir::Stmt place(PrimBuilder& b, const tir::Buffer& in, const tir::Buffer& out, size_t axis, int64_t offset, bool to_out) {
+  return b.loops(buffer_shape(to_out ? in : out), [&](const Indices& i) {
+    Indices shifted = i;
+    shifted[axis] = tir::Add(i[axis], PrimExpr(offset));
+    if (to_out) return tir::Stmt(tir::BufferStore(out, tir::BufferLoad(in, i), shifted));
+    return tir::Stmt(tir::BufferStore(out, tir::BufferLoad(in, shifted), i));
+  });
+}
+
+// Split points of `split` along an axis of extent `extent`.
+std::vector<int64_t> split_points(const Any& spec, int64_t extent) {
+  std::vector<int64_t> points;
+  if (spec.kind() == AnyKind::kInt) {
+    int64_t sections = spec.as_int();
+    if (sections < 1 || extent % sections != 0) {
+      LOOM_THROW(TypeError) << sections << " sections do not divide the axis of extent " << extent;
+    }
+    for (int64_t k = 1; k < sections; ++k) points.push_back(k * extent / sections);
+  } else {
+    int64_t last = 0;
+    for (int64_t p : ints(spec)) {
+      if (p < last || p > extent) {
+        LOOM_THROW(TypeError) << "split indices must be ascending within [0, " << extent << "], got " << p;
+      }
+      points.push_back(last = p);
+    }
+  }
+  return points;
+}
+
+struct SliceSpec {
+  std::vector<int64_t> begin, stride, extent;  // per axis
+};
+
+SliceSpec slice_spec(const graph::CallNode& call, const ir::TensorTypeNode& x) {
+  Map a = attrs_of(call);
+  std::vector<int64_t> begin = ints(a.at("begin")), end = ints(a.at("end")), axes = ints(a.at("axes")),
+                       strides = ints(a.at("strides"));
+  size_t rank = x.shape.size();
+  if (axes.empty())
+    for (size_t k = 0; k < begin.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (begin.size() != axes.size() || end.size() != axes.size() || (!strides.empty() && strides.size() != axes.size())) {
+    LOOM_THROW(TypeError) << "begin, end, axes and strides must have the same length";
+  }
+  SliceSpec spec;
+  for (size_t k = 0; k < rank; ++k) {
+    spec.begin.push_back(0);
+    spec.stride.push_back(1);
+    spec.extent.push_back(-1);  // untouched
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    size_t axis = static_cast<size_t>(normalize_axis(axes[k], rank));
+    auto dim = constant_dim(x.shape[axis]);
+    if (!dim) LOOM_THROW(TypeError) << "sliced axis " << axis << " must be static, got " << shape_text(x.shape);
+    int64_t stride = strides.empty() ? 1 : strides[k];
+    if (stride < 1) LOOM_THROW(TypeError) << "strides must be positive, got " << stride;
+    auto clamp = [&](int64_t v) { return std::min(std::max(v < 0 ? v + *dim : v, int64_t{0}), *dim); };
+    int64_t b = clamp(begin[k]), e = clamp(end[k]);
+    spec.begin[axis] = b;
+    spec.stride[axis] = stride;
+    spec.extent[axis] = e > b ? (e - b + stride - 1) / stride : 0;
+  }
+  return spec;
+}
+
+std::vector<int64_t> pad_widths(const graph::CallNode& call, size_t rank) {
+  std::vector<int64_t> w = ints(attrs_of(call).at("pad_width"));
+  if (w.size() != 2 * rank) {
+    LOOM_THROW(TypeError) << "pad_width needs 2 entries per axis (before, after), " << 2 * rank << " in all, got "
+                          << w.size();
+  }
+  for (int64_t v : w)
+    if (v < 0) LOOM_THROW(TypeError) << "pad_width entries must not be negative, got " << v;
+  return w;
 }
 }  // namespace
 
@@ -234,6 +312,162 @@ void register_shape_ops() {
         tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
         tir::Buffer y = b.buffer(result_type(call), "Y");
         return b.finish(b.compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, b.broadcast_indices(x, i))); }));
+      });
+
+  define(
+      "concat", -1, {{"axis", "int", Any(int64_t{0}), "the axis to join along"}}, injective,
+      "joins tensors along an axis; the others must agree",
+      [](const graph::CallNode& call) -> ir::Type {
+        if (call.args.size() < 1) LOOM_THROW(TypeError) << "needs at least one tensor";
+        const auto& first = tensor_arg(call, 0);
+        size_t rank = first.shape.size();
+        int64_t axis = normalize_axis(attrs_of(call).at("axis").as_int(), rank);
+        int64_t total = 0;
+        for (size_t i = 0; i < call.args.size(); ++i) {
+          const auto& t = tensor_arg(call, i);
+          if (t.dtype != first.dtype || t.shape.size() != rank) {
+            LOOM_THROW(TypeError) << "argument " << i << " " << shape_text(t.shape) << " " << t.dtype.to_string()
+                                  << " does not match " << shape_text(first.shape) << " " << first.dtype.to_string();
+          }
+          for (size_t k = 0; k < rank; ++k) {
+            if (static_cast<int64_t>(k) == axis) continue;
+            auto a = constant_dim(t.shape[k]), b = constant_dim(first.shape[k]);
+            if (a && b ? *a != *b : t.shape[k].object() != first.shape[k].object()) {
+              LOOM_THROW(TypeError) << "argument " << i << " " << shape_text(t.shape) << " differs from "
+                                    << shape_text(first.shape) << " in axis " << k;
+            }
+          }
+          auto d = constant_dim(t.shape[axis]);
+          if (!d) LOOM_THROW(TypeError) << "the joined axis must be static, got " << shape_text(t.shape);
+          total += *d;
+        }
+        std::vector<Any> shape(first.shape.begin(), first.shape.end());
+        shape[axis] = dim_of(total);
+        return ir::TensorType(Array(shape), first.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        std::vector<tir::Buffer> inputs;
+        for (size_t i = 0; i < call.args.size(); ++i) inputs.push_back(b.buffer(tensor_arg(call, i), "X" + std::to_string(i)));
+        tir::Buffer y = b.buffer(result_type(call), "Y");
+        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), buffer_shape(y).size()));
+        std::vector<tir::Stmt> steps;
+        int64_t offset = 0;
+        for (const tir::Buffer& in : inputs) {
+          steps.push_back(place(b, in, y, axis, offset, true));
+          offset += *constant_dim(Any(buffer_shape(in)[axis]));
+        }
+        return b.finish(tir::SeqStmt(steps));
+      });
+
+  define(
+      "split", 1,
+      {{"indices_or_sections", "Any", Any(), "an int (equal sections) or ascending split indices"},
+       {"axis", "int", Any(int64_t{0}), "the axis to split"}},
+      injective, "splits a tensor along an axis into a tuple of tensors (NumPy array_split semantics for indices)",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = tensor_arg(call, 0);
+        Map a = attrs_of(call);
+        size_t axis = static_cast<size_t>(normalize_axis(a.at("axis").as_int(), x.shape.size()));
+        auto extent = constant_dim(x.shape[axis]);
+        if (!extent) LOOM_THROW(TypeError) << "the split axis must be static, got " << shape_text(x.shape);
+        std::vector<int64_t> points = split_points(a.at("indices_or_sections"), *extent);
+        points.push_back(*extent);
+        std::vector<ir::Type> fields;
+        int64_t start = 0;
+        for (int64_t p : points) {
+          std::vector<Any> shape(x.shape.begin(), x.shape.end());
+          shape[axis] = dim_of(p - start);
+          fields.push_back(ir::TensorType(Array(shape), x.dtype));
+          start = p;
+        }
+        return ir::TupleType(fields);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        const auto& xt = tensor_arg(call, 0);
+        tir::Buffer x = b.buffer(xt, "X");
+        const auto* tuple = call.checked_type.as<ir::TupleTypeNode>();
+        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), xt.shape.size()));
+        std::vector<tir::Stmt> steps;
+        int64_t offset = 0;
+        for (size_t k = 0; k < tuple->fields.size(); ++k) {
+          const auto* t = tuple->fields[k].cast<ir::Type>().as<ir::TensorTypeNode>();
+          tir::Buffer out = b.buffer(*t, "Y" + std::to_string(k));
+          steps.push_back(place(b, x, out, axis, offset, false));
+          offset += *constant_dim(t->shape[axis]);
+        }
+        return b.finish(tir::SeqStmt(steps));
+      });
+
+  define(
+      "slice", 1,
+      {{"begin", "Array", Any(), "start per sliced axis (negative from the end)"},
+       {"end", "Array", Any(), "end (exclusive) per sliced axis, clamped"},
+       {"axes", "Array", Any(Array(std::vector<Any>{})), "the sliced axes; [] = the first len(begin)"},
+       {"strides", "Array", Any(Array(std::vector<Any>{})), "positive steps; [] = 1"}},
+      injective, "NumPy basic slicing with positive steps",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = tensor_arg(call, 0);
+        SliceSpec spec = slice_spec(call, x);
+        std::vector<Any> shape;
+        for (size_t k = 0; k < x.shape.size(); ++k) shape.push_back(spec.extent[k] < 0 ? x.shape[k] : dim_of(spec.extent[k]));
+        return ir::TensorType(Array(shape), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        SliceSpec spec = slice_spec(call, tensor_arg(call, 0));
+        return gather(call, [&](const Indices& i, const Indices&, const Indices&) {
+          Indices in;
+          for (size_t k = 0; k < i.size(); ++k) {
+            in.push_back(spec.extent[k] < 0 ? i[k]
+                                            : PrimExpr(tir::Add(tir::Mul(i[k], PrimExpr(spec.stride[k])), PrimExpr(spec.begin[k]))));
+          }
+          return in;
+        });
+      });
+
+  define(
+      "pad", 1,
+      {{"pad_width", "Array", Any(), "(before, after) per axis, flattened: 2 * rank ints"},
+       {"pad_value", "float", Any(0.0), "the value of the padding"}},
+      injective, "constant padding",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = tensor_arg(call, 0);
+        std::vector<int64_t> w = pad_widths(call, x.shape.size());
+        std::vector<Any> shape;
+        for (size_t k = 0; k < x.shape.size(); ++k) {
+          if (w[2 * k] == 0 && w[2 * k + 1] == 0) {
+            shape.push_back(x.shape[k]);
+            continue;
+          }
+          auto d = constant_dim(x.shape[k]);
+          if (!d) LOOM_THROW(TypeError) << "padded axis " << k << " must be static, got " << shape_text(x.shape);
+          shape.push_back(dim_of(*d + w[2 * k] + w[2 * k + 1]));
+        }
+        return ir::TensorType(Array(shape), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        const auto& xt = tensor_arg(call, 0);
+        tir::Buffer x = b.buffer(xt, "X");
+        tir::Buffer y = b.buffer(result_type(call), "Y");
+        std::vector<int64_t> w = pad_widths(call, xt.shape.size());
+        Indices xs = buffer_shape(x);
+        PrimExpr fill = scalar(x->dtype, attrs_of(call).at("pad_value").as_float());
+        return b.finish(b.compute(y, [&](const Indices& i) {
+          Indices in;
+          PrimExpr inside = tir::IntImm(DataType::Bool(), 1);
+          for (size_t k = 0; k < i.size(); ++k) {
+            if (w[2 * k] == 0 && w[2 * k + 1] == 0) {
+              in.push_back(i[k]);
+              continue;
+            }
+            PrimExpr j = tir::Sub(i[k], PrimExpr(w[2 * k]));
+            inside = tir::And(inside, tir::And(tir::GE(j, PrimExpr(int64_t{0})), tir::LT(j, xs[k])));
+            in.push_back(tir::Max(tir::Min(j, tir::Sub(xs[k], PrimExpr(int64_t{1}))), PrimExpr(int64_t{0})));
+          }
+          return PrimExpr(tir::Select(inside, tir::BufferLoad(x, in), fill));
+        }));
       });
 }
 

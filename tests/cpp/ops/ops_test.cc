@@ -328,6 +328,48 @@ TEST(Ops, ShapeOperatorsMoveTheRightElements) {
   }
 }
 
+TEST(Ops, ConcatSplitSlicePad) {
+  NDArray a = random_tensor({2, 3, 4}, 91, -5, 5), b = random_tensor({2, 1, 4}, 92, -5, 5), c = random_tensor({2, 2, 4}, 93, -5, 5);
+  Module m = build(R"(
+@main = fn(%a: Tensor[(2, 3, 4), float32], %b: Tensor[(2, 1, 4), float32], %c: Tensor[(2, 2, 4), float32]) {
+  let %j = concat(%a, %b, %c, axis=1);
+  let %s = split(%j, indices_or_sections=[2, 5], axis=-2);
+  let %e = split(%a, indices_or_sections=2, axis=2);
+  (%j, %s.0, %s.1, %s.2, %e.1, slice(%a, begin=[-1, 0], end=[2, 100], axes=[0, 2], strides=[1, 3]), pad(%b, pad_width=[0, 0, 1, 2, 0, 1], pad_value=-1.5))
+}
+)");
+  Array out = m.get_function("main")(a, b, c).cast<Array>();
+  auto at = [](const NDArray& t, std::vector<int64_t> i) { return t.data_as<float>()[ravel(i, t.shape_vector())]; };
+  NDArray j = out[0].cast<NDArray>();
+  ASSERT_EQ(j.shape_vector(), (std::vector<int64_t>{2, 6, 4}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t r = 0; r < 6; ++r)
+      for (int64_t k = 0; k < 4; ++k) {
+        float want = r < 3 ? at(a, {n, r, k}) : r < 4 ? at(b, {n, 0, k}) : at(c, {n, r - 4, k});
+        ASSERT_EQ(at(j, {n, r, k}), want) << "concat " << n << r << k;
+      }
+  std::vector<int64_t> starts = {0, 2, 5}, sizes = {2, 3, 1};
+  for (size_t p = 0; p < 3; ++p) {
+    NDArray part = out[1 + p].cast<NDArray>();
+    ASSERT_EQ(part.shape_vector(), (std::vector<int64_t>{2, sizes[p], 4}));
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t r = 0; r < sizes[p]; ++r)
+        for (int64_t k = 0; k < 4; ++k) ASSERT_EQ(at(part, {n, r, k}), at(j, {n, starts[p] + r, k}));
+  }
+  NDArray half = out[4].cast<NDArray>();
+  ASSERT_EQ(half.shape_vector(), (std::vector<int64_t>{2, 3, 2}));
+  EXPECT_EQ(at(half, {1, 2, 1}), at(a, {1, 2, 3}));
+  NDArray sl = out[5].cast<NDArray>();  // a[-1:2, :, 0:100:3] -> (1, 3, 2)
+  ASSERT_EQ(sl.shape_vector(), (std::vector<int64_t>{1, 3, 2}));
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t k = 0; k < 2; ++k) ASSERT_EQ(at(sl, {0, r, k}), at(a, {1, r, 3 * k}));
+  NDArray pd = out[6].cast<NDArray>();  // b padded (0, 0), (1, 2), (0, 1) -> (2, 4, 5)
+  ASSERT_EQ(pd.shape_vector(), (std::vector<int64_t>{2, 4, 5}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t k = 0; k < 5; ++k) ASSERT_EQ(at(pd, {n, r, k}), r == 1 && k < 4 ? at(b, {n, 0, k}) : -1.5f);
+}
+
 TEST(Ops, NormalisationsAgreeWithReferences) {
   const std::vector<int64_t> shape = {3, 5, 7};
   NDArray x = random_tensor(shape, 51, -4, 4);
@@ -513,6 +555,14 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   EXPECT_NE(e.find("conv2d: the window (3 wide) does not fit the padded input (2)"), std::string::npos) << e;
   e = check("max_pool2d(%x, pool_size=[2, 2, 2])", "%x: Tensor[(1, 4, 5, 5), float32]");
   EXPECT_NE(e.find("max_pool2d: pool_size must have 1 or 2 entries, got 3"), std::string::npos) << e;
+  e = check("concat(%a, %b, axis=1)", "%a: Tensor[(3, 4), float32], %b: Tensor[(2, 4), float32]");
+  EXPECT_NE(e.find("concat: argument 1 (2, 4) differs from (3, 4) in axis 0"), std::string::npos) << e;
+  e = check("split(%a, indices_or_sections=3)", "%a: Tensor[(4, 4), float32]");
+  EXPECT_NE(e.find("split: 3 sections do not divide the axis of extent 4"), std::string::npos) << e;
+  e = check("pad(%a, pad_width=[1, 1])", "%a: Tensor[(4, 4), float32]");
+  EXPECT_NE(e.find("pad: pad_width needs 2 entries per axis (before, after), 4 in all, got 2"), std::string::npos) << e;
+  e = check("slice(%a, begin=[0], end=[2], strides=[0])", "%a: Tensor[(4, 4), float32]");
+  EXPECT_NE(e.find("slice: strides must be positive, got 0"), std::string::npos) << e;
   e = check("relu(%a)", "%a: (Tensor[(3), float32],)");
   EXPECT_NE(e.find("relu: argument 0 must be a tensor, got (Tensor[(3), float32],)"), std::string::npos) << e;
 }
