@@ -1,0 +1,69 @@
+#include "graph_util.h"
+
+#include <vector>
+
+#include "loom/ir/op.h"
+
+namespace loom::passes {
+
+std::unordered_map<const Object*, int> var_uses(const ir::Expr& e) {
+  std::unordered_map<const Object*, int> uses;
+  Visitor v(false);
+  v.on<graph::VarNode>([&](const graph::VarNode* var) { ++uses[var]; });
+  v.on<graph::LetNode>([&](const graph::LetNode* let) {
+    v.visit(Any(let->value));
+    v.visit(Any(let->body));
+  });
+  v.visit(Any(e));
+  return uses;
+}
+
+ir::Expr substitute(const ir::Expr& e, const std::unordered_map<const Object*, ir::Expr>& with) {
+  if (with.empty()) return e;
+  Mutator m;
+  m.on<graph::VarNode>([&](const graph::VarNode* var, const ObjectRef& self) -> Any {
+    auto found = with.find(var);
+    return found == with.end() ? Any(self) : Any(found->second);
+  });
+  return m.mutate_as<ir::Expr>(e);
+}
+
+ir::Expr rewrite_lets(const ir::Expr& e,
+                      const std::function<ir::Expr(const graph::Var&, const ir::Expr&, const ir::Expr&)>& rewrite) {
+  // Nested expressions (in values, branches, tuples) are rewritten by a
+  // mutator whose let handler walks the chain.
+  Mutator m;
+  m.on<graph::LetNode>([&](const graph::LetNode*, const ObjectRef& self) -> Any {
+    std::vector<const graph::LetNode*> chain;
+    ir::Expr cur = downcast<ir::Expr>(self);
+    while (const auto* let = cur.as<graph::LetNode>()) {
+      chain.push_back(let);
+      cur = let->body;
+    }
+    ir::Expr body = m.mutate_as<ir::Expr>(cur);
+    for (size_t k = chain.size(); k-- > 0;) {
+      body = rewrite(chain[k]->var, m.mutate_as<ir::Expr>(chain[k]->value), body);
+    }
+    return Any(body);
+  });
+  return m.mutate_as<ir::Expr>(e);
+}
+
+bool is_pure(const ir::Expr& e) {
+  bool pure = true;
+  Visitor v;
+  v.on<graph::CallNode>([&](const graph::CallNode* call) {
+    if (const auto* op = call->callee.as<ir::OpNode>(); op && op->name == "call_packed") pure = false;
+    v.visit_children(call);
+  });
+  v.visit(Any(e));
+  return pure;
+}
+
+graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body) {
+  std::vector<graph::Var> params;
+  for (const Any& p : f.params) params.push_back(p.cast<graph::Var>());
+  return graph::Function(params, body, f.ret_type, f.attrs);
+}
+
+}  // namespace loom::passes
