@@ -6,6 +6,7 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
+#include "loom/transform/infer_type.h"
 
 namespace loom::passes {
 
@@ -25,7 +26,10 @@ transform::Pass LegalizeOps() {
                            0,
                            {"InferType"},
                            {}};
-  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext& context) {
+    // Types of nodes that earlier passes made (folded constants, ...) are
+    // filled in here: lowerings read the argument types.
+    ir::IRModule module = transform::InferType()(input, context);
     ir::IRModule out = module;
     std::set<std::string> taken;
     for (const std::string& name : module.names()) taken.insert(name);

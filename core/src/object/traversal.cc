@@ -104,6 +104,10 @@ ObjectRef Mutator::mutate_children(const ObjectRef& self) {
   values.reserve(info.fields.size());
   bool changed = false;
   for (const auto& field : info.fields) {
+    if (field.flags & kDerived) {
+      values.emplace_back();
+      continue;
+    }
     Any old_value = field.get(node);
     Any new_value = mutate(old_value);
     changed |= new_value.object() != old_value.object();
@@ -112,7 +116,8 @@ ObjectRef Mutator::mutate_children(const ObjectRef& self) {
   if (!changed) return self;
   if (!info.create) LOOM_THROW(Error) << "cannot copy a node of abstract type " << info.key;
   ObjectPtr<Object> copy = info.create();
-  for (size_t i = 0; i < info.fields.size(); ++i) info.fields[i].set(copy.get(), values[i]);
+  for (size_t i = 0; i < info.fields.size(); ++i)
+    if (!(info.fields[i].flags & kDerived)) info.fields[i].set(copy.get(), values[i]);
   if (info.get_bytes) info.set_bytes(copy.get(), info.get_bytes(node));
   return ObjectRef(copy);
 }

@@ -85,3 +85,23 @@ TEST(Mutator, HandlerCanRebuildFromMutatedChildren) {
 }
 
 }  // namespace loom
+
+namespace loom {
+// checked_type is a derived cache: a rewritten copy must not keep it (it
+// may no longer hold), an untouched node keeps it.
+TEST(Mutator, DerivedFieldsAreDroppedFromChangedCopies) {
+  graph::Var x("x", ir::TensorType::of({4}, DataType::Float(32)));
+  graph::Var y("y", ir::TensorType::of({2}, DataType::Int(8)));
+  graph::Tuple tuple({x, x});
+  const_cast<graph::TupleNode*>(tuple.get())->checked_type = ir::TupleType({x->annotation, x->annotation});
+  Mutator same;
+  EXPECT_TRUE(same.mutate_as<graph::Tuple>(tuple)->checked_type.defined());
+  Mutator swap;
+  swap.on<graph::VarNode>([&](const graph::VarNode* v, const ObjectRef& self) -> Any {
+    return v == x.get() ? Any(y) : Any(self);
+  });
+  graph::Tuple changed = swap.mutate_as<graph::Tuple>(tuple);
+  ASSERT_FALSE(changed.same_as(tuple));
+  EXPECT_FALSE(changed->checked_type.defined());
+}
+}  // namespace loom

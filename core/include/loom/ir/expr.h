@@ -19,7 +19,7 @@ class ExprNode : public Object {
   Type checked_type;
   LOOM_ABSTRACT_OBJECT(ExprNode, Object, "ir.Expr");
   static void reflect(ReflectionBuilder<ExprNode>& r) {
-    r.field("checked_type", &ExprNode::checked_type, "set by type inference", kStructuralIgnore | kOptional);
+    r.field("checked_type", &ExprNode::checked_type, "set by type inference", kStructuralIgnore | kOptional | kDerived);
   }
 };
 class Expr : public ObjectRef {

@@ -34,7 +34,10 @@ enum class StructuralKind { kTree, kBinding, kUnique };
 //     variable's name hint, a source location).
 //   kOptional: an object field that may be none (an inferred type not yet
 //     inferred, a missing else branch).  Without it, the setter refuses none.
-enum FieldFlags : uint32_t { kFieldNone = 0, kStructuralIgnore = 1, kOptional = 2 };
+//   kDerived: a cache computed from the other fields (an expression's
+//     inferred type).  A Mutator neither rewrites it nor keeps it on a copy
+//     whose other fields changed, so a stale value never survives a rewrite.
+enum FieldFlags : uint32_t { kFieldNone = 0, kStructuralIgnore = 1, kOptional = 2, kDerived = 4 };
 
 struct FieldInfo {
   std::string name;
