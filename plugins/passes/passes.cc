@@ -2,6 +2,7 @@
 // so a YAML pipeline, the CLI and Python can name them (docs/passes.md).
 // One pass per file pair.
 #include <loom/plugin_sdk.h>
+#include <loom/support/strings.h>
 
 #include "canonicalize_bindings.h"
 #include "dead_code_elimination.h"
@@ -12,7 +13,22 @@
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
                      LOOM_PLUGIN_PROVIDES("pass:LegalizeOps,pass:DeadCodeElimination,pass:CanonicalizeBindings,"
-                                          "pass:EliminateCommonSubexpr,pass:FoldConstant"));
+                                          "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:default,pass:O0"));
+
+namespace {
+// A named pipeline is a pass like any other, so a YAML pipeline, the CLI
+// and Python select it by name.  Each pass inside still obeys the opt level,
+// disabled and required lists of the PassContext.
+loom::transform::Pass pipeline(const std::string& name, const std::string& summary,
+                               const std::vector<std::string>& names) {
+  std::vector<loom::transform::Pass> passes;
+  for (const auto& n : names) passes.push_back(loom::transform::PassRegistry::get(n));
+  loom::transform::Pass seq = loom::transform::sequential(passes, name);
+  return loom::transform::module_pass(
+      loom::transform::PassInfo{name, summary + " (" + loom::join(names, ", ") + ")", 0, {}, {}},
+      [seq](const loom::ir::IRModule& m, const loom::transform::PassContext& ctx) { return seq(m, ctx); });
+}
+}  // namespace
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
@@ -21,4 +37,9 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::CanonicalizeBindings());
   PassRegistry::register_pass(loom::passes::EliminateCommonSubexpr());
   PassRegistry::register_pass(loom::passes::FoldConstant());
+  PassRegistry::register_pass(pipeline("O0", "the least that runs: operators lowered, nothing optimised",
+                                       {"InferType", "LegalizeOps"}));
+  PassRegistry::register_pass(pipeline("default", "graph clean-ups and folding, then lowering",
+                                       {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr",
+                                        "DeadCodeElimination", "LegalizeOps", "DeadCodeElimination"}));
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "loom/config/config.h"
+#include "loom/driver/build.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/runtime/ndarray.h"
@@ -106,6 +107,23 @@ TEST(Passes, FoldConstantEvaluatesConstantSubgraphs) {
   EXPECT_EQ(v[1], 0.0f);
   EXPECT_EQ(v[2], 0.0f);
   EXPECT_EQ(add->args[0].as_object_ref().as<graph::VarNode>()->name, "x");
+}
+
+TEST(Passes, NamedPipelinesAreSelectableFromYaml) {
+  for (const std::string name : {"O0", "default"}) {
+    config::Config config = config::parse_config("target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: [" + name + "]\n",
+                                                 name + ".yaml");
+    ir::IRModule out = config.pipeline()(config.constrain(constant_module()), config.context);
+    std::string text = ir::print_module(out);
+    // Both lower every operator; only default folds the constant add.
+    EXPECT_EQ(text.find("relu("), std::string::npos) << text;
+    EXPECT_EQ(text.find("let %s = call_dps") != std::string::npos, name == "O0") << text;
+    runtime::Module built = driver::build(constant_module(), config);
+    NDArray y = built.get_function("main")(floats({3}, {1, 2, 3})).cast<NDArray>();
+    EXPECT_EQ(y.data_as<float>()[0], 2.5f) << name;
+    EXPECT_EQ(y.data_as<float>()[1], 2.0f) << name;
+    EXPECT_EQ(y.data_as<float>()[2], 3.0f) << name;
+  }
 }
 
 TEST(Passes, ADisabledPassIsReallySkipped) {
