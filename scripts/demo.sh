@@ -16,10 +16,10 @@ result=$("$LOOMC" call hello.add 40 2)
 [ "$result" = "42" ] || { echo "demo: expected 42 from hello.add, got '$result'" >&2; exit 1; }
 
 # Compile a small model with the reference interpreter into one library and
-# look inside: the VM over the graph function, the generated prim functions.
+# look inside: the VM over the graph function, the fused prim function.
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 run build examples/gelu_mlp_tail.loom --config configs/ref.yaml -o "$out/tail.so"
 run inspect "$out/tail.so"
-"$LOOMC" inspect "$out/tail.so" | grep -q "ref: 4 functions (add, add_1, clip, gelu)" \
+"$LOOMC" inspect "$out/tail.so" | grep -q "ref: 1 function (fused_add_gelu_add_clip)" \
   || { echo "demo: the built library lacks its prim functions" >&2; exit 1; }
 echo; echo "demo: ok"

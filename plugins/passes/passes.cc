@@ -8,12 +8,14 @@
 #include "dead_code_elimination.h"
 #include "eliminate_common_subexpr.h"
 #include "fold_constant.h"
+#include "fuse_ops.h"
+#include "fuse_tir.h"
 #include "legalize_ops.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
                      LOOM_PLUGIN_PROVIDES("pass:LegalizeOps,pass:DeadCodeElimination,pass:CanonicalizeBindings,"
-                                          "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:default,pass:O0"));
+                                          "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:FuseOps,pass:FuseTIR,pass:default,pass:O0"));
 
 namespace {
 // A named pipeline is a pass like any other, so a YAML pipeline, the CLI
@@ -37,9 +39,12 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::CanonicalizeBindings());
   PassRegistry::register_pass(loom::passes::EliminateCommonSubexpr());
   PassRegistry::register_pass(loom::passes::FoldConstant());
+  PassRegistry::register_pass(loom::passes::FuseOps());
+  PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(pipeline("O0", "the least that runs: operators lowered, nothing optimised",
                                        {"InferType", "LegalizeOps"}));
-  PassRegistry::register_pass(pipeline("default", "graph clean-ups and folding, then lowering",
+  PassRegistry::register_pass(pipeline("default", "graph clean-ups and folding, fusion, then lowering",
                                        {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr",
-                                        "DeadCodeElimination", "LegalizeOps", "DeadCodeElimination"}));
+                                        "DeadCodeElimination", "FuseOps", "LegalizeOps", "FuseTIR",
+                                        "DeadCodeElimination"}));
 }

@@ -85,21 +85,24 @@ Pass sequential(std::vector<Pass> passes, std::string name) {
     IRModule current = module;
     std::set<std::string> done;
     std::vector<std::string> resolving;
-    std::function<void(const Pass&)> run = [&](const Pass& pass) {
+    // A listed pass runs where it is listed (again if listed twice); a
+    // required pass runs before the pass that needs it unless it has run
+    // already in this sequence.
+    std::function<void(const Pass&, bool)> run = [&](const Pass& pass, bool listed) {
       const PassInfo& info = pass.info();
-      if (done.count(info.name)) return;
+      if (!listed && done.count(info.name)) return;
       if (std::find(resolving.begin(), resolving.end(), info.name) != resolving.end()) {
         LOOM_THROW(Error) << "passes require each other: " << join(resolving, " -> ") << " -> " << info.name;
       }
       resolving.push_back(info.name);
-      for (const std::string& dependency : info.required) run(PassRegistry::get(dependency));
+      for (const std::string& dependency : info.required) run(PassRegistry::get(dependency), false);
       resolving.pop_back();
       bool forced = context.is_required(info.name);
       if (!forced && (context.is_disabled(info.name) || info.opt_level > context.opt_level)) return;
       current = pass(current, context);
       done.insert(info.name);
     };
-    for (const Pass& pass : passes) run(pass);
+    for (const Pass& pass : passes) run(pass, true);
     return current;
   };
   return Pass(node);

@@ -15,6 +15,7 @@
 #include "loom/runtime/ndarray.h"
 #include "loom/support/strings.h"
 #include "loom/transform/pass.h"
+#include "loom/ir/function.h"
 #include "test_util.h"
 
 namespace loom {
@@ -71,7 +72,8 @@ TEST(Passes, GoldenFiles) {
   }
   // Every pass of the library has a golden file (FoldConstant's is below:
   // its constants need the meta section, so it is built in C++).
-  for (const char* pass : {"LegalizeOps", "DeadCodeElimination", "CanonicalizeBindings", "EliminateCommonSubexpr"}) {
+  for (const char* pass :
+       {"LegalizeOps", "DeadCodeElimination", "CanonicalizeBindings", "EliminateCommonSubexpr", "FuseOps"}) {
     EXPECT_TRUE(covered.count(pass)) << pass << " has no golden file";
   }
 }
@@ -124,6 +126,98 @@ TEST(Passes, NamedPipelinesAreSelectableFromYaml) {
     EXPECT_EQ(y.data_as<float>()[1], 2.0f) << name;
     EXPECT_EQ(y.data_as<float>()[2], 3.0f) << name;
   }
+}
+
+namespace {
+const char* kConvChain = R"(
+@main = fn(%x: Tensor[(1, 3, 7, 7), float32], %w1: Tensor[(4, 3, 3, 3), float32], %w2: Tensor[(4, 4, 3, 3), float32], %b: Tensor[(4, 1, 1), float32]) -> Tensor[(1, 4, 7, 7), float32] {
+  let %c1 = conv2d(%x, %w1, padding=[1]);
+  let %c2 = conv2d(%c1, %w2, padding=[1]);
+  let %cb = add(%c2, %b);
+  let %r = relu(%cb);
+  let %t = tanh(%r);
+  sigmoid(%t)
+}
+)";
+
+std::string function_names(const ir::IRModule& m) { return join(m.names(), " "); }
+
+config::Config fusing_config(const std::string& passes) {
+  return config::parse_config("target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: " + passes + "\n", "fuse.yaml");
+}
+
+// A user's fusion pass: the two convolutions of kConvChain into one
+// primitive function of its own, before the built-in fuser runs.
+transform::Pass user_double_conv() {
+  return transform::module_pass(
+      transform::PassInfo{"UserFuseDoubleConv", "test: fuses conv2d(conv2d(x)) its own way", 0, {"InferType"}, {}},
+      [](const ir::IRModule& m, const transform::PassContext&) {
+        const auto* main = m.lookup("main").as<graph::FunctionNode>();
+        const auto* l1 = main->body.as<graph::LetNode>();
+        const auto* l2 = l1->body.as<graph::LetNode>();
+        graph::Var x("x", main->params[0].cast<graph::Var>()->annotation);
+        graph::Var w1("w1", main->params[1].cast<graph::Var>()->annotation);
+        graph::Var w2("w2", main->params[2].cast<graph::Var>()->annotation);
+        const auto* conv1 = l1->value.as<graph::CallNode>();
+        graph::Var c1("c1"), c2("c2");
+        ir::Expr body = graph::Let(c1, graph::Call(conv1->callee, {x, w1}, conv1->attrs),
+                                   graph::Let(c2, graph::Call(conv1->callee, {c1, w2}, conv1->attrs), c2));
+        graph::Function fused({x, w1, w2}, body, l2->var->checked_type, Map({{"primitive", int64_t{1}}}));
+        graph::Call call(ir::GlobalVar("user_double_conv"),
+                         {main->params[0].cast<ir::Expr>(), main->params[1].cast<ir::Expr>(), main->params[2].cast<ir::Expr>()});
+        ir::Expr rest = graph::Let(l2->var, call, l2->body);
+        std::vector<graph::Var> params;
+        for (const Any& p : main->params) params.push_back(p.cast<graph::Var>());
+        return m.with_function("user_double_conv", fused).with_function("main", graph::Function(params, rest, main->ret_type));
+      });
+}
+}  // namespace
+
+TEST(Passes, FusionGroupsAndTheirDepthLimit) {
+  ir::IRModule chain = ir::parse_module(kConvChain);
+  config::Config config = fusing_config("[InferType, FuseOps]");
+  EXPECT_EQ(function_names(config.pipeline()(config.constrain(chain), config.context)),
+            "fused_conv2d_add_relu_tanh_sigmoid main");
+  config = fusing_config("[InferType, {name: FuseOps, options: {max_depth: 3}}]");
+  EXPECT_EQ(function_names(config.pipeline()(config.constrain(chain), config.context)),
+            "fused_conv2d_add_relu fused_tanh_sigmoid main");
+}
+
+TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
+  static const bool registered = [] {
+    transform::PassRegistry::register_pass(user_double_conv());
+    return true;
+  }();
+  (void)registered;
+  ir::IRModule chain = ir::parse_module(kConvChain);
+  config::Config config = fusing_config("[UserFuseDoubleConv, FuseOps]");
+  ir::IRModule fused = config.pipeline()(config.constrain(chain), config.context);
+  EXPECT_EQ(function_names(fused), "fused_user_double_conv_add_relu_tanh_sigmoid main user_double_conv");
+  std::string text = ir::print_module(fused);
+  EXPECT_NE(text.find("  @fused_user_double_conv_add_relu_tanh_sigmoid(%x, %w1, %w2, %b)\n}"), std::string::npos) << text;
+
+  // Whatever the fusion, the numbers are those of the unfused model.
+  std::vector<NDArray> args = {floats({1, 3, 7, 7}, test::random_floats(147, 1, -1, 1)),
+                               floats({4, 3, 3, 3}, test::random_floats(108, 2, -1, 1)),
+                               floats({4, 4, 3, 3}, test::random_floats(144, 3, -1, 1)),
+                               floats({4, 1, 1}, test::random_floats(4, 4, -1, 1))};
+  auto run_with = [&](const std::string& passes) {
+    runtime::Module m = driver::build(chain, fusing_config(passes));
+    return m.get_function("main")(args[0], args[1], args[2], args[3]).cast<NDArray>();
+  };
+  NDArray reference = run_with("[O0]");
+  for (const std::string passes : {"[default]", "[UserFuseDoubleConv, default]"}) {
+    NDArray y = run_with(passes);
+    ASSERT_EQ(y.shape_vector(), reference.shape_vector());
+    for (int64_t i = 0; i < y->numel(); ++i) ASSERT_EQ(y.data_as<float>()[i], reference.data_as<float>()[i]) << passes << " " << i;
+  }
+  // After default, main calls one fused prim function whose intermediates
+  // are allocated inside it.
+  config = fusing_config("[UserFuseDoubleConv, default]");
+  text = ir::print_module(config.pipeline()(config.constrain(chain), config.context));
+  EXPECT_NE(text.find("@fused_user_double_conv_add_relu_tanh_sigmoid = prim_func("), std::string::npos) << text;
+  EXPECT_NE(text.find("alloc %c1: Buffer[(1, 4, 7, 7), float32]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("@relu = prim_func"), std::string::npos) << text;
 }
 
 TEST(Passes, ADisabledPassIsReallySkipped) {

@@ -62,7 +62,7 @@ Pass function_pass(PassInfo info, FunctionPassFn fn) {
 
 // Runs `passes` in order: first the passes a pass requires that have not run
 // yet in this sequence, then the pass unless it is disabled or above the
-// opt level (a required pass always runs).
+// opt level (a required pass always runs).  A pass listed twice runs twice.
 Pass sequential(std::vector<Pass> passes, std::string name = "Sequential");
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,242 @@
+#include "fuse_ops.h"
+
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "graph_util.h"
+#include "loom/ir/op.h"
+#include "loom/transform/infer_type.h"
+
+namespace loom::passes {
+
+namespace {
+using ir::PatternKind;
+
+// One binding of the function's top-level let chain.
+struct Binding {
+  graph::Var var;
+  ir::Expr value;
+};
+
+struct Group {
+  std::vector<size_t> members;  // binding indices, in order
+  PatternKind anchor;
+  std::string name;
+};
+
+bool is_primitive(const ir::IRModule& module, const ir::Expr& callee) {
+  const auto* g = callee.as<ir::GlobalVarNode>();
+  if (!g || !module.contains(g->name)) return false;
+  const auto* f = module.lookup(g->name).as<graph::FunctionNode>();
+  return f && f->attrs.contains("primitive") && f->attrs.at("primitive").as_int() == 1;
+}
+
+// The pattern of a binding's value, or nullopt when it cannot be fused.
+std::optional<PatternKind> pattern_of(const ir::IRModule& module, const ir::Expr& value, std::string* name) {
+  const auto* call = value.as<graph::CallNode>();
+  if (!call) return std::nullopt;
+  if (const auto* op = call->callee.as<ir::OpNode>()) {
+    auto entry = ir::OpRegistry::entry(op->name);
+    if (!entry || !ir::OpRegistry::property(op->name, "FLower") || entry->def.pattern == PatternKind::kOpaque) {
+      return std::nullopt;
+    }
+    *name = op->name;
+    return entry->def.pattern;
+  }
+  // A primitive function made by an earlier (user) fusion pass anchors a
+  // group like an output-fusable operator; its elementwise tail joins it.
+  if (is_primitive(module, call->callee)) {
+    *name = call->callee.as<ir::GlobalVarNode>()->name;
+    return PatternKind::kOutputFusable;
+  }
+  return std::nullopt;
+}
+
+// The body of a primitive function a group anchors on, with its parameters
+// replaced by the call's arguments: its bindings and its result.
+std::pair<std::vector<Binding>, ir::Expr> inline_primitive(const ir::IRModule& module, const graph::CallNode& call) {
+  const auto* f = module.lookup(call.callee.as<ir::GlobalVarNode>()->name).as<graph::FunctionNode>();
+  std::unordered_map<const Object*, ir::Expr> args;
+  for (size_t i = 0; i < f->params.size(); ++i) args[f->params[i].object()] = call.args[i].cast<ir::Expr>();
+  std::vector<Binding> bindings;
+  ir::Expr cur = f->body;
+  while (const auto* let = cur.as<graph::LetNode>()) {
+    graph::Var fresh(let->var->name, let->var->annotation);
+    bindings.push_back({fresh, substitute(let->value, args)});
+    args[let->var.get()] = fresh;
+    cur = let->body;
+  }
+  return {bindings, substitute(cur, args)};
+}
+}  // namespace
+
+transform::Pass FuseOps() {
+  transform::PassInfo info{"FuseOps",
+                           "groups operator calls into primitive functions: elementwise and broadcast operators join the "
+                           "group of their producer when they are its only user",
+                           1,
+                           {"InferType"},
+                           {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group"}}};
+  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext& context) {
+    int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
+    if (max_depth < 1) LOOM_THROW(Error) << "FuseOps.max_depth must be at least 1, got " << max_depth;
+    ir::IRModule module = transform::InferType()(input, context);
+    ir::IRModule out = module;
+    std::set<std::string> taken;
+    for (const std::string& name : module.names()) taken.insert(name);
+    for (const std::string& fname : module.names()) {
+      const auto* f = module.lookup(fname).as<graph::FunctionNode>();
+      if (!f || f->attrs.contains("primitive")) continue;
+      // The top-level chain with nested operator calls bound to variables of
+      // their own (so `gelu(add(h, b))` is two members).
+      std::vector<Binding> bindings;
+      int fresh = 0;
+      std::function<ir::Expr(const ir::Expr&)> flatten = [&](const ir::Expr& value) -> ir::Expr {
+        const auto* call = value.as<graph::CallNode>();
+        if (!call) return value;
+        bool changed = false;
+        std::vector<ir::Expr> args;
+        for (const Any& a : call->args) {
+          ir::Expr arg = a.cast<ir::Expr>();
+          if (arg.as<graph::CallNode>()) {
+            graph::Var v("t" + std::to_string(fresh++));
+            ir::Expr inner = flatten(arg);
+            const_cast<graph::VarNode*>(v.get())->checked_type = arg->checked_type;
+            bindings.push_back({v, inner});
+            arg = v;
+            changed = true;
+          }
+          args.push_back(arg);
+        }
+        if (!changed) return value;
+        std::vector<ir::Type> type_args;
+        for (const Any& t : call->type_args) type_args.push_back(t.cast<ir::Type>());
+        graph::Call rebuilt(call->callee, args, call->attrs, type_args);
+        const_cast<graph::CallNode*>(rebuilt.get())->checked_type = call->checked_type;
+        return rebuilt;
+      };
+      ir::Expr cur = f->body;
+      while (const auto* let = cur.as<graph::LetNode>()) {
+        ir::Expr value = flatten(let->value);
+        bindings.push_back({let->var, value});
+        cur = let->body;
+      }
+      ir::Expr result = flatten(cur);
+      graph::Var result_var("out");
+      if (result.as<graph::CallNode>()) {  // the result call is a member too
+        bindings.push_back({result_var, result});
+        result = result_var;
+      }
+      std::unordered_map<const Object*, int> uses;
+      {
+        ir::Expr flat = result;
+        for (size_t k = bindings.size(); k-- > 0;) flat = graph::Let(bindings[k].var, bindings[k].value, flat);
+        uses = var_uses(flat);
+      }
+      std::vector<Group> groups;
+      std::unordered_map<const Object*, size_t> group_of;  // a group's output variable -> group
+      std::vector<int64_t> binding_group(bindings.size(), -1);
+      for (size_t i = 0; i < bindings.size(); ++i) {
+        std::string name;
+        auto pattern = pattern_of(module, bindings[i].value, &name);
+        if (!pattern) continue;
+        int64_t joined = -1;
+        if (*pattern <= PatternKind::kBroadcast) {
+          for (const Any& a : bindings[i].value.as<graph::CallNode>()->args) {
+            auto found = group_of.find(a.object());
+            if (found == group_of.end() || uses[a.object()] != 1) continue;
+            Group& g = groups[found->second];
+            if (static_cast<int64_t>(g.members.size()) >= max_depth) continue;
+            joined = static_cast<int64_t>(found->second);
+            group_of.erase(found);
+            break;
+          }
+        }
+        if (joined < 0) {
+          joined = static_cast<int64_t>(groups.size());
+          groups.push_back(Group{{}, *pattern, ""});
+        }
+        Group& g = groups[joined];
+        g.members.push_back(i);
+        g.name += (g.name.empty() ? "" : "_") + name;
+        group_of[bindings[i].var.get()] = static_cast<size_t>(joined);
+        binding_group[i] = joined;
+      }
+      // Rebuild: each group of two or more becomes a call of a new
+      // primitive function at the place of its last member.
+      std::vector<Binding> rebuilt;
+      bool changed = false;
+      for (size_t i = 0; i < bindings.size(); ++i) {
+        int64_t gi = binding_group[i];
+        if (gi < 0 || groups[gi].members.size() < 2) {
+          rebuilt.push_back(bindings[i]);
+          continue;
+        }
+        const Group& g = groups[gi];
+        if (i != g.members.back()) continue;
+        changed = true;
+        std::set<const Object*> inside;
+        for (size_t m : g.members) inside.insert(bindings[m].var.get());
+        // Parameters: the variables the members use that the group does not
+        // define, in order of first use.
+        std::vector<graph::Var> outer;
+        std::unordered_map<const Object*, ir::Expr> param_of;
+        std::vector<graph::Var> params;
+        std::vector<Binding> body;
+        for (size_t m : g.members) {
+          Visitor v;
+          v.on<graph::VarNode>([&](const graph::VarNode* var) {
+            if (inside.count(var) || param_of.count(var)) return;
+            graph::Var p(var->name, var->checked_type.defined() ? var->checked_type : var->annotation);
+            param_of[var] = p;
+            params.push_back(p);
+            outer.push_back(downcast<graph::Var>(ObjectRef(ObjectPtr<Object>(const_cast<graph::VarNode*>(var)))));
+          });
+          v.visit(Any(bindings[m].value));
+        }
+        std::unordered_map<const Object*, ir::Expr> renamed = param_of;
+        for (size_t m : g.members) {
+          ir::Expr value = substitute(bindings[m].value, renamed);
+          const auto* call = value.as<graph::CallNode>();
+          if (call && is_primitive(module, call->callee)) {
+            auto [inlined, res] = inline_primitive(module, *call);
+            body.insert(body.end(), inlined.begin(), inlined.end());
+            if (res.as<graph::VarNode>()) {  // the anchor's value is its last binding
+              renamed[bindings[m].var.get()] = res;
+              continue;
+            }
+            value = res;
+          }
+          graph::Var inner(bindings[m].var->name);
+          body.push_back({inner, value});
+          renamed[bindings[m].var.get()] = inner;
+        }
+        ir::Expr fbody = renamed.at(bindings[g.members.back()].var.get());
+        for (size_t k = body.size(); k-- > 0;) fbody = graph::Let(body[k].var, body[k].value, fbody);
+        std::string name = "fused_" + g.name;
+        for (char& c : name)
+          if (c == '.') c = '_';
+        std::string unique = name;
+        for (int k = 1; taken.count(unique); ++k) unique = name + "_" + std::to_string(k);
+        taken.insert(unique);
+        out = out.with_function(
+            unique, graph::Function(params, fbody, bindings[i].value->checked_type,
+                                    Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}})));
+        std::vector<ir::Expr> args(outer.begin(), outer.end());
+        rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), args)});
+      }
+      if (!changed) continue;  // (flattening alone is not worth a change)
+      if (!rebuilt.empty() && rebuilt.back().var.same_as(result_var)) {  // back to a result expression
+        result = rebuilt.back().value;
+        rebuilt.pop_back();
+      }
+      ir::Expr nbody = result;
+      for (size_t k = rebuilt.size(); k-- > 0;) nbody = graph::Let(rebuilt[k].var, rebuilt[k].value, nbody);
+      out = out.with_function(fname, with_body(*f, nbody));
+    }
+    return out;
+  });
+}
+
+}  // namespace loom::passes

@@ -1,0 +1,170 @@
+#include "fuse_tir.h"
+
+#include <map>
+#include <set>
+
+#include "graph_util.h"
+#include "loom/ir/op.h"
+
+namespace loom::passes {
+
+namespace {
+// Buffers for tensor types; symbolic dimensions become scalar parameters.
+class Buffers {
+ public:
+  tir::Buffer make(const ir::Type& type, const std::string& name, const std::string& scope = "global") {
+    const auto* t = type.as<ir::TensorTypeNode>();
+    if (!t || t->unknown_rank()) LOOM_THROW(Error) << "not a tensor of known rank";
+    std::vector<tir::PrimExpr> shape;
+    for (const Any& d : t->shape) {
+      if (const auto* c = dynamic_cast<const tir::IntImmNode*>(d.object())) {
+        shape.push_back(tir::PrimExpr(c->value));
+      } else if (const auto* v = dynamic_cast<const tir::VarNode*>(d.object())) {
+        auto found = vars_.find(v);
+        if (found == vars_.end()) {
+          found = vars_.emplace(v, tir::Var(v->name, DataType::Int(64))).first;
+          scalars.push_back(Any(found->second));
+        }
+        shape.push_back(found->second);
+      } else {
+        LOOM_THROW(Error) << "a composite dimension";
+      }
+    }
+    return tir::Buffer(name, t->dtype, shape, scope);
+  }
+  std::vector<Any> scalars;
+
+ private:
+  std::map<const Object*, tir::Var> vars_;
+};
+
+// A copy of `f` whose variables and buffers are fresh objects, so that the
+// same kernel can appear twice in one function.
+tir::PrimFunc fresh_copy(const tir::PrimFunc& f) {
+  Mutator m;
+  m.on<tir::VarNode>([](const tir::VarNode* v, const ObjectRef&) -> Any { return Any(tir::Var(v->name, v->dtype)); });
+  return m.mutate_as<tir::PrimFunc>(f);
+}
+
+// The fused prim function of a primitive graph function, or nullopt when
+// its body is not a chain of call_dps of prim functions.
+std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::FunctionNode& f) {
+  Buffers buffers;
+  std::unordered_map<const Object*, tir::Buffer> buffer_of;  // graph variable -> buffer
+  std::vector<Any> params;
+  for (const Any& p : f.params) {
+    const auto* var = p.as_object_ref().as<graph::VarNode>();
+    ir::Type type = var->annotation.defined() ? var->annotation : var->checked_type;
+    if (!type.as<ir::TensorTypeNode>()) return std::nullopt;
+    tir::Buffer b = buffers.make(type, var->name);
+    buffer_of[var] = b;
+    params.push_back(Any(b));
+  }
+  std::vector<std::pair<const graph::VarNode*, const graph::CallNode*>> steps;
+  ir::Expr cur = f.body;
+  while (const auto* let = cur.as<graph::LetNode>()) {
+    const auto* call = let->value.as<graph::CallNode>();
+    const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
+    if (!op || op->name != "call_dps") return std::nullopt;
+    steps.push_back({let->var.get(), call});
+    cur = let->body;
+  }
+  const auto* result = cur.as<graph::VarNode>();
+  if (!result || steps.empty() || steps.back().first != result) return std::nullopt;
+
+  tir::Buffer output = buffers.make(steps.back().second->type_args[0].cast<ir::Type>(), "Out");
+  params.push_back(Any(output));
+  std::vector<tir::Buffer> intermediates;
+  std::vector<tir::Stmt> body;
+  for (const auto& [var, call] : steps) {
+    const auto* g = call->args[0].as_object_ref().as<ir::GlobalVarNode>();
+    if (!g || !module.lookup(g->name).as<tir::PrimFuncNode>()) return std::nullopt;
+    tir::PrimFunc kernel = fresh_copy(downcast<tir::PrimFunc>(module.lookup(g->name)));
+    std::vector<tir::Buffer> kernel_buffers = kernel.buffer_params();
+    const auto* inputs = call->args[1].as_object_ref().as<graph::TupleNode>();
+    ir::Type out_type = call->type_args[0].cast<ir::Type>();
+    if (!inputs || !out_type.as<ir::TensorTypeNode>() || kernel_buffers.size() != inputs->fields.size() + 1) {
+      return std::nullopt;
+    }
+    std::vector<tir::Buffer> actual;
+    for (const Any& a : inputs->fields) {
+      auto found = buffer_of.find(a.object());
+      if (found == buffer_of.end()) return std::nullopt;  // a constant or a tuple: not fused here
+      actual.push_back(found->second);
+    }
+    tir::Buffer out = var == result ? output : buffers.make(out_type, var->name, "global");
+    if (var != result) intermediates.push_back(out);
+    buffer_of[var] = out;
+    actual.push_back(out);
+    // The kernel's buffers are ours; its scalar parameters are our dimensions.
+    std::unordered_map<const Object*, tir::Buffer> replace;
+    for (size_t k = 0; k < kernel_buffers.size(); ++k) replace[kernel_buffers[k].get()] = actual[k];
+    Mutator m;
+    m.on<tir::BufferNode>([&](const tir::BufferNode* b, const ObjectRef& self) -> Any {
+      auto found = replace.find(b);
+      return found == replace.end() ? Any(self) : Any(found->second);
+    });
+    tir::Stmt stmt = m.mutate_as<tir::Stmt>(kernel->body);
+    for (const Any& p : kernel->params) {
+      const auto* scalar = p.as_object_ref().as<tir::VarNode>();
+      if (!scalar) continue;
+      std::optional<tir::PrimExpr> value;
+      for (size_t k = 0; k < kernel_buffers.size() && !value; ++k) {
+        for (size_t d = 0; d < kernel_buffers[k]->shape.size(); ++d) {
+          if (kernel_buffers[k]->shape[d].object() == scalar) {
+            value = actual[k]->shape[d].cast<tir::PrimExpr>();
+            break;
+          }
+        }
+      }
+      if (!value) return std::nullopt;
+      stmt = tir::LetStmt(downcast<tir::Var>(p.as_object_ref()), *value, stmt);
+    }
+    body.push_back(stmt);
+  }
+  tir::Stmt fused = tir::SeqStmt(body);
+  for (size_t k = intermediates.size(); k-- > 0;) fused = tir::Allocate(intermediates[k], fused);
+  params.insert(params.end(), buffers.scalars.begin(), buffers.scalars.end());
+  return tir::PrimFunc(params, fused, ir::Type(), Map({{"fused_from", Any(std::string("primitive graph function"))}}));
+}
+}  // namespace
+
+transform::Pass FuseTIR() {
+  transform::PassInfo info{"FuseTIR",
+                           "each primitive graph function whose body is a chain of call_dps becomes one prim function "
+                           "(intermediates allocated inside), called through call_dps",
+                           1, {}, {}};
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+    ir::IRModule out = module;
+    std::map<std::string, ir::Type> fused;  // name -> result type
+    for (const std::string& name : module.names()) {
+      const auto* f = module.lookup(name).as<graph::FunctionNode>();
+      if (!f || !f->attrs.contains("primitive")) continue;
+      if (auto prim = fuse(module, *f)) {
+        out = out.with_function(name, *prim);
+        fused[name] = f->ret_type.defined() ? f->ret_type : f->body->checked_type;
+      }
+    }
+    if (fused.empty()) return out;
+    ir::Op call_dps = ir::Op::get("call_dps");
+    for (const std::string& name : out.names()) {
+      const auto* f = out.lookup(name).as<graph::FunctionNode>();
+      if (!f) continue;
+      Mutator m;
+      m.on<graph::CallNode>([&](const graph::CallNode*, const ObjectRef& self) -> Any {
+        ObjectRef mutated = m.mutate_children(self);
+        const auto* call = mutated.as<graph::CallNode>();
+        const auto* g = call->callee.as<ir::GlobalVarNode>();
+        if (!g || !fused.count(g->name)) return Any(mutated);
+        std::vector<ir::Expr> args;
+        for (const Any& a : call->args) args.push_back(a.cast<ir::Expr>());
+        return Any(graph::Call(call_dps, {call->callee, graph::Tuple(args)}, Map::empty(), {fused[g->name]}));
+      });
+      ir::Expr body = m.mutate_as<ir::Expr>(f->body);
+      if (!body.same_as(f->body)) out = out.with_function(name, with_body(*f, body));
+    }
+    return out;
+  });
+}
+
+}  // namespace loom::passes
