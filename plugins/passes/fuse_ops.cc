@@ -83,8 +83,7 @@ transform::Pass FuseOps() {
     if (max_depth < 1) LOOM_THROW(Error) << "FuseOps.max_depth must be at least 1, got " << max_depth;
     ir::IRModule module = transform::InferType()(input, context);
     ir::IRModule out = module;
-    std::set<std::string> taken;
-    for (const std::string& name : module.names()) taken.insert(name);
+    FunctionNames names(module);
     for (const std::string& fname : module.names()) {
       const auto* f = module.lookup(fname).as<graph::FunctionNode>();
       if (!f || f->attrs.contains("primitive")) continue;
@@ -214,12 +213,7 @@ transform::Pass FuseOps() {
         }
         ir::Expr fbody = renamed.at(bindings[g.members.back()].var.get());
         for (size_t k = body.size(); k-- > 0;) fbody = graph::Let(body[k].var, body[k].value, fbody);
-        std::string name = "fused_" + g.name;
-        for (char& c : name)
-          if (c == '.') c = '_';
-        std::string unique = name;
-        for (int k = 1; taken.count(unique); ++k) unique = name + "_" + std::to_string(k);
-        taken.insert(unique);
+        std::string unique = names.fresh("fused_" + g.name);
         out = out.with_function(
             unique, graph::Function(params, fbody, bindings[i].value->checked_type,
                                     Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}})));

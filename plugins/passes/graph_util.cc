@@ -60,6 +60,20 @@ bool is_pure(const ir::Expr& e) {
   return pure;
 }
 
+FunctionNames::FunctionNames(const ir::IRModule& module) {
+  for (const std::string& name : module.names()) taken_.insert(name);
+}
+
+std::string FunctionNames::fresh(const std::string& hint) {
+  std::string base = hint;
+  for (char& c : base)
+    if (c == '.') c = '_';
+  std::string name = base;
+  for (int k = 1; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
+  taken_.insert(name);
+  return name;
+}
+
 graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body) {
   std::vector<graph::Var> params;
   for (const Any& p : f.params) params.push_back(p.cast<graph::Var>());

@@ -3,9 +3,12 @@
 #define LOOM_PLUGINS_PASSES_GRAPH_UTIL_H_
 
 #include <functional>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include "loom/ir/function.h"
+#include "loom/ir/module.h"
 #include "loom/object/traversal.h"
 
 namespace loom::passes {
@@ -25,6 +28,17 @@ ir::Expr rewrite_lets(const ir::Expr& e,
 // Whether evaluating `e` has no effect besides its value (call_packed may
 // have one).
 bool is_pure(const ir::Expr& e);
+
+// Names for the functions a pass adds to a module: the hint with '.' made
+// '_', then "_1", "_2", ... until it is free; each name handed out is taken.
+class FunctionNames {
+ public:
+  explicit FunctionNames(const ir::IRModule& module);
+  std::string fresh(const std::string& hint);
+
+ private:
+  std::set<std::string> taken_;
+};
 
 // A graph function with a new body (parameters, type and attributes kept).
 graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body);

@@ -1,23 +1,14 @@
 #include "legalize_ops.h"
 
 #include <map>
-#include <set>
 
+#include "graph_util.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
 #include "loom/transform/infer_type.h"
 
 namespace loom::passes {
-
-namespace {
-std::string base_name(const std::string& op) {
-  std::string out = op;
-  for (char& c : out)
-    if (c == '.') c = '_';
-  return out;
-}
-}  // namespace
 
 transform::Pass LegalizeOps() {
   transform::PassInfo info{"LegalizeOps",
@@ -31,8 +22,7 @@ transform::Pass LegalizeOps() {
     // filled in here: lowerings read the argument types.
     ir::IRModule module = transform::InferType()(input, context);
     ir::IRModule out = module;
-    std::set<std::string> taken;
-    for (const std::string& name : module.names()) taken.insert(name);
+    FunctionNames names(module);
     std::map<std::string, std::string> generated;  // signature -> function name
     ir::Op call_dps = ir::Op::get("call_dps");
     for (const std::string& fname : module.names()) {
@@ -61,9 +51,7 @@ transform::Pass LegalizeOps() {
           } catch (const Error& e) {
             LOOM_THROW(Error) << "LegalizeOps: @" << fname << ": lowering '" << op->name << "': " << e.what();
           }
-          std::string name = base_name(op->name);
-          for (int k = 1; taken.count(name); ++k) name = base_name(op->name) + "_" + std::to_string(k);
-          taken.insert(name);
+          std::string name = names.fresh(op->name);
           out = out.with_function(name, prim);
           found = generated.emplace(signature, name).first;
         }
