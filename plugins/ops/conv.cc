@@ -1,5 +1,5 @@
-// conv2d (NCHW, OIHW weights, stride, padding, dilation, groups) and 2-D
-// pooling (docs/operators.md).
+// conv2d (NCHW or NHWC data, OIHW or OHWI weights, stride, padding,
+// dilation, groups) and 2-D pooling in either layout (docs/operators.md).
 #include <limits>
 
 #include "lowering.h"
@@ -50,21 +50,46 @@ int64_t out_extent(int64_t in, int64_t pad, int64_t kernel, int64_t stride, int6
 
 Any dim_of(int64_t v) { return Any(tir::IntImm(DataType::Int(64), v)); }
 
-// x[n, c, y, x] with zero (or `fill`) outside the input: the load is
-// clamped into range so that it is always valid, and the select picks.
-PrimExpr padded_load(const tir::Buffer& x, const PrimExpr& n, const PrimExpr& c, const PrimExpr& iy, const PrimExpr& ix,
-                     int64_t h, int64_t w, const PrimExpr& fill) {
+// Where each logical axis of a 4-D layout sits: batch (or output
+// channels), channels (or input channels), height, width.
+struct Layout {
+  size_t n, c, h, w;
+  template <class T>
+  std::vector<T> order(T n_, T c_, T h_, T w_) const {
+    std::vector<T> v(4);
+    v[n] = n_, v[c] = c_, v[h] = h_, v[w] = w_;
+    return v;
+  }
+};
+
+Layout layout_attr(const Map& attrs, const std::string& key) {
+  const std::string& s = attrs.at(key).as_string();
+  if (key == "kernel_layout") {
+    if (s == "OIHW") return {0, 1, 2, 3};
+    if (s == "OHWI") return {0, 3, 1, 2};
+    LOOM_THROW(TypeError) << key << " must be OIHW or OHWI, got '" << s << "'";
+  }
+  if (s == "NCHW") return {0, 1, 2, 3};
+  if (s == "NHWC") return {0, 3, 1, 2};
+  LOOM_THROW(TypeError) << key << " must be NCHW or NHWC, got '" << s << "'";
+}
+
+// x at (n, c, y, x) in layout `l`, with zero (or `fill`) outside the
+// input: the load is clamped into range so that it is always valid, and
+// the select picks.
+PrimExpr padded_load(const tir::Buffer& x, const Layout& l, const PrimExpr& n, const PrimExpr& c, const PrimExpr& iy,
+                     const PrimExpr& ix, int64_t h, int64_t w, const PrimExpr& fill) {
   auto clamp = [](const PrimExpr& i, int64_t extent) {
     return PrimExpr(tir::Max(tir::Min(i, PrimExpr(extent - 1)), PrimExpr(int64_t{0})));
   };
   PrimExpr inside = tir::And(tir::And(tir::GE(iy, PrimExpr(int64_t{0})), tir::LT(iy, PrimExpr(h))),
                              tir::And(tir::GE(ix, PrimExpr(int64_t{0})), tir::LT(ix, PrimExpr(w))));
-  return tir::Select(inside, tir::BufferLoad(x, {n, c, clamp(iy, h), clamp(ix, w)}), fill);
+  return tir::Select(inside, tir::BufferLoad(x, l.order(n, c, clamp(iy, h), clamp(ix, w))), fill);
 }
 
-const ir::TensorTypeNode& nchw(const graph::CallNode& call) {
+const ir::TensorTypeNode& image(const graph::CallNode& call, const std::string& layout) {
   const auto& x = tensor_arg(call, 0);
-  if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs an NCHW tensor (rank 4), got " << shape_text(x.shape);
+  if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs an " << layout << " tensor (rank 4), got " << shape_text(x.shape);
   if (!is_float(x.dtype)) LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
   return x;
 }
@@ -73,21 +98,24 @@ const std::vector<SchemaField> kWindowAttrs = {
     {"strides", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(sh, sw) or (s)"},
     {"padding", "Array", Any(Array(std::vector<Any>{int64_t{0}})), "(p), (ph, pw) or (top, left, bottom, right)"},
     {"dilation", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(dh, dw) or (d)"}};
+const SchemaField kLayoutAttr{"layout", "str", Any(std::string("NCHW")), "NCHW or NHWC"};
 
 void pool(const std::string& name, bool is_max) {
-  std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"}, kWindowAttrs[0], kWindowAttrs[1]};
+  std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"}, kWindowAttrs[0], kWindowAttrs[1],
+                                    kLayoutAttr};
   if (!is_max) attrs.push_back({"count_include_pad", "bool", Any(false), "divide by the whole window, padding included"});
   define(
       name, 1, attrs, ir::PatternKind::kOutputFusable,
       is_max ? "maximum over each window (padding is -inf)" : "mean over each window",
       [](const graph::CallNode& call) -> ir::Type {
-        const auto& x = nchw(call);
         Map a = attrs_of(call);
+        Layout l = layout_attr(a, "layout");
+        const auto& x = image(call, a.at("layout").as_string());
         auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
         auto p = padding_attr(a);
-        int64_t h = static_dim(x, 2, "the height"), w = static_dim(x, 3, "the width");
-        return ir::TensorType(Array(std::vector<Any>{x.shape[0], x.shape[1], dim_of(out_extent(h, p[0] + p[2], k[0], s[0], 1)),
-                                                     dim_of(out_extent(w, p[1] + p[3], k[1], s[1], 1))}),
+        int64_t h = static_dim(x, l.h, "the height"), w = static_dim(x, l.w, "the width");
+        return ir::TensorType(Array(l.order(x.shape[l.n], x.shape[l.c], dim_of(out_extent(h, p[0] + p[2], k[0], s[0], 1)),
+                                            dim_of(out_extent(w, p[1] + p[3], k[1], s[1], 1)))),
                               x.dtype);
       },
       [is_max](const graph::CallNode& call) {
@@ -96,19 +124,20 @@ void pool(const std::string& name, bool is_max) {
         tir::Buffer x = b.buffer(xt, "X");
         tir::Buffer y = b.buffer(result_type(call), "Y");
         Map a = attrs_of(call);
+        Layout l = layout_attr(a, "layout");
         auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
         auto p = padding_attr(a);
-        int64_t h = *constant_dim(xt.shape[2]), w = *constant_dim(xt.shape[3]);
+        int64_t h = *constant_dim(xt.shape[l.h]), w = *constant_dim(xt.shape[l.w]);
         DataType t = x->dtype;
         PrimExpr fill = scalar(t, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
         // The window's top-left corner in the (unpadded) input.
         auto corner = [&](const Indices& o) {
-          return std::make_pair(PrimExpr(tir::Sub(tir::Mul(o[2], PrimExpr(s[0])), PrimExpr(p[0]))),
-                                PrimExpr(tir::Sub(tir::Mul(o[3], PrimExpr(s[1])), PrimExpr(p[1]))));
+          return std::make_pair(PrimExpr(tir::Sub(tir::Mul(o[l.h], PrimExpr(s[0])), PrimExpr(p[0]))),
+                                PrimExpr(tir::Sub(tir::Mul(o[l.w], PrimExpr(s[1])), PrimExpr(p[1]))));
         };
         auto value = [&](const Indices& o, const Indices& r) {
           auto [y0, x0] = corner(o);
-          return padded_load(x, o[0], o[1], tir::Add(y0, r[0]), tir::Add(x0, r[1]), h, w, fill);
+          return padded_load(x, l, o[l.n], o[l.c], tir::Add(y0, r[0]), tir::Add(x0, r[1]), h, w, fill);
         };
         auto combine = [is_max](const PrimExpr& acc, const PrimExpr& v) {
           return is_max ? PrimExpr(tir::Max(acc, v)) : PrimExpr(tir::Add(acc, v));
@@ -138,23 +167,27 @@ void pool(const std::string& name, bool is_max) {
 void register_conv_ops() {
   std::vector<SchemaField> conv_attrs = kWindowAttrs;
   conv_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"});
+  conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW or NHWC"});
+  conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW or OHWI"});
   define(
       "conv2d", 2, conv_attrs, ir::PatternKind::kOutputFusable,
-      "2-D convolution (cross-correlation): x NCHW, w OIHW with I = C / groups -> N O H' W'",
+      "2-D convolution (cross-correlation): x N C H W, w O I KH KW with I = C / groups -> N O H' W' (in the given layouts)",
       [](const graph::CallNode& call) -> ir::Type {
-        const auto& x = nchw(call);
+        Map a = attrs_of(call);
+        Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
+        const auto& x = image(call, a.at("data_layout").as_string());
         const auto& w = tensor_arg(call, 1);
         if (w.shape.size() != 4 || w.dtype != x.dtype) {
-          LOOM_THROW(TypeError) << "needs OIHW weights of " << x.dtype.to_string() << ", got " << shape_text(w.shape) << " "
-                                << w.dtype.to_string();
+          LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights of " << x.dtype.to_string()
+                                << ", got " << shape_text(w.shape) << " " << w.dtype.to_string();
         }
-        Map a = attrs_of(call);
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
         auto p = padding_attr(a);
         int64_t groups = a.at("groups").as_int();
-        int64_t c = static_dim(x, 1, "the channels"), h = static_dim(x, 2, "the height"), wd = static_dim(x, 3, "the width");
-        int64_t o = static_dim(w, 0, "the weights"), i = static_dim(w, 1, "the weights");
-        int64_t kh = static_dim(w, 2, "the weights"), kw = static_dim(w, 3, "the weights");
+        int64_t c = static_dim(x, l.c, "the channels"), h = static_dim(x, l.h, "the height"),
+                wd = static_dim(x, l.w, "the width");
+        int64_t o = static_dim(w, kl.n, "the weights"), i = static_dim(w, kl.c, "the weights");
+        int64_t kh = static_dim(w, kl.h, "the weights"), kw = static_dim(w, kl.w, "the weights");
         if (groups < 1 || c % groups != 0 || o % groups != 0) {
           LOOM_THROW(TypeError) << "groups " << groups << " must divide the " << c << " input and " << o << " output channels";
         }
@@ -162,8 +195,8 @@ void register_conv_ops() {
           LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c / groups
                                 << " input channels per group (C " << c << " / groups " << groups << "), got " << i;
         }
-        return ir::TensorType(Array(std::vector<Any>{x.shape[0], dim_of(o), dim_of(out_extent(h, p[0] + p[2], kh, s[0], d[0])),
-                                                     dim_of(out_extent(wd, p[1] + p[3], kw, s[1], d[1]))}),
+        return ir::TensorType(Array(l.order(x.shape[l.n], dim_of(o), dim_of(out_extent(h, p[0] + p[2], kh, s[0], d[0])),
+                                            dim_of(out_extent(wd, p[1] + p[3], kw, s[1], d[1])))),
                               x.dtype);
       },
       [](const graph::CallNode& call) {
@@ -174,23 +207,24 @@ void register_conv_ops() {
         tir::Buffer w = b.buffer(wt, "W");
         tir::Buffer y = b.buffer(result_type(call), "Y");
         Map a = attrs_of(call);
+        Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
         auto p = padding_attr(a);
         int64_t groups = a.at("groups").as_int();
-        int64_t h = *constant_dim(xt.shape[2]), wd = *constant_dim(xt.shape[3]);
-        int64_t o = *constant_dim(wt.shape[0]), cg = *constant_dim(wt.shape[1]);
-        int64_t kh = *constant_dim(wt.shape[2]), kw = *constant_dim(wt.shape[3]);
+        int64_t h = *constant_dim(xt.shape[l.h]), wd = *constant_dim(xt.shape[l.w]);
+        int64_t o = *constant_dim(wt.shape[kl.n]), cg = *constant_dim(wt.shape[kl.c]);
+        int64_t kh = *constant_dim(wt.shape[kl.h]), kw = *constant_dim(wt.shape[kl.w]);
         DataType t = x->dtype;
         return b.finish(b.reduce(
             y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, scalar(t, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
-              PrimExpr group = tir::FloorDiv(out[1], PrimExpr(o / groups));
+              PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
               PrimExpr c = tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]);
-              PrimExpr iy = tir::Sub(tir::Add(tir::Mul(out[2], PrimExpr(s[0])), tir::Mul(r[1], PrimExpr(d[0]))), PrimExpr(p[0]));
-              PrimExpr ix = tir::Sub(tir::Add(tir::Mul(out[3], PrimExpr(s[1])), tir::Mul(r[2], PrimExpr(d[1]))), PrimExpr(p[1]));
-              return PrimExpr(tir::Mul(padded_load(x, out[0], c, iy, ix, h, wd, scalar(t, 0)),
-                                       tir::BufferLoad(w, {out[1], r[0], r[1], r[2]})));
+              PrimExpr iy = tir::Sub(tir::Add(tir::Mul(out[l.h], PrimExpr(s[0])), tir::Mul(r[1], PrimExpr(d[0]))), PrimExpr(p[0]));
+              PrimExpr ix = tir::Sub(tir::Add(tir::Mul(out[l.w], PrimExpr(s[1])), tir::Mul(r[2], PrimExpr(d[1]))), PrimExpr(p[1]));
+              return PrimExpr(tir::Mul(padded_load(x, l, out[l.n], c, iy, ix, h, wd, scalar(t, 0)),
+                                       tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2]))));
             }));
       });
 
@@ -198,21 +232,26 @@ void register_conv_ops() {
   pool("avg_pool2d", false);
 
   define(
-      "global_avg_pool2d", 1, {}, ir::PatternKind::kReduction, "mean over H and W: N C H W -> N C 1 1",
+      "global_avg_pool2d", 1, {kLayoutAttr}, ir::PatternKind::kReduction,
+      "mean over H and W: N C H W -> N C 1 1 (in the given layout)",
       [](const graph::CallNode& call) -> ir::Type {
-        const auto& x = nchw(call);
-        return ir::TensorType(Array(std::vector<Any>{x.shape[0], x.shape[1], dim_of(1), dim_of(1)}), x.dtype);
+        Map a = attrs_of(call);
+        Layout l = layout_attr(a, "layout");
+        const auto& x = image(call, a.at("layout").as_string());
+        return ir::TensorType(Array(l.order(x.shape[l.n], x.shape[l.c], dim_of(1), dim_of(1))), x.dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
         tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
         tir::Buffer y = b.buffer(result_type(call), "Y");
+        Layout l = layout_attr(attrs_of(call), "layout");
         Indices xs = buffer_shape(x);
         DataType t = x->dtype;
-        PrimExpr count = tir::Cast(t, tir::Mul(xs[2], xs[3]));
+        PrimExpr count = tir::Cast(t, tir::Mul(xs[l.h], xs[l.w]));
         return b.finish(b.reduce(
-            y, {xs[2], xs[3]}, scalar(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, {o[0], o[1], r[0], r[1]})); },
+            y, {xs[l.h], xs[l.w]}, scalar(t, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, l.order(o[l.n], o[l.c], r[0], r[1]))); },
             [count](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, count)); }));
       });
 }

@@ -18,10 +18,7 @@ transform::Pass DeadCodeElimination() {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f) continue;
       has_graph = true;
-      ir::Expr body = rewrite_lets(f->body, [](const graph::Var& var, const ir::Expr& value, const ir::Expr& body) {
-        if (!var_uses(body).count(var.get()) && is_pure(value)) return body;
-        return ir::Expr(graph::Let(var, value, body));
-      });
+      ir::Expr body = drop_dead_bindings(f->body);
       if (!body.same_as(f->body)) out = out.with_function(name, with_body(*f, body));
       Visitor v;
       v.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g) { called.insert(g->name); });

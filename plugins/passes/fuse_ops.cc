@@ -13,12 +13,6 @@ namespace loom::passes {
 namespace {
 using ir::PatternKind;
 
-// One binding of the function's top-level let chain.
-struct Binding {
-  graph::Var var;
-  ir::Expr value;
-};
-
 struct Group {
   std::vector<size_t> members;  // binding indices, in order
   PatternKind anchor;
@@ -90,49 +84,14 @@ transform::Pass FuseOps() {
       // The top-level chain with nested operator calls bound to variables of
       // their own (so `gelu(add(h, b))` is two members).
       std::vector<Binding> bindings;
-      int fresh = 0;
-      std::function<ir::Expr(const ir::Expr&)> flatten = [&](const ir::Expr& value) -> ir::Expr {
-        const auto* call = value.as<graph::CallNode>();
-        if (!call) return value;
-        bool changed = false;
-        std::vector<ir::Expr> args;
-        for (const Any& a : call->args) {
-          ir::Expr arg = a.cast<ir::Expr>();
-          if (arg.as<graph::CallNode>()) {
-            graph::Var v("t" + std::to_string(fresh++));
-            ir::Expr inner = flatten(arg);
-            const_cast<graph::VarNode*>(v.get())->checked_type = arg->checked_type;
-            bindings.push_back({v, inner});
-            arg = v;
-            changed = true;
-          }
-          args.push_back(arg);
-        }
-        if (!changed) return value;
-        std::vector<ir::Type> type_args;
-        for (const Any& t : call->type_args) type_args.push_back(t.cast<ir::Type>());
-        graph::Call rebuilt(call->callee, args, call->attrs, type_args);
-        const_cast<graph::CallNode*>(rebuilt.get())->checked_type = call->checked_type;
-        return rebuilt;
-      };
-      ir::Expr cur = f->body;
-      while (const auto* let = cur.as<graph::LetNode>()) {
-        ir::Expr value = flatten(let->value);
-        bindings.push_back({let->var, value});
-        cur = let->body;
-      }
-      ir::Expr result = flatten(cur);
+      ir::Expr result;
+      std::tie(bindings, result) = flatten_chain(f->body);
       graph::Var result_var("out");
       if (result.as<graph::CallNode>()) {  // the result call is a member too
         bindings.push_back({result_var, result});
         result = result_var;
       }
-      std::unordered_map<const Object*, int> uses;
-      {
-        ir::Expr flat = result;
-        for (size_t k = bindings.size(); k-- > 0;) flat = graph::Let(bindings[k].var, bindings[k].value, flat);
-        uses = var_uses(flat);
-      }
+      std::unordered_map<const Object*, int> uses = var_uses(build_chain(bindings, result));
       std::vector<Group> groups;
       std::unordered_map<const Object*, size_t> group_of;  // a group's output variable -> group
       std::vector<int64_t> binding_group(bindings.size(), -1);
@@ -211,8 +170,7 @@ transform::Pass FuseOps() {
           body.push_back({inner, value});
           renamed[bindings[m].var.get()] = inner;
         }
-        ir::Expr fbody = renamed.at(bindings[g.members.back()].var.get());
-        for (size_t k = body.size(); k-- > 0;) fbody = graph::Let(body[k].var, body[k].value, fbody);
+        ir::Expr fbody = build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
         std::string unique = names.fresh("fused_" + g.name);
         out = out.with_function(
             unique, graph::Function(params, fbody, bindings[i].value->checked_type,
@@ -225,9 +183,7 @@ transform::Pass FuseOps() {
         result = rebuilt.back().value;
         rebuilt.pop_back();
       }
-      ir::Expr nbody = result;
-      for (size_t k = rebuilt.size(); k-- > 0;) nbody = graph::Let(rebuilt[k].var, rebuilt[k].value, nbody);
-      out = out.with_function(fname, with_body(*f, nbody));
+      out = out.with_function(fname, with_body(*f, build_chain(rebuilt, result)));
     }
     return out;
   });

@@ -49,6 +49,56 @@ ir::Expr rewrite_lets(const ir::Expr& e,
   return m.mutate_as<ir::Expr>(e);
 }
 
+ir::Expr drop_dead_bindings(const ir::Expr& e) {
+  return rewrite_lets(e, [](const graph::Var& var, const ir::Expr& value, const ir::Expr& body) {
+    if (!var_uses(body).count(var.get()) && is_pure(value)) return body;
+    return ir::Expr(graph::Let(var, value, body));
+  });
+}
+
+std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
+  std::vector<Binding> bindings;
+  int fresh = 0;
+  std::function<ir::Expr(const ir::Expr&)> flatten = [&](const ir::Expr& value) -> ir::Expr {
+    const auto* call = value.as<graph::CallNode>();
+    if (!call) return value;
+    bool changed = false;
+    std::vector<ir::Expr> args;
+    for (const Any& a : call->args) {
+      ir::Expr arg = a.cast<ir::Expr>();
+      if (arg.as<graph::CallNode>()) {
+        graph::Var v("t" + std::to_string(fresh++));
+        ir::Expr inner = flatten(arg);
+        const_cast<graph::VarNode*>(v.get())->checked_type = arg->checked_type;
+        bindings.push_back({v, inner});
+        arg = v;
+        changed = true;
+      }
+      args.push_back(arg);
+    }
+    if (!changed) return value;
+    std::vector<ir::Type> type_args;
+    for (const Any& t : call->type_args) type_args.push_back(t.cast<ir::Type>());
+    graph::Call rebuilt(call->callee, args, call->attrs, type_args);
+    const_cast<graph::CallNode*>(rebuilt.get())->checked_type = call->checked_type;
+    return rebuilt;
+  };
+  ir::Expr cur = body;
+  while (const auto* let = cur.as<graph::LetNode>()) {
+    ir::Expr value = flatten(let->value);
+    bindings.push_back({let->var, value});
+    cur = let->body;
+  }
+  ir::Expr result = flatten(cur);
+  return {bindings, result};
+}
+
+ir::Expr build_chain(const std::vector<Binding>& bindings, const ir::Expr& result) {
+  ir::Expr body = result;
+  for (size_t k = bindings.size(); k-- > 0;) body = graph::Let(bindings[k].var, bindings[k].value, body);
+  return body;
+}
+
 bool is_pure(const ir::Expr& e) {
   bool pure = true;
   Visitor v;

@@ -25,6 +25,25 @@ ir::Expr substitute(const ir::Expr& e, const std::unordered_map<const Object*, i
 ir::Expr rewrite_lets(const ir::Expr& e,
                       const std::function<ir::Expr(const graph::Var&, const ir::Expr&, const ir::Expr&)>& rewrite);
 
+// `e` without the let bindings whose variable is unused and whose value is
+// pure (repeatedly: a binding used only by a dropped one goes too).
+ir::Expr drop_dead_bindings(const ir::Expr& e);
+
+// One binding of a function's top-level let chain.
+struct Binding {
+  graph::Var var;
+  ir::Expr value;
+};
+
+// The top-level let chain of `body` as bindings, with every call nested
+// inside a binding's value (or the result) bound to a fresh variable of
+// its own, typed as the call was ("t0", "t1", ...): `gelu(add(h, b))`
+// becomes two bindings.  Returns the bindings and the result expression.
+std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body);
+
+// let b0 = ...; let b1 = ...; result
+ir::Expr build_chain(const std::vector<Binding>& bindings, const ir::Expr& result);
+
 // Whether evaluating `e` has no effect besides its value (call_packed may
 // have one).
 bool is_pure(const ir::Expr& e);

@@ -493,6 +493,40 @@ TEST(Ops, Conv2dAndPoolingAgreeWithReferences) {
   }
 }
 
+// NHWC data and OHWI weights compute exactly what NCHW/OIHW compute (same
+// reduction order), so the results must agree bit for bit.
+TEST(Ops, ChannelsLastLayoutsAgreeWithChannelsFirst) {
+  const std::string to_nhwc = "axes=[0, 2, 3, 1]", to_nchw = "axes=[0, 3, 1, 2]";
+  struct Case {
+    std::string nchw, nhwc;
+    std::vector<int64_t> w;  // empty: no weights
+  };
+  for (const Case& c : std::vector<Case>{
+           {"conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 2], dilation=[1, 2], groups=2)",
+            "conv2d(transpose(%x, " + to_nhwc + "), transpose(%w, " + to_nhwc +
+                "), strides=[2, 1], padding=[1, 0, 1, 2], dilation=[1, 2], groups=2, data_layout=\"NHWC\", kernel_layout=\"OHWI\")",
+            {6, 2, 3, 2}},
+           {"conv2d(%x, %w, padding=[1], groups=4)",
+            "conv2d(transpose(%x, " + to_nhwc + "), %w, padding=[1], groups=4, data_layout=\"NHWC\")", {4, 1, 3, 3}},
+           {"max_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
+            "max_pool2d(transpose(%x, " + to_nhwc + "), pool_size=[3, 2], strides=[2, 2], padding=[1, 1], layout=\"NHWC\")", {}},
+           {"avg_pool2d(%x, pool_size=[3, 3], padding=[1])",
+            "avg_pool2d(transpose(%x, " + to_nhwc + "), pool_size=[3, 3], padding=[1], layout=\"NHWC\")", {}},
+           {"global_avg_pool2d(%x)", "global_avg_pool2d(transpose(%x, " + to_nhwc + "), layout=\"NHWC\")", {}}}) {
+    std::string params = "%x: " + tensor_type({2, 4, 7, 6});
+    if (!c.w.empty()) params += ", %w: " + tensor_type(c.w);
+    Module m = build("@main = fn(" + params + ") { (" + c.nchw + ", transpose(" + c.nhwc + ", " + to_nchw + ")) }");
+    NDArray x = random_tensor({2, 4, 7, 6}, 91, -2, 2);
+    Any result = c.w.empty() ? m.get_function("main")(x) : m.get_function("main")(x, random_tensor(c.w, 92, -2, 2));
+    Array both = result.cast<Array>();
+    NDArray first = both[0].cast<NDArray>(), second = both[1].cast<NDArray>();
+    ASSERT_EQ(first.shape_vector(), second.shape_vector()) << c.nhwc;
+    EXPECT_EQ(std::memcmp(first.data_as<float>(), second.data_as<float>(), first->nbytes()), 0) << c.nhwc;
+  }
+  std::string e = error_of([] { build("@main = fn(%x: Tensor[(1, 4, 5, 5), float32]) { max_pool2d(%x, pool_size=[2], layout=\"NWHC\") }"); });
+  EXPECT_NE(e.find("max_pool2d: layout must be NCHW or NHWC, got 'NWHC'"), std::string::npos) << e;
+}
+
 TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
   config::Config config = config::parse_config(kConfig, "ops_test.yaml");
   ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(R"(
