@@ -5,6 +5,7 @@
 #include <loom/support/strings.h>
 
 #include "canonicalize_bindings.h"
+#include "convert_layout.h"
 #include "dead_code_elimination.h"
 #include "eliminate_common_subexpr.h"
 #include "fold_constant.h"
@@ -15,7 +16,7 @@
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
                      LOOM_PLUGIN_PROVIDES("pass:LegalizeOps,pass:DeadCodeElimination,pass:CanonicalizeBindings,"
-                                          "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:FuseOps,pass:FuseTIR,pass:default,pass:O0"));
+                                          "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:FuseOps,pass:FuseTIR,pass:ConvertLayout,pass:default,pass:O0"));
 
 namespace {
 // A named pipeline is a pass like any other, so a YAML pipeline, the CLI
@@ -41,6 +42,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FoldConstant());
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
+  PassRegistry::register_pass(loom::passes::ConvertLayout());
   PassRegistry::register_pass(pipeline("O0", "the least that runs: operators lowered, nothing optimised",
                                        {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline("default", "graph clean-ups and folding, fusion, then lowering",

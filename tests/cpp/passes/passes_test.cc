@@ -73,7 +73,7 @@ TEST(Passes, GoldenFiles) {
   // Every pass of the library has a golden file (FoldConstant's is below:
   // its constants need the meta section, so it is built in C++).
   for (const char* pass :
-       {"LegalizeOps", "DeadCodeElimination", "CanonicalizeBindings", "EliminateCommonSubexpr", "FuseOps"}) {
+       {"LegalizeOps", "DeadCodeElimination", "CanonicalizeBindings", "EliminateCommonSubexpr", "FuseOps", "ConvertLayout"}) {
     EXPECT_TRUE(covered.count(pass)) << pass << " has no golden file";
   }
 }
@@ -218,6 +218,36 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
   EXPECT_NE(text.find("@fused_user_double_conv_add_relu_tanh_sigmoid = prim_func("), std::string::npos) << text;
   EXPECT_NE(text.find("alloc %c1: Buffer[(1, 4, 7, 7), float32]"), std::string::npos) << text;
   EXPECT_EQ(text.find("@relu = prim_func"), std::string::npos) << text;
+}
+
+// Channels-last computes the same sums in the same order: bit-identical,
+// with batch_norm's axis moved and a lower-rank bias reshaped.
+TEST(Passes, ConvertLayoutKeepsTheNumbers) {
+  ir::IRModule model = ir::parse_module(R"(
+@main = fn(%x: Tensor[(2, 3, 9, 8), float32], %w1: Tensor[(6, 3, 3, 3), float32], %w2: Tensor[(6, 2, 3, 3), float32], %g: Tensor[(6), float32], %b: Tensor[(6, 1, 1), float32]) {
+  let %c1 = conv2d(%x, %w1, padding=[1], strides=[2, 1]);
+  let %n = batch_norm(%c1, %g, %g, %g, %g);
+  let %c2 = conv2d(clip(add(%n, %b), a_min=0.0, a_max=6.0), %w2, groups=3, padding=[1]);
+  avg_pool2d(sigmoid(%c2), pool_size=[3], padding=[1])
+}
+)");
+  std::vector<NDArray> args = {floats({2, 3, 9, 8}, test::random_floats(432, 11, -1, 1)),
+                               floats({6, 3, 3, 3}, test::random_floats(162, 12, -1, 1)),
+                               floats({6, 2, 3, 3}, test::random_floats(108, 13, -1, 1)),
+                               floats({6}, test::random_floats(6, 14, 0.5f, 1.5f)),
+                               floats({6, 1, 1}, test::random_floats(6, 15, -1, 1))};
+  auto run_with = [&](const std::string& passes) {
+    runtime::Module m = driver::build(model, fusing_config(passes));
+    return m.get_function("main")(args[0], args[1], args[2], args[3], args[4]).cast<NDArray>();
+  };
+  NDArray reference = run_with("[O0]"), converted = run_with("[ConvertLayout, default]");
+  ASSERT_EQ(converted.shape_vector(), reference.shape_vector());
+  EXPECT_EQ(std::memcmp(converted.data_as<float>(), reference.data_as<float>(), reference->nbytes()), 0);
+  config::Config config = fusing_config("[ConvertLayout]");
+  std::string text = ir::print_module(config.pipeline()(config.constrain(model), config.context));
+  EXPECT_NE(text.find("batch_norm(%c1_nhwc, %g, %g, %g, %g, axis=3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("avg_pool2d(%t2_nhwc, layout=\"NHWC\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("transpose(%c2_nhwc"), std::string::npos) << text;  // no round trip between converted ops
 }
 
 TEST(Passes, ADisabledPassIsReallySkipped) {
