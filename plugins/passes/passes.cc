@@ -24,12 +24,15 @@ namespace {
 // disabled and required lists of the PassContext.
 loom::transform::Pass pipeline(const std::string& name, const std::string& summary,
                                const std::vector<std::string>& names) {
-  std::vector<loom::transform::Pass> passes;
-  for (const auto& n : names) passes.push_back(loom::transform::PassRegistry::get(n));
-  loom::transform::Pass seq = loom::transform::sequential(passes, name);
+  // The passes are looked up when the pipeline runs, so those of other
+  // plugins (the loop passes) load only then.
   return loom::transform::module_pass(
       loom::transform::PassInfo{name, summary + " (" + loom::join(names, ", ") + ")", 0, {}, {}},
-      [seq](const loom::ir::IRModule& m, const loom::transform::PassContext& ctx) { return seq(m, ctx); });
+      [name, names](const loom::ir::IRModule& m, const loom::transform::PassContext& ctx) {
+        std::vector<loom::transform::Pass> passes;
+        for (const auto& n : names) passes.push_back(loom::transform::PassRegistry::get(n));
+        return loom::transform::sequential(passes, name)(m, ctx);
+      });
 }
 }  // namespace
 
@@ -45,8 +48,9 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::ConvertLayout());
   PassRegistry::register_pass(pipeline("O0", "the least that runs: operators lowered, nothing optimised",
                                        {"InferType", "LegalizeOps"}));
-  PassRegistry::register_pass(pipeline("default", "graph clean-ups and folding, fusion, then lowering",
-                                       {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr",
-                                        "DeadCodeElimination", "FuseOps", "LegalizeOps", "FuseTIR",
-                                        "DeadCodeElimination"}));
+  PassRegistry::register_pass(pipeline(
+      "default", "graph clean-ups and folding, fusion, lowering, then the loop passes",
+      {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
+       "LegalizeOps", "FuseTIR", "DeadCodeElimination", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
+       "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
 }

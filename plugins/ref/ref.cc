@@ -5,6 +5,7 @@
 // The module saves its functions as JSON (runtime:ref), so it exports and
 // loads like any other.
 #include <loom/driver/build.h>
+#include <loom/ir/intrinsic.h>
 #include <loom/ir/module.h>
 #include <loom/ir/text.h>
 #include <loom/object/serialization.h>
@@ -68,6 +69,10 @@ LOOM_PLUGIN_INIT(ctx) {
       Function(),
       "the reference interpreter: slow, simple, exact; a numerical oracle",
       ""});
+  // The interpreter evaluates every intrinsic it knows directly, so
+  // LowerIntrinsics leaves them for it.
+  std::vector<std::string> known = loom::ref::known_intrinsics();
+  loom::tir::IntrinsicRegistry::set_native("ref", std::set<std::string>(known.begin(), known.end()));
   loom::target::CodegenRegistry::register_codegen(
       "ref", Function::typed([](IRModule module, loom::target::Target) { return make_module(module); }, "ref.codegen"));
   loom::runtime::ModuleLoaderRegistry::register_loader("ref", Function::typed([](std::string bytes) {

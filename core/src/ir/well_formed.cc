@@ -87,7 +87,15 @@ class Checker {
   }
 
   void use_buffer(const Buffer& b, const Any& where) {
-    if (!buffers_.count(b.get())) {
+    if (buffers_.count(b.get())) return;
+    if (bound_.count(b->data.get())) {
+      // A view (another shape of the same memory, e.g. FlattenBuffer's flat
+      // buffers) of a parameter or of an enclosing alloc.
+      declare_buffer(b.get(), /*binds_symbols=*/false);
+      views_.push_back(b.get());
+      return;
+    }
+    {
       report("buffer '%" + b->name + "' is used but is neither a parameter nor allocated by an enclosing alloc",
              where);
       buffers_.insert(b.get());  // report once
@@ -183,6 +191,8 @@ class Checker {
       declare_buffer(p->buffer.get(), /*binds_symbols=*/false);
       stmt(p->body);
       buffers_.erase(p->buffer.get());
+      for (const BufferNode* view : views_)  // views of this memory end with it
+        if (view->data.get() == p->buffer->data.get()) buffers_.erase(view);
       bound_.erase(p->buffer->data.get());
     } else if (const auto* p = s.as<LetStmtNode>()) {
       prim(p->value);
@@ -362,6 +372,7 @@ class Checker {
   std::unordered_set<const Object*> bound_;       // in scope now
   std::unordered_set<const Object*> ever_bound_;  // bound anywhere so far
   std::unordered_set<const Object*> buffers_;
+  std::vector<const BufferNode*> views_;
 };
 
 }  // namespace

@@ -78,7 +78,7 @@ bool float_equal(double a, double b) { return a == b || (std::isnan(a) && std::i
 // of segments and joined only when something differs.
 class EqualChecker {
  public:
-  explicit EqualChecker(bool want_path) : want_path_(want_path) {}
+  explicit EqualChecker(bool want_path, bool map_vars = true) : want_path_(want_path), map_vars_(map_vars) {}
 
   bool equal(const Any& a, const Any& b) {
     if (a.kind() != b.kind() && !(a.is_object_like() && b.is_object_like())) return fail(a, b);
@@ -149,6 +149,9 @@ class EqualChecker {
     if (info.structural == StructuralKind::kUnique || a.kind() == AnyKind::kFunction) {
       return x == y || fail_text("different " + info.key + " objects");
     }
+    if (info.structural == StructuralKind::kBinding && !map_vars_) {
+      return x == y || fail_text("different variables");
+    }
     if (info.structural == StructuralKind::kBinding) {
       auto lhs = lhs_to_rhs_.find(x);
       auto rhs = rhs_to_lhs_.find(y);
@@ -170,6 +173,7 @@ class EqualChecker {
   }
 
   bool want_path_;
+  bool map_vars_;
   std::vector<std::string> path_;
   std::string difference_;
   std::unordered_map<const Object*, const Object*> lhs_to_rhs_, rhs_to_lhs_;
@@ -256,6 +260,8 @@ std::string repr(const Any& value) {
 }
 
 bool structural_equal(const Any& lhs, const Any& rhs) { return EqualChecker(false).equal(lhs, rhs); }
+
+bool same_expression(const Any& lhs, const Any& rhs) { return EqualChecker(false, false).equal(lhs, rhs); }
 
 std::optional<std::string> structural_difference(const Any& lhs, const Any& rhs) {
   EqualChecker checker(true);

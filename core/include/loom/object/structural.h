@@ -20,6 +20,12 @@ std::string repr(const Any& value);
 
 bool structural_equal(const Any& lhs, const Any& rhs);
 
+// Structural equality in which variables are equal only to themselves (no
+// renaming): whether two expressions over the same variables compute the
+// same thing, as a simplifier needs.  (structural_equal would match
+// `i + 1` with `j + 1`, its free variables being renamed consistently.)
+bool same_expression(const Any& lhs, const Any& rhs);
+
 // The first difference as "<path>: <lhs> vs <rhs>", for example
 // "root.items[1].x: 2 vs 3"; nullopt when the values are structurally equal.
 std::optional<std::string> structural_difference(const Any& lhs, const Any& rhs);

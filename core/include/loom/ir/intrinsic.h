@@ -1,0 +1,51 @@
+// The intrinsic registry (docs/passes.md, "LowerIntrinsics"): the named
+// scalar functions a prim function may call (`call(float32, "exp", x)`).
+// Each has an arity and, unless it is primitive, an expansion into simpler
+// prim IR (arithmetic and other intrinsics).  A target kind declares the
+// intrinsics its codegen implements directly; LowerIntrinsics expands the
+// others.  The core registers the standard set; plugins may add more (a
+// miss asks for the capability "intrinsic:NAME").
+#ifndef LOOM_IR_INTRINSIC_H_
+#define LOOM_IR_INTRINSIC_H_
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loom/ir/prim_expr.h"
+
+namespace loom::tir {
+
+struct IntrinsicEntry {
+  std::string name;
+  int num_args = 1;
+  bool float_only = true;  // the arguments and result are floats
+  std::string doc;
+  // The call rewritten into simpler prim IR (the same dtype, scalar or
+  // vector); empty for a primitive that every target must implement.
+  std::function<PrimExpr(const CallNode&)> expand;
+  std::string owner;
+};
+
+class IntrinsicRegistry {
+ public:
+  static void register_intrinsic(IntrinsicEntry entry, bool allow_override = false);
+  static std::optional<IntrinsicEntry> entry(const std::string& name);  // no loading
+  static IntrinsicEntry get(const std::string& name);                   // lazy; LookupError with a suggestion
+  static std::vector<std::string> list();
+
+  // The intrinsics the codegen of `target_kind` implements directly
+  // (registered by the plugin that provides the codegen).
+  static void set_native(const std::string& target_kind, std::set<std::string> names);
+  // nullopt when the kind declared nothing: then only primitives are native.
+  static std::optional<std::set<std::string>> native(const std::string& target_kind);
+};
+
+// A constant of `t` (a float or integer type; broadcast when t has lanes).
+PrimExpr make_const(DataType t, double value);
+
+}  // namespace loom::tir
+
+#endif  // LOOM_IR_INTRINSIC_H_

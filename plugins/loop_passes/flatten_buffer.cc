@@ -1,0 +1,109 @@
+#include "flatten_buffer.h"
+
+#include <unordered_map>
+
+#include "prim_util.h"
+
+namespace loom::loop {
+
+namespace {
+using namespace tir;  // NOLINT
+
+class Flattener {
+ public:
+  Stmt run(const Stmt& s) {
+    if (const auto* a = s.as<AllocateNode>()) {
+      Stmt body = run(a->body);
+      Buffer flat = flat_of(a->buffer);
+      if (flat.same_as(a->buffer) && body.same_as(a->body)) return s;
+      return Allocate(flat, body);
+    }
+    if (const auto* st = s.as<BufferStoreNode>()) {
+      PrimExpr value = expr(st->value);
+      std::vector<PrimExpr> indices;
+      for (const Any& i : st->indices) indices.push_back(expr(i.cast<PrimExpr>()));
+      Buffer flat = flat_of(st->buffer);
+      if (flat.same_as(st->buffer)) return map_children(s, [this](const PrimExpr& e) { return expr(e); }, [this](const Stmt& c) { return run(c); });
+      return BufferStore(flat, value, {index(st->buffer, indices)});
+    }
+    return map_children(s, [this](const PrimExpr& e) { return expr(e); }, [this](const Stmt& c) { return run(c); });
+  }
+
+ private:
+  PrimExpr expr(const PrimExpr& e) {
+    if (const auto* l = e.as<BufferLoadNode>()) {
+      std::vector<PrimExpr> indices;
+      for (const Any& i : l->indices) indices.push_back(expr(i.cast<PrimExpr>()));
+      Buffer flat = flat_of(l->buffer);
+      if (flat.same_as(l->buffer)) return map_children(e, [this](const PrimExpr& c) { return expr(c); });
+      return BufferLoad(flat, {index(l->buffer, indices)});
+    }
+    return map_children(e, [this](const PrimExpr& c) { return expr(c); });
+  }
+
+  static bool is_flat(const BufferNode& b) { return b.shape.size() == 1 && b.strides.size() == 0; }
+
+  // The one-dimensional view of `b`: the same memory (data variable,
+  // offset, scope), as many elements as b spans.
+  Buffer flat_of(const Buffer& b) {
+    if (is_flat(*b.get())) return b;
+    auto found = flat_.find(b.get());
+    if (found != flat_.end()) return found->second;
+    std::vector<PrimExpr> shape;
+    for (const Any& d : b->shape) shape.push_back(d.cast<PrimExpr>());
+    PrimExpr extent = PrimExpr(int64_t{1});
+    if (b->strides.size()) {  // the last element's offset + 1
+      for (size_t k = 0; k < shape.size(); ++k) {
+        PrimExpr stride = b->strides[k].cast<PrimExpr>();
+        extent = Add(extent, Mul(Sub(cast64(shape[k]), PrimExpr(int64_t{1})), cast64(stride)));
+      }
+    } else {
+      for (const PrimExpr& d : shape) extent = Mul(extent, cast64(d));
+    }
+    auto node = make_object<BufferNode>();
+    node->data = b->data;
+    node->dtype = b->dtype;
+    node->elem_offset = b->elem_offset;
+    node->scope = b->scope;
+    node->name = b->name;
+    node->shape = Array(std::vector<Any>{Any(simplify(extent))});
+    node->strides = Array(std::vector<Any>{});
+    Buffer flat(node);
+    flat_.emplace(b.get(), flat);
+    return flat;
+  }
+
+  static PrimExpr cast64(const PrimExpr& e) {
+    return e.dtype() == DataType::Int(64) ? e : PrimExpr(Cast(DataType::Int(64), e));
+  }
+
+  // Row-major (or given-stride) linear index.
+  static PrimExpr index(const Buffer& b, const std::vector<PrimExpr>& indices) {
+    if (indices.size() != b->shape.size()) {
+      LOOM_THROW(Error) << "buffer '" << b->name << "' has rank " << b->shape.size() << " but is indexed with "
+                        << indices.size() << " indices";
+    }
+    PrimExpr out = PrimExpr(int64_t{0});
+    if (b->strides.size()) {
+      for (size_t k = 0; k < indices.size(); ++k) out = Add(out, Mul(cast64(indices[k]), cast64(b->strides[k].cast<PrimExpr>())));
+    } else {
+      for (size_t k = 0; k < indices.size(); ++k) out = Add(Mul(out, cast64(b->shape[k].cast<PrimExpr>())), cast64(indices[k]));
+    }
+    return simplify(out);
+  }
+
+  std::unordered_map<const BufferNode*, Buffer> flat_;
+};
+}  // namespace
+
+transform::Pass FlattenBuffer() {
+  transform::PassInfo info{"FlattenBuffer",
+                           "every buffer access becomes one-dimensional: a flat view of the same memory, indexed "
+                           "row-major (or by the buffer's strides)",
+                           0, {}, {}};
+  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+    return Flattener().run(f.body);
+  });
+}
+
+}  // namespace loom::loop

@@ -1,0 +1,114 @@
+#include "loop_partition.h"
+
+#include "prim_util.h"
+
+namespace loom::loop {
+
+namespace {
+using namespace tir;  // NOLINT
+
+// A condition of an if inside the loop, with the loops between.
+struct Guard {
+  PrimExpr condition;
+  std::vector<const ForNode*> inner;
+};
+
+void collect(const Stmt& s, const VarNode* var, std::vector<const ForNode*>* inner, std::vector<Guard>* out) {
+  if (const auto* f = s.as<ForNode>()) {
+    inner->push_back(f);
+    collect(f->body, var, inner, out);
+    inner->pop_back();
+    return;
+  }
+  if (const auto* i = s.as<IfThenElseNode>()) {
+    if (uses_var(Any(i->condition), var)) out->push_back({i->condition, *inner});
+    collect(i->then_case, var, inner, out);
+    if (i->else_case.defined()) collect(i->else_case, var, inner, out);
+    return;
+  }
+  map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) {
+    collect(c, var, inner, out);
+    return c;
+  });
+}
+
+class Partitioner {
+ public:
+  Stmt run(const Stmt& s, Analyzer an) {
+    const auto* f = s.as<ForNode>();
+    if (!f) {
+      return map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) { return run(c, an); });
+    }
+    auto begin = const_int(simplify(f->min, an)), extent = const_int(simplify(f->extent, an));
+    if (begin && extent && *extent > 1 && f->for_kind() != ForKind::kThreadBinding) {
+      if (auto split = split_point(*f, *begin, *begin + *extent, an)) {
+        // [begin, split) and [split, end), each simplified under its range
+        // (so the decided condition goes), then partitioned further.
+        Var tail_var(f->loop_var->name, f->loop_var->dtype);
+        Stmt tail_body = substitute(fresh_bindings(f->body), {{f->loop_var.get(), tail_var}});
+        DataType t = f->min.dtype();
+        For head(f->loop_var, f->min, IntImm(f->extent.dtype(), *split - *begin), f->for_kind(), f->body, f->thread,
+                 f->annotations);
+        For tail(tail_var, IntImm(t, *split), IntImm(f->extent.dtype(), *begin + *extent - *split), f->for_kind(), tail_body,
+                 f->thread, f->annotations);
+        return seq({run(simplify(Stmt(head), an), an), run(simplify(Stmt(tail), an), an)});
+      }
+    }
+    an.bind_loop(*f);
+    Stmt body = run(f->body, an);
+    if (body.same_as(f->body)) return s;
+    return For(f->loop_var, f->min, f->extent, f->for_kind(), body, f->thread, f->annotations);
+  }
+
+ private:
+  // The first point p in (begin, end) such that some guard is decided on
+  // [begin, p) (or on [p, end)) for every value of the inner loops.
+  std::optional<int64_t> split_point(const ForNode& f, int64_t begin, int64_t end, const Analyzer& outer) {
+    std::vector<Guard> guards;
+    std::vector<const ForNode*> inner;
+    collect(f.body, f.loop_var.get(), &inner, &guards);
+    for (const Guard& g : guards) {
+      auto decided = [&](int64_t lo, int64_t hi) {  // on [lo, hi)
+        Analyzer an = outer;
+        an.bind(f.loop_var.get(), Bound{lo, hi - 1});
+        for (const ForNode* l : g.inner) an.bind_loop(*l);
+        return an.prove(g.condition) || an.disprove(g.condition);
+      };
+      if (decided(begin, end)) continue;  // Simplify's job
+      // Longest decided prefix, then longest decided suffix (the provable
+      // set of a range only grows as the range shrinks).
+      int64_t lo = begin, hi = end;  // decided on [begin, lo], not on [begin, hi]
+      if (decided(begin, begin + 1)) {
+        lo = begin + 1;
+        while (hi - lo > 1) {
+          int64_t mid = lo + (hi - lo) / 2;
+          (decided(begin, mid) ? lo : hi) = mid;
+        }
+        return lo;
+      }
+      if (decided(end - 1, end)) {
+        lo = begin;
+        hi = end - 1;  // decided on [hi, end)
+        while (hi - lo > 1) {
+          int64_t mid = lo + (hi - lo) / 2;
+          (decided(mid, end) ? hi : lo) = mid;
+        }
+        return hi;
+      }
+    }
+    return std::nullopt;
+  }
+};
+}  // namespace
+
+transform::Pass LoopPartition() {
+  transform::PassInfo info{"LoopPartition",
+                           "a loop with constant bounds whose body has an if decided on a prefix (or suffix) of its "
+                           "range is split there, and each part simplified: the main part loses the check",
+                           0, {}, {}};
+  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+    return Partitioner().run(f.body, Analyzer());
+  });
+}
+
+}  // namespace loom::loop

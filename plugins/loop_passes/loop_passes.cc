@@ -1,0 +1,29 @@
+// The loop pass library: passes over prim functions, registered by name
+// so a YAML pipeline, the CLI and Python can name them (docs/passes.md).
+// One pass per file pair.
+#include <loom/plugin_sdk.h>
+
+#include "flatten_buffer.h"
+#include "loop_partition.h"
+#include "lower_intrinsics.h"
+#include "simplify.h"
+#include "storage_rewrite.h"
+#include "unroll_loop.h"
+#include "vectorize_loop.h"
+
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0")
+                     LOOM_PLUGIN_DESCRIPTION("Loop passes: simplification, flattening, vectorizing, unrolling, "
+                                             "partitioning, storage reuse, intrinsic lowering")
+                     LOOM_PLUGIN_PROVIDES("pass:Simplify,pass:FlattenBuffer,pass:VectorizeLoop,pass:UnrollLoop,"
+                                          "pass:LoopPartition,pass:StorageRewrite,pass:LowerIntrinsics"));
+
+LOOM_PLUGIN_INIT(ctx) {
+  using loom::transform::PassRegistry;
+  PassRegistry::register_pass(loom::loop::Simplify());
+  PassRegistry::register_pass(loom::loop::FlattenBuffer());
+  PassRegistry::register_pass(loom::loop::VectorizeLoop());
+  PassRegistry::register_pass(loom::loop::UnrollLoop());
+  PassRegistry::register_pass(loom::loop::LoopPartition());
+  PassRegistry::register_pass(loom::loop::StorageRewrite());
+  PassRegistry::register_pass(loom::loop::LowerIntrinsics());
+}

@@ -1,0 +1,60 @@
+#include "lower_intrinsics.h"
+
+#include "loom/ir/intrinsic.h"
+#include "loom/support/strings.h"
+#include "loom/target/target.h"
+#include "prim_util.h"
+
+namespace loom::loop {
+
+namespace {
+using namespace tir;  // NOLINT
+
+class Lowerer {
+ public:
+  explicit Lowerer(std::set<std::string> native) : native_(std::move(native)) {}
+
+  PrimExpr expr(const PrimExpr& e, int depth = 0) {
+    PrimExpr out = map_children(e, [&](const PrimExpr& c) { return expr(c, depth); });
+    const auto* c = out.as<CallNode>();
+    if (!c) return out;
+    auto entry = IntrinsicRegistry::entry(c->op);
+    if (!entry) {
+      if (native_.count(c->op)) return out;  // the target's own
+      IntrinsicRegistry::get(c->op);           // loads a provider, or throws naming the closest
+      entry = IntrinsicRegistry::entry(c->op);
+    }
+    if (static_cast<int>(c->args.size()) != entry->num_args) {
+      LOOM_THROW(Error) << "intrinsic '" << c->op << "' takes " << entry->num_args << " argument(s), got " << c->args.size();
+    }
+    if (entry->float_only && c->dtype.code != DataType::kFloat && c->dtype.code != DataType::kBFloat) {
+      LOOM_THROW(Error) << "intrinsic '" << c->op << "' needs a float type, got " << c->dtype.to_string();
+    }
+    if (native_.count(c->op) || !entry->expand) return out;
+    if (depth > 16) LOOM_THROW(Error) << "intrinsic '" << c->op << "' does not stop expanding (16 levels)";
+    return expr(entry->expand(*c), depth + 1);
+  }
+
+ private:
+  std::set<std::string> native_;
+};
+}  // namespace
+
+transform::Pass LowerIntrinsics() {
+  transform::PassInfo info{"LowerIntrinsics",
+                           "intrinsic calls checked (known, arity, dtype); those the target's codegen does not "
+                           "implement are replaced by their expansion",
+                           0, {}, {}};
+  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
+    std::string kind;
+    if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<target::Target>()->kind;
+    std::set<std::string> native = IntrinsicRegistry::native(kind).value_or(std::set<std::string>{});
+    Lowerer lowerer(native);
+    std::function<Stmt(const Stmt&)> walk = [&](const Stmt& s) {
+      return map_children(s, [&](const PrimExpr& e) { return lowerer.expr(e); }, walk);
+    };
+    return walk(f.body);
+  });
+}
+
+}  // namespace loom::loop

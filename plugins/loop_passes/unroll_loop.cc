@@ -1,0 +1,71 @@
+#include "unroll_loop.h"
+
+#include "loom/object/traversal.h"
+#include "prim_util.h"
+
+namespace loom::loop {
+
+namespace {
+using namespace tir;  // NOLINT
+
+bool has_loop(const Stmt& s) {
+  bool found = false;
+  Visitor v;
+  v.on<ForNode>([&](const ForNode*) { found = true; });
+  v.visit(Any(s));
+  return found;
+}
+
+class Unroller {
+ public:
+  Unroller(int64_t max_extent, int64_t auto_max_extent) : max_(max_extent), auto_max_(auto_max_extent) {}
+
+  Stmt run(const Stmt& s) {
+    Stmt out = map_children(s, [](const PrimExpr& e) { return e; }, [this](const Stmt& c) { return run(c); });
+    const auto* f = out.as<ForNode>();
+    if (!f) return out;
+    auto extent = const_int(simplify(f->extent));
+    bool marked = f->for_kind() == ForKind::kUnrolled;
+    bool automatic = f->for_kind() == ForKind::kSerial && extent && *extent <= auto_max_ && !has_loop(f->body);
+    if (!marked && !automatic) return out;
+    std::string reason;
+    if (!extent) {
+      reason = "its extent is not a constant";
+    } else if (*extent > max_) {
+      reason = "its extent " + std::to_string(*extent) + " exceeds UnrollLoop.max_extent (" + std::to_string(max_) + ")";
+    } else {
+      std::vector<Stmt> copies;
+      for (int64_t k = 0; k < *extent; ++k) {
+        PrimExpr at = simplify(Add(f->min, PrimExpr(IntImm(f->min.dtype(), k))));
+        Stmt body = k == 0 ? f->body : fresh_bindings(f->body);
+        copies.push_back(simplify(substitute(body, {{f->loop_var.get(), at}})));
+      }
+      return seq(copies);
+    }
+    std::map<std::string, Any> notes = f->annotations.get() ? f->annotations->items : std::map<std::string, Any>{};
+    notes["unroll_refused"] = Any(reason);
+    return For(f->loop_var, f->min, f->extent, ForKind::kSerial, f->body, "", Map(notes));
+  }
+
+ private:
+  int64_t max_, auto_max_;
+};
+}  // namespace
+
+transform::Pass UnrollLoop() {
+  transform::PassInfo info{
+      "UnrollLoop",
+      "loops marked unrolled (and, with auto_max_extent, short innermost serial loops) become one copy of the body "
+      "per iteration",
+      0,
+      {},
+      {{"max_extent", "int", Any(int64_t{256}), "the longest loop that is unrolled; longer ones stay serial, annotated"},
+       {"auto_max_extent", "int", Any(int64_t{0}),
+        "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)"}}};
+  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
+    return Unroller(ctx.get_config("UnrollLoop.max_extent").as_int(), ctx.get_config("UnrollLoop.auto_max_extent").as_int())
+        .run(f.body);
+  });
+}
+
+}  // namespace loom::loop
