@@ -15,6 +15,7 @@ PACKAGES=(
   googletest                     # GoogleTest sources and CMake package
   libgtest-dev
   python3                        # /usr/bin/python3 checks JSON output in e2e tests
+  python3-numpy python3-pytest   # the pytest suite (tests/python): operators against NumPy
 )
 
 missing=()

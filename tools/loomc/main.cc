@@ -24,6 +24,7 @@
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
+#include "run_command.h"
 
 namespace {
 
@@ -53,6 +54,13 @@ Commands:
                               types; exit 1 with every diagnostic
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
+  run LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME] [--input X.npy]...
+      [--seed N] [--output Y.npy]... [--bench N]
+                              run a function (default main) of a library, or of a model
+                              built in memory with the config, on .npy inputs (in order)
+                              or seeded random ones; print each output's type, write them
+                              to the --output files (in order); --bench N times N runs
+                              and prints the median latency
   inspect LIBRARY.so [--source FORMAT]
                               load a library written by export_library and print its
                               module tree (kind, functions, memory plans); --source
@@ -474,12 +482,21 @@ int run(std::vector<std::string> args) {
                                                 {"--dump-ir", &build_options.dump_ir}};
   std::string source_format;
   valued["--source"] = &source_format;
+  loomc::RunOptions run_options;
+  std::string run_input, run_output;
+  valued["--function"] = &run_options.function;
+  valued["--seed"] = &run_options.seed;
+  valued["--bench"] = &run_options.bench;
+  valued["--input"] = &run_input;
+  valued["--output"] = &run_output;
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string& a = args[k];
     auto option = valued.find(a);
     if (option != valued.end()) {
       if (k + 1 >= args.size()) return usage_error(a + " needs a value");
       *option->second = args[++k];
+      if (a == "--input") run_options.inputs.push_back(run_input);
+      if (a == "--output") run_options.outputs.push_back(run_output);
       continue;
     }
     if (a == "--timing") {
@@ -546,13 +563,19 @@ int run(std::vector<std::string> args) {
     if (positional.size() != 2) return usage_error("inspect takes one library file");
     return inspect(positional[1], source_format);
   }
+  if (command == "run") {
+    if (positional.size() != 2) return usage_error("run takes one library or model file");
+    run_options.input = positional[1];
+    run_options.config = build_options.config;
+    return loomc::run_model(run_options);
+  }
   if (command == "call") {
     if (positional.size() < 2) return usage_error("call needs a function name");
     return call(positional[1], call_args);
   }
   return usage_error("unknown command '" + command + "'" +
                      loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
-                                                  "targets", "build", "inspect"}));
+                                                  "targets", "build", "inspect", "run"}));
 }
 
 }  // namespace

@@ -1077,6 +1077,22 @@ Module vm_compile(const ir::IRModule& input) {
   return make_vm_module(ObjectRef(exe));
 }
 
+std::vector<ir::Type> param_types(const Module& vm, const std::string& function) {
+  const auto* node = dynamic_cast<const VMModuleNode*>(vm.get());
+  if (!node) LOOM_THROW(Error) << "param_types needs a VM module, got a " << vm->type_key() << " module";
+  const auto* exe = node->executable.as<VMExecutableNode>();
+  std::vector<std::string> names;
+  for (const Any& fn : exe->functions) {
+    const auto* def = fn.as_object_ref().as<VMFunctionDefNode>();
+    names.push_back(def->name);
+    if (def->name != function) continue;
+    std::vector<ir::Type> out;
+    for (const Any& t : def->param_types) out.push_back(t.is_none() ? ir::Type() : t.cast<ir::Type>());
+    return out;
+  }
+  LOOM_THROW(LookupError) << "the VM module has no function @" << function << did_you_mean(function, names);
+}
+
 MemoryPlan memory_plan(const Module& vm, const std::string& function) {
   const auto* node = dynamic_cast<const VMModuleNode*>(vm.get());
   if (!node) LOOM_THROW(Error) << "memory_plan needs a VM module, got a " << vm->type_key() << " module";

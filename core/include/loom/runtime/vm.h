@@ -44,6 +44,10 @@ struct MemoryPlan {
 // Error for a module that is not a VM module.
 MemoryPlan memory_plan(const Module& vm, const std::string& function);
 
+// The parameter types of `function` of a VM module (an undefined Type for a
+// parameter the VM does not check); LookupError for an unknown name.
+std::vector<ir::Type> param_types(const Module& vm, const std::string& function);
+
 }  // namespace loom::runtime
 
 #endif  // LOOM_RUNTIME_VM_H_

@@ -1,0 +1,122 @@
+#include "loom/runtime/npy.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "loom/support/error.h"
+
+namespace loom::runtime {
+
+namespace {
+const char kMagic[] = "\x93NUMPY";
+
+std::string descr_of(DataType t) {
+  if (t.lanes != 1) LOOM_THROW(Error) << ".npy cannot hold vector dtype " << t.to_string();
+  switch (t.code) {
+    case DataType::kBool: return "|b1";
+    case DataType::kInt: return (t.bits == 8 ? "|i" : "<i") + std::to_string(t.bits / 8);
+    case DataType::kUInt: return (t.bits == 8 ? "|u" : "<u") + std::to_string(t.bits / 8);
+    case DataType::kFloat: return "<f" + std::to_string(t.bits / 8);
+    default: LOOM_THROW(Error) << ".npy cannot hold dtype " << t.to_string();
+  }
+}
+
+DataType dtype_of(const std::string& descr, const std::string& path) {
+  if (descr.size() >= 3 && (descr[0] == '<' || descr[0] == '|')) {
+    int bytes = std::atoi(descr.c_str() + 2);
+    char kind = descr[1];
+    if (kind == 'b' && bytes == 1) return DataType::Bool();
+    if (kind == 'i' && (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8)) return DataType::Int(bytes * 8);
+    if (kind == 'u' && (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8)) return DataType::UInt(bytes * 8);
+    if (kind == 'f' && (bytes == 2 || bytes == 4 || bytes == 8)) return DataType::Float(bytes * 8);
+  }
+  LOOM_THROW(Error) << path << ": unsupported .npy dtype '" << descr
+                         << "' (little-endian bool, int, uint and float only)";
+}
+
+// The value after `'key':` in the header dict, up to the next top-level
+// comma (tuples kept whole).
+std::string field(const std::string& header, const std::string& key, const std::string& path) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) LOOM_THROW(Error) << path << ": .npy header lacks '" << key << "': " << header;
+  at = header.find(':', at) + 1;
+  int depth = 0;
+  size_t end = at;
+  for (; end < header.size(); ++end) {
+    char c = header[end];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if ((c == ',' || c == '}') && depth == 0) break;
+  }
+  std::string v = header.substr(at, end - at);
+  size_t b = v.find_first_not_of(" "), e = v.find_last_not_of(" ");
+  return b == std::string::npos ? "" : v.substr(b, e - b + 1);
+}
+}  // namespace
+
+NDArray load_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) LOOM_THROW(Error) << "cannot open " << path;
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  if (data.size() < 10 || data.compare(0, 6, kMagic, 6) != 0) LOOM_THROW(Error) << path << ": not a .npy file";
+  int major = static_cast<unsigned char>(data[6]);
+  size_t header_len, start;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(data[8]) | (static_cast<unsigned char>(data[9]) << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) LOOM_THROW(Error) << path << ": truncated .npy header";
+    header_len = 0;
+    for (int k = 0; k < 4; ++k) header_len |= static_cast<size_t>(static_cast<unsigned char>(data[8 + k])) << (8 * k);
+    start = 12;
+  } else {
+    LOOM_THROW(Error) << path << ": unsupported .npy format version " << major;
+  }
+  if (data.size() < start + header_len) LOOM_THROW(Error) << path << ": truncated .npy header";
+  std::string header = data.substr(start, header_len);
+  std::string descr = field(header, "descr", path);
+  if (descr.size() < 2 || descr.front() != '\'') LOOM_THROW(Error) << path << ": bad descr " << descr;
+  DataType dtype = dtype_of(descr.substr(1, descr.size() - 2), path);
+  if (field(header, "fortran_order", path) != "False") {
+    LOOM_THROW(Error) << path << ": Fortran-order arrays are not supported (save with np.ascontiguousarray)";
+  }
+  std::string shape_text = field(header, "shape", path);
+  std::vector<int64_t> shape;
+  std::stringstream ss(shape_text.substr(1, shape_text.size() - 2));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    shape.push_back(std::stoll(item));
+  }
+  size_t count = 1;
+  for (int64_t d : shape) count *= static_cast<size_t>(d);
+  size_t bytes = count * ((dtype.bits + 7) / 8);
+  size_t offset = start + header_len;
+  if (data.size() - offset != bytes) {
+    LOOM_THROW(Error) << path << ": holds " << data.size() - offset << " data bytes, shape " << shape_text << " of "
+                           << dtype.to_string() << " needs " << bytes;
+  }
+  return NDArray::from_bytes(shape, dtype, data.substr(offset));
+}
+
+void save_npy(const NDArray& array, const std::string& path) {
+  std::string shape = "(";
+  for (int64_t d : array.shape_vector()) shape += std::to_string(d) + ",";
+  if (shape.size() > 1 && array.shape_vector().size() > 1) shape.pop_back();
+  shape += ")";
+  std::string header = "{'descr': '" + descr_of(array->dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) LOOM_THROW(Error) << "cannot write " << path;
+  out.write(kMagic, 6);
+  out.put(1).put(0);
+  out.put(static_cast<char>(header.size() & 0xff)).put(static_cast<char>(header.size() >> 8));
+  out << header;
+  NDArray host = array->device.device_type == Device::kCPU ? array : array.copy_to(Device());
+  out.write(static_cast<const char*>(const_cast<NDArrayNode*>(host.get())->data()), static_cast<std::streamsize>(host->nbytes()));
+  if (!out) LOOM_THROW(Error) << "cannot write " << path;
+}
+
+}  // namespace loom::runtime

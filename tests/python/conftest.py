@@ -1,0 +1,57 @@
+"""Shared fixtures: run one operator call through `loomc run` (built in
+memory with configs/ref.yaml: the default pipeline and the reference
+interpreter) on NumPy inputs, and return its outputs as NumPy arrays."""
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
+
+
+def tensor_type(a):
+    dims = ", ".join(str(d) for d in a.shape)
+    if a.ndim == 1:
+        dims += ","
+    dtype = {"bool": "bool"}.get(str(a.dtype), str(a.dtype))
+    return f"Tensor[({dims}), {dtype}]"
+
+
+class Runner:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.count = 0
+
+    def __call__(self, call, *inputs, outputs=1, config="configs/ref.yaml"):
+        """Runs `call` (an expression over %a0, %a1, ...) on `inputs`."""
+        self.count += 1
+        case = self.tmp / f"case{self.count}"
+        case.mkdir()
+        params = ", ".join(f"%a{i}: {tensor_type(a)}" for i, a in enumerate(inputs))
+        (case / "m.loom").write_text(f"@main = fn({params}) {{ {call} }}\n")
+        cmd = [str(LOOMC), "run", str(case / "m.loom"), "--config", str(ROOT / config)]
+        for i, a in enumerate(inputs):
+            np.save(case / f"in{i}.npy", np.ascontiguousarray(a))
+            cmd += ["--input", str(case / f"in{i}.npy")]
+        for k in range(outputs):
+            cmd += ["--output", str(case / f"out{k}.npy")]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"loomc run failed for {call}:\n{done.stderr}")
+        results = [np.load(case / f"out{k}.npy") for k in range(outputs)]
+        return results[0] if outputs == 1 else results
+
+
+@pytest.fixture
+def run(tmp_path):
+    if not LOOMC.exists():
+        pytest.fail(f"{LOOMC} is missing: run 'bash scripts/setup.sh' first")
+    return Runner(tmp_path)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261122)

@@ -1,0 +1,153 @@
+#include "run_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "loom/config/config.h"
+#include "loom/driver/build.h"
+#include "loom/ir/text.h"
+#include "loom/runtime/library.h"
+#include "loom/runtime/npy.h"
+#include "loom/runtime/vm.h"
+#include "loom/support/strings.h"
+
+namespace loomc {
+
+namespace {
+using loom::Any;
+using loom::DataType;
+using loom::runtime::NDArray;
+
+int64_t parse_count(const std::string& text, const std::string& option) {
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(text, &used);
+    if (used == text.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  LOOM_THROW(Error) << option << " takes a non-negative integer, got '" << text << "'";
+}
+
+// A random array for a parameter of static tensor type: floats uniform
+// in [-1, 1), integers in [0, 10), bools 0/1.
+NDArray random_input(const loom::ir::Type& type, size_t index, std::mt19937_64& rng) {
+  const auto* t = type.defined() ? type.as<loom::ir::TensorTypeNode>() : nullptr;
+  if (!t) LOOM_THROW(Error) << "input " << index << " is not a tensor; give it with --input FILE.npy";
+  std::vector<int64_t> shape;
+  for (const Any& d : t->shape) {
+    const auto* c = dynamic_cast<const loom::tir::IntImmNode*>(d.object());
+    if (!c) {
+      LOOM_THROW(Error) << "input " << index << " has the symbolic shape " << loom::ir::to_text(type)
+                        << "; give it with --input FILE.npy";
+    }
+    shape.push_back(c->value);
+  }
+  NDArray a = NDArray::empty(shape, t->dtype);
+  int64_t n = a->numel();
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t->dtype.code) {
+      case DataType::kFloat:
+        if (t->dtype.bits == 32) a.data_as<float>()[i] = static_cast<float>(real(rng));
+        else if (t->dtype.bits == 64) a.data_as<double>()[i] = real(rng);
+        else LOOM_THROW(Error) << "random inputs of " << t->dtype.to_string() << " are not supported; use --input";
+        break;
+      case DataType::kBool: a.data_as<uint8_t>()[i] = static_cast<uint8_t>(small(rng) & 1); break;
+      case DataType::kInt:
+      case DataType::kUInt: {
+        int64_t v = small(rng);
+        std::memcpy(a.data_as<char>() + i * (t->dtype.bits / 8), &v, t->dtype.bits / 8);
+        break;
+      }
+      default: LOOM_THROW(Error) << "random inputs of " << t->dtype.to_string() << " are not supported; use --input";
+    }
+  }
+  return a;
+}
+
+std::string shape_text(const NDArray& a) {
+  std::string s = "(";
+  auto shape = a.shape_vector();
+  for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + ")";
+}
+
+void flatten_outputs(const Any& result, std::vector<NDArray>* out) {
+  if (const auto* arr = dynamic_cast<const loom::runtime::NDArrayNode*>(result.object())) {
+    (void)arr;
+    out->push_back(result.cast<NDArray>());
+    return;
+  }
+  if (result.object() && dynamic_cast<const loom::ArrayNode*>(result.object())) {
+    for (const Any& item : result.cast<loom::Array>()) flatten_outputs(item, out);
+    return;
+  }
+  LOOM_THROW(Error) << "the function returned " << result.describe() << ", not tensors";
+}
+}  // namespace
+
+int run_model(const RunOptions& o) {
+  loom::runtime::Module module;
+  if (loom::ends_with(o.input, ".loom")) {
+    if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
+    loom::config::Config config = loom::config::load_config(o.config);
+    for (const auto& warning : config.warnings) std::cerr << warning << "\n";
+    std::ifstream in(o.input);
+    if (!in) LOOM_THROW(Error) << "cannot open " << o.input;
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    module = loom::driver::build(loom::ir::parse_module(text, o.input), config);
+  } else {
+    if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";
+    module = loom::runtime::load_module(o.input);
+  }
+  loom::Function fn = module.get_function(o.function);
+  std::vector<loom::ir::Type> types;
+  if (module->type_key() == "vm") types = loom::runtime::param_types(module, o.function);
+  std::vector<Any> args;
+  if (!o.inputs.empty()) {
+    if (!types.empty() && o.inputs.size() != types.size()) {
+      LOOM_THROW(Error) << "@" << o.function << " takes " << types.size() << " input(s), got " << o.inputs.size()
+                        << " --input file(s)";
+    }
+    for (const std::string& path : o.inputs) args.push_back(Any(loom::runtime::load_npy(path)));
+  } else {
+    std::mt19937_64 rng(static_cast<uint64_t>(parse_count(o.seed, "--seed")));
+    for (size_t i = 0; i < types.size(); ++i) args.push_back(Any(random_input(types[i], i, rng)));
+  }
+  Any result = fn.call(args.data(), static_cast<int32_t>(args.size()));
+  std::vector<NDArray> outputs;
+  flatten_outputs(result, &outputs);
+  if (!o.outputs.empty() && o.outputs.size() != outputs.size()) {
+    LOOM_THROW(Error) << "@" << o.function << " has " << outputs.size() << " output(s), got " << o.outputs.size()
+                      << " --output file(s)";
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::cout << "output " << k << ": " << outputs[k]->dtype.to_string() << " " << shape_text(outputs[k]);
+    if (!o.outputs.empty()) {
+      loom::runtime::save_npy(outputs[k], o.outputs[k]);
+      std::cout << " -> " << o.outputs[k];
+    }
+    std::cout << "\n";
+  }
+  if (!o.bench.empty()) {
+    int64_t runs = parse_count(o.bench, "--bench");
+    if (runs < 1) LOOM_THROW(Error) << "--bench needs at least 1 run";
+    std::vector<double> ms;
+    for (int64_t r = 0; r < runs; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      fn.call(args.data(), static_cast<int32_t>(args.size()));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::cout << "latency: median " << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms over " << runs
+              << " runs (after one untimed run)\n";
+  }
+  return 0;
+}
+
+}  // namespace loomc
