@@ -1,6 +1,7 @@
 #include "prim_util.h"
 
 #include <algorithm>
+#include <map>
 
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
@@ -220,6 +221,12 @@ Stmt fresh_bindings(const Stmt& s) {
     return bound.count(v) ? Any(Var(v->name, v->dtype)) : Any(self);
   });
   return m.mutate_as<Stmt>(s);
+}
+
+Stmt serial_with_note(const ForNode& loop, const std::string& key, const std::string& reason) {
+  std::map<std::string, Any> notes = loop.annotations.get() ? loop.annotations->items : std::map<std::string, Any>{};
+  notes[key] = Any(reason);
+  return For(loop.loop_var, loop.min, loop.extent, ForKind::kSerial, loop.body, "", Map(notes));
 }
 
 bool uses_var(const Any& node, const VarNode* v) {

@@ -38,6 +38,10 @@ Stmt substitute(const Stmt& s, const std::unordered_map<const Object*, PrimExpr>
 // once per function).  Free variables are kept.
 Stmt fresh_bindings(const Stmt& s);
 
+// `loop` as a serial loop whose annotations say why a pass left it:
+// `key: "reason"` (VectorizeLoop's and UnrollLoop's refusals).
+Stmt serial_with_note(const tir::ForNode& loop, const std::string& key, const std::string& reason);
+
 // Whether `e` mentions variable `v`.
 bool uses_var(const Any& node, const tir::VarNode* v);
 

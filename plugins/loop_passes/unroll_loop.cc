@@ -42,9 +42,7 @@ class Unroller {
       }
       return seq(copies);
     }
-    std::map<std::string, Any> notes = f->annotations.get() ? f->annotations->items : std::map<std::string, Any>{};
-    notes["unroll_refused"] = Any(reason);
-    return For(f->loop_var, f->min, f->extent, ForKind::kSerial, f->body, "", Map(notes));
+    return serial_with_note(*f, "unroll_refused", reason);
   }
 
  private:

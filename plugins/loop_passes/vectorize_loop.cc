@@ -119,9 +119,7 @@ class LoopVectorizer {
       }
     }
     // Not vectorizable: a serial loop that says why.
-    std::map<std::string, Any> notes = f->annotations.get() ? f->annotations->items : std::map<std::string, Any>{};
-    notes["vectorize_refused"] = Any(reason);
-    return For(f->loop_var, f->min, f->extent, ForKind::kSerial, f->body, "", Map(notes));
+    return serial_with_note(*f, "vectorize_refused", reason);
   }
 
  private:
