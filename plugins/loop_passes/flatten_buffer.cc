@@ -18,25 +18,22 @@ class Flattener {
       if (flat.same_as(a->buffer) && body.same_as(a->body)) return s;
       return Allocate(flat, body);
     }
-    if (const auto* st = s.as<BufferStoreNode>()) {
-      PrimExpr value = expr(st->value);
+    const auto* st = s.as<BufferStoreNode>();
+    if (st && !is_flat(*st->buffer.get())) {
       std::vector<PrimExpr> indices;
       for (const Any& i : st->indices) indices.push_back(expr(i.cast<PrimExpr>()));
-      Buffer flat = flat_of(st->buffer);
-      if (flat.same_as(st->buffer)) return map_children(s, [this](const PrimExpr& e) { return expr(e); }, [this](const Stmt& c) { return run(c); });
-      return BufferStore(flat, value, {index(st->buffer, indices)});
+      return BufferStore(flat_of(st->buffer), expr(st->value), {index(st->buffer, indices)});
     }
     return map_children(s, [this](const PrimExpr& e) { return expr(e); }, [this](const Stmt& c) { return run(c); });
   }
 
  private:
   PrimExpr expr(const PrimExpr& e) {
-    if (const auto* l = e.as<BufferLoadNode>()) {
+    const auto* l = e.as<BufferLoadNode>();
+    if (l && !is_flat(*l->buffer.get())) {
       std::vector<PrimExpr> indices;
       for (const Any& i : l->indices) indices.push_back(expr(i.cast<PrimExpr>()));
-      Buffer flat = flat_of(l->buffer);
-      if (flat.same_as(l->buffer)) return map_children(e, [this](const PrimExpr& c) { return expr(c); });
-      return BufferLoad(flat, {index(l->buffer, indices)});
+      return BufferLoad(flat_of(l->buffer), {index(l->buffer, indices)});
     }
     return map_children(e, [this](const PrimExpr& c) { return expr(c); });
   }

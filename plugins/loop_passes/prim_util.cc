@@ -330,14 +330,13 @@ Bound Analyzer::bound(const PrimExpr& e) const {
     auto pick = [&](std::optional<int64_t> p, std::optional<int64_t> q, bool lower) -> std::optional<int64_t> {
       // min: lo = min(lo, lo) (unbounded if either is), hi = min(hi, hi)
       // (bounded if either is); max mirrors it.
-      bool take_min = is_min;
       if (lower == is_min) {
         if (!p || !q) return std::nullopt;
       } else {
         if (!p) return q;
         if (!q) return p;
       }
-      return take_min ? std::min(*p, *q) : std::max(*p, *q);
+      return is_min ? std::min(*p, *q) : std::max(*p, *q);
     };
     return {pick(x.lo, y.lo, true), pick(x.hi, y.hi, false)};
   }

@@ -140,7 +140,6 @@ class Rewriter {
     for (size_t k = kept.size(); k-- > 0;) out = Allocate(kept[k], out);
     return out;
   }
-
 };
 }  // namespace
 

@@ -78,12 +78,11 @@ std::string shape_text(const NDArray& a) {
 }
 
 void flatten_outputs(const Any& result, std::vector<NDArray>* out) {
-  if (const auto* arr = dynamic_cast<const loom::runtime::NDArrayNode*>(result.object())) {
-    (void)arr;
+  if (dynamic_cast<const loom::runtime::NDArrayNode*>(result.object())) {
     out->push_back(result.cast<NDArray>());
     return;
   }
-  if (result.object() && dynamic_cast<const loom::ArrayNode*>(result.object())) {
+  if (dynamic_cast<const loom::ArrayNode*>(result.object())) {
     for (const Any& item : result.cast<loom::Array>()) flatten_outputs(item, out);
     return;
   }
