@@ -105,7 +105,7 @@ expect_output targets-list-plugin 0 "null_target +from null +a target that gener
 $PY -c 'import json,sys; k=json.loads(sys.argv[1])["kinds"]; assert k[0]["name"]=="cpu" and k[0]["attributes"][0]["name"]=="mcpu", k' \
   "$("$LOOMC" targets list --json)" || fail "targets list --json content"
 tmpb=$(mktemp -d)
-expect_output build-timing 0 "InferType +1 " -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/configs/host.yaml" \
+expect_output build-timing 0 "InferType +1 " -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/tests/fixtures/config/cpu_infer_type.yaml" \
   -o "$tmpb/out.loom" --timing --dump-ir "$tmpb/dump"
 grep -q "^module attrs {target: meta\[0\]}" "$tmpb/out.loom" || fail "build output lacks the target attribute"
 grep -q -- "-> Tensor\[(%batch, 16), float32\]" "$tmpb/out.loom" || fail "build output lacks inferred types"
@@ -119,7 +119,7 @@ expect_output build-emit 2 "--emit takes ir or lib, got 'so'" -- "$LOOMC" build 
 expect_output build-lib-needs-o 2 "--emit lib needs -o FILE.so" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
   --config "$SOURCE_DIR/configs/ref.yaml" --emit lib
 expect_output build-no-codegen 1 "no codegen for target kind 'cpu'" -- "$LOOMC" build "$IR/valid/dps_chain.loom" \
-  --config "$SOURCE_DIR/configs/host.yaml" -o "$tmpb/host.so"
+  --config "$SOURCE_DIR/tests/fixtures/config/cpu_infer_type.yaml" -o "$tmpb/host.so"
 # A library through the ref target: the VM over the graph function, the ref
 # module with the prim functions.
 expect_output build-lib 0 "^$" -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/configs/ref.yaml" -o "$tmpb/chain.so"

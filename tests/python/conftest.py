@@ -1,6 +1,7 @@
 """Shared fixtures: run one operator call through `loomc run` (built in
-memory with configs/ref.yaml: the default pipeline and the reference
-interpreter) on NumPy inputs, and return its outputs as NumPy arrays."""
+memory with a config: the default pipeline, then the reference interpreter
+or LLVM's machine code) on NumPy inputs, and return its outputs as NumPy
+arrays.  Every test that takes `run` runs once per config of CONFIGS."""
 import os
 import pathlib
 import subprocess
@@ -20,19 +21,23 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
+CONFIGS = ["configs/ref.yaml", "configs/host.yaml"]
+
+
 class Runner:
-    def __init__(self, tmp):
+    def __init__(self, tmp, config):
         self.tmp = tmp
         self.count = 0
+        self.config = config
 
-    def __call__(self, call, *inputs, outputs=1, config="configs/ref.yaml"):
+    def __call__(self, call, *inputs, outputs=1, config=None):
         """Runs `call` (an expression over %a0, %a1, ...) on `inputs`."""
         self.count += 1
         case = self.tmp / f"case{self.count}"
         case.mkdir()
         params = ", ".join(f"%a{i}: {tensor_type(a)}" for i, a in enumerate(inputs))
         (case / "m.loom").write_text(f"@main = fn({params}) {{ {call} }}\n")
-        cmd = [str(LOOMC), "run", str(case / "m.loom"), "--config", str(ROOT / config)]
+        cmd = [str(LOOMC), "run", str(case / "m.loom"), "--config", str(ROOT / (config or self.config))]
         for i, a in enumerate(inputs):
             np.save(case / f"in{i}.npy", np.ascontiguousarray(a))
             cmd += ["--input", str(case / f"in{i}.npy")]
@@ -45,11 +50,11 @@ class Runner:
         return results[0] if outputs == 1 else results
 
 
-@pytest.fixture
-def run(tmp_path):
+@pytest.fixture(params=CONFIGS, ids=lambda c: pathlib.Path(c).stem)
+def run(tmp_path, request):
     if not LOOMC.exists():
         pytest.fail(f"{LOOMC} is missing: run 'bash scripts/setup.sh' first")
-    return Runner(tmp_path)
+    return Runner(tmp_path, request.param)
 
 
 @pytest.fixture

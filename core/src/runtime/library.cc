@@ -148,6 +148,7 @@ struct HostLibrary::Impl {
   std::string path;         // as the user named it
   std::string opened_path;  // canonical path of the file dlopen'ed
   boost::dll::shared_library library;
+  std::shared_ptr<void> owner;  // adopted code: what keeps it mapped
   std::vector<std::pair<std::string, LoomBackendFunc>> functions;
   std::optional<std::string> blob;
   void** context_slot = nullptr;
@@ -175,15 +176,38 @@ int32_t api_get_function(void* module_ctx, const char* name, void** out) {
   }
 }
 
-template <class T>
-T* symbol(boost::dll::shared_library& library, const char* name) {
-  return library.has(name) ? &library.get<T>(name) : nullptr;
+// Checks the ABI marker and reads the slots, the function table and the
+// blob of a host library through `lookup`.
+void read_symbols(HostLibrary::Impl& impl, const std::function<void*(const char*)>& lookup) {
+  const std::string& path = impl.path;
+  const auto* abi = static_cast<const uint32_t*>(lookup("__loom_library_abi"));
+  if (!abi) {
+    LOOM_THROW(Error) << "'" << path << "' is not a Loom host library (it has no __loom_library_abi symbol)";
+  }
+  if (*abi != LOOM_LIBRARY_ABI) {
+    LOOM_THROW(Error) << "'" << path << "' uses host library ABI " << *abi << "; this Loom supports "
+                      << LOOM_LIBRARY_ABI;
+  }
+  auto* api_slot = static_cast<const LoomHostApi**>(lookup("__loom_host_api"));
+  impl.context_slot = static_cast<void**>(lookup("__loom_module_ctx"));
+  const auto* table = static_cast<const LoomFunctionEntry*>(lookup("__loom_function_table"));
+  if (!api_slot || !impl.context_slot || !table) {
+    LOOM_THROW(Error) << "'" << path << "' is not a complete Loom host library (it needs __loom_host_api, "
+                      << "__loom_module_ctx and __loom_function_table)";
+  }
+  *api_slot = &kHostApi;
+  *impl.context_slot = &impl;
+  for (const LoomFunctionEntry* e = table; e->name; ++e) impl.functions.emplace_back(e->name, e->function);
+  const auto* blob = static_cast<const char*>(lookup("__loom_module_blob"));
+  const auto* blob_size = static_cast<const uint64_t*>(lookup("__loom_module_blob_size"));
+  if (blob && blob_size) impl.blob = std::string(blob, *blob_size);
 }
 }  // namespace
 
 HostLibrary::HostLibrary(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 HostLibrary::~HostLibrary() {
+  if (impl_->opened_path.empty()) return;  // adopted, not opened
   std::lock_guard<std::mutex> lock(open_paths_mutex);
   if (--open_paths()[impl_->opened_path] == 0) open_paths().erase(impl_->opened_path);
 }
@@ -213,29 +237,21 @@ std::shared_ptr<HostLibrary> HostLibrary::open(const std::string& path) {
   }
   if (private_dir) fs::remove_all(*private_dir, ec);  // the mapping stays valid
   auto& library = impl->library;
-  const auto* abi = symbol<const uint32_t>(library, "__loom_library_abi");
-  if (!abi) {
-    LOOM_THROW(Error) << "'" << path << "' is not a Loom host library (it has no __loom_library_abi symbol)";
-  }
-  if (*abi != LOOM_LIBRARY_ABI) {
-    LOOM_THROW(Error) << "'" << path << "' uses host library ABI " << *abi << "; this Loom supports "
-                      << LOOM_LIBRARY_ABI;
-  }
-  auto* api_slot = symbol<const LoomHostApi*>(library, "__loom_host_api");
-  impl->context_slot = symbol<void*>(library, "__loom_module_ctx");
-  const auto* table = symbol<const LoomFunctionEntry>(library, "__loom_function_table");
-  if (!api_slot || !impl->context_slot || !table) {
-    LOOM_THROW(Error) << "'" << path << "' is not a complete Loom host library (it needs __loom_host_api, "
-                      << "__loom_module_ctx and __loom_function_table)";
-  }
-  *api_slot = &kHostApi;
-  *impl->context_slot = impl.get();
-  for (const LoomFunctionEntry* e = table; e->name; ++e) impl->functions.emplace_back(e->name, e->function);
-  const auto* blob = symbol<const char>(library, "__loom_module_blob");
-  const auto* blob_size = symbol<const uint64_t>(library, "__loom_module_blob_size");
-  if (blob && blob_size) impl->blob = std::string(blob, *blob_size);
+  read_symbols(*impl, [&library](const char* name) -> void* {
+    return library.has(name) ? static_cast<void*>(&library.get<char>(name)) : nullptr;
+  });
   impl->opened_path = canonical.string();
   ++open_paths()[impl->opened_path];
+  return std::shared_ptr<HostLibrary>(new HostLibrary(std::move(impl)));
+}
+
+std::shared_ptr<HostLibrary> HostLibrary::adopt(const std::string& name,
+                                               const std::function<void*(const char*)>& lookup,
+                                               std::shared_ptr<void> owner) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = name;
+  impl->owner = std::move(owner);
+  read_symbols(*impl, lookup);
   return std::shared_ptr<HostLibrary>(new HostLibrary(std::move(impl)));
 }
 

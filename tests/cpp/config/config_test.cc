@@ -1,4 +1,4 @@
-// YAML configs: the malformed-config corpus, host.yaml, C0/C1 separation.
+// YAML configs: the malformed-config corpus, host.yaml, a cpu-kind config, C0/C1 separation.
 #include "loom/config/config.h"
 
 #include <gtest/gtest.h>
@@ -37,7 +37,16 @@ TEST(Config, MalformedConfigsGiveTheirExpectedErrors) {
 }
 
 TEST(Config, HostPresetLoads) {
-  Config c = load_config(std::string(LOOM_SOURCE_DIR) + "/configs/host.yaml");
+  Config host = load_config(std::string(LOOM_SOURCE_DIR) + "/configs/host.yaml");
+  EXPECT_EQ(host.target->kind, "llvm");
+  EXPECT_EQ(host.target.attr("mcpu").as_string(), "native");
+  ASSERT_EQ(host.passes.size(), 1u);
+  EXPECT_EQ(host.passes[0].name, "default");
+  EXPECT_TRUE(host.warnings.empty()) << host.warnings[0];
+}
+
+TEST(Config, CpuKindConfigLoads) {
+  Config c = load_config(std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/config/cpu_infer_type.yaml");
   EXPECT_EQ(c.target->kind, "cpu");
   EXPECT_EQ(c.target.attr("mcpu").as_string(), "native");
   EXPECT_EQ(c.context.opt_level, 2);

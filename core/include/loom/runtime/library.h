@@ -8,6 +8,7 @@
 #ifndef LOOM_RUNTIME_LIBRARY_H_
 #define LOOM_RUNTIME_LIBRARY_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,12 @@ class HostLibrary {
   // Opens `path`; Error naming the file when it is not a shared library,
   // not a Loom host library, or of another library ABI.
   static std::shared_ptr<HostLibrary> open(const std::string& path);
+  // Host code already in memory (a JIT's): the same functions, slots and
+  // table as a file would give, found by `lookup` (null for a missing
+  // symbol).  `owner` keeps the code mapped while the library lives;
+  // `name` stands for the path in messages.
+  static std::shared_ptr<HostLibrary> adopt(const std::string& name, const std::function<void*(const char*)>& lookup,
+                                            std::shared_ptr<void> owner);
   ~HostLibrary();
 
   // Binds the library to `context`: its functions' calls by name look in

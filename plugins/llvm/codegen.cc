@@ -1,0 +1,865 @@
+// Prim IR -> LLVM IR; see codegen.h for the contract.
+#include "codegen.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <loom/ir/function.h>
+#include <loom/ir/text.h>
+#include <loom/object/traversal.h>
+#include <loom/runtime/c_backend_api.h>
+
+#include "math.h"
+
+namespace loom::llvm_backend {
+namespace {
+
+using llvm::Value;
+
+// Field indices of LoomHostApi (c_backend_api.h).
+enum HostApiField { kVersion = 0, kGetFunction, kCallFunction, kSetLastError, kParallelFor, kAllocWorkspace, kFreeWorkspace };
+// Allocations of at most this many constant bytes live on the stack.
+constexpr int64_t kMaxStackBytes = 64 * 1024;
+
+bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
+bool is_unsigned(DataType t) { return t.code == DataType::kUInt || t.code == DataType::kBool; }
+DataType scalar_of(DataType t) { return DataType(static_cast<DataType::Code>(t.code), t.bits, 1); }
+
+std::string symbol_for(const std::string& name) {
+  std::string out = "__loom_fn_";
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+class FunctionCodegen {
+ public:
+  FunctionCodegen(llvm::Module& module, std::string name)
+      : context_(module.getContext()), module_(module), b_(module.getContext()), name_(std::move(name)) {}
+
+  // Emits the body function and the ABI entry `symbol`.
+  void emit(const tir::PrimFunc& func, const std::string& symbol);
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { LOOM_THROW(Error) << "llvm: @" << name_ << ": " << what; }
+
+  // ---- types -------------------------------------------------------------------
+  llvm::Type* scalar_type(DataType t) const {
+    switch (t.code) {
+      case DataType::kBool: return b_.getInt1Ty();
+      case DataType::kInt:
+      case DataType::kUInt: return llvm::Type::getIntNTy(context_, t.bits);
+      case DataType::kFloat:
+        if (t.bits == 16) return b_.getHalfTy();
+        if (t.bits == 32) return b_.getFloatTy();
+        if (t.bits == 64) return b_.getDoubleTy();
+        break;
+      case DataType::kBFloat: return b_.getBFloatTy();
+      case DataType::kHandle: return b_.getPtrTy();
+      default: break;
+    }
+    fail("no LLVM type for " + t.to_string());
+  }
+  llvm::Type* type(DataType t) const {
+    llvm::Type* s = scalar_type(scalar_of(t));
+    return t.lanes > 1 ? llvm::FixedVectorType::get(s, t.lanes) : s;
+  }
+  // Booleans are bytes in memory.
+  llvm::Type* memory_type(DataType t) const {
+    llvm::Type* s = t.code == DataType::kBool ? b_.getInt8Ty() : scalar_type(scalar_of(t));
+    return t.lanes > 1 ? llvm::FixedVectorType::get(s, t.lanes) : s;
+  }
+
+  // ---- the runtime -------------------------------------------------------------
+  llvm::StructType* host_api_type() {
+    if (!api_type_) {
+      llvm::Type* p = b_.getPtrTy();
+      api_type_ = llvm::StructType::create(context_, {b_.getInt32Ty(), p, p, p, p, p, p}, "LoomHostApi");
+    }
+    return api_type_;
+  }
+  Value* api_function(HostApiField field) {
+    llvm::GlobalVariable* slot = module_.getGlobalVariable("__loom_host_api");
+    if (!slot) {
+      slot = new llvm::GlobalVariable(module_, b_.getPtrTy(), false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                      "__loom_host_api");
+    }
+    Value* api = b_.CreateLoad(b_.getPtrTy(), slot, "api");
+    return b_.CreateLoad(b_.getPtrTy(), b_.CreateStructGEP(host_api_type(), api, field));
+  }
+  llvm::Constant* string_constant(const std::string& text) {
+    auto found = strings_.find(text);
+    if (found != strings_.end()) return found->second;
+    return strings_[text] = b_.CreateGlobalStringPtr(text, ".str", 0, &module_);
+  }
+  // set_last_error(message) and return -1.
+  void emit_fail(const std::string& message) {
+    llvm::FunctionType* type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
+    b_.CreateCall(type, api_function(kSetLastError), {string_constant("@" + name_ + ": " + message)});
+    b_.CreateRet(b_.getInt32(-1));
+  }
+  // The same with one integer formatted into the message (%lld).
+  void emit_fail(const std::string& format, Value* number) {
+    llvm::FunctionCallee snprintf = module_.getOrInsertFunction(
+        "snprintf", llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getPtrTy()}, true));
+    llvm::AllocaInst* text = entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), 512), 1);
+    b_.CreateCall(snprintf, {text, b_.getInt64(512), string_constant("@" + name_ + ": " + format),
+                             b_.CreateSExtOrTrunc(number, b_.getInt64Ty())});
+    llvm::FunctionType* type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
+    b_.CreateCall(type, api_function(kSetLastError), {text});
+    b_.CreateRet(b_.getInt32(-1));
+  }
+  // Branches to a new block unless `ok`; the failing block reports `fail`.
+  void check(Value* ok, const std::function<void()>& fail_block) {
+    llvm::BasicBlock* pass = llvm::BasicBlock::Create(context_, "ok", fn_);
+    llvm::BasicBlock* bad = llvm::BasicBlock::Create(context_, "bad", fn_);
+    b_.CreateCondBr(ok, pass, bad, llvm::MDBuilder(context_).createBranchWeights(1 << 20, 1));
+    b_.SetInsertPoint(bad);
+    fail_block();
+    b_.SetInsertPoint(pass);
+  }
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* type, uint64_t align, Value* count = nullptr) {
+    llvm::IRBuilder<> entry(entry_block_, entry_block_->begin());
+    llvm::AllocaInst* a = entry.CreateAlloca(type, count);
+    a->setAlignment(llvm::Align(align));
+    return a;
+  }
+
+  // ---- the ABI entry -----------------------------------------------------------
+  void emit_entry(const tir::PrimFunc& func, const std::string& symbol, llvm::Function* body);
+
+  // ---- statements --------------------------------------------------------------
+  void stmt(const tir::Stmt& s);
+  void loop(const tir::ForNode* op);
+  void serial_loop(Value* begin, Value* end, const tir::ForNode* op, const std::function<void(Value*)>& body);
+  void parallel_loop(const tir::ForNode* op);
+  void allocate(const tir::AllocateNode* op);
+  void store(const tir::BufferStoreNode* op);
+
+  // ---- expressions -------------------------------------------------------------
+  Value* expr(const tir::PrimExpr& e);
+  Value* binary(const tir::BinaryOpNode* op);
+  Value* cast(DataType to, DataType from, Value* v);
+  Value* call(const tir::CallNode* op);
+  Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
+  Value* constant(DataType t, double value) {
+    llvm::Type* s = scalar_type(scalar_of(t));
+    llvm::Constant* c = is_float(t) ? llvm::ConstantFP::get(s, value)
+                                    : llvm::ConstantInt::get(s, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
+    return t.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(t.lanes), c) : c;
+  }
+  // The element address of buffer[indices] (row-major over the buffer's
+  // shape, or its strides) and whether it is a contiguous vector access.
+  Value* element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes, bool* contiguous);
+  Value* load(const tir::BufferLoadNode* op);
+
+  Value* var(const tir::VarNode* v) const {
+    auto found = values_.find(v);
+    if (found == values_.end()) fail("%" + v->name + " is used outside its scope (or is not a parameter)");
+    return found->second;
+  }
+
+  llvm::LLVMContext& context_;
+  llvm::Module& module_;
+  mutable llvm::IRBuilder<> b_;
+  std::string name_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_block_ = nullptr;
+  std::unordered_map<const tir::VarNode*, Value*> values_;
+  std::map<std::string, llvm::Constant*> strings_;
+  llvm::StructType* api_type_ = nullptr;
+  Value* ret_ = nullptr;       // LoomValue* of the body; null in outlined closures
+  Value* ret_code_ = nullptr;  // int32_t*
+  int outlined_ = 0;
+};
+
+// ---- the ABI entry ------------------------------------------------------------------
+
+// DLTensor field offsets (dlpack.h): data, device{type, id}, ndim, dtype,
+// shape, strides, byte_offset.
+constexpr int kTensorData = 0, kTensorDeviceType = 8, kTensorNdim = 16, kTensorDtype = 20, kTensorShape = 24,
+              kTensorStrides = 32, kTensorByteOffset = 40;
+
+void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol) {
+  // The body: buffer pointers (noalias), then scalar parameters.
+  std::vector<llvm::Type*> types;
+  std::vector<const tir::VarNode*> order;
+  for (const Any& p : func->params) {
+    if (const auto* b = p.as_object_ref().as<tir::BufferNode>()) {
+      types.push_back(b_.getPtrTy());
+      order.push_back(b->data.get());
+    }
+  }
+  size_t num_buffers = types.size();
+  for (const Any& p : func->params) {
+    if (const auto* v = p.as_object_ref().as<tir::VarNode>()) {
+      types.push_back(type(v->dtype));
+      order.push_back(v);
+    }
+  }
+  types.push_back(b_.getPtrTy());  // ret: LoomValue*
+  types.push_back(b_.getPtrTy());  // ret_code: int32_t*
+  llvm::FunctionType* body_type = llvm::FunctionType::get(b_.getInt32Ty(), types, false);
+  llvm::Function* body = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, symbol + ".body", module_);
+  for (size_t i = 0; i < num_buffers; ++i) {
+    body->addParamAttr(i, llvm::Attribute::NoAlias);
+    body->addParamAttr(i, llvm::Attribute::NoCapture);
+  }
+  fn_ = body;
+  entry_block_ = llvm::BasicBlock::Create(context_, "entry", body);
+  b_.SetInsertPoint(entry_block_);
+  for (size_t i = 0; i < order.size(); ++i) values_[order[i]] = body->getArg(i);
+  ret_ = body->getArg(order.size());
+  ret_code_ = body->getArg(order.size() + 1);
+  stmt(func->body);
+  if (!b_.GetInsertBlock()->getTerminator()) b_.CreateRet(b_.getInt32(0));
+  emit_entry(func, symbol, body);
+}
+
+void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& symbol, llvm::Function* body) {
+  llvm::Type* p = b_.getPtrTy();
+  llvm::FunctionType* abi = llvm::FunctionType::get(b_.getInt32Ty(), {p, p, b_.getInt32Ty(), p, p, p}, false);
+  llvm::Function* entry = llvm::Function::Create(abi, llvm::Function::ExternalLinkage, symbol, module_);
+  fn_ = entry;
+  entry_block_ = llvm::BasicBlock::Create(context_, "entry", entry);
+  b_.SetInsertPoint(entry_block_);
+  Value* args = entry->getArg(0);
+  Value* codes = entry->getArg(1);
+  Value* count = entry->getArg(2);
+  Value* ret = entry->getArg(3);
+  Value* ret_code = entry->getArg(4);
+  values_.clear();
+
+  const auto& params = func->params;
+  std::vector<tir::Buffer> buffers = func.buffer_params();
+  size_t num_params = params.size(), num_buffers = buffers.size();
+  // Called with every parameter, or (destination passing) with the
+  // buffers only, the scalars then come from the buffers' shapes.
+  Value* full = b_.CreateICmpEQ(count, b_.getInt32(static_cast<int32_t>(num_params)));
+  Value* dps = b_.CreateICmpEQ(count, b_.getInt32(static_cast<int32_t>(num_buffers)));
+  check(b_.CreateOr(full, dps), [&] {
+    emit_fail("takes " + std::to_string(num_buffers) + " tensors (or " + std::to_string(num_params) +
+                  " values), got %lld",
+              count);
+  });
+  llvm::Type* value_type = b_.getInt64Ty();  // LoomValue is 8 bytes
+  auto arg_at = [&](Value* index) { return b_.CreateGEP(value_type, args, index); };
+  auto code_at = [&](Value* index) {
+    return b_.CreateLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt32Ty(), codes, index));
+  };
+  auto field = [&](Value* tensor, int offset, llvm::Type* t) {
+    return b_.CreateLoad(t, b_.CreateConstGEP1_64(b_.getInt8Ty(), tensor, offset));
+  };
+
+  // Buffers: check and bind their data pointers.
+  std::vector<Value*> tensors;
+  size_t next = 0;
+  for (size_t i = 0; i < num_params; ++i) {
+    const auto* buffer = params[i].as_object_ref().as<tir::BufferNode>();
+    if (!buffer) continue;
+    Value* index = b_.CreateSelect(full, b_.getInt32(static_cast<int32_t>(i)), b_.getInt32(static_cast<int32_t>(next++)));
+    std::string what = "argument %lld (buffer '" + buffer->name + "')";
+    check(b_.CreateICmpEQ(code_at(index), b_.getInt32(kLoomDLTensor)),
+          [&] { emit_fail(what + " must be a tensor", index); });
+    Value* tensor = b_.CreateLoad(p, arg_at(index));
+    check(b_.CreateICmpEQ(field(tensor, kTensorDeviceType, b_.getInt32Ty()), b_.getInt32(1 /* kDLCPU */)),
+          [&] { emit_fail(what + " is not on the CPU", index); });
+    DataType dt = buffer->dtype;
+    uint32_t packed = dt.code | (uint32_t{dt.bits} << 8) | (uint32_t{dt.lanes} << 16);
+    check(b_.CreateICmpEQ(field(tensor, kTensorDtype, b_.getInt32Ty()), b_.getInt32(packed)),
+          [&] { emit_fail(what + " must have dtype " + dt.to_string(), index); });
+    Value* ndim = field(tensor, kTensorNdim, b_.getInt32Ty());
+    check(b_.CreateICmpEQ(ndim, b_.getInt32(static_cast<int32_t>(buffer->shape.size()))), [&] {
+      emit_fail("buffer '" + buffer->name + "' has %lld dimensions, expected " + std::to_string(buffer->shape.size()),
+                ndim);
+    });
+    // Compact row-major: strides null, or the products of the later
+    // dimensions (dimensions of size 1 may have any stride).
+    Value* shape = field(tensor, kTensorShape, p);
+    Value* strides = field(tensor, kTensorStrides, p);
+    int rank = static_cast<int>(buffer->shape.size());
+    if (rank > 0) {
+      llvm::BasicBlock* strided = llvm::BasicBlock::Create(context_, "strided", fn_);
+      llvm::BasicBlock* compact = llvm::BasicBlock::Create(context_, "compact", fn_);
+      b_.CreateCondBr(b_.CreateIsNull(strides), compact, strided);
+      b_.SetInsertPoint(strided);
+      Value* expected = b_.getInt64(1);
+      for (int d = rank - 1; d >= 0; --d) {
+        Value* extent = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
+        Value* stride = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), strides, d));
+        Value* ok = b_.CreateOr(b_.CreateICmpEQ(extent, b_.getInt64(1)), b_.CreateICmpEQ(stride, expected));
+        check(ok, [&] { emit_fail(what + " is not compact (row-major)", index); });
+        expected = b_.CreateMul(expected, extent);
+      }
+      b_.CreateBr(compact);
+      b_.SetInsertPoint(compact);
+    }
+    Value* data = field(tensor, kTensorData, p);
+    data = b_.CreateGEP(b_.getInt8Ty(), data, field(tensor, kTensorByteOffset, b_.getInt64Ty()));
+    values_[buffer->data.get()] = data;
+    tensors.push_back(tensor);
+  }
+  // Scalars: from the arguments (all parameters given) or from the first
+  // buffer dimension that is the variable.
+  for (size_t i = 0; i < num_params; ++i) {
+    const auto* v = params[i].as_object_ref().as<tir::VarNode>();
+    if (!v) continue;
+    llvm::Type* t = type(v->dtype);
+    Value* from_shape = nullptr;
+    for (size_t k = 0; k < buffers.size() && !from_shape; ++k) {
+      for (size_t d = 0; d < buffers[k]->shape.size(); ++d) {
+        if (buffers[k]->shape[d].object() != v) continue;
+        Value* shape = field(tensors[k], kTensorShape, p);
+        from_shape = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
+        break;
+      }
+    }
+    llvm::BasicBlock* given = llvm::BasicBlock::Create(context_, "given", fn_);
+    llvm::BasicBlock* derived = llvm::BasicBlock::Create(context_, "derived", fn_);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(context_, "scalar", fn_);
+    b_.CreateCondBr(full, given, derived);
+    b_.SetInsertPoint(given);
+    Value* index = b_.getInt32(static_cast<int32_t>(i));
+    Value* code = code_at(index);
+    Value* slot = arg_at(index);
+    Value* as_given;
+    if (is_float(v->dtype)) {
+      Value* as_float = b_.CreateLoad(b_.getDoubleTy(), slot);
+      Value* as_int = b_.CreateSIToFP(b_.CreateLoad(b_.getInt64Ty(), slot), b_.getDoubleTy());
+      as_given = b_.CreateFPCast(b_.CreateSelect(b_.CreateICmpEQ(code, b_.getInt32(kLoomFloat)), as_float, as_int), t);
+      check(b_.CreateOr(b_.CreateICmpEQ(code, b_.getInt32(kLoomFloat)), b_.CreateICmpEQ(code, b_.getInt32(kLoomInt))),
+            [&] { emit_fail("argument " + std::to_string(i) + " (%" + v->name + ") must be a number"); });
+    } else {
+      check(b_.CreateICmpEQ(code, b_.getInt32(kLoomInt)),
+            [&] { emit_fail("argument " + std::to_string(i) + " (%" + v->name + ") must be an integer"); });
+      as_given = b_.CreateLoad(b_.getInt64Ty(), slot);
+      as_given = v->dtype.code == DataType::kBool ? b_.CreateICmpNE(as_given, b_.getInt64(0))
+                                                  : b_.CreateSExtOrTrunc(as_given, t);
+    }
+    llvm::BasicBlock* given_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(derived);
+    Value* as_derived = nullptr;
+    if (from_shape && !is_float(v->dtype) && v->dtype.code != DataType::kBool) {
+      as_derived = b_.CreateSExtOrTrunc(from_shape, t);
+      b_.CreateBr(join);
+    } else {
+      emit_fail("%" + v->name + " is not a dimension of any buffer, so it must be passed");
+    }
+    llvm::BasicBlock* derived_end = b_.GetInsertBlock();
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(t, 2, v->name);
+    phi->addIncoming(as_given, given_end);
+    if (as_derived) phi->addIncoming(as_derived, derived_end);
+    values_[v] = phi;
+  }
+  // Every dimension must agree with the buffer's shape.
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    const tir::BufferNode* buffer = buffers[k].get();
+    Value* shape = field(tensors[k], kTensorShape, p);
+    for (size_t d = 0; d < buffer->shape.size(); ++d) {
+      Value* got = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
+      Value* want = b_.CreateSExtOrTrunc(expr(buffer->shape[d].cast<tir::PrimExpr>()), b_.getInt64Ty());
+      check(b_.CreateICmpEQ(got, want), [&] {
+        emit_fail("buffer '" + buffer->name + "' has dimension " + std::to_string(d) + " = %lld, but the buffer says " +
+                      ir::to_text(buffer->shape[d]),
+                  got);
+      });
+    }
+  }
+  // Run the body; it stores a result (ret) itself.
+  std::vector<Value*> call_args;
+  for (const tir::Buffer& buffer : buffers) call_args.push_back(values_.at(buffer->data.get()));
+  for (const Any& param : params)
+    if (const auto* v = param.as_object_ref().as<tir::VarNode>()) call_args.push_back(values_.at(v));
+  b_.CreateStore(b_.getInt32(kLoomNull), ret_code);
+  call_args.push_back(ret);
+  call_args.push_back(ret_code);
+  b_.CreateRet(b_.CreateCall(body, call_args));
+}
+
+// ---- statements -------------------------------------------------------------------
+
+void FunctionCodegen::stmt(const tir::Stmt& s) {
+  if (b_.GetInsertBlock()->getTerminator()) return;  // after a ret
+  if (const auto* op = s.as<tir::SeqStmtNode>()) {
+    for (const Any& child : op->seq) stmt(child.cast<tir::Stmt>());
+  } else if (const auto* op = s.as<tir::ForNode>()) {
+    loop(op);
+  } else if (const auto* op = s.as<tir::BufferStoreNode>()) {
+    store(op);
+  } else if (const auto* op = s.as<tir::AllocateNode>()) {
+    allocate(op);
+  } else if (const auto* op = s.as<tir::LetStmtNode>()) {
+    values_[op->var.get()] = expr(op->value);
+    stmt(op->body);
+  } else if (const auto* op = s.as<tir::IfThenElseNode>()) {
+    Value* condition = expr(op->condition);
+    if (condition->getType()->isVectorTy()) fail("an if with a vector condition: " + ir::to_text(op->condition));
+    llvm::BasicBlock* then_block = llvm::BasicBlock::Create(context_, "then", fn_);
+    llvm::BasicBlock* else_block = op->else_case.defined() ? llvm::BasicBlock::Create(context_, "else", fn_) : nullptr;
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(context_, "endif", fn_);
+    b_.CreateCondBr(condition, then_block, else_block ? else_block : done);
+    b_.SetInsertPoint(then_block);
+    stmt(op->then_case);
+    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(done);
+    if (else_block) {
+      b_.SetInsertPoint(else_block);
+      stmt(op->else_case);
+      if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(done);
+  } else if (const auto* op = s.as<tir::EvaluateNode>()) {
+    const auto* c = op->value.as<tir::CallNode>();
+    if (c && c->op == "ret") {
+      if (!ret_) fail("ret inside a parallel loop");
+      if (c->args.size() != 1) fail("ret takes one value");
+      auto value = c->args[0].cast<tir::PrimExpr>();
+      Value* v = expr(value);
+      DataType t = value.dtype();
+      if (t.lanes != 1) fail("ret of a vector");
+      if (is_float(t)) {
+        b_.CreateStore(b_.CreateFPCast(v, b_.getDoubleTy()), ret_);
+        b_.CreateStore(b_.getInt32(kLoomFloat), ret_code_);
+      } else {
+        b_.CreateStore(is_unsigned(t) ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty()) : b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
+                       ret_);
+        b_.CreateStore(b_.getInt32(kLoomInt), ret_code_);
+      }
+      b_.CreateRet(b_.getInt32(0));
+      return;
+    }
+    expr(op->value);
+  } else if (const auto* op = s.as<tir::AttrStmtNode>()) {
+    stmt(op->body);
+  } else {
+    fail("cannot compile the statement " + std::string(s->type_key()));
+  }
+}
+
+void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* op,
+                                  const std::function<void(Value*)>& body) {
+  llvm::BasicBlock* before = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(context_, "for", fn_);
+  llvm::BasicBlock* inside = llvm::BasicBlock::Create(context_, "for.body", fn_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(context_, "for.end", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(begin->getType(), 2, op->loop_var->name);
+  i->addIncoming(begin, before);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, end), inside, done);
+  b_.SetInsertPoint(inside);
+  body(i);
+  if (!b_.GetInsertBlock()->getTerminator()) {
+    Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "", true, true);
+    llvm::BranchInst* back = b_.CreateBr(header);
+    i->addIncoming(next, b_.GetInsertBlock());
+    // Loop hints: unrolled -> unroll fully; vectorized (left by
+    // VectorizeLoop) -> ask LLVM's vectorizer.
+    std::vector<llvm::Metadata*> hints;
+    llvm::TempMDTuple self = llvm::MDNode::getTemporary(context_, {});
+    hints.push_back(self.get());
+    if (op->for_kind() == tir::ForKind::kUnrolled) {
+      hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.full")}));
+    } else if (op->for_kind() == tir::ForKind::kVectorized) {
+      hints.push_back(llvm::MDNode::get(
+          context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
+                     llvm::ConstantAsMetadata::get(b_.getTrue())}));
+    }
+    if (hints.size() > 1) {
+      llvm::MDNode* id = llvm::MDNode::getDistinct(context_, hints);
+      id->replaceOperandWith(0, id);
+      back->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
+  }
+  b_.SetInsertPoint(done);
+}
+
+void FunctionCodegen::loop(const tir::ForNode* op) {
+  switch (op->for_kind()) {
+    case tir::ForKind::kParallel: parallel_loop(op); return;
+    case tir::ForKind::kThreadBinding:
+      fail("the loop over %" + op->loop_var->name + " is bound to GPU thread '" + op->thread +
+           "'; the llvm target runs on the CPU");
+    default: break;
+  }
+  Value* begin = expr(op->min);
+  Value* end = b_.CreateAdd(begin, expr(op->extent));
+  serial_loop(begin, end, op, [&](Value* i) {
+    values_[op->loop_var.get()] = i;
+    stmt(op->body);
+  });
+}
+
+// The loop body becomes `int32 closure(i64 begin, i64 end, ptr captured)`
+// run by the runtime's parallel_for; the values it uses are passed in a
+// struct on the caller's stack.
+void FunctionCodegen::parallel_loop(const tir::ForNode* op) {
+  std::vector<const tir::VarNode*> captured;
+  {
+    std::unordered_set<const tir::VarNode*> seen;
+    Visitor collect;
+    collect.on<tir::VarNode>([&](const tir::VarNode* v) {
+      if (values_.count(v) && seen.insert(v).second) captured.push_back(v);
+    });
+    collect.visit(Any(op->body));
+  }
+  Value* begin = b_.CreateSExtOrTrunc(expr(op->min), b_.getInt64Ty());
+  Value* extent = b_.CreateSExtOrTrunc(expr(op->extent), b_.getInt64Ty());
+  std::vector<llvm::Type*> fields;
+  for (const tir::VarNode* v : captured) fields.push_back(values_.at(v)->getType());
+  llvm::StructType* closure_type = llvm::StructType::get(context_, fields);
+  llvm::AllocaInst* closure = entry_alloca(closure_type, 8);
+  for (size_t k = 0; k < captured.size(); ++k)
+    b_.CreateStore(values_.at(captured[k]), b_.CreateStructGEP(closure_type, closure, k));
+
+  // The closure function.
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::FunctionType* closure_fn_type = llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, b_.getPtrTy()}, false);
+  llvm::Function* outlined = llvm::Function::Create(closure_fn_type, llvm::Function::InternalLinkage,
+                                                    fn_->getName() + ".parallel" + std::to_string(outlined_++), module_);
+  // Save the state of the enclosing function, emit the closure, restore.
+  llvm::Function* saved_fn = fn_;
+  llvm::BasicBlock* saved_entry = entry_block_;
+  llvm::IRBuilderBase::InsertPoint saved_point = b_.saveIP();
+  auto saved_values = values_;
+  Value* saved_ret = ret_;
+  fn_ = outlined;
+  ret_ = nullptr;
+  entry_block_ = llvm::BasicBlock::Create(context_, "entry", outlined);
+  b_.SetInsertPoint(entry_block_);
+  for (size_t k = 0; k < captured.size(); ++k) {
+    values_[captured[k]] =
+        b_.CreateLoad(fields[k], b_.CreateStructGEP(closure_type, outlined->getArg(2), k), captured[k]->name);
+  }
+  DataType loop_type = op->loop_var->dtype;
+  serial_loop(outlined->getArg(0), outlined->getArg(1), op, [&](Value* i) {
+    values_[op->loop_var.get()] = b_.CreateSExtOrTrunc(i, type(loop_type));  // chunks are of [min, min + extent)
+    stmt(op->body);
+  });
+  if (!b_.GetInsertBlock()->getTerminator()) b_.CreateRet(b_.getInt32(0));
+  fn_ = saved_fn;
+  entry_block_ = saved_entry;
+  b_.restoreIP(saved_point);
+  values_ = std::move(saved_values);
+  ret_ = saved_ret;
+
+  // parallel_for(begin, begin + extent, closure_fn, closure)
+  llvm::FunctionType* parallel_for =
+      llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, b_.getPtrTy(), b_.getPtrTy()}, false);
+  Value* status = b_.CreateCall(parallel_for, api_function(kParallelFor),
+                                {begin, b_.CreateAdd(begin, extent), outlined, closure});
+  check(b_.CreateICmpEQ(status, b_.getInt32(0)), [&] { b_.CreateRet(status); });
+}
+
+void FunctionCodegen::allocate(const tir::AllocateNode* op) {
+  const tir::BufferNode* buffer = op->buffer.get();
+  if (buffer->scope != "global" && buffer->scope != "local") {
+    fail("buffer '" + buffer->name + "' is in scope '" + buffer->scope + "', which the CPU does not have");
+  }
+  llvm::Type* element = memory_type(scalar_of(buffer->dtype));
+  uint64_t element_bytes = module_.getDataLayout().getTypeAllocSize(element) * std::max<int>(1, buffer->dtype.lanes);
+  Value* count = b_.getInt64(1);
+  bool constant = true;
+  int64_t elements = 1;
+  for (const Any& d : buffer->shape) {
+    auto dim = d.cast<tir::PrimExpr>();
+    if (const auto* imm = dim.as<tir::IntImmNode>()) {
+      elements *= imm->value;
+    } else {
+      constant = false;
+    }
+    count = b_.CreateMul(count, b_.CreateSExtOrTrunc(expr(dim), b_.getInt64Ty()));
+  }
+  Value* bytes = b_.CreateMul(count, b_.getInt64(element_bytes));
+  if (constant && elements * static_cast<int64_t>(element_bytes) <= kMaxStackBytes) {
+    llvm::AllocaInst* memory =
+        entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), elements * element_bytes), 64);
+    values_[buffer->data.get()] = memory;
+    stmt(op->body);
+    return;
+  }
+  llvm::FunctionType* alloc_type =
+      llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty()}, false);
+  Value* memory = b_.CreateCall(alloc_type, api_function(kAllocWorkspace), {b_.getInt32(1), b_.getInt32(0), bytes});
+  check(b_.CreateIsNotNull(memory), [&] { b_.CreateRet(b_.getInt32(-1)); });
+  values_[buffer->data.get()] = memory;
+  stmt(op->body);
+  if (b_.GetInsertBlock()->getTerminator()) return;  // a ret inside: the runtime frees workspaces it owns
+  llvm::FunctionType* free_type =
+      llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), b_.getInt32Ty(), b_.getPtrTy()}, false);
+  b_.CreateCall(free_type, api_function(kFreeWorkspace), {b_.getInt32(1), b_.getInt32(0), memory});
+}
+
+Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes,
+                                        bool* contiguous) {
+  // Flat index over the shape (or the strides), plus elem_offset.
+  tir::PrimExpr flat;
+  if (indices.size() == 1 && buffer->strides.size() == 0) {
+    flat = indices[0].cast<tir::PrimExpr>();
+  } else {
+    if (indices.size() != buffer->shape.size()) {
+      fail("buffer '" + buffer->name + "' has " + std::to_string(buffer->shape.size()) + " dimensions, indexed with " +
+           std::to_string(indices.size()));
+    }
+    for (size_t d = 0; d < indices.size(); ++d) {
+      auto index = indices[d].cast<tir::PrimExpr>();
+      DataType t = index.dtype();
+      auto extent = buffer->strides.size() == 0 ? buffer->shape[d].cast<tir::PrimExpr>() : buffer->strides[d].cast<tir::PrimExpr>();
+      if (!buffer->strides.size() == 0) {
+        tir::PrimExpr term = tir::Mul(index, tir::Cast(t, extent));
+        flat = flat.defined() ? tir::PrimExpr(tir::Add(flat, term)) : term;
+      } else {
+        flat = flat.defined() ? tir::PrimExpr(tir::Add(tir::Mul(flat, tir::Cast(flat.dtype(), extent)), index)) : index;
+      }
+    }
+  }
+  Value* offset = nullptr;
+  *contiguous = false;
+  llvm::Type* element = memory_type(scalar_of(buffer->dtype));
+  Value* base = var(buffer->data.get());
+  if (buffer->elem_offset.defined()) base = b_.CreateGEP(element, base, expr(buffer->elem_offset));
+  if (lanes > 1) {
+    if (const auto* ramp = flat.as<tir::RampNode>(); ramp && ramp->lanes == lanes) {
+      if (const auto* stride = ramp->stride.as<tir::IntImmNode>(); stride && stride->value == 1) {
+        *contiguous = true;
+        return b_.CreateInBoundsGEP(element, base, expr(ramp->base));
+      }
+    }
+    offset = expr(flat);
+    if (!offset->getType()->isVectorTy()) offset = splat(offset, lanes);
+    return b_.CreateInBoundsGEP(element, base, offset);  // a vector of pointers
+  }
+  return b_.CreateInBoundsGEP(element, base, expr(flat));
+}
+
+Value* FunctionCodegen::load(const tir::BufferLoadNode* op) {
+  const tir::BufferNode* buffer = op->buffer.get();
+  int lanes = op->dtype.lanes;
+  bool contiguous = false;
+  llvm::Type* element = memory_type(scalar_of(buffer->dtype));
+  llvm::Align align(module_.getDataLayout().getABITypeAlign(element));
+  Value* pointer = element_pointer(buffer, op->indices, lanes, &contiguous);
+  Value* v;
+  if (lanes == 1) {
+    v = b_.CreateAlignedLoad(element, pointer, align);
+  } else if (contiguous) {
+    v = b_.CreateAlignedLoad(llvm::FixedVectorType::get(element, lanes), pointer, align);
+  } else {
+    v = b_.CreateMaskedGather(llvm::FixedVectorType::get(element, lanes), pointer, align);
+  }
+  if (buffer->dtype.code == DataType::kBool) v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  return v;
+}
+
+void FunctionCodegen::store(const tir::BufferStoreNode* op) {
+  const tir::BufferNode* buffer = op->buffer.get();
+  Value* v = expr(op->value);
+  int lanes = op->value.dtype().lanes;
+  if (buffer->dtype.code == DataType::kBool) v = b_.CreateZExt(v, memory_type(op->value.dtype()));
+  bool contiguous = false;
+  llvm::Type* element = memory_type(scalar_of(buffer->dtype));
+  llvm::Align align(module_.getDataLayout().getABITypeAlign(element));
+  Value* pointer = element_pointer(buffer, op->indices, lanes, &contiguous);
+  if (lanes == 1 || contiguous) {
+    b_.CreateAlignedStore(v, pointer, align);
+  } else {
+    b_.CreateMaskedScatter(v, pointer, align);
+  }
+}
+
+// ---- expressions ------------------------------------------------------------------
+
+Value* FunctionCodegen::expr(const tir::PrimExpr& e) {
+  if (const auto* op = e.as<tir::IntImmNode>()) {
+    if (op->dtype.code == DataType::kBool) return b_.getInt1(op->value != 0);
+    return llvm::ConstantInt::get(scalar_type(op->dtype), static_cast<uint64_t>(op->value), true);
+  }
+  if (const auto* op = e.as<tir::FloatImmNode>()) return llvm::ConstantFP::get(scalar_type(op->dtype), op->value);
+  if (const auto* op = e.as<tir::StringImmNode>()) return string_constant(op->value);
+  if (const auto* op = e.as<tir::VarNode>()) return var(op);
+  if (const auto* op = e.as<tir::BinaryOpNode>()) return binary(op);
+  if (const auto* op = e.as<tir::NotNode>()) return b_.CreateNot(expr(op->a));
+  if (const auto* op = e.as<tir::SelectNode>()) {
+    return b_.CreateSelect(expr(op->condition), expr(op->true_value), expr(op->false_value));
+  }
+  if (const auto* op = e.as<tir::CastNode>()) return cast(op->dtype, op->value.dtype(), expr(op->value));
+  if (const auto* op = e.as<tir::BufferLoadNode>()) return load(op);
+  if (const auto* op = e.as<tir::RampNode>()) {
+    Value* base = expr(op->base);
+    Value* stride = expr(op->stride);
+    std::vector<llvm::Constant*> steps;
+    for (int64_t k = 0; k < op->lanes; ++k) steps.push_back(llvm::ConstantInt::get(base->getType(), k));
+    return b_.CreateAdd(splat(base, static_cast<int>(op->lanes)),
+                        b_.CreateMul(splat(stride, static_cast<int>(op->lanes)), llvm::ConstantVector::get(steps)));
+  }
+  if (const auto* op = e.as<tir::BroadcastNode>()) return splat(expr(op->value), static_cast<int>(op->lanes));
+  if (const auto* op = e.as<tir::LetNode>()) {
+    values_[op->var.get()] = expr(op->value);
+    return expr(op->body);
+  }
+  if (const auto* op = e.as<tir::CallNode>()) return call(op);
+  fail("cannot compile the expression " + ir::to_text(Any(e)));
+}
+
+Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
+  Value* a = expr(op->a);
+  Value* b = expr(op->b);
+  DataType t = op->a.dtype();
+  bool fl = is_float(t), un = is_unsigned(t);
+  auto is = [op](uint32_t index) { return op->type_index() == index; };
+  if (is(tir::AddNode::runtime_type_index())) return fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+  if (is(tir::SubNode::runtime_type_index())) return fl ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+  if (is(tir::MulNode::runtime_type_index())) return fl ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+  if (is(tir::MinNode::runtime_type_index()) || is(tir::MaxNode::runtime_type_index())) {
+    bool min = is(tir::MinNode::runtime_type_index());
+    if (!fl) return b_.CreateSelect(min ? (un ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b))
+                                        : (un ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b)),
+                                    a, b);
+    // NumPy's minimum/maximum propagate NaN: a NaN a is kept, a NaN b
+    // loses every ordered comparison.
+    Value* pick_a = min ? b_.CreateFCmpOLT(a, b) : b_.CreateFCmpOGT(a, b);
+    return b_.CreateSelect(b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a)), a, b);
+  }
+  // Integer division by zero gives 0 (as NumPy's), never a trap.
+  auto safe = [&](Value* divisor) {
+    if (llvm::isa<llvm::Constant>(divisor) && !llvm::cast<llvm::Constant>(divisor)->isNullValue()) return divisor;
+    return b_.CreateSelect(b_.CreateICmpEQ(divisor, llvm::Constant::getNullValue(divisor->getType())),
+                           llvm::ConstantInt::get(divisor->getType(), 1), divisor);
+  };
+  auto zero_if_div0 = [&](Value* result) {
+    if (llvm::isa<llvm::Constant>(b)) return result;
+    return b_.CreateSelect(b_.CreateICmpEQ(b, llvm::Constant::getNullValue(b->getType())),
+                           llvm::Constant::getNullValue(result->getType()), result);
+  };
+  if (is(tir::DivNode::runtime_type_index())) {
+    if (fl) return b_.CreateFDiv(a, b);
+    return zero_if_div0(un ? b_.CreateUDiv(a, safe(b)) : b_.CreateSDiv(a, safe(b)));
+  }
+  if (is(tir::FloorDivNode::runtime_type_index()) || is(tir::FloorModNode::runtime_type_index())) {
+    bool div = is(tir::FloorDivNode::runtime_type_index());
+    if (fl) {
+      llvm::Function* floor = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::floor, {a->getType()});
+      Value* q = b_.CreateCall(floor, {b_.CreateFDiv(a, b)});
+      return div ? q : b_.CreateFSub(a, b_.CreateFMul(q, b));
+    }
+    if (un) return zero_if_div0(div ? b_.CreateUDiv(a, safe(b)) : b_.CreateURem(a, safe(b)));
+    Value* d = b_.CreateSDiv(a, safe(b));
+    Value* m = b_.CreateSRem(a, safe(b));
+    Value* zero = llvm::Constant::getNullValue(a->getType());
+    // Round towards minus infinity: adjust when the remainder is non-zero
+    // and its sign differs from the divisor's.
+    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(m, zero),
+                                 b_.CreateICmpNE(b_.CreateICmpSLT(m, zero), b_.CreateICmpSLT(b, zero)));
+    return zero_if_div0(div ? b_.CreateSub(d, b_.CreateZExt(adjust, a->getType()))
+                            : b_.CreateSelect(adjust, b_.CreateAdd(m, b), m));
+  }
+  using P = llvm::CmpInst::Predicate;
+  auto compare = [&](P fp, P sp, P up) {
+    return fl ? b_.CreateFCmp(fp, a, b) : b_.CreateICmp(un ? up : sp, a, b);
+  };
+  if (is(tir::EQNode::runtime_type_index())) return compare(P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ);
+  if (is(tir::NENode::runtime_type_index())) return compare(P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE);
+  if (is(tir::LTNode::runtime_type_index())) return compare(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
+  if (is(tir::LENode::runtime_type_index())) return compare(P::FCMP_OLE, P::ICMP_SLE, P::ICMP_ULE);
+  if (is(tir::GTNode::runtime_type_index())) return compare(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT);
+  if (is(tir::GENode::runtime_type_index())) return compare(P::FCMP_OGE, P::ICMP_SGE, P::ICMP_UGE);
+  auto truth = [&](Value* v) {
+    return v->getType()->getScalarType()->isIntegerTy(1) ? v : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  };
+  if (is(tir::AndNode::runtime_type_index())) return b_.CreateAnd(truth(a), truth(b));
+  if (is(tir::OrNode::runtime_type_index())) return b_.CreateOr(truth(a), truth(b));
+  fail("cannot compile the operator " + std::string(op->type_key()));
+}
+
+Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
+  llvm::Type* target = type(to);
+  if (to.code == DataType::kBool) {
+    if (from.code == DataType::kBool) return v;
+    if (is_float(from)) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (is_float(to)) {
+    if (is_float(from)) return b_.CreateFPCast(v, target);
+    return is_unsigned(from) ? b_.CreateUIToFP(v, target) : b_.CreateSIToFP(v, target);
+  }
+  if (to.code == DataType::kHandle) return v;
+  if (is_float(from)) return is_unsigned(to) ? b_.CreateFPToUI(v, target) : b_.CreateFPToSI(v, target);
+  return is_unsigned(from) ? b_.CreateZExtOrTrunc(v, target) : b_.CreateSExtOrTrunc(v, target);
+}
+
+Value* FunctionCodegen::call(const tir::CallNode* op) {
+  std::vector<Value*> args;
+  for (const Any& a : op->args) args.push_back(expr(a.cast<tir::PrimExpr>()));
+  auto arity = [&](size_t n) {
+    if (args.size() != n) fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
+  };
+  llvm::Type* t = type(op->dtype);
+  auto intrinsic = [&](llvm::Intrinsic::ID id) {
+    llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, id, {args[0]->getType()});
+    return b_.CreateCall(f, args);
+  };
+  const std::string& name = op->op;
+  bool f32 = t->getScalarType()->isFloatTy();
+  if (name == "exp") return arity(1), f32 ? emit_exp_f32(b_, args[0]) : intrinsic(llvm::Intrinsic::exp);
+  if (name == "log") return arity(1), f32 ? emit_log_f32(b_, args[0]) : intrinsic(llvm::Intrinsic::log);
+  if (name == "sqrt") return arity(1), intrinsic(llvm::Intrinsic::sqrt);
+  if (name == "floor") return arity(1), intrinsic(llvm::Intrinsic::floor);
+  if (name == "ceil") return arity(1), intrinsic(llvm::Intrinsic::ceil);
+  if (name == "round") return arity(1), intrinsic(llvm::Intrinsic::roundeven);
+  if (name == "trunc") return arity(1), intrinsic(llvm::Intrinsic::trunc);
+  if (name == "sin") return arity(1), intrinsic(llvm::Intrinsic::sin);
+  if (name == "cos") return arity(1), intrinsic(llvm::Intrinsic::cos);
+  if (name == "pow") return arity(2), intrinsic(llvm::Intrinsic::pow);
+  if (name == "fmod") return arity(2), b_.CreateFRem(args[0], args[1]);
+  if (name == "abs") {
+    arity(1);
+    if (args[0]->getType()->isFPOrFPVectorTy()) return intrinsic(llvm::Intrinsic::fabs);
+    if (is_unsigned(op->dtype)) return args[0];
+    llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::abs, {args[0]->getType()});
+    return b_.CreateCall(f, {args[0], b_.getFalse()});
+  }
+  if (name == "isnan") return arity(1), b_.CreateFCmpUNO(args[0], args[0]);
+  if (name == "isinf") {
+    arity(1);
+    Value* magnitude = intrinsic(llvm::Intrinsic::fabs);
+    return b_.CreateFCmpOEQ(magnitude, llvm::ConstantFP::getInfinity(magnitude->getType()));
+  }
+  if (name == "ret") fail("ret is a statement (evaluate it), not a value");
+  fail("the intrinsic '" + name + "' has no LLVM implementation (run LowerIntrinsics for target llvm)");
+}
+
+}  // namespace
+
+GeneratedModule generate(const ir::IRModule& module, llvm::LLVMContext& context, llvm::TargetMachine& machine) {
+  GeneratedModule out;
+  out.module = std::make_unique<llvm::Module>("loom", context);
+  out.module->setTargetTriple(machine.getTargetTriple().str());
+  out.module->setDataLayout(machine.createDataLayout());
+  for (const std::string& name : module.names()) {
+    ir::BaseFunc f = module.lookup(name);
+    if (const auto* ext = f.as<ir::ExternFuncNode>()) {
+      LOOM_THROW(Error) << "llvm: @" << name << " is an extern function of kind '" << ext->kind
+                        << "'; its kind's plugin builds it, not the llvm codegen";
+    }
+    if (!f.as<tir::PrimFuncNode>()) LOOM_THROW(Error) << "llvm: @" << name << " is not a prim function";
+    std::string symbol = symbol_for(name);
+    FunctionCodegen(*out.module, name).emit(downcast<tir::PrimFunc>(f), symbol);
+    out.functions.emplace_back(name, symbol);
+  }
+  std::string problems;
+  llvm::raw_string_ostream stream(problems);
+  if (llvm::verifyModule(*out.module, &stream)) {
+    LOOM_THROW(Error) << "llvm: internal error, the generated LLVM IR is invalid:\n" << stream.str();
+  }
+  return out;
+}
+}  // namespace loom::llvm_backend

@@ -1,0 +1,113 @@
+// The llvm plugin (docs/target-llvm.md): target kind `llvm`, whose codegen
+// compiles prim functions to machine code for the CPU through LLVM.  A
+// build generates LLVM IR (codegen.h), optimises it, emits one object and
+// loads that object with ORC, so the functions run at once; the same
+// object is what export_library links into a shared library, so both
+// paths run the same machine code.
+#include <loom/ir/intrinsic.h>
+#include <loom/plugin_sdk.h>
+#include <loom/runtime/library.h>
+#include <loom/runtime/module.h>
+#include <loom/target/codegen.h>
+#include <loom/target/target.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "codegen.h"
+#include "compiler.h"
+
+namespace {
+using loom::Any;
+using loom::Function;
+using loom::Map;
+using loom::ir::IRModule;
+namespace backend = loom::llvm_backend;
+
+class LLVMModuleNode : public loom::runtime::ModuleNode {
+ public:
+  std::string object;  // the relocatable object (ELF), as export links it
+  std::vector<std::pair<std::string, std::string>> functions;  // (name, symbol)
+  std::string ir;  // the optimised LLVM IR
+  backend::MachineOptions options;
+  std::shared_ptr<loom::runtime::HostLibrary> library;  // the object, JIT-loaded
+
+  std::string type_key() const override { return "llvm"; }
+  std::vector<std::string> function_names() const override {
+    std::vector<std::string> out;
+    for (const auto& f : functions) out.push_back(f.first);
+    return out;
+  }
+  std::optional<Function> own_function(const std::string& name) const override {
+    return library->function(name, loom::ObjectRef(loom::ObjectPtr<loom::Object>(const_cast<LLVMModuleNode*>(this))));
+  }
+  std::optional<loom::runtime::LinkedCode> linked_code() const override {
+    return loom::runtime::LinkedCode{{{"llvm_kernels.o", object}}, functions};
+  }
+  std::string inspect_source(const std::string& format) const override {
+    if (format == "ll") return ir;
+    if (format == "asm" || format == "s") {
+      llvm::LLVMContext context;
+      auto module = backend::parse_ir(ir, context);
+      auto machine = backend::make_machine(options);
+      return backend::emit_assembly(*module, *machine);
+    }
+    LOOM_THROW(Error) << "llvm module: no source format '" << format << "' (it has: ll, asm)";
+  }
+  LOOM_OBJECT(LLVMModuleNode, loom::runtime::ModuleNode, "llvm.Module");
+};
+
+loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
+  backend::MachineOptions options = backend::machine_options(target->attrs);
+  auto machine = backend::make_machine(options);
+  llvm::LLVMContext context;
+  backend::GeneratedModule generated = backend::generate(module, context, *machine);
+  backend::optimize(*generated.module, *machine, options.opt_level);
+  auto node = loom::make_object<LLVMModuleNode>();
+  node->ir = backend::print_ir(*generated.module);
+  node->object = backend::emit_object(*generated.module, *machine);
+  node->functions = generated.functions;
+  node->options = options;
+  node->library = backend::jit_load(node->object, node->functions, "<llvm module>");
+  node->library->bind(node.get());
+  return loom::runtime::Module(node);
+}
+
+int64_t vector_bits(const loom::target::Target& target) {
+  auto machine = backend::make_machine(backend::machine_options(target->attrs));
+  return backend::vector_bits(*machine);
+}
+}  // namespace
+
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0")
+                     LOOM_PLUGIN_DESCRIPTION("CPU codegen through LLVM 16: target kind llvm, ORC JIT, objects for export_library")
+                     LOOM_PLUGIN_PROVIDES("target:llvm,codegen:llvm"));
+
+LOOM_PLUGIN_INIT(ctx) {
+  ctx.register_object<LLVMModuleNode>();
+  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
+      "llvm",
+      {{"mtriple", "str", std::string(""), "LLVM target triple; empty: this machine's"},
+       {"mcpu", "str", std::string("native"), "CPU model (LLVM's names, e.g. skylake-avx512); native: this machine's"},
+       {"mattr", "str", std::string(""), "CPU features to add or remove, e.g. +avx2,-avx512f"},
+       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"},
+       {"opt-level", "int", int64_t{3}, "LLVM optimisation level 0..3"}},
+      Function::typed([](Map attrs) {
+        backend::machine_options(attrs);
+        if (attrs.at("num-threads").as_int() < 0) {
+          LOOM_THROW(Error) << "num-threads must be 0 (one per core) or positive, got "
+                            << attrs.at("num-threads").as_int();
+        }
+      }, "llvm.validate_target"),
+      "CPU machine code through LLVM: vectorized, parallel, JIT-loaded or exported as a shared library",
+      ""});
+  loom::tir::IntrinsicRegistry::set_native(
+      "llvm", {"exp", "log", "sqrt", "floor", "ceil", "round", "trunc", "sin", "cos", "abs", "pow", "fmod", "isnan",
+               "isinf", "ret"});
+  loom::target::CodegenRegistry::register_codegen(
+      "llvm", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
+                              "llvm.codegen"));
+  loom::FunctionRegistry::register_function(
+      "target.llvm.vector_bits", Function::typed([](loom::target::Target t) { return vector_bits(t); }, "target.llvm.vector_bits"),
+      "the widest vector register of an llvm target, in bits");
+}

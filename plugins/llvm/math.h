@@ -1,0 +1,20 @@
+// Vectorizable float32 exp and log in LLVM IR (docs/target-llvm.md,
+// "Intrinsics"): range reduction and a minimax polynomial (the Cephes
+// coefficients), built from plain arithmetic so that a vector argument
+// gives vector code instead of one libm call per lane.  Both follow libm
+// at the edges: exp overflows to +inf and underflows through the
+// subnormals to 0; log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN in
+// gives NaN out.  Accuracy: within 2 ulp of libm on the normal range.
+#ifndef LOOM_PLUGINS_LLVM_MATH_H_
+#define LOOM_PLUGINS_LLVM_MATH_H_
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace loom::llvm_backend {
+
+llvm::Value* emit_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+
+}  // namespace loom::llvm_backend
+
+#endif  // LOOM_PLUGINS_LLVM_MATH_H_
