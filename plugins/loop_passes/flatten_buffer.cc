@@ -2,12 +2,13 @@
 
 #include <unordered_map>
 
-#include "prim_util.h"
+#include <loom/tir/util.h>
 
 namespace loom::loop {
 
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+
 namespace {
-using namespace tir;  // NOLINT
 
 class Flattener {
  public:

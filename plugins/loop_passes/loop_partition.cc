@@ -1,11 +1,12 @@
 #include "loop_partition.h"
 
-#include "prim_util.h"
+#include <loom/tir/util.h>
 
 namespace loom::loop {
 
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+
 namespace {
-using namespace tir;  // NOLINT
 
 // A condition of an if inside the loop, with the loops between.
 struct Guard {

@@ -3,12 +3,13 @@
 #include "loom/ir/intrinsic.h"
 #include "loom/support/strings.h"
 #include "loom/target/target.h"
-#include "prim_util.h"
+#include <loom/tir/util.h>
 
 namespace loom::loop {
 
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+
 namespace {
-using namespace tir;  // NOLINT
 
 class Lowerer {
  public:

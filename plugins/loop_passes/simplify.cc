@@ -1,8 +1,10 @@
 #include "simplify.h"
 
-#include "prim_util.h"
+#include <loom/tir/util.h>
 
 namespace loom::loop {
+
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
 
 transform::Pass Simplify() {
   transform::PassInfo info{"Simplify",

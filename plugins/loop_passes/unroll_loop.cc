@@ -1,12 +1,13 @@
 #include "unroll_loop.h"
 
 #include "loom/object/traversal.h"
-#include "prim_util.h"
+#include <loom/tir/util.h>
 
 namespace loom::loop {
 
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+
 namespace {
-using namespace tir;  // NOLINT
 
 bool has_loop(const Stmt& s) {
   bool found = false;

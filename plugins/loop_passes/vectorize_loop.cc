@@ -1,11 +1,12 @@
 #include "vectorize_loop.h"
 
-#include "prim_util.h"
+#include <loom/tir/util.h>
 
 namespace loom::loop {
 
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+
 namespace {
-using namespace tir;  // NOLINT
 
 // Why a loop cannot be vectorized; it then stays a serial loop.
 struct Refused {

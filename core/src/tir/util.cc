@@ -1,4 +1,4 @@
-#include "prim_util.h"
+#include "loom/tir/util.h"
 
 #include <algorithm>
 #include <map>
@@ -6,9 +6,7 @@
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 
-namespace loom::loop {
-
-using namespace tir;  // NOLINT: the prim IR's node names read best unqualified here
+namespace loom::tir {
 
 namespace {
 template <class Node, class Ref>
@@ -653,4 +651,4 @@ transform::Pass prim_pass(transform::PassInfo info, PrimBodyFn body_of) {
   });
 }
 
-}  // namespace loom::loop
+}  // namespace loom::tir

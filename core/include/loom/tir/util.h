@@ -1,7 +1,8 @@
-// Helpers shared by the loop passes: rebuilding prim nodes with new
-// children, substitution, and integer bound analysis.
-#ifndef LOOM_PLUGINS_LOOP_PASSES_PRIM_UTIL_H_
-#define LOOM_PLUGINS_LOOP_PASSES_PRIM_UTIL_H_
+// Prim IR utilities shared by the loop passes, the schedule and codegens:
+// rebuilding prim nodes with new children, substitution, fresh copies, an
+// integer bound analyzer and the simplifier.
+#ifndef LOOM_TIR_UTIL_H_
+#define LOOM_TIR_UTIL_H_
 
 #include <functional>
 #include <optional>
@@ -12,10 +13,8 @@
 #include "loom/ir/stmt.h"
 #include "loom/transform/pass.h"
 
-namespace loom::loop {
+namespace loom::tir {
 
-using tir::PrimExpr;
-using tir::Stmt;
 using ExprFn = std::function<PrimExpr(const PrimExpr&)>;
 using StmtFn = std::function<Stmt(const Stmt&)>;
 
@@ -100,6 +99,6 @@ tir::PrimFunc with_body(const tir::PrimFuncNode& f, const Stmt& body);
 using PrimBodyFn = std::function<Stmt(const tir::PrimFuncNode&, const ir::IRModule&, const transform::PassContext&)>;
 transform::Pass prim_pass(transform::PassInfo info, PrimBodyFn body_of);
 
-}  // namespace loom::loop
+}  // namespace loom::tir
 
-#endif  // LOOM_PLUGINS_LOOP_PASSES_PRIM_UTIL_H_
+#endif  // LOOM_TIR_UTIL_H_

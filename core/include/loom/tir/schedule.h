@@ -1,0 +1,82 @@
+// Schedules (docs/schedule.md): loop transformations of one prim function,
+// written by hand or picked by the AutoSchedule pass.  Each primitive
+// checks its preconditions and throws ScheduleError naming the primitive,
+// the loop or buffer, and why; a failed primitive leaves the schedule as it
+// was.  Loops are named by their loop variable (unique in the function;
+// new loops get new unique names, which the primitives return); buffers by
+// their name.  The primitives keep the function's results, up to the order
+// of floating-point reductions where one says so (none does today: every
+// primitive keeps each output's summation order).
+#ifndef LOOM_TIR_SCHEDULE_H_
+#define LOOM_TIR_SCHEDULE_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loom/ir/function.h"
+#include "loom/support/error.h"
+
+namespace loom {
+// A schedule primitive's precondition failed (loom::ScheduleError, for
+// LOOM_THROW).
+class ScheduleError : public Error {
+ public:
+  using Error::Error;
+};
+}  // namespace loom
+
+namespace loom::tir {
+
+class Schedule {
+ public:
+  explicit Schedule(PrimFunc func);
+  PrimFunc func() const { return func_; }
+
+  // Every loop's name, outermost first (pre-order).
+  std::vector<std::string> loops() const;
+
+  // loop -> (outer, inner) with inner extent `factor`; a guard keeps the
+  // iterations in range when the extent is not a multiple (it goes around
+  // the innermost body of the perfect nest below, so reorder still works).
+  std::pair<std::string, std::string> split(const std::string& loop, int64_t factor);
+  // Two directly nested loops -> one over both.
+  std::string fuse(const std::string& outer, const std::string& inner);
+  // Permutes the named loops, which must lie in one perfect nest (each
+  // loop's body the next loop); the loops not named keep their places.
+  void reorder(const std::vector<std::string>& order);
+  // split + split + reorder: {x_o, y_o, x_i, y_i}.
+  std::vector<std::string> tile(const std::string& x, const std::string& y, int64_t fx, int64_t fy);
+  // Loop kinds.  parallel: every buffer written in the loop (and not
+  // allocated inside it) is written at indices that use the loop variable.
+  // vectorize / unroll: a constant extent (VectorizeLoop and UnrollLoop do
+  // the work, and say so in an annotation when they cannot).
+  void parallel(const std::string& loop);
+  void vectorize(const std::string& loop);
+  void unroll(const std::string& loop);
+  // Loop distribution: the perfect nest from `loop` down, whose innermost
+  // body is a sequence, becomes one nest per statement (the init, the
+  // reduction and any epilogue of a reduction).  Each buffer written in the
+  // nest must be accessed there at one index only.  Returns each new nest's
+  // loop names, outermost first.
+  std::vector<std::vector<std::string>> decompose_reduction(const std::string& loop);
+  // An allocated buffer written by one elementwise nest (`B[i, j] = e`) is
+  // replaced by `e` at each of its loads, and disappears.
+  void compute_inline(const std::string& buffer);
+  // The other way: a nest that reads `buffer` only at its own indices and
+  // writes another buffer (`C[i, j] = g(B[i, j])`) moves into the nest
+  // that produces `buffer`, right after the element is complete.
+  void reverse_compute_inline(const std::string& buffer);
+  // Loads of `buffer` (a parameter or allocation) read a copy in a new
+  // local buffer whose axes are `buffer`'s permuted by `axes` (the copy's
+  // axis k is buffer's axis axes[k]), made at the top of the scope.
+  // Returns the copy's name.
+  std::string cache_read(const std::string& buffer, const std::vector<int>& axes);
+
+ private:
+  PrimFunc func_;
+};
+
+}  // namespace loom::tir
+
+#endif  // LOOM_TIR_SCHEDULE_H_
