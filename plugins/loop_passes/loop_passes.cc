@@ -3,6 +3,7 @@
 // One pass per file pair.
 #include <loom/plugin_sdk.h>
 
+#include "auto_schedule.h"
 #include "flatten_buffer.h"
 #include "loop_partition.h"
 #include "lower_intrinsics.h"
@@ -12,13 +13,14 @@
 #include "vectorize_loop.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Loop passes: simplification, flattening, vectorizing, unrolling, "
+                     LOOM_PLUGIN_DESCRIPTION("Loop passes: auto-scheduling, simplification, flattening, vectorizing, unrolling, "
                                              "partitioning, storage reuse, intrinsic lowering")
-                     LOOM_PLUGIN_PROVIDES("pass:Simplify,pass:FlattenBuffer,pass:VectorizeLoop,pass:UnrollLoop,"
+                     LOOM_PLUGIN_PROVIDES("pass:AutoSchedule,pass:Simplify,pass:FlattenBuffer,pass:VectorizeLoop,pass:UnrollLoop,"
                                           "pass:LoopPartition,pass:StorageRewrite,pass:LowerIntrinsics"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
+  PassRegistry::register_pass(loom::loop::AutoSchedule());
   PassRegistry::register_pass(loom::loop::Simplify());
   PassRegistry::register_pass(loom::loop::FlattenBuffer());
   PassRegistry::register_pass(loom::loop::VectorizeLoop());

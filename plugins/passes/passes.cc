@@ -51,6 +51,6 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(pipeline(
       "default", "graph clean-ups and folding, fusion, lowering, then the loop passes",
       {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
-       "LegalizeOps", "FuseTIR", "DeadCodeElimination", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
+       "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
 }

@@ -122,14 +122,24 @@ std::vector<Stmt> elements(const Stmt& s) {
   return {s};
 }
 
+std::string fresh_name(const PrimFunc& func, const std::string& base, const std::set<std::string>& taken = {});
+PrimFunc with_new_body(const PrimFunc& func, const Stmt& body);
 }  // namespace
 
 Schedule::Schedule(PrimFunc func) : func_(std::move(func)) {
+  // Loops are named by their variables: a name used twice (the printer
+  // shows %i0 and %i0_1) becomes the unique name the printer shows.
   std::set<std::string> names;
-  for (const ForNode* f : all_loops(func_->body)) {
-    if (!names.insert(f->loop_var->name).second) {
-      refuse("init", "two loops are named %" + f->loop_var->name + "; a schedule names loops by their variables");
-    }
+  for (;;) {
+    const ForNode* twice = nullptr;
+    names.clear();
+    for (const ForNode* f : all_loops(func_->body))
+      if (!names.insert(f->loop_var->name).second && !twice) twice = f;
+    if (!twice) break;
+    Var renamed(fresh_name(func_, twice->loop_var->name), twice->loop_var->dtype);
+    Stmt body = substitute(twice->body, {{twice->loop_var.get(), renamed}});
+    Stmt loop = For(renamed, twice->min, twice->extent, twice->for_kind(), body, twice->thread, twice->annotations);
+    func_ = with_new_body(func_, replace(func_->body, twice, loop));
   }
 }
 
@@ -150,7 +160,7 @@ const ForNode* find_loop(const PrimFunc& func, const std::string& primitive, con
 }
 
 // A name not used by any variable of the function.
-std::string fresh_name(const PrimFunc& func, const std::string& base, const std::set<std::string>& taken = {}) {
+std::string fresh_name(const PrimFunc& func, const std::string& base, const std::set<std::string>& taken) {
   std::set<std::string> used = taken;
   Visitor v;
   v.on<VarNode>([&](const VarNode* var) { used.insert(var->name); });
