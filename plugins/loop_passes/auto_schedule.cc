@@ -9,10 +9,12 @@
 //  3. Each remaining nest:
 //     - reductions over two or more spatial loops whose innermost loop can
 //       be read contiguously (matmul, dense after a transposed cache_read
-//       of its weight, batch matmul): a register tile of ti rows by tj
-//       vectors, the reduction loops moved outside the tile, the tile's
-//       init and epilogue split out, the tile unrolled and its innermost
-//       loop vectorized, the tile loops fused and run in parallel;
+//       of its weight, batch matmul): init, reduction and epilogue split
+//       into nests of their own; in each, register tiles of ti rows by tj
+//       vectors (unrolled, the innermost loop vectorized) with the
+//       reduction loops moved outside the tile and, when long, blocked so
+//       that a block of the right operand stays in the L1 cache; the tile
+//       loops fused and run in parallel;
 //     - other nests: the innermost loop split by the vector width and
 //       vectorized when its stores are contiguous, the outermost parallel.
 // Every step is a schedule primitive, so a failed precondition only skips
@@ -259,32 +261,56 @@ class StageScheduler {
       s_.cache_read(l->buffer->name, {1, 0});
     }
     if (!strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()).empty()) return false;
-    int64_t ti = *ei % 4 == 0 ? 4 : *ei % 2 == 0 ? 2 : 1;
+    // The tile's accumulators, a row of B and a broadcast of A fit the
+    // vector registers (16; 32 with 512-bit vectors).
+    int64_t registers = vector_bits_ >= 512 ? 32 : 16;
     int64_t vectors = *ej / lanes;
-    int64_t tj = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
+    int64_t tj = vectors % 4 == 0 && registers >= 32 ? 4 : vectors % 2 == 0 ? 2 : 1;
+    int64_t ti = 1;
+    for (int64_t candidate : {8, 6, 4, 3, 2})
+      if (ti == 1 && *ei % candidate == 0 && candidate * tj + tj + 1 <= registers) ti = candidate;
     if (ti * tj < 4) return false;  // too small a tile to pay
     auto [io, ii] = s_.split(iname, ti);
     auto [jo, ji] = s_.split(jname, lanes);
     auto [joo, joi] = s_.split(jo, tj);
     s_.reorder({io, joo, ii, joi, ji});
-    std::vector<std::vector<std::string>> nests = s_.decompose_reduction(ii);
+    // Init, reduction and epilogue become nests of their own over the whole
+    // output, so the reduction can be blocked: a block of the reduction
+    // loop (kb long) runs over every tile before the next block, which
+    // keeps a kb x (tj vectors) panel of the right operand in the L1 cache.
+    std::vector<std::vector<std::string>> nests = s_.decompose_reduction(io);
     for (const auto& nest : nests) {
-      const ForNode* last = find(s_, nest.back());
-      if (has_loop(last->body)) {
-        // The reduction loops go outside the tile.
-        std::vector<std::string> order;
-        for (const ForNode* r : chain_of(find(s_, nest.back())))
-          if (r != last) order.push_back(r->loop_var->name);
-        for (const std::string& n : nest) order.push_back(n);
+      const std::string &tio = nest[0], &tjo = nest[1], &tii = nest[2], &tji = nest[3], &tv = nest[4];
+      const ForNode* last = find(s_, tv);
+      std::vector<std::string> reduction;
+      if (has_loop(last->body))
+        for (const ForNode* r : chain_of(find(s_, tv)))
+          if (r != last) reduction.push_back(r->loop_var->name);
+      s_.unroll(tii);
+      s_.unroll(tji);
+      s_.vectorize(tv);
+      std::string outer_block;
+      if (reduction.size() == 1) {
+        auto extent = const_int(find(s_, reduction[0])->extent);
+        int64_t kb = 0;
+        for (int64_t candidate = 256; extent && *extent > 256 && candidate >= 64 && !kb; --candidate)
+          if (*extent % candidate == 0) kb = candidate;
+        if (kb) {
+          auto [ro, ri] = s_.split(reduction[0], kb);
+          s_.reorder({ro, tjo, tio, ri, tii, tji, tv});
+          outer_block = ro;
+        }
+      }
+      if (!reduction.empty() && outer_block.empty()) {
+        std::vector<std::string> order = reduction;
+        for (const std::string& n : {tii, tji, tv}) order.push_back(n);
         s_.reorder(order);
       }
-      s_.unroll(nest[0]);
-      s_.unroll(nest[1]);
-      s_.vectorize(nest[2]);
+      std::string tiles = outer_block.empty() ? tio : tjo;
+      std::string second = outer_block.empty() ? tjo : tio;
+      attempt([&] { tiles = s_.fuse(tiles, second); });
+      attempt([&] { s_.parallel(tiles); });
     }
-    std::string outer = io;
-    attempt([&] { outer = s_.fuse(io, joo); });
-    attempt([&] { s_.parallel(outer); });
     return true;
   }
 

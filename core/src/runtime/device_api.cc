@@ -3,6 +3,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
 
 #include "loom/support/registry.h"
 
@@ -93,11 +96,45 @@ class CPUDeviceAPI : public DeviceAPI {
       LOOM_THROW(Error) << "alignment " << alignment << " is not a power of two of at least " << sizeof(void*);
     }
     size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+    if (rounded >= kLargeBlock) {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      auto cached = cache_.find({rounded, alignment});
+      if (cached != cache_.end()) {
+        void* p = cached->second;
+        cache_.erase(cached);
+        cached_bytes_ -= rounded;
+        large_[p] = {rounded, alignment};
+        return p;
+      }
+    }
     void* p = std::aligned_alloc(alignment, rounded);
     if (!p) LOOM_THROW(Error) << "out of memory allocating " << bytes << " bytes on cpu";
+    if (rounded >= kLargeBlock) {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      large_[p] = {rounded, alignment};
+    }
     return p;
   }
-  void free(Device, void* ptr) override { std::free(ptr); }
+  // Large blocks are kept for reuse (up to kMaxCached bytes): the same
+  // tensors come and go on every call of a model, and fresh pages from
+  // the kernel cost a fault each (a 64 MiB output: ~16k faults).
+  void free(Device, void* ptr) override {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    auto found = large_.find(ptr);
+    if (found == large_.end()) {
+      std::free(ptr);
+      return;
+    }
+    auto key = found->second;
+    large_.erase(found);
+    if (cached_bytes_ + key.first > kMaxCached) {
+      std::free(ptr);
+      return;
+    }
+    cache_.emplace(key, ptr);
+    cached_bytes_ += key.first;
+  }
   void copy(const DLTensor& from, DLTensor& to, void*) override {
     size_t bytes = 1;
     for (int i = 0; i < from.ndim; ++i) bytes *= static_cast<size_t>(from.shape[i]);
@@ -112,6 +149,11 @@ class CPUDeviceAPI : public DeviceAPI {
   void free_workspace(Device, void* ptr) override { pool_.release(ptr); }
 
  private:
+  static constexpr size_t kLargeBlock = size_t{1} << 20, kMaxCached = size_t{512} << 20;
+  std::mutex cache_mutex_;
+  std::multimap<std::pair<size_t, size_t>, void*> cache_;       // (bytes, alignment) -> free block
+  std::unordered_map<void*, std::pair<size_t, size_t>> large_;  // live large blocks
+  size_t cached_bytes_ = 0;
   WorkspacePool pool_{[](size_t bytes) {
                         void* p = std::aligned_alloc(64, bytes);
                         if (!p) LOOM_THROW(Error) << "out of memory allocating a " << bytes << "-byte workspace";
