@@ -7,6 +7,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -106,17 +107,26 @@ class FunctionCodegen {
     return strings_[text] = b_.CreateGlobalStringPtr(text, ".str", 0, &module_);
   }
   // set_last_error(message) and return -1.
-  void emit_fail(const std::string& message) {
+  void emit_fail(const std::string& message) {  // (no formatting)
     llvm::FunctionType* type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
-    b_.CreateCall(type, api_function(kSetLastError), {string_constant("@" + name_ + ": " + message)});
+    b_.CreateCall(type, api_function(kSetLastError), {string_constant(message)});
     b_.CreateRet(b_.getInt32(-1));
   }
-  // The same with one integer formatted into the message (%lld).
-  void emit_fail(const std::string& format, Value* number) {
+  // The same with one integer formatted into the message at its "%lld";
+  // every other '%' (a variable's name) is escaped for snprintf.
+  void emit_fail(const std::string& message, Value* number) {
+    auto escape = [](const std::string& text) {
+      std::string out;
+      for (char c : text) out += c == '%' ? std::string("%%") : std::string(1, c);
+      return out;
+    };
+    size_t at = message.find("%lld");
+    std::string format = at == std::string::npos ? escape(message)
+                                                 : escape(message.substr(0, at)) + "%lld" + escape(message.substr(at + 4));
     llvm::FunctionCallee snprintf = module_.getOrInsertFunction(
         "snprintf", llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getPtrTy()}, true));
     llvm::AllocaInst* text = entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), 512), 1);
-    b_.CreateCall(snprintf, {text, b_.getInt64(512), string_constant("@" + name_ + ": " + format),
+    b_.CreateCall(snprintf, {text, b_.getInt64(512), string_constant(format),
                              b_.CreateSExtOrTrunc(number, b_.getInt64Ty())});
     llvm::FunctionType* type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
     b_.CreateCall(type, api_function(kSetLastError), {text});
@@ -140,6 +150,20 @@ class FunctionCodegen {
   }
 
   // ---- the ABI entry -----------------------------------------------------------
+  // The scalar parameters, then the variables that only buffer shapes
+  // bind (`Buffer[(%n: int64, 8)]`), in order.
+  static std::vector<const tir::VarNode*> scalars(const tir::PrimFunc& func) {
+    std::vector<const tir::VarNode*> out;
+    for (const Any& p : func->params)
+      if (const auto* v = p.as_object_ref().as<tir::VarNode>()) out.push_back(v);
+    for (const tir::Buffer& b : func.buffer_params()) {
+      for (const Any& d : b->shape) {
+        const auto* v = d.as_object_ref().as<tir::VarNode>();
+        if (v && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+      }
+    }
+    return out;
+  }
   void emit_entry(const tir::PrimFunc& func, const std::string& symbol, llvm::Function* body);
 
   // ---- statements --------------------------------------------------------------
@@ -205,11 +229,9 @@ void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol)
     }
   }
   size_t num_buffers = types.size();
-  for (const Any& p : func->params) {
-    if (const auto* v = p.as_object_ref().as<tir::VarNode>()) {
-      types.push_back(type(v->dtype));
-      order.push_back(v);
-    }
+  for (const tir::VarNode* v : scalars(func)) {
+    types.push_back(type(v->dtype));
+    order.push_back(v);
   }
   types.push_back(b_.getPtrTy());  // ret: LoomValue*
   types.push_back(b_.getPtrTy());  // ret_code: int32_t*
@@ -315,9 +337,9 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
   }
   // Scalars: from the arguments (all parameters given) or from the first
   // buffer dimension that is the variable.
-  for (size_t i = 0; i < num_params; ++i) {
-    const auto* v = params[i].as_object_ref().as<tir::VarNode>();
-    if (!v) continue;
+  for (const tir::VarNode* v : scalars(func)) {
+    size_t i = 0;
+    while (i < num_params && params[i].object() != v) ++i;
     llvm::Type* t = type(v->dtype);
     Value* from_shape = nullptr;
     for (size_t k = 0; k < buffers.size() && !from_shape; ++k) {
@@ -327,6 +349,10 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
         from_shape = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
         break;
       }
+    }
+    if (i == num_params) {  // bound only by a shape
+      values_[v] = b_.CreateSExtOrTrunc(from_shape, t);
+      continue;
     }
     llvm::BasicBlock* given = llvm::BasicBlock::Create(context_, "given", fn_);
     llvm::BasicBlock* derived = llvm::BasicBlock::Create(context_, "derived", fn_);
@@ -384,8 +410,7 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
   // Run the body; it stores a result (ret) itself.
   std::vector<Value*> call_args;
   for (const tir::Buffer& buffer : buffers) call_args.push_back(values_.at(buffer->data.get()));
-  for (const Any& param : params)
-    if (const auto* v = param.as_object_ref().as<tir::VarNode>()) call_args.push_back(values_.at(v));
+  for (const tir::VarNode* v : scalars(func)) call_args.push_back(values_.at(v));
   b_.CreateStore(b_.getInt32(kLoomNull), ret_code);
   call_args.push_back(ret);
   call_args.push_back(ret_code);

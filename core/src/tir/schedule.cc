@@ -113,6 +113,13 @@ Ref ref_of(const Node* node) {
   return downcast<Ref>(ObjectRef(ObjectPtr<Object>(const_cast<Node*>(node))));
 }
 
+// "[%i, %j + 1]"
+std::string indices_text(const Array& indices) {
+  std::string out = "[";
+  for (size_t k = 0; k < indices.size(); ++k) out += (k ? ", " : "") + ir::to_text(indices[k]);
+  return out + "]";
+}
+
 std::vector<Stmt> elements(const Stmt& s) {
   if (const auto* seq_node = s.as<SeqStmtNode>()) {
     std::vector<Stmt> out;
@@ -279,7 +286,7 @@ void Schedule::parallel(const std::string& loop) {
   for (const Access& a : accesses(f->body)) {
     if (!a.store || local.count(a.buffer->data.get())) continue;
     if (!uses_var(Any(a.indices), f->loop_var.get())) {
-      refuse("parallel", "%" + loop + ": buffer '" + a.buffer->name + "' is written at " + ir::to_text(Any(a.indices)) +
+      refuse("parallel", "%" + loop + ": buffer '" + a.buffer->name + "' is written at " + indices_text(a.indices) +
                              ", which does not depend on %" + loop + ", so iterations would race");
     }
   }
@@ -312,8 +319,8 @@ std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::s
     if (!w.store) continue;
     for (const Access& a : all) {
       if (a.buffer->data.get() == w.buffer->data.get() && !same_expression(Any(a.indices), Any(w.indices))) {
-        refuse("decompose_reduction", "buffer '" + w.buffer->name + "' is accessed at " + ir::to_text(Any(a.indices)) +
-                                          " and at " + ir::to_text(Any(w.indices)));
+        refuse("decompose_reduction", "buffer '" + w.buffer->name + "' is accessed at " + indices_text(a.indices) +
+                                          " and at " + indices_text(w.indices));
       }
     }
   }
@@ -458,7 +465,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   const BufferNode* output = nest->store->buffer.get();
   for (const Access& a : accesses(parts[*consumer])) {
     if (a.buffer->data.get() == buffer->data.get() && !indices_are(a.indices, nest->vars)) {
-      refuse("reverse_compute_inline", "the reader of '" + name + "' reads it at " + ir::to_text(Any(a.indices)) +
+      refuse("reverse_compute_inline", "the reader of '" + name + "' reads it at " + indices_text(a.indices) +
                                            ", not at its own indices");
     }
   }
@@ -485,7 +492,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   }
   for (const Access& a : accesses(parts[*producer])) {
     if (a.buffer->data.get() == buffer->data.get() && !indices_are(a.indices, writer_vars)) {
-      refuse("reverse_compute_inline", "the writer of '" + name + "' accesses it at " + ir::to_text(Any(a.indices)));
+      refuse("reverse_compute_inline", "the writer of '" + name + "' accesses it at " + indices_text(a.indices));
     }
   }
   std::unordered_map<const Object*, PrimExpr> with;

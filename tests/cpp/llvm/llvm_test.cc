@@ -1,0 +1,153 @@
+// The llvm target: the compiled entry's argument checks (every message),
+// JIT and exported library giving the same numbers, results against the
+// reference interpreter, vector exp/log against libm, target attribute
+// errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "loom/config/config.h"
+#include "loom/driver/build.h"
+#include "loom/ir/text.h"
+#include "loom/runtime/library.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/target/target.h"
+#include "test_util.h"
+
+namespace loom {
+using runtime::NDArray;
+
+namespace {
+NDArray floats(std::vector<int64_t> shape, uint32_t seed, float lo = -2, float hi = 2) {
+  NDArray a = NDArray::empty(shape, DataType::Float(32));
+  std::vector<float> v = test::random_floats(a->numel(), seed, lo, hi);
+  std::memcpy(a.data_as<float>(), v.data(), v.size() * sizeof(float));
+  return a;
+}
+
+const char* kKernel = R"(
+@f = prim_func(%A: Buffer[(%n: int64, 8), float32], %B: Buffer[(8), float32], %C: Buffer[(%n, 8), float32]) {
+  for %i: int64 from 0 extent %n parallel {
+    for %j: int64 from 0 extent 8 {
+      %C[%i, %j] = call(float32, "exp", %A[%i, %j]) + %B[%j];
+    }
+  }
+}
+)";
+
+runtime::Module kernel() {
+  return driver::build_kernels(ir::parse_module(kKernel, "kernel.loom"), target::Target("llvm"));
+}
+
+using test::error_of;
+}  // namespace
+
+TEST(LLVM, ComputesAndChecksEveryArgument) {
+  runtime::Module m = kernel();
+  Function f = m.get_function("f");
+  NDArray a = floats({5, 8}, 1), b = floats({8}, 2), c = NDArray::empty({5, 8}, DataType::Float(32));
+  f(a, b, c);
+  for (int i = 0; i < 40; ++i) {
+    float want = std::exp(a.data_as<float>()[i]) + b.data_as<float>()[i % 8];
+    EXPECT_NEAR(c.data_as<float>()[i], want, 2e-6f * std::fabs(want)) << i;
+  }
+  EXPECT_NE(error_of([&] { f(a, b); }).find("f: takes 3 tensors (or 3 values), got 2"), std::string::npos);
+  EXPECT_NE(error_of([&] { f(a, int64_t{1}, c); }).find("argument 1 (buffer 'B') must be a tensor"), std::string::npos);
+  NDArray d = NDArray::empty({5, 8}, DataType::Float(64));
+  EXPECT_NE(error_of([&] { f(a, b, d); }).find("argument 2 (buffer 'C') must have dtype float32"), std::string::npos);
+  NDArray flat = floats({40}, 3);
+  EXPECT_NE(error_of([&] { f(flat, b, c); }).find("buffer 'A' has 1 dimensions, expected 2"), std::string::npos);
+  NDArray wide = floats({5, 9}, 4);
+  EXPECT_NE(error_of([&] { f(wide, b, c); }).find("buffer 'A' has dimension 1 = 9, but the buffer says 8"),
+            std::string::npos);
+  NDArray other = NDArray::empty({6, 8}, DataType::Float(32));
+  EXPECT_NE(error_of([&] { f(a, b, other); }).find("buffer 'C' has dimension 0 = 6, but the buffer says %n"),
+            std::string::npos);
+}
+
+TEST(LLVM, VectorExpAndLogFollowLibm) {
+  const char* text = R"(
+@f = prim_func(%X: Buffer[(1031), float32], %E: Buffer[(1031), float32], %L: Buffer[(1031), float32]) {
+  for %o: int64 from 0 extent 128 {
+    for %v: int64 from 0 extent 8 vectorized {
+      %E[%o * 8 + %v] = call(float32, "exp", %X[%o * 8 + %v]);
+      %L[%o * 8 + %v] = call(float32, "log", %X[%o * 8 + %v]);
+    }
+  }
+  for %t: int64 from 1024 extent 7 {
+    %E[%t] = call(float32, "exp", %X[%t]);
+    %L[%t] = call(float32, "log", %X[%t]);
+  }
+}
+)";
+  ir::IRModule module = ir::parse_module(text, "math.loom");
+  module = transform::PassRegistry::get("VectorizeLoop")(module, transform::PassContext());
+  Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
+  NDArray x = floats({1031}, 5, -90, 90), e = NDArray::empty({1031}, DataType::Float(32)),
+          l = NDArray::empty({1031}, DataType::Float(32));
+  float* xs = x.data_as<float>();
+  const float special[] = {0.0f, -0.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e-40f, 88.8f, -104.0f, 1.0f, 1e30f};
+  for (size_t k = 0; k < sizeof(special) / sizeof(float); ++k) xs[k * 37] = special[k];
+  for (int i = 500; i < 1031; ++i) xs[i] = std::fabs(xs[i]) * 1e-3f * static_cast<float>(i);
+  f(x, e, l);
+  auto ulps = [](float got, float want) {
+    if (std::isnan(want)) return std::isnan(got) ? 0.0 : 1e9;
+    if (std::isinf(want) || want == 0) return got == want ? 0.0 : 1e9;
+    return std::fabs(static_cast<double>(got) - want) / (std::nextafter(std::fabs(want), INFINITY) - std::fabs(want));
+  };
+  for (int i = 0; i < 1031; ++i) {
+    EXPECT_LE(ulps(e.data_as<float>()[i], std::exp(xs[i])), 2.0) << "exp(" << xs[i] << ")";
+    EXPECT_LE(ulps(l.data_as<float>()[i], std::log(xs[i])), 2.0) << "log(" << xs[i] << ")";
+  }
+}
+
+TEST(LLVM, JitAndExportedLibraryAgreeAndMatchRef) {
+  // A small CNN (examples/cnn.loom's structure at a size the interpreter
+  // runs quickly).
+  ir::IRModule model = ir::parse_module(R"(
+@main = fn(%x: Tensor[(2, 3, 10, 10), float32], %k: Tensor[(4, 3, 3, 3), float32], %c: Tensor[(4, 1, 1), float32],
+           %w: Tensor[(5, 100), float32], %b: Tensor[(5), float32]) -> Tensor[(2, 5), float32] {
+  let %y = max_pool2d(relu(add(conv2d(%x, %k, padding=[1]), %c)), pool_size=[2, 2], strides=[2, 2]);
+  softmax(add(dense(flatten(%y), %w), %b), axis=-1)
+}
+)", "cnn.loom");
+  auto host = config::load_config(std::string(LOOM_SOURCE_DIR) + "/configs/host.yaml");
+  auto ref = config::load_config(std::string(LOOM_SOURCE_DIR) + "/configs/ref.yaml");
+  std::vector<NDArray> args = {floats({2, 3, 10, 10}, 11), floats({4, 3, 3, 3}, 12), floats({4, 1, 1}, 13),
+                               floats({5, 100}, 14, -0.1f, 0.1f), floats({5}, 15)};
+  auto call = [&](const runtime::Module& m) {
+    std::vector<Any> a(args.begin(), args.end());
+    return m.get_function("main").call(a.data(), static_cast<int32_t>(a.size())).cast<NDArray>();
+  };
+  runtime::Module jit = driver::build(model, host);
+  NDArray y_jit = call(jit);
+  std::string path = (std::filesystem::temp_directory_path() / "loom_llvm_cnn_test.so").string();
+  runtime::export_library(jit, path);
+  NDArray y_lib = call(runtime::load_module(path));
+  std::filesystem::remove(path);
+  NDArray y_ref = call(driver::build(model, ref));
+  ASSERT_EQ(y_jit->numel(), 10);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(y_jit.data_as<float>()[i], y_lib.data_as<float>()[i]) << i;  // the same machine code
+    EXPECT_NEAR(y_jit.data_as<float>()[i], y_ref.data_as<float>()[i], 1e-6) << i;
+  }
+}
+
+TEST(LLVM, TargetAttributesAreChecked) {
+  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"mcpu", Any(std::string("znver9"))}}); })
+                .find("mcpu 'znver9' is not a CPU of"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"mattr", Any(std::string("avx2"))}}); })
+                .find("mattr entry 'avx2' must start with + or -"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"mtriple", Any(std::string("nonsense-x-y"))}}); })
+                .find("mtriple 'nonsense-x-y' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"opt-level", Any(int64_t{7})}}); })
+                .find("opt-level must be 0..3, got 7"),
+            std::string::npos);
+}
+
+}  // namespace loom
