@@ -69,13 +69,6 @@ std::vector<const ForNode*> chain_of(const ForNode* top) {
   return chain;
 }
 
-bool has_loop(const Stmt& s) {
-  bool found = false;
-  Visitor v;
-  v.on<ForNode>([&](const ForNode*) { found = true; });
-  v.visit(Any(s));
-  return found;
-}
 
 // Whether a statement contains a reduction: a store inside a loop whose
 // variable its indices do not use.

@@ -9,13 +9,6 @@ using namespace tir;  // NOLINT: the prim IR and its utilities read best unquali
 
 namespace {
 
-bool has_loop(const Stmt& s) {
-  bool found = false;
-  Visitor v;
-  v.on<ForNode>([&](const ForNode*) { found = true; });
-  v.visit(Any(s));
-  return found;
-}
 
 class Unroller {
  public:

@@ -227,6 +227,14 @@ Stmt serial_with_note(const ForNode& loop, const std::string& key, const std::st
   return For(loop.loop_var, loop.min, loop.extent, ForKind::kSerial, loop.body, "", Map(notes));
 }
 
+bool has_loop(const Stmt& s) {
+  bool found = false;
+  Visitor v;
+  v.on<ForNode>([&](const ForNode*) { found = true; });
+  v.visit(Any(s));
+  return found;
+}
+
 bool uses_var(const Any& node, const VarNode* v) {
   bool found = false;
   Visitor visitor;

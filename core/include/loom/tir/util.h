@@ -41,6 +41,9 @@ Stmt fresh_bindings(const Stmt& s);
 // `key: "reason"` (VectorizeLoop's and UnrollLoop's refusals).
 Stmt serial_with_note(const tir::ForNode& loop, const std::string& key, const std::string& reason);
 
+// Whether `s` contains a loop.
+bool has_loop(const Stmt& s);
+
 // Whether `e` mentions variable `v`.
 bool uses_var(const Any& node, const tir::VarNode* v);
 
