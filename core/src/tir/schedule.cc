@@ -64,13 +64,6 @@ Stmt with_kind(const ForNode* f, ForKind kind, Stmt body) {
   return For(f->loop_var, f->min, f->extent, kind, std::move(body), f->thread, f->annotations);
 }
 
-// The perfect nest from `top` down: each loop's body the next loop.
-std::vector<const ForNode*> perfect_chain(const ForNode* top) {
-  std::vector<const ForNode*> chain{top};
-  while (const auto* next = chain.back()->body.as<ForNode>()) chain.push_back(next);
-  return chain;
-}
-
 struct Access {
   const BufferNode* buffer;
   Array indices;
@@ -242,7 +235,7 @@ void Schedule::reorder(const std::vector<std::string>& order) {
   const ForNode* top = nullptr;
   for (const ForNode* f : all_loops(func_->body))
     if (!top && std::find(named.begin(), named.end(), f) != named.end()) top = f;
-  std::vector<const ForNode*> chain = perfect_chain(top);
+  std::vector<const ForNode*> chain = perfect_nest(top);
   std::vector<size_t> positions;
   for (size_t k = 0; k < chain.size(); ++k)
     if (std::find(named.begin(), named.end(), chain[k]) != named.end()) positions.push_back(k);
@@ -307,7 +300,7 @@ void Schedule::unroll(const std::string& loop) {
 
 std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::string& loop) {
   const ForNode* top = find_loop(func_, "decompose_reduction", loop);
-  std::vector<const ForNode*> chain = perfect_chain(top);
+  std::vector<const ForNode*> chain = perfect_nest(top);
   std::vector<Stmt> parts = elements(chain.back()->body);
   if (parts.size() < 2) {
     refuse("decompose_reduction", "the innermost body of the nest at %" + loop + " is not a sequence of statements");
@@ -392,7 +385,7 @@ std::optional<ElementwiseNest> elementwise_nest(const Stmt& s) {
   const auto* top = s.as<ForNode>();
   if (!top) return std::nullopt;
   ElementwiseNest n;
-  n.loops = perfect_chain(top);
+  n.loops = perfect_nest(top);
   for (const ForNode* f : n.loops) {
     if (const_int(f->min) != 0) return std::nullopt;
     n.vars.push_back(f->loop_var.get());
@@ -479,7 +472,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   // store to the buffer is at exactly those loop variables.
   const auto* top = parts[*producer].as<ForNode>();
   if (!top) refuse("reverse_compute_inline", "the writer of '" + name + "' is not a loop nest");
-  std::vector<const ForNode*> chain = perfect_chain(top);
+  std::vector<const ForNode*> chain = perfect_nest(top);
   size_t rank = nest->vars.size();
   if (chain.size() < rank) refuse("reverse_compute_inline", "the writer of '" + name + "' has fewer perfectly nested loops than dimensions");
   std::vector<const VarNode*> writer_vars;

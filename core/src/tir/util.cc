@@ -227,6 +227,12 @@ Stmt serial_with_note(const ForNode& loop, const std::string& key, const std::st
   return For(loop.loop_var, loop.min, loop.extent, ForKind::kSerial, loop.body, "", Map(notes));
 }
 
+std::vector<const ForNode*> perfect_nest(const ForNode* top) {
+  std::vector<const ForNode*> nest{top};
+  while (const auto* next = nest.back()->body.as<ForNode>()) nest.push_back(next);
+  return nest;
+}
+
 bool has_loop(const Stmt& s) {
   bool found = false;
   Visitor v;

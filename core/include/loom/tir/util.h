@@ -41,6 +41,10 @@ Stmt fresh_bindings(const Stmt& s);
 // `key: "reason"` (VectorizeLoop's and UnrollLoop's refusals).
 Stmt serial_with_note(const tir::ForNode& loop, const std::string& key, const std::string& reason);
 
+// The perfect nest from `top` down: `top`, then each loop that is the
+// whole body of the one before.
+std::vector<const tir::ForNode*> perfect_nest(const tir::ForNode* top);
+
 // Whether `s` contains a loop.
 bool has_loop(const Stmt& s);
 
