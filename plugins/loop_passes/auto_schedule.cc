@@ -63,12 +63,6 @@ void roots(const Stmt& s, std::vector<std::string>& out) {
                });
 }
 
-std::vector<const ForNode*> chain_of(const ForNode* top) {
-  std::vector<const ForNode*> chain{top};
-  while (const auto* next = chain.back()->body.as<ForNode>()) chain.push_back(next);
-  return chain;
-}
-
 
 // Whether a statement contains a reduction: a store inside a loop whose
 // variable its indices do not use.
@@ -186,7 +180,7 @@ class StageScheduler {
 
   void parallel_outer(const std::string& root) {
     const ForNode* top = find(s_, root);
-    std::vector<const ForNode*> chain = chain_of(top);
+    std::vector<const ForNode*> chain = perfect_nest(top);
     std::string outer = root;
     // A short outer loop shares the work badly: fuse it with the next.
     if (chain.size() >= 2 && chain[0]->for_kind() == ForKind::kSerial && chain[1]->for_kind() == ForKind::kSerial) {
@@ -205,7 +199,7 @@ class StageScheduler {
   // Returns the nest's root afterwards (the split's outer loop when the
   // root itself was split).
   std::string vectorize_inner(const std::string& root) {
-    std::vector<const ForNode*> chain = chain_of(find(s_, root));
+    std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
     const ForNode* inner = chain.back();
     if (has_loop(inner->body)) return root;
     int lanes = lanes_for(inner->body);
@@ -236,7 +230,7 @@ class StageScheduler {
   }
 
   bool tile(const std::string& root) {
-    std::vector<const ForNode*> chain = chain_of(find(s_, root));
+    std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
     // The spatial loops end where the body becomes a sequence (init, ...).
     size_t spatial = chain.size();
     if (chain.back()->body.as<SeqStmtNode>() == nullptr) return false;
@@ -277,7 +271,7 @@ class StageScheduler {
       const ForNode* last = find(s_, tv);
       std::vector<std::string> reduction;
       if (has_loop(last->body))
-        for (const ForNode* r : chain_of(find(s_, tv)))
+        for (const ForNode* r : perfect_nest(find(s_, tv)))
           if (r != last) reduction.push_back(r->loop_var->name);
       s_.unroll(tii);
       s_.unroll(tji);
@@ -315,7 +309,15 @@ int vector_bits_of(const ir::IRModule& module) {
   if (!module->attrs.contains("target")) return 128;
   auto target = module->attrs.at("target").cast<target::Target>();
   if (auto f = FunctionRegistry::find("target." + target->kind + ".vector_bits")) {
-    return static_cast<int>((*f)(Any(target)).as_int());
+    // Asked once per target, not once per prim function (the llvm plugin
+    // builds a target machine to answer).
+    thread_local target::Target asked;
+    thread_local int answer = 0;
+    if (!asked.same_as(target)) {
+      answer = static_cast<int>((*f)(Any(target)).as_int());
+      asked = target;
+    }
+    return answer;
   }
   if (target->attrs.contains("vector-bits")) {
     int64_t bits = target->attrs.at("vector-bits").as_int();
