@@ -8,18 +8,26 @@
 //     reduction nest (the epilogue: bias, activation).
 //  3. Each remaining nest:
 //     - reductions over two or more spatial loops whose innermost loop can
-//       be read contiguously (matmul, dense after a transposed cache_read
-//       of its weight, batch matmul): init, reduction and epilogue split
-//       into nests of their own; in each, register tiles of ti rows by tj
-//       vectors (unrolled, the innermost loop vectorized) with the
-//       reduction loops moved outside the tile and, when long, blocked so
-//       that a block of the right operand stays in the L1 cache; the tile
-//       loops fused and run in parallel;
+//       be read contiguously (matmul, dense, batch matmul): register tiles
+//       of ti rows by tj vectors (unrolled, the innermost loop vectorized)
+//       with the reduction loops outside the tile.  The right operand, a
+//       2-D parameter indexed [r, j] or [j, r], is packed into panels
+//       (cache_read with layout (j // F, r, j % F), F the tile's width);
+//       each panel is packed inside the parallel column-tile loop
+//       (compute_at) right before the row tiles that use it, and each
+//       tile runs its init, whole reduction and epilogue.  Without a
+//       packed panel, init, reduction and epilogue become nests over the
+//       whole output and long reductions are blocked so a block of the
+//       right operand stays in L1;
+//     - other reductions whose innermost reduction loop reads contiguously
+//       (a dense with few columns, a row sum): partial sums per lane in
+//       up to 4 independent vector accumulators (rfactor), then added;
 //     - other nests: the innermost loop split by the vector width and
 //       vectorized when its stores are contiguous, the outermost parallel.
 // Every step is a schedule primitive, so a failed precondition only skips
-// that step.  No step changes the order in which any output element
-// accumulates, so results are bit-identical to the unscheduled function.
+// that step.  Only rfactor changes the order in which an output element
+// accumulates; every other step leaves results bit-identical to the
+// unscheduled function.
 // Vector width: the target's (a function target.KIND.vector_bits, else
 // the attribute vector-bits, else 128 bits).
 #include "auto_schedule.h"
@@ -30,8 +38,10 @@
 #include <loom/tir/schedule.h>
 #include <loom/tir/util.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
+#include <set>
 
 namespace loom::loop {
 
@@ -156,6 +166,29 @@ std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode
   return out;
 }
 
+// Loads in `body` of a 2-D buffer at [r, j] or [j, r], where r uses
+// neither i nor j (the right operand of a matmul or dense); one per buffer.
+std::vector<const BufferLoadNode*> right_operands(const Stmt& body, const VarNode* i, const VarNode* j) {
+  std::vector<const BufferLoadNode*> out;
+  Visitor v;
+  v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+    bool seen = false;
+    for (const BufferLoadNode* o : out) seen = seen || o->buffer.get() == l->buffer.get();
+    if (!seen && l->indices.size() == 2) {
+      for (int k = 0; k < 2; ++k) {
+        const Any& other = l->indices[1 - k];
+        if (l->indices[k].object() == j && !uses_var(other, i) && !uses_var(other, j)) {
+          out.push_back(l);
+          break;
+        }
+      }
+    }
+    v.visit_children(l);
+  });
+  v.visit(Any(body));
+  return out;
+}
+
 class StageScheduler {
  public:
   StageScheduler(Schedule& s, int vector_bits) : s_(s), vector_bits_(vector_bits) {}
@@ -163,7 +196,10 @@ class StageScheduler {
   void run(const std::string& root) {
     const ForNode* top = find(s_, root);
     if (has_reduction(top)) {
-      if (!tile_reduction(root)) parallel_outer(root);
+      if (!tile_reduction(root)) {
+        vector_reduction(root);
+        parallel_outer(root);
+      }
     } else {
       parallel_outer(vectorize_inner(root));
     }
@@ -217,12 +253,52 @@ class StageScheduler {
     return name == root ? outer : root;
   }
 
+  // A reduction that is not tiled but whose innermost loop reads along
+  // it contiguously: its partial sums per lane (rfactor) in a few
+  // independent vector accumulators.  This changes the order of the sum.
+  void vector_reduction(const std::string& root) {
+    const ForNode* r = nullptr;
+    Visitor v;
+    v.on<ForNode>([&](const ForNode* f) {
+      const auto* store = f->body.as<BufferStoreNode>();
+      if (store && !uses_var(Any(store->indices), f->loop_var.get())) r = f;
+      v.visit_children(f);
+    });
+    v.visit(Any(find(s_, root)->body));
+    if (!r) return;
+    int lanes = lanes_for(r->body);
+    auto extent = const_int(r->extent);
+    if (lanes < 2 || !extent || *extent < 2 * lanes) return;
+    if (!strided_loads(r->body, r->loop_var.get()).empty()) return;
+    int64_t chains = *extent >= 8 * lanes ? 4 : *extent >= 4 * lanes ? 2 : 1;
+    Schedule saved = s_;
+    try {
+      auto [ro, ri] = s_.split(r->loop_var->name, chains * lanes);
+      Schedule::RFactor rf = s_.rfactor(ri);
+      auto [rio, rii] = s_.split(ri, lanes);
+      s_.unroll(rio);
+      s_.vectorize(rii);
+      auto [io, ii] = s_.split(rf.init, lanes);
+      s_.vectorize(ii);
+      s_.unroll(rf.final);
+    } catch (const ScheduleError&) {
+      s_ = saved;
+    }
+  }
+
   // The register-tiled reduction; false (schedule unchanged) when the nest
   // does not have the shape.
   bool tile_reduction(const std::string& root) {
     Schedule saved = s_;
     try {
-      if (tile(root)) return true;
+      copies_.clear();
+      moved_.clear();
+      if (tile(root)) {
+        // The packing copies are elementwise nests of their own.
+        for (const std::string& c : copies_) run(c);
+        for (const std::string& c : moved_) vectorize_inner(c);
+        return true;
+      }
     } catch (const ScheduleError&) {
     }
     s_ = saved;
@@ -241,13 +317,6 @@ class StageScheduler {
     auto ei = const_int(i->extent), ej = const_int(j->extent);
     if (lanes < 2 || !ei || !ej || *ej % lanes != 0) return false;
     std::string iname = i->loop_var->name, jname = j->loop_var->name;
-    // Loads strided along j: a 2-D parameter indexed [j, r] is copied
-    // transposed once (dense's weight), anything else gives up.
-    for (const BufferLoadNode* l : strided_loads(j->body, j->loop_var.get())) {
-      if (l->indices.size() != 2 || l->indices[0].object() != j->loop_var.get()) return false;
-      s_.cache_read(l->buffer->name, {1, 0});
-    }
-    if (!strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()).empty()) return false;
     // The tile's accumulators, a row of B and a broadcast of A fit the
     // vector registers (16; 32 with 512-bit vectors).
     int64_t registers = vector_bits_ >= 512 ? 32 : 16;
@@ -257,11 +326,43 @@ class StageScheduler {
     for (int64_t candidate : {8, 6, 4, 3, 2})
       if (ti == 1 && *ei % candidate == 0 && candidate * tj + tj + 1 <= registers) ti = candidate;
     if (ti * tj < 4) return false;  // too small a tile to pay
+    // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
+    // packed into panels, (j // F, r, j % F) with F the tile's width, so
+    // that the tile reads one contiguous panel (rows of B a power of two
+    // apart would share a few L1 sets).  A [j, r] operand (dense's weight)
+    // must be packed to be read along j at all; a [r, j] one is packed
+    // when enough row tiles reuse each panel.
+    int64_t panel = tj * lanes;
+    std::vector<std::pair<std::string, bool>> operands;  // name, indexed [j, r]
+    for (const BufferLoadNode* l : right_operands(j->body, i->loop_var.get(), j->loop_var.get()))
+      operands.emplace_back(l->buffer->name, l->indices[0].object() == j->loop_var.get());
+    std::set<std::string> panels;
+    for (const auto& [name, strided] : operands) {
+      if (!strided && *ei < 4 * ti) continue;
+      std::vector<std::string> before;
+      roots(s_.func()->body, before);
+      bool packed = attempt([&] {
+        panels.insert(s_.cache_read(name, [&](const std::vector<PrimExpr>& v) {
+          PrimExpr c = IntImm(DataType::Int(64), panel);
+          const PrimExpr &jv = strided ? v[0] : v[1], &rv = strided ? v[1] : v[0];
+          return std::vector<PrimExpr>{FloorDiv(jv, c), rv, FloorMod(jv, c)};
+        }));
+      });
+      if (strided && !packed) return false;
+      std::vector<std::string> after;
+      roots(s_.func()->body, after);
+      for (const std::string& n : after)
+        if (std::find(before.begin(), before.end(), n) == before.end()) copies_.push_back(n);
+    }
+    // A panel is read along j contiguously within a tile (j % F).
+    for (const BufferLoadNode* l : strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()))
+      if (!panels.count(l->buffer->name)) return false;
     auto [io, ii] = s_.split(iname, ti);
     auto [jo, ji] = s_.split(jname, lanes);
     auto [joo, joi] = s_.split(jo, tj);
+    if (!copies_.empty()) return tile_panels(joo, io, ii, joi, ji);
     s_.reorder({io, joo, ii, joi, ji});
-    // Init, reduction and epilogue become nests of their own over the whole
+    // Without packed panels: init, reduction and epilogue become nests of their own over the whole
     // output, so the reduction can be blocked: a block of the reduction
     // loop (kb long) runs over every tile before the next block, which
     // keeps a kb x (tj vectors) panel of the right operand in the L1 cache.
@@ -301,8 +402,42 @@ class StageScheduler {
     return true;
   }
 
+  // With packed panels: for each column tile (in parallel) its panels
+  // are packed, then every row tile runs its init, the whole reduction
+  // over the panels while they are in cache, and its epilogue.
+  bool tile_panels(const std::string& joo, const std::string& io, const std::string& ii, const std::string& joi,
+                   const std::string& ji) {
+    s_.reorder({joo, io, ii, joi, ji});
+    for (const auto& nest : s_.decompose_reduction(ii)) {
+      const std::string &tii = nest[0], &tji = nest[1], &tv = nest[2];
+      const ForNode* last = find(s_, tv);
+      std::vector<std::string> order;
+      if (has_loop(last->body))
+        for (const ForNode* r : perfect_nest(last))
+          if (r != last) order.push_back(r->loop_var->name);
+      s_.unroll(tii);
+      s_.unroll(tji);
+      s_.vectorize(tv);
+      if (order.empty()) continue;
+      for (const std::string& n : {tii, tji, tv}) order.push_back(n);
+      s_.reorder(order);
+    }
+    for (const std::string& c : copies_) {
+      s_.compute_at(c, joo);
+      // The copy is now the first statement of the column tile's body.
+      const auto* body = find(s_, joo)->body.as<SeqStmtNode>();
+      const auto* first = body ? body->seq[0].cast<Stmt>().as<ForNode>() : nullptr;
+      if (first) moved_.push_back(first->loop_var->name);
+    }
+    copies_.clear();
+    attempt([&] { s_.parallel(joo); });
+    return true;
+  }
+
   Schedule& s_;
   int vector_bits_;
+  std::vector<std::string> copies_;  // the roots of the copies tile() made
+  std::vector<std::string> moved_;   // those of them it moved into a tile loop
 };
 
 int vector_bits_of(const ir::IRModule& module) {

@@ -501,52 +501,512 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   func_ = with_new_body(func_, replace(func_->body, alloc, Allocate(alloc->buffer, seq(rest))));
 }
 
-std::string Schedule::cache_read(const std::string& name, const std::vector<int>& axes) {
-  Buffer buffer;
-  for (const Buffer& b : func_.buffer_params())
-    if (b->name == name) buffer = b;
-  if (!buffer.defined()) refuse("cache_read", "no buffer parameter '" + name + "'");
+namespace {
+// One index of a cache_read layout: axis `axis` whole, or its quotient or
+// remainder by `factor`.
+struct LayoutIndex {
+  enum Kind { kWhole, kDiv, kMod } kind;
+  int axis;
+  int64_t factor;
+};
+
+std::vector<LayoutIndex> classify_layout(const PrimFunc& func, const Buffer& buffer,
+                                         const Schedule::IndexMap& layout) {
   size_t rank = buffer->shape.size();
-  std::vector<int> sorted = axes;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t k = 0; k < sorted.size(); ++k) {
-    if (sorted.size() != rank || sorted[k] != static_cast<int>(k)) {
-      refuse("cache_read", "the axes must be a permutation of the " + std::to_string(rank) + " axes of '" + name + "'");
+  std::vector<PrimExpr> vars;
+  std::set<std::string> taken;
+  for (size_t k = 0; k < rank; ++k) {
+    Var v(fresh_name(func, "v" + std::to_string(k), taken), DataType::Int(64));
+    taken.insert(v->name);
+    vars.push_back(v);
+  }
+  auto axis_of = [&](const PrimExpr& e) -> int {
+    for (size_t k = 0; k < rank; ++k)
+      if (e.same_as(vars[k])) return static_cast<int>(k);
+    return -1;
+  };
+  std::vector<LayoutIndex> out;
+  std::vector<PrimExpr> exprs = layout(vars);
+  for (const PrimExpr& e : exprs) {
+    std::optional<LayoutIndex> index;
+    if (int a = axis_of(e); a >= 0) index = LayoutIndex{LayoutIndex::kWhole, a, 1};
+    const auto* b = e.as<BinaryOpNode>();
+    if (b && (e.as<FloorDivNode>() || e.as<FloorModNode>())) {
+      auto c = const_int(b->b);
+      int a = axis_of(b->a);
+      if (c && *c > 0 && a >= 0) index = LayoutIndex{e.as<FloorDivNode>() ? LayoutIndex::kDiv : LayoutIndex::kMod, a, *c};
+    }
+    if (!index) {
+      refuse("cache_read", "index " + std::to_string(out.size()) + " of the layout of '" + buffer->name + "', " +
+                               ir::to_text(Any(e)) + ", is not an axis v, v // c or v % c");
+    }
+    out.push_back(*index);
+  }
+  for (size_t a = 0; a < rank; ++a) {
+    std::vector<LayoutIndex> uses;
+    for (const LayoutIndex& i : out)
+      if (i.axis == static_cast<int>(a)) uses.push_back(i);
+    bool whole = uses.size() == 1 && uses[0].kind == LayoutIndex::kWhole;
+    bool split = uses.size() == 2 && uses[0].factor == uses[1].factor &&
+                 ((uses[0].kind == LayoutIndex::kDiv && uses[1].kind == LayoutIndex::kMod) ||
+                  (uses[0].kind == LayoutIndex::kMod && uses[1].kind == LayoutIndex::kDiv));
+    if (!whole && !split) {
+      refuse("cache_read", "axis " + std::to_string(a) + " of '" + buffer->name + "' must appear in the layout once, " +
+                               "or as the pair v // c and v % c");
     }
   }
+  return out;
+}
+
+std::vector<PrimExpr> apply_layout(const std::vector<LayoutIndex>& layout, const std::vector<PrimExpr>& indices) {
+  std::vector<PrimExpr> out;
+  for (const LayoutIndex& l : layout) {
+    const PrimExpr& i = indices[l.axis];
+    PrimExpr c = IntImm(i.dtype(), l.factor);
+    out.push_back(l.kind == LayoutIndex::kWhole ? i : l.kind == LayoutIndex::kDiv ? PrimExpr(FloorDiv(i, c)) : PrimExpr(FloorMod(i, c)));
+  }
+  return out;
+}
+}  // namespace
+
+std::string Schedule::cache_read(const std::string& name, const IndexMap& layout_map) {
+  Buffer buffer;
+  std::vector<std::string> names;
+  for (const Buffer& b : func_.buffer_params()) {
+    names.push_back(b->name);
+    if (b->name == name) buffer = b;
+  }
+  if (!buffer.defined()) refuse("cache_read", "no buffer parameter '" + name + "'" + did_you_mean(name, names));
   if (touches(func_->body, buffer.get(), true)) refuse("cache_read", "'" + name + "' is written by the function");
   for (const Access& a : accesses(func_->body)) {
     if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer.get()) {
       refuse("cache_read", "'" + name + "' is read through a view; cache before FlattenBuffer");
     }
   }
+  std::vector<LayoutIndex> layout = classify_layout(func_, buffer, layout_map);
+  size_t rank = buffer->shape.size();
   std::vector<PrimExpr> shape;
-  for (int a : axes) shape.push_back(buffer->shape[a].cast<PrimExpr>());
+  for (const LayoutIndex& l : layout) {
+    auto extent = Cast(DataType::Int(64), buffer->shape[l.axis].cast<PrimExpr>());
+    PrimExpr c = IntImm(DataType::Int(64), l.factor);
+    if (l.kind == LayoutIndex::kWhole) shape.push_back(simplify(extent));
+    if (l.kind == LayoutIndex::kDiv) shape.push_back(simplify(FloorDiv(Add(extent, IntImm(DataType::Int(64), l.factor - 1)), c)));
+    if (l.kind == LayoutIndex::kMod) shape.push_back(c);
+  }
   Buffer copy(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
   ExprRule redirect = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
     const auto* load = e.as<BufferLoadNode>();
     if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
     std::vector<PrimExpr> indices;
-    for (int a : axes) indices.push_back(rewrite(load->indices[a].cast<PrimExpr>(), redirect));
-    return BufferLoad(copy, indices);
+    for (const Any& i : load->indices) indices.push_back(rewrite(i.cast<PrimExpr>(), redirect));
+    return BufferLoad(copy, apply_layout(layout, indices));
   };
   Stmt body = rewrite(func_->body, redirect, nullptr);
-  // The copy: for c0..: copy[c0, ...] = buffer[...].
-  std::vector<Var> vars;
+  // The copy, in its own order: for c0, c1..: copy[c0, c1, ..] =
+  // buffer[inverse layout], guarded where a split pads.
+  std::vector<Var> loop_vars;
   std::set<std::string> taken;
-  for (size_t k = 0; k < rank; ++k) {
-    vars.emplace_back(fresh_name(func_, "c" + std::to_string(k), taken), DataType::Int(64));
-    taken.insert(vars.back()->name);
+  for (size_t k = 0; k < layout.size(); ++k) {
+    loop_vars.emplace_back(fresh_name(func_, "c" + std::to_string(k), taken), DataType::Int(64));
+    taken.insert(loop_vars.back()->name);
   }
-  std::vector<PrimExpr> source(rank), target;
-  for (size_t k = 0; k < rank; ++k) {
-    source[axes[k]] = vars[k];
-    target.push_back(vars[k]);
+  std::vector<PrimExpr> source(rank), target(loop_vars.begin(), loop_vars.end());
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const LayoutIndex& l = layout[k];
+    if (l.kind == LayoutIndex::kWhole) source[l.axis] = loop_vars[k];
+    if (l.kind == LayoutIndex::kMod) continue;
+    if (l.kind == LayoutIndex::kDiv) {
+      for (size_t m = 0; m < layout.size(); ++m) {
+        if (layout[m].axis == l.axis && layout[m].kind == LayoutIndex::kMod) {
+          source[l.axis] = Add(Mul(loop_vars[k], IntImm(DataType::Int(64), l.factor)), loop_vars[m]);
+        }
+      }
+    }
   }
   Stmt fill = BufferStore(copy, BufferLoad(buffer, source), target);
-  for (size_t k = rank; k-- > 0;) fill = For(vars[k], IntImm(DataType::Int(64), 0), Cast(DataType::Int(64), shape[k]), ForKind::kSerial, fill);
-  func_ = with_new_body(func_, Allocate(copy, seq({fill, body})));
+  PrimExpr in_range;
+  for (const LayoutIndex& l : layout) {
+    if (l.kind != LayoutIndex::kDiv) continue;
+    PrimExpr extent = Cast(DataType::Int(64), buffer->shape[l.axis].cast<PrimExpr>());
+    PrimExpr cond = LT(source[l.axis], extent);
+    in_range = in_range.defined() ? PrimExpr(And(in_range, cond)) : cond;
+  }
+  if (in_range.defined()) fill = IfThenElse(in_range, fill);
+  for (size_t k = layout.size(); k-- > 0;) fill = For(loop_vars[k], IntImm(DataType::Int(64), 0), shape[k], ForKind::kSerial, fill);
+  func_ = with_new_body(func_, Allocate(copy, seq({simplify(fill), body})));
   return copy->name;
+}
+
+std::string Schedule::cache_read(const std::string& name, const std::vector<int>& axes) {
+  return cache_read(name, [&](const std::vector<PrimExpr>& v) {
+    std::vector<PrimExpr> out;
+    for (int a : axes) {
+      if (a < 0 || a >= static_cast<int>(v.size())) {
+        refuse("cache_read", "axis " + std::to_string(a) + " is out of range for the " + std::to_string(v.size()) +
+                                 " axes of '" + name + "'");
+      }
+      out.push_back(v[a]);
+    }
+    return out;
+  });
+}
+
+std::string Schedule::cache_write(const std::string& name) {
+  Buffer buffer;
+  std::vector<std::string> names;
+  for (const Buffer& b : func_.buffer_params()) {
+    names.push_back(b->name);
+    if (b->name == name) buffer = b;
+  }
+  pre_order(func_->body, [&](const Stmt& st) {
+    if (const auto* a = st.as<AllocateNode>()) {
+      names.push_back(a->buffer->name);
+      if (a->buffer->name == name && !buffer.defined()) buffer = a->buffer;
+    }
+  });
+  if (!buffer.defined()) refuse("cache_write", "no buffer '" + name + "'" + did_you_mean(name, names));
+  for (const Access& a : accesses(func_->body)) {
+    if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer.get()) {
+      refuse("cache_write", "'" + name + "' is accessed through a view; cache before FlattenBuffer");
+    }
+  }
+  // The one outermost loop nest that writes the buffer.
+  const ForNode* writer = nullptr;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+    if (const auto* f = st.as<ForNode>()) {
+      if (touches(st, buffer.get(), true)) {
+        if (writer) refuse("cache_write", "'" + name + "' is written by more than one loop nest");
+        writer = f;
+      }
+      return;
+    }
+    if (const auto* store = st.as<BufferStoreNode>(); store && store->buffer->data.get() == buffer->data.get()) {
+      refuse("cache_write", "'" + name + "' is written outside a loop nest");
+    }
+    map_children(st, [](const PrimExpr& e) { return e; },
+                 [&](const Stmt& c) {
+                   walk(c);
+                   return c;
+                 });
+  };
+  walk(func_->body);
+  if (!writer) refuse("cache_write", "nothing writes '" + name + "'");
+  // The nest may read the buffer only where it wrote it first (the init
+  // of a reduction): the local copy starts empty.
+  std::function<void(const Stmt&, std::vector<Array>&)> check = [&](const Stmt& st, std::vector<Array>& written) {
+    auto reads_ok = [&](const Any& node) {
+      Visitor v(false);
+      v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+        bool seen = l->buffer->data.get() != buffer->data.get();
+        for (const Array& w : written) seen = seen || same_expression(Any(w), Any(l->indices));
+        if (!seen) {
+          refuse("cache_write", "the nest writing '" + name + "' reads it at " + indices_text(l->indices) +
+                                    " before writing it there, so a local copy would lose that value");
+        }
+        v.visit_children(l);
+      });
+      v.visit(node);
+    };
+    if (const auto* seq_node = st.as<SeqStmtNode>()) {
+      for (const Any& a : seq_node->seq) check(a.cast<Stmt>(), written);
+      return;
+    }
+    if (const auto* store = st.as<BufferStoreNode>()) {
+      reads_ok(Any(store->value));
+      reads_ok(store->indices);
+      if (store->buffer->data.get() == buffer->data.get()) written.push_back(store->indices);
+      return;
+    }
+    if (const auto* f = st.as<ForNode>()) {
+      reads_ok(Any(f->min));
+      reads_ok(Any(f->extent));
+      std::vector<Array> inner = written;
+      check(f->body, inner);
+      return;
+    }
+    map_children(st,
+                 [&](const PrimExpr& e) {
+                   reads_ok(Any(e));
+                   return e;
+                 },
+                 [&](const Stmt& c) {
+                   std::vector<Array> inner = written;
+                   check(c, inner);
+                   return c;
+                 });
+  };
+  std::vector<Array> written;
+  check(ref_of<Stmt>(writer), written);
+  std::vector<PrimExpr> shape;
+  for (const Any& d : buffer->shape) shape.push_back(d.cast<PrimExpr>());
+  Buffer local(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
+  Stmt redirected = rewrite(
+      ref_of<Stmt>(writer),
+      [&](const PrimExpr& e) -> std::optional<PrimExpr> {
+        const auto* load = e.as<BufferLoadNode>();
+        if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
+        std::vector<PrimExpr> indices;
+        for (const Any& i : load->indices) indices.push_back(i.cast<PrimExpr>());
+        return BufferLoad(local, indices);
+      },
+      nullptr);
+  redirected = rewrite(redirected, nullptr, [&](const Stmt& st) -> std::optional<Stmt> {
+    const auto* store = st.as<BufferStoreNode>();
+    if (!store || store->buffer.get() != buffer.get()) return std::nullopt;
+    std::vector<PrimExpr> indices;
+    for (const Any& i : store->indices) indices.push_back(i.cast<PrimExpr>());
+    return BufferStore(local, store->value, indices);
+  });
+  std::vector<Var> vars;
+  std::vector<PrimExpr> at;
+  std::set<std::string> taken;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    vars.emplace_back(fresh_name(func_, "w" + std::to_string(k), taken), DataType::Int(64));
+    taken.insert(vars.back()->name);
+    at.push_back(vars.back());
+  }
+  Stmt back = BufferStore(buffer, BufferLoad(local, at), at);
+  for (size_t k = shape.size(); k-- > 0;) {
+    back = For(vars[k], IntImm(DataType::Int(64), 0), simplify(Cast(DataType::Int(64), shape[k])), ForKind::kSerial, back);
+  }
+  func_ = with_new_body(func_, replace(func_->body, writer, Allocate(local, seq({redirected, back}))));
+  return local->name;
+}
+
+namespace {
+// The statements from `root` down to `target` (both included); empty when
+// `target` is not below `root`.
+bool path_to(const Stmt& root, const Object* target, std::vector<Stmt>& path) {
+  path.push_back(root);
+  if (root.get() == target) return true;
+  bool found = false;
+  map_children(root, [](const PrimExpr& e) { return e; },
+               [&](const Stmt& c) {
+                 if (!found) found = path_to(c, target, path);
+                 return c;
+               });
+  if (!found) path.pop_back();
+  return found;
+}
+
+// Symbolic bounds of an index over the loops inside the consumer: each
+// inner variable at the end of its range that gives the least (greatest)
+// value, for indices linear in them, or floordiv/floormod of such.
+struct InnerLoop {
+  const VarNode* var;
+  PrimExpr lo, hi;
+};
+std::optional<std::pair<PrimExpr, PrimExpr>> index_range(const PrimExpr& e, const std::vector<InnerLoop>& inner,
+                                                        const Analyzer& an) {
+  if (const auto* d = e.as<FloorDivNode>()) {
+    auto c = const_int(d->b);
+    auto r = index_range(d->a, inner, an);
+    if (!c || *c <= 0 || !r) return std::nullopt;
+    return std::make_pair(simplify(FloorDiv(r->first, d->b), an), simplify(FloorDiv(r->second, d->b), an));
+  }
+  if (const auto* m = e.as<FloorModNode>()) {
+    auto c = const_int(m->b);
+    if (!c || *c <= 0) return std::nullopt;
+    bool depends = false;
+    for (const InnerLoop& l : inner) depends = depends || uses_var(Any(e), l.var);
+    if (!depends) return std::make_pair(e, e);
+    return std::make_pair(PrimExpr(IntImm(e.dtype(), 0)), PrimExpr(IntImm(e.dtype(), *c - 1)));
+  }
+  PrimExpr lo = e, hi = e;
+  for (const InnerLoop& l : inner) {
+    if (!uses_var(Any(e), l.var)) continue;
+    PrimExpr v = ref_of<PrimExpr>(l.var);
+    auto step = const_int(simplify(Sub(substitute(e, {{l.var, Add(v, IntImm(v.dtype(), 1))}}), e)));
+    if (!step) return std::nullopt;
+    lo = substitute(lo, {{l.var, *step >= 0 ? l.lo : l.hi}});
+    hi = substitute(hi, {{l.var, *step >= 0 ? l.hi : l.lo}});
+  }
+  return std::make_pair(simplify(lo, an), simplify(hi, an));
+}
+}  // namespace
+
+void Schedule::compute_at(const std::string& nest_name, const std::string& loop_name) {
+  const ForNode* producer = find_loop(func_, "compute_at", nest_name);
+  const ForNode* loop = find_loop(func_, "compute_at", loop_name);
+  std::vector<Stmt> to_producer, to_loop;
+  path_to(func_->body, producer, to_producer);
+  path_to(func_->body, loop, to_loop);
+  // The producer is an element of a sequence; `loop` is below a later one.
+  size_t parent = to_producer.size() - 2;
+  const auto* sequence = to_producer.size() >= 2 ? to_producer[parent].as<SeqStmtNode>() : nullptr;
+  if (!sequence || to_loop.size() <= parent + 1 || to_loop[parent].get() != sequence) {
+    refuse("compute_at", "%" + loop_name + " is not in a statement after the nest %" + nest_name + " in one sequence");
+  }
+  std::vector<Stmt> parts = elements(to_producer[parent]);
+  size_t p_index = 0, l_index = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (parts[k].get() == producer) p_index = k;
+    if (parts[k].get() == to_loop[parent + 1].get()) l_index = k;
+  }
+  if (l_index <= p_index) refuse("compute_at", "%" + loop_name + " comes before the nest %" + nest_name);
+  // The producer: its stores write one buffer at its own loop variables.
+  std::vector<const ForNode*> chain = perfect_nest(producer);
+  const BufferNode* buffer = nullptr;
+  std::vector<const VarNode*> store_vars;
+  for (const Access& a : accesses(ref_of<Stmt>(producer))) {
+    if (!a.store) continue;
+    std::vector<const VarNode*> vars;
+    for (const Any& i : a.indices) {
+      const ForNode* match = nullptr;
+      for (const ForNode* f : chain)
+        if (i.object() == f->loop_var.get()) match = f;
+      if (!match || std::find(vars.begin(), vars.end(), match->loop_var.get()) != vars.end()) {
+        refuse("compute_at", "the nest %" + nest_name + " writes '" + a.buffer->name + "' at " + indices_text(a.indices) +
+                                 ", not at distinct loop variables of its perfect nest");
+      }
+      vars.push_back(match->loop_var.get());
+    }
+    if ((buffer && buffer->data.get() != a.buffer->data.get()) || (!store_vars.empty() && store_vars != vars)) {
+      refuse("compute_at", "the nest %" + nest_name + " writes more than one buffer, or one at different indices");
+    }
+    buffer = a.buffer;
+    store_vars = vars;
+  }
+  if (!buffer) refuse("compute_at", "the nest %" + nest_name + " writes nothing");
+  // Only `loop` reads the buffer; nothing from the producer to `loop`
+  // writes what the producer reads.
+  std::vector<Stmt> others;
+  for (size_t k = 0; k < parts.size(); ++k)
+    if (k != p_index) others.push_back(k == l_index ? replace(parts[k], loop, no_op()) : parts[k]);
+  if (touches(seq(others), buffer)) {
+    refuse("compute_at", "'" + buffer->name + "' is used outside %" + loop_name);
+  }
+  for (const Access& a : accesses(ref_of<Stmt>(producer))) {
+    if (a.store) continue;
+    for (size_t k = p_index + 1; k <= l_index; ++k) {
+      if (touches(parts[k], a.buffer, true)) {
+        refuse("compute_at", "'" + a.buffer->name + "', which the nest %" + nest_name + " reads, is written before %" + loop_name);
+      }
+    }
+  }
+  // The region one iteration of `loop` reads, over the loops inside it.
+  Analyzer an;
+  std::vector<const ForNode*> outer;
+  for (const Stmt& s : to_loop)
+    if (const auto* f = s.as<ForNode>()) outer.push_back(f);
+  for (const ForNode* f : outer) an.bind_loop(*f);
+  std::vector<InnerLoop> inner;
+  for (const ForNode* f : all_loops(loop->body)) {
+    inner.push_back({f->loop_var.get(), f->min, simplify(Sub(Add(f->min, f->extent), IntImm(f->extent.dtype(), 1)))});
+    an.bind_loop(*f);
+  }
+  size_t rank = store_vars.size();
+  std::vector<PrimExpr> lo(rank), hi(rank);
+  for (const Access& a : accesses(loop->body)) {
+    if (a.buffer->data.get() != buffer->data.get()) continue;
+    if (a.buffer != buffer) refuse("compute_at", "'" + buffer->name + "' is read through a view; schedule before FlattenBuffer");
+    for (size_t d = 0; d < rank; ++d) {
+      auto r = index_range(a.indices[d].cast<PrimExpr>(), inner, an);
+      if (!r) {
+        refuse("compute_at", "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + buffer->name + "' over the loops in %" +
+                                 loop_name);
+      }
+      lo[d] = lo[d].defined() ? PrimExpr(Min(lo[d], r->first)) : r->first;
+      hi[d] = hi[d].defined() ? PrimExpr(Max(hi[d], r->second)) : r->second;
+    }
+  }
+  if (!lo.empty() && !lo[0].defined()) refuse("compute_at", "%" + loop_name + " does not read '" + buffer->name + "'");
+  // Under a parallel loop, each iteration's region must be its own: some
+  // dimension's region starts a * v + b with its extent at most a.
+  for (const ForNode* f : outer) {
+    if (f->for_kind() != ForKind::kParallel) continue;
+    bool own = false;
+    PrimExpr v = f->loop_var;
+    for (size_t d = 0; d < rank; ++d) {
+      auto step = const_int(simplify(Sub(substitute(lo[d], {{f->loop_var.get(), Add(v, IntImm(v.dtype(), 1))}}), lo[d])));
+      auto extent = const_int(simplify(Add(Sub(hi[d], lo[d]), IntImm(hi[d].dtype(), 1)), an));
+      own = own || (step && extent && *step >= *extent && *extent > 0);
+    }
+    if (!own) {
+      refuse("compute_at", "the regions of '" + buffer->name + "' that iterations of the parallel loop %" + f->loop_var->name +
+                               " read may overlap, so they would race to write them");
+    }
+  }
+  // The producer's loops cut to the region (and kept within their range).
+  std::unordered_map<const Object*, std::pair<PrimExpr, PrimExpr>> cut;
+  for (size_t d = 0; d < rank; ++d) cut[store_vars[d]] = {lo[d], hi[d]};
+  Stmt moved = chain.back()->body;
+  for (size_t k = chain.size(); k-- > 0;) {
+    const ForNode* f = chain[k];
+    PrimExpr min = f->min, extent = f->extent;
+    if (auto it = cut.find(f->loop_var.get()); it != cut.end()) {
+      DataType t = f->loop_var->dtype;
+      PrimExpr end = Add(f->min, f->extent);
+      PrimExpr from = Max(Cast(t, it->second.first), f->min);
+      PrimExpr to = Min(Add(Cast(t, it->second.second), IntImm(t, 1)), end);
+      min = simplify(from, an);
+      extent = simplify(Sub(to, min), an);
+    }
+    moved = For(f->loop_var, min, extent, f->for_kind(), moved, f->thread, f->annotations);
+  }
+  moved = simplify(moved, an);  // a loop cut to one iteration goes
+  Stmt new_loop = with_kind(loop, loop->for_kind(), seq({moved, loop->body}));
+  std::vector<Stmt> rest;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k == p_index) continue;
+    rest.push_back(k == l_index ? replace(parts[k], loop, new_loop) : parts[k]);
+  }
+  func_ = with_new_body(func_, replace(func_->body, to_producer[parent].get(), seq(rest)));
+}
+
+Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
+  const ForNode* loop = find_loop(func_, "rfactor", loop_name);
+  auto extent = const_int(loop->extent);
+  if (!extent || *extent <= 0) refuse("rfactor", "%" + loop_name + " has no constant positive extent");
+  // The reduction: the perfect nest from the outermost enclosing loop that
+  // the store's indices do not use, down to one update store.
+  std::vector<Stmt> path;
+  path_to(func_->body, loop, path);
+  std::vector<const ForNode*> below = perfect_nest(loop);
+  // The update, perhaps under the guard of a split.
+  const Stmt& inner = below.back()->body;
+  const auto* guard = inner.as<IfThenElseNode>();
+  const auto* store = (guard && !guard->else_case.defined() ? guard->then_case : inner).as<BufferStoreNode>();
+  const AddNode* add = store ? store->value.as<AddNode>() : nullptr;
+  const auto* self = add ? add->a.as<BufferLoadNode>() : nullptr;
+  if (!self || self->buffer.get() != store->buffer.get() || !same_expression(Any(self->indices), Any(store->indices))) {
+    refuse("rfactor", "the body of the perfect nest at %" + loop_name + " is not one update B[i] = B[i] + e");
+  }
+  DataType t = store->buffer->dtype;
+  bool is_float = t.code == DataType::kFloat || t.code == DataType::kBFloat;
+  if (!is_float && !is_int(t)) refuse("rfactor", "the sum is not of numbers");
+  if (touches(Evaluate(add->b), store->buffer.get())) refuse("rfactor", "the summand reads '" + store->buffer->name + "'");
+  const ForNode* top = loop;
+  for (size_t k = path.size() - 1; k-- > 0;) {
+    const auto* f = path[k].as<ForNode>();
+    if (!f || f->body.get() != path[k + 1].get() || uses_var(Any(store->indices), f->loop_var.get())) break;
+    top = f;
+  }
+  for (const ForNode* f : perfect_nest(top)) {
+    if (uses_var(Any(store->indices), f->loop_var.get())) {
+      refuse("rfactor", "%" + loop_name + " is not a reduction loop: '" + store->buffer->name + "' is written at " +
+                            indices_text(store->indices));
+    }
+    if (f->for_kind() == ForKind::kParallel) refuse("rfactor", "the reduction loop %" + f->loop_var->name + " is parallel");
+  }
+  DataType index_type = DataType::Int(64);
+  Buffer rf(fresh_name(func_, store->buffer->name + "_rf"), t, {IntImm(index_type, *extent)}, "local");
+  std::set<std::string> taken;
+  Var init(fresh_name(func_, loop_name + "_init", taken), index_type);
+  taken.insert(init->name);
+  Var final(fresh_name(func_, loop_name + "_final", taken), index_type);
+  PrimExpr zero = is_float ? PrimExpr(FloatImm(t, 0.0)) : PrimExpr(IntImm(t, 0));
+  PrimExpr v = simplify(Cast(index_type, Sub(loop->loop_var, loop->min)));
+  Stmt update = BufferStore(rf, Add(BufferLoad(rf, {v}), add->b), {v});
+  Stmt nest = replace(ref_of<Stmt>(top), store, update);
+  Stmt set = For(init, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
+                 BufferStore(rf, zero, {PrimExpr(init)}));
+  std::vector<PrimExpr> at;
+  for (const Any& i : store->indices) at.push_back(i.cast<PrimExpr>());
+  Stmt sum = For(final, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
+                 BufferStore(store->buffer, Add(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
+  func_ = with_new_body(func_, replace(func_->body, top, Allocate(rf, seq({set, nest, sum}))));
+  return {rf->name, init->name, final->name};
 }
 
 }  // namespace loom::tir

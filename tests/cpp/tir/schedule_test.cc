@@ -3,6 +3,7 @@
 // names the primitive and the reason.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "loom/driver/build.h"
@@ -88,6 +89,58 @@ TEST(Schedule, EveryPrimitiveKeepsTheNumbers) {
   EXPECT_EQ(tiles, (std::vector<std::string>{"i_o", "j_o", "i_i", "j_i"}));
 }
 
+TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
+  std::vector<float> want = run(original());
+  tir::Schedule s(original());
+  s.compute_inline("biased");
+  // W[10, 5] packed into panels of 4 rows: (j, k) -> (j // 4, k, j % 4),
+  // the last panel padded.
+  std::string w = s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
+    tir::PrimExpr four = tir::IntImm(DataType::Int(64), 4);
+    return std::vector<tir::PrimExpr>{tir::FloorDiv(v[0], four), v[1], tir::FloorMod(v[0], four)};
+  });
+  EXPECT_EQ(w, "W_local");
+  // The accumulator goes to a local copy written out once per element.
+  std::string local = s.cache_write("acc");
+  EXPECT_EQ(local, "acc_local");
+  s.reverse_compute_inline(local);
+  // Each j copies only the part of the panel it reads: the copy's loops
+  // over panels and lanes cut to the one value each, j // 4 and j % 4.
+  s.compute_at("c0", "j");
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("alloc %W_local: Buffer[(3, 5, 4), float32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("extent 10 {\n            for %c1: int64 from 0 extent 5 {"), std::string::npos) << text;
+  EXPECT_NE(text.find("%W_local[%j // 4, %c1, %j % 4] = %W[%j // 4 * 4 + %j % 4, %c1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%acc[%i, %j] = %acc_local[%i, %j]"), std::string::npos) << text;
+  EXPECT_EQ(run(s.func()), want) << text;
+
+  // A producer nest computed per row of its reader.
+  tir::Schedule rows(original());
+  rows.compute_at("i2", "i3");
+  text = ir::to_text(Any(rows.func()));
+  EXPECT_NE(text.find("for %i3: int64 from 0 extent 6 {\n        for %j2: int64 from 0 extent 10 {\n          %biased[%i3, %j2]"),
+            std::string::npos) << text;
+  EXPECT_EQ(run(rows.func()), want) << text;
+}
+
+TEST(Schedule, RFactorSumsPerLaneThenAddsThePartialSums) {
+  std::vector<float> want = run(original());
+  tir::Schedule s(original());
+  auto [ko, ki] = s.split("k", 2);
+  tir::Schedule::RFactor rf = s.rfactor(ki);
+  EXPECT_EQ(rf.buffer, "acc_rf");
+  s.vectorize(rf.init);
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("alloc %acc_rf: Buffer[(2), float32, scope=\"local\"]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%acc_rf[%k_i] = %acc_rf[%k_i] + %A[%i, %k_o * 2 + %k_i] * %W[%j, %k_o * 2 + %k_i]"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("%acc[%i, %j] = %acc[%i, %j] + %acc_rf[%" + rf.final + "]"), std::string::npos) << text;
+  // The order of the sum changed: equal up to rounding.
+  std::vector<float> got = run(s.func());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-6f * (1 + std::abs(want[k]))) << k;
+}
+
 TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   tir::Schedule s(original());
   auto expect = [&](const std::function<void()>& f, const std::string& message) {
@@ -103,11 +156,48 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   expect([&] { s.compute_inline("acc"); }, "schedule.compute_inline: 'acc' is not written by one loop nest storing each "
                                            "element once at its loop variables (a reduction, or a partial write)");
   expect([&] { s.compute_inline("nothing"); }, "schedule.compute_inline: no allocated buffer 'nothing'");
-  expect([&] { s.cache_read("W", {0, 0}); }, "schedule.cache_read: the axes must be a permutation of the 2 axes of 'W'");
+  expect([&] { s.cache_read("W", {0, 0}); },
+         "schedule.cache_read: axis 0 of 'W' must appear in the layout once, or as the pair v // c and v % c");
+  expect([&] { s.cache_read("W", {1}); }, "schedule.cache_read: axis 0 of 'W' must appear in the layout once, or as");
+  expect([&] { s.cache_read("W", {2, 0}); }, "schedule.cache_read: axis 2 is out of range for the 2 axes of 'W'");
+  expect([&] {
+    s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
+      return std::vector<tir::PrimExpr>{tir::Add(v[0], tir::IntImm(DataType::Int(64), 1)), v[1]};
+    });
+  }, "schedule.cache_read: index 0 of the layout of 'W', %v0 + 1, is not an axis v, v // c or v % c");
+  expect([&] { s.cache_write("A"); }, "schedule.cache_write: nothing writes 'A'");
+  expect([&] { s.cache_write("Q"); }, "schedule.cache_write: no buffer 'Q'");
+  expect([&] { s.compute_at("i2", "i"); }, "schedule.compute_at: %i is not in a statement after the nest %i2 in one sequence");
+  expect([&] { s.compute_at("i3", "i2"); }, "schedule.compute_at: %i2 comes before the nest %i3");
+  expect([&] { s.compute_at("k", "i3"); }, "schedule.compute_at: %i3 is not in a statement after the nest %k");
+  expect([&] { s.rfactor("j"); }, "schedule.rfactor: the body of the perfect nest at %j is not one update B[i] = B[i] + e");
   expect([&] { s.cache_read("Out", {1, 0}); }, "schedule.cache_read: 'Out' is written by the function");
   expect([&] { s.decompose_reduction("k"); }, "schedule.decompose_reduction: the innermost body of the nest at %k is not a sequence");
   // A refusal leaves the schedule as it was.
   EXPECT_EQ(ir::to_text(Any(s.func())), ir::to_text(Any(original())));
+
+  // cache_write refuses a nest that reads what it did not write first;
+  // compute_at, regions that iterations of a parallel loop share.
+  tir::Schedule t(downcast<tir::PrimFunc>(ir::parse_module(R"(
+@f = prim_func(%X: Buffer[(4, 4), float32], %Out: Buffer[(4, 4), float32]) {
+  alloc %T: Buffer[(4, 4), float32] {
+    for %a: int64 from 0 extent 4 {
+      for %b: int64 from 0 extent 4 {
+        %T[%a, %b] = %X[%a, %b] * 2.0;
+      }
+    }
+    for %i: int64 from 0 extent 4 parallel {
+      for %j: int64 from 0 extent 4 {
+        %Out[%i, %j] = %Out[%i, %j] + %T[0, %j];
+      }
+    }
+  }
+}
+)", "f.loom").lookup("f")));
+  expect([&] { t.cache_write("Out"); }, "schedule.cache_write: the nest writing 'Out' reads it at [%i, %j] before writing it "
+                                        "there, so a local copy would lose that value");
+  expect([&] { t.compute_at("a", "i"); }, "schedule.compute_at: the regions of 'T' that iterations of the parallel loop %i "
+                                          "read may overlap, so they would race to write them");
 }
 
 }  // namespace loom

@@ -1,15 +1,16 @@
-// Schedules (docs/schedule.md): loop transformations of one prim function,
+// Schedules (docs/target-llvm.md, "Schedules"): loop transformations of one prim function,
 // written by hand or picked by the AutoSchedule pass.  Each primitive
 // checks its preconditions and throws ScheduleError naming the primitive,
 // the loop or buffer, and why; a failed primitive leaves the schedule as it
 // was.  Loops are named by their loop variable (unique in the function;
 // new loops get new unique names, which the primitives return); buffers by
 // their name.  The primitives keep the function's results, up to the order
-// of floating-point reductions where one says so (none does today: every
+// of floating-point reductions where one says so (rfactor; every other
 // primitive keeps each output's summation order).
 #ifndef LOOM_TIR_SCHEDULE_H_
 #define LOOM_TIR_SCHEDULE_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,11 +68,49 @@ class Schedule {
   // writes another buffer (`C[i, j] = g(B[i, j])`) moves into the nest
   // that produces `buffer`, right after the element is complete.
   void reverse_compute_inline(const std::string& buffer);
-  // Loads of `buffer` (a parameter or allocation) read a copy in a new
-  // local buffer whose axes are `buffer`'s permuted by `axes` (the copy's
-  // axis k is buffer's axis axes[k]), made at the top of the scope.
-  // Returns the copy's name.
+  // Loads of `buffer` (a parameter the function does not write) read a
+  // copy in a new local buffer, filled at the top of the function in the
+  // order of `buffer`'s elements.  `layout` maps `buffer`'s indices to
+  // the copy's: each of its results is an axis `v`, or a split axis as
+  // the pair `v // c` and `v % c` (c > 0 a constant), and every axis
+  // appears once (or as one such pair).  So a copy may permute the axes
+  // (a transposed weight) and split them (a packed panel,
+  // `(k, n) -> (n // 16, k, n % 16)`).  A split whose factor does not
+  // divide the extent pads the copy; the padding is never read.  Returns
+  // the copy's name.
+  using IndexMap = std::function<std::vector<PrimExpr>(const std::vector<PrimExpr>& indices)>;
+  std::string cache_read(const std::string& buffer, const IndexMap& layout);
+  // The copy's axis k is buffer's axis axes[k].
   std::string cache_read(const std::string& buffer, const std::vector<int>& axes);
+  // The loop nest that writes `buffer` (a parameter or allocation; one
+  // nest not inside another loop) writes, and reads back, a new local
+  // buffer of the same shape instead; a nest right after it copies that
+  // into `buffer`.  With reverse_compute_inline of the copy, each element
+  // is written out once, when it is complete.  Returns the local buffer's
+  // name.
+  std::string cache_write(const std::string& buffer);
+  // The nest rooted at loop `nest` (a producer: every store in it writes
+  // one buffer at indices that are its own loop variables) moves to the
+  // top of `loop`'s body, its loops cut down to the region of the buffer
+  // that one iteration of `loop` reads; so the producer runs per
+  // iteration, on the data that iteration needs, while it is in cache.
+  // The producer must come before the statement holding `loop` in one
+  // sequence; only `loop` may read its buffer; nothing between them may
+  // write what the producer reads; under a parallel loop the regions of
+  // different iterations must not overlap.  The buffer keeps its shape.
+  void compute_at(const std::string& nest, const std::string& loop);
+  // Reduction factoring: a reduction `B[idx] = B[idx] + e` inside a
+  // perfect nest of reduction loops (whose variables idx does not use)
+  // accumulates instead into partial sums rf[v], one per value of the
+  // constant-extent reduction loop `loop` (variable v), which are set to
+  // zero before the nest and added into B[idx] after it, so `loop` can be
+  // vectorized or run in parallel.  This primitive changes the order of
+  // the floating-point sum.  Returns the partial-sum buffer and the loops
+  // that set and add it.
+  struct RFactor {
+    std::string buffer, init, final;
+  };
+  RFactor rfactor(const std::string& loop);
 
  private:
   PrimFunc func_;
