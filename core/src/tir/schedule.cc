@@ -739,6 +739,38 @@ std::string Schedule::cache_write(const std::string& name) {
   check(ref_of<Stmt>(writer), written);
   std::vector<PrimExpr> shape;
   for (const Any& d : buffer->shape) shape.push_back(d.cast<PrimExpr>());
+  // The copy back writes every element, so the nest must too: some store,
+  // under no condition, at loop variables that run over the whole shape.
+  bool whole = false;
+  std::vector<const ForNode*> enclosing;
+  std::function<void(const Stmt&)> cover = [&](const Stmt& st) {
+    if (const auto* f = st.as<ForNode>()) {
+      enclosing.push_back(f);
+      cover(f->body);
+      enclosing.pop_back();
+      return;
+    }
+    if (const auto* seq_node = st.as<SeqStmtNode>()) {
+      for (const Any& a : seq_node->seq) cover(a.cast<Stmt>());
+      return;
+    }
+    const auto* store = st.as<BufferStoreNode>();
+    if (!store || store->buffer.get() != buffer.get()) return;
+    bool all = store->indices.size() == shape.size();
+    for (size_t d = 0; all && d < shape.size(); ++d) {
+      const ForNode* loop = nullptr;
+      for (const ForNode* f : enclosing)
+        if (store->indices[d].object() == f->loop_var.get()) loop = f;
+      all = loop && const_int(loop->min) == 0 &&
+            same_expression(Any(simplify(Cast(DataType::Int(64), loop->extent))), Any(simplify(Cast(DataType::Int(64), shape[d]))));
+    }
+    whole = whole || all;
+  };
+  cover(ref_of<Stmt>(writer));
+  if (!whole) {
+    refuse("cache_write", "the nest writing '" + name + "' does not write every element at its loop variables, so the "
+                          "copy back would overwrite the others");
+  }
   Buffer local(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
   Stmt redirected = rewrite(
       ref_of<Stmt>(writer),
@@ -876,6 +908,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   if (touches(seq(others), buffer)) {
     refuse("compute_at", "'" + buffer->name + "' is used outside %" + loop_name);
   }
+  if (touches(loop->body, buffer, true)) refuse("compute_at", "%" + loop_name + " writes '" + buffer->name + "' too");
   for (const Access& a : accesses(ref_of<Stmt>(producer))) {
     if (a.store) continue;
     for (size_t k = p_index + 1; k <= l_index; ++k) {

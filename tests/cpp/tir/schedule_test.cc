@@ -196,6 +196,29 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
 )", "f.loom").lookup("f")));
   expect([&] { t.cache_write("Out"); }, "schedule.cache_write: the nest writing 'Out' reads it at [%i, %j] before writing it "
                                         "there, so a local copy would lose that value");
+  tir::Schedule partial(downcast<tir::PrimFunc>(ir::parse_module(R"(
+@g = prim_func(%X: Buffer[(4), float32], %Out: Buffer[(4), float32]) {
+  for %i: int64 from 0 extent 2 {
+    %Out[%i] = %X[%i];
+  }
+}
+)", "g.loom").lookup("g")));
+  expect([&] { partial.cache_write("Out"); }, "schedule.cache_write: the nest writing 'Out' does not write every element "
+                                              "at its loop variables, so the copy back would overwrite the others");
+  tir::Schedule rewrites(downcast<tir::PrimFunc>(ir::parse_module(R"(
+@h = prim_func(%X: Buffer[(4), float32], %Out: Buffer[(4), float32]) {
+  alloc %T: Buffer[(4), float32] {
+    for %a: int64 from 0 extent 4 {
+      %T[%a] = %X[%a];
+    }
+    for %i: int64 from 0 extent 4 {
+      %T[%i] = %T[%i] + 1.0;
+      %Out[%i] = %T[%i];
+    }
+  }
+}
+)", "h.loom").lookup("h")));
+  expect([&] { rewrites.compute_at("a", "i"); }, "schedule.compute_at: %i writes 'T' too");
   expect([&] { t.compute_at("a", "i"); }, "schedule.compute_at: the regions of 'T' that iterations of the parallel loop %i "
                                           "read may overlap, so they would race to write them");
 }

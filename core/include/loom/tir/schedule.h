@@ -83,11 +83,11 @@ class Schedule {
   // The copy's axis k is buffer's axis axes[k].
   std::string cache_read(const std::string& buffer, const std::vector<int>& axes);
   // The loop nest that writes `buffer` (a parameter or allocation; one
-  // nest not inside another loop) writes, and reads back, a new local
-  // buffer of the same shape instead; a nest right after it copies that
-  // into `buffer`.  With reverse_compute_inline of the copy, each element
-  // is written out once, when it is complete.  Returns the local buffer's
-  // name.
+  // nest not inside another loop, writing every element, reading none it
+  // has not written) writes, and reads back, a new local buffer of the
+  // same shape instead; a nest right after it copies that into `buffer`.
+  // With reverse_compute_inline of the copy, each element is written out
+  // once, when it is complete.  Returns the local buffer's name.
   std::string cache_write(const std::string& buffer);
   // The nest rooted at loop `nest` (a producer: every store in it writes
   // one buffer at indices that are its own loop variables) moves to the
@@ -95,9 +95,10 @@ class Schedule {
   // that one iteration of `loop` reads; so the producer runs per
   // iteration, on the data that iteration needs, while it is in cache.
   // The producer must come before the statement holding `loop` in one
-  // sequence; only `loop` may read its buffer; nothing between them may
-  // write what the producer reads; under a parallel loop the regions of
-  // different iterations must not overlap.  The buffer keeps its shape.
+  // sequence; only `loop` may read its buffer, and may not write it;
+  // nothing between them may write what the producer reads; under a
+  // parallel loop the regions of different iterations must not overlap.
+  // The buffer keeps its shape.
   void compute_at(const std::string& nest, const std::string& loop);
   // Reduction factoring: a reduction `B[idx] = B[idx] + e` inside a
   // perfect nest of reduction loops (whose variables idx does not use)
