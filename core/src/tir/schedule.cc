@@ -502,6 +502,61 @@ void Schedule::reverse_compute_inline(const std::string& name) {
 }
 
 namespace {
+// n fresh int64 variables prefix0, prefix1, ...
+std::vector<Var> fresh_vars(const PrimFunc& func, const std::string& prefix, size_t n) {
+  std::vector<Var> out;
+  std::set<std::string> taken;
+  for (size_t k = 0; k < n; ++k) {
+    out.emplace_back(fresh_name(func, prefix + std::to_string(k), taken), DataType::Int(64));
+    taken.insert(out.back()->name);
+  }
+  return out;
+}
+
+std::vector<PrimExpr> exprs_of(const Array& indices) {
+  std::vector<PrimExpr> out;
+  for (const Any& i : indices) out.push_back(i.cast<PrimExpr>());
+  return out;
+}
+
+// A buffer parameter named `name` (or, with `allocations`, an allocated
+// buffer), else a refusal with a suggestion.
+Buffer find_buffer(const PrimFunc& func, const std::string& primitive, const std::string& name, bool allocations) {
+  Buffer found;
+  std::vector<std::string> names;
+  for (const Buffer& b : func.buffer_params()) {
+    names.push_back(b->name);
+    if (b->name == name) found = b;
+  }
+  if (allocations) {
+    pre_order(func->body, [&](const Stmt& st) {
+      if (const auto* a = st.as<AllocateNode>()) {
+        names.push_back(a->buffer->name);
+        if (a->buffer->name == name && !found.defined()) found = a->buffer;
+      }
+    });
+  }
+  if (!found.defined()) {
+    refuse(primitive, std::string(allocations ? "no buffer '" : "no buffer parameter '") + name + "'" + did_you_mean(name, names));
+  }
+  return found;
+}
+
+// Refuses when `s` accesses `buffer` through another buffer over its data
+// (a view FlattenBuffer made): "'B' <why>".
+void refuse_views(const Stmt& s, const BufferNode* buffer, const std::string& primitive, const std::string& why) {
+  for (const Access& a : accesses(s))
+    if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer) refuse(primitive, "'" + buffer->name + "' " + why);
+}
+
+// How much `e` changes when `v` grows by one (a constant for linear e).
+std::optional<int64_t> step_along(const PrimExpr& e, const VarNode* v) {
+  PrimExpr var = ref_of<PrimExpr>(v);
+  return const_int(simplify(Sub(substitute(e, {{v, Add(var, IntImm(var.dtype(), 1))}}), e)));
+}
+}  // namespace
+
+namespace {
 // One index of a cache_read layout: axis `axis` whole, or its quotient or
 // remainder by `factor`.
 struct LayoutIndex {
@@ -513,13 +568,8 @@ struct LayoutIndex {
 std::vector<LayoutIndex> classify_layout(const PrimFunc& func, const Buffer& buffer,
                                          const Schedule::IndexMap& layout) {
   size_t rank = buffer->shape.size();
-  std::vector<PrimExpr> vars;
-  std::set<std::string> taken;
-  for (size_t k = 0; k < rank; ++k) {
-    Var v(fresh_name(func, "v" + std::to_string(k), taken), DataType::Int(64));
-    taken.insert(v->name);
-    vars.push_back(v);
-  }
+  std::vector<Var> fresh = fresh_vars(func, "v", rank);
+  std::vector<PrimExpr> vars(fresh.begin(), fresh.end());
   auto axis_of = [&](const PrimExpr& e) -> int {
     for (size_t k = 0; k < rank; ++k)
       if (e.same_as(vars[k])) return static_cast<int>(k);
@@ -570,19 +620,9 @@ std::vector<PrimExpr> apply_layout(const std::vector<LayoutIndex>& layout, const
 }  // namespace
 
 std::string Schedule::cache_read(const std::string& name, const IndexMap& layout_map) {
-  Buffer buffer;
-  std::vector<std::string> names;
-  for (const Buffer& b : func_.buffer_params()) {
-    names.push_back(b->name);
-    if (b->name == name) buffer = b;
-  }
-  if (!buffer.defined()) refuse("cache_read", "no buffer parameter '" + name + "'" + did_you_mean(name, names));
+  Buffer buffer = find_buffer(func_, "cache_read", name, false);
   if (touches(func_->body, buffer.get(), true)) refuse("cache_read", "'" + name + "' is written by the function");
-  for (const Access& a : accesses(func_->body)) {
-    if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer.get()) {
-      refuse("cache_read", "'" + name + "' is read through a view; cache before FlattenBuffer");
-    }
-  }
+  refuse_views(func_->body, buffer.get(), "cache_read", "is read through a view; cache before FlattenBuffer");
   std::vector<LayoutIndex> layout = classify_layout(func_, buffer, layout_map);
   size_t rank = buffer->shape.size();
   std::vector<PrimExpr> shape;
@@ -604,12 +644,7 @@ std::string Schedule::cache_read(const std::string& name, const IndexMap& layout
   Stmt body = rewrite(func_->body, redirect, nullptr);
   // The copy, in its own order: for c0, c1..: copy[c0, c1, ..] =
   // buffer[inverse layout], guarded where a split pads.
-  std::vector<Var> loop_vars;
-  std::set<std::string> taken;
-  for (size_t k = 0; k < layout.size(); ++k) {
-    loop_vars.emplace_back(fresh_name(func_, "c" + std::to_string(k), taken), DataType::Int(64));
-    taken.insert(loop_vars.back()->name);
-  }
+  std::vector<Var> loop_vars = fresh_vars(func_, "c", layout.size());
   std::vector<PrimExpr> source(rank), target(loop_vars.begin(), loop_vars.end());
   for (size_t k = 0; k < layout.size(); ++k) {
     const LayoutIndex& l = layout[k];
@@ -652,24 +687,8 @@ std::string Schedule::cache_read(const std::string& name, const std::vector<int>
 }
 
 std::string Schedule::cache_write(const std::string& name) {
-  Buffer buffer;
-  std::vector<std::string> names;
-  for (const Buffer& b : func_.buffer_params()) {
-    names.push_back(b->name);
-    if (b->name == name) buffer = b;
-  }
-  pre_order(func_->body, [&](const Stmt& st) {
-    if (const auto* a = st.as<AllocateNode>()) {
-      names.push_back(a->buffer->name);
-      if (a->buffer->name == name && !buffer.defined()) buffer = a->buffer;
-    }
-  });
-  if (!buffer.defined()) refuse("cache_write", "no buffer '" + name + "'" + did_you_mean(name, names));
-  for (const Access& a : accesses(func_->body)) {
-    if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer.get()) {
-      refuse("cache_write", "'" + name + "' is accessed through a view; cache before FlattenBuffer");
-    }
-  }
+  Buffer buffer = find_buffer(func_, "cache_write", name, true);
+  refuse_views(func_->body, buffer.get(), "cache_write", "is accessed through a view; cache before FlattenBuffer");
   // The one outermost loop nest that writes the buffer.
   const ForNode* writer = nullptr;
   std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
@@ -772,31 +791,20 @@ std::string Schedule::cache_write(const std::string& name) {
                           "copy back would overwrite the others");
   }
   Buffer local(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
-  Stmt redirected = rewrite(
-      ref_of<Stmt>(writer),
-      [&](const PrimExpr& e) -> std::optional<PrimExpr> {
-        const auto* load = e.as<BufferLoadNode>();
-        if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
-        std::vector<PrimExpr> indices;
-        for (const Any& i : load->indices) indices.push_back(i.cast<PrimExpr>());
-        return BufferLoad(local, indices);
-      },
-      nullptr);
-  redirected = rewrite(redirected, nullptr, [&](const Stmt& st) -> std::optional<Stmt> {
+  // Loads and stores of the buffer, in the writer, go to the local copy.
+  ExprRule load_local = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
+    const auto* load = e.as<BufferLoadNode>();
+    if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
+    return BufferLoad(local, exprs_of(load->indices));
+  };
+  StmtRule store_local = [&](const Stmt& st) -> std::optional<Stmt> {
     const auto* store = st.as<BufferStoreNode>();
     if (!store || store->buffer.get() != buffer.get()) return std::nullopt;
-    std::vector<PrimExpr> indices;
-    for (const Any& i : store->indices) indices.push_back(i.cast<PrimExpr>());
-    return BufferStore(local, store->value, indices);
-  });
-  std::vector<Var> vars;
-  std::vector<PrimExpr> at;
-  std::set<std::string> taken;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    vars.emplace_back(fresh_name(func_, "w" + std::to_string(k), taken), DataType::Int(64));
-    taken.insert(vars.back()->name);
-    at.push_back(vars.back());
-  }
+    return BufferStore(local, store->value, exprs_of(store->indices));
+  };
+  Stmt redirected = rewrite(rewrite(ref_of<Stmt>(writer), load_local, nullptr), nullptr, store_local);
+  std::vector<Var> vars = fresh_vars(func_, "w", shape.size());
+  std::vector<PrimExpr> at(vars.begin(), vars.end());
   Stmt back = BufferStore(buffer, BufferLoad(local, at), at);
   for (size_t k = shape.size(); k-- > 0;) {
     back = For(vars[k], IntImm(DataType::Int(64), 0), simplify(Cast(DataType::Int(64), shape[k])), ForKind::kSerial, back);
@@ -847,8 +855,7 @@ std::optional<std::pair<PrimExpr, PrimExpr>> index_range(const PrimExpr& e, cons
   PrimExpr lo = e, hi = e;
   for (const InnerLoop& l : inner) {
     if (!uses_var(Any(e), l.var)) continue;
-    PrimExpr v = ref_of<PrimExpr>(l.var);
-    auto step = const_int(simplify(Sub(substitute(e, {{l.var, Add(v, IntImm(v.dtype(), 1))}}), e)));
+    auto step = step_along(e, l.var);
     if (!step) return std::nullopt;
     lo = substitute(lo, {{l.var, *step >= 0 ? l.lo : l.hi}});
     hi = substitute(hi, {{l.var, *step >= 0 ? l.hi : l.lo}});
@@ -949,9 +956,8 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   for (const ForNode* f : outer) {
     if (f->for_kind() != ForKind::kParallel) continue;
     bool own = false;
-    PrimExpr v = f->loop_var;
     for (size_t d = 0; d < rank; ++d) {
-      auto step = const_int(simplify(Sub(substitute(lo[d], {{f->loop_var.get(), Add(v, IntImm(v.dtype(), 1))}}), lo[d])));
+      auto step = step_along(lo[d], f->loop_var.get());
       auto extent = const_int(simplify(Add(Sub(hi[d], lo[d]), IntImm(hi[d].dtype(), 1)), an));
       own = own || (step && extent && *step >= *extent && *extent > 0);
     }
@@ -1034,8 +1040,7 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
   Stmt nest = replace(ref_of<Stmt>(top), store, update);
   Stmt set = For(init, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
                  BufferStore(rf, zero, {PrimExpr(init)}));
-  std::vector<PrimExpr> at;
-  for (const Any& i : store->indices) at.push_back(i.cast<PrimExpr>());
+  std::vector<PrimExpr> at = exprs_of(store->indices);
   Stmt sum = For(final, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
                  BufferStore(store->buffer, Add(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
   func_ = with_new_body(func_, replace(func_->body, top, Allocate(rf, seq({set, nest, sum}))));
