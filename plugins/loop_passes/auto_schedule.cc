@@ -294,8 +294,7 @@ class StageScheduler {
       copies_.clear();
       moved_.clear();
       if (tile(root)) {
-        // The packing copies are elementwise nests of their own.
-        for (const std::string& c : copies_) run(c);
+        // The packing copies, now inside the column-tile loop.
         for (const std::string& c : moved_) vectorize_inner(c);
         return true;
       }
@@ -362,21 +361,15 @@ class StageScheduler {
     auto [joo, joi] = s_.split(jo, tj);
     if (!copies_.empty()) return tile_panels(joo, io, ii, joi, ji);
     s_.reorder({io, joo, ii, joi, ji});
-    // Without packed panels: init, reduction and epilogue become nests of their own over the whole
-    // output, so the reduction can be blocked: a block of the reduction
-    // loop (kb long) runs over every tile before the next block, which
-    // keeps a kb x (tj vectors) panel of the right operand in the L1 cache.
+    // Without packed panels: init, reduction and epilogue become nests of
+    // their own over the whole output, so the reduction can be blocked: a
+    // block of the reduction loop (kb long) runs over every tile before the
+    // next block, which keeps a kb x (tj vectors) panel of the right
+    // operand in the L1 cache.
     std::vector<std::vector<std::string>> nests = s_.decompose_reduction(io);
     for (const auto& nest : nests) {
       const std::string &tio = nest[0], &tjo = nest[1], &tii = nest[2], &tji = nest[3], &tv = nest[4];
-      const ForNode* last = find(s_, tv);
-      std::vector<std::string> reduction;
-      if (has_loop(last->body))
-        for (const ForNode* r : perfect_nest(find(s_, tv)))
-          if (r != last) reduction.push_back(r->loop_var->name);
-      s_.unroll(tii);
-      s_.unroll(tji);
-      s_.vectorize(tv);
+      std::vector<std::string> reduction = register_tile(tii, tji, tv);
       std::string outer_block;
       if (reduction.size() == 1) {
         auto extent = const_int(find(s_, reduction[0])->extent);
@@ -402,6 +395,21 @@ class StageScheduler {
     return true;
   }
 
+  // The tile's loops (rows, vectors, lanes) unrolled, unrolled and
+  // vectorized; returns the reduction loops below the lanes, if any,
+  // outermost first.
+  std::vector<std::string> register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes) {
+    const ForNode* last = find(s_, lanes);
+    std::vector<std::string> reduction;
+    if (has_loop(last->body))
+      for (const ForNode* r : perfect_nest(last))
+        if (r != last) reduction.push_back(r->loop_var->name);
+    s_.unroll(rows);
+    s_.unroll(vectors);
+    s_.vectorize(lanes);
+    return reduction;
+  }
+
   // With packed panels: for each column tile (in parallel) its panels
   // are packed, then every row tile runs its init, the whole reduction
   // over the panels while they are in cache, and its epilogue.
@@ -410,14 +418,7 @@ class StageScheduler {
     s_.reorder({joo, io, ii, joi, ji});
     for (const auto& nest : s_.decompose_reduction(ii)) {
       const std::string &tii = nest[0], &tji = nest[1], &tv = nest[2];
-      const ForNode* last = find(s_, tv);
-      std::vector<std::string> order;
-      if (has_loop(last->body))
-        for (const ForNode* r : perfect_nest(last))
-          if (r != last) order.push_back(r->loop_var->name);
-      s_.unroll(tii);
-      s_.unroll(tji);
-      s_.vectorize(tv);
+      std::vector<std::string> order = register_tile(tii, tji, tv);
       if (order.empty()) continue;
       for (const std::string& n : {tii, tji, tv}) order.push_back(n);
       s_.reorder(order);
@@ -429,15 +430,14 @@ class StageScheduler {
       const auto* first = body ? body->seq[0].cast<Stmt>().as<ForNode>() : nullptr;
       if (first) moved_.push_back(first->loop_var->name);
     }
-    copies_.clear();
     attempt([&] { s_.parallel(joo); });
     return true;
   }
 
   Schedule& s_;
   int vector_bits_;
-  std::vector<std::string> copies_;  // the roots of the copies tile() made
-  std::vector<std::string> moved_;   // those of them it moved into a tile loop
+  std::vector<std::string> copies_;  // the roots of the packing copies tile() made
+  std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
 };
 
 int vector_bits_of(const ir::IRModule& module) {
