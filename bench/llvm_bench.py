@@ -87,6 +87,24 @@ def child(threads, runs):
     peer = median_ms(mlp, runs * 4)
     line("MLP 784-512-512-10, batch 64 (ms)", loom, peer, "ms", loom / peer, "target <= 1.2")
 
+    # The small CNN of examples/cnn.loom (3x3 convolutions with padding,
+    # bias, ReLU, 2x2 max pooling, dense, softmax) against PyTorch eager.
+    loom = loom_median_ms(ROOT / "examples" / "cnn.loom", runs * 4, threads)
+    F = torch.nn.functional
+    x = torch.randn(8, 1, 28, 28)
+    k1, c1 = torch.randn(8, 1, 3, 3), torch.randn(8, 1, 1)
+    k2, c2 = torch.randn(16, 8, 3, 3), torch.randn(16, 1, 1)
+    w, b = torch.randn(10, 784), torch.randn(10)
+
+    def cnn():
+        with torch.no_grad():
+            y1 = F.max_pool2d(torch.relu(F.conv2d(x, k1, padding=1) + c1), 2, 2)
+            y2 = F.max_pool2d(torch.relu(F.conv2d(y1, k2, padding=1) + c2), 2, 2)
+            return torch.softmax(F.linear(y2.flatten(1), w, b), dim=-1)
+
+    peer = median_ms(cnn, runs * 4)
+    line("CNN examples/cnn.loom, batch 8 (ms)", loom, peer, "ms", loom / peer, "no target (reported)")
+
 
 def main():
     parser = argparse.ArgumentParser()

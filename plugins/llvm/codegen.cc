@@ -180,6 +180,15 @@ class FunctionCodegen {
   Value* cast(DataType to, DataType from, Value* v);
   Value* call(const tir::CallNode* op);
   Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
+  // <0, stride, 2 stride, ...>: the lanes' offsets from the first element.
+  llvm::Constant* step_offsets(int64_t stride, int lanes) {
+    std::vector<llvm::Constant*> steps;
+    for (int k = 0; k < lanes; ++k) steps.push_back(b_.getInt64(k * stride));
+    return llvm::ConstantVector::get(steps);
+  }
+  // Loads with a constant stride up to this are one wide load and a
+  // shuffle; longer strides gather.
+  static constexpr int64_t kMaxShuffledStride = 4;
   Value* constant(DataType t, double value) {
     llvm::Type* s = scalar_type(scalar_of(t));
     llvm::Constant* c = is_float(t) ? llvm::ConstantFP::get(s, value)
@@ -187,8 +196,11 @@ class FunctionCodegen {
     return t.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(t.lanes), c) : c;
   }
   // The element address of buffer[indices] (row-major over the buffer's
-  // shape, or its strides) and whether it is a contiguous vector access.
-  Value* element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes, bool* contiguous);
+  // shape, or its strides).  For a vector access whose flat index is a
+  // ramp with a constant stride, *stride is that stride and the pointer is
+  // the first element's; otherwise *stride is 0 and it is a vector of
+  // pointers.
+  Value* element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes, int64_t* stride);
   Value* load(const tir::BufferLoadNode* op);
 
   Value* var(const tir::VarNode* v) const {
@@ -649,7 +661,7 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
 }
 
 Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes,
-                                        bool* contiguous) {
+                                        int64_t* stride) {
   // Flat index over the shape (or the strides), plus elem_offset.
   tir::PrimExpr flat;
   if (indices.size() == 1 && buffer->strides.size() == 0) {
@@ -667,19 +679,26 @@ Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Arr
         tir::PrimExpr term = tir::Mul(index, tir::Cast(t, extent));
         flat = flat.defined() ? tir::PrimExpr(tir::Add(flat, term)) : term;
       } else {
-        flat = flat.defined() ? tir::PrimExpr(tir::Add(tir::Mul(flat, tir::Cast(flat.dtype(), extent)), index)) : index;
+        if (flat.defined()) {
+          // Vector indices (not flattened yet) scale by a broadcast extent.
+          tir::PrimExpr scale = tir::Cast(scalar_of(flat.dtype()), extent);
+          if (flat.dtype().lanes > 1) scale = tir::Broadcast(scale, flat.dtype().lanes);
+          flat = tir::Add(tir::Mul(flat, scale), index);
+        } else {
+          flat = index;
+        }
       }
     }
   }
   Value* offset = nullptr;
-  *contiguous = false;
+  *stride = 0;
   llvm::Type* element = memory_type(scalar_of(buffer->dtype));
   Value* base = var(buffer->data.get());
   if (buffer->elem_offset.defined()) base = b_.CreateGEP(element, base, expr(buffer->elem_offset));
   if (lanes > 1) {
     if (const auto* ramp = flat.as<tir::RampNode>(); ramp && ramp->lanes == lanes) {
-      if (const auto* stride = ramp->stride.as<tir::IntImmNode>(); stride && stride->value == 1) {
-        *contiguous = true;
+      if (const auto* step = ramp->stride.as<tir::IntImmNode>(); step && step->value > 0) {
+        *stride = step->value;
         return b_.CreateInBoundsGEP(element, base, expr(ramp->base));
       }
     }
@@ -693,16 +712,26 @@ Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Arr
 Value* FunctionCodegen::load(const tir::BufferLoadNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
   int lanes = op->dtype.lanes;
-  bool contiguous = false;
+  int64_t stride = 0;
   llvm::Type* element = memory_type(scalar_of(buffer->dtype));
   llvm::Align align(module_.getDataLayout().getABITypeAlign(element));
-  Value* pointer = element_pointer(buffer, op->indices, lanes, &contiguous);
+  Value* pointer = element_pointer(buffer, op->indices, lanes, &stride);
   Value* v;
   if (lanes == 1) {
     v = b_.CreateAlignedLoad(element, pointer, align);
-  } else if (contiguous) {
+  } else if (stride == 1) {
     v = b_.CreateAlignedLoad(llvm::FixedVectorType::get(element, lanes), pointer, align);
+  } else if (stride > 1 && stride <= kMaxShuffledStride) {
+    // A small constant stride (a pool's window): one contiguous load of the
+    // elements from the first to the last lane's, then the lanes picked
+    // out; it reads nothing outside that range.
+    int64_t span = (lanes - 1) * stride + 1;
+    Value* all = b_.CreateAlignedLoad(llvm::FixedVectorType::get(element, static_cast<unsigned>(span)), pointer, align);
+    std::vector<int> picks;
+    for (int k = 0; k < lanes; ++k) picks.push_back(static_cast<int>(k * stride));
+    v = b_.CreateShuffleVector(all, picks);
   } else {
+    if (stride > 0) pointer = b_.CreateInBoundsGEP(element, pointer, step_offsets(stride, lanes));
     v = b_.CreateMaskedGather(llvm::FixedVectorType::get(element, lanes), pointer, align);
   }
   if (buffer->dtype.code == DataType::kBool) v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -714,13 +743,14 @@ void FunctionCodegen::store(const tir::BufferStoreNode* op) {
   Value* v = expr(op->value);
   int lanes = op->value.dtype().lanes;
   if (buffer->dtype.code == DataType::kBool) v = b_.CreateZExt(v, memory_type(op->value.dtype()));
-  bool contiguous = false;
+  int64_t stride = 0;
   llvm::Type* element = memory_type(scalar_of(buffer->dtype));
   llvm::Align align(module_.getDataLayout().getABITypeAlign(element));
-  Value* pointer = element_pointer(buffer, op->indices, lanes, &contiguous);
-  if (lanes == 1 || contiguous) {
+  Value* pointer = element_pointer(buffer, op->indices, lanes, &stride);
+  if (lanes == 1 || stride == 1) {
     b_.CreateAlignedStore(v, pointer, align);
   } else {
+    if (stride > 0) pointer = b_.CreateInBoundsGEP(element, pointer, step_offsets(stride, lanes));
     b_.CreateMaskedScatter(v, pointer, align);
   }
 }

@@ -154,6 +154,18 @@ bool contiguous_along(const Array& indices, const VarNode* j) {
   return !uses_var(Any(rest), j);
 }
 
+// How far the element `indices` moves per step of `j`, when only the
+// innermost index uses j and moves by a constant (0: invariant, 1:
+// contiguous).
+std::optional<int64_t> stride_along(const Array& indices, const VarNode* j) {
+  if (indices.size() == 0) return std::nullopt;
+  for (size_t k = 0; k + 1 < indices.size(); ++k)
+    if (uses_var(indices[k], j)) return std::nullopt;
+  auto last = indices[indices.size() - 1].cast<PrimExpr>();
+  PrimExpr next = substitute(last, {{j, Add(ref_var(j), IntImm(DataType::Int(64), 1))}});
+  return const_int(simplify(Sub(next, last)));
+}
+
 // Loads in `body` along `j` that are neither contiguous nor invariant.
 std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode* j) {
   std::vector<const BufferLoadNode*> out;
@@ -310,21 +322,56 @@ class StageScheduler {
     size_t spatial = chain.size();
     if (chain.back()->body.as<SeqStmtNode>() == nullptr) return false;
     if (spatial < 2) return false;
-    const ForNode* i = chain[spatial - 2];
+    // j, the innermost spatial loop, is the vector axis: every store moves
+    // along it contiguously.
     const ForNode* j = chain[spatial - 1];
+    const VarNode* jv = j->loop_var.get();
+    bool stores_along_j = true;
+    std::set<const Object*> written;
+    Visitor stores;
+    stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+      stores_along_j = stores_along_j && stride_along(st->indices, jv) == 1;
+      written.insert(st->buffer->data.get());
+      stores.visit_children(st);
+    });
+    stores.visit(Any(j->body));
+    if (!stores_along_j) return false;
+    // i, the rows of the tile: the innermost other spatial loop that the
+    // operand read along j does not use, so that one vector of it serves
+    // every row (matmul's rows; a convolution's output channels, with the
+    // input read along the width).  Without one the tile has one row.
+    // (The nest's own accumulators, which it writes, do not count.)
+    const ForNode* i = nullptr;
+    for (size_t k = spatial - 1; k-- > 0 && !i;) {
+      const VarNode* iv = chain[k]->loop_var.get();
+      bool shared = true, used = false;
+      Visitor loads;
+      loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+        if (written.count(l->buffer->data.get())) return;
+        bool by_i = uses_var(Any(l->indices), iv);
+        used = used || by_i;
+        if (by_i && uses_var(Any(l->indices), jv)) shared = false;
+        loads.visit_children(l);
+      });
+      loads.visit(Any(j->body));
+      if (shared && used && const_int(chain[k]->extent)) i = chain[k];
+    }
+    bool rows = i != nullptr;
+    if (!i) i = chain[spatial - 2];
     int lanes = lanes_for(j->body);
     auto ei = const_int(i->extent), ej = const_int(j->extent);
-    if (lanes < 2 || !ei || !ej || *ej % lanes != 0) return false;
+    if (!ei || !ej) return false;
+    while (lanes > *ej) lanes /= 2;  // a short row: narrower vectors
+    if (lanes < 2) return false;
     std::string iname = i->loop_var->name, jname = j->loop_var->name;
     // The tile's accumulators, a row of B and a broadcast of A fit the
     // vector registers (16; 32 with 512-bit vectors).
     int64_t registers = vector_bits_ >= 512 ? 32 : 16;
-    int64_t vectors = *ej / lanes;
+    int64_t vectors = (*ej + lanes - 1) / lanes;
     int64_t tj = vectors % 4 == 0 && registers >= 32 ? 4 : vectors % 2 == 0 ? 2 : 1;
     int64_t ti = 1;
     for (int64_t candidate : {8, 6, 4, 3, 2})
-      if (ti == 1 && *ei % candidate == 0 && candidate * tj + tj + 1 <= registers) ti = candidate;
-    if (ti * tj < 4) return false;  // too small a tile to pay
+      if (rows && ti == 1 && *ei % candidate == 0 && candidate * tj + tj + 1 <= registers) ti = candidate;
     // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
     // packed into panels, (j // F, r, j % F) with F the tile's width, so
     // that the tile reads one contiguous panel (rows of B a power of two
@@ -335,6 +382,25 @@ class StageScheduler {
     std::vector<std::pair<std::string, bool>> operands;  // name, indexed [j, r]
     for (const BufferLoadNode* l : right_operands(j->body, i->loop_var.get(), j->loop_var.get()))
       operands.emplace_back(l->buffer->name, l->indices[0].object() == j->loop_var.get());
+    // A matmul-like nest: whole vectors, and a tile large enough to pay
+    // (otherwise vector_reduction's partial sums do better).  Other nests
+    // (a convolution, a pool: every operand read along j is at least 3-D)
+    // take a tail guard where the row is not whole vectors, and read along
+    // j with a small constant stride (a pool's window).
+    bool window = operands.empty();
+    if (!window && (*ej % lanes != 0 || ti * tj < 4)) return false;
+    if (window) {
+      bool strided_ok = true;
+      Visitor loads;
+      loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+        auto step = stride_along(l->indices, jv);
+        strided_ok = strided_ok && step && *step >= 0 && *step <= 4;
+        loads.visit_children(l);
+      });
+      loads.visit(Any(j->body));
+      if (!strided_ok) return false;
+    }
+    if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
     std::set<std::string> panels;
     for (const auto& [name, strided] : operands) {
       if (!strided && *ei < 4 * ti) continue;
@@ -355,11 +421,11 @@ class StageScheduler {
     }
     // A panel is read along j contiguously within a tile (j % F).
     for (const BufferLoadNode* l : strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()))
-      if (!panels.count(l->buffer->name)) return false;
+      if (!panels.count(l->buffer->name) && !window) return false;
     auto [io, ii] = s_.split(iname, ti);
     auto [jo, ji] = s_.split(jname, lanes);
     auto [joo, joi] = s_.split(jo, tj);
-    if (!copies_.empty()) return tile_panels(joo, io, ii, joi, ji);
+    if (!copies_.empty() || window) return tile_panels(root, joo, io, ii, joi, ji);
     s_.reorder({io, joo, ii, joi, ji});
     // Without packed panels: init, reduction and epilogue become nests of
     // their own over the whole output, so the reduction can be blocked: a
@@ -413,8 +479,8 @@ class StageScheduler {
   // With packed panels: for each column tile (in parallel) its panels
   // are packed, then every row tile runs its init, the whole reduction
   // over the panels while they are in cache, and its epilogue.
-  bool tile_panels(const std::string& joo, const std::string& io, const std::string& ii, const std::string& joi,
-                   const std::string& ji) {
+  bool tile_panels(const std::string& root, const std::string& joo, const std::string& io, const std::string& ii,
+                   const std::string& joi, const std::string& ji) {
     s_.reorder({joo, io, ii, joi, ji});
     for (const auto& nest : s_.decompose_reduction(ii)) {
       const std::string &tii = nest[0], &tji = nest[1], &tv = nest[2];
@@ -430,7 +496,13 @@ class StageScheduler {
       const auto* first = body ? body->seq[0].cast<Stmt>().as<ForNode>() : nullptr;
       if (first) moved_.push_back(first->loop_var->name);
     }
-    attempt([&] { s_.parallel(joo); });
+    // The column tiles in parallel where they are the nest's outer loop;
+    // below other loops (a convolution's batch and rows), those.
+    if (find(s_, root)) {
+      parallel_outer(root);
+    } else {
+      attempt([&] { s_.parallel(joo); });
+    }
     return true;
   }
 

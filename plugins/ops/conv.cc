@@ -87,6 +87,36 @@ PrimExpr padded_load(const tir::Buffer& x, const Layout& l, const PrimExpr& n, c
   return tir::Select(inside, tir::BufferLoad(x, l.order(n, c, clamp(iy, h), clamp(ix, w))), fill);
 }
 
+// The input with its padding made explicit: a local copy of x (in the
+// same layout) `pad` larger on each side, `fill` outside x.  The window
+// then reads the copy without bounds checks, at indices contiguous along
+// the width, which lets schedules vectorize along it.  Returns the copy
+// and the nest that fills it; with no padding, x itself and no nest.
+struct Padded {
+  tir::Buffer buffer;
+  std::optional<tir::Stmt> fill;
+  // Wraps the statement that reads the copy in its allocation.
+  tir::Stmt around(const tir::Stmt& body) const {
+    return fill ? tir::Stmt(tir::Allocate(buffer, tir::SeqStmt({*fill, body}))) : body;
+  }
+};
+Padded pad_input(PrimBuilder& b, const tir::Buffer& x, const Layout& l, int64_t h, int64_t w,
+                 const std::vector<int64_t>& p, const PrimExpr& fill) {
+  if (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) return {x, std::nullopt};
+  std::vector<PrimExpr> shape = buffer_shape(x);
+  shape[l.h] = PrimExpr(h + p[0] + p[2]);
+  shape[l.w] = PrimExpr(w + p[1] + p[3]);
+  tir::Buffer padded(x->name + "_pad", x->dtype, shape);
+  tir::Stmt nest = b.loops(
+      shape,
+      [&](const Indices& i) {
+        PrimExpr y = tir::Sub(i[l.h], PrimExpr(p[0])), xi = tir::Sub(i[l.w], PrimExpr(p[1]));
+        return tir::Stmt(tir::BufferStore(padded, padded_load(x, l, i[l.n], i[l.c], y, xi, h, w, fill), i));
+      },
+      "p");
+  return {padded, nest};
+}
+
 const ir::TensorTypeNode& image(const graph::CallNode& call, const std::string& layout) {
   const auto& x = tensor_arg(call, 0);
   if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs an " << layout << " tensor (rank 4), got " << shape_text(x.shape);
@@ -135,9 +165,10 @@ void pool(const std::string& name, bool is_max) {
           return std::make_pair(PrimExpr(tir::Sub(tir::Mul(o[l.h], PrimExpr(s[0])), PrimExpr(p[0]))),
                                 PrimExpr(tir::Sub(tir::Mul(o[l.w], PrimExpr(s[1])), PrimExpr(p[1]))));
         };
+        Padded xp = pad_input(b, x, l, h, w, p, fill);
         auto value = [&](const Indices& o, const Indices& r) {
-          auto [y0, x0] = corner(o);
-          return padded_load(x, l, o[l.n], o[l.c], tir::Add(y0, r[0]), tir::Add(x0, r[1]), h, w, fill);
+          PrimExpr y0 = tir::Mul(o[l.h], PrimExpr(s[0])), x0 = tir::Mul(o[l.w], PrimExpr(s[1]));
+          return PrimExpr(tir::BufferLoad(xp.buffer, l.order(o[l.n], o[l.c], PrimExpr(tir::Add(y0, r[0])), PrimExpr(tir::Add(x0, r[1])))));
         };
         auto combine = [is_max](const PrimExpr& acc, const PrimExpr& v) {
           return is_max ? PrimExpr(tir::Max(acc, v)) : PrimExpr(tir::Add(acc, v));
@@ -147,7 +178,7 @@ void pool(const std::string& name, bool is_max) {
           PrimExpr window = scalar(t, static_cast<double>(k[0] * k[1]));
           finalize = [window](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, window)); };
         }
-        tir::Stmt body = b.reduce(y, {PrimExpr(k[0]), PrimExpr(k[1])}, fill, combine, value, finalize);
+        tir::Stmt body = xp.around(b.reduce(y, {PrimExpr(k[0]), PrimExpr(k[1])}, fill, combine, value, finalize));
         if (is_max || finalize) return b.finish(body);
         // Average over the part of the window inside the input.
         tir::Stmt divide = b.loops(buffer_shape(y), [&](const Indices& o) {
@@ -215,17 +246,19 @@ void register_conv_ops() {
         int64_t o = *constant_dim(wt.shape[kl.n]), cg = *constant_dim(wt.shape[kl.c]);
         int64_t kh = *constant_dim(wt.shape[kl.h]), kw = *constant_dim(wt.shape[kl.w]);
         DataType t = x->dtype;
-        return b.finish(b.reduce(
+        Padded xp = pad_input(b, x, l, h, wd, p, scalar(t, 0));
+        return b.finish(xp.around(b.reduce(
             y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, scalar(t, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
+              // With one group every output channel reads every input channel.
               PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
-              PrimExpr c = tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]);
-              PrimExpr iy = tir::Sub(tir::Add(tir::Mul(out[l.h], PrimExpr(s[0])), tir::Mul(r[1], PrimExpr(d[0]))), PrimExpr(p[0]));
-              PrimExpr ix = tir::Sub(tir::Add(tir::Mul(out[l.w], PrimExpr(s[1])), tir::Mul(r[2], PrimExpr(d[1]))), PrimExpr(p[1]));
-              return PrimExpr(tir::Mul(padded_load(x, l, out[l.n], c, iy, ix, h, wd, scalar(t, 0)),
+              PrimExpr c = groups == 1 ? r[0] : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
+              PrimExpr iy = tir::Add(tir::Mul(out[l.h], PrimExpr(s[0])), tir::Mul(r[1], PrimExpr(d[0])));
+              PrimExpr ix = tir::Add(tir::Mul(out[l.w], PrimExpr(s[1])), tir::Mul(r[2], PrimExpr(d[1])));
+              return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
                                        tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2]))));
-            }));
+            })));
       });
 
   pool("max_pool2d", true);

@@ -105,6 +105,16 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
       return found == replace.end() ? Any(self) : Any(found->second);
     });
     tir::Stmt stmt = m.mutate_as<tir::Stmt>(kernel->body);
+    // The kernel's own allocations (a convolution's padded input) join the
+    // intermediates at the top, so that each step is a loop nest in one
+    // sequence, which the schedule primitives expect.  Not where a shape
+    // may use the kernel's scalars, which are bound inside.
+    if (kernel->params.size() == kernel_buffers.size()) {
+      while (const auto* a = stmt.as<tir::AllocateNode>()) {
+        intermediates.push_back(a->buffer);
+        stmt = a->body;
+      }
+    }
     for (const Any& p : kernel->params) {
       const auto* scalar = p.as_object_ref().as<tir::VarNode>();
       if (!scalar) continue;

@@ -176,14 +176,16 @@ def test_conv2d(run, rng):
     for xs, ws, s, p, d, g in [((1, 3, 7, 7), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
                                ((2, 2, 9, 8), (3, 2, 3, 2), (2, 1), (0, 1, 2, 0), (2, 1), 1),
                                ((1, 4, 6, 5), (6, 2, 3, 3), (1, 2), (1, 0, 1, 2), (1, 1), 2),
-                               ((1, 5, 5, 5), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5)]:
+                               ((1, 5, 5, 5), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 5),
+                               # the host schedule's tiles: 16 channels, 21 = 2 x 8 + a tail of 5
+                               ((2, 8, 9, 21), (16, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)]:
         x, w = uniform(rng, xs, -2, 2), uniform(rng, ws, -2, 2)
         call = f"conv2d(%a0, %a1, strides={list(s)}, padding={list(p)}, dilation={list(d)}, groups={g})"
         close(run(call, x, w), conv2d_ref(x, w, s, p, d, g), rtol=1e-5, atol=1e-5)
 
 
 def test_pooling(run, rng):
-    x = uniform(rng, (2, 3, 7, 6))
+    x = uniform(rng, (2, 3, 7, 22))
     xd = x.astype(np.float64)
     xp = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
     windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 2), axis=(2, 3))[:, :, ::2, ::2]

@@ -301,13 +301,18 @@ void Schedule::unroll(const std::string& loop) {
 std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::string& loop) {
   const ForNode* top = find_loop(func_, "decompose_reduction", loop);
   std::vector<const ForNode*> chain = perfect_nest(top);
-  std::vector<Stmt> parts = elements(chain.back()->body);
+  // A split's guard around the sequence goes with each part, as far in as
+  // the part's own perfect nest (so reorder still reaches its loops).
+  Stmt inner = chain.back()->body;
+  const auto* guard = inner.as<IfThenElseNode>();
+  if (guard && guard->else_case.defined()) guard = nullptr;
+  std::vector<Stmt> parts = elements(guard ? guard->then_case : inner);
   if (parts.size() < 2) {
     refuse("decompose_reduction", "the innermost body of the nest at %" + loop + " is not a sequence of statements");
   }
   // Each buffer written in the nest is accessed at one index only, so the
   // iterations of the distributed nests touch disjoint elements.
-  std::vector<Access> all = accesses(chain.back()->body);
+  std::vector<Access> all = accesses(inner);
   for (const Access& w : all) {
     if (!w.store) continue;
     for (const Access& a : all) {
@@ -336,7 +341,7 @@ std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::s
         vars.push_back(v);
       }
     }
-    Stmt body = substitute(parts[k], with);
+    Stmt body = substitute(guard ? push_guard(parts[k], guard->condition, {}) : parts[k], with);
     std::vector<std::string> list;
     for (size_t m = chain.size(); m-- > 0;) {
       const ForNode* f = chain[m];
@@ -367,6 +372,29 @@ const AllocateNode* find_alloc(const PrimFunc& func, const std::string& primitiv
   if (!found) refuse(primitive, "no allocated buffer '" + name + "'" + did_you_mean(name, names));
   return found;
 }
+
+// The statements in the scope of allocation `alloc`: its body's sequence,
+// looking through allocations directly inside it (FuseTIR puts each
+// kernel's own buffers there), and the scope rebuilt around new ones.
+struct Scope {
+  const AllocateNode* alloc;
+  std::vector<const AllocateNode*> inner;
+  std::vector<Stmt> parts;
+  explicit Scope(const AllocateNode* a) : alloc(a) {
+    Stmt body = a->body;
+    while (const auto* nested = body.as<AllocateNode>()) {
+      inner.push_back(nested);
+      body = nested->body;
+    }
+    parts = elements(body);
+  }
+  // The new statement for `alloc` (without it where `keep` is false).
+  Stmt rebuild(const std::vector<Stmt>& stmts, bool keep) const {
+    Stmt body = seq(stmts);
+    for (size_t k = inner.size(); k-- > 0;) body = Allocate(inner[k]->buffer, body);
+    return keep ? Stmt(Allocate(alloc->buffer, body)) : body;
+  }
+};
 
 bool touches(const Stmt& s, const BufferNode* buffer, bool stores_only = false) {
   for (const Access& a : accesses(s))
@@ -399,7 +427,8 @@ std::optional<ElementwiseNest> elementwise_nest(const Stmt& s) {
 void Schedule::compute_inline(const std::string& name) {
   const AllocateNode* alloc = find_alloc(func_, "compute_inline", name);
   const BufferNode* buffer = alloc->buffer.get();
-  std::vector<Stmt> parts = elements(alloc->body);
+  Scope scope(alloc);
+  const std::vector<Stmt>& parts = scope.parts;
   std::optional<size_t> producer;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (!touches(parts[k], buffer, true)) continue;
@@ -433,13 +462,14 @@ void Schedule::compute_inline(const std::string& name) {
   std::vector<Stmt> rest;
   for (size_t k = 0; k < parts.size(); ++k)
     if (k != *producer) rest.push_back(rewrite(parts[k], inline_loads, nullptr));
-  func_ = with_new_body(func_, replace(func_->body, alloc, seq(rest)));
+  func_ = with_new_body(func_, replace(func_->body, alloc, scope.rebuild(rest, false)));
 }
 
 void Schedule::reverse_compute_inline(const std::string& name) {
   const AllocateNode* alloc = find_alloc(func_, "reverse_compute_inline", name);
   const BufferNode* buffer = alloc->buffer.get();
-  std::vector<Stmt> parts = elements(alloc->body);
+  Scope scope(alloc);
+  const std::vector<Stmt>& parts = scope.parts;
   std::optional<size_t> producer, consumer;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (touches(parts[k], buffer, true)) {
@@ -498,7 +528,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
     if (k == *consumer) continue;
     rest.push_back(k == *producer ? replace(parts[k], level, new_level) : parts[k]);
   }
-  func_ = with_new_body(func_, replace(func_->body, alloc, Allocate(alloc->buffer, seq(rest))));
+  func_ = with_new_body(func_, replace(func_->body, alloc, scope.rebuild(rest, true)));
 }
 
 namespace {

@@ -89,6 +89,29 @@ TEST(Schedule, EveryPrimitiveKeepsTheNumbers) {
   EXPECT_EQ(tiles, (std::vector<std::string>{"i_o", "j_o", "i_i", "j_i"}));
 }
 
+// A split that does not divide leaves a guard around the nest's sequence;
+// decompose_reduction gives each new nest the guard (inside the reduction
+// loop, so k still moves outside the tile).
+TEST(Schedule, DecomposeReductionCarriesASplitsGuard) {
+  std::vector<float> want = run(original());
+  tir::Schedule s(original());
+  s.compute_inline("biased");
+  s.reverse_compute_inline("acc");
+  auto [jo, ji] = s.split("j", 4);  // 10 = 4 + 4 + 2
+  auto nests = s.decompose_reduction(ji);
+  ASSERT_EQ(nests.size(), 3u);
+  s.reorder({"k", nests[1][0]});
+  s.vectorize(nests[1][0]);
+  std::string text = ir::to_text(Any(s.func()));
+  size_t guards = 0;
+  for (size_t at = text.find("if %j_o * 4 + "); at != std::string::npos; at = text.find("if %j_o * 4 + ", at + 1)) ++guards;
+  EXPECT_EQ(guards, 3u) << text;
+  EXPECT_NE(text.find("for %k: int64 from 0 extent 5 {\n          for %j_i: int64 from 0 extent 4 vectorized {\n            if "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(run(s.func()), want) << text;
+}
+
 TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
   std::vector<float> want = run(original());
   tir::Schedule s(original());

@@ -56,8 +56,9 @@ class Schedule {
   void vectorize(const std::string& loop);
   void unroll(const std::string& loop);
   // Loop distribution: the perfect nest from `loop` down, whose innermost
-  // body is a sequence, becomes one nest per statement (the init, the
-  // reduction and any epilogue of a reduction).  Each buffer written in the
+  // body is a sequence (perhaps under a split's guard, which each new nest
+  // keeps), becomes one nest per statement (the init, the reduction and
+  // any epilogue of a reduction).  Each buffer written in the
   // nest must be accessed there at one index only.  Returns each new nest's
   // loop names, outermost first.
   std::vector<std::vector<std::string>> decompose_reduction(const std::string& loop);
