@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -13,6 +14,20 @@ namespace {
 thread_local bool in_region = false;
 
 int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// Spins until `ready()` or for kSpinTime; whether it became ready.
+constexpr std::chrono::microseconds kSpinTime{200};
+template <class F>
+bool spin_until(F&& ready) {
+  auto until = std::chrono::steady_clock::now() + kSpinTime;
+  for (int k = 0;; ++k) {
+    if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((k & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+  }
+}
 
 // Marks the current thread as inside a parallel region for a scope.
 struct RegionScope {
@@ -54,6 +69,7 @@ bool ThreadPool::in_parallel_region() { return in_region; }
 
 void ThreadPool::start(int threads) {
   threads_ = threads > 0 ? threads : cores();
+  spin_ = threads_ <= cores();
   stopping_ = false;
   for (int i = 1; i < threads_; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
 }
@@ -82,9 +98,13 @@ void ThreadPool::worker(int index) {
   while (true) {
     std::pair<int64_t, int64_t> chunk;
     const std::function<void(int64_t, int64_t)>* body;
+    auto woken = [&] { return stopping_ || generation_ != seen; };
+    if (spin_) spin_until(woken);
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      ++sleepers_;
+      wake_.wait(lock, woken);
+      --sleepers_;
       if (stopping_) return;
       seen = generation_;
       if (index >= static_cast<int>(chunks_.size())) continue;  // fewer chunks than threads
@@ -120,6 +140,7 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
   for (int i = 0; i < parts; ++i) {
     chunks.emplace_back(begin + count * i / parts, begin + count * (i + 1) / parts);
   }
+  bool sleeping;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     chunks_ = chunks;
@@ -127,8 +148,9 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
     pending_ = parts - 1;
     error_ = nullptr;
     ++generation_;
+    sleeping = sleepers_ > 0;
   }
-  wake_.notify_all();
+  if (sleeping) wake_.notify_all();
   std::exception_ptr mine;
   {
     RegionScope region;
@@ -138,6 +160,7 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
       mine = std::current_exception();
     }
   }
+  if (spin_) spin_until([&] { return pending_ == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return pending_ == 0; });
   std::exception_ptr error = mine ? mine : error_;

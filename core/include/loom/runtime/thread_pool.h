@@ -11,6 +11,7 @@
 #ifndef LOOM_RUNTIME_THREAD_POOL_H_
 #define LOOM_RUNTIME_THREAD_POOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -51,13 +52,19 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the caller whose loop the pool runs
 
+  // Workers, and a caller waiting for them, spin for a short while before
+  // they sleep on the condition variables (not when there are more threads
+  // than cores): a model calls parallel_for many times in a row, and
+  // waking a sleeping thread costs tens of microseconds.
+  bool spin_ = false;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
+  int sleepers_ = 0;  // workers waiting on wake_ (under mutex_)
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> chunks_;
-  int pending_ = 0;
+  std::atomic<int> pending_{0};
   std::exception_ptr error_;
 
   friend ThreadPool& make_global_pool();
