@@ -63,7 +63,9 @@ class Schedule {
   // loop names, outermost first.
   std::vector<std::vector<std::string>> decompose_reduction(const std::string& loop);
   // An allocated buffer written by one elementwise nest (`B[i, j] = e`) is
-  // replaced by `e` at each of its loads, and disappears.
+  // replaced by `e` at each of its loads, and disappears.  (Here and in
+  // reverse_compute_inline, the statements in the buffer's scope are those
+  // of its allocation's body, through allocations directly inside it.)
   void compute_inline(const std::string& buffer);
   // The other way: a nest that reads `buffer` only at its own indices and
   // writes another buffer (`C[i, j] = g(B[i, j])`) moves into the nest
