@@ -63,7 +63,7 @@ class Loader {
 
  private:
   [[noreturn]] void fail_at(int line, int column, const std::string& message) {
-    throw ParseError(source_, line, column, message + source_excerpt(text_, line, column));
+    throw ConfigError(source_, line, column, message + source_excerpt(text_, line, column));
   }
   [[noreturn]] void fail(const YAML::Node& node, const std::string& message) {
     YAML::Mark m = node.Mark();

@@ -12,7 +12,7 @@ Pass InferType() {
                        if (!problems.empty()) {
                          std::string message = "type inference failed:";
                          for (const auto& d : problems) message += "\n  " + d.to_string();
-                         throw Error(message);
+                         throw TypeInferenceError(message);
                        }
                        return typed;
                      });

@@ -45,6 +45,18 @@ class ParseError : public Error {
   int line_, column_;
 };
 
+// An error in a YAML config (a ParseError: the location is in the file).
+class ConfigError : public ParseError {
+ public:
+  using ParseError::ParseError;
+};
+
+// Type inference found problems (each with its location in the message).
+class TypeInferenceError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 // Builds a message with operator<< and throws it as ErrorType.
 template <class ErrorType>

@@ -1,0 +1,24 @@
+"""Loom: a deep-learning compiler framework (docs/python.md).
+
+`import loom` loads the C++ core and no plugin; plugins load when first
+needed (a target kind, a pass, a function), or by name with
+`loom.plugins.load`.
+"""
+import os as _os
+
+# The extension lives next to this file once installed; in a source tree
+# it is in build/python/loom (LOOM_BUILD_DIR overrides build/).
+_here = _os.path.dirname(_os.path.abspath(__file__))
+if not any(name.startswith("_core.") for name in _os.listdir(_here)):
+    _build = _os.environ.get("LOOM_BUILD_DIR") or _os.path.join(_os.path.dirname(_os.path.dirname(_here)), "build")
+    __path__.append(_os.path.join(_build, "python", "loom"))  # noqa: F821 (the package's own __path__)
+
+from . import _core  # noqa: E402
+from ._core import (  # noqa: E402,F401
+    LoomError, ParseError, ConfigError, PluginError, TypeInferenceError, RuntimeError, TypeError, LookupError,
+    ScheduleError, DataType, Device, Object)
+from . import ir, plugins, runtime, nd  # noqa: E402,F401
+from .ir import parse  # noqa: E402,F401
+from .build import build, Config  # noqa: E402,F401
+
+__version__ = "0.1.0"

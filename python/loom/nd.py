@@ -1,0 +1,21 @@
+"""Tensors (docs/python.md, "NDArray"): DLPack in and out, no copies."""
+from . import _core
+
+NDArray = _core.NDArray
+
+
+def array(value):
+    """An NDArray over a NumPy array's memory (a copy only when NumPy
+    cannot share it: read-only or not C-contiguous)."""
+    import numpy as np
+    return _core.ndarray_from_dlpack(value if hasattr(value, "__dlpack__") else np.asarray(value))
+
+
+def from_dlpack(value):
+    """An NDArray over the memory of any DLPack producer (NumPy, PyTorch)."""
+    return _core.ndarray_from_dlpack(value)
+
+
+def empty(shape, dtype="float32"):
+    """A new zeroed host array."""
+    return _core.ndarray_empty(list(shape), _core.DataType(str(dtype)))

@@ -1,0 +1,105 @@
+// NDArray, runtime modules and building (docs/python.md): tensors cross
+// between NumPy, PyTorch and Loom through DLPack without copies; compiled
+// modules give Functions that take NumPy arrays or NDArrays.
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bind.h"
+#include "loom/config/config.h"
+#include "loom/driver/build.h"
+#include "loom/ir/module.h"
+#include "loom/runtime/library.h"
+#include "loom/runtime/module.h"
+
+namespace loom::python {
+
+using runtime::NDArray;
+
+namespace {
+constexpr const char* kCapsule = "dltensor";
+constexpr const char* kUsedCapsule = "used_dltensor";
+
+NDArray take_capsule(py::handle capsule, const char* what) {
+  if (!PyCapsule_IsValid(capsule.ptr(), kCapsule)) {
+    throw py::type_error(std::string(what) + ": __dlpack__ did not return a 'dltensor' capsule");
+  }
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsule));
+  PyCapsule_SetName(capsule.ptr(), kUsedCapsule);  // ours now: from_dlpack calls the deleter
+  return NDArray::from_dlpack(managed);
+}
+
+py::capsule make_capsule(const NDArray& array) {
+  DLManagedTensor* managed = array.to_dlpack();
+  return py::capsule(managed, kCapsule, [](PyObject* capsule) {
+    // Not consumed: the capsule still owns the tensor.
+    if (PyCapsule_IsValid(capsule, kCapsule)) {
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsule));
+      if (m && m->deleter) m->deleter(m);
+    }
+  });
+}
+
+py::object numpy() { return py::module_::import("numpy"); }
+}  // namespace
+
+NDArray ndarray_from_dlpack(py::handle value, const char* what) {
+  if (py::isinstance<NDArray>(value)) return value.cast<NDArray>();
+  py::object source = py::reinterpret_borrow<py::object>(value);
+  py::module_ np = numpy();
+  if (py::isinstance(source, np.attr("ndarray"))) {
+    // DLPack cannot export read-only arrays, and kernels take compact ones.
+    bool compact = source.attr("flags").attr("c_contiguous").cast<bool>();
+    bool writeable = source.attr("flags").attr("writeable").cast<bool>();
+    if (!compact || !writeable) source = np.attr("array")(source, py::arg("copy") = true, py::arg("order") = "C");
+  }
+  return take_capsule(source.attr("__dlpack__")(), what);
+}
+
+void bind_runtime(py::module_& m) {
+  py::class_<NDArray, ObjectRef>(m, "NDArray", "a tensor (DLPack); .numpy() shares its memory")
+      .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape_vector())); })
+      .def_property_readonly("dtype", [](const NDArray& a) { return a->dtype; })
+      .def_property_readonly("device", [](const NDArray& a) { return a->device; })
+      .def("numpy", [](py::object self) { return numpy().attr("from_dlpack")(self); },
+           "a NumPy array over the same memory (no copy)")
+      .def(
+          "__dlpack__", [](const NDArray& a, py::object stream) { return make_capsule(a); }, py::arg("stream") = py::none())
+      .def("__dlpack_device__",
+           [](const NDArray& a) { return py::make_tuple(a->device.device_type, a->device.device_id); });
+  m.def("ndarray_from_dlpack", [](py::handle v) { return ndarray_from_dlpack(v); }, py::arg("value"));
+  m.def(
+      "ndarray_empty",
+      [](const std::vector<int64_t>& shape, const DataType& dtype) { return NDArray::empty(shape, dtype); },
+      py::arg("shape"), py::arg("dtype"));
+
+  py::class_<runtime::Module, ObjectRef>(m, "Module", "a compiled module: functions by name, imports")
+      .def_property_readonly("kind", [](const runtime::Module& mod) { return mod.node()->type_key(); })
+      .def("get_function", &runtime::Module::get_function, py::arg("name"))
+      .def("__getitem__", &runtime::Module::get_function, py::arg("name"))
+      .def("function_names", [](const runtime::Module& mod) { return mod.node()->function_names(); })
+      .def_property_readonly("imports", &runtime::Module::imports)
+      .def("inspect_source", [](const runtime::Module& mod, const std::string& format) {
+        return mod.node()->inspect_source(format);
+      }, py::arg("format"))
+      .def("export_library", [](const runtime::Module& mod, const std::string& path) {
+        runtime::export_library(mod, path);
+      }, py::arg("path"));
+  m.def("load_module", &runtime::load_module, py::arg("path"));
+
+  py::class_<config::Config>(m, "Config", "a YAML config: the target (C1) and the pipeline (C0)")
+      .def_static("load", &config::load_config, py::arg("path"))
+      .def_static("parse", &config::parse_config, py::arg("text"), py::arg("source") = "<config>")
+      .def_property_readonly("target", [](const config::Config& c) { return to_py(Any(c.target)); });
+  m.def(
+      "build",
+      [](const ObjectRef& module, const config::Config& config) {
+        auto mod = downcast<ir::IRModule>(module);
+        py::gil_scoped_release release;
+        return driver::build(mod, config);
+      },
+      py::arg("module"), py::arg("config"));
+}
+
+}  // namespace loom::python
