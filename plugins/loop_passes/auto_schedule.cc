@@ -142,18 +142,6 @@ bool read_by_reduction(const Schedule& s, const std::string& buffer) {
   return false;
 }
 
-// The innermost index of `indices` moves by one element per step of `j`
-// (and no other index uses j): the accesses along j are contiguous.
-bool contiguous_along(const Array& indices, const VarNode* j) {
-  if (indices.size() == 0) return false;
-  for (size_t k = 0; k + 1 < indices.size(); ++k)
-    if (uses_var(indices[k], j)) return false;
-  auto last = indices[indices.size() - 1].cast<PrimExpr>();
-  if (!uses_var(Any(last), j)) return true;  // invariant: a broadcast
-  PrimExpr rest = simplify(Sub(last, ref_var(j)));
-  return !uses_var(Any(rest), j);
-}
-
 // How far the element `indices` moves per step of `j`, when only the
 // innermost index uses j and moves by a constant (0: invariant, 1:
 // contiguous).
@@ -162,8 +150,14 @@ std::optional<int64_t> stride_along(const Array& indices, const VarNode* j) {
   for (size_t k = 0; k + 1 < indices.size(); ++k)
     if (uses_var(indices[k], j)) return std::nullopt;
   auto last = indices[indices.size() - 1].cast<PrimExpr>();
-  PrimExpr next = substitute(last, {{j, Add(ref_var(j), IntImm(DataType::Int(64), 1))}});
+  PrimExpr next = substitute(last, {{j, Add(ref_var(j), IntImm(j->dtype, 1))}});
   return const_int(simplify(Sub(next, last)));
+}
+
+// The accesses along j are contiguous, or invariant (a broadcast).
+bool contiguous_along(const Array& indices, const VarNode* j) {
+  std::optional<int64_t> step = stride_along(indices, j);
+  return step && (*step == 0 || *step == 1);
 }
 
 // Loads in `body` along `j` that are neither contiguous nor invariant.
