@@ -384,15 +384,10 @@ class StageScheduler {
     bool window = operands.empty();
     if (!window && (*ej % lanes != 0 || ti * tj < 4)) return false;
     if (window) {
-      bool strided_ok = true;
-      Visitor loads;
-      loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+      for (const BufferLoadNode* l : strided_loads(j->body, jv)) {
         auto step = stride_along(l->indices, jv);
-        strided_ok = strided_ok && step && *step >= 0 && *step <= 4;
-        loads.visit_children(l);
-      });
-      loads.visit(Any(j->body));
-      if (!strided_ok) return false;
+        if (!step || *step < 0 || *step > 4) return false;
+      }
     }
     if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
     std::set<std::string> panels;
@@ -470,9 +465,10 @@ class StageScheduler {
     return reduction;
   }
 
-  // With packed panels: for each column tile (in parallel) its panels
-  // are packed, then every row tile runs its init, the whole reduction
-  // over the panels while they are in cache, and its epilogue.
+  // With packed panels, or for a window nest (no panels): for each column
+  // tile its panels, if any, are packed, then every row tile runs its
+  // init, the whole reduction (over the panels while they are in cache)
+  // and its epilogue.
   bool tile_panels(const std::string& root, const std::string& joo, const std::string& io, const std::string& ii,
                    const std::string& joi, const std::string& ji) {
     s_.reorder({joo, io, ii, joi, ji});

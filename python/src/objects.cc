@@ -85,7 +85,7 @@ Any to_any(py::handle value, const char* what) {
     return Any(Map(items));
   }
   if (py::hasattr(value, "__dlpack__")) return Any(ndarray_from_dlpack(value, what));
-  if (py::isinstance<py::function>(value) || PyCallable_Check(value.ptr())) {
+  if (PyCallable_Check(value.ptr())) {
     py::function f = py::reinterpret_borrow<py::function>(value);
     std::string name = py::hasattr(value, "__name__") ? py::str(value.attr("__name__")).cast<std::string>() : "";
     return Any(Function([f](const Any* args, int32_t count) { return call_python(f, args, count); }, name));

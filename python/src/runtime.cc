@@ -47,12 +47,14 @@ py::object numpy() { return py::module_::import("numpy"); }
 NDArray ndarray_from_dlpack(py::handle value, const char* what) {
   if (py::isinstance<NDArray>(value)) return value.cast<NDArray>();
   py::object source = py::reinterpret_borrow<py::object>(value);
-  py::module_ np = numpy();
-  if (py::isinstance(source, np.attr("ndarray"))) {
+  // Looked up once (this is on the path of every call with a NumPy
+  // argument); kept for the life of the process.
+  static py::handle ndarray_type = py::object(numpy().attr("ndarray")).release();
+  if (py::isinstance(source, ndarray_type)) {
     // DLPack cannot export read-only arrays, and kernels take compact ones.
     bool compact = source.attr("flags").attr("c_contiguous").cast<bool>();
     bool writeable = source.attr("flags").attr("writeable").cast<bool>();
-    if (!compact || !writeable) source = np.attr("array")(source, py::arg("copy") = true, py::arg("order") = "C");
+    if (!compact || !writeable) source = numpy().attr("array")(source, py::arg("copy") = true, py::arg("order") = "C");
   }
   return take_capsule(source.attr("__dlpack__")(), what);
 }
