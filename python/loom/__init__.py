@@ -1,7 +1,7 @@
 """Loom: a deep-learning compiler framework (docs/python.md).
 
 `import loom` loads the C++ core and no plugin; plugins load when first
-needed (a target kind, a pass, a function), or by name with
+needed (a target kind, a pass, an operator, a function), or by name with
 `loom.plugins.load`.
 """
 import os as _os
@@ -17,8 +17,9 @@ from . import _core  # noqa: E402
 from ._core import (  # noqa: E402,F401
     LoomError, ParseError, ConfigError, PluginError, TypeInferenceError, RuntimeError, TypeError, LookupError,
     ScheduleError, DataType, Device, Object)
-from . import ir, plugins, runtime, nd  # noqa: E402,F401
-from .ir import parse  # noqa: E402,F401
+from . import ir, plugins, runtime, nd, graph, op, tir, transform  # noqa: E402,F401
+from . import _sugar  # noqa: E402,F401 (operators on loom.Object)
+from .ir import parse, IRModule  # noqa: E402,F401
 from .build import build, Config  # noqa: E402,F401
 
 __version__ = "0.1.0"

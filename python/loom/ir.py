@@ -1,10 +1,13 @@
-"""IR nodes through reflection (docs/python.md, "IR").
+"""IR nodes through reflection, and the module-level builders
+(docs/python.md, "IR" and "Builders").
 
 Every node is a `loom.Object` whose attributes are its reflected fields;
 `repr` prints the text format.  `make(type_key, **fields)` creates a node
-of any registered type, a plugin's included.
+of any registered type, a plugin's included.  The builders below go
+through the C++ constructors (so their checks and derived fields apply).
 """
 from . import _core
+from ._ffi import call, is_node, type_name
 
 Object = _core.Object
 Array = _core.Array
@@ -51,3 +54,79 @@ def save_json(node):
 def load_json(text):
     """The object saved by save_json."""
     return _core.load_json(text)
+
+
+# ---- types ------------------------------------------------------------------
+def _dim(d):
+    if isinstance(d, bool) or not (isinstance(d, int) or is_node(d, "tir.PrimExpr")):
+        raise _core.TypeError(f"a dimension is an int or a tir expression, got {type_name(d)}")
+    return call("tir.IntImm", _core.DataType("int64"), d) if isinstance(d, int) else d
+
+
+def TensorType(shape, dtype="float32"):
+    """Tensor[(shape), dtype]; shape None is an unknown rank."""
+    dims = None if shape is None else [_dim(d) for d in shape]
+    return call("ir.TensorType", dims, _core.DataType(str(dtype)))
+
+
+def PrimType(dtype):
+    return call("ir.PrimType", _core.DataType(str(dtype)))
+
+
+def TupleType(fields):
+    return call("ir.TupleType", list(fields))
+
+
+def FuncType(params, ret=None):
+    return call("ir.FuncType", list(params), ret)
+
+
+def OpaqueType(name):
+    return call("ir.OpaqueType", name)
+
+
+# ---- functions and modules ----------------------------------------------------
+def GlobalVar(name):
+    return call("ir.GlobalVar", name)
+
+
+def Op(name):
+    """The operator `name` (loads the plugin that provides it)."""
+    return call("ir.Op", name)
+
+
+def ExternFunc(kind, payload, params, ret=None, convention="dps", attrs=None):
+    """An extern function of a registered kind ("asm", ...): its payload
+    text, the types of its parameters and result, and its calling
+    convention ("dps": outputs are trailing parameters; "packed")."""
+    return call("ir.ExternFunc", kind, payload, FuncType(params, ret), convention, attrs or {})
+
+
+def IRModule(functions=None, attrs=None):
+    """A module from {name: function} (graph, prim or extern functions)."""
+    if functions is not None and not isinstance(functions, dict):
+        raise _core.TypeError(f"IRModule takes a dict of name: function, got {type_name(functions)}")
+    return call("ir.IRModule", functions or {}, attrs or {}, {})
+
+
+def with_function(module, name, function):
+    """A new module with `name` bound to `function`."""
+    return call("ir.IRModule.with_function", module, name, function)
+
+
+def with_attr(module, key, value):
+    return call("ir.IRModule.with_attr", module, key, value)
+
+
+def well_formed(module):
+    """Every well-formedness problem of `module`, as text ([] when none)."""
+    return list(call("ir.well_formed", module))
+
+
+def rewrite(node, fn, type_key="ir.Expr"):
+    """Rewrites `node` (a module, a function, an expression) bottom-up:
+    each node of `type_key` (or a subtype), its children already
+    rewritten, goes to fn, which returns its replacement or None to keep
+    it.  Nodes that do not change are shared, not copied; a node reached
+    twice is rewritten once."""
+    return _core.rewrite(node, fn, type_key)

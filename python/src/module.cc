@@ -11,6 +11,7 @@
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
+#include "loom/object/traversal.h"
 #include "loom/plugin/manager.h"
 #include "loom/tir/schedule.h"
 
@@ -37,6 +38,8 @@ void raise(const py::object& cls, const std::string& message) { PyErr_SetString(
 void translate(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
+  } catch (const PythonError& e) {
+    e.restore();
   } catch (const ConfigError& e) {
     raise(errors->config, e.what());
   } catch (const ParseError& e) {
@@ -104,6 +107,8 @@ PYBIND11_MODULE(_core, m) {
 
   bind_objects(m);
   bind_runtime(m);
+  bind_transform(m);
+  bind_schedule(m);
 
   // IR text, structure, JSON.
   m.def("parse", [](const std::string& text, const std::string& source) { return to_py(Any(ir::parse_module(text, source))); },
@@ -115,6 +120,29 @@ PYBIND11_MODULE(_core, m) {
   m.def("structural_difference", [](py::handle a, py::handle b) { return structural_difference(to_any(a), to_any(b)); });
   m.def("save_json", [](py::handle a) { return save_json(to_any(a)); });
   m.def("load_json", [](const std::string& text) { return to_py(load_json(text)); }, py::arg("text"));
+
+  m.def(
+      "rewrite",
+      [](py::handle root, py::function fn, const std::string& type_key) {
+        // Post-order: children first, then fn(node) on each node of
+        // type_key (or a subtype); fn returns the replacement or None.
+        uint32_t index = TypeRegistry::info(type_key).index;
+        Mutator mutator;
+        mutator.on<Object>([&](const Object*, const ObjectRef& self) -> Any {
+          ObjectRef node = mutator.mutate_children(self);
+          if (!node->is_instance_of(index)) return Any(node);
+          py::object replacement = fn(to_py(Any(node)));
+          if (replacement.is_none()) return Any(node);
+          Any out = to_any(replacement, "a rewrite's replacement");
+          if (out.kind() != AnyKind::kObject) {
+            throw TypeError("rewrite: the function returned " + out.describe() + " for a " + node->type_key() +
+                            "; return a node, or None to keep it");
+          }
+          return out;
+        });
+        return to_py(mutator.mutate(to_any(root, "the node to rewrite")));
+      },
+      py::arg("node"), py::arg("fn"), py::arg("type_key"));
 
   // The global function registry.
   m.def("get_global_func", [](const std::string& name) { return FunctionRegistry::get(name); }, py::arg("name"));

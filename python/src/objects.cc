@@ -6,6 +6,8 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <memory>
+#include <typeinfo>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "loom/runtime/module.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/support/strings.h"
+#include "loom/transform/pass.h"
 
 namespace loom::python {
 
@@ -38,19 +41,47 @@ std::string text_of(const ObjectRef& ref) {
   }
 }
 
-Any call_python(const py::function& f, const Any* args, int32_t count) {
+}  // namespace
+
+std::shared_ptr<py::object> keep(py::object value) {
+  return std::shared_ptr<py::object>(new py::object(std::move(value)), [](py::object* held) {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      delete held;
+    } else {
+      held->release();  // the interpreter is gone: nothing to drop
+      delete held;
+    }
+  });
+}
+
+namespace {
+std::string describe_exception(const py::error_already_set& e) {
+  std::string type = py::str(e.type().attr("__name__"));
+  std::string value = e.value() ? std::string(py::str(e.value())) : "";
+  return value.empty() ? type : type + ": " + value;
+}
+}  // namespace
+
+PythonError::PythonError(py::error_already_set& e)
+    : Error(describe_exception(e)), type_(keep(e.type())), value_(keep(e.value())), trace_(keep(e.trace())) {}
+
+void PythonError::restore() const {
+  PyErr_Restore(type_->inc_ref().ptr(), value_->inc_ref().ptr(), trace_->inc_ref().ptr());
+}
+
+Any call_python(const py::object& f, const Any* args, int32_t count, const char* what) {
   py::gil_scoped_acquire gil;
   py::tuple py_args(count);
   for (int32_t i = 0; i < count; ++i) py_args[i] = to_py(args[i]);
   try {
-    return to_any(f(*py_args), "the return value of a Python function");
+    return to_any(f(*py_args), what);
   } catch (py::error_already_set& e) {
-    // A Python exception inside a Loom call: its message crosses as an Error.
-    std::string message = e.what();
-    throw Error("Python function raised " + message);
+    throw PythonError(e);
+  } catch (py::builtin_exception& e) {  // a conversion of the result
+    throw TypeError(e.what());
   }
 }
-}  // namespace
 
 Any to_any(py::handle value, const char* what) {
   if (value.is_none()) return Any();
@@ -77,8 +108,8 @@ Any to_any(py::handle value, const char* what) {
     std::map<std::string, Any> items;
     for (auto [k, v] : value.cast<py::dict>()) {
       if (!py::isinstance<py::str>(k)) {
-        throw py::type_error(std::string(what) + ": a dict's keys must be str, got " +
-                             py::str(py::type::of(k).attr("__name__")).cast<std::string>());
+        throw TypeError(std::string(what) + ": a dict's keys must be str, got " +
+                        py::str(py::type::of(k).attr("__name__")).cast<std::string>());
       }
       items[k.cast<std::string>()] = to_any(v, what);
     }
@@ -86,12 +117,14 @@ Any to_any(py::handle value, const char* what) {
   }
   if (py::hasattr(value, "__dlpack__")) return Any(ndarray_from_dlpack(value, what));
   if (PyCallable_Check(value.ptr())) {
-    py::function f = py::reinterpret_borrow<py::function>(value);
+    std::shared_ptr<py::object> f = keep(py::reinterpret_borrow<py::object>(value));
     std::string name = py::hasattr(value, "__name__") ? py::str(value.attr("__name__")).cast<std::string>() : "";
-    return Any(Function([f](const Any* args, int32_t count) { return call_python(f, args, count); }, name));
+    return Any(Function([f](const Any* args, int32_t count) {
+      return call_python(*f, args, count, "the return value of a Python function");
+    }, name));
   }
-  throw py::type_error(std::string(what) + ": cannot pass a Python " +
-                       py::str(py::type::of(value).attr("__name__")).cast<std::string>() + " to Loom");
+  throw TypeError(std::string(what) + ": cannot pass a Python " +
+                  py::str(py::type::of(value).attr("__name__")).cast<std::string>() + " to Loom");
 }
 
 py::object to_py(const Any& value) {
@@ -122,6 +155,7 @@ py::object to_py(const Any& value) {
   if (ref.as<ArrayNode>()) return py::cast(Array(ref.object_ptr()));
   if (ref.as<MapNode>()) return py::cast(Map(ref.object_ptr()));
   if (ref.as<runtime::ModuleNode>()) return py::cast(runtime::Module(ref.object_ptr()));
+  if (ref.as<transform::PassNode>()) return py::cast(transform::Pass(ref.object_ptr()));
   return py::cast(ref);
 }
 
@@ -167,6 +201,12 @@ void bind_objects(py::module_& m) {
              return names;
            })
       .def("same_as", &ObjectRef::same_as, "whether both are the same object (identity)")
+      .def(
+          "is_instance",
+          [](const ObjectRef& o, const std::string& type_key) {
+            return o->is_instance_of(TypeRegistry::info(type_key).index);
+          },
+          py::arg("type_key"), "whether the node's type is `type_key` or derives from it")
       .def("__eq__", &ObjectRef::same_as)
       .def("__hash__", [](const ObjectRef& o) { return reinterpret_cast<intptr_t>(o.get()); })
       .def("__repr__", &text_of)
@@ -221,9 +261,11 @@ void bind_objects(py::module_& m) {
           py::gil_scoped_release release;
           try {
             result = f.call(packed.data(), static_cast<int32_t>(packed.size()));
-          } catch (const TypeError&) {
-            throw;  // the arguments: loom.TypeError
           } catch (const Error& e) {
+            // A plain Error is a failure while the function ran; the
+            // subclasses (a wrong argument, an unknown name, a Python
+            // exception, ...) keep their own Python class.
+            if (typeid(e) != typeid(Error)) throw;
             failure = e.what();
           }
         }

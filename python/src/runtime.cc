@@ -56,6 +56,10 @@ NDArray ndarray_from_dlpack(py::handle value, const char* what) {
     bool writeable = source.attr("flags").attr("writeable").cast<bool>();
     if (!compact || !writeable) source = numpy().attr("array")(source, py::arg("copy") = true, py::arg("order") = "C");
   }
+  if (!py::hasattr(source, "__dlpack__")) {
+    throw TypeError(std::string(what) + ": a " + std::string(py::str(py::type::of(source).attr("__name__"))) +
+                    " is not a DLPack tensor (it has no __dlpack__)");
+  }
   return take_capsule(source.attr("__dlpack__")(), what);
 }
 

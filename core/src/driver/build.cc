@@ -38,7 +38,11 @@ runtime::Module link(const ir::IRModule& module, const target::Target& target) {
 }  // namespace
 
 runtime::Module build(const ir::IRModule& module, const config::Config& config) {
-  ir::IRModule lowered = config.pipeline()(config.constrain(module), config.context);
+  // The config's context (C0), plus the instruments of the context the
+  // caller entered (a Python `with PassContext(instruments=...)`).
+  transform::PassContext context = config.context;
+  for (const auto& instrument : transform::PassContext::current().instruments) context.instruments.push_back(instrument);
+  ir::IRModule lowered = config.pipeline()(config.constrain(module), context);
   return link(lowered, config.target);
 }
 

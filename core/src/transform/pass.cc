@@ -2,6 +2,7 @@
 #include "loom/transform/pass.h"
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -109,26 +110,36 @@ Pass sequential(std::vector<Pass> passes, std::string name) {
 }
 
 // ---- registries -----------------------------------------------------------------
-void PassRegistry::register_pass(Pass pass) {
+namespace {
+void add_option(SchemaField field, bool allow_override) {
+  check_schema({field}, "config option '" + field.name + "'");
+  if (field.default_value.is_none()) LOOM_THROW(Error) << "config option '" << field.name << "' needs a default";
+  std::string name = field.name;
+  configs().add(ConfigEntry{name, std::move(field), ""}, allow_override);
+}
+}  // namespace
+
+void PassRegistry::register_pass(Pass pass, bool allow_override) {
   const PassInfo& info = pass.info();
-  passes().add(PassEntry{info.name, pass, ""});
+  // Checked before anything is registered, so a bad option leaves no pass.
+  for (const SchemaField& option : info.options) {
+    if (option.default_value.is_none()) {
+      LOOM_THROW(Error) << "pass '" << info.name << "': option '" << option.name << "' needs a default";
+    }
+  }
+  passes().add(PassEntry{info.name, pass, ""}, allow_override);
   for (const SchemaField& option : info.options) {
     SchemaField key = option;
     key.name = info.name + "." + option.name;
     if (key.doc.empty()) key.doc = "option of pass " + info.name;
-    ConfigRegistry::register_option(key);
+    add_option(key, allow_override);
   }
 }
 std::optional<PassEntry> PassRegistry::entry(const std::string& name) { return passes().entry(name); }
 Pass PassRegistry::get(const std::string& name) { return passes().get(name).pass; }
 std::vector<std::string> PassRegistry::list() { return passes().names(); }
 
-void ConfigRegistry::register_option(SchemaField field) {
-  check_schema({field}, "config option '" + field.name + "'");
-  if (field.default_value.is_none()) LOOM_THROW(Error) << "config option '" << field.name << "' needs a default";
-  std::string name = field.name;
-  configs().add(ConfigEntry{name, std::move(field), ""});
-}
+void ConfigRegistry::register_option(SchemaField field) { add_option(std::move(field), false); }
 std::optional<ConfigEntry> ConfigRegistry::entry(const std::string& name) { return configs().entry(name); }
 std::vector<std::string> ConfigRegistry::list() { return configs().names(); }
 
@@ -184,7 +195,11 @@ const PassContext& PassContext::current() {
 PassContext::Scope::Scope(PassContext context) : context_(std::make_unique<PassContext>(std::move(context))) {
   context_stack.push_back(context_.get());
 }
-PassContext::Scope::~Scope() { context_stack.pop_back(); }
+PassContext::Scope::~Scope() {
+  // Its own entry, wherever it is: a frontend may leave scopes out of order.
+  auto found = std::find(context_stack.rbegin(), context_stack.rend(), context_.get());
+  if (found != context_stack.rend()) context_stack.erase(std::next(found).base());
+}
 
 // ---- instruments ----------------------------------------------------------------
 void TimingInstrument::before(const PassInfo& info, const IRModule&) {

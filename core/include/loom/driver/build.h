@@ -11,7 +11,9 @@
 
 namespace loom::driver {
 
-// With a config (target, host, placement, pipeline, pass context).
+// With a config (target, host, placement, pipeline, pass context).  The
+// passes run under the config's PassContext, with the instruments of the
+// entered one (PassContext::current()) added after its own.
 runtime::Module build(const ir::IRModule& module, const config::Config& config);
 
 // With a target and no passes: the module must already be lowered.

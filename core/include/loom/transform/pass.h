@@ -77,7 +77,9 @@ struct PassEntry {
 class PassRegistry {
  public:
   // Registers the pass and its options as config keys "NAME.OPTION".
-  static void register_pass(Pass pass);
+  // Replacing a registered name needs allow_override (its options' keys
+  // are replaced with it).
+  static void register_pass(Pass pass, bool allow_override = false);
   static std::optional<PassEntry> entry(const std::string& name);  // no loading
   static Pass get(const std::string& name);  // lazy ("pass:NAME"); LookupError with a suggestion
   static std::vector<std::string> list();
