@@ -46,7 +46,10 @@ def expr(value, like=None, what="value"):
     if isinstance(value, (bool, int, float)):
         if like is None or isinstance(value, bool):
             return const(value)
-        out = const(value, _scalar_of(like.dtype))
+        element = _scalar_of(like.dtype)
+        if isinstance(value, float) and not str(element).startswith(("float", "bfloat")):
+            raise _core.TypeError(f"{what}: the float {value} where a {element} is expected")
+        out = const(value, element)
         return Broadcast(out, like.dtype.lanes) if like.dtype.lanes > 1 else out
     raise _core.TypeError(f"{what} must be a tir expression or a number, got {type_name(value)}")
 

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <typeinfo>
 #include <string>
@@ -279,15 +280,27 @@ void bind_objects(py::module_& m) {
         const TypeInfo& info = TypeRegistry::info(type_key);
         if (!info.create) throw py::type_error("'" + type_key + "' is abstract: it cannot be created");
         ObjectPtr<Object> node = info.create();
+        std::vector<std::string> names;
+        for (const FieldInfo& x : info.fields) names.push_back(x.name);
+        std::set<std::string> given;
         for (auto [k, v] : fields) {
           std::string name = k.cast<std::string>();
           const FieldInfo* f = info.field(name);
-          if (!f) {
-            std::vector<std::string> names;
-            for (const FieldInfo& x : info.fields) names.push_back(x.name);
-            throw py::type_error("'" + type_key + "' has no field '" + name + "'" + did_you_mean(name, names));
-          }
+          if (!f) throw TypeError("'" + type_key + "' has no field '" + name + "'" + did_you_mean(name, names));
           f->set(node.get(), to_any(v, name.c_str()));
+          given.insert(name);
+        }
+        // Fields not given: an empty Array or Map; any other node field that
+        // is not optional is required (code reading the node relies on it).
+        for (const FieldInfo& f : info.fields) {
+          if (given.count(f.name) || (f.flags & kOptional) || !f.get(node.get()).is_none()) continue;
+          if (f.type == "Array") {
+            f.set(node.get(), Any(Array(std::vector<Any>{})));
+          } else if (f.type == "Map") {
+            f.set(node.get(), Any(Map::empty()));
+          } else if (TypeRegistry::find(f.type)) {
+            throw TypeError("'" + type_key + "' needs field '" + f.name + "' (" + f.type + ")");
+          }
         }
         return to_py(Any(node));
       },

@@ -8,6 +8,7 @@ import loom
 from loom import graph, ir, op, tir, transform
 
 A = tir.Buffer("A", (8,))
+I = tir.Var("i")
 x = graph.Var("x", shape=(2, 3))
 empty = loom.IRModule({})
 
@@ -36,6 +37,8 @@ CASES = [
     ("ragged constant", lambda: graph.Constant([[1, 2], [3]]), loom.TypeError, "cannot make a tensor"),
     ("None type in a signature", lambda: ir.ExternFunc("asm", "", [None]), loom.TypeError, "must be a ir.Type"),
     ("field of the wrong type", lambda: ir.make("tir.IntImm", value="x"), loom.TypeError, "expected int, got str"),
+    ("node without a required field", lambda: ir.make("graph.Let", body=x), loom.TypeError,
+     "'graph.Let' needs field 'var' \\(graph.Var\\)"),
     ("abstract type", lambda: ir.make("tir.PrimExpr"), TypeError, "abstract"),
     ("unknown type key", lambda: ir.make("tir.Ad"), loom.LookupError, "tir.Add"),
     ("unknown field", lambda: A.shap, AttributeError, "did you mean 'shape'"),
@@ -77,6 +80,14 @@ CASES = [
     ("empty with a bad shape", lambda: loom.nd.empty((-1,)), loom.LoomError, ""),
     ("load a missing library", lambda: loom.runtime.load_module("/nonexistent.so"), loom.LoomError, "nonexistent"),
     ("load a missing plugin", lambda: loom.plugins.load("nope"), loom.LoomError, "nope"),
+    ("float loop extent", lambda: tir.For(tir.Var("i"), 0, 4.0, tir.Evaluate(0)), loom.TypeError,
+     "the float 4.0 where a int64 is expected"),
+    ("ill-formed: a variable bound twice", lambda: loom.build(loom.IRModule({"k": tir.PrimFunc([A], tir.For(
+        I, 0, 8, tir.For(I, 0, 8, tir.Evaluate(0))))}), {"target": {"kind": "ref"}}), loom.LoomError,
+     "(?s)not well formed.*'%i' is bound twice"),
+    ("ill-formed: lanes of a store", lambda: loom.build(loom.IRModule({"k": tir.PrimFunc([A], tir.BufferStore(
+        A, tir.Broadcast(1.0, 4), [tir.Ramp(0, 1, 2)]))}), {"target": {"kind": "llvm"}}), loom.LoomError,
+     "stores a value of 4 lanes at an index of 2 lanes"),
     ("parse garbage", lambda: loom.parse("@main = fn(", "bad.loom"), loom.ParseError, "bad.loom:1:"),
 ]
 

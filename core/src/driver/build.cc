@@ -1,5 +1,6 @@
 #include "loom/driver/build.h"
 
+#include "loom/ir/analysis.h"
 #include "loom/ir/function.h"
 #include "loom/runtime/vm.h"
 #include "loom/target/codegen.h"
@@ -37,7 +38,21 @@ runtime::Module link(const ir::IRModule& module, const target::Target& target) {
 }
 }  // namespace
 
+namespace {
+// The input, checked before any pass or codegen relies on it: a module
+// built in a frontend (Python) has not been through the parser's checks.
+void check_input(const ir::IRModule& module) {
+  std::vector<ir::Diagnostic> problems = ir::well_formed(module);
+  if (problems.empty()) return;
+  std::string message = "build: the module is not well formed (" + std::to_string(problems.size()) + " problem" +
+                        (problems.size() == 1 ? "" : "s") + "):";
+  for (const ir::Diagnostic& d : problems) message += "\n  " + d.to_string();
+  throw Error(message);
+}
+}  // namespace
+
 runtime::Module build(const ir::IRModule& module, const config::Config& config) {
+  check_input(module);
   // The config's context (C0), plus the instruments of the context the
   // caller entered (a Python `with PassContext(instruments=...)`).
   transform::PassContext context = config.context;
@@ -48,6 +63,7 @@ runtime::Module build(const ir::IRModule& module, const config::Config& config) 
 
 runtime::Module build(const ir::IRModule& module, const target::Target& target) {
   if (!target.defined()) LOOM_THROW(Error) << "build needs a target";
+  check_input(module);
   return link(target::with_target(module, target), target);
 }
 

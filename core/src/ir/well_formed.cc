@@ -187,6 +187,12 @@ class Checker {
         report("stores a " + got.to_string() + " value into buffer '%" + p->buffer->name + "' of " + want.to_string(),
                where);
       }
+      int lanes = p->indices.size() == 0 ? 1 : p->indices[p->indices.size() - 1].cast<PrimExpr>().dtype().lanes;
+      if (got.lanes != lanes) {
+        report("stores a value of " + std::to_string(got.lanes) + " lanes at an index of " + std::to_string(lanes) +
+                   " lanes into buffer '%" + p->buffer->name + "'",
+               where);
+      }
     } else if (const auto* p = s.as<AllocateNode>()) {
       declare_buffer(p->buffer.get(), /*binds_symbols=*/false);
       stmt(p->body);
