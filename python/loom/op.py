@@ -58,7 +58,8 @@ def __getattr__(name):
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise AttributeError(f"loom.op has no operator '{name}'{hint}")
-    return _builder(name)
+    builder = globals()[name] = _builder(name)  # later lookups skip this function
+    return builder
 
 
 def __dir__():

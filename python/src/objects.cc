@@ -230,6 +230,13 @@ void bind_objects(py::module_& m) {
 
   py::class_<Map, ObjectRef>(m, "Map", "an immutable mapping from str to values")
       .def("__len__", &Map::size)
+      .def("__iter__",
+           [](const Map& map) {
+             py::list keys;
+             if (map.get())
+               for (const auto& [k, v] : map.get()->items) keys.append(k);
+             return py::iter(keys);
+           })
       .def("__contains__", &Map::contains)
       .def("__getitem__",
            [](const Map& map, const std::string& key) {

@@ -167,6 +167,7 @@ def test_modules_are_values():
     more = ir.with_attr(ir.with_function(mod, "other", f), "note", "hi")
     assert sorted(more.functions.keys()) == ["main", "other"] and list(mod.functions.keys()) == ["main"]
     assert more.attrs["note"] == "hi" and mod["main"].same_as(f)
+    assert list(more.functions) == ["main", "other"] and dict(more.attrs.items()) == {"note": "hi"}
     with pytest.raises(KeyError):
         mod["missing"]
     with pytest.raises(loom.TypeError, match="function 'main': expected ir.BaseFunc, got int 3"):
