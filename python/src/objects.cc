@@ -33,6 +33,13 @@ std::vector<std::string> field_names(const ObjectRef& ref) {
   return names;
 }
 
+py::list map_keys(const Map& map) {
+  py::list keys;
+  if (map.get())
+    for (const auto& [k, v] : map.get()->items) keys.append(k);
+  return keys;
+}
+
 // The text form for IR nodes; the generic repr for the rest.
 std::string text_of(const ObjectRef& ref) {
   try {
@@ -230,26 +237,14 @@ void bind_objects(py::module_& m) {
 
   py::class_<Map, ObjectRef>(m, "Map", "an immutable mapping from str to values")
       .def("__len__", &Map::size)
-      .def("__iter__",
-           [](const Map& map) {
-             py::list keys;
-             if (map.get())
-               for (const auto& [k, v] : map.get()->items) keys.append(k);
-             return py::iter(keys);
-           })
+      .def("__iter__", [](const Map& map) { return py::iter(map_keys(map)); })
       .def("__contains__", &Map::contains)
       .def("__getitem__",
            [](const Map& map, const std::string& key) {
              if (!map.contains(key)) throw py::key_error(key);
              return to_py(map.at(key));
            })
-      .def("keys",
-           [](const Map& map) {
-             py::list keys;
-             if (map.get())
-               for (const auto& [k, v] : map.get()->items) keys.append(k);
-             return keys;
-           })
+      .def("keys", &map_keys)
       .def("items", [](const Map& map) {
         py::list items;
         if (map.get())

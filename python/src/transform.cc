@@ -6,7 +6,6 @@
 // every instrument exactly as a C++ pass does.
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -305,13 +304,7 @@ void bind_transform(py::module_& m) {
       },
       py::arg("pass"), py::arg("override") = false);
   m.def("get_pass", &transform::PassRegistry::get, py::arg("name"));
-  m.def("list_passes", [] {
-    std::vector<std::string> names = transform::PassRegistry::list();
-    for (std::string& name : available_capabilities("pass")) names.push_back(std::move(name));
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    return names;
-  });
+  m.def("list_passes", [] { return with_available(transform::PassRegistry::list(), "pass"); });
   m.def("sequential", &transform::sequential, py::arg("passes"), py::arg("name") = "Sequential");
 }
 

@@ -36,18 +36,14 @@ runtime::Module link(const ir::IRModule& module, const target::Target& target) {
   if (kernels.defined()) vm.import_module(kernels);
   return vm;
 }
-}  // namespace
 
-namespace {
 // The input, checked before any pass or codegen relies on it: a module
 // built in a frontend (Python) has not been through the parser's checks.
 void check_input(const ir::IRModule& module) {
   std::vector<ir::Diagnostic> problems = ir::well_formed(module);
   if (problems.empty()) return;
-  std::string message = "build: the module is not well formed (" + std::to_string(problems.size()) + " problem" +
-                        (problems.size() == 1 ? "" : "s") + "):";
-  for (const ir::Diagnostic& d : problems) message += "\n  " + d.to_string();
-  throw Error(message);
+  throw Error("build: the module is not well formed (" + std::to_string(problems.size()) + " problem" +
+              (problems.size() == 1 ? "" : "s") + "):" + ir::diagnostic_lines(problems));
 }
 }  // namespace
 

@@ -7,7 +7,6 @@
 // Arguments are checked here: a missing (none) node where one is required
 // or a wrong element in a list is a TypeError naming the constructor and
 // the argument, never a null dereference further on.
-#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -118,13 +117,7 @@ void register_module() {
 // The operator registry, for builders that check a call before making it.
 void register_op_queries() {
   def("ir.op_list",
-      [] {
-        std::vector<std::string> names = OpRegistry::list();
-        for (std::string& name : available_capabilities("op")) names.push_back(std::move(name));
-        std::sort(names.begin(), names.end());
-        names.erase(std::unique(names.begin(), names.end()), names.end());
-        return to_array(names);
-      },
+      [] { return to_array(with_available(OpRegistry::list(), "op")); },
       "the operators registered or provided by a discovered plugin (loads nothing)");
   def("ir.op_info",
       [](std::string name) {

@@ -248,9 +248,8 @@ IRModule check_module(const IRModule& module) {
   IRModule typed = module;
   if (diagnostics.empty()) typed = infer_types(module, &diagnostics);
   if (!diagnostics.empty()) {
-    std::string message = std::to_string(diagnostics.size()) + " problem" + (diagnostics.size() == 1 ? "" : "s") + ":";
-    for (const auto& d : diagnostics) message += "\n  " + d.to_string();
-    throw Error(message);
+    throw Error(std::to_string(diagnostics.size()) + " problem" + (diagnostics.size() == 1 ? "" : "s") + ":" +
+                diagnostic_lines(diagnostics));
   }
   return typed;
 }

@@ -20,6 +20,12 @@ std::string Diagnostic::to_string() const {
   return out;
 }
 
+std::string diagnostic_lines(const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) out += "\n  " + d.to_string();
+  return out;
+}
+
 namespace {
 
 using namespace loom::tir;  // NOLINT

@@ -1,5 +1,6 @@
 #include "loom/support/registration.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -96,6 +97,13 @@ bool request_capability(const std::string& capability) {
   }
   --resolving_depth;
   return found;
+}
+
+std::vector<std::string> with_available(std::vector<std::string> registered, const std::string& kind) {
+  for (std::string& name : available_capabilities(kind)) registered.push_back(std::move(name));
+  std::sort(registered.begin(), registered.end());
+  registered.erase(std::unique(registered.begin(), registered.end()), registered.end());
+  return registered;
 }
 
 std::vector<std::string> available_capabilities(const std::string& kind) {

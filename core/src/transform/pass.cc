@@ -263,9 +263,7 @@ void DumpIRInstrument::after(const PassInfo& info, const IRModule& module) {
 void WellFormedInstrument::after(const PassInfo& info, const IRModule& module) {
   std::vector<ir::Diagnostic> problems = ir::well_formed(module);
   if (problems.empty()) return;
-  std::string message = "pass '" + info.name + "' left the module ill-formed:";
-  for (const auto& d : problems) message += "\n  " + d.to_string();
-  throw Error(message);
+  throw Error("pass '" + info.name + "' left the module ill-formed:" + ir::diagnostic_lines(problems));
 }
 
 }  // namespace loom::transform

@@ -17,6 +17,9 @@ struct Diagnostic {
   std::string to_string() const;
 };
 
+// The diagnostics as message lines, each after a newline and indented.
+std::string diagnostic_lines(const std::vector<Diagnostic>& diagnostics);
+
 // Every well-formedness problem of the module (empty: well formed).
 std::vector<Diagnostic> well_formed(const IRModule& module);
 

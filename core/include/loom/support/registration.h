@@ -57,6 +57,9 @@ struct CapabilityResolver {
 void set_capability_resolver(CapabilityResolver resolver);
 bool request_capability(const std::string& capability);
 std::vector<std::string> available_capabilities(const std::string& kind);
+// `registered` and the names discovered plugins would provide for `kind`,
+// sorted, each once (what a frontend lists: "every operator", ...).
+std::vector<std::string> with_available(std::vector<std::string> registered, const std::string& kind);
 
 // Capability kinds the core can verify: the registry of KIND answers whether
 // NAME is registered ("function" -> the function registry, ...).  Every
