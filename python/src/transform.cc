@@ -121,9 +121,21 @@ ir::IRModule module_argument(py::handle value) {
   return v.cast<ir::IRModule>();
 }
 
-// What a Python pass body returned, as a T (an IRModule or a function).
-template <class T>
-T pass_result(const py::object& result, const std::string& pass, const char* expected) {
+// A pass body's arguments in Python: IR values, and the context.
+py::object py_arg(const Any& value) { return to_py(value); }
+py::object py_arg(const PassContext& context) { return py::cast(PyPassContext::of(context)); }
+
+// Calls a Python pass body under the GIL and returns its result as a T
+// (an IRModule or a function); its exception crosses as a PythonError.
+template <class T, class... Args>
+T run_body(const py::object& body, const std::string& pass, const char* expected, const Args&... args) {
+  py::gil_scoped_acquire gil;
+  py::object result;
+  try {
+    result = body(py_arg(args)...);
+  } catch (py::error_already_set& e) {
+    throw PythonError(e);
+  }
   if (result.is_none()) {
     throw TypeError("pass '" + pass + "' returned None; it must return the " + expected +
                     " (the one it was given when it changes nothing)");
@@ -139,14 +151,7 @@ Pass make_module_pass(py::object body, PassInfo info) {
   std::shared_ptr<py::object> f = keep(std::move(body));
   std::string name = info.name;
   return transform::module_pass(std::move(info), [f, name](const ir::IRModule& mod, const PassContext& context) {
-    py::gil_scoped_acquire gil;
-    py::object result;
-    try {
-      result = (*f)(to_py(Any(mod)), PyPassContext::of(context));
-    } catch (py::error_already_set& e) {
-      throw PythonError(e);
-    }
-    return pass_result<ir::IRModule>(result, name, "module (an ir.IRModule)");
+    return run_body<ir::IRModule>(*f, name, "module (an ir.IRModule)", Any(mod), context);
   });
 }
 
@@ -161,14 +166,7 @@ Pass make_function_pass(py::object body, PassInfo info, const std::string& varia
   return transform::function_pass(
       std::move(info), type.index,
       [f, name](const ir::BaseFunc& func, const ir::IRModule& mod, const PassContext& context) {
-        py::gil_scoped_acquire gil;
-        py::object result;
-        try {
-          result = (*f)(to_py(Any(func)), to_py(Any(mod)), PyPassContext::of(context));
-        } catch (py::error_already_set& e) {
-          throw PythonError(e);
-        }
-        return pass_result<ir::BaseFunc>(result, name, "function");
+        return run_body<ir::BaseFunc>(*f, name, "function", Any(func), Any(mod), context);
       });
 }
 
