@@ -43,6 +43,9 @@ py::list map_keys(const Map& map) {
 // The text form for IR nodes; the generic repr for the rest.
 std::string text_of(const ObjectRef& ref) {
   try {
+    // A module prints in its canonical, parseable form (free variables
+    // declared with their types, a meta section); any other node on its own.
+    if (ref.as<ir::IRModuleNode>()) return ir::print_module(downcast<ir::IRModule>(ref));
     return ir::to_text(Any(ref));
   } catch (const Error&) {
     return repr(Any(ref));

@@ -2,6 +2,7 @@
 
 #include "loom/ir/analysis.h"
 #include "loom/ir/function.h"
+#include "loom/ir/op.h"
 #include "loom/runtime/vm.h"
 #include "loom/target/codegen.h"
 #include "loom/target/target.h"
@@ -10,17 +11,35 @@
 namespace loom::driver {
 
 runtime::Module build_kernels(const ir::IRModule& module, const target::Target& target) {
-  std::map<std::string, Any> kernels;
+  // Prim functions, and extern functions whose kind builds nothing itself,
+  // go to the target's codegen; each other extern kind builds its own.
+  std::map<std::string, std::map<std::string, Any>> groups;  // builder ("" = codegen) -> functions
+  std::map<std::string, Function> builders;
   for (const std::string& name : module.names()) {
     ir::BaseFunc f = module.lookup(name);
-    if (!f.as<graph::FunctionNode>()) kernels[name] = f;
+    if (f.as<graph::FunctionNode>()) continue;
+    std::string builder;
+    if (const auto* e = f.as<ir::ExternFuncNode>()) {
+      ir::ExternKindEntry kind = ir::ExternKindRegistry::get(e->kind);
+      if (kind.build.defined()) builders[builder = "extern kind '" + e->kind + "'"] = kind.build;
+    }
+    groups[builder][name] = f;
   }
-  if (kernels.empty()) return runtime::Module();
-  ir::IRModule kernel_module(kernels, module->attrs, module->global_infos);
-  Any built = target::CodegenRegistry::get(target->kind)(kernel_module, target);
-  runtime::Module out = built.cast<runtime::Module>();
-  if (!out.defined()) LOOM_THROW(Error) << "the codegen for '" << target->kind << "' returned no module";
-  return out;
+  std::vector<runtime::Module> built;
+  for (const auto& [builder, functions] : groups) {
+    ir::IRModule part(functions, module->attrs, module->global_infos);
+    Function make = builder.empty() ? target::CodegenRegistry::get(target->kind) : builders.at(builder);
+    runtime::Module out = make(part, target).cast<runtime::Module>();
+    if (!out.defined()) {
+      LOOM_THROW(Error) << (builder.empty() ? "the codegen for '" + target->kind + "'" : builder) << " returned no module";
+    }
+    built.push_back(out);
+  }
+  // One root (the codegen's module when there is one); the rest are its
+  // imports, so every kernel is found through it.
+  if (built.empty()) return runtime::Module();
+  for (size_t k = 1; k < built.size(); ++k) built[0].import_module(built[k]);
+  return built[0];
 }
 
 namespace {

@@ -64,9 +64,9 @@ Map OpRegistry::check_attrs(const std::string& op, const Map& attrs) {
   return apply_schema(get(op).def.attrs, attrs, "operator '" + op + "'", "attribute");
 }
 
-void ExternKindRegistry::register_kind(const std::string& name, Function validate, std::string doc) {
+void ExternKindRegistry::register_kind(const std::string& name, Function validate, std::string doc, Function build) {
   if (!validate.defined()) LOOM_THROW(Error) << "extern kind '" << name << "' needs a validation function";
-  extern_kinds().add(ExternKindEntry{name, std::move(validate), std::move(doc), ""});
+  extern_kinds().add(ExternKindEntry{name, std::move(validate), std::move(doc), "", std::move(build)});
 }
 
 std::optional<ExternKindEntry> ExternKindRegistry::entry(const std::string& name) {

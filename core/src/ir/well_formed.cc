@@ -372,7 +372,7 @@ class Checker {
   void extern_func(const BaseFunc& f, const ExternFuncNode* e) {
     try {
       ExternKindEntry kind = ExternKindRegistry::get(e->kind);
-      kind.validate(f);
+      kind.validate(f, name_);
     } catch (const Error& error) {
       report(error.what(), Any());
     }

@@ -238,6 +238,9 @@ Module load_module_tree(const std::string& bytes, const Module& library) {
     }
     for (uint32_t child : children) {
       const ModuleNode* c = modules[child].get();
+      // Host code importing host code: both records are the one library,
+      // which already imports the child's own imports; never itself.
+      if (c == m.get()) continue;
       const auto& existing = m->imports;
       if (std::none_of(existing.begin(), existing.end(), [&](const ObjectRef& r) { return r.get() == c; })) {
         m.import_module(modules[child]);

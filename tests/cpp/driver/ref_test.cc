@@ -9,6 +9,7 @@
 #include <random>
 
 #include "loom/driver/build.h"
+#include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
@@ -152,15 +153,23 @@ TEST(Ref, GraphFunctionsRunThroughTheVMAndExport) {
 }
 
 TEST(Ref, ExternFunctionsAndUnknownTargetsAreRefused) {
-  ir::IRModule fast = ir::parse_module(R"(
-@fast = extern "asm" dps fn(Tensor[(16), float32], Tensor[(16), float32]) -> none payload "ret"
+  // A kind that does not build itself leaves its functions to the target's
+  // codegen, which refuses them.
+  if (!ir::ExternKindRegistry::entry("ref_test_blob")) {
+    ir::ExternKindRegistry::register_kind("ref_test_blob", Function::typed([](ObjectRef, std::string) {}), "a test kind");
+  }
+  ir::IRModule blob = ir::parse_module(R"(
+@fast = extern "ref_test_blob" dps fn(Tensor[(16), float32], Tensor[(16), float32]) -> none payload "ret"
 )");
-  // The codegen step refuses it; a build stops earlier, at the input's
-  // check, while no plugin registers the kind.
-  EXPECT_EQ(error_of([&] { driver::build_kernels(fast, target::Target("ref")); }),
-            "ref: @fast is an extern function of kind 'asm'; the reference interpreter runs prim functions only");
-  EXPECT_EQ(error_of([&] { driver::build(fast, target::Target("ref")); }),
-            "build: the module is not well formed (1 problem):\n  @fast: no extern kind named 'asm' is registered or "
+  EXPECT_EQ(error_of([&] { driver::build_kernels(blob, target::Target("ref")); }),
+            "ref: @fast is an extern function of kind 'ref_test_blob'; the reference interpreter runs prim functions "
+            "only");
+  // A kind nobody registers stops a build at the input's check.
+  ir::IRModule unknown = ir::parse_module(R"(
+@fast = extern "npu_x" dps fn(Tensor[(16), float32], Tensor[(16), float32]) -> none payload "ret"
+)");
+  EXPECT_EQ(error_of([&] { driver::build(unknown, target::Target("ref")); }),
+            "build: the module is not well formed (1 problem):\n  @fast: no extern kind named 'npu_x' is registered or "
             "provided by a plugin");
   EXPECT_EQ(error_of([&] { target::CodegenRegistry::get("vulkan_x"); }),
             "no codegen for target kind 'vulkan_x': none is registered and no plugin in the search path provides "

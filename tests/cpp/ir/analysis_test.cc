@@ -14,7 +14,7 @@ namespace {
 void register_kinds() {
   static const bool done = [] {
     ensure_sample_extern_kind();
-    ir::ExternKindRegistry::register_kind("picky", Function::typed([](ObjectRef f) {
+    ir::ExternKindRegistry::register_kind("picky", Function::typed([](ObjectRef f, std::string) {
       if (f.as<ir::ExternFuncNode>()->payload.empty()) throw Error("payload must not be empty");
     }));
     ir::OpRegistry::register_op(ir::OpDef{"test.unary", 1, {}, Function(), ir::PatternKind::kElementwise, ""});

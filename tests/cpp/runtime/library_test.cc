@@ -153,6 +153,34 @@ TEST(HostLibrary, ExportedTreeLoadsInTheSameProcess) {
   expect_run_matches(loaded, 5);
 }
 
+TEST(HostLibrary, HostCodeImportingHostCodeLoadsAsOneLibraryWithoutACycle) {
+  // Two modules with host code, one importing the other (a codegen's
+  // kernels importing an extern kind's): both become the one library.
+  load_fixture_plugins();
+  Module inner = FunctionRegistry::get("test_chost.compile")(
+                     std::string("#include <stdint.h>\nint32_t host_other(const void* a, const int32_t* c, int32_t n, "
+                                 "void* r, int32_t* rc, void* res) { *rc = 0; return 0; }\n"),
+                     std::string("other=host_other"))
+                     .cast<Module>();
+  Module outer = sample_tree();
+  outer.import_module(inner);
+  test::TempDir dir;
+  std::string path = dir.file("nested.so");
+  export_library(outer, path);
+  Module loaded = load_module(path);
+  std::function<void(const Module&, int)> no_cycle = [&](const Module& m, int depth) {
+    ASSERT_LT(depth, 8) << "the loaded tree has a cycle";
+    for (const Module& child : m.imports()) {
+      ASSERT_NE(child.get(), m.get()) << "a module imports itself";
+      no_cycle(child, depth + 1);
+    }
+  };
+  no_cycle(loaded, 0);
+  EXPECT_EQ(loaded->function_names(), (std::vector<std::string>{"run", "fail", "other"}));
+  EXPECT_FALSE(loaded.find_function("missing").has_value());
+  expect_run_matches(loaded, 9);
+}
+
 TEST(HostLibrary, ExportedTreeLoadsInAFreshProcessThroughPlugins) {
   test::TempDir dir;
   std::string path = dir.file("model.so");

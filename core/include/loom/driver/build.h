@@ -1,7 +1,8 @@
 // The compile flow of DESIGN.md in one call (docs/runtime.md, "Building"):
 // store the target (C1) in the module, run the pipeline under its
-// PassContext (C0), build the prim and extern functions with the codegen of
-// the target's kind, compile the graph functions for the VM and import the
+// PassContext (C0), build the prim functions with the codegen of the
+// target's kind and the extern functions with their kind's builder (or the
+// codegen, for a kind without one), compile the graph functions for the VM and import the
 // kernels into it.
 #ifndef LOOM_DRIVER_BUILD_H_
 #define LOOM_DRIVER_BUILD_H_
@@ -20,8 +21,10 @@ runtime::Module build(const ir::IRModule& module, const config::Config& config);
 runtime::Module build(const ir::IRModule& module, const target::Target& target);
 
 // The codegen step alone: the prim and extern functions of an already
-// constrained and lowered module, built by the codegen of `target`'s kind.
-// Undefined when the module has none.
+// constrained and lowered module, built by the codegen of `target`'s kind
+// and by the builders of the extern kinds that have one.  One module: the
+// codegen's (or the first), importing the others.  Undefined when the
+// module has no such function.
 runtime::Module build_kernels(const ir::IRModule& module, const target::Target& target);
 
 }  // namespace loom::driver

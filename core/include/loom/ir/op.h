@@ -63,18 +63,26 @@ class OpRegistry {
   static Map check_attrs(const std::string& op, const Map& attrs);
 };
 
-// Extern kinds (asm, torchscript, ...): each validates its functions.
-// validate: (ir.ExternFunc) -> none, throwing with a message when invalid.
+// Extern kinds (asm, torchscript, ...): each validates its functions and
+// may build them.
+// validate: (function: ir.ExternFunc, name: str) -> none, throwing with a
+//   message when invalid; `name` is the function's global name.
+// build: (module: ir.IRModule, target: Target) -> runtime.Module, given the
+//   module's functions of this kind (with the module's attributes); the
+//   result defines a function of each name in destination-passing style.
+//   Undefined: the target's codegen receives them with the prim functions.
 struct ExternKindEntry {
   std::string name;
   Function validate;
   std::string doc;
   std::string owner;
+  Function build;
 };
 
 class ExternKindRegistry {
  public:
-  static void register_kind(const std::string& name, Function validate, std::string doc = "");
+  static void register_kind(const std::string& name, Function validate, std::string doc = "",
+                            Function build = Function());
   static std::optional<ExternKindEntry> entry(const std::string& name);  // no loading
   static ExternKindEntry get(const std::string& name);  // lazy ("extern:NAME"); LookupError
   static std::vector<std::string> list();

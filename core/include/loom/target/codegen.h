@@ -3,7 +3,8 @@
 // "codegen:KIND" loads that plugin on first use.
 //
 // A codegen is a packed function (module: ir.IRModule, target: Target) ->
-// runtime.Module.  It receives the prim and extern functions of a module
+// runtime.Module.  It receives the prim functions of a module, and the
+// extern functions of kinds that do not build themselves
 // (with the module's attributes) and returns a module whose functions of
 // the same names run them in destination-passing style: one NDArray per
 // buffer parameter, scalars taken from the buffers' shapes.
