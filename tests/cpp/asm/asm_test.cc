@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 
 #include "loom/driver/build.h"
 #include "loom/ir/analysis.h"
@@ -255,6 +256,38 @@ TEST(Asm, BuildChecksTheTargetsIsaAndExtensions) {
               "relu: the assembly uses the x86_64 extension avx512f, which this CPU lacks");
   }
 #endif
+}
+
+// Every extension name the kind accepts is one LLVM knows: declaring it
+// and building for a CPU of the ISA either works or says the CPU lacks it,
+// with no "not a recognized feature" from LLVM.
+TEST(Asm, EveryKnownExtensionIsOneLLVMKnows) {
+  PluginManager::global().load("asm");  // LLVM knows aarch64 from here on
+  for (const auto& [isa, target] :
+       {std::pair<std::string, target::Target>{"x86_64", target::Target("llvm", Map({{"mcpu", "sapphirerapids"}}))},
+        std::pair<std::string, target::Target>{
+            "aarch64", target::Target("llvm", Map({{"mtriple", "aarch64-unknown-linux-gnu"}, {"mcpu", "neoverse-v1"}}))}}) {
+    std::string listed = problem("features: [\"bogus\"], isa: \"" + isa + "\"", "x");
+    size_t start = listed.find("(known: ");
+    ASSERT_NE(start, std::string::npos) << listed;
+    std::stringstream names(listed.substr(start + 8, listed.size() - start - 9));
+    std::string name;
+    int count = 0;
+    while (std::getline(names, name, ',')) {
+      name.erase(0, name.find_first_not_of(' '));
+      ir::IRModule m = ir::parse_module("@f = extern \"asm\" dps fn() -> none attrs {features: [\"" + name +
+                                        "\"], isa: \"" + isa + "\"} payload \"  .globl f\\nf:\\n  ret\\n\"\n");
+      testing::internal::CaptureStderr();
+      std::string error = error_of([&] { driver::build_kernels(m, target); });
+      std::string printed = testing::internal::GetCapturedStderr();
+      EXPECT_EQ(printed, "") << isa << " " << name;
+      if (error != "no error") {
+        EXPECT_NE(error.find("which target llvm"), std::string::npos) << error;
+      }
+      ++count;
+    }
+    EXPECT_GE(count, 10) << isa;
+  }
 }
 
 TEST(Asm, TwoFunctionsMayNotDefineOneSymbol) {
