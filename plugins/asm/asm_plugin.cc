@@ -77,11 +77,6 @@ std::vector<std::string> isa_names() {
   return out;
 }
 
-bool is_c_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 // One parameter of the C call: a tensor's data pointer, with what the
 // wrapper checks of the DLTensor.
 struct TensorParam {
@@ -159,12 +154,13 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
     }
     spec.symbol = f.attrs.at("global_symbol").as_string();
   }
-  if (!is_c_identifier(spec.symbol)) {
+  if (!loom::is_c_identifier(spec.symbol)) {
     LOOM_THROW(Error) << "the entry symbol '" << spec.symbol
                       << "' is not a C identifier; name the function so, or set the attribute global_symbol";
   }
   // signature: tensors only, known rank, integer or symbolic extents
-  if (f.signature->ret.defined() && !f.signature->ret.as<loom::ir::TupleTypeNode>()) {
+  const auto* tuple = f.signature->ret.as<loom::ir::TupleTypeNode>();
+  if (f.signature->ret.defined() && !(tuple && tuple->fields.size() == 0)) {
     LOOM_THROW(Error) << "an asm function returns nothing (its outputs are parameters), but the signature returns "
                       << loom::ir::to_text(f.signature->ret);
   }
@@ -523,6 +519,7 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("asm") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_PROVIDES("extern:asm"));
 
 LOOM_PLUGIN_INIT(ctx) {
+  kind::initialize();
   ctx.register_object<AsmModuleNode>();
   loom::ir::ExternKindRegistry::register_kind(
       "asm", Function::typed([](loom::ObjectRef f, std::string name) { validate(f, name); }, "asm.validate"),

@@ -29,7 +29,6 @@
 
 namespace loom::asm_kind {
 
-namespace {
 void initialize() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -39,6 +38,7 @@ void initialize() {
   });
 }
 
+namespace {
 const llvm::Target* lookup(const std::string& triple, std::string* error = nullptr) {
   initialize();
   std::string message;

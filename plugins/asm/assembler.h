@@ -47,6 +47,11 @@ struct Assembled {
   std::vector<EncodedNeed> needs;           // x86 only
 };
 
+// Registers LLVM's target descriptions and assembly parsers (all of this
+// LLVM's architectures); once, at plugin load, so that what LLVM knows
+// does not depend on what ran first.
+void initialize();
+
 // Assembles `text` for `machine` (non-executable stack, position
 // independent).  Never throws for bad assembly: the problems are returned.
 Assembled assemble(const std::string& text, const Machine& machine);

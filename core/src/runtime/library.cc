@@ -22,6 +22,7 @@
 #include "loom/runtime/device_api.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/thread_pool.h"
+#include "loom/support/strings.h"
 
 extern char** environ;
 
@@ -372,13 +373,6 @@ int run(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
 std::string c_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -454,7 +448,7 @@ void link_host_library(const std::vector<LinkedCode>& code, const std::string& b
       argv.push_back(file.string());
     }
     for (const auto& [name, symbol_name] : code[m].functions) {
-      if (!is_identifier(symbol_name)) {
+      if (!is_c_identifier(symbol_name)) {
         LOOM_THROW(Error) << "export: function '" << name << "' has the symbol '" << symbol_name
                           << "', which is not a C identifier";
       }

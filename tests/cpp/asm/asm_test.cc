@@ -157,6 +157,9 @@ TEST(Asm, ValidationNamesTheFunctionAndTheAssemblyLine) {
   EXPECT_EQ(problem(kX86, "x", "fn(Tensor[(4), float32]) -> Tensor[(4), float32]"),
             "@relu: an asm function returns nothing (its outputs are parameters), but the signature returns "
             "Tensor[(4), float32]");
+  EXPECT_EQ(problem(kX86, "x", "fn(Tensor[(4), float32]) -> (Tensor[(4), float32],)"),
+            "@relu: an asm function returns nothing (its outputs are parameters), but the signature returns "
+            "(Tensor[(4), float32],)");
   EXPECT_EQ(problem(kX86, "x", "fn(Tensor[?, float32]) -> none"),
             "@relu: parameter 0 has an unknown rank; the asm function must know its shapes");
   EXPECT_EQ(problem(kX86, "x", "fn(int64) -> none"),

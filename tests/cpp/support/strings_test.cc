@@ -15,6 +15,11 @@ TEST(Strings, SplitKeepsOrSkipsEmptyParts) {
   EXPECT_EQ(trim("  a b \n"), "a b");
 }
 
+TEST(Strings, CIdentifiers) {
+  for (const char* yes : {"relu", "_x", "a1_b2", "__loom_asm_f"}) EXPECT_TRUE(is_c_identifier(yes)) << yes;
+  for (const char* no : {"", "1a", "my-kernel", "a.b", "a b"}) EXPECT_FALSE(is_c_identifier(no)) << no;
+}
+
 TEST(Strings, EditDistance) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("", "abc"), 3u);

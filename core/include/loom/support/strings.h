@@ -14,6 +14,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 std::string trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
+// A C identifier: a letter or '_', then letters, digits and '_'.
+bool is_c_identifier(std::string_view text);
 
 // "\n  <line LINE of text>\n  <spaces>^": the source line and a caret under
 // COLUMN (1-based), appended to located error messages.
