@@ -245,8 +245,7 @@ kind::Assembled assemble_checked(const Spec& spec) {
 // The machine that runs the module's host code: the module's host target
 // when it has one, else the target; its mtriple, mcpu and mattr when its
 // kind has them, else this machine.
-kind::Machine machine_of(const loom::target::Target& target, std::string* description) {
-  kind::Machine host = kind::host_machine();
+kind::Machine machine_of(const loom::target::Target& target, const kind::Machine& host, std::string* description) {
   const Map& attrs = target->attrs;
   auto text = [&](const char* key) { return attrs.contains(key) ? attrs.at(key).as_string() : std::string(); };
   kind::Machine m;
@@ -462,7 +461,8 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
     if (host.object() && host.object()->is_instance<loom::target::TargetNode>()) runs_on = host.cast<loom::target::Target>();
   }
   std::string description;
-  kind::Machine machine = machine_of(runs_on, &description);
+  kind::Machine here = kind::host_machine();
+  kind::Machine machine = machine_of(runs_on, here, &description);
   std::string target_isa = kind::isa_of_triple(machine.triple);
   auto node = loom::make_object<AsmModuleNode>();
   std::vector<Spec> specs;
@@ -496,7 +496,6 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
     }
   }
   node->wrapper_source = wrappers(specs);
-  kind::Machine here = kind::host_machine();
   if (target_isa != kind::isa_of_triple(here.triple)) {
     node->not_here = "its code is " + target_isa + " and this machine is " + kind::isa_of_triple(here.triple) +
                      " (export it and run it on a " + target_isa + " machine)";
