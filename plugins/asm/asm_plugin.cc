@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "assembler.h"
@@ -231,8 +232,14 @@ kind::Assembled assemble_checked(const Spec& spec) {
                       << "' (the function's name, or its global_symbol attribute)"
                       << loom::did_you_mean(spec.symbol, defined);
   }
+  // One answer per extension (at most two), not one per instruction.
+  std::set<std::string> present;
   for (const kind::EncodedNeed& need : out.needs) {
-    if (kind::has_extension(machine, need.extension)) continue;
+    if (present.count(need.extension)) continue;
+    if (kind::has_extension(machine, need.extension)) {
+      present.insert(need.extension);
+      continue;
+    }
     LOOM_THROW(Error) << "asm line " << need.line << " is a " << need.encoding << "-encoded instruction, which needs "
                       << need.extension << ", but the function does not declare it or an extension that implies it "
                       << "(attrs {features: [\"" << need.extension << "\"]})";
