@@ -13,13 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+#include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
-#include "bench_util.h"
+#include "loom/tir/function.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 // is linked into an exported library (linked_code), so both paths run the
 // same machine code.
 #include <loom/ir/analysis.h>
-#include <loom/ir/function.h>
+#include <loom/tir/function.h>
 #include <loom/ir/op.h>
 #include <loom/ir/text.h>
 #include <loom/plugin_sdk.h>

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <loom/ir/function.h>
+#include <loom/tir/function.h>
 #include <loom/ir/text.h>
 #include <loom/object/traversal.h>
 #include <loom/runtime/c_backend_api.h>

@@ -4,7 +4,7 @@
 // loads that object with ORC, so the functions run at once; the same
 // object is what export_library links into a shared library, so both
 // paths run the same machine code.
-#include <loom/ir/intrinsic.h>
+#include <loom/tir/intrinsic.h>
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/library.h>
 #include <loom/runtime/module.h>

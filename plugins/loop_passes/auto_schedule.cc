@@ -36,6 +36,8 @@
 #include <loom/object/traversal.h>
 #include <loom/target/target.h>
 #include <loom/tir/schedule.h>
+#include <loom/tir/functor.h>
+#include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
 
 #include <algorithm>
@@ -46,6 +48,7 @@
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+using arith::simplify;
 
 namespace {
 

@@ -1,10 +1,16 @@
 #include "loop_partition.h"
 
+#include <loom/tir/functor.h>
+#include <loom/tir/builder.h>
+#include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+using arith::simplify;
+using arith::Analyzer;
+using arith::Bound;
 
 namespace {
 

@@ -1,8 +1,9 @@
 #include "lower_intrinsics.h"
 
-#include "loom/ir/intrinsic.h"
 #include "loom/support/strings.h"
 #include "loom/target/target.h"
+#include "loom/tir/intrinsic.h"
+#include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop {

@@ -1,10 +1,12 @@
 #include "simplify.h"
 
+#include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+using arith::simplify;
 
 transform::Pass Simplify() {
   transform::PassInfo info{"Simplify",

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop {

@@ -1,11 +1,15 @@
 #include "unroll_loop.h"
 
 #include "loom/object/traversal.h"
+#include <loom/tir/functor.h>
+#include <loom/tir/builder.h>
+#include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+using arith::simplify;
 
 namespace {
 

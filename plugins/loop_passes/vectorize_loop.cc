@@ -1,10 +1,13 @@
 #include "vectorize_loop.h"
 
+#include <loom/tir/functor.h>
+#include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+using arith::simplify;
 
 namespace {
 

@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "loom/ir/expr.h"
-#include "loom/ir/function.h"
+#include "loom/graph/expr.h"
+#include "loom/graph/function.h"
 #include "loom/ir/op.h"
+#include "loom/tir/function.h"
 
 namespace loom::ops {
 

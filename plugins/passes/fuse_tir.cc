@@ -5,6 +5,7 @@
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
+#include "loom/tir/function.h"
 
 namespace loom::passes {
 

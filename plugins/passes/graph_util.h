@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "loom/ir/function.h"
+#include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/object/traversal.h"
 

@@ -6,6 +6,7 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
+#include "loom/tir/function.h"
 #include "loom/transform/infer_type.h"
 
 namespace loom::passes {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/ir/function.h"
 #include "loom/object/any.h"
+#include "loom/tir/function.h"
 
 namespace loom::ref {
 

@@ -5,7 +5,7 @@
 // The module saves its functions as JSON (runtime:ref), so it exports and
 // loads like any other.
 #include <loom/driver/build.h>
-#include <loom/ir/intrinsic.h>
+#include <loom/tir/intrinsic.h>
 #include <loom/ir/module.h>
 #include <loom/ir/text.h>
 #include <loom/object/serialization.h>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bind.h"
-#include "loom/ir/function.h"
+#include "loom/tir/function.h"
 #include "loom/tir/schedule.h"
 
 namespace loom::python {

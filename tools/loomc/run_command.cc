@@ -9,11 +9,13 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
+#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/npy.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/strings.h"
+#include "loom/tir/function.h"
 
 namespace loomc {
 

@@ -1,7 +1,7 @@
 #include "loom/driver/build.h"
 
+#include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
-#include "loom/ir/function.h"
 #include "loom/ir/op.h"
 #include "loom/runtime/vm.h"
 #include "loom/target/codegen.h"

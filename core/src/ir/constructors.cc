@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
-#include "loom/ir/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
 #include "loom/support/registration.h"
+#include "loom/tir/function.h"
 
 namespace loom::ir {
 namespace {
@@ -220,7 +221,7 @@ void register_tir_exprs() {
       "tir.Cast(dtype, value)");
   def("tir.Call",
       [](DataType dtype, std::string op, Array args) { return Call(dtype, std::move(op), list<PrimExpr>(args, "tir.Call", "args")); },
-      "tir.Call(dtype, op, args): an intrinsic call (loom/ir/intrinsic.h)");
+      "tir.Call(dtype, op, args): an intrinsic call (loom/tir/intrinsic.h)");
   def("tir.Buffer",
       [](std::string name, DataType dtype, Array shape, std::string scope) {
         return Buffer(std::move(name), dtype, list<PrimExpr>(shape, "tir.Buffer", "shape"), std::move(scope));

@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "loom/graph/function.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
+#include "loom/tir/function.h"
 
 namespace loom::ir {
 

@@ -14,11 +14,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
+#include "loom/tir/function.h"
 
 namespace loom::ir {
 

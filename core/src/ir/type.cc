@@ -1,6 +1,6 @@
 #include "loom/ir/type.h"
 
-#include "loom/ir/prim_expr.h"
+#include "loom/tir/expr.h"
 
 namespace loom::ir {
 

@@ -5,10 +5,12 @@
 #include <functional>
 #include <unordered_map>
 
+#include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
+#include "loom/tir/function.h"
 
 namespace loom::ir {
 

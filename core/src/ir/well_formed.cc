@@ -3,10 +3,12 @@
 // than stopping at the first.
 #include <unordered_set>
 
+#include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
+#include "loom/tir/function.h"
 
 namespace loom::ir {
 

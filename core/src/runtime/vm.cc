@@ -19,6 +19,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
@@ -27,6 +28,7 @@
 #include "loom/runtime/thread_pool.h"
 #include "loom/support/strings.h"
 #include "loom/target/target.h"
+#include "loom/tir/function.h"
 
 namespace loom::runtime {
 

@@ -8,13 +8,20 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loom/arith/simplify.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/support/strings.h"
+#include "loom/tir/builder.h"
+#include "loom/tir/functor.h"
 #include "loom/tir/util.h"
 
 namespace loom::tir {
+
+using arith::Analyzer;
+using arith::simplify;
+
 namespace {
 
 [[noreturn]] void refuse(const std::string& primitive, const std::string& why) {

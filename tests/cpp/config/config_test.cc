@@ -8,10 +8,12 @@
 #include <fstream>
 
 #include "ir/sample_module.h"
+#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
 #include "loom/support/strings.h"
+#include "loom/tir/function.h"
 #include "test_util.h"
 
 namespace loom::config {

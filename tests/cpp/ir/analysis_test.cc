@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
+#include "loom/tir/function.h"
 #include "sample_module.h"
 
 namespace loom {

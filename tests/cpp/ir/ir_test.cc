@@ -2,10 +2,12 @@
 
 #include "test_util.h"
 
+#include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
 #include "loom/object/structural.h"
 #include "loom/support/registration.h"
+#include "loom/tir/function.h"
 #include "sample_module.h"
 
 namespace loom {

@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
+#include "loom/tir/function.h"
 
 namespace loom::test {
 

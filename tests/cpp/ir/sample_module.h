@@ -8,8 +8,10 @@
 
 #include <cstring>
 
+#include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
+#include "loom/tir/function.h"
 
 namespace loom::test {
 

@@ -10,12 +10,12 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/function.h"
-#include "loom/ir/intrinsic.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
+#include "loom/tir/function.h"
+#include "loom/tir/intrinsic.h"
 #include "loom/transform/pass.h"
 #include "test_util.h"
 

@@ -10,12 +10,12 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
+#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/support/strings.h"
 #include "loom/transform/pass.h"
-#include "loom/ir/function.h"
 #include "test_util.h"
 
 namespace loom {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "loom/graph/function.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/library.h"

@@ -9,8 +9,10 @@
 #include <set>
 
 #include "ir/sample_module.h"
+#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
+#include "loom/tir/function.h"
 #include "test_util.h"
 
 namespace loom::transform {

@@ -1,13 +1,14 @@
-// The three function variants (see docs/ir.md): graph.Function,
-// tir.PrimFunc and ir.ExternFunc, all ir.BaseFunc.
+// The base of the three function variants (see docs/ir.md), and the
+// extern function: an opaque body of a registered kind.  The other two
+// variants are graph::Function (loom/graph/function.h) and tir::PrimFunc
+// (loom/tir/function.h).
 #ifndef LOOM_IR_FUNCTION_H_
 #define LOOM_IR_FUNCTION_H_
 
 #include <string>
 #include <vector>
 
-#include "loom/ir/expr.h"
-#include "loom/ir/stmt.h"
+#include "loom/ir/type.h"
 
 namespace loom::ir {
 
@@ -49,49 +50,5 @@ class ExternFunc : public BaseFunc {
 };
 
 }  // namespace loom::ir
-
-namespace loom::graph {
-
-class FunctionNode : public ir::BaseFuncNode {
- public:
-  Array params;  // of graph.Var
-  Expr body;
-  Type ret_type;  // may be none until type inference
-  LOOM_OBJECT(FunctionNode, ir::BaseFuncNode, "graph.Function");
-  static void reflect(ReflectionBuilder<FunctionNode>& r) {
-    r.field("params", &FunctionNode::params).field("body", &FunctionNode::body).field("ret_type", &FunctionNode::ret_type, "none until inferred", kOptional);
-  }
-};
-class Function : public ir::BaseFunc {
- public:
-  LOOM_OBJECT_REF(Function, ir::BaseFunc, FunctionNode)
-  Function(std::vector<Var> params, Expr body, Type ret_type = Type(), Map attrs = Map::empty());
-};
-
-}  // namespace loom::graph
-
-namespace loom::tir {
-
-// params: each a scalar tir.Var or a tir.Buffer (which carries its data
-// var); ret: a PrimType, or none for no result.
-class PrimFuncNode : public ir::BaseFuncNode {
- public:
-  Array params;
-  Stmt body;
-  ir::Type ret;
-  LOOM_OBJECT(PrimFuncNode, ir::BaseFuncNode, "tir.PrimFunc");
-  static void reflect(ReflectionBuilder<PrimFuncNode>& r) {
-    r.field("params", &PrimFuncNode::params).field("body", &PrimFuncNode::body).field("ret", &PrimFuncNode::ret, "none: no result", kOptional);
-  }
-};
-class PrimFunc : public ir::BaseFunc {
- public:
-  LOOM_OBJECT_REF(PrimFunc, ir::BaseFunc, PrimFuncNode)
-  PrimFunc(std::vector<Any> params, Stmt body, ir::Type ret = ir::Type(), Map attrs = Map::empty());
-  // The buffer parameters, in order.
-  std::vector<Buffer> buffer_params() const;
-};
-
-}  // namespace loom::tir
 
 #endif  // LOOM_IR_FUNCTION_H_

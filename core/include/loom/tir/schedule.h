@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "loom/ir/function.h"
 #include "loom/support/error.h"
+#include "loom/tir/function.h"
 
 namespace loom {
 // A schedule primitive's precondition failed (loom::ScheduleError, for

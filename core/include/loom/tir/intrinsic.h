@@ -5,8 +5,8 @@
 // intrinsics its codegen implements directly; LowerIntrinsics expands the
 // others.  The core registers the standard set; plugins may add more (a
 // miss asks for the capability "intrinsic:NAME").
-#ifndef LOOM_IR_INTRINSIC_H_
-#define LOOM_IR_INTRINSIC_H_
+#ifndef LOOM_TIR_INTRINSIC_H_
+#define LOOM_TIR_INTRINSIC_H_
 
 #include <functional>
 #include <optional>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/ir/prim_expr.h"
+#include "loom/tir/expr.h"
 
 namespace loom::tir {
 
@@ -48,4 +48,4 @@ PrimExpr make_const(DataType t, double value);
 
 }  // namespace loom::tir
 
-#endif  // LOOM_IR_INTRINSIC_H_
+#endif  // LOOM_TIR_INTRINSIC_H_

@@ -1,6 +1,6 @@
 // Constructors of the prim IR's expressions.  They check what a builder can
 // get wrong locally (operand dtypes, lanes) and say which node and why.
-#include "loom/ir/prim_expr.h"
+#include "loom/tir/expr.h"
 
 namespace loom::tir {
 

@@ -1,7 +1,7 @@
 // Scalar expressions of the prim IR, and buffers (see docs/ir.md, "Prim IR").
 // PrimExprs also serve as (symbolic) tensor dimensions in graph types.
-#ifndef LOOM_IR_PRIM_EXPR_H_
-#define LOOM_IR_PRIM_EXPR_H_
+#ifndef LOOM_TIR_EXPR_H_
+#define LOOM_TIR_EXPR_H_
 
 #include <string>
 #include <vector>
@@ -261,4 +261,4 @@ class Let : public PrimExpr {
 
 }  // namespace loom::tir
 
-#endif  // LOOM_IR_PRIM_EXPR_H_
+#endif  // LOOM_TIR_EXPR_H_

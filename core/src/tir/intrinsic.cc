@@ -1,5 +1,5 @@
 // The intrinsic registry and the standard intrinsics with their expansions.
-#include "loom/ir/intrinsic.h"
+#include "loom/tir/intrinsic.h"
 
 #include <cmath>
 #include <map>

@@ -1,4 +1,4 @@
-#include "loom/ir/stmt.h"
+#include "loom/tir/stmt.h"
 
 #include "loom/support/strings.h"
 

@@ -1,11 +1,11 @@
 // Statements of the prim IR (see docs/ir.md, "Prim IR").
-#ifndef LOOM_IR_STMT_H_
-#define LOOM_IR_STMT_H_
+#ifndef LOOM_TIR_STMT_H_
+#define LOOM_TIR_STMT_H_
 
 #include <string>
 #include <vector>
 
-#include "loom/ir/prim_expr.h"
+#include "loom/tir/expr.h"
 
 namespace loom::tir {
 
@@ -163,4 +163,4 @@ class AttrStmt : public Stmt {
 
 }  // namespace loom::tir
 
-#endif  // LOOM_IR_STMT_H_
+#endif  // LOOM_TIR_STMT_H_
