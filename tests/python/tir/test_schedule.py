@@ -8,7 +8,7 @@ import pytest
 import loom
 from loom import graph, ir, tir
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def matmul(m, k, n):

@@ -12,7 +12,7 @@ import pytest
 import loom
 from loom import graph, ir, op, tir, transform
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 _ids = itertools.count()
 
 

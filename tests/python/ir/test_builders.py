@@ -10,7 +10,7 @@ import pytest
 import loom
 from loom import graph, ir, op, tir
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 HOST = str(ROOT / "configs" / "host.yaml")
 REF = str(ROOT / "configs" / "ref.yaml")
 
