@@ -27,14 +27,16 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+#include "loom/driver/vm_compiler.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/vm.h"
-#include "bench_util.h"
 
 using namespace loom;
 using namespace loom::runtime;
+using loom::driver::vm_compile;
 namespace fs = std::filesystem;
 
 namespace {

@@ -39,6 +39,7 @@
 #include <loom/tir/functor.h>
 #include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 #include <algorithm>
 #include <functional>
@@ -536,7 +537,7 @@ transform::Pass AutoSchedule() {
       2,
       {},
       {}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
     Schedule s(downcast<PrimFunc>(ObjectRef(ObjectPtr<Object>(const_cast<tir::PrimFuncNode*>(&f)))));
     int bits = vector_bits_of(module);
     for (const std::string& b : allocated(s))

@@ -4,7 +4,7 @@
 
 #include <loom/tir/functor.h>
 #include <loom/arith/simplify.h>
-#include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -102,7 +102,7 @@ transform::Pass FlattenBuffer() {
                            "every buffer access becomes one-dimensional: a flat view of the same memory, indexed "
                            "row-major (or by the buffer's strides)",
                            0, {}, {}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Flattener().run(f.body);
   });
 }

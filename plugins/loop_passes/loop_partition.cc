@@ -4,6 +4,7 @@
 #include <loom/tir/builder.h>
 #include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -113,7 +114,7 @@ transform::Pass LoopPartition() {
                            "a loop with constant bounds whose body has an if decided on a prefix (or suffix) of its "
                            "range is split there, and each part simplified: the main part loses the check",
                            0, {}, {}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Partitioner().run(f.body, Analyzer());
   });
 }

@@ -4,7 +4,7 @@
 #include "loom/target/target.h"
 #include "loom/tir/intrinsic.h"
 #include <loom/tir/functor.h>
-#include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -47,7 +47,7 @@ transform::Pass LowerIntrinsics() {
                            "intrinsic calls checked (known, arity, dtype); those the target's codegen does not "
                            "implement are replaced by their expansion",
                            0, {}, {}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
     std::string kind;
     if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<target::Target>()->kind;
     std::set<std::string> native = IntrinsicRegistry::native(kind).value_or(std::set<std::string>{});

@@ -1,7 +1,7 @@
 #include "simplify.h"
 
 #include <loom/arith/simplify.h>
-#include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -13,7 +13,7 @@ transform::Pass Simplify() {
                            "prim functions: integer arithmetic folded and canonicalised, facts from loop bounds applied, "
                            "trivial loops, ifs and sequences removed",
                            0, {}, {}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return simplify(f.body);
   });
 }

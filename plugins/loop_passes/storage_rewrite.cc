@@ -4,6 +4,7 @@
 
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -150,7 +151,7 @@ transform::Pass StorageRewrite() {
                            "flat temporary buffers of one allocation chain whose live ranges (steps of the body) do "
                            "not overlap share one allocation; unused ones are dropped",
                            0, {}, {}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Rewriter().run(f.body);
   });
 }

@@ -5,6 +5,7 @@
 #include <loom/tir/builder.h>
 #include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -58,7 +59,7 @@ transform::Pass UnrollLoop() {
       {{"max_extent", "int", Any(int64_t{256}), "the longest loop that is unrolled; longer ones stay serial, annotated"},
        {"auto_max_extent", "int", Any(int64_t{0}),
         "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)"}}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
     return Unroller(ctx.get_config("UnrollLoop.max_extent").as_int(), ctx.get_config("UnrollLoop.auto_max_extent").as_int())
         .run(f.body);
   });

@@ -3,6 +3,7 @@
 #include <loom/tir/functor.h>
 #include <loom/arith/simplify.h>
 #include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
 
@@ -138,7 +139,7 @@ transform::Pass VectorizeLoop() {
                            0,
                            {},
                            {{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have"}}};
-  return prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
+  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
     int64_t max_lanes = ctx.get_config("VectorizeLoop.max_lanes").as_int();
     if (max_lanes < 2) LOOM_THROW(Error) << "VectorizeLoop.max_lanes must be at least 2, got " << max_lanes;
     return LoopVectorizer(max_lanes).run(f.body);

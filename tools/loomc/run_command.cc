@@ -5,17 +5,16 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/graph/function.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/npy.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/strings.h"
-#include "loom/tir/function.h"
 
 namespace loomc {
 
@@ -36,17 +35,21 @@ int64_t parse_count(const std::string& text, const std::string& option) {
 
 // A random array for a parameter of static tensor type: floats uniform
 // in [-1, 1), integers in [0, 10), bools 0/1.
-NDArray random_input(const loom::ir::Type& type, size_t index, std::mt19937_64& rng) {
-  const auto* t = type.defined() ? type.as<loom::ir::TensorTypeNode>() : nullptr;
-  if (!t) LOOM_THROW(Error) << "input " << index << " is not a tensor; give it with --input FILE.npy";
+NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, std::mt19937_64& rng) {
+  const loom::runtime::VMType& type = signature.param_types[index];
+  const loom::runtime::VMTypeNode* t = type.get();
+  if (t->type_kind() != loom::runtime::VMTypeKind::kTensor) {
+    LOOM_THROW(Error) << "input " << index << " is not a tensor; give it with --input FILE.npy";
+  }
   std::vector<int64_t> shape;
-  for (const Any& d : t->shape) {
-    const auto* c = dynamic_cast<const loom::tir::IntImmNode*>(d.object());
-    if (!c) {
-      LOOM_THROW(Error) << "input " << index << " has the symbolic shape " << loom::ir::to_text(type)
-                        << "; give it with --input FILE.npy";
-    }
-    shape.push_back(c->value);
+  std::optional<int64_t> dim;
+  for (size_t k = 0; t->shape.defined() && k < t->shape.size(); ++k) {
+    if (!(dim = t->shape[k].cast<loom::runtime::ShapeExpr>().as_constant())) break;
+    shape.push_back(*dim);
+  }
+  if (!t->shape.defined() || shape.size() != t->shape.size()) {
+    LOOM_THROW(Error) << "input " << index << " has the symbolic shape "
+                      << loom::runtime::vm_type_text(type, signature.shape_vars) << "; give it with --input FILE.npy";
   }
   NDArray a = NDArray::empty(shape, t->dtype);
   int64_t n = a->numel();
@@ -107,8 +110,9 @@ int run_model(const RunOptions& o) {
     module = loom::runtime::load_module(o.input);
   }
   loom::Function fn = module.get_function(o.function);
-  std::vector<loom::ir::Type> types;
-  if (module->type_key() == "vm") types = loom::runtime::param_types(module, o.function);
+  loom::runtime::VMSignature signature;
+  if (module->type_key() == "vm") signature = loom::runtime::signature(module, o.function);
+  const auto& types = signature.param_types;
   std::vector<Any> args;
   if (!o.inputs.empty()) {
     if (!types.empty() && o.inputs.size() != types.size()) {
@@ -118,7 +122,7 @@ int run_model(const RunOptions& o) {
     for (const std::string& path : o.inputs) args.push_back(Any(loom::runtime::load_npy(path)));
   } else {
     std::mt19937_64 rng(static_cast<uint64_t>(parse_count(o.seed, "--seed")));
-    for (size_t i = 0; i < types.size(); ++i) args.push_back(Any(random_input(types[i], i, rng)));
+    for (size_t i = 0; i < types.size(); ++i) args.push_back(Any(random_input(signature, i, rng)));
   }
   Any result = fn.call(args.data(), static_cast<int32_t>(args.size()));
   std::vector<NDArray> outputs;

@@ -1,9 +1,9 @@
 #include "loom/driver/build.h"
 
+#include "loom/driver/vm_compiler.h"
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
-#include "loom/runtime/vm.h"
 #include "loom/target/codegen.h"
 #include "loom/target/target.h"
 #include "loom/transform/pass.h"
@@ -51,7 +51,7 @@ runtime::Module link(const ir::IRModule& module, const target::Target& target) {
     if (!kernels.defined()) LOOM_THROW(Error) << "build: the module has no function";
     return kernels;
   }
-  runtime::Module vm = runtime::vm_compile(module);
+  runtime::Module vm = vm_compile(module);
   if (kernels.defined()) vm.import_module(kernels);
   return vm;
 }

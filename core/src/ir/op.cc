@@ -3,6 +3,7 @@
 // well-formedness/type-inference pass, which knows the module).
 #include "loom/ir/op.h"
 
+#include "loom/graph/expr.h"
 #include "loom/support/registry.h"
 
 namespace loom::ir {

@@ -1,12 +1,13 @@
-// The VM: executable format, compiler from graph functions (with the static
-// memory plan) and interpreter.  docs/runtime.md, "VM".
+// The VM: the executable's runtime objects and the interpreter that runs
+// it (docs/runtime.md, "VM").  The compiler that writes executables is
+// loom/driver/vm_compiler.h; nothing here knows the IR.
 //
 // Executable (saved as JSON through the object system): the graph
 // functions, each with its parameter types, flat bytecode, allocation
-// sites, storages of the memory plan and symbolic shape variables; the
-// constants; and the callees (a prim/extern function name or a registry
-// function name).  Bytecode: every instruction is [op, dst, a, b, n,
-// args...].
+// sites, storages of the memory plan and the names of its shape variables;
+// the constants; and the callees (a prim/extern function name or a
+// registry function name).  Bytecode: every instruction is [op, dst, a, b,
+// n, args...].
 #include "loom/runtime/vm.h"
 
 #include <algorithm>
@@ -15,163 +16,26 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
-#include <numeric>
 #include <sstream>
-#include <unordered_map>
 
-#include "loom/graph/function.h"
-#include "loom/ir/analysis.h"
-#include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/runtime/device_api.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/thread_pool.h"
 #include "loom/support/strings.h"
-#include "loom/target/target.h"
-#include "loom/tir/function.h"
 
 namespace loom::runtime {
 
-namespace {
-using ir::Type;
-
-enum Opcode : int32_t {
-  kConst = 0,    // dst <- constants[a]
-  kAlloc = 1,    // dst <- a tensor of allocation site a
-  kCallDPS = 2,  // callees[a](args...): inputs then outputs
-  kCallPacked = 3,  // dst <- callees[a](args...), checked against types[b]
-  kCallGraph = 4,   // dst <- graph function a (args...)
-  kTuple = 5,       // dst <- (args...)
-  kGetItem = 6,     // dst <- a[b]
-  kMove = 7,        // dst <- a
-  kIfNot = 8,       // if not a: jump to b
-  kGoto = 9,        // jump to a
-  kRet = 10,        // return a
-};
-constexpr size_t kStorageAlignment = 64;
-
-// ---- serialized form ------------------------------------------------------------------
-class VMAllocNode : public Object {
- public:
-  DataType dtype;
-  Array shape;           // of tir.PrimExpr
-  int64_t storage = -1;  // -1: an output, allocated on its own
-  LOOM_OBJECT(VMAllocNode, Object, "runtime.VMAlloc");
-  static void reflect(ReflectionBuilder<VMAllocNode>& r) {
-    r.field("dtype", &VMAllocNode::dtype).field("shape", &VMAllocNode::shape).field("storage", &VMAllocNode::storage);
-  }
-};
-
-class VMFunctionDefNode : public Object {
- public:
-  std::string name;
-  Array param_names;  // of str
-  Array param_types;  // of ir.Type (may be none)
-  int64_t num_registers = 0;
-  Array code;           // of int
-  Array allocs;         // of runtime.VMAlloc
-  Array storage_sizes;  // of tir.PrimExpr: bytes of each storage
-  Array types;          // of ir.Type: results of call_packed
-  Array shape_vars;     // of tir.Var bound from the parameters' shapes
-  LOOM_OBJECT(VMFunctionDefNode, Object, "runtime.VMFunctionDef");
-  static void reflect(ReflectionBuilder<VMFunctionDefNode>& r) {
-    r.field("name", &VMFunctionDefNode::name)
-        .field("param_names", &VMFunctionDefNode::param_names)
-        .field("param_types", &VMFunctionDefNode::param_types)
-        .field("num_registers", &VMFunctionDefNode::num_registers)
-        .field("code", &VMFunctionDefNode::code)
-        .field("allocs", &VMFunctionDefNode::allocs)
-        .field("storage_sizes", &VMFunctionDefNode::storage_sizes)
-        .field("types", &VMFunctionDefNode::types)
-        .field("shape_vars", &VMFunctionDefNode::shape_vars);
-  }
-};
-
-class VMExecutableNode : public Object {
- public:
-  Array functions;  // of runtime.VMFunctionDef
-  Array constants;  // of runtime.NDArray
-  Array callees;    // of str: "dps:NAME" or "packed:NAME"
-  int64_t num_threads = 0;
-  LOOM_OBJECT(VMExecutableNode, Object, "runtime.VMExecutable");
-  static void reflect(ReflectionBuilder<VMExecutableNode>& r) {
-    r.field("functions", &VMExecutableNode::functions)
-        .field("constants", &VMExecutableNode::constants)
-        .field("callees", &VMExecutableNode::callees)
-        .field("num_threads", &VMExecutableNode::num_threads);
-  }
-};
-}  // namespace
-
+LOOM_REGISTER_OBJECT(ShapeExprNode);
+LOOM_REGISTER_OBJECT(VMTypeNode);
 LOOM_REGISTER_OBJECT(VMAllocNode);
 LOOM_REGISTER_OBJECT(VMFunctionDefNode);
 LOOM_REGISTER_OBJECT(VMExecutableNode);
 
 namespace {
-// ---- shape expressions ------------------------------------------------------------------
-// Vars of a shape expression; throws for a node a shape cannot contain.
-void shape_vars_of(const ObjectRef& e, std::vector<const Object*>& out) {
-  if (e.as<tir::IntImmNode>()) return;
-  if (e.as<tir::VarNode>()) {
-    if (std::find(out.begin(), out.end(), e.get()) == out.end()) out.push_back(e.get());
-    return;
-  }
-  if (const auto* b = e.as<tir::BinaryOpNode>()) {
-    if (e.as<tir::AddNode>() || e.as<tir::SubNode>() || e.as<tir::MulNode>() || e.as<tir::DivNode>() ||
-        e.as<tir::FloorDivNode>() || e.as<tir::FloorModNode>() || e.as<tir::MinNode>() || e.as<tir::MaxNode>()) {
-      shape_vars_of(b->a, out);
-      shape_vars_of(b->b, out);
-      return;
-    }
-  }
-  LOOM_THROW(Error) << "the shape expression " << ir::to_text(Any(e)) << " is not integer arithmetic";
-}
-
-using Slots = std::unordered_map<const Object*, int>;
-
-int64_t evaluate(const ObjectRef& e, const Slots& slots, const std::vector<int64_t>& values) {
-  if (const auto* i = e.as<tir::IntImmNode>()) return i->value;
-  if (e.as<tir::VarNode>()) return values[slots.at(e.get())];
-  const auto* b = e.as<tir::BinaryOpNode>();
-  int64_t x = evaluate(b->a, slots, values), y = evaluate(b->b, slots, values);
-  if (e.as<tir::AddNode>()) return x + y;
-  if (e.as<tir::SubNode>()) return x - y;
-  if (e.as<tir::MulNode>()) return x * y;
-  if (e.as<tir::MinNode>()) return std::min(x, y);
-  if (e.as<tir::MaxNode>()) return std::max(x, y);
-  if (y == 0) LOOM_THROW(Error) << "division by zero in the shape expression " << ir::to_text(Any(e));
-  if (e.as<tir::DivNode>()) return x / y;
-  int64_t q = x / y;
-  if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // floor
-  if (e.as<tir::FloorDivNode>()) return q;
-  return x - q * y;  // FloorMod
-}
-
-std::optional<int64_t> constant_of(const ObjectRef& e) {
-  if (const auto* i = e.as<tir::IntImmNode>()) return i->value;
-  return std::nullopt;
-}
+constexpr size_t kStorageAlignment = 64;
 
 size_t element_bytes(DataType t) { return static_cast<size_t>((t.bits + 7) / 8) * t.lanes; }
-
-// Bytes of a tensor: an IntImm, or (product of the symbolic dimensions) *
-// (the constant factor).
-ObjectRef byte_size(DataType dtype, const std::vector<ObjectRef>& shape) {
-  int64_t factor = static_cast<int64_t>(element_bytes(dtype));
-  ObjectRef symbolic;
-  for (const ObjectRef& d : shape) {
-    if (auto c = constant_of(d)) {
-      factor *= *c;
-    } else {
-      symbolic = symbolic.defined() ? ObjectRef(tir::Mul(downcast<tir::PrimExpr>(symbolic), downcast<tir::PrimExpr>(d)))
-                                    : d;
-    }
-  }
-  tir::IntImm constant(DataType::Int(64), factor);
-  if (!symbolic.defined()) return constant;
-  return tir::Mul(downcast<tir::PrimExpr>(symbolic), constant);
-}
-
 size_t align_up(size_t n) { return (n + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment; }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -180,6 +44,166 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 
+bool is_binary(ShapeOp op) { return op >= ShapeOp::kAdd && op <= ShapeOp::kMax; }
+}  // namespace
+
+// ---- shapes ------------------------------------------------------------------------------
+ShapeExpr ShapeExpr::constant(int64_t value) {
+  auto node = make_object<ShapeExprNode>();
+  node->op = static_cast<int64_t>(ShapeOp::kConst);
+  node->value = value;
+  return ShapeExpr(node);
+}
+
+ShapeExpr ShapeExpr::var(int64_t slot) {
+  auto node = make_object<ShapeExprNode>();
+  node->op = static_cast<int64_t>(ShapeOp::kVar);
+  node->value = slot;
+  return ShapeExpr(node);
+}
+
+ShapeExpr ShapeExpr::binary(ShapeOp op, ShapeExpr a, ShapeExpr b) {
+  if (!is_binary(op)) LOOM_THROW(Error) << "ShapeExpr::binary: not a binary operation";
+  auto node = make_object<ShapeExprNode>();
+  node->op = static_cast<int64_t>(op);
+  node->a = std::move(a);
+  node->b = std::move(b);
+  return ShapeExpr(node);
+}
+
+std::optional<int64_t> ShapeExpr::as_constant() const {
+  if (get()->shape_op() == ShapeOp::kConst) return get()->value;
+  return std::nullopt;
+}
+
+int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
+  const ShapeExprNode* n = e.get();
+  switch (n->shape_op()) {
+    case ShapeOp::kConst: return n->value;
+    case ShapeOp::kVar:
+      if (n->value < 0 || static_cast<size_t>(n->value) >= values.size()) {
+        LOOM_THROW(Error) << "shape variable " << n->value << " out of range";
+      }
+      return values[n->value];
+    default: break;
+  }
+  int64_t x = evaluate(downcast<ShapeExpr>(n->a), values), y = evaluate(downcast<ShapeExpr>(n->b), values);
+  switch (n->shape_op()) {
+    case ShapeOp::kAdd: return x + y;
+    case ShapeOp::kSub: return x - y;
+    case ShapeOp::kMul: return x * y;
+    case ShapeOp::kMin: return std::min(x, y);
+    case ShapeOp::kMax: return std::max(x, y);
+    default: break;
+  }
+  if (y == 0) LOOM_THROW(Error) << "division by zero in a shape expression";
+  if (n->shape_op() == ShapeOp::kDiv) return x / y;
+  int64_t q = x / y;
+  if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // floor
+  if (n->shape_op() == ShapeOp::kFloorDiv) return q;
+  return x - q * y;  // kFloorMod
+}
+
+namespace {
+// The IR printer's precedences, so that texts read as the IR writes them.
+std::string shape_text(const ShapeExpr& e, const std::vector<std::string>& names, int parent, bool right) {
+  const ShapeExprNode* n = e.get();
+  auto operand = [&](const ObjectRef& x, int precedence, bool is_right) {
+    return shape_text(downcast<ShapeExpr>(x), names, precedence, is_right);
+  };
+  switch (n->shape_op()) {
+    case ShapeOp::kConst: return std::to_string(n->value);
+    case ShapeOp::kVar:
+      return n->value >= 0 && static_cast<size_t>(n->value) < names.size() ? "%" + names[n->value]
+                                                                           : "%v" + std::to_string(n->value);
+    case ShapeOp::kMin: return "min(" + operand(n->a, 0, false) + ", " + operand(n->b, 0, false) + ")";
+    case ShapeOp::kMax: return "max(" + operand(n->a, 0, false) + ", " + operand(n->b, 0, false) + ")";
+    default: break;
+  }
+  static const char* symbols[] = {"", "", "+", "-", "*", "/", "//", "%"};
+  int precedence = n->shape_op() == ShapeOp::kAdd || n->shape_op() == ShapeOp::kSub ? 4 : 5;
+  std::string s = operand(n->a, precedence, false) + " " + symbols[n->op] + " " + operand(n->b, precedence, true);
+  bool paren = precedence < parent || (precedence == parent && right);
+  return paren ? "(" + s + ")" : s;
+}
+}  // namespace
+
+std::string shape_expr_text(const ShapeExpr& e, const std::vector<std::string>& var_names) {
+  return shape_text(e, var_names, 0, false);
+}
+
+ShapeExpr tensor_bytes(DataType dtype, const std::vector<ShapeExpr>& shape) {
+  int64_t factor = static_cast<int64_t>(element_bytes(dtype));
+  ShapeExpr symbolic;
+  for (const ShapeExpr& d : shape) {
+    if (auto c = d.as_constant()) {
+      factor *= *c;
+    } else {
+      symbolic = symbolic.defined() ? ShapeExpr::binary(ShapeOp::kMul, symbolic, d) : d;
+    }
+  }
+  ShapeExpr constant = ShapeExpr::constant(factor);
+  if (!symbolic.defined()) return constant;
+  return ShapeExpr::binary(ShapeOp::kMul, symbolic, constant);
+}
+
+// ---- types -------------------------------------------------------------------------------
+namespace {
+ObjectPtr<VMTypeNode> make_type(VMTypeKind kind) {
+  auto node = make_object<VMTypeNode>();
+  node->kind = static_cast<int64_t>(kind);
+  node->fields = Array(std::vector<Any>{});
+  return node;
+}
+}  // namespace
+
+VMType VMType::any() { return VMType(make_type(VMTypeKind::kAny)); }
+
+VMType VMType::tensor(DataType dtype, std::optional<std::vector<ShapeExpr>> shape) {
+  auto node = make_type(VMTypeKind::kTensor);
+  node->dtype = dtype;
+  if (shape) node->shape = Array(std::vector<Any>(shape->begin(), shape->end()));
+  return VMType(node);
+}
+
+VMType VMType::tuple(std::vector<VMType> fields) {
+  auto node = make_type(VMTypeKind::kTuple);
+  node->fields = Array(std::vector<Any>(fields.begin(), fields.end()));
+  return VMType(node);
+}
+
+VMType VMType::scalar(DataType dtype) {
+  auto node = make_type(VMTypeKind::kScalar);
+  node->dtype = dtype;
+  return VMType(node);
+}
+
+std::string vm_type_text(const VMType& type, const std::vector<std::string>& var_names) {
+  const VMTypeNode* t = type.get();
+  switch (t->type_kind()) {
+    case VMTypeKind::kAny: return "any";
+    case VMTypeKind::kScalar: return t->dtype.to_string();
+    case VMTypeKind::kTensor: {
+      std::string shape = "?";
+      if (t->shape.defined()) {
+        shape = "(";
+        for (size_t i = 0; i < t->shape.size(); ++i) {
+          shape += (i ? ", " : "") + shape_expr_text(t->shape[i].cast<ShapeExpr>(), var_names);
+        }
+        shape += ")";
+      }
+      return "Tensor[" + shape + ", " + t->dtype.to_string() + "]";
+    }
+    case VMTypeKind::kTuple: {
+      std::string s = "(";
+      for (size_t i = 0; i < t->fields.size(); ++i) s += (i ? ", " : "") + vm_type_text(t->fields[i].cast<VMType>(), var_names);
+      return s + (t->fields.size() == 1 ? ",)" : ")");
+    }
+  }
+  return "?";
+}
+
+namespace {
 // ---- runtime form -------------------------------------------------------------------------
 struct Instr {
   int32_t op, dst, a, b;
@@ -188,7 +212,7 @@ struct Instr {
 
 struct AllocSite {
   DataType dtype;
-  std::vector<ObjectRef> shape;           // PrimExprs
+  std::vector<ShapeExpr> shape;
   std::optional<std::vector<int64_t>> static_shape;
   Array static_shape_array;  // shared by every tensor of a static site
   int32_t storage;
@@ -197,84 +221,129 @@ struct AllocSite {
 struct FunctionRt {
   std::string name;
   std::vector<std::string> param_names;
-  std::vector<Type> param_types;
+  std::vector<VMType> param_types;
   int32_t num_registers = 0;
   std::vector<Instr> code;
   std::vector<AllocSite> allocs;
-  std::vector<ObjectRef> storage_sizes;
+  std::vector<ShapeExpr> storage_sizes;
   std::vector<size_t> static_offsets;  // when every storage size is constant
   size_t static_arena = 0;
   bool static_plan = true;
-  std::vector<Type> types;
-  std::vector<ObjectRef> shape_vars;
-  Slots slots;
+  std::vector<VMType> types;
+  std::vector<std::string> shape_vars;
 };
 
-FunctionRt decode(const VMFunctionDefNode& def) {
-  FunctionRt f;
-  f.name = def.name;
-  for (const Any& n : def.param_names) f.param_names.push_back(n.as_string());
-  for (const Any& t : def.param_types) f.param_types.push_back(t.cast<Type>());
-  f.num_registers = static_cast<int32_t>(def.num_registers);
-  std::vector<int32_t> flat;
-  for (const Any& v : def.code) flat.push_back(static_cast<int32_t>(v.as_int()));
-  auto bad = [&](const std::string& why) { LOOM_THROW(Error) << "VM function '" << def.name << "': " << why; };
-  auto check_reg = [&](int32_t r) {
-    if (r < 0 || r >= f.num_registers) bad("register " + std::to_string(r) + " out of range");
-  };
-  for (size_t pc = 0; pc < flat.size();) {
-    if (flat.size() - pc < 5) bad("truncated instruction at " + std::to_string(pc));
-    Instr in{flat[pc], flat[pc + 1], flat[pc + 2], flat[pc + 3], {}};
-    int32_t n = flat[pc + 4];
-    if (n < 0 || static_cast<size_t>(n) > flat.size() - pc - 5) bad("bad argument count at " + std::to_string(pc));
-    in.args.assign(flat.begin() + pc + 5, flat.begin() + pc + 5 + n);
-    for (int32_t r : in.args) check_reg(r);
-    if (in.op < kConst || in.op > kRet) bad("unknown opcode " + std::to_string(in.op));
-    if (in.op != kCallDPS && in.op != kIfNot && in.op != kGoto && in.op != kRet) check_reg(in.dst);
-    f.code.push_back(std::move(in));
-    pc += 5 + n;
-  }
-  for (const Instr& in : f.code) {
-    if ((in.op == kIfNot && (in.b < 0 || in.b >= static_cast<int32_t>(f.code.size()))) ||
-        (in.op == kGoto && (in.a < 0 || in.a >= static_cast<int32_t>(f.code.size())))) {
-      bad("jump out of range");
+// A malformed executable is reported, never run: every node has the type
+// and fields the interpreter relies on.
+class Decoder {
+ public:
+  explicit Decoder(const VMFunctionDefNode& def) : def_(def) {}
+
+  FunctionRt decode() {
+    FunctionRt f;
+    f.name = def_.name;
+    for (const Any& v : def_.shape_vars) {
+      if (v.kind() != AnyKind::kStr) bad("a shape variable name is not a string");
+      f.shape_vars.push_back(v.as_string());
     }
-    if (in.op == kMove || in.op == kGetItem || in.op == kIfNot || in.op == kRet) check_reg(in.a);
-  }
-  if (f.code.empty() || f.code.back().op != kRet) bad("the code does not end with a return");
-  for (const Any& v : def.shape_vars) {
-    f.slots[v.as_object_ref().get()] = static_cast<int>(f.shape_vars.size());
-    f.shape_vars.push_back(v.as_object_ref());
-  }
-  for (const Any& s : def.storage_sizes) {
-    f.storage_sizes.push_back(s.as_object_ref());
-    if (!constant_of(s.as_object_ref())) f.static_plan = false;
-  }
-  if (f.static_plan) {
-    for (const ObjectRef& s : f.storage_sizes) {
-      f.static_offsets.push_back(f.static_arena);
-      f.static_arena += align_up(static_cast<size_t>(*constant_of(s)));
+    for (const Any& n : def_.param_names) {
+      if (n.kind() != AnyKind::kStr) bad("a parameter name is not a string");
+      f.param_names.push_back(n.as_string());
     }
-  }
-  for (const Any& a : def.allocs) {
-    const auto* node = a.as_object_ref().as<VMAllocNode>();
-    if (!node) bad("an allocation site is not a runtime.VMAlloc");
-    AllocSite site{node->dtype, {}, std::vector<int64_t>{}, Array(), static_cast<int32_t>(node->storage)};
-    if (site.storage >= static_cast<int32_t>(f.storage_sizes.size())) bad("an allocation names a missing storage");
-    for (const Any& d : node->shape) {
-      site.shape.push_back(d.as_object_ref());
-      if (auto c = constant_of(d.as_object_ref())) {
-        if (site.static_shape) site.static_shape->push_back(*c);
-      } else {
-        site.static_shape.reset();
+    for (const Any& t : def_.param_types) f.param_types.push_back(type(t));
+    if (f.param_types.size() != f.param_names.size()) bad("parameter names and types differ in number");
+    f.num_registers = static_cast<int32_t>(def_.num_registers);
+    if (def_.num_registers < 0 || def_.num_registers > INT32_MAX) bad("bad register count");
+    if (static_cast<int64_t>(f.param_types.size()) > def_.num_registers) bad("more parameters than registers");
+    std::vector<int32_t> flat;
+    for (const Any& v : def_.code) {
+      if (v.kind() != AnyKind::kInt || v.as_int() < INT32_MIN || v.as_int() > INT32_MAX) bad("the code holds a non-integer");
+      flat.push_back(static_cast<int32_t>(v.as_int()));
+    }
+    auto check_reg = [&](int32_t r) {
+      if (r < 0 || r >= f.num_registers) bad("register " + std::to_string(r) + " out of range");
+    };
+    for (size_t pc = 0; pc < flat.size();) {
+      if (flat.size() - pc < 5) bad("truncated instruction at " + std::to_string(pc));
+      Instr in{flat[pc], flat[pc + 1], flat[pc + 2], flat[pc + 3], {}};
+      int32_t n = flat[pc + 4];
+      if (n < 0 || static_cast<size_t>(n) > flat.size() - pc - 5) bad("bad argument count at " + std::to_string(pc));
+      in.args.assign(flat.begin() + pc + 5, flat.begin() + pc + 5 + n);
+      for (int32_t r : in.args) check_reg(r);
+      if (in.op < kVMConst || in.op > kVMRet) bad("unknown opcode " + std::to_string(in.op));
+      if (in.op != kVMCallDPS && in.op != kVMIfNot && in.op != kVMGoto && in.op != kVMRet) check_reg(in.dst);
+      f.code.push_back(std::move(in));
+      pc += 5 + n;
+    }
+    for (const Instr& in : f.code) {
+      if ((in.op == kVMIfNot && (in.b < 0 || in.b >= static_cast<int32_t>(f.code.size()))) ||
+          (in.op == kVMGoto && (in.a < 0 || in.a >= static_cast<int32_t>(f.code.size())))) {
+        bad("jump out of range");
+      }
+      if (in.op == kVMMove || in.op == kVMGetItem || in.op == kVMIfNot || in.op == kVMRet) check_reg(in.a);
+    }
+    if (f.code.empty() || f.code.back().op != kVMRet) bad("the code does not end with a return");
+    for (const Any& s : def_.storage_sizes) {
+      f.storage_sizes.push_back(shape(s));
+      if (!f.storage_sizes.back().as_constant()) f.static_plan = false;
+    }
+    if (f.static_plan) {
+      for (const ShapeExpr& s : f.storage_sizes) {
+        f.static_offsets.push_back(f.static_arena);
+        f.static_arena += align_up(static_cast<size_t>(*s.as_constant()));
       }
     }
-    if (site.static_shape) site.static_shape_array = Array(std::vector<Any>(site.static_shape->begin(), site.static_shape->end()));
-    f.allocs.push_back(std::move(site));
+    for (const Any& a : def_.allocs) {
+      const auto* node = dynamic_cast<const VMAllocNode*>(a.object());
+      if (!node) bad("an allocation site is not a runtime.VMAlloc");
+      AllocSite site{node->dtype, {}, std::vector<int64_t>{}, Array(), static_cast<int32_t>(node->storage)};
+      if (node->storage < -1 || node->storage >= static_cast<int64_t>(f.storage_sizes.size())) {
+        bad("an allocation names a missing storage");
+      }
+      for (const Any& d : node->shape) {
+        site.shape.push_back(shape(d));
+        if (auto c = site.shape.back().as_constant()) {
+          if (site.static_shape) site.static_shape->push_back(*c);
+        } else {
+          site.static_shape.reset();
+        }
+      }
+      if (site.static_shape) site.static_shape_array = Array(std::vector<Any>(site.static_shape->begin(), site.static_shape->end()));
+      f.allocs.push_back(std::move(site));
+    }
+    for (const Any& t : def_.types) f.types.push_back(type(t));
+    return f;
   }
-  for (const Any& t : def.types) f.types.push_back(t.cast<Type>());
-  return f;
-}
+
+ private:
+  [[noreturn]] void bad(const std::string& why) const { LOOM_THROW(Error) << "VM function '" << def_.name << "': " << why; }
+
+  ShapeExpr shape(const Any& value) {
+    const auto* n = dynamic_cast<const ShapeExprNode*>(value.object());
+    if (!n) bad("a shape is not a runtime.ShapeExpr: " + value.describe());
+    if (n->shape_op() == ShapeOp::kVar && (n->value < 0 || static_cast<size_t>(n->value) >= def_.shape_vars.size())) {
+      bad("a shape names variable " + std::to_string(n->value) + " of " + std::to_string(def_.shape_vars.size()));
+    }
+    if (n->shape_op() != ShapeOp::kConst && n->shape_op() != ShapeOp::kVar) {
+      if (!is_binary(n->shape_op())) bad("a shape has the unknown operation " + std::to_string(n->op));
+      shape(Any(n->a));
+      shape(Any(n->b));
+    }
+    return ShapeExpr(ObjectPtr<Object>(const_cast<ShapeExprNode*>(n)));
+  }
+
+  VMType type(const Any& value) {
+    const auto* t = dynamic_cast<const VMTypeNode*>(value.object());
+    if (!t) bad("a type is not a runtime.VMType: " + value.describe());
+    if (t->kind < 0 || t->kind > static_cast<int64_t>(VMTypeKind::kScalar)) bad("a type has the unknown kind " + std::to_string(t->kind));
+    if (t->shape.defined())
+      for (const Any& d : t->shape) shape(d);
+    for (const Any& f : t->fields) type(f);
+    return VMType(ObjectPtr<Object>(const_cast<VMTypeNode*>(t)));
+  }
+
+  const VMFunctionDefNode& def_;
+};
 
 // An arena: the storages of one call, in one workspace block.
 class ArenaNode : public Object {
@@ -322,111 +391,118 @@ struct InputChecker {
   explicit InputChecker(const FunctionRt& fn) : f(fn), bound(fn.shape_vars.size(), INT64_MIN), bound_by(fn.shape_vars.size(), -1) {}
 
   std::string argument(int i) const { return "@" + f.name + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")"; }
+  std::string text(const VMType& type) const { return vm_type_text(type, f.shape_vars); }
 
-  void check(const Any& value, const Type& type, const Label& what, int arg) {
-    if (!type.defined()) return;
-    if (const auto* t = type.as<ir::TensorTypeNode>()) {
-      const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
-      if (!a) {
-        LOOM_THROW(TypeError) << what() << " must be a tensor of " << ir::to_text(Any(type)) << ", got "
-                              << value.describe();
+  void check(const Any& value, const VMType& type, const Label& what, int arg) {
+    const VMTypeNode* t = type.get();
+    switch (t->type_kind()) {
+      case VMTypeKind::kAny: return;
+      case VMTypeKind::kTensor: return check_tensor(value, type, what, arg);
+      case VMTypeKind::kTuple: {
+        const auto* a = dynamic_cast<const ArrayNode*>(value.object());
+        if (!a || a->items.size() != t->fields.size()) {
+          LOOM_THROW(TypeError) << what() << " must be a tuple of " << t->fields.size() << " values, got "
+                                << value.describe();
+        }
+        for (size_t i = 0; i < t->fields.size(); ++i) {
+          check(a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg);
+        }
+        return;
       }
-      if (a->dtype != t->dtype) {
-        LOOM_THROW(TypeError) << what() << " has dtype " << a->dtype.to_string() << "; expected "
-                              << t->dtype.to_string();
+      case VMTypeKind::kScalar: {
+        bool ok = t->dtype.code == DataType::kFloat
+                      ? value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt
+                      : (t->dtype.code == DataType::kBool ? value.kind() == AnyKind::kBool
+                                                          : value.kind() == AnyKind::kInt);
+        if (!ok) LOOM_THROW(TypeError) << what() << " must be a " << t->dtype.to_string() << ", got " << value.describe();
+        return;
       }
-      if (a->device.device_type != Device::kCPU) {
-        LOOM_THROW(Error) << what() << " is on " << a->device.to_string() << "; @" << f.name << " runs on cpu:0";
-      }
-      if (!a->is_contiguous()) {
-        LOOM_THROW(Error) << what() << " is not contiguous; compiled code needs compact row-major tensors";
-      }
-      if (t->unknown_rank()) return;
-      const DLTensor& dl = a->dl_tensor();
-      auto shape = [&] { return shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)); };
-      auto expected = [&] { return ir::to_text(Any(type)); };
-      if (static_cast<size_t>(dl.ndim) != t->shape.size()) {
-        LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << expected();
-      }
-      for (int i = 0; i < dl.ndim; ++i) {
-        const Object* dim = t->shape[i].object();
-        if (const auto* c = dynamic_cast<const tir::IntImmNode*>(dim)) {
-          if (c->value != dl.shape[i]) {
-            LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << expected() << " (dimension "
-                              << i << " must be " << c->value << ")";
-          }
-        } else if (const auto* var = dynamic_cast<const tir::VarNode*>(dim)) {
-          int slot = f.slots.at(dim);
-          if (bound[slot] == INT64_MIN) {
-            bound[slot] = dl.shape[i];
-            bound_by[slot] = arg;
-          } else if (bound[slot] != dl.shape[i]) {
-            LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << expected() << " (dimension "
-                              << i << " is " << dl.shape[i] << ", but %" << var->name << " is " << bound[slot]
-                              << " from " << argument(bound_by[slot]) << ")";
-          }
+    }
+  }
+
+  void check_tensor(const Any& value, const VMType& type, const Label& what, int arg) {
+    const VMTypeNode* t = type.get();
+    const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
+    if (!a) LOOM_THROW(TypeError) << what() << " must be a tensor of " << text(type) << ", got " << value.describe();
+    if (a->dtype != t->dtype) {
+      LOOM_THROW(TypeError) << what() << " has dtype " << a->dtype.to_string() << "; expected " << t->dtype.to_string();
+    }
+    if (a->device.device_type != Device::kCPU) {
+      LOOM_THROW(Error) << what() << " is on " << a->device.to_string() << "; @" << f.name << " runs on cpu:0";
+    }
+    if (!a->is_contiguous()) {
+      LOOM_THROW(Error) << what() << " is not contiguous; compiled code needs compact row-major tensors";
+    }
+    if (!t->shape.defined()) return;
+    const DLTensor& dl = a->dl_tensor();
+    auto shape = [&] { return shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)); };
+    if (static_cast<size_t>(dl.ndim) != t->shape.size()) {
+      LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type);
+    }
+    for (int i = 0; i < dl.ndim; ++i) {
+      const auto* dim = static_cast<const ShapeExprNode*>(t->shape[i].object());
+      if (dim->shape_op() == ShapeOp::kConst) {
+        if (dim->value != dl.shape[i]) {
+          LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
+                            << " must be " << dim->value << ")";
+        }
+      } else if (dim->shape_op() == ShapeOp::kVar) {
+        int64_t slot = dim->value;
+        if (bound[slot] == INT64_MIN) {
+          bound[slot] = dl.shape[i];
+          bound_by[slot] = arg;
+        } else if (bound[slot] != dl.shape[i]) {
+          LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
+                            << " is " << dl.shape[i] << ", but %" << f.shape_vars[slot] << " is " << bound[slot]
+                            << " from " << argument(bound_by[slot]) << ")";
         }
       }
-      return;
-    }
-    if (const auto* t = type.as<ir::TupleTypeNode>()) {
-      const auto* a = dynamic_cast<const ArrayNode*>(value.object());
-      if (!a || a->items.size() != t->fields.size()) {
-        LOOM_THROW(TypeError) << what() << " must be a tuple of " << t->fields.size() << " values, got "
-                              << value.describe();
-      }
-      for (size_t i = 0; i < t->fields.size(); ++i) {
-        check(a->items[i], t->fields[i].cast<Type>(), [&] { return what() + " field " + std::to_string(i); }, arg);
-      }
-      return;
-    }
-    if (const auto* t = type.as<ir::PrimTypeNode>()) {
-      bool ok = t->dtype.code == DataType::kFloat
-                    ? value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt
-                    : (t->dtype.code == DataType::kBool ? value.kind() == AnyKind::kBool
-                                                        : value.kind() == AnyKind::kInt);
-      if (!ok) LOOM_THROW(TypeError) << what() << " must be a " << t->dtype.to_string() << ", got " << value.describe();
     }
   }
 
   // Composite dimensions (not a constant or a lone variable), once every
   // variable is bound.
-  void check_composite(const Any& value, const Type& type, const Label& what) {
-    if (const auto* t = type.as<ir::TensorTypeNode>()) {
-      if (t->unknown_rank()) return;
+  void check_composite(const Any& value, const VMType& type, const Label& what) {
+    const VMTypeNode* t = type.get();
+    if (t->type_kind() == VMTypeKind::kTensor) {
+      if (!t->shape.defined()) return;
       const auto* a = static_cast<const NDArrayNode*>(value.object());
       for (size_t i = 0; i < t->shape.size(); ++i) {
-        ObjectRef dim = t->shape[i].as_object_ref();
-        if (constant_of(dim) || dim.as<tir::VarNode>()) continue;
-        int64_t want = evaluate(dim, f.slots, bound), got = a->dl_tensor().shape[i];
+        ShapeExpr dim = t->shape[i].cast<ShapeExpr>();
+        if (dim->shape_op() == ShapeOp::kConst || dim->shape_op() == ShapeOp::kVar) continue;
+        int64_t want = evaluate(dim, bound), got = a->dl_tensor().shape[i];
         if (want != got) {
           LOOM_THROW(Error) << what() << ": dimension " << i << " is " << got << "; expected "
-                            << ir::to_text(Any(dim)) << " = " << want;
+                            << shape_expr_text(dim, f.shape_vars) << " = " << want;
         }
       }
-    } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
+    } else if (t->type_kind() == VMTypeKind::kTuple) {
       const auto* a = static_cast<const ArrayNode*>(value.object());
-      for (size_t i = 0; i < t->fields.size(); ++i) check_composite(a->items[i], t->fields[i].cast<Type>(), what);
+      for (size_t i = 0; i < t->fields.size(); ++i) check_composite(a->items[i], t->fields[i].cast<VMType>(), what);
     }
   }
 };
 
 // A call_packed result against its declared type (no binding).
-void check_result(const Any& value, const Type& type, const std::string& what) {
-  if (!type.defined()) return;
-  if (const auto* t = type.as<ir::TensorTypeNode>()) {
+void check_result(const Any& value, const VMType& type, const std::vector<std::string>& names, const std::string& what) {
+  const VMTypeNode* t = type.get();
+  if (t->type_kind() == VMTypeKind::kTensor) {
     const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
-    bool ok = a && a->dtype == t->dtype && (t->unknown_rank() || a->shape.size() == t->shape.size());
-    for (size_t i = 0; ok && !t->unknown_rank() && i < t->shape.size(); ++i) {
-      if (auto c = constant_of(t->shape[i].as_object_ref())) ok = *c == a->shape[i].as_int();
+    bool ok = a && a->dtype == t->dtype && (!t->shape.defined() || a->shape.size() == t->shape.size());
+    for (size_t i = 0; ok && t->shape.defined() && i < t->shape.size(); ++i) {
+      if (auto c = t->shape[i].cast<ShapeExpr>().as_constant()) ok = *c == a->shape[i].as_int();
     }
-    if (!ok) LOOM_THROW(TypeError) << what << " returned " << value.describe() << (a ? " of shape " + shape_text(NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) + " " + a->dtype.to_string() : "") << "; expected " << ir::to_text(Any(type));
-  } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
+    if (!ok) {
+      LOOM_THROW(TypeError) << what << " returned " << value.describe()
+                            << (a ? " of shape " + shape_text(NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) + " " + a->dtype.to_string() : "")
+                            << "; expected " << vm_type_text(type, names);
+    }
+  } else if (t->type_kind() == VMTypeKind::kTuple) {
     const auto* a = dynamic_cast<const ArrayNode*>(value.object());
     if (!a || a->items.size() != t->fields.size()) {
-      LOOM_THROW(TypeError) << what << " returned " << value.describe() << "; expected " << ir::to_text(Any(type));
+      LOOM_THROW(TypeError) << what << " returned " << value.describe() << "; expected " << vm_type_text(type, names);
     }
-    for (size_t i = 0; i < t->fields.size(); ++i) check_result(a->items[i], t->fields[i].cast<Type>(), what);
+    for (size_t i = 0; i < t->fields.size(); ++i) check_result(a->items[i], t->fields[i].cast<VMType>(), names, what);
   }
 }
 
@@ -458,6 +534,12 @@ class VMModuleNode : public ModuleNode {
   std::string inspect_source(const std::string& format) const override {
     if (format == "bytecode") return disassemble();
     return ModuleNode::inspect_source(format);
+  }
+
+  const FunctionRt& function(const std::string& name) const {
+    for (const FunctionRt& f : functions)
+      if (f.name == name) return f;
+    LOOM_THROW(LookupError) << "the VM module has no function '" << name << "'" << did_you_mean(name, function_names());
   }
 
   Any invoke(size_t index, const Any* args, int32_t count) const;
@@ -524,9 +606,9 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   size_t arena_bytes = f.static_arena;
   if (!f.static_plan) {
     arena_bytes = 0;
-    for (const ObjectRef& s : f.storage_sizes) {
+    for (const ShapeExpr& s : f.storage_sizes) {
       dynamic_offsets.push_back(arena_bytes);
-      arena_bytes += align_up(static_cast<size_t>(evaluate(s, f.slots, bound)));
+      arena_bytes += align_up(static_cast<size_t>(evaluate(s, bound)));
     }
     offsets = &dynamic_offsets;
   }
@@ -543,11 +625,11 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   for (size_t pc = 0;;) {
     const Instr& in = f.code[pc];
     switch (in.op) {
-      case kConst:
+      case kVMConst:
         regs[in.dst] = constants[in.a];
         ++pc;
         break;
-      case kAlloc: {
+      case kVMAlloc: {
         const AllocSite& site = f.allocs[in.a];
         if (site.static_shape && site.storage >= 0) {
           regs[in.dst] = NDArray::wrap_shape(base + (*offsets)[site.storage], site.static_shape_array, site.dtype, device, arena);
@@ -558,7 +640,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
           shape = *site.static_shape;
         } else {
           shape.clear();
-          for (const ObjectRef& d : site.shape) shape.push_back(evaluate(d, f.slots, bound));
+          for (const ShapeExpr& d : site.shape) shape.push_back(evaluate(d, bound));
         }
         regs[in.dst] = site.storage < 0 ? NDArray::empty(shape, site.dtype, device)
                                         : NDArray::wrap(base + (*offsets)[site.storage], shape, site.dtype, device,
@@ -566,39 +648,39 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         ++pc;
         break;
       }
-      case kCallDPS:
-      case kCallPacked:
-      case kCallGraph: {
+      case kVMCallDPS:
+      case kVMCallPacked:
+      case kVMCallGraph: {
         scratch.clear();
         for (int32_t r : in.args) scratch.push_back(regs[r]);
         const auto n = static_cast<int32_t>(scratch.size());
         try {
-          if (in.op == kCallGraph) {
+          if (in.op == kVMCallGraph) {
             regs[in.dst] = invoke(static_cast<size_t>(in.a), scratch.data(), n);
           } else {
             Any result = callee_functions_[in.a].call(scratch.data(), n);
-            if (in.op == kCallPacked) {
-              check_result(result, f.types[in.b], "call_packed '" + callees[in.a].substr(7) + "'");
+            if (in.op == kVMCallPacked) {
+              check_result(result, f.types[in.b], f.shape_vars, "call_packed '" + callees[in.a].substr(7) + "'");
               regs[in.dst] = std::move(result);
             }
           }
         } catch (const std::exception& e) {
-          std::string callee = in.op == kCallGraph ? "@" + functions[in.a].name
-                               : in.op == kCallDPS ? "@" + callees[in.a].substr(4)
-                                                   : "call_packed '" + callees[in.a].substr(7) + "'";
+          std::string callee = in.op == kVMCallGraph ? "@" + functions[in.a].name
+                               : in.op == kVMCallDPS ? "@" + callees[in.a].substr(4)
+                                                     : "call_packed '" + callees[in.a].substr(7) + "'";
           LOOM_THROW(Error) << where() << ": " << callee << ": " << e.what();
         }
         ++pc;
         break;
       }
-      case kTuple: {
+      case kVMTuple: {
         std::vector<Any> fields;
         for (int32_t r : in.args) fields.push_back(regs[r]);
         regs[in.dst] = Array(std::move(fields));
         ++pc;
         break;
       }
-      case kGetItem: {
+      case kVMGetItem: {
         const auto* tuple = dynamic_cast<const ArrayNode*>(regs[in.a].object());
         if (!tuple || in.b < 0 || static_cast<size_t>(in.b) >= tuple->items.size()) {
           LOOM_THROW(Error) << where() << ": item " << in.b << " of " << regs[in.a].describe();
@@ -607,17 +689,17 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         ++pc;
         break;
       }
-      case kMove:
+      case kVMMove:
         regs[in.dst] = regs[in.a];
         ++pc;
         break;
-      case kIfNot:
+      case kVMIfNot:
         pc = truthy(regs[in.a], f.name) ? pc + 1 : static_cast<size_t>(in.b);
         break;
-      case kGoto:
+      case kVMGoto:
         pc = static_cast<size_t>(in.a);
         break;
-      case kRet:
+      case kVMRet:
         return regs[in.a];
     }
   }
@@ -633,22 +715,22 @@ std::string VMModuleNode::disassemble() const {
       const Instr& in = f.code[pc];
       out << "  " << pc << ": " << names[in.op];
       switch (in.op) {
-        case kConst: out << " r" << in.dst << " <- constant " << in.a; break;
-        case kAlloc: {
+        case kVMConst: out << " r" << in.dst << " <- constant " << in.a; break;
+        case kVMAlloc: {
           const AllocSite& s = f.allocs[in.a];
           out << " r" << in.dst << " <- " << s.dtype.to_string() << " ";
           out << (s.storage < 0 ? "output" : "storage " + std::to_string(s.storage));
           break;
         }
-        case kCallDPS: out << " " << callees[in.a]; break;
-        case kCallPacked: out << " r" << in.dst << " <- " << callees[in.a]; break;
-        case kCallGraph: out << " r" << in.dst << " <- @" << functions[in.a].name; break;
-        case kTuple: out << " r" << in.dst; break;
-        case kGetItem: out << " r" << in.dst << " <- r" << in.a << "[" << in.b << "]"; break;
-        case kMove: out << " r" << in.dst << " <- r" << in.a; break;
-        case kIfNot: out << " r" << in.a << " else " << in.b; break;
-        case kGoto: out << " " << in.a; break;
-        case kRet: out << " r" << in.a; break;
+        case kVMCallDPS: out << " " << callees[in.a]; break;
+        case kVMCallPacked: out << " r" << in.dst << " <- " << callees[in.a]; break;
+        case kVMCallGraph: out << " r" << in.dst << " <- @" << functions[in.a].name; break;
+        case kVMTuple: out << " r" << in.dst; break;
+        case kVMGetItem: out << " r" << in.dst << " <- r" << in.a << "[" << in.b << "]"; break;
+        case kVMMove: out << " r" << in.dst << " <- r" << in.a; break;
+        case kVMIfNot: out << " r" << in.a << " else " << in.b; break;
+        case kVMGoto: out << " " << in.a; break;
+        case kVMRet: out << " r" << in.a; break;
       }
       if (!in.args.empty()) {
         out << " (";
@@ -661,42 +743,10 @@ std::string VMModuleNode::disassemble() const {
   return out.str();
 }
 
-void apply_threads(int64_t threads) {
-  if (threads > 0) ThreadPool::global().set_num_threads(static_cast<int>(threads));
-}
-
-Module make_vm_module(const ObjectRef& executable) {
-  const auto* exe = executable.as<VMExecutableNode>();
-  if (!exe) LOOM_THROW(Error) << "not a VM executable";
-  auto node = make_object<VMModuleNode>();
-  node->executable = executable;
-  for (const Any& c : exe->constants) {
-    if (!dynamic_cast<const NDArrayNode*>(c.object())) LOOM_THROW(Error) << "a VM constant is not an NDArray";
-    node->constants.push_back(c);
-  }
-  for (const Any& c : exe->callees) node->callees.push_back(c.as_string());
-  for (const Any& fn : exe->functions) {
-    const auto* def = fn.as_object_ref().as<VMFunctionDefNode>();
-    if (!def) LOOM_THROW(Error) << "a VM function is not a runtime.VMFunctionDef";
-    node->functions.push_back(decode(*def));
-  }
-  // Operands that index the executable's tables.
-  for (const FunctionRt& f : node->functions) {
-    for (const Instr& in : f.code) {
-      auto check = [&](bool ok, const char* what) {
-        if (!ok) LOOM_THROW(Error) << "VM function '" << f.name << "': " << what << " out of range";
-      };
-      if (in.op == kConst) check(in.a >= 0 && static_cast<size_t>(in.a) < node->constants.size(), "constant");
-      if (in.op == kAlloc) check(in.a >= 0 && static_cast<size_t>(in.a) < f.allocs.size(), "allocation");
-      if (in.op == kCallDPS || in.op == kCallPacked) {
-        check(in.a >= 0 && static_cast<size_t>(in.a) < node->callees.size(), "callee");
-      }
-      if (in.op == kCallPacked) check(in.b >= 0 && static_cast<size_t>(in.b) < f.types.size(), "type");
-      if (in.op == kCallGraph) check(in.a >= 0 && static_cast<size_t>(in.a) < node->functions.size(), "function");
-    }
-  }
-  apply_threads(exe->num_threads);
-  return Module(node);
+const VMModuleNode& vm_node(const Module& vm, const char* what) {
+  const auto* node = dynamic_cast<const VMModuleNode*>(vm.get());
+  if (!node) LOOM_THROW(Error) << what << " needs a VM module, got a " << vm->type_key() << " module";
+  return *node;
 }
 
 const bool vm_loader_registered = [] {
@@ -710,434 +760,85 @@ const bool vm_loader_registered = [] {
 LOOM_REGISTER_OBJECT(VMModuleNode);
 LOOM_REGISTER_OBJECT(ArenaNode);
 
-// ---- the compiler ------------------------------------------------------------------------------
-namespace {
-class ExecutableBuilder {
- public:
-  int constant(const Any& c) {
-    constants.push_back(c);
-    return static_cast<int>(constants.size() - 1);
+Module make_vm_module(const ObjectRef& executable) {
+  const auto* exe = executable.as<VMExecutableNode>();
+  if (!exe) LOOM_THROW(Error) << "not a VM executable";
+  if (exe->format != kVMExecutableFormat) {
+    LOOM_THROW(Error) << "the VM executable has format " << exe->format << ", this runtime reads format "
+                      << kVMExecutableFormat << " (rebuild the library with this version of Loom)";
   }
-  int callee(const std::string& key) {
-    auto found = std::find(callees.begin(), callees.end(), key);
-    if (found != callees.end()) return static_cast<int>(found - callees.begin());
-    callees.push_back(key);
-    return static_cast<int>(callees.size() - 1);
+  auto node = make_object<VMModuleNode>();
+  node->executable = executable;
+  for (const Any& c : exe->constants) {
+    if (!dynamic_cast<const NDArrayNode*>(c.object())) LOOM_THROW(Error) << "a VM constant is not an NDArray";
+    node->constants.push_back(c);
   }
-  std::vector<Any> constants;
-  std::vector<std::string> callees;
-};
-
-struct PendingAlloc {
-  DataType dtype;
-  std::vector<ObjectRef> shape;
-  int32_t reg;
-  size_t position;
-};
-
-class FunctionCompiler {
- public:
-  FunctionCompiler(std::string name, ExecutableBuilder& exe, const std::map<std::string, int>& graph_functions)
-      : name_(std::move(name)), exe_(exe), graph_functions_(graph_functions) {}
-
-  ObjectRef compile(const graph::FunctionNode& fn) {
-    auto def = make_object<VMFunctionDefNode>();
-    def->name = name_;
-    std::vector<Any> names, types;
-    for (const Any& p : fn.params) {
-      const auto* var = p.as_object_ref().as<graph::VarNode>();
-      Type type = var->annotation.defined() ? var->annotation : var->checked_type;
-      vars_[var] = new_register();
-      names.push_back(var->name);
-      types.push_back(type);
-      bind_shape_vars(type);
+  for (const Any& c : exe->callees) {
+    if (c.kind() != AnyKind::kStr || (!starts_with(c.as_string(), "dps:") && !starts_with(c.as_string(), "packed:"))) {
+      LOOM_THROW(Error) << "a VM callee is not 'dps:NAME' or 'packed:NAME': " << c.describe();
     }
-    int32_t result = expr(fn.body);
-    emit(kRet, -1, result, 0, {});
-    def->param_names = Array(names);
-    def->param_types = Array(types);
-    def->num_registers = num_registers_;
-    plan(*def);
-    std::vector<Any> flat;
-    for (const Instr& in : code_) {
-      for (int32_t v : {in.op, in.dst, in.a, in.b, static_cast<int32_t>(in.args.size())}) flat.push_back(v);
-      for (int32_t r : in.args) flat.push_back(r);
-    }
-    def->code = Array(flat);
-    def->types = Array(types_);
-    def->shape_vars = Array(std::vector<Any>(shape_vars_.begin(), shape_vars_.end()));
-    return ObjectRef(def);
+    node->callees.push_back(c.as_string());
   }
-
- private:
-  [[noreturn]] void fail(const std::string& message) const {
-    LOOM_THROW(Error) << "VM: @" << name_ << ": " << message;
-  }
-  int32_t new_register() { return num_registers_++; }
-  size_t emit(int32_t op, int32_t dst, int32_t a, int32_t b, std::vector<int32_t> args) {
-    code_.push_back(Instr{op, dst, a, b, std::move(args)});
-    return code_.size() - 1;
-  }
-
-  void bind_shape_vars(const Type& type) {
-    if (const auto* t = type.as<ir::TensorTypeNode>()) {
-      if (t->unknown_rank()) return;
-      for (const Any& d : t->shape) {
-        ObjectRef dim = d.as_object_ref();
-        if (dim.as<tir::VarNode>() &&
-            std::none_of(shape_vars_.begin(), shape_vars_.end(), [&](const Any& v) { return v.object() == dim.get(); })) {
-          shape_vars_.push_back(Any(dim));
-        }
-      }
-    } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
-      for (const Any& f : t->fields) bind_shape_vars(f.cast<Type>());
-    }
-  }
-
-  int32_t expr(const ir::Expr& e) {
-    if (e.as<graph::LetNode>()) {
-      // Iterative over let chains, which can be long.
-      ir::Expr cur = e;
-      while (const auto* l = cur.as<graph::LetNode>()) {
-        vars_[l->var.get()] = expr(l->value);
-        cur = l->body;
-      }
-      return expr(cur);
-    }
-    if (const auto* var = e.as<graph::VarNode>()) {
-      auto found = vars_.find(var);
-      if (found == vars_.end()) fail("%" + var->name + " is not bound");
-      return found->second;
-    }
-    if (const auto* c = e.as<graph::ConstantNode>()) {
-      int32_t r = new_register();
-      emit(kConst, r, exe_.constant(Any(c->data)), 0, {});
-      return r;
-    }
-    if (const auto* t = e.as<graph::TupleNode>()) {
-      std::vector<int32_t> fields;
-      for (const Any& f : t->fields) fields.push_back(expr(f.cast<ir::Expr>()));
-      int32_t r = new_register();
-      emit(kTuple, r, 0, 0, fields);
-      return r;
-    }
-    if (const auto* g = e.as<graph::TupleGetItemNode>()) {
-      int32_t tuple = expr(g->tuple);
-      int32_t r = new_register();
-      emit(kGetItem, r, tuple, static_cast<int32_t>(g->index), {});
-      return r;
-    }
-    if (const auto* i = e.as<graph::IfNode>()) {
-      int32_t cond = expr(i->cond);
-      size_t branch = emit(kIfNot, -1, cond, 0, {});
-      int32_t r = new_register();
-      emit(kMove, r, expr(i->then_branch), 0, {});
-      size_t jump = emit(kGoto, -1, 0, 0, {});
-      code_[branch].b = static_cast<int32_t>(code_.size());
-      emit(kMove, r, expr(i->else_branch), 0, {});
-      code_[jump].a = static_cast<int32_t>(code_.size());
-      return r;
-    }
-    if (const auto* call = e.as<graph::CallNode>()) return call_expr(*call);
-    if (const auto* g = e.as<ir::GlobalVarNode>()) fail("@" + g->name + " is used as a value; the VM calls functions");
-    if (const auto* op = e.as<ir::OpNode>()) fail("operator '" + op->name + "' is used as a value");
-    fail("cannot run a " + std::string(e->type_key()));
-  }
-
-  std::vector<int32_t> tuple_fields(const ir::Expr& e, const std::string& what) {
-    const auto* t = e.as<graph::TupleNode>();
-    if (!t) fail(what + " must be a tuple of arguments");
-    std::vector<int32_t> out;
-    for (const Any& f : t->fields) out.push_back(expr(f.cast<ir::Expr>()));
-    return out;
-  }
-
-  int32_t alloc(const Type& type, const std::string& what) {
-    const auto* t = type.as<ir::TensorTypeNode>();
-    if (!t) fail(what + " must be a tensor, got " + ir::to_text(Any(type)));
-    if (t->unknown_rank()) fail(what + " has no known shape (" + ir::to_text(Any(type)) + ")");
-    std::vector<ObjectRef> shape;
-    for (const Any& d : t->shape) {
-      ObjectRef dim = d.as_object_ref();
-      std::vector<const Object*> used;
-      try {
-        shape_vars_of(dim, used);
-      } catch (const Error& e) {
-        fail(what + ": " + e.what());
-      }
-      for (const Object* v : used) {
-        if (std::none_of(shape_vars_.begin(), shape_vars_.end(), [&](const Any& s) { return s.object() == v; })) {
-          fail(what + " has the dimension " + ir::to_text(Any(dim)) + ", and no parameter's shape binds %" +
-               static_cast<const tir::VarNode*>(v)->name);
-        }
-      }
-      shape.push_back(dim);
-    }
-    int32_t r = new_register();
-    size_t pos = emit(kAlloc, r, static_cast<int32_t>(allocs_.size()), 0, {});
-    allocs_.push_back(PendingAlloc{t->dtype, std::move(shape), r, pos});
-    return r;
-  }
-
-  int32_t call_expr(const graph::CallNode& call) {
-    if (const auto* op = call.callee.as<ir::OpNode>()) {
-      if (op->name == "call_dps") {
-        const auto* g = call.args[0].as_object_ref().as<ir::GlobalVarNode>();
-        if (!g) fail("call_dps needs a global function");
-        std::string what = "the output of call_dps @" + g->name;
-        std::vector<int32_t> args = tuple_fields(call.args[1].cast<ir::Expr>(), "the inputs of call_dps @" + g->name);
-        Type out = call.type_args[0].cast<Type>();
-        int32_t result;
-        if (const auto* tuple = out.as<ir::TupleTypeNode>()) {
-          std::vector<int32_t> outs;
-          for (const Any& f : tuple->fields) outs.push_back(alloc(f.cast<Type>(), what));
-          args.insert(args.end(), outs.begin(), outs.end());
-          result = new_register();
-          emit(kCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
-          emit(kTuple, result, 0, 0, outs);
-        } else {
-          result = alloc(out, what);
-          args.push_back(result);
-          emit(kCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
-        }
-        return result;
-      }
-      if (op->name == "call_packed") {
-        std::string name = call.attrs.at("name").as_string();
-        std::vector<int32_t> args = tuple_fields(call.args[0].cast<ir::Expr>(), "the arguments of call_packed");
-        int32_t r = new_register();
-        types_.push_back(call.type_args[0]);
-        emit(kCallPacked, r, exe_.callee("packed:" + name), static_cast<int32_t>(types_.size() - 1), args);
-        return r;
-      }
-      fail("operator '" + op->name + "' must be lowered before the VM runs it (LegalizeOps turns operators into "
-           "call_dps of prim functions)");
-    }
-    if (const auto* g = call.callee.as<ir::GlobalVarNode>()) {
-      auto found = graph_functions_.find(g->name);
-      if (found == graph_functions_.end()) {
-        fail("@" + g->name + " is not a graph function; call prim and extern functions through call_dps");
-      }
-      std::vector<int32_t> args;
-      for (const Any& a : call.args) args.push_back(expr(a.cast<ir::Expr>()));
-      int32_t r = new_register();
-      emit(kCallGraph, r, found->second, 0, args);
-      return r;
-    }
-    fail("calls of local function values are not supported; call global functions");
-  }
-
-  // ---- memory plan ----
-  // Registers that may hold the same tensor are one class (moves, tuples
-  // and their items, results of calls that may return an argument); a
-  // class lives from its first to its last appearance in the code, which
-  // only jumps forward, so no path uses a tensor outside that interval.
-  int find(std::vector<int>& parent, int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-
-  void plan(VMFunctionDefNode& def) {
-    std::vector<int> parent(num_registers_);
-    std::iota(parent.begin(), parent.end(), 0);
-    auto unite = [&](int a, int b) { parent[find(parent, a)] = find(parent, b); };
-    for (const Instr& in : code_) {
-      if (in.op == kMove || in.op == kGetItem) unite(in.dst, in.a);
-      if (in.op == kTuple || in.op == kCallGraph || in.op == kCallPacked)
-        for (int32_t r : in.args) unite(in.dst, r);
-    }
-    std::vector<size_t> first(num_registers_, SIZE_MAX), last(num_registers_, 0);
-    std::vector<bool> escapes(num_registers_, false);
-    auto touch = [&](int32_t r, size_t pos) {
-      int c = find(parent, r);
-      first[c] = std::min(first[c], pos);
-      last[c] = std::max(last[c], pos);
-    };
-    for (size_t pos = 0; pos < code_.size(); ++pos) {
-      const Instr& in = code_[pos];
-      if (in.dst >= 0) touch(in.dst, pos);
-      for (int32_t r : in.args) touch(r, pos);
-      if (in.op == kMove || in.op == kGetItem || in.op == kIfNot || in.op == kRet) touch(in.a, pos);
-      if (in.op == kRet) escapes[find(parent, in.a)] = true;
-    }
-
-    struct Storage {
-      std::optional<int64_t> bytes;  // constant size
-      std::string key;               // symbolic size, compared by structure
-      ObjectRef size;
-      size_t busy_until;
-    };
-    std::vector<Storage> storages;
-    std::vector<Any> alloc_nodes;
-    for (const PendingAlloc& a : allocs_) {
-      auto node = make_object<VMAllocNode>();
-      node->dtype = a.dtype;
-      node->shape = Array(std::vector<Any>(a.shape.begin(), a.shape.end()));
-      int c = find(parent, a.reg);
-      if (!escapes[c]) node->storage = assign(storages, a, first[c], last[c]);
-      alloc_nodes.push_back(Any(ObjectRef(node)));
-    }
-    def.allocs = Array(alloc_nodes);
-    std::vector<Any> sizes;
-    for (const Storage& s : storages) sizes.push_back(Any(s.size));
-    def.storage_sizes = Array(sizes);
-  }
-
-  template <class Storage>
-  int64_t assign(std::vector<Storage>& storages, const PendingAlloc& a, size_t start, size_t end) {
-    ObjectRef size = byte_size(a.dtype, a.shape);
-    std::optional<int64_t> bytes = constant_of(size);
-    std::string key = bytes ? "" : shape_key(size);
-    int best = -1;
-    for (size_t i = 0; i < storages.size(); ++i) {
-      const Storage& s = storages[i];
-      if (s.busy_until >= start) continue;
-      if (bytes && s.bytes) {
-        // Best fit: the smallest that holds it, else the largest (grown).
-        if (best < 0) {
-          best = static_cast<int>(i);
-          continue;
-        }
-        const Storage& b = storages[best];
-        bool fits = *s.bytes >= *bytes, best_fits = *b.bytes >= *bytes;
-        if ((fits && (!best_fits || *s.bytes < *b.bytes)) || (!fits && !best_fits && *s.bytes > *b.bytes)) {
-          best = static_cast<int>(i);
-        }
-      } else if (!bytes && !s.bytes && s.key == key) {
-        best = static_cast<int>(i);
-        break;
-      }
-    }
-    if (best < 0) {
-      storages.push_back(Storage{bytes, key, size, end});
-      return static_cast<int64_t>(storages.size() - 1);
-    }
-    Storage& s = storages[best];
-    if (bytes && *bytes > *s.bytes) {
-      s.bytes = bytes;
-      s.size = size;
-    }
-    s.busy_until = end;
-    return best;
-  }
-
-  static std::string shape_key(const ObjectRef& e) {
-    if (const auto* i = e.as<tir::IntImmNode>()) return std::to_string(i->value);
-    if (e.as<tir::VarNode>()) {
-      std::ostringstream s;
-      s << "v" << e.get();
-      return s.str();
-    }
-    const auto* b = e.as<tir::BinaryOpNode>();
-    return std::string("(") + e->type_key() + " " + shape_key(b->a) + " " + shape_key(b->b) + ")";
-  }
-
-  std::string name_;
-  ExecutableBuilder& exe_;
-  const std::map<std::string, int>& graph_functions_;
-  std::unordered_map<const Object*, int32_t> vars_;
-  std::vector<Any> shape_vars_;
-  std::vector<Instr> code_;
-  std::vector<PendingAlloc> allocs_;
-  std::vector<Any> types_;
-  int32_t num_registers_ = 0;
-};
-
-int64_t threads_of(const ir::IRModule& module) {
-  for (const char* key : {"host", "target"}) {
-    if (!module->attrs.contains(key)) continue;
-    target::Target target = module->attrs.at(key).cast<target::Target>();
-    if (target.defined() && target->attrs.contains("num-threads")) return target->attrs.at("num-threads").as_int();
-    return 0;
-  }
-  return 0;
-}
-}  // namespace
-
-Module vm_compile(const ir::IRModule& input) {
-  ir::IRModule module = ir::check_module(input);
-  std::map<std::string, int> graph_functions;
-  std::vector<std::string> names;
-  for (const std::string& name : module.names()) {
-    if (module.lookup(name).as<graph::FunctionNode>()) {
-      graph_functions[name] = static_cast<int>(names.size());
-      names.push_back(name);
-    }
-  }
-  if (names.empty()) LOOM_THROW(Error) << "VM: the module has no graph function to compile";
-  ExecutableBuilder builder;
-  std::vector<Any> functions;
-  for (const std::string& name : names) {
-    FunctionCompiler compiler(name, builder, graph_functions);
-    functions.push_back(Any(compiler.compile(*module.lookup(name).as<graph::FunctionNode>())));
-  }
-  auto exe = make_object<VMExecutableNode>();
-  exe->functions = Array(functions);
-  exe->constants = Array(builder.constants);
-  exe->callees = Array(std::vector<Any>(builder.callees.begin(), builder.callees.end()));
-  exe->num_threads = threads_of(module);
-  return make_vm_module(ObjectRef(exe));
-}
-
-std::vector<ir::Type> param_types(const Module& vm, const std::string& function) {
-  const auto* node = dynamic_cast<const VMModuleNode*>(vm.get());
-  if (!node) LOOM_THROW(Error) << "param_types needs a VM module, got a " << vm->type_key() << " module";
-  const auto* exe = node->executable.as<VMExecutableNode>();
-  std::vector<std::string> names;
   for (const Any& fn : exe->functions) {
-    const auto* def = fn.as_object_ref().as<VMFunctionDefNode>();
-    names.push_back(def->name);
-    if (def->name != function) continue;
-    std::vector<ir::Type> out;
-    for (const Any& t : def->param_types) out.push_back(t.is_none() ? ir::Type() : t.cast<ir::Type>());
-    return out;
+    const auto* def = dynamic_cast<const VMFunctionDefNode*>(fn.object());
+    if (!def) LOOM_THROW(Error) << "a VM function is not a runtime.VMFunctionDef";
+    node->functions.push_back(Decoder(*def).decode());
   }
-  LOOM_THROW(LookupError) << "the VM module has no function @" << function << did_you_mean(function, names);
+  // Operands that index the executable's tables.
+  for (const FunctionRt& f : node->functions) {
+    for (const Instr& in : f.code) {
+      auto check = [&](bool ok, const char* what) {
+        if (!ok) LOOM_THROW(Error) << "VM function '" << f.name << "': " << what << " out of range";
+      };
+      if (in.op == kVMConst) check(in.a >= 0 && static_cast<size_t>(in.a) < node->constants.size(), "constant");
+      if (in.op == kVMAlloc) check(in.a >= 0 && static_cast<size_t>(in.a) < f.allocs.size(), "allocation");
+      if (in.op == kVMCallDPS || in.op == kVMCallPacked) {
+        check(in.a >= 0 && static_cast<size_t>(in.a) < node->callees.size(), "callee");
+      }
+      if (in.op == kVMCallPacked) check(in.b >= 0 && static_cast<size_t>(in.b) < f.types.size(), "type");
+      if (in.op == kVMCallGraph) check(in.a >= 0 && static_cast<size_t>(in.a) < node->functions.size(), "function");
+    }
+  }
+  if (exe->num_threads > 0) ThreadPool::global().set_num_threads(static_cast<int>(exe->num_threads));
+  return Module(node);
+}
+
+VMSignature signature(const Module& vm, const std::string& function) {
+  const FunctionRt& f = vm_node(vm, "signature").function(function);
+  return VMSignature{f.param_names, f.param_types, f.shape_vars};
 }
 
 MemoryPlan memory_plan(const Module& vm, const std::string& function) {
-  const auto* node = dynamic_cast<const VMModuleNode*>(vm.get());
-  if (!node) LOOM_THROW(Error) << "memory_plan needs a VM module, got a " << vm->type_key() << " module";
-  const auto* exe = node->executable.as<VMExecutableNode>();
-  for (const Any& fn : exe->functions) {
-    const auto* def = fn.as_object_ref().as<VMFunctionDefNode>();
-    if (def->name != function) continue;
-    MemoryPlan plan;
-    plan.storages = static_cast<int64_t>(def->storage_sizes.size());
-    // Sums as expressions, folded while constant.
-    auto add = [](ObjectRef total, const ObjectRef& term) -> ObjectRef {
-      auto a = constant_of(total), b = constant_of(term);
-      if (a && b) return tir::IntImm(DataType::Int(64), *a + *b);
-      if (a && *a == 0) return term;
-      return tir::Add(tir::PrimExpr(total.object_ptr()), tir::PrimExpr(term.object_ptr()));
-    };
-    ObjectRef peak = tir::IntImm(DataType::Int(64), 0), naive = peak;
-    for (const Any& s : def->storage_sizes) {
-      ObjectRef size = s.as_object_ref();
-      if (auto c = constant_of(size)) size = tir::IntImm(DataType::Int(64), static_cast<int64_t>(align_up(*c)));
-      peak = add(peak, size);
+  const FunctionRt& f = vm_node(vm, "memory_plan").function(function);
+  MemoryPlan plan;
+  plan.storages = static_cast<int64_t>(f.storage_sizes.size());
+  // Sums as expressions, folded while constant; constant sizes aligned as
+  // the arena aligns them.
+  auto aligned = [](const ShapeExpr& size) {
+    auto c = size.as_constant();
+    return c ? ShapeExpr::constant(static_cast<int64_t>(align_up(static_cast<size_t>(*c)))) : size;
+  };
+  auto add = [](const ShapeExpr& total, const ShapeExpr& term) {
+    auto a = total.as_constant(), b = term.as_constant();
+    if (a && b) return ShapeExpr::constant(*a + *b);
+    if (a && *a == 0) return term;
+    return ShapeExpr::binary(ShapeOp::kAdd, total, term);
+  };
+  ShapeExpr peak = ShapeExpr::constant(0), naive = peak;
+  for (const ShapeExpr& s : f.storage_sizes) peak = add(peak, aligned(s));
+  for (const AllocSite& site : f.allocs) {
+    if (site.storage < 0) {
+      ++plan.output_tensors;
+      continue;
     }
-    for (const Any& a : def->allocs) {
-      const auto* site = a.as_object_ref().as<VMAllocNode>();
-      if (site->storage < 0) {
-        ++plan.output_tensors;
-        continue;
-      }
-      ++plan.planned_tensors;
-      std::vector<ObjectRef> shape;
-      for (const Any& d : site->shape) shape.push_back(d.as_object_ref());
-      ObjectRef size = byte_size(site->dtype, shape);
-      if (auto c = constant_of(size)) size = tir::IntImm(DataType::Int(64), static_cast<int64_t>(align_up(*c)));
-      naive = add(naive, size);
-    }
-    plan.static_peak_bytes = constant_of(peak);
-    plan.static_naive_bytes = constant_of(naive);
-    plan.peak_bytes = plan.static_peak_bytes ? std::to_string(*plan.static_peak_bytes) : ir::to_text(Any(peak));
-    plan.naive_bytes = plan.static_naive_bytes ? std::to_string(*plan.static_naive_bytes) : ir::to_text(Any(naive));
-    return plan;
+    ++plan.planned_tensors;
+    naive = add(naive, aligned(tensor_bytes(site.dtype, site.shape)));
   }
-  LOOM_THROW(LookupError) << "the VM module has no function '" << function << "'"
-                          << did_you_mean(function, node->function_names());
+  plan.static_peak_bytes = peak.as_constant();
+  plan.static_naive_bytes = naive.as_constant();
+  plan.peak_bytes = shape_expr_text(peak, f.shape_vars);
+  plan.naive_bytes = shape_expr_text(naive, f.shape_vars);
+  return plan;
 }
 
 }  // namespace loom::runtime

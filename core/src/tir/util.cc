@@ -29,22 +29,4 @@ tir::PrimFunc with_body(const tir::PrimFuncNode& f, const Stmt& body) {
   return tir::PrimFunc(params, body, f.ret, f.attrs);
 }
 
-transform::Pass prim_pass(transform::PassInfo info, PrimBodyFn body_of) {
-  return transform::module_pass(info, [body_of](const ir::IRModule& module, const transform::PassContext& ctx) {
-    ir::IRModule out = module;
-    for (const std::string& name : module.names()) {
-      const auto* f = module.lookup(name).as<tir::PrimFuncNode>();
-      if (!f) continue;
-      Stmt body;
-      try {
-        body = body_of(*f, module, ctx);
-      } catch (const Error& e) {
-        LOOM_THROW(Error) << "@" << name << ": " << e.what();
-      }
-      if (!body.same_as(f->body)) out = out.with_function(name, with_body(*f, body));
-    }
-    return out;
-  });
-}
-
 }  // namespace loom::tir

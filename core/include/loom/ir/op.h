@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/graph/expr.h"
+#include "loom/ir/expr.h"
 #include "loom/object/function.h"
 #include "loom/object/schema.h"
 

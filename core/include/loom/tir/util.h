@@ -1,16 +1,13 @@
 // Small prim IR utilities: constants, loop nests, a prim function with a
-// new body, and prim_pass, the shape of every loop pass.
+// new body.
 #ifndef LOOM_TIR_UTIL_H_
 #define LOOM_TIR_UTIL_H_
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "loom/ir/module.h"
 #include "loom/tir/function.h"
-#include "loom/transform/pass.h"
 
 namespace loom::tir {
 
@@ -27,12 +24,6 @@ std::vector<const ForNode*> perfect_nest(const ForNode* top);
 
 // A prim function with a new body (parameters, result and attributes kept).
 PrimFunc with_body(const PrimFuncNode& f, const Stmt& body);
-
-// A pass over every prim function of a module: `body_of(f, module, ctx)`
-// returns the function's new body (the same object when unchanged).  An
-// Error from it is re-thrown prefixed with "@name: ".
-using PrimBodyFn = std::function<Stmt(const PrimFuncNode&, const ir::IRModule&, const transform::PassContext&)>;
-transform::Pass prim_pass(transform::PassInfo info, PrimBodyFn body_of);
 
 }  // namespace loom::tir
 

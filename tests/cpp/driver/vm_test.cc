@@ -1,7 +1,7 @@
-// The VM: graph functions over call_dps / call_packed, the static memory
+// The VM compiler and the VM: graph functions over call_dps / call_packed, the static memory
 // plan, tuples, If, constants, input checks, save and load.  Kernels come
 // from a C++ module standing in for what codegen would build.
-#include "loom/runtime/vm.h"
+#include "loom/driver/vm_compiler.h"
 
 #include <gtest/gtest.h>
 
@@ -14,10 +14,12 @@
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/thread_pool.h"
+#include "loom/runtime/vm.h"
 #include "loom/target/target.h"
 #include "test_util.h"
 
 namespace loom::runtime {
+using driver::vm_compile;
 using test::error_of;
 
 namespace {

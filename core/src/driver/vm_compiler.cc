@@ -1,0 +1,343 @@
+// The VM compiler (loom/driver/vm_compiler.h): graph functions to the
+// executable of loom/runtime/vm.h.  Shapes become runtime ShapeExprs over
+// each function's shape variables (the symbolic dimensions its parameters
+// bind), types become VMTypes, and the static memory plan comes from
+// memory_planner.h.
+#include "loom/driver/vm_compiler.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "loom/graph/function.h"
+#include "loom/ir/analysis.h"
+#include "loom/ir/text.h"
+#include "loom/runtime/vm.h"
+#include "loom/target/target.h"
+#include "memory_planner.h"
+
+namespace loom::driver {
+
+namespace {
+using ir::Type;
+using runtime::ShapeExpr;
+using runtime::ShapeOp;
+using runtime::VMType;
+using vm::Instr;
+
+class ExecutableBuilder {
+ public:
+  int constant(const Any& c) {
+    constants.push_back(c);
+    return static_cast<int>(constants.size() - 1);
+  }
+  int callee(const std::string& key) {
+    auto found = std::find(callees.begin(), callees.end(), key);
+    if (found != callees.end()) return static_cast<int>(found - callees.begin());
+    callees.push_back(key);
+    return static_cast<int>(callees.size() - 1);
+  }
+  std::vector<Any> constants;
+  std::vector<std::string> callees;
+};
+
+class FunctionCompiler {
+ public:
+  FunctionCompiler(std::string name, ExecutableBuilder& exe, const std::map<std::string, int>& graph_functions)
+      : name_(std::move(name)), exe_(exe), graph_functions_(graph_functions) {}
+
+  ObjectRef compile(const graph::FunctionNode& fn) {
+    auto def = make_object<runtime::VMFunctionDefNode>();
+    def->name = name_;
+    std::vector<Type> types;
+    std::vector<Any> names;
+    for (const Any& p : fn.params) {
+      const auto* var = p.as_object_ref().as<graph::VarNode>();
+      Type type = var->annotation.defined() ? var->annotation : var->checked_type;
+      vars_[var] = new_register();
+      names.push_back(var->name);
+      types.push_back(type);
+      bind_shape_vars(type);
+    }
+    // Every parameter binds its variables before any type is converted,
+    // so a composite dimension may use the variables of a later parameter.
+    std::vector<Any> param_types;
+    for (const Type& type : types) param_types.push_back(Any(vm_type(type, "a parameter's type", false)));
+    int32_t result = expr(fn.body);
+    emit(runtime::kVMRet, -1, result, 0, {});
+    def->param_names = Array(names);
+    def->param_types = Array(param_types);
+    def->num_registers = num_registers_;
+
+    vm::StoragePlan plan = vm::plan_storage(code_, num_registers_, allocations_);
+    std::vector<Any> allocs;
+    for (size_t k = 0; k < allocations_.size(); ++k) {
+      auto node = make_object<runtime::VMAllocNode>();
+      node->dtype = allocations_[k].dtype;
+      node->shape = Array(std::vector<Any>(allocations_[k].shape.begin(), allocations_[k].shape.end()));
+      node->storage = plan.storage_of[k];
+      allocs.push_back(Any(ObjectRef(node)));
+    }
+    def->allocs = Array(allocs);
+    def->storage_sizes = Array(std::vector<Any>(plan.storage_bytes.begin(), plan.storage_bytes.end()));
+    std::vector<Any> flat;
+    for (const Instr& in : code_) {
+      for (int32_t v : {in.op, in.dst, in.a, in.b, static_cast<int32_t>(in.args.size())}) flat.push_back(v);
+      for (int32_t r : in.args) flat.push_back(r);
+    }
+    def->code = Array(flat);
+    def->types = Array(types_);
+    std::vector<Any> var_names;
+    for (const auto& v : shape_vars_) var_names.push_back(v.second);
+    def->shape_vars = Array(var_names);
+    return ObjectRef(def);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const { LOOM_THROW(Error) << "VM: @" << name_ << ": " << message; }
+  int32_t new_register() { return num_registers_++; }
+  size_t emit(int32_t op, int32_t dst, int32_t a, int32_t b, std::vector<int32_t> args) {
+    code_.push_back(Instr{op, dst, a, b, std::move(args)});
+    return code_.size() - 1;
+  }
+
+  // ---- shapes and types ----
+  std::optional<int64_t> slot_of(const Object* var) const {
+    for (size_t k = 0; k < shape_vars_.size(); ++k)
+      if (shape_vars_[k].first == var) return static_cast<int64_t>(k);
+    return std::nullopt;
+  }
+
+  int64_t add_shape_var(const tir::VarNode* var) {
+    // Names are made unique, so messages tell two variables named n apart.
+    std::string name = var->name;
+    for (int k = 1; std::any_of(shape_vars_.begin(), shape_vars_.end(), [&](const auto& v) { return v.second == name; }); ++k) {
+      name = var->name + "_" + std::to_string(k);
+    }
+    shape_vars_.emplace_back(var, name);
+    return static_cast<int64_t>(shape_vars_.size() - 1);
+  }
+
+  // The lone-variable dimensions of a parameter bind those variables.
+  void bind_shape_vars(const Type& type) {
+    if (const auto* t = type.as<ir::TensorTypeNode>()) {
+      if (t->unknown_rank()) return;
+      for (const Any& d : t->shape) {
+        const auto* var = dynamic_cast<const tir::VarNode*>(d.object());
+        if (var && !slot_of(var)) add_shape_var(var);
+      }
+    } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
+      for (const Any& f : t->fields) bind_shape_vars(f.cast<Type>());
+    }
+  }
+
+  // A dimension as a ShapeExpr: integer arithmetic over bound variables.
+  // `free_ok`: a variable no parameter binds gets a slot of its own (a
+  // call_packed result type, which is only checked where it is constant).
+  ShapeExpr shape(const Any& dim, const std::string& what, bool free_ok) { return shape(dim, dim, what, free_ok); }
+  ShapeExpr shape(const Any& part, const Any& dim, const std::string& what, bool free_ok) {
+    const Object* o = part.object();
+    if (const auto* i = dynamic_cast<const tir::IntImmNode*>(o)) return ShapeExpr::constant(i->value);
+    if (const auto* v = dynamic_cast<const tir::VarNode*>(o)) {
+      if (auto slot = slot_of(v)) return ShapeExpr::var(*slot);
+      if (free_ok) return ShapeExpr::var(add_shape_var(v));
+      fail(what + " has the dimension " + ir::to_text(dim) + ", and no parameter's shape binds %" + v->name);
+    }
+    static const std::vector<std::pair<uint32_t, ShapeOp>> ops = {
+        {tir::AddNode::runtime_type_index(), ShapeOp::kAdd},           {tir::SubNode::runtime_type_index(), ShapeOp::kSub},
+        {tir::MulNode::runtime_type_index(), ShapeOp::kMul},           {tir::DivNode::runtime_type_index(), ShapeOp::kDiv},
+        {tir::FloorDivNode::runtime_type_index(), ShapeOp::kFloorDiv}, {tir::FloorModNode::runtime_type_index(), ShapeOp::kFloorMod},
+        {tir::MinNode::runtime_type_index(), ShapeOp::kMin},           {tir::MaxNode::runtime_type_index(), ShapeOp::kMax}};
+    if (const auto* b = dynamic_cast<const tir::BinaryOpNode*>(o)) {
+      for (const auto& [index, op] : ops) {
+        if (b->type_index() == index) {
+          return ShapeExpr::binary(op, shape(Any(b->a), dim, what, free_ok), shape(Any(b->b), dim, what, free_ok));
+        }
+      }
+    }
+    fail(what + ": the shape expression " + ir::to_text(part) + " is not integer arithmetic");
+  }
+
+  VMType vm_type(const Type& type, const std::string& what, bool free_ok) {
+    if (const auto* t = type.as<ir::TensorTypeNode>()) {
+      if (t->unknown_rank()) return VMType::tensor(t->dtype, std::nullopt);
+      std::vector<ShapeExpr> dims;
+      for (const Any& d : t->shape) dims.push_back(shape(d, what, free_ok));
+      return VMType::tensor(t->dtype, dims);
+    }
+    if (const auto* t = type.as<ir::TupleTypeNode>()) {
+      std::vector<VMType> fields;
+      for (const Any& f : t->fields) fields.push_back(vm_type(f.cast<Type>(), what, free_ok));
+      return VMType::tuple(fields);
+    }
+    if (const auto* t = type.as<ir::PrimTypeNode>()) return VMType::scalar(t->dtype);
+    return VMType::any();  // undefined, function and opaque types are not checked
+  }
+
+  // ---- code ----
+  int32_t expr(const ir::Expr& e) {
+    if (e.as<graph::LetNode>()) {
+      // Iterative over let chains, which can be long.
+      ir::Expr cur = e;
+      while (const auto* l = cur.as<graph::LetNode>()) {
+        vars_[l->var.get()] = expr(l->value);
+        cur = l->body;
+      }
+      return expr(cur);
+    }
+    if (const auto* var = e.as<graph::VarNode>()) {
+      auto found = vars_.find(var);
+      if (found == vars_.end()) fail("%" + var->name + " is not bound");
+      return found->second;
+    }
+    if (const auto* c = e.as<graph::ConstantNode>()) {
+      int32_t r = new_register();
+      emit(runtime::kVMConst, r, exe_.constant(Any(c->data)), 0, {});
+      return r;
+    }
+    if (const auto* t = e.as<graph::TupleNode>()) {
+      std::vector<int32_t> fields;
+      for (const Any& f : t->fields) fields.push_back(expr(f.cast<ir::Expr>()));
+      int32_t r = new_register();
+      emit(runtime::kVMTuple, r, 0, 0, fields);
+      return r;
+    }
+    if (const auto* g = e.as<graph::TupleGetItemNode>()) {
+      int32_t tuple = expr(g->tuple);
+      int32_t r = new_register();
+      emit(runtime::kVMGetItem, r, tuple, static_cast<int32_t>(g->index), {});
+      return r;
+    }
+    if (const auto* i = e.as<graph::IfNode>()) {
+      int32_t cond = expr(i->cond);
+      size_t branch = emit(runtime::kVMIfNot, -1, cond, 0, {});
+      int32_t r = new_register();
+      emit(runtime::kVMMove, r, expr(i->then_branch), 0, {});
+      size_t jump = emit(runtime::kVMGoto, -1, 0, 0, {});
+      code_[branch].b = static_cast<int32_t>(code_.size());
+      emit(runtime::kVMMove, r, expr(i->else_branch), 0, {});
+      code_[jump].a = static_cast<int32_t>(code_.size());
+      return r;
+    }
+    if (const auto* call = e.as<graph::CallNode>()) return call_expr(*call);
+    if (const auto* g = e.as<ir::GlobalVarNode>()) fail("@" + g->name + " is used as a value; the VM calls functions");
+    if (const auto* op = e.as<ir::OpNode>()) fail("operator '" + op->name + "' is used as a value");
+    fail("cannot run a " + std::string(e->type_key()));
+  }
+
+  std::vector<int32_t> tuple_fields(const ir::Expr& e, const std::string& what) {
+    const auto* t = e.as<graph::TupleNode>();
+    if (!t) fail(what + " must be a tuple of arguments");
+    std::vector<int32_t> out;
+    for (const Any& f : t->fields) out.push_back(expr(f.cast<ir::Expr>()));
+    return out;
+  }
+
+  int32_t alloc(const Type& type, const std::string& what) {
+    const auto* t = type.as<ir::TensorTypeNode>();
+    if (!t) fail(what + " must be a tensor, got " + ir::to_text(Any(type)));
+    if (t->unknown_rank()) fail(what + " has no known shape (" + ir::to_text(Any(type)) + ")");
+    std::vector<ShapeExpr> dims;
+    for (const Any& d : t->shape) dims.push_back(shape(d, what, false));
+    int32_t r = new_register();
+    emit(runtime::kVMAlloc, r, static_cast<int32_t>(allocations_.size()), 0, {});
+    allocations_.push_back(vm::Allocation{t->dtype, std::move(dims), r});
+    return r;
+  }
+
+  int32_t call_expr(const graph::CallNode& call) {
+    if (const auto* op = call.callee.as<ir::OpNode>()) {
+      if (op->name == "call_dps") {
+        const auto* g = call.args[0].as_object_ref().as<ir::GlobalVarNode>();
+        if (!g) fail("call_dps needs a global function");
+        std::string what = "the output of call_dps @" + g->name;
+        std::vector<int32_t> args = tuple_fields(call.args[1].cast<ir::Expr>(), "the inputs of call_dps @" + g->name);
+        Type out = call.type_args[0].cast<Type>();
+        int32_t result;
+        if (const auto* tuple = out.as<ir::TupleTypeNode>()) {
+          std::vector<int32_t> outs;
+          for (const Any& f : tuple->fields) outs.push_back(alloc(f.cast<Type>(), what));
+          args.insert(args.end(), outs.begin(), outs.end());
+          result = new_register();
+          emit(runtime::kVMCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
+          emit(runtime::kVMTuple, result, 0, 0, outs);
+        } else {
+          result = alloc(out, what);
+          args.push_back(result);
+          emit(runtime::kVMCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
+        }
+        return result;
+      }
+      if (op->name == "call_packed") {
+        std::string name = call.attrs.at("name").as_string();
+        std::vector<int32_t> args = tuple_fields(call.args[0].cast<ir::Expr>(), "the arguments of call_packed");
+        int32_t r = new_register();
+        types_.push_back(Any(vm_type(call.type_args[0].cast<Type>(), "the result of call_packed '" + name + "'", true)));
+        emit(runtime::kVMCallPacked, r, exe_.callee("packed:" + name), static_cast<int32_t>(types_.size() - 1), args);
+        return r;
+      }
+      fail("operator '" + op->name + "' must be lowered before the VM runs it (LegalizeOps turns operators into "
+           "call_dps of prim functions)");
+    }
+    if (const auto* g = call.callee.as<ir::GlobalVarNode>()) {
+      auto found = graph_functions_.find(g->name);
+      if (found == graph_functions_.end()) {
+        fail("@" + g->name + " is not a graph function; call prim and extern functions through call_dps");
+      }
+      std::vector<int32_t> args;
+      for (const Any& a : call.args) args.push_back(expr(a.cast<ir::Expr>()));
+      int32_t r = new_register();
+      emit(runtime::kVMCallGraph, r, found->second, 0, args);
+      return r;
+    }
+    fail("calls of local function values are not supported; call global functions");
+  }
+
+  std::string name_;
+  ExecutableBuilder& exe_;
+  const std::map<std::string, int>& graph_functions_;
+  std::unordered_map<const Object*, int32_t> vars_;
+  std::vector<std::pair<const Object*, std::string>> shape_vars_;  // by slot
+  std::vector<Instr> code_;
+  std::vector<vm::Allocation> allocations_;
+  std::vector<Any> types_;
+  int32_t num_registers_ = 0;
+};
+
+int64_t threads_of(const ir::IRModule& module) {
+  for (const char* key : {"host", "target"}) {
+    if (!module->attrs.contains(key)) continue;
+    target::Target target = module->attrs.at(key).cast<target::Target>();
+    if (target.defined() && target->attrs.contains("num-threads")) return target->attrs.at("num-threads").as_int();
+    return 0;
+  }
+  return 0;
+}
+}  // namespace
+
+runtime::Module vm_compile(const ir::IRModule& input) {
+  ir::IRModule module = ir::check_module(input);
+  std::map<std::string, int> graph_functions;
+  std::vector<std::string> names;
+  for (const std::string& name : module.names()) {
+    if (module.lookup(name).as<graph::FunctionNode>()) {
+      graph_functions[name] = static_cast<int>(names.size());
+      names.push_back(name);
+    }
+  }
+  if (names.empty()) LOOM_THROW(Error) << "VM: the module has no graph function to compile";
+  ExecutableBuilder builder;
+  std::vector<Any> functions;
+  for (const std::string& name : names) {
+    FunctionCompiler compiler(name, builder, graph_functions);
+    functions.push_back(Any(compiler.compile(*module.lookup(name).as<graph::FunctionNode>())));
+  }
+  auto exe = make_object<runtime::VMExecutableNode>();
+  exe->functions = Array(functions);
+  exe->constants = Array(builder.constants);
+  exe->callees = Array(std::vector<Any>(builder.callees.begin(), builder.callees.end()));
+  exe->num_threads = threads_of(module);
+  return runtime::make_vm_module(ObjectRef(exe));
+}
+
+}  // namespace loom::driver
