@@ -32,12 +32,12 @@
 // the attribute vector-bits, else 128 bits).
 #include "auto_schedule.h"
 
+#include <loom/arith/simplify.h>
 #include <loom/ir/text.h>
 #include <loom/object/traversal.h>
 #include <loom/target/target.h>
-#include <loom/tir/schedule.h>
 #include <loom/tir/functor.h>
-#include <loom/arith/simplify.h>
+#include <loom/tir/schedule.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
 
@@ -66,15 +66,11 @@ const ForNode* find(const Schedule& s, const std::string& name) {
 
 // The loops not inside another loop, in order.
 void roots(const Stmt& s, std::vector<std::string>& out) {
-  if (const auto* f = s.as<ForNode>()) {
-    out.push_back(f->loop_var->name);
-    return;
-  }
-  map_children(s, [](const PrimExpr& e) { return e; },
-               [&](const Stmt& c) {
-                 roots(c, out);
-                 return c;
-               });
+  pre_order(s, [&](const Stmt& st) {
+    const auto* f = st.as<ForNode>();
+    if (f) out.push_back(f->loop_var->name);
+    return !f;
+  });
 }
 
 
@@ -83,23 +79,20 @@ void roots(const Stmt& s, std::vector<std::string>& out) {
 bool has_reduction(const ForNode* top) {
   bool found = false;
   std::vector<const VarNode*> loops{top->loop_var.get()};
-  std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
-    if (const auto* f = st.as<ForNode>()) {
-      loops.push_back(f->loop_var.get());
-      walk(f->body);
-      loops.pop_back();
-      return;
-    }
-    if (const auto* store = st.as<BufferStoreNode>()) {
-      for (const VarNode* v : loops)
-        if (!uses_var(Any(store->indices), v)) found = true;
-      return;
-    }
-    map_children(st, [](const PrimExpr& e) { return e; },
-                 [&](const Stmt& c) {
-                   walk(c);
-                   return c;
-                 });
+  std::function<void(const Stmt&)> walk = [&](const Stmt& body) {
+    pre_order(body, [&](const Stmt& st) {
+      if (const auto* f = st.as<ForNode>()) {
+        loops.push_back(f->loop_var.get());
+        walk(f->body);
+        loops.pop_back();
+        return false;
+      }
+      if (const auto* store = st.as<BufferStoreNode>()) {
+        for (const VarNode* v : loops)
+          if (!uses_var(Any(store->indices), v)) found = true;
+      }
+      return true;
+    });
   };
   walk(top->body);
   return found;

@@ -2,8 +2,8 @@
 
 #include <unordered_map>
 
-#include <loom/tir/functor.h>
 #include <loom/arith/simplify.h>
+#include <loom/tir/functor.h>
 #include <loom/transform/prim_pass.h>
 
 namespace loom::loop {
@@ -15,33 +15,28 @@ namespace {
 
 class Flattener {
  public:
+  // Children first: a load or store of a buffer that is not flat, its
+  // indices already flattened, goes through the buffer's flat view.
   Stmt run(const Stmt& s) {
-    if (const auto* a = s.as<AllocateNode>()) {
-      Stmt body = run(a->body);
-      Buffer flat = flat_of(a->buffer);
-      if (flat.same_as(a->buffer) && body.same_as(a->body)) return s;
-      return Allocate(flat, body);
-    }
-    const auto* st = s.as<BufferStoreNode>();
-    if (st && !is_flat(*st->buffer.get())) {
-      std::vector<PrimExpr> indices;
-      for (const Any& i : st->indices) indices.push_back(expr(i.cast<PrimExpr>()));
-      return BufferStore(flat_of(st->buffer), expr(st->value), {index(st->buffer, indices)});
-    }
-    return map_children(s, [this](const PrimExpr& e) { return expr(e); }, [this](const Stmt& c) { return run(c); });
+    return Rewriter()
+        .post_expr([this](const PrimExpr& e) -> PrimExpr {
+          const auto* l = e.as<BufferLoadNode>();
+          if (!l || is_flat(*l->buffer.get())) return e;
+          return BufferLoad(flat_of(l->buffer), {index(l->buffer, l->indices)});
+        })
+        .post_stmt([this](const Stmt& st) -> Stmt {
+          if (const auto* a = st.as<AllocateNode>()) {
+            Buffer flat = flat_of(a->buffer);
+            return flat.same_as(a->buffer) ? st : Stmt(Allocate(flat, a->body));
+          }
+          const auto* store = st.as<BufferStoreNode>();
+          if (!store || is_flat(*store->buffer.get())) return st;
+          return BufferStore(flat_of(store->buffer), store->value, {index(store->buffer, store->indices)});
+        })
+        .run(s);
   }
 
  private:
-  PrimExpr expr(const PrimExpr& e) {
-    const auto* l = e.as<BufferLoadNode>();
-    if (l && !is_flat(*l->buffer.get())) {
-      std::vector<PrimExpr> indices;
-      for (const Any& i : l->indices) indices.push_back(expr(i.cast<PrimExpr>()));
-      return BufferLoad(flat_of(l->buffer), {index(l->buffer, indices)});
-    }
-    return map_children(e, [this](const PrimExpr& c) { return expr(c); });
-  }
-
   static bool is_flat(const BufferNode& b) { return b.shape.size() == 1 && b.strides.size() == 0; }
 
   // The one-dimensional view of `b`: the same memory (data variable,
@@ -79,7 +74,9 @@ class Flattener {
   }
 
   // Row-major (or given-stride) linear index.
-  static PrimExpr index(const Buffer& b, const std::vector<PrimExpr>& indices) {
+  static PrimExpr index(const Buffer& b, const Array& index_list) {
+    std::vector<PrimExpr> indices;
+    for (const Any& i : index_list) indices.push_back(i.cast<PrimExpr>());
     if (indices.size() != b->shape.size()) {
       LOOM_THROW(Error) << "buffer '" << b->name << "' has rank " << b->shape.size() << " but is indexed with "
                         << indices.size() << " indices";

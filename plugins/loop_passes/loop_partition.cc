@@ -1,8 +1,8 @@
 #include "loop_partition.h"
 
-#include <loom/tir/functor.h>
-#include <loom/tir/builder.h>
 #include <loom/arith/simplify.h>
+#include <loom/tir/builder.h>
+#include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
 
@@ -22,31 +22,35 @@ struct Guard {
 };
 
 void collect(const Stmt& s, const VarNode* var, std::vector<const ForNode*>* inner, std::vector<Guard>* out) {
-  if (const auto* f = s.as<ForNode>()) {
-    inner->push_back(f);
-    collect(f->body, var, inner, out);
-    inner->pop_back();
-    return;
-  }
-  if (const auto* i = s.as<IfThenElseNode>()) {
-    if (uses_var(Any(i->condition), var)) out->push_back({i->condition, *inner});
-    collect(i->then_case, var, inner, out);
-    if (i->else_case.defined()) collect(i->else_case, var, inner, out);
-    return;
-  }
-  map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) {
-    collect(c, var, inner, out);
-    return c;
+  pre_order(s, [&](const Stmt& st) {
+    if (const auto* f = st.as<ForNode>()) {
+      inner->push_back(f);
+      collect(f->body, var, inner, out);
+      inner->pop_back();
+      return false;
+    }
+    if (const auto* i = st.as<IfThenElseNode>()) {
+      if (uses_var(Any(i->condition), var)) out->push_back({i->condition, *inner});
+    }
+    return true;
   });
 }
 
 class Partitioner {
  public:
-  Stmt run(const Stmt& s, Analyzer an) {
-    const auto* f = s.as<ForNode>();
-    if (!f) {
-      return map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) { return run(c, an); });
-    }
+  // Loops are partitioned where they stand, under the ranges of the loops
+  // around them.
+  Stmt run(const Stmt& s, const Analyzer& an) {
+    return Rewriter().pre_stmt([&](const Stmt& st) -> std::optional<Stmt> {
+      const auto* f = st.as<ForNode>();
+      if (!f) return std::nullopt;
+      return loop(st, *f, an);
+    }).run(s);
+  }
+
+ private:
+  Stmt loop(const Stmt& s, const ForNode& loop_node, Analyzer an) {
+    const ForNode* f = &loop_node;
     auto begin = const_int(simplify(f->min, an)), extent = const_int(simplify(f->extent, an));
     if (begin && extent && *extent > 1 && f->for_kind() != ForKind::kThreadBinding) {
       if (auto split = split_point(*f, *begin, *begin + *extent, an)) {
@@ -65,10 +69,9 @@ class Partitioner {
     an.bind_loop(*f);
     Stmt body = run(f->body, an);
     if (body.same_as(f->body)) return s;
-    return For(f->loop_var, f->min, f->extent, f->for_kind(), body, f->thread, f->annotations);
+    return with_kind_and_body(*f, f->for_kind(), body);
   }
 
- private:
   // The first point p in (begin, end) such that some guard is decided on
   // [begin, p) (or on [p, end)) for every value of the inner loops.
   std::optional<int64_t> split_point(const ForNode& f, int64_t begin, int64_t end, const Analyzer& outer) {

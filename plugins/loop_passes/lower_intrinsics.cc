@@ -16,8 +16,12 @@ class Lowerer {
  public:
   explicit Lowerer(std::set<std::string> native) : native_(std::move(native)) {}
 
-  PrimExpr expr(const PrimExpr& e, int depth = 0) {
-    PrimExpr out = map_children(e, [&](const PrimExpr& c) { return expr(c, depth); });
+  Stmt run(const Stmt& s) { return Rewriter().post_expr([this](const PrimExpr& e) { return lower(e, 0); }).run(s); }
+
+ private:
+  // A call (its arguments already lowered) checked and, unless the target
+  // implements it, replaced by its expansion, lowered in turn.
+  PrimExpr lower(const PrimExpr& out, int depth) {
     const auto* c = out.as<CallNode>();
     if (!c) return out;
     auto entry = IntrinsicRegistry::entry(c->op);
@@ -34,10 +38,9 @@ class Lowerer {
     }
     if (native_.count(c->op) || !entry->expand) return out;
     if (depth > 16) LOOM_THROW(Error) << "intrinsic '" << c->op << "' does not stop expanding (16 levels)";
-    return expr(entry->expand(*c), depth + 1);
+    return Rewriter().post_expr([this, depth](const PrimExpr& e) { return lower(e, depth + 1); }).run(entry->expand(*c));
   }
 
- private:
   std::set<std::string> native_;
 };
 }  // namespace
@@ -51,11 +54,7 @@ transform::Pass LowerIntrinsics() {
     std::string kind;
     if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<target::Target>()->kind;
     std::set<std::string> native = IntrinsicRegistry::native(kind).value_or(std::set<std::string>{});
-    Lowerer lowerer(native);
-    std::function<Stmt(const Stmt&)> walk = [&](const Stmt& s) {
-      return map_children(s, [&](const PrimExpr& e) { return lowerer.expr(e); }, walk);
-    };
-    return walk(f.body);
+    return Lowerer(native).run(f.body);
   });
 }
 

@@ -13,37 +13,25 @@ using namespace tir;  // NOLINT: the prim IR and its utilities read best unquali
 namespace {
 
 // Loads and stores of the mapped buffers go to their replacements.
-class BufferReplacer {
- public:
-  explicit BufferReplacer(const std::unordered_map<const BufferNode*, Buffer>& with) : with_(with) {}
-  Stmt run(const Stmt& s) {
-    Stmt out = map_children(s, [this](const PrimExpr& e) { return expr(e); }, [this](const Stmt& c) { return run(c); });
-    if (const auto* st = out.as<BufferStoreNode>()) {
-      auto found = with_.find(st->buffer.get());
-      if (found != with_.end()) {
-        std::vector<PrimExpr> indices;
-        for (const Any& i : st->indices) indices.push_back(i.cast<PrimExpr>());
-        return BufferStore(found->second, st->value, indices);
-      }
-    }
+Stmt replace_buffers(const Stmt& s, const std::unordered_map<const BufferNode*, Buffer>& with) {
+  auto indices = [](const Array& list) {
+    std::vector<PrimExpr> out;
+    for (const Any& i : list) out.push_back(i.cast<PrimExpr>());
     return out;
-  }
-
- private:
-  PrimExpr expr(const PrimExpr& e) {
-    PrimExpr out = map_children(e, [this](const PrimExpr& c) { return expr(c); });
-    if (const auto* l = out.as<BufferLoadNode>()) {
-      auto found = with_.find(l->buffer.get());
-      if (found != with_.end()) {
-        std::vector<PrimExpr> indices;
-        for (const Any& i : l->indices) indices.push_back(i.cast<PrimExpr>());
-        return BufferLoad(found->second, indices);
-      }
-    }
-    return out;
-  }
-  const std::unordered_map<const BufferNode*, Buffer>& with_;
-};
+  };
+  return Rewriter()
+      .post_expr([&](const PrimExpr& e) -> PrimExpr {
+        const auto* l = e.as<BufferLoadNode>();
+        auto found = l ? with.find(l->buffer.get()) : with.end();
+        return found == with.end() ? e : PrimExpr(BufferLoad(found->second, indices(l->indices)));
+      })
+      .post_stmt([&](const Stmt& st) -> Stmt {
+        const auto* store = st.as<BufferStoreNode>();
+        auto found = store ? with.find(store->buffer.get()) : with.end();
+        return found == with.end() ? st : Stmt(BufferStore(found->second, store->value, indices(store->indices)));
+      })
+      .run(s);
+}
 
 struct Slot {
   DataType dtype;
@@ -54,13 +42,18 @@ struct Slot {
   Buffer buffer;
 };
 
-class Rewriter {
+class StorageSharer {
  public:
   Stmt run(const Stmt& s) {
-    if (!s.as<AllocateNode>()) {
-      return map_children(s, [](const PrimExpr& e) { return e; }, [this](const Stmt& c) { return run(c); });
-    }
-    // A chain of allocations around one body.
+    return Rewriter().pre_stmt([this](const Stmt& st) -> std::optional<Stmt> {
+      if (!st.as<AllocateNode>()) return std::nullopt;
+      return share(st);
+    }).run(s);
+  }
+
+ private:
+  // A chain of allocations around one body.
+  Stmt share(const Stmt& s) {
     std::vector<Buffer> buffers;
     std::unordered_map<const BufferNode*, Buffer> by_node;
     Stmt body = s;
@@ -138,7 +131,7 @@ class Rewriter {
       for (size_t k = buffers.size(); k-- > 0;) body = Allocate(buffers[k], body);
       return body;
     }
-    Stmt out = with.empty() ? body : BufferReplacer(with).run(body);
+    Stmt out = with.empty() ? body : replace_buffers(body, with);
     for (size_t k = slots.size(); k-- > 0;) out = Allocate(slots[k].buffer, out);
     for (size_t k = kept.size(); k-- > 0;) out = Allocate(kept[k], out);
     return out;
@@ -152,7 +145,7 @@ transform::Pass StorageRewrite() {
                            "not overlap share one allocation; unused ones are dropped",
                            0, {}, {}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
-    return Rewriter().run(f.body);
+    return StorageSharer().run(f.body);
   });
 }
 

@@ -1,9 +1,8 @@
 #include "unroll_loop.h"
 
-#include "loom/object/traversal.h"
-#include <loom/tir/functor.h>
-#include <loom/tir/builder.h>
 #include <loom/arith/simplify.h>
+#include <loom/tir/builder.h>
+#include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
 
@@ -20,7 +19,12 @@ class Unroller {
   Unroller(int64_t max_extent, int64_t auto_max_extent) : max_(max_extent), auto_max_(auto_max_extent) {}
 
   Stmt run(const Stmt& s) {
-    Stmt out = map_children(s, [](const PrimExpr& e) { return e; }, [this](const Stmt& c) { return run(c); });
+    return Rewriter().post_stmt([this](const Stmt& out) { return unroll(out); }).run(s);
+  }
+
+ private:
+  // A loop whose body is already unrolled.
+  Stmt unroll(const Stmt& out) {
     const auto* f = out.as<ForNode>();
     if (!f) return out;
     auto extent = const_int(simplify(f->extent));
@@ -44,7 +48,6 @@ class Unroller {
     return serial_with_note(*f, "unroll_refused", reason);
   }
 
- private:
   int64_t max_, auto_max_;
 };
 }  // namespace

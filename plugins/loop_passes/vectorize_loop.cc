@@ -1,7 +1,7 @@
 #include "vectorize_loop.h"
 
-#include <loom/tir/functor.h>
 #include <loom/arith/simplify.h>
+#include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
 
@@ -24,33 +24,39 @@ class Vectorizer {
  public:
   Vectorizer(const VarNode* var, PrimExpr min, int64_t lanes) : var_(var), min_(std::move(min)), lanes_(lanes) {}
 
-  Stmt stmt(const Stmt& s) {
-    if (!uses_var(Any(s), var_)) return s;
-    if (const auto* st = s.as<BufferStoreNode>()) {
-      std::vector<PrimExpr> indices = vector_indices(st->indices);
-      PrimExpr value = expr(st->value);
-      if (indices.empty() || indices.back().dtype().lanes == 1) {
-        throw Refused{"the store to '" + st->buffer->name + "' goes to the same element in every iteration"};
-      }
-      return BufferStore(st->buffer, widen(value), indices);
-    }
-    if (s.as<SeqStmtNode>() || s.as<AttrStmtNode>()) {
-      return map_children(s, [this](const PrimExpr& e) { return scalar_only(e); }, [this](const Stmt& c) { return stmt(c); });
-    }
-    if (const auto* i = s.as<IfThenElseNode>()) {
-      if (uses_var(Any(i->condition), var_)) throw Refused{"an if's condition depends on the loop variable"};
-      return map_children(s, [](const PrimExpr& e) { return e; }, [this](const Stmt& c) { return stmt(c); });
-    }
-    if (s.as<ForNode>()) throw Refused{"it contains a loop"};
-    if (s.as<AllocateNode>()) throw Refused{"it allocates"};
-    if (s.as<LetStmtNode>()) throw Refused{"it binds a variable that depends on the loop variable"};
-    throw Refused{"it contains a " + s->type_key() + " that depends on the loop variable"};
+  // Statements that do not use the variable stay; stores become vector
+  // stores; sequences, annotations and ifs are walked into; anything else
+  // that uses the variable is refused.
+  Stmt stmt(const Stmt& body) {
+    return Rewriter()
+        .pre_stmt([this](const Stmt& s) -> std::optional<Stmt> {
+          if (!uses_var(Any(s), var_)) return s;
+          if (const auto* st = s.as<BufferStoreNode>()) return store(*st);
+          if (s.as<SeqStmtNode>()) return std::nullopt;
+          if (const auto* a = s.as<AttrStmtNode>()) {
+            if (uses_var(Any(a->value), var_)) throw Refused{"an annotation depends on the loop variable"};
+            return std::nullopt;
+          }
+          if (const auto* i = s.as<IfThenElseNode>()) {
+            if (uses_var(Any(i->condition), var_)) throw Refused{"an if's condition depends on the loop variable"};
+            return std::nullopt;
+          }
+          if (s.as<ForNode>()) throw Refused{"it contains a loop"};
+          if (s.as<AllocateNode>()) throw Refused{"it allocates"};
+          if (s.as<LetStmtNode>()) throw Refused{"it binds a variable that depends on the loop variable"};
+          throw Refused{"it contains a " + s->type_key() + " that depends on the loop variable"};
+        })
+        .run(body);
   }
 
  private:
-  PrimExpr scalar_only(const PrimExpr& e) {
-    if (uses_var(Any(e), var_)) throw Refused{"an annotation depends on the loop variable"};
-    return e;
+  Stmt store(const BufferStoreNode& st) {
+    std::vector<PrimExpr> indices = vector_indices(st.indices);
+    PrimExpr value = expr(st.value);
+    if (indices.empty() || indices.back().dtype().lanes == 1) {
+      throw Refused{"the store to '" + st.buffer->name + "' goes to the same element in every iteration"};
+    }
+    return BufferStore(st.buffer, widen(value), indices);
   }
 
   PrimExpr widen(const PrimExpr& e) { return e.dtype().lanes == 1 ? PrimExpr(Broadcast(e, lanes_)) : e; }
@@ -105,7 +111,12 @@ class LoopVectorizer {
   explicit LoopVectorizer(int64_t max_lanes) : max_lanes_(max_lanes) {}
 
   Stmt run(const Stmt& s) {
-    Stmt out = map_children(s, [](const PrimExpr& e) { return e; }, [this](const Stmt& c) { return run(c); });
+    return Rewriter().post_stmt([this](const Stmt& out) { return vectorize(out); }).run(s);
+  }
+
+ private:
+  // A loop whose body is already vectorized.
+  Stmt vectorize(const Stmt& out) {
     const auto* f = out.as<ForNode>();
     if (!f || f->for_kind() != ForKind::kVectorized) return out;
     auto lanes = const_int(simplify(f->extent));
@@ -127,7 +138,6 @@ class LoopVectorizer {
     return serial_with_note(*f, "vectorize_refused", reason);
   }
 
- private:
   int64_t max_lanes_;
 };
 }  // namespace

@@ -2,14 +2,13 @@
 // dilation, groups) and 2-D pooling in either layout (docs/operators.md).
 #include <limits>
 
-#include "lowering.h"
 #include "loom/ir/text.h"
+#include "lowering.h"
 
 namespace loom::ops {
 
 namespace {
 using tir::PrimExpr;
-using Indices = std::vector<PrimExpr>;
 
 std::vector<int64_t> pair_attr(const Map& attrs, const std::string& key) {
   std::vector<int64_t> v;
@@ -107,7 +106,7 @@ Padded pad_input(PrimBuilder& b, const tir::Buffer& x, const Layout& l, int64_t 
   shape[l.h] = PrimExpr(h + p[0] + p[2]);
   shape[l.w] = PrimExpr(w + p[1] + p[3]);
   tir::Buffer padded(x->name + "_pad", x->dtype, shape);
-  tir::Stmt nest = b.loops(
+  tir::Stmt nest = loop_nest(
       shape,
       [&](const Indices& i) {
         PrimExpr y = tir::Sub(i[l.h], PrimExpr(p[0])), xi = tir::Sub(i[l.w], PrimExpr(p[1]));
@@ -151,15 +150,15 @@ void pool(const std::string& name, bool is_max) {
       [is_max](const graph::CallNode& call) {
         PrimBuilder b;
         const auto& xt = tensor_arg(call, 0);
-        tir::Buffer x = b.buffer(xt, "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(xt, "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "layout");
         auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
         auto p = padding_attr(a);
         int64_t h = *constant_dim(xt.shape[l.h]), w = *constant_dim(xt.shape[l.w]);
         DataType t = x->dtype;
-        PrimExpr fill = scalar(t, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
+        PrimExpr fill = make_const(t, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
         // The window's top-left corner in the (unpadded) input.
         auto corner = [&](const Indices& o) {
           return std::make_pair(PrimExpr(tir::Sub(tir::Mul(o[l.h], PrimExpr(s[0])), PrimExpr(p[0]))),
@@ -175,13 +174,13 @@ void pool(const std::string& name, bool is_max) {
         };
         std::function<PrimExpr(const PrimExpr&)> finalize;
         if (!is_max && a.at("count_include_pad").as_bool()) {
-          PrimExpr window = scalar(t, static_cast<double>(k[0] * k[1]));
+          PrimExpr window = make_const(t, static_cast<double>(k[0] * k[1]));
           finalize = [window](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, window)); };
         }
-        tir::Stmt body = xp.around(b.reduce(y, {PrimExpr(k[0]), PrimExpr(k[1])}, fill, combine, value, finalize));
+        tir::Stmt body = xp.around(reduction(y, {PrimExpr(k[0]), PrimExpr(k[1])}, fill, combine, value, finalize));
         if (is_max || finalize) return b.finish(body);
         // Average over the part of the window inside the input.
-        tir::Stmt divide = b.loops(buffer_shape(y), [&](const Indices& o) {
+        tir::Stmt divide = loop_nest(buffer_shape(y), [&](const Indices& o) {
           auto [y0, x0] = corner(o);
           auto inside = [](const PrimExpr& start, int64_t kernel, int64_t limit) {
             return PrimExpr(tir::Sub(tir::Min(tir::Add(start, PrimExpr(kernel)), PrimExpr(limit)),
@@ -234,9 +233,9 @@ void register_conv_ops() {
         PrimBuilder b;
         const auto& xt = tensor_arg(call, 0);
         const auto& wt = tensor_arg(call, 1);
-        tir::Buffer x = b.buffer(xt, "X");
-        tir::Buffer w = b.buffer(wt, "W");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(xt, "X");
+        tir::Buffer w = b.param(wt, "W");
+        tir::Buffer y = b.param(result_type(call), "Y");
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
@@ -246,9 +245,9 @@ void register_conv_ops() {
         int64_t o = *constant_dim(wt.shape[kl.n]), cg = *constant_dim(wt.shape[kl.c]);
         int64_t kh = *constant_dim(wt.shape[kl.h]), kw = *constant_dim(wt.shape[kl.w]);
         DataType t = x->dtype;
-        Padded xp = pad_input(b, x, l, h, wd, p, scalar(t, 0));
-        return b.finish(xp.around(b.reduce(
-            y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, scalar(t, 0),
+        Padded xp = pad_input(b, x, l, h, wd, p, make_const(t, 0));
+        return b.finish(xp.around(reduction(
+            y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
               // With one group every output channel reads every input channel.
@@ -275,14 +274,14 @@ void register_conv_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         Layout l = layout_attr(attrs_of(call), "layout");
         Indices xs = buffer_shape(x);
         DataType t = x->dtype;
         PrimExpr count = tir::Cast(t, tir::Mul(xs[l.h], xs[l.w]));
-        return b.finish(b.reduce(
-            y, {xs[l.h], xs[l.w]}, scalar(t, 0),
+        return b.finish(reduction(
+            y, {xs[l.h], xs[l.w]}, make_const(t, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, l.order(o[l.n], o[l.c], r[0], r[1]))); },
             [count](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, count)); }));

@@ -11,7 +11,6 @@ namespace loom::ops {
 namespace {
 using ir::PatternKind;
 using tir::PrimExpr;
-using Indices = std::vector<PrimExpr>;
 
 PrimExpr intrinsic(const std::string& name, const PrimExpr& x) { return tir::Call(x.dtype(), name, {x}); }
 
@@ -30,9 +29,9 @@ void unary(const std::string& name, bool float_only, const std::string& doc,
       },
       [f](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
-        return b.finish(b.compute(y, [&](const Indices& i) { return f(tir::BufferLoad(x, i)); }));
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        return b.finish(compute(y, [&](const Indices& i) { return f(tir::BufferLoad(x, i)); }));
       });
 }
 
@@ -56,11 +55,11 @@ void binary(const std::string& name, Operands operands, bool to_bool, const std:
       },
       [f](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "A");
-        tir::Buffer y = b.buffer(tensor_arg(call, 1), "B");
-        tir::Buffer out = b.buffer(result_type(call), "C");
-        return b.finish(b.compute(out, [&](const Indices& i) {
-          return f(tir::BufferLoad(x, b.broadcast_indices(x, i)), tir::BufferLoad(y, b.broadcast_indices(y, i)));
+        tir::Buffer x = b.param(tensor_arg(call, 0), "A");
+        tir::Buffer y = b.param(tensor_arg(call, 1), "B");
+        tir::Buffer out = b.param(result_type(call), "C");
+        return b.finish(compute(out, [&](const Indices& i) {
+          return f(tir::BufferLoad(x, broadcast_indices(x, i)), tir::BufferLoad(y, broadcast_indices(y, i)));
         }));
       });
 }
@@ -69,7 +68,7 @@ double attr_float(const graph::CallNode& call, const std::string& key) { return 
 }  // namespace
 
 void register_elementwise_ops() {
-  auto zero = [](const PrimExpr& x) { return scalar(x.dtype(), 0); };
+  auto zero = [](const PrimExpr& x) { return make_const(x.dtype(), 0); };
   unary("relu", false, "max(x, 0)", [zero](const PrimExpr& x) { return tir::Max(x, zero(x)); });
   unary("neg", false, "-x", [zero](const PrimExpr& x) { return tir::Sub(zero(x), x); });
   unary("abs", false, "|x|", [](const PrimExpr& x) { return intrinsic("abs", x); });
@@ -78,8 +77,8 @@ void register_elementwise_ops() {
   }
   unary("gelu", true, "x * (1 + erf(x / sqrt(2))) / 2 (the exact form)", [](const PrimExpr& x) {
     DataType t = x.dtype();
-    PrimExpr erf = intrinsic("erf", tir::Mul(x, scalar(t, M_SQRT1_2)));
-    return tir::Mul(tir::Mul(scalar(t, 0.5), x), tir::Add(scalar(t, 1), erf));
+    PrimExpr erf = intrinsic("erf", tir::Mul(x, make_const(t, M_SQRT1_2)));
+    return tir::Mul(tir::Mul(make_const(t, 0.5), x), tir::Add(make_const(t, 1), erf));
   });
   unary("silu", true, "x * sigmoid(x)", [](const PrimExpr& x) { return tir::Mul(x, intrinsic("sigmoid", x)); });
 
@@ -113,13 +112,13 @@ void register_elementwise_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer c = b.buffer(tensor_arg(call, 0), "Cond");
-        tir::Buffer x = b.buffer(tensor_arg(call, 1), "X");
-        tir::Buffer y = b.buffer(tensor_arg(call, 2), "Y");
-        tir::Buffer out = b.buffer(result_type(call), "Out");
-        return b.finish(b.compute(out, [&](const Indices& i) {
-          return tir::Select(tir::BufferLoad(c, b.broadcast_indices(c, i)), tir::BufferLoad(x, b.broadcast_indices(x, i)),
-                             tir::BufferLoad(y, b.broadcast_indices(y, i)));
+        tir::Buffer c = b.param(tensor_arg(call, 0), "Cond");
+        tir::Buffer x = b.param(tensor_arg(call, 1), "X");
+        tir::Buffer y = b.param(tensor_arg(call, 2), "Y");
+        tir::Buffer out = b.param(result_type(call), "Out");
+        return b.finish(compute(out, [&](const Indices& i) {
+          return tir::Select(tir::BufferLoad(c, broadcast_indices(c, i)), tir::BufferLoad(x, broadcast_indices(x, i)),
+                             tir::BufferLoad(y, broadcast_indices(y, i)));
         }));
       });
 
@@ -137,12 +136,12 @@ void register_elementwise_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         DataType t = x->dtype;
         double lo = attr_float(call, "a_min"), hi = attr_float(call, "a_max");
-        return b.finish(b.compute(y, [&](const Indices& i) {
-          return tir::Min(tir::Max(tir::BufferLoad(x, i), scalar(t, lo)), scalar(t, hi));
+        return b.finish(compute(y, [&](const Indices& i) {
+          return tir::Min(tir::Max(tir::BufferLoad(x, i), make_const(t, lo)), make_const(t, hi));
         }));
       });
 
@@ -155,10 +154,10 @@ void register_elementwise_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         DataType to = y->dtype;
-        return b.finish(b.compute(y, [&](const Indices& i) { return tir::Cast(to, tir::BufferLoad(x, i)); }));
+        return b.finish(compute(y, [&](const Indices& i) { return tir::Cast(to, tir::BufferLoad(x, i)); }));
       });
 }
 

@@ -1,13 +1,12 @@
 // Linear algebra: matmul (batched, with transposes) and dense
 // (docs/operators.md).
-#include "lowering.h"
 #include "loom/ir/text.h"
+#include "lowering.h"
 
 namespace loom::ops {
 
 namespace {
 using tir::PrimExpr;
-using Indices = std::vector<PrimExpr>;
 
 bool same_dim(const Any& a, const Any& b) {
   auto ca = constant_dim(a), cb = constant_dim(b);
@@ -73,15 +72,15 @@ void register_linalg_ops() {
       [](const graph::CallNode& call) {
         PrimBuilder b;
         const auto& at = tensor_arg(call, 0);
-        tir::Buffer A = b.buffer(at, "A");
-        tir::Buffer B = b.buffer(tensor_arg(call, 1), "B");
-        tir::Buffer C = b.buffer(result_type(call), "C");
+        tir::Buffer A = b.param(at, "A");
+        tir::Buffer B = b.param(tensor_arg(call, 1), "B");
+        tir::Buffer C = b.param(result_type(call), "C");
         bool ta = attrs_of(call).at("transpose_a").as_bool(), tb = attrs_of(call).at("transpose_b").as_bool();
         Indices ashape = buffer_shape(A);
         PrimExpr k_extent = ashape[ta ? ashape.size() - 2 : ashape.size() - 1];
         DataType t = C->dtype;
-        return b.finish(b.reduce(
-            C, {k_extent}, scalar(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+        return b.finish(reduction(
+            C, {k_extent}, make_const(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
               const PrimExpr &i = out[out.size() - 2], &j = out[out.size() - 1], &k = r[0];
               PrimExpr x = tir::BufferLoad(A, ta ? operand_index(b, A, out, k, i) : operand_index(b, A, out, i, k));
@@ -109,13 +108,13 @@ void register_linalg_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer X = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer W = b.buffer(tensor_arg(call, 1), "W");
-        tir::Buffer Y = b.buffer(result_type(call), "Y");
+        tir::Buffer X = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer W = b.param(tensor_arg(call, 1), "W");
+        tir::Buffer Y = b.param(result_type(call), "Y");
         Indices wshape = buffer_shape(W);
         DataType t = Y->dtype;
-        return b.finish(b.reduce(
-            Y, {wshape[1]}, scalar(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+        return b.finish(reduction(
+            Y, {wshape[1]}, make_const(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
               Indices xi(out.begin(), out.end() - 1);
               xi.push_back(r[0]);

@@ -3,14 +3,13 @@
 #include <cmath>
 #include <limits>
 
-#include "lowering.h"
 #include "loom/ir/text.h"
+#include "lowering.h"
 
 namespace loom::ops {
 
 namespace {
 using tir::PrimExpr;
-using Indices = std::vector<PrimExpr>;
 
 PrimExpr call1(const std::string& name, const PrimExpr& x) { return tir::Call(x.dtype(), name, {x}); }
 
@@ -31,7 +30,7 @@ tir::Stmt per_row(PrimBuilder& b, const Indices& shape, int64_t axis,
                   const std::function<tir::Stmt(const std::function<Indices(const PrimExpr&)>&)>& body) {
   Indices outer_shape = shape;
   outer_shape.erase(outer_shape.begin() + axis);
-  return b.loops(outer_shape, [&](const Indices& outer) {
+  return loop_nest(outer_shape, [&](const Indices& outer) {
     auto at = [outer, axis](const PrimExpr& a) {
       Indices i = outer;
       i.insert(i.begin() + axis, a);
@@ -56,8 +55,8 @@ void softmax_like(const std::string& name, bool log, const std::string& doc) {
       },
       [log](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         Indices shape = buffer_shape(x);
         int64_t axis = normalize_axis(attrs_of(call).at("axis").as_int(), shape.size());
         DataType t = x->dtype;
@@ -67,9 +66,9 @@ void softmax_like(const std::string& name, bool log, const std::string& doc) {
           PrimExpr mx = tir::BufferLoad(m, zero), sum = tir::BufferLoad(s, zero);
           auto shifted = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mx)); };
           std::vector<tir::Stmt> steps{
-              tir::BufferStore(m, scalar(t, -std::numeric_limits<double>::infinity()), zero),
+              tir::BufferStore(m, make_const(t, -std::numeric_limits<double>::infinity()), zero),
               over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(m, tir::Max(mx, tir::BufferLoad(x, at(a))), zero)); }, "a"),
-              tir::BufferStore(s, scalar(t, 0), zero),
+              tir::BufferStore(s, make_const(t, 0), zero),
               over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(s, tir::Add(sum, call1("exp", shifted(a))), zero)); }, "a"),
               over(shape[axis],
                    [&](const PrimExpr& a) {
@@ -106,24 +105,24 @@ void register_nn_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer g = b.buffer(tensor_arg(call, 1), "Gamma");
-        tir::Buffer bt = b.buffer(tensor_arg(call, 2), "Beta");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer g = b.param(tensor_arg(call, 1), "Gamma");
+        tir::Buffer bt = b.param(tensor_arg(call, 2), "Beta");
+        tir::Buffer y = b.param(result_type(call), "Y");
         Indices shape = buffer_shape(x);
         int64_t axis = static_cast<int64_t>(shape.size()) - 1;
         DataType t = x->dtype;
-        PrimExpr n = tir::Cast(t, shape[axis]), eps = scalar(t, attrs_of(call).at("epsilon").as_float());
+        PrimExpr n = tir::Cast(t, shape[axis]), eps = make_const(t, attrs_of(call).at("epsilon").as_float());
         tir::Buffer mean = scratch("mean", t), var = scratch("var", t);
         Indices zero{PrimExpr(int64_t{0})};
         return b.finish(per_row(b, shape, axis, [&](const std::function<Indices(const PrimExpr&)>& at) {
           PrimExpr mu = tir::BufferLoad(mean, zero), v = tir::BufferLoad(var, zero);
           auto centered = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mu)); };
           std::vector<tir::Stmt> steps{
-              tir::BufferStore(mean, scalar(t, 0), zero),
+              tir::BufferStore(mean, make_const(t, 0), zero),
               over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(mean, tir::Add(mu, tir::BufferLoad(x, at(a))), zero)); }, "a"),
               tir::BufferStore(mean, tir::Div(mu, n), zero),
-              tir::BufferStore(var, scalar(t, 0), zero),
+              tir::BufferStore(var, make_const(t, 0), zero),
               over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(var, tir::Add(v, tir::Mul(centered(a), centered(a))), zero)); }, "a"),
               tir::BufferStore(var, tir::Div(v, n), zero),
               over(shape[axis],
@@ -154,14 +153,14 @@ void register_nn_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
         std::vector<tir::Buffer> p;
-        for (const char* name : {"Gamma", "Beta", "Mean", "Var"}) p.push_back(b.buffer(tensor_arg(call, p.size() + 1), name));
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        for (const char* name : {"Gamma", "Beta", "Mean", "Var"}) p.push_back(b.param(tensor_arg(call, p.size() + 1), name));
+        tir::Buffer y = b.param(result_type(call), "Y");
         int64_t axis = normalize_axis(attrs_of(call).at("axis").as_int(), buffer_shape(x).size());
         DataType t = x->dtype;
-        PrimExpr eps = scalar(t, attrs_of(call).at("epsilon").as_float());
-        return b.finish(b.compute(y, [&](const Indices& i) {
+        PrimExpr eps = make_const(t, attrs_of(call).at("epsilon").as_float());
+        return b.finish(compute(y, [&](const Indices& i) {
           Indices c{i[axis]};
           PrimExpr norm = tir::Div(tir::Sub(tir::BufferLoad(x, i), tir::BufferLoad(p[2], c)),
                                    call1("sqrt", tir::Add(tir::BufferLoad(p[3], c), eps)));

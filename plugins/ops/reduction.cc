@@ -8,7 +8,6 @@ namespace loom::ops {
 
 namespace {
 using tir::PrimExpr;
-using Indices = std::vector<PrimExpr>;
 
 // The reduced axes of a call (attribute `axis`; empty: all), sorted.
 std::vector<bool> reduced_axes(const graph::CallNode& call, size_t rank) {
@@ -46,8 +45,8 @@ void reduction(const std::string& name, bool float_only, const std::string& doc,
       [init, combine, mean](const graph::CallNode& call) {
         PrimBuilder b;
         const auto& xt = tensor_arg(call, 0);
-        tir::Buffer x = b.buffer(xt, "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(xt, "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         std::vector<bool> reduced = reduced_axes(call, xt.shape.size());
         bool keep = attrs_of(call).at("keepdims").as_bool();
         Indices extents, xshape = buffer_shape(x);
@@ -73,18 +72,18 @@ void reduction(const std::string& name, bool float_only, const std::string& doc,
           DataType t = x->dtype;
           finalize = [count, t](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, tir::Cast(t, count))); };
         }
-        return b.finish(b.reduce(y, extents, init(x->dtype), combine, value, finalize));
+        return b.finish(reduction(y, extents, init(x->dtype), combine, value, finalize));
       });
 }
 
 PrimExpr lowest(DataType t) {
-  if (is_float(t)) return scalar(t, -std::numeric_limits<double>::infinity());
+  if (is_float(t)) return make_const(t, -std::numeric_limits<double>::infinity());
   if (t.code == DataType::kUInt || t.code == DataType::kBool) return tir::IntImm(t, 0);
   return tir::IntImm(t, t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits - 1)));
 }
 
 PrimExpr highest(DataType t) {
-  if (is_float(t)) return scalar(t, std::numeric_limits<double>::infinity());
+  if (is_float(t)) return make_const(t, std::numeric_limits<double>::infinity());
   if (t.code == DataType::kBool) return tir::IntImm(t, 1);
   if (t.code == DataType::kUInt) {
     return tir::IntImm(t, t.bits >= 64 ? -1 : static_cast<int64_t>((uint64_t{1} << t.bits) - 1));
@@ -94,7 +93,7 @@ PrimExpr highest(DataType t) {
 }  // namespace
 
 void register_reduction_ops() {
-  auto zero = [](DataType t) { return scalar(t, 0); };
+  auto zero = [](DataType t) { return make_const(t, 0); };
   auto add = [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Add(a, b)); };
   reduction("sum", false, "sum over axes", zero, add, false);
   reduction("mean", true, "mean over axes (floats)", zero, add, true);

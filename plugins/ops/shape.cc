@@ -1,14 +1,13 @@
 // Shape operators: reshape, transpose, flatten, expand_dims, squeeze,
 // broadcast_to, concat, split, slice, pad (pattern: injective;
 // docs/operators.md).
-#include "lowering.h"
 #include "loom/ir/text.h"
+#include "lowering.h"
 
 namespace loom::ops {
 
 namespace {
 using tir::PrimExpr;
-using Indices = std::vector<PrimExpr>;
 
 std::vector<int64_t> ints(const Any& value) {
   std::vector<int64_t> out;
@@ -49,10 +48,10 @@ PrimExpr ravel(const Indices& index, const Indices& shape) {
 tir::PrimFunc gather(const graph::CallNode& call,
                      const std::function<Indices(const Indices&, const Indices& in_shape, const Indices& out_shape)>& index) {
   PrimBuilder b;
-  tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-  tir::Buffer y = b.buffer(result_type(call), "Y");
+  tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+  tir::Buffer y = b.param(result_type(call), "Y");
   Indices in_shape = buffer_shape(x), out_shape = buffer_shape(y);
-  return b.finish(b.compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, index(i, in_shape, out_shape))); }));
+  return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, index(i, in_shape, out_shape))); }));
 }
 
 Indices reshape_index(const Indices& i, const Indices& in_shape, const Indices& out_shape) {
@@ -62,7 +61,7 @@ Indices reshape_index(const Indices& i, const Indices& in_shape, const Indices& 
 
 // Copies `in` into `out` at `offset` along `axis` (in's shape).
 tir::Stmt place(PrimBuilder& b, const tir::Buffer& in, const tir::Buffer& out, size_t axis, int64_t offset, bool to_out) {
-  return b.loops(buffer_shape(to_out ? in : out), [&](const Indices& i) {
+  return loop_nest(buffer_shape(to_out ? in : out), [&](const Indices& i) {
     Indices shifted = i;
     shifted[axis] = tir::Add(i[axis], PrimExpr(offset));
     if (to_out) return tir::Stmt(tir::BufferStore(out, tir::BufferLoad(in, i), shifted));
@@ -309,9 +308,9 @@ void register_shape_ops() {
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
-        tir::Buffer x = b.buffer(tensor_arg(call, 0), "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
-        return b.finish(b.compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, b.broadcast_indices(x, i))); }));
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, i))); }));
       });
 
   define(
@@ -348,8 +347,8 @@ void register_shape_ops() {
       [](const graph::CallNode& call) {
         PrimBuilder b;
         std::vector<tir::Buffer> inputs;
-        for (size_t i = 0; i < call.args.size(); ++i) inputs.push_back(b.buffer(tensor_arg(call, i), "X" + std::to_string(i)));
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        for (size_t i = 0; i < call.args.size(); ++i) inputs.push_back(b.param(tensor_arg(call, i), "X" + std::to_string(i)));
+        tir::Buffer y = b.param(result_type(call), "Y");
         size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), buffer_shape(y).size()));
         std::vector<tir::Stmt> steps;
         int64_t offset = 0;
@@ -386,14 +385,14 @@ void register_shape_ops() {
       [](const graph::CallNode& call) {
         PrimBuilder b;
         const auto& xt = tensor_arg(call, 0);
-        tir::Buffer x = b.buffer(xt, "X");
+        tir::Buffer x = b.param(xt, "X");
         const auto* tuple = call.checked_type.as<ir::TupleTypeNode>();
         size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), xt.shape.size()));
         std::vector<tir::Stmt> steps;
         int64_t offset = 0;
         for (size_t k = 0; k < tuple->fields.size(); ++k) {
           const auto* t = tuple->fields[k].cast<ir::Type>().as<ir::TensorTypeNode>();
-          tir::Buffer out = b.buffer(*t, "Y" + std::to_string(k));
+          tir::Buffer out = b.param(*t, "Y" + std::to_string(k));
           steps.push_back(place(b, x, out, axis, offset, false));
           offset += *constant_dim(t->shape[axis]);
         }
@@ -449,12 +448,12 @@ void register_shape_ops() {
       [](const graph::CallNode& call) {
         PrimBuilder b;
         const auto& xt = tensor_arg(call, 0);
-        tir::Buffer x = b.buffer(xt, "X");
-        tir::Buffer y = b.buffer(result_type(call), "Y");
+        tir::Buffer x = b.param(xt, "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
         std::vector<int64_t> w = pad_widths(call, xt.shape.size());
         Indices xs = buffer_shape(x);
-        PrimExpr fill = scalar(x->dtype, attrs_of(call).at("pad_value").as_float());
-        return b.finish(b.compute(y, [&](const Indices& i) {
+        PrimExpr fill = make_const(x->dtype, attrs_of(call).at("pad_value").as_float());
+        return b.finish(compute(y, [&](const Indices& i) {
           Indices in;
           PrimExpr inside = tir::IntImm(DataType::Bool(), 1);
           for (size_t k = 0; k < i.size(); ++k) {

@@ -5,61 +5,28 @@
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
+#include "loom/tir/builder.h"
 #include "loom/tir/function.h"
+#include "loom/tir/functor.h"
 
 namespace loom::passes {
 
 namespace {
-// Buffers for tensor types; symbolic dimensions become scalar parameters.
-class Buffers {
- public:
-  tir::Buffer make(const ir::Type& type, const std::string& name, const std::string& scope = "global") {
-    const auto* t = type.as<ir::TensorTypeNode>();
-    if (!t || t->unknown_rank()) LOOM_THROW(Error) << "not a tensor of known rank";
-    std::vector<tir::PrimExpr> shape;
-    for (const Any& d : t->shape) {
-      if (const auto* c = dynamic_cast<const tir::IntImmNode*>(d.object())) {
-        shape.push_back(tir::PrimExpr(c->value));
-      } else if (const auto* v = dynamic_cast<const tir::VarNode*>(d.object())) {
-        auto found = vars_.find(v);
-        if (found == vars_.end()) {
-          found = vars_.emplace(v, tir::Var(v->name, DataType::Int(64))).first;
-          scalars.push_back(Any(found->second));
-        }
-        shape.push_back(found->second);
-      } else {
-        LOOM_THROW(Error) << "a composite dimension";
-      }
-    }
-    return tir::Buffer(name, t->dtype, shape, scope);
-  }
-  std::vector<Any> scalars;
-
- private:
-  std::map<const Object*, tir::Var> vars_;
-};
-
-// A copy of `f` whose variables and buffers are fresh objects, so that the
-// same kernel can appear twice in one function.
-tir::PrimFunc fresh_copy(const tir::PrimFunc& f) {
-  Mutator m;
-  m.on<tir::VarNode>([](const tir::VarNode* v, const ObjectRef&) -> Any { return Any(tir::Var(v->name, v->dtype)); });
-  return m.mutate_as<tir::PrimFunc>(f);
-}
-
 // The fused prim function of a primitive graph function, or nullopt when
 // its body is not a chain of call_dps of prim functions.
 std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::FunctionNode& f) {
-  Buffers buffers;
+  // Parameters and result as buffers; symbolic dimensions become scalars.
+  tir::PrimBuilder builder;
+  auto tensor = [](const ir::Type& type) {
+    const auto* t = type.as<ir::TensorTypeNode>();
+    return t && !t->unknown_rank() ? t : nullptr;
+  };
   std::unordered_map<const Object*, tir::Buffer> buffer_of;  // graph variable -> buffer
-  std::vector<Any> params;
   for (const Any& p : f.params) {
     const auto* var = p.as_object_ref().as<graph::VarNode>();
-    ir::Type type = var->annotation.defined() ? var->annotation : var->checked_type;
-    if (!type.as<ir::TensorTypeNode>()) return std::nullopt;
-    tir::Buffer b = buffers.make(type, var->name);
-    buffer_of[var] = b;
-    params.push_back(Any(b));
+    const auto* type = tensor(var->annotation.defined() ? var->annotation : var->checked_type);
+    if (!type) return std::nullopt;
+    buffer_of[var] = builder.param(*type, var->name);
   }
   std::vector<std::pair<const graph::VarNode*, const graph::CallNode*>> steps;
   ir::Expr cur = f.body;
@@ -73,18 +40,19 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
   const auto* result = cur.as<graph::VarNode>();
   if (!result || steps.empty() || steps.back().first != result) return std::nullopt;
 
-  tir::Buffer output = buffers.make(steps.back().second->type_args[0].cast<ir::Type>(), "Out");
-  params.push_back(Any(output));
+  const auto* output_type = tensor(steps.back().second->type_args[0].cast<ir::Type>());
+  if (!output_type) return std::nullopt;
+  tir::Buffer output = builder.param(*output_type, "Out");
   std::vector<tir::Buffer> intermediates;
   std::vector<tir::Stmt> body;
   for (const auto& [var, call] : steps) {
     const auto* g = call->args[0].as_object_ref().as<ir::GlobalVarNode>();
     if (!g || !module.lookup(g->name).as<tir::PrimFuncNode>()) return std::nullopt;
-    tir::PrimFunc kernel = fresh_copy(downcast<tir::PrimFunc>(module.lookup(g->name)));
+    tir::PrimFunc kernel = tir::fresh_copy(downcast<tir::PrimFunc>(module.lookup(g->name)));
     std::vector<tir::Buffer> kernel_buffers = kernel.buffer_params();
     const auto* inputs = call->args[1].as_object_ref().as<graph::TupleNode>();
     ir::Type out_type = call->type_args[0].cast<ir::Type>();
-    if (!inputs || !out_type.as<ir::TensorTypeNode>() || kernel_buffers.size() != inputs->fields.size() + 1) {
+    if (!inputs || !tensor(out_type) || kernel_buffers.size() != inputs->fields.size() + 1) {
       return std::nullopt;
     }
     std::vector<tir::Buffer> actual;
@@ -93,7 +61,7 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
       if (found == buffer_of.end()) return std::nullopt;  // a constant or a tuple: not fused here
       actual.push_back(found->second);
     }
-    tir::Buffer out = var == result ? output : buffers.make(out_type, var->name, "global");
+    tir::Buffer out = var == result ? output : builder.buffer(*tensor(out_type), var->name);
     if (var != result) intermediates.push_back(out);
     buffer_of[var] = out;
     actual.push_back(out);
@@ -135,8 +103,7 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
   }
   tir::Stmt fused = tir::SeqStmt(body);
   for (size_t k = intermediates.size(); k-- > 0;) fused = tir::Allocate(intermediates[k], fused);
-  params.insert(params.end(), buffers.scalars.begin(), buffers.scalars.end());
-  return tir::PrimFunc(params, fused, ir::Type(), Map({{"fused_from", Any(std::string("primitive graph function"))}}));
+  return builder.finish(fused, Map({{"fused_from", Any(std::string("primitive graph function"))}}));
 }
 }  // namespace
 

@@ -1,9 +1,113 @@
 // Building prim IR (loom/tir/builder.h).
 #include "loom/tir/builder.h"
 
+#include "loom/ir/text.h"
+
 namespace loom::tir {
 
+namespace {
+std::optional<int64_t> constant_dim(const Any& d) {
+  if (const auto* i = dynamic_cast<const IntImmNode*>(d.object())) return i->value;
+  return std::nullopt;
+}
+}  // namespace
+
+PrimExpr PrimBuilder::dim(const Any& graph_dim) {
+  if (auto c = constant_dim(graph_dim)) return PrimExpr(*c);
+  const auto* var = dynamic_cast<const VarNode*>(graph_dim.object());
+  if (!var) {
+    LOOM_THROW(Error) << "dimension " << ir::to_text(graph_dim)
+                      << " is an expression; a prim function is built over constant or variable dimensions";
+  }
+  auto found = vars_.find(var);
+  if (found != vars_.end()) return found->second;
+  Var v(var->name, DataType::Int(64));
+  vars_.emplace(var, v);
+  scalars_.push_back(Any(v));
+  return v;
+}
+
+Buffer PrimBuilder::buffer(const ir::TensorTypeNode& type, const std::string& name, const std::string& scope) {
+  if (type.unknown_rank()) LOOM_THROW(Error) << "buffer '" << name << "': the tensor type has no known rank";
+  std::vector<PrimExpr> shape;
+  for (const Any& d : type.shape) shape.push_back(dim(d));
+  return Buffer(name, type.dtype, shape, scope);
+}
+
+Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& name) {
+  Buffer b = buffer(type, name);
+  params_.push_back(Any(b));
+  return b;
+}
+
+PrimFunc PrimBuilder::finish(Stmt body, Map attrs) {
+  std::vector<Any> params = params_;
+  params.insert(params.end(), scalars_.begin(), scalars_.end());
+  return PrimFunc(params, std::move(body), ir::Type(), std::move(attrs));
+}
+
+Indices buffer_shape(const Buffer& b) {
+  Indices out;
+  for (const Any& d : b->shape) out.push_back(d.cast<PrimExpr>());
+  return out;
+}
+
+Stmt loop_nest(const std::vector<Var>& vars, const Indices& extents, Stmt body) {
+  if (vars.size() != extents.size()) LOOM_THROW(Error) << "loop_nest: " << vars.size() << " variables for " << extents.size() << " extents";
+  for (size_t k = extents.size(); k-- > 0;) {
+    body = For(vars[k], IntImm(vars[k].dtype(), 0), extents[k], ForKind::kSerial, body);
+  }
+  return body;
+}
+
+Stmt loop_nest(const Indices& extents, const std::function<Stmt(const Indices&)>& body, const std::string& prefix) {
+  std::vector<Var> vars;
+  for (size_t k = 0; k < extents.size(); ++k) vars.emplace_back(prefix + std::to_string(k), DataType::Int(64));
+  return loop_nest(vars, extents, body(Indices(vars.begin(), vars.end())));
+}
+
+Stmt compute(const Buffer& out, const std::function<PrimExpr(const Indices&)>& value) {
+  return loop_nest(buffer_shape(out), [&](const Indices& i) { return Stmt(BufferStore(out, value(i), i)); });
+}
+
+Stmt reduction(const Buffer& out, const Indices& extents, const PrimExpr& init,
+               const std::function<PrimExpr(const PrimExpr&, const PrimExpr&)>& combine,
+               const std::function<PrimExpr(const Indices&, const Indices&)>& value,
+               const std::function<PrimExpr(const PrimExpr&)>& finalize) {
+  return loop_nest(buffer_shape(out), [&](const Indices& i) {
+    std::vector<Stmt> steps;
+    steps.push_back(BufferStore(out, init, i));
+    steps.push_back(loop_nest(extents, [&](const Indices& r) {
+      return Stmt(BufferStore(out, combine(BufferLoad(out, i), value(i, r)), i));
+    }, "r"));
+    if (finalize) steps.push_back(BufferStore(out, finalize(BufferLoad(out, i)), i));
+    return Stmt(SeqStmt(steps));
+  });
+}
+
+Indices broadcast_indices(const Buffer& in, const Indices& out_indices) {
+  Indices shape = buffer_shape(in), out;
+  size_t offset = out_indices.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k) {
+    bool one = constant_dim(Any(shape[k])) == std::optional<int64_t>(1);
+    out.push_back(one ? PrimExpr(int64_t{0}) : out_indices[offset + k]);
+  }
+  return out;
+}
+
+PrimExpr make_const(DataType t, double value) {
+  DataType scalar(static_cast<DataType::Code>(t.code), t.bits);
+  bool is_float = t.code == DataType::kFloat || t.code == DataType::kBFloat;
+  PrimExpr c = is_float ? PrimExpr(FloatImm(scalar, value)) : PrimExpr(IntImm(scalar, static_cast<int64_t>(value)));
+  return t.lanes > 1 ? PrimExpr(Broadcast(c, t.lanes)) : c;
+}
+
+For with_kind_and_body(const ForNode& loop, ForKind kind, Stmt body) {
+  return For(loop.loop_var, loop.min, loop.extent, kind, std::move(body), loop.thread, loop.annotations);
+}
+
 Stmt no_op() { return Evaluate(PrimExpr(0)); }
+
 bool is_no_op(const Stmt& s) {
   const auto* e = s.as<EvaluateNode>();
   return e && e->value.as<IntImmNode>();

@@ -150,6 +150,37 @@ Stmt map_children(const Stmt& s, const ExprFn& fe, const StmtFn& fs) {
   return s;
 }
 
+PrimExpr Rewriter::run(const PrimExpr& e) const {
+  if (pre_expr_)
+    if (auto r = pre_expr_(e)) return *r;
+  PrimExpr out = map_children(e, [this](const PrimExpr& c) { return run(c); });
+  return post_expr_ ? post_expr_(out) : out;
+}
+
+Stmt Rewriter::run(const Stmt& s) const {
+  if (pre_stmt_)
+    if (auto r = pre_stmt_(s)) return *r;
+  bool exprs = pre_expr_ || post_expr_;
+  Stmt out = map_children(
+      s, [this, exprs](const PrimExpr& e) { return exprs ? run(e) : e; }, [this](const Stmt& c) { return run(c); });
+  return post_stmt_ ? post_stmt_(out) : out;
+}
+
+void pre_order(const Stmt& s, const std::function<bool(const Stmt&)>& on_stmt,
+               const std::function<bool(const PrimExpr&)>& on_expr) {
+  if (!on_stmt(s)) return;
+  std::function<PrimExpr(const PrimExpr&)> expr = [&](const PrimExpr& e) {
+    if (on_expr(e)) map_children(e, expr);
+    return e;
+  };
+  map_children(
+      s, [&](const PrimExpr& e) { return on_expr ? expr(e) : e; },
+      [&](const Stmt& child) {
+        pre_order(child, on_stmt, on_expr);
+        return child;
+      });
+}
+
 PrimExpr substitute(const PrimExpr& e, const std::unordered_map<const Object*, PrimExpr>& with) {
   if (with.empty()) return e;
   if (e.as<VarNode>()) {
@@ -191,6 +222,12 @@ Stmt fresh_bindings(const Stmt& s) {
     return bound.count(v) ? Any(Var(v->name, v->dtype)) : Any(self);
   });
   return m.mutate_as<Stmt>(s);
+}
+
+PrimFunc fresh_copy(const PrimFunc& f) {
+  Mutator m;  // memoised: each variable, and each buffer over it, is copied once
+  m.on<VarNode>([](const VarNode* v, const ObjectRef&) -> Any { return Any(Var(v->name, v->dtype)); });
+  return m.mutate_as<PrimFunc>(f);
 }
 
 bool has_loop(const Stmt& s) {

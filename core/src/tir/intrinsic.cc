@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "loom/support/registry.h"
+#include "loom/tir/builder.h"
 
 namespace loom::tir {
 
@@ -117,10 +118,5 @@ std::optional<std::set<std::string>> IntrinsicRegistry::native(const std::string
   return found->second;
 }
 
-PrimExpr make_const(DataType t, double value) {
-  DataType scalar(static_cast<DataType::Code>(t.code), t.bits);
-  PrimExpr c = float_type(t) ? PrimExpr(FloatImm(scalar, value)) : PrimExpr(IntImm(scalar, static_cast<int64_t>(value)));
-  return t.lanes > 1 ? PrimExpr(Broadcast(c, t.lanes)) : c;
-}
 
 }  // namespace loom::tir

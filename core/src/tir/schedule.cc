@@ -28,47 +28,26 @@ namespace {
   LOOM_THROW(ScheduleError) << "schedule." << primitive << ": " << why;
 }
 
-void pre_order(const Stmt& s, const std::function<void(const Stmt&)>& f) {
-  f(s);
-  map_children(s, [](const PrimExpr& e) { return e; },
-               [&](const Stmt& child) {
-                 pre_order(child, f);
-                 return child;
-               });
-}
-
 std::vector<const ForNode*> all_loops(const Stmt& body) {
   std::vector<const ForNode*> out;
   pre_order(body, [&](const Stmt& s) {
     if (const auto* f = s.as<ForNode>()) out.push_back(f);
+    return true;
   });
   return out;
 }
 
-// Post-order rewriting of expressions and statements; a callback returning
-// a value replaces the node (and its subtree is not visited).
-using ExprRule = std::function<std::optional<PrimExpr>(const PrimExpr&)>;
-using StmtRule = std::function<std::optional<Stmt>(const Stmt&)>;
-PrimExpr rewrite(const PrimExpr& e, const ExprRule& fe) {
-  if (fe)
-    if (auto r = fe(e)) return *r;
-  return map_children(e, [&](const PrimExpr& c) { return rewrite(c, fe); });
-}
-Stmt rewrite(const Stmt& s, const ExprRule& fe, const StmtRule& fs) {
-  if (fs)
-    if (auto r = fs(s)) return *r;
-  return map_children(s, [&](const PrimExpr& c) { return rewrite(c, fe); },
-                      [&](const Stmt& c) { return rewrite(c, fe, fs); });
-}
+// Rewriting with the core's Rewriter (loom/tir/functor.h): a rule
+// returning a value replaces the node, whose subtree is then not visited.
+using ExprRule = Rewriter::PreExpr;
+using StmtRule = Rewriter::PreStmt;
+PrimExpr rewrite(const PrimExpr& e, const ExprRule& fe) { return Rewriter().pre_expr(fe).run(e); }
+Stmt rewrite(const Stmt& s, const ExprRule& fe, const StmtRule& fs) { return Rewriter().pre_expr(fe).pre_stmt(fs).run(s); }
 Stmt replace(const Stmt& root, const Object* target, const Stmt& with) {
   return rewrite(root, nullptr, [&](const Stmt& s) -> std::optional<Stmt> {
     if (s.get() == target) return with;
     return std::nullopt;
   });
-}
-
-Stmt with_kind(const ForNode* f, ForKind kind, Stmt body) {
-  return For(f->loop_var, f->min, f->extent, kind, std::move(body), f->thread, f->annotations);
 }
 
 struct Access {
@@ -185,7 +164,7 @@ Stmt push_guard(const Stmt& s, const PrimExpr& cond, const std::vector<const Var
   if (const auto* f = s.as<ForNode>()) {
     bool depends = false;
     for (const VarNode* v : vars) depends = depends || uses_var(Any(f->min), v) || uses_var(Any(f->extent), v);
-    if (!depends) return with_kind(f, f->for_kind(), push_guard(f->body, cond, vars));
+    if (!depends) return with_kind_and_body(*f, f->for_kind(), push_guard(f->body, cond, vars));
   }
   return IfThenElse(cond, s);
 }
@@ -266,7 +245,7 @@ void Schedule::reorder(const std::vector<std::string>& order) {
   std::vector<const ForNode*> reordered(chain.begin(), chain.begin() + last + 1);
   for (size_t k = 0; k < positions.size(); ++k) reordered[positions[k]] = named[k];
   Stmt body = chain[last]->body;
-  for (size_t k = last + 1; k-- > 0;) body = with_kind(reordered[k], reordered[k]->for_kind(), body);
+  for (size_t k = last + 1; k-- > 0;) body = with_kind_and_body(*reordered[k], reordered[k]->for_kind(), body);
   func_ = with_new_body(func_, replace(func_->body, top, body));
 }
 
@@ -282,6 +261,7 @@ void Schedule::parallel(const std::string& loop) {
   std::unordered_set<const Object*> local;
   pre_order(f->body, [&](const Stmt& s) {
     if (const auto* a = s.as<AllocateNode>()) local.insert(a->buffer->data.get());
+    return true;
   });
   for (const Access& a : accesses(f->body)) {
     if (!a.store || local.count(a.buffer->data.get())) continue;
@@ -290,19 +270,19 @@ void Schedule::parallel(const std::string& loop) {
                              ", which does not depend on %" + loop + ", so iterations would race");
     }
   }
-  func_ = with_new_body(func_, replace(func_->body, f, with_kind(f, ForKind::kParallel, f->body)));
+  func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kParallel, f->body)));
 }
 
 void Schedule::vectorize(const std::string& loop) {
   const ForNode* f = find_loop(func_, "vectorize", loop);
   if (!const_int(f->extent)) refuse("vectorize", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
-  func_ = with_new_body(func_, replace(func_->body, f, with_kind(f, ForKind::kVectorized, f->body)));
+  func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kVectorized, f->body)));
 }
 
 void Schedule::unroll(const std::string& loop) {
   const ForNode* f = find_loop(func_, "unroll", loop);
   if (!const_int(f->extent)) refuse("unroll", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
-  func_ = with_new_body(func_, replace(func_->body, f, with_kind(f, ForKind::kUnrolled, f->body)));
+  func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kUnrolled, f->body)));
 }
 
 std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::string& loop) {
@@ -375,6 +355,7 @@ const AllocateNode* find_alloc(const PrimFunc& func, const std::string& primitiv
         found = a;
       }
     }
+    return true;
   });
   if (!found) refuse(primitive, "no allocated buffer '" + name + "'" + did_you_mean(name, names));
   return found;
@@ -529,7 +510,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   for (size_t k = 0; k < rank; ++k) with[nest->vars[k]] = ref_of<PrimExpr>(writer_vars[k]);
   Stmt epilogue = substitute(ref_of<Stmt>(nest->store), with);
   const ForNode* level = chain[rank - 1];
-  Stmt new_level = with_kind(level, level->for_kind(), seq({level->body, epilogue}));
+  Stmt new_level = with_kind_and_body(*level, level->for_kind(), seq({level->body, epilogue}));
   std::vector<Stmt> rest;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (k == *consumer) continue;
@@ -571,6 +552,7 @@ Buffer find_buffer(const PrimFunc& func, const std::string& primitive, const std
         names.push_back(a->buffer->name);
         if (a->buffer->name == name && !found.defined()) found = a->buffer;
       }
+      return true;
     });
   }
   if (!found.defined()) {
@@ -704,7 +686,7 @@ std::string Schedule::cache_read(const std::string& name, const IndexMap& layout
     in_range = in_range.defined() ? PrimExpr(And(in_range, cond)) : cond;
   }
   if (in_range.defined()) fill = IfThenElse(in_range, fill);
-  for (size_t k = layout.size(); k-- > 0;) fill = For(loop_vars[k], IntImm(DataType::Int(64), 0), shape[k], ForKind::kSerial, fill);
+  fill = loop_nest(loop_vars, shape, fill);
   func_ = with_new_body(func_, Allocate(copy, seq({simplify(fill), body})));
   return copy->name;
 }
@@ -728,24 +710,19 @@ std::string Schedule::cache_write(const std::string& name) {
   refuse_views(func_->body, buffer.get(), "cache_write", "is accessed through a view; cache before FlattenBuffer");
   // The one outermost loop nest that writes the buffer.
   const ForNode* writer = nullptr;
-  std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+  pre_order(func_->body, [&](const Stmt& st) {
     if (const auto* f = st.as<ForNode>()) {
       if (touches(st, buffer.get(), true)) {
         if (writer) refuse("cache_write", "'" + name + "' is written by more than one loop nest");
         writer = f;
       }
-      return;
+      return false;
     }
     if (const auto* store = st.as<BufferStoreNode>(); store && store->buffer->data.get() == buffer->data.get()) {
       refuse("cache_write", "'" + name + "' is written outside a loop nest");
     }
-    map_children(st, [](const PrimExpr& e) { return e; },
-                 [&](const Stmt& c) {
-                   walk(c);
-                   return c;
-                 });
-  };
-  walk(func_->body);
+    return true;
+  });
   if (!writer) refuse("cache_write", "nothing writes '" + name + "'");
   // The nest may read the buffer only where it wrote it first (the init
   // of a reduction): the local copy starts empty.
@@ -842,10 +819,9 @@ std::string Schedule::cache_write(const std::string& name) {
   Stmt redirected = rewrite(rewrite(ref_of<Stmt>(writer), load_local, nullptr), nullptr, store_local);
   std::vector<Var> vars = fresh_vars(func_, "w", shape.size());
   std::vector<PrimExpr> at(vars.begin(), vars.end());
-  Stmt back = BufferStore(buffer, BufferLoad(local, at), at);
-  for (size_t k = shape.size(); k-- > 0;) {
-    back = For(vars[k], IntImm(DataType::Int(64), 0), simplify(Cast(DataType::Int(64), shape[k])), ForKind::kSerial, back);
-  }
+  Indices extents;
+  for (const PrimExpr& d : shape) extents.push_back(simplify(Cast(DataType::Int(64), d)));
+  Stmt back = loop_nest(vars, extents, BufferStore(buffer, BufferLoad(local, at), at));
   func_ = with_new_body(func_, replace(func_->body, writer, Allocate(local, seq({redirected, back}))));
   return local->name;
 }
@@ -1021,7 +997,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
     moved = For(f->loop_var, min, extent, f->for_kind(), moved, f->thread, f->annotations);
   }
   moved = simplify(moved, an);  // a loop cut to one iteration goes
-  Stmt new_loop = with_kind(loop, loop->for_kind(), seq({moved, loop->body}));
+  Stmt new_loop = with_kind_and_body(*loop, loop->for_kind(), seq({moved, loop->body}));
   std::vector<Stmt> rest;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (k == p_index) continue;

@@ -1,13 +1,91 @@
-// Building prim IR: sequences, the statement that does nothing, and (in a
-// later step) the builder operator lowerings use.
+// Building prim IR (installed with the SDK): the prim function an
+// operator lowers to or a pass assembles, loop nests over a shape,
+// element-wise computations and reductions into a buffer, constants, and
+// sequences.  The operator library's lowerings, FuseTIR, the schedule and
+// the loop passes build with these instead of writing their own loops.
+//
+//   PrimBuilder b;
+//   Buffer x = b.param(input_type, "X"), y = b.param(output_type, "Y");
+//   Stmt body = compute(y, [&](const std::vector<PrimExpr>& i) {
+//     return Max(BufferLoad(x, i), make_const(x->dtype, 0));
+//   });
+//   PrimFunc relu = b.finish(body);   // (X, Y, then a scalar per symbolic dimension)
 #ifndef LOOM_TIR_BUILDER_H_
 #define LOOM_TIR_BUILDER_H_
 
+#include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
-#include "loom/tir/stmt.h"
+#include "loom/ir/type.h"
+#include "loom/tir/function.h"
 
 namespace loom::tir {
+
+using Indices = std::vector<PrimExpr>;
+
+// A prim function over graph-level tensor types, in the call_dps
+// convention: its buffer parameters in the order they were made, then one
+// int64 scalar per symbolic dimension (the same graph variable gives the
+// same scalar), bound at run time from the buffers' shapes.
+class PrimBuilder {
+ public:
+  // A parameter buffer for a tensor type of known rank whose dimensions
+  // are constants or variables; Error naming the dimension otherwise.
+  Buffer param(const ir::TensorTypeNode& type, const std::string& name);
+  // A buffer of such a type that is not a parameter (an intermediate to
+  // allocate), its dimensions mapped the same way.
+  Buffer buffer(const ir::TensorTypeNode& type, const std::string& name, const std::string& scope = "global");
+  // The prim form of a graph-level dimension.
+  PrimExpr dim(const Any& graph_dim);
+  // The scalar parameters made so far, in order.
+  const std::vector<Any>& scalars() const { return scalars_; }
+
+  // The function: the parameter buffers, then the scalars.
+  PrimFunc finish(Stmt body, Map attrs = Map::empty());
+
+ private:
+  std::vector<Any> params_;
+  std::vector<Any> scalars_;
+  std::map<const Object*, Var> vars_;
+};
+
+// The shape of a buffer as expressions.
+Indices buffer_shape(const Buffer& b);
+
+// Serial loops from 0 over `extents`, outermost first, with fresh int64
+// variables named PREFIX0, PREFIX1, ...; `body(indices)` gives the
+// statement at each index.
+Stmt loop_nest(const Indices& extents, const std::function<Stmt(const Indices&)>& body, const std::string& prefix = "i");
+
+// Serial loops from 0 over `extents` with the given variables, outermost
+// first, around `body`.
+Stmt loop_nest(const std::vector<Var>& vars, const Indices& extents, Stmt body);
+
+// out[i] = value(i) over out's whole shape.
+Stmt compute(const Buffer& out, const std::function<PrimExpr(const Indices&)>& value);
+
+// A reduction into `out`: for every output index i, out[i] = init, then
+// out[i] = combine(out[i], value(i, r)) over every r of `extents` (loops
+// named r0, r1, ...), then out[i] = finalize(out[i]) if given.  It
+// accumulates in the output's dtype.
+Stmt reduction(const Buffer& out, const Indices& extents, const PrimExpr& init,
+               const std::function<PrimExpr(const PrimExpr&, const PrimExpr&)>& combine,
+               const std::function<PrimExpr(const Indices&, const Indices&)>& value,
+               const std::function<PrimExpr(const PrimExpr&)>& finalize = nullptr);
+
+// The indices into `in` for output indices `out_indices` under NumPy
+// broadcasting (aligned on the right; dimensions of extent 1 read index 0).
+Indices broadcast_indices(const Buffer& in, const Indices& out_indices);
+
+// A constant of `t`: a FloatImm for float types, an IntImm otherwise,
+// broadcast when `t` has lanes.
+PrimExpr make_const(DataType t, double value);
+
+// `loop` with another kind and body (variable, range, thread and
+// annotations kept).
+For with_kind_and_body(const ForNode& loop, ForKind kind, Stmt body);
 
 // The statement that does nothing (`evaluate(0)`), and the test for it.
 Stmt no_op();

@@ -6,9 +6,10 @@
 #define LOOM_TIR_FUNCTOR_H_
 
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
-#include "loom/tir/stmt.h"
+#include "loom/tir/function.h"
 
 namespace loom::tir {
 
@@ -24,6 +25,38 @@ PrimExpr map_children(const PrimExpr& e, const ExprFn& f);
 // child statement by fs(child), rebuilt only when one changed.
 Stmt map_children(const Stmt& s, const ExprFn& fe, const StmtFn& fs);
 
+// A rewrite of a prim IR tree, parents first.  At each node a `pre`
+// callback may return a replacement, whose subtree is then not visited;
+// otherwise the node's children are rewritten (the node rebuilt through
+// map_children only when one changed) and the `post` callback, when set,
+// maps the result.  Without an expression callback expressions are left
+// as they are (not walked).  Every loop pass rewrites through this.
+//
+//   Stmt out = Rewriter().post_stmt([](const Stmt& s) { ... }).run(body);
+class Rewriter {
+ public:
+  using PreStmt = std::function<std::optional<Stmt>(const Stmt&)>;
+  using PreExpr = std::function<std::optional<PrimExpr>(const PrimExpr&)>;
+  Rewriter& pre_stmt(PreStmt f) { pre_stmt_ = std::move(f); return *this; }
+  Rewriter& post_stmt(StmtFn f) { post_stmt_ = std::move(f); return *this; }
+  Rewriter& pre_expr(PreExpr f) { pre_expr_ = std::move(f); return *this; }
+  Rewriter& post_expr(ExprFn f) { post_expr_ = std::move(f); return *this; }
+  Stmt run(const Stmt& s) const;
+  PrimExpr run(const PrimExpr& e) const;
+
+ private:
+  PreStmt pre_stmt_;
+  StmtFn post_stmt_;
+  PreExpr pre_expr_;
+  ExprFn post_expr_;
+};
+
+// Visits the statements of `s` (and, with `on_expr`, the expressions of
+// each statement), parents first; a callback returning false skips the
+// node's children.
+void pre_order(const Stmt& s, const std::function<bool(const Stmt&)>& on_stmt,
+               const std::function<bool(const PrimExpr&)>& on_expr = nullptr);
+
 // Variables replaced by expressions (by identity), everywhere below.
 PrimExpr substitute(const PrimExpr& e, const std::unordered_map<const Object*, PrimExpr>& with);
 Stmt substitute(const Stmt& s, const std::unordered_map<const Object*, PrimExpr>& with);
@@ -33,6 +66,11 @@ Stmt substitute(const Stmt& s, const std::unordered_map<const Object*, PrimExpr>
 // object, so the copy can sit beside the original (a variable is bound
 // once per function).  Free variables are kept.
 Stmt fresh_bindings(const Stmt& s);
+
+// A copy of `f` in which every variable (parameters, the buffers' data
+// variables, loop and let variables) is a fresh object, so the same
+// function can be inlined twice into one function.
+PrimFunc fresh_copy(const PrimFunc& f);
 
 // Whether `s` contains a loop.
 bool has_loop(const Stmt& s);

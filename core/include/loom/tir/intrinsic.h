@@ -43,9 +43,6 @@ class IntrinsicRegistry {
   static std::optional<std::set<std::string>> native(const std::string& target_kind);
 };
 
-// A constant of `t` (a float or integer type; broadcast when t has lanes).
-PrimExpr make_const(DataType t, double value);
-
 }  // namespace loom::tir
 
 #endif  // LOOM_TIR_INTRINSIC_H_
