@@ -529,7 +529,8 @@ transform::Pass AutoSchedule() {
       "reductions, matmul-like reductions register-tiled, inner loops vectorized, outer loops parallel",
       2,
       {},
-      {}};
+      {},
+                           {}, {}, {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
     Schedule s(downcast<PrimFunc>(ObjectRef(ObjectPtr<Object>(const_cast<tir::PrimFuncNode*>(&f)))));
     int bits = vector_bits_of(module);

@@ -98,7 +98,8 @@ transform::Pass FlattenBuffer() {
   transform::PassInfo info{"FlattenBuffer",
                            "every buffer access becomes one-dimensional: a flat view of the same memory, indexed "
                            "row-major (or by the buffer's strides)",
-                           0, {}, {}};
+                           0, {}, {},
+                           {}, {"buffers_flat"}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Flattener().run(f.body);
   });

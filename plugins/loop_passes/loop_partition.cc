@@ -116,7 +116,8 @@ transform::Pass LoopPartition() {
   transform::PassInfo info{"LoopPartition",
                            "a loop with constant bounds whose body has an if decided on a prefix (or suffix) of its "
                            "range is split there, and each part simplified: the main part loses the check",
-                           0, {}, {}};
+                           0, {}, {},
+                           {}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Partitioner().run(f.body, Analyzer());
   });

@@ -49,7 +49,8 @@ transform::Pass LowerIntrinsics() {
   transform::PassInfo info{"LowerIntrinsics",
                            "intrinsic calls checked (known, arity, dtype); those the target's codegen does not "
                            "implement are replaced by their expansion",
-                           0, {}, {}};
+                           0, {}, {},
+                           {}, {"intrinsics_lowered"}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
     std::string kind;
     if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<target::Target>()->kind;

@@ -12,7 +12,8 @@ transform::Pass Simplify() {
   transform::PassInfo info{"Simplify",
                            "prim functions: integer arithmetic folded and canonicalised, facts from loop bounds applied, "
                            "trivial loops, ifs and sequences removed",
-                           0, {}, {}};
+                           0, {}, {},
+                           {}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return simplify(f.body);
   });

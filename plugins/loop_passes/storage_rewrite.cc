@@ -143,7 +143,8 @@ transform::Pass StorageRewrite() {
   transform::PassInfo info{"StorageRewrite",
                            "flat temporary buffers of one allocation chain whose live ranges (steps of the body) do "
                            "not overlap share one allocation; unused ones are dropped",
-                           0, {}, {}};
+                           0, {}, {},
+                           {"buffers_flat"}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return StorageSharer().run(f.body);
   });

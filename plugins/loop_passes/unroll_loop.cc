@@ -61,7 +61,8 @@ transform::Pass UnrollLoop() {
       {},
       {{"max_extent", "int", Any(int64_t{256}), "the longest loop that is unrolled; longer ones stay serial, annotated"},
        {"auto_max_extent", "int", Any(int64_t{0}),
-        "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)"}}};
+        "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)"}},
+                           {}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
     return Unroller(ctx.get_config("UnrollLoop.max_extent").as_int(), ctx.get_config("UnrollLoop.auto_max_extent").as_int())
         .run(f.body);

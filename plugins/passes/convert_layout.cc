@@ -4,7 +4,6 @@
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
-#include "loom/transform/infer_type.h"
 
 namespace loom::passes {
 
@@ -158,10 +157,10 @@ transform::Pass ConvertLayout() {
                            "channels-first (NCHW) convolutions and pools, and the elementwise ops between them, to "
                            "channels-last (NHWC)",
                            1,
-                           {"InferType"},
-                           {}};
-  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext& context) {
-    ir::IRModule module = transform::InferType()(input, context);
+                           {},
+                           {},
+                           {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     ir::IRModule out = module;
     bool changed = false;
     for (const std::string& name : module.names()) {
@@ -172,7 +171,7 @@ transform::Pass ConvertLayout() {
       out = out.with_function(name, with_body(*f, *body));
       changed = true;
     }
-    return changed ? transform::InferType()(out, context) : module;
+    return changed ? out : module;
   });
 }
 

@@ -9,7 +9,8 @@ namespace loom::passes {
 transform::Pass DeadCodeElimination() {
   transform::PassInfo info{"DeadCodeElimination",
                            "drops unused pure let bindings and the prim and extern functions no graph function calls",
-                           0, {}, {}};
+                           0, {}, {},
+                           {}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     ir::IRModule out = module;
     std::set<std::string> called;

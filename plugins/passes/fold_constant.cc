@@ -38,7 +38,8 @@ transform::Pass FoldConstant() {
   transform::PassInfo info{"FoldConstant",
                            "evaluates operator calls on constants (with the reference interpreter) and items of constant "
                            "tuples",
-                           1, {"InferType"}, {}};
+                           1, {}, {},
+                           {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

@@ -6,7 +6,6 @@
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
-#include "loom/transform/infer_type.h"
 
 namespace loom::passes {
 
@@ -70,12 +69,12 @@ transform::Pass FuseOps() {
                            "groups operator calls into primitive functions: elementwise and broadcast operators join the "
                            "group of their producer when they are its only user",
                            1,
-                           {"InferType"},
-                           {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group"}}};
-  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext& context) {
+                           {},
+                           {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group"}},
+                           {"types_inferred"}, {"fused"}, {"buffers_flat", "intrinsics_lowered"}};
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
     if (max_depth < 1) LOOM_THROW(Error) << "FuseOps.max_depth must be at least 1, got " << max_depth;
-    ir::IRModule module = transform::InferType()(input, context);
     ir::IRModule out = module;
     FunctionNames names(module);
     for (const std::string& fname : module.names()) {

@@ -111,7 +111,8 @@ transform::Pass FuseTIR() {
   transform::PassInfo info{"FuseTIR",
                            "each primitive graph function whose body is a chain of call_dps becomes one prim function "
                            "(intermediates allocated inside), called through call_dps",
-                           1, {}, {}};
+                           1, {}, {},
+                           {"fused", "ops_lowered"}, {}, {"ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     ir::IRModule out = module;
     std::map<std::string, ir::Type> fused;  // name -> result type

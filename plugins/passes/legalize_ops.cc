@@ -7,7 +7,6 @@
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
 #include "loom/tir/function.h"
-#include "loom/transform/infer_type.h"
 
 namespace loom::passes {
 
@@ -16,12 +15,11 @@ transform::Pass LegalizeOps() {
                            "operator calls to call_dps of the prim functions their lowerings generate; identical "
                            "calls (operator, attributes, types) share one function",
                            0,
-                           {"InferType"},
-                           {}};
-  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext& context) {
-    // Types of nodes that earlier passes made (folded constants, ...) are
-    // filled in here: lowerings read the argument types.
-    ir::IRModule module = transform::InferType()(input, context);
+                           {},
+                           {},
+                           {"types_inferred"}, {"ops_lowered"}, {"fused"}};
+  // The lowerings read the calls' and the arguments' types (types_inferred).
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     ir::IRModule out = module;
     FunctionNames names(module);
     std::map<std::string, std::string> generated;  // signature -> function name

@@ -2,7 +2,6 @@
 // so a YAML pipeline, the CLI and Python can name them (docs/passes.md).
 // One pass per file pair.
 #include <loom/plugin_sdk.h>
-#include <loom/support/strings.h>
 
 #include "canonicalize_bindings.h"
 #include "convert_layout.h"
@@ -18,24 +17,6 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_PROVIDES("pass:LegalizeOps,pass:DeadCodeElimination,pass:CanonicalizeBindings,"
                                           "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:FuseOps,pass:FuseTIR,pass:ConvertLayout,pass:default,pass:O0"));
 
-namespace {
-// A named pipeline is a pass like any other, so a YAML pipeline, the CLI
-// and Python select it by name.  Each pass inside still obeys the opt level,
-// disabled and required lists of the PassContext.
-loom::transform::Pass pipeline(const std::string& name, const std::string& summary,
-                               const std::vector<std::string>& names) {
-  // The passes are looked up when the pipeline runs, so those of other
-  // plugins (the loop passes) load only then.
-  return loom::transform::module_pass(
-      loom::transform::PassInfo{name, summary + " (" + loom::join(names, ", ") + ")", 0, {}, {}},
-      [name, names](const loom::ir::IRModule& m, const loom::transform::PassContext& ctx) {
-        std::vector<loom::transform::Pass> passes;
-        for (const auto& n : names) passes.push_back(loom::transform::PassRegistry::get(n));
-        return loom::transform::sequential(passes, name)(m, ctx);
-      });
-}
-}  // namespace
-
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
   PassRegistry::register_pass(loom::passes::LegalizeOps());
@@ -46,10 +27,16 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());
-  PassRegistry::register_pass(pipeline("O0", "the least that runs: operators lowered, nothing optimised",
+  // A named pipeline is a pass like any other, so a YAML pipeline, the CLI
+  // and Python select it by name; its passes are looked up when it runs (so
+  // the loop passes' plugin loads only then), and each still obeys the
+  // context's opt level, disabled and required lists.
+  using loom::transform::pipeline;
+  using loom::transform::PassInfo;
+  PassRegistry::register_pass(pipeline(PassInfo{"O0", "the least that runs: operators lowered, nothing optimised"},
                                        {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline(
-      "default", "graph clean-ups and folding, fusion, lowering, then the loop passes",
+      PassInfo{"default", "graph clean-ups and folding, fusion, lowering, then the loop passes"},
       {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
        "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));

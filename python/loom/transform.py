@@ -26,6 +26,12 @@ def list_passes():
     return list(_core.list_passes())
 
 
+def list_properties():
+    """The IR properties pass contracts name: a dict per property (name,
+    summary, established_by, auto_establish, checked, owner)."""
+    return list(_core.list_properties())
+
+
 def Sequential(passes, name="Sequential"):
     """Runs `passes` (Pass objects or registered names) in order, with
     their required passes first, skipping those above the opt level or
@@ -50,10 +56,12 @@ def _options(options):
     return out
 
 
-def _declare(kind, target, opt_level, name, required, summary, options, register, override, make):
+def _declare(kind, target, opt_level, name, required, summary, options, register, override, make, contract):
     name = name or target.__name__
     doc = inspect.getdoc(target) or ""
-    info = _core.make_pass_info(name, opt_level, list(required), summary or doc.split("\n")[0], _options(options or {}))
+    needs, establishes, preserves = (list(c) for c in contract)
+    info = _core.make_pass_info(name, opt_level, list(required), summary or doc.split("\n")[0], _options(options or {}),
+                                needs, establishes, preserves)
     if inspect.isclass(target):
         method = f"transform_{kind}"
         if not callable(getattr(target, method, None)):
@@ -81,17 +89,20 @@ def _declare(kind, target, opt_level, name, required, summary, options, register
 
 
 def module_pass(target=None, *, opt_level=0, name=None, required=(), summary=None, options=None, register=True,
-                override=False):
+                override=False, needs=(), establishes=(), preserves=()):
     """Makes a module pass of `fn(module, context) -> module`, or of a class
     with `transform_module(self, module, context)` (then calling the class
     makes a Pass).  Registered under `name` (the function's or class's
     name by default) unless register=False; replacing a registered name
     needs override=True.  `options` declares config keys NAME.OPTION:
     {"option": (type, default, doc)}, read with context.get_config.
+    `needs`, `establishes` and `preserves` name IR properties
+    (list_properties(); "*" in preserves: all): the pass's contract,
+    checked by the pass manager (docs/passes.md, "Pass contracts").
     Use bare (@module_pass) or with arguments (@module_pass(opt_level=1))."""
     def wrap(t):
         return _declare("module", t, opt_level, name, required, summary, options, register, override,
-                        _core.make_module_pass)
+                        _core.make_module_pass, (needs, establishes, preserves))
     return wrap(target) if target is not None else wrap
 
 
@@ -99,7 +110,7 @@ _VARIANTS = {"graph": "graph.Function", "prim": "tir.PrimFunc", "extern": "ir.Ex
 
 
 def function_pass(target=None, *, opt_level=0, name=None, required=(), summary=None, options=None, register=True,
-                  override=False, variant="graph"):
+                  override=False, variant="graph", needs=(), establishes=(), preserves=()):
     """As module_pass, for `fn(function, module, context) -> function`
     applied to each function of one variant ("graph", "prim", "extern" or
     a type key); functions of other variants are left alone.  A class
@@ -108,5 +119,5 @@ def function_pass(target=None, *, opt_level=0, name=None, required=(), summary=N
 
     def wrap(t):
         return _declare("function", t, opt_level, name, required, summary, options, register, override,
-                        lambda body, info: _core.make_function_pass(body, info, key))
+                        lambda body, info: _core.make_function_pass(body, info, key), (needs, establishes, preserves))
     return wrap(target) if target is not None else wrap

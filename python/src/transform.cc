@@ -16,6 +16,7 @@
 #include "loom/ir/module.h"
 #include "loom/support/registration.h"
 #include "loom/transform/pass.h"
+#include "loom/transform/property.h"
 
 namespace loom::python {
 namespace {
@@ -171,8 +172,10 @@ Pass make_function_pass(py::object body, PassInfo info, const std::string& varia
 }
 
 PassInfo make_info(const std::string& name, int opt_level, std::vector<std::string> required, std::string summary,
-                   const py::list& options) {
-  PassInfo info{name, std::move(summary), opt_level, std::move(required), {}};
+                   const py::list& options, std::vector<std::string> needs, std::vector<std::string> establishes,
+                   std::vector<std::string> preserves) {
+  PassInfo info{name, std::move(summary), opt_level, std::move(required), {}, std::move(needs), std::move(establishes),
+                std::move(preserves)};
   for (py::handle option : options) {
     auto t = option.cast<py::tuple>();
     if (t.size() != 4) throw py::type_error("a pass option is (name, type, default, doc)");
@@ -185,11 +188,16 @@ PassInfo make_info(const std::string& name, int opt_level, std::vector<std::stri
 }  // namespace
 
 void bind_transform(py::module_& m) {
-  py::class_<PassInfo>(m, "PassInfo", "a pass's declaration: name, summary, opt level, required passes, options")
+  py::class_<PassInfo>(m, "PassInfo",
+                       "a pass's declaration: name, summary, opt level, required passes, options, and its contract "
+                       "(the IR properties it needs, establishes and preserves)")
       .def_readonly("name", &PassInfo::name)
       .def_readonly("summary", &PassInfo::summary)
       .def_readonly("opt_level", &PassInfo::opt_level)
       .def_readonly("required", &PassInfo::required)
+      .def_readonly("needs", &PassInfo::needs)
+      .def_readonly("establishes", &PassInfo::establishes)
+      .def_readonly("preserves", &PassInfo::preserves)
       .def_property_readonly("options",
                              [](const PassInfo& info) {
                                py::list out;
@@ -290,7 +298,26 @@ void bind_transform(py::module_& m) {
       .def("__repr__", [](const Pass& p) { return "loom.transform.Pass('" + p.info().name + "')"; });
 
   m.def("make_pass_info", &make_info, py::arg("name"), py::arg("opt_level"), py::arg("required"), py::arg("summary"),
-        py::arg("options"));
+        py::arg("options"), py::arg("needs") = std::vector<std::string>{},
+        py::arg("establishes") = std::vector<std::string>{}, py::arg("preserves") = std::vector<std::string>{});
+  m.def(
+      "list_properties",
+      [] {
+        py::list out;
+        for (const std::string& name : transform::PropertyRegistry::list()) {
+          transform::PropertyInfo p = transform::PropertyRegistry::get(name);
+          py::dict d;
+          d["name"] = p.name;
+          d["summary"] = p.summary;
+          d["established_by"] = p.established_by;
+          d["auto_establish"] = p.auto_establish;
+          d["checked"] = static_cast<bool>(p.check);
+          d["owner"] = p.owner;
+          out.append(d);
+        }
+        return out;
+      },
+      "the IR properties pass contracts name (docs/passes.md, \"Pass contracts\")");
   m.def("make_module_pass", &make_module_pass, py::arg("body"), py::arg("info"));
   m.def("make_function_pass", &make_function_pass, py::arg("body"), py::arg("info"), py::arg("variant"));
   m.def(

@@ -342,6 +342,8 @@ int passes_list(bool as_json) {
       const auto& info = entry.pass.info();
       json.begin_object().key("name").value(name).key("summary").value(info.summary);
       json.key("opt_level").value(int64_t{info.opt_level}).key("required").string_array(info.required);
+      json.key("needs").string_array(info.needs).key("establishes").string_array(info.establishes);
+      json.key("preserves").string_array(info.preserves);
       json.key("options");
       write_schema_json(json, info.options);
       json.key("owner").value(entry.owner).end_object();
@@ -355,6 +357,9 @@ int passes_list(bool as_json) {
     const auto& info = entry.pass.info();
     std::printf("%-24s opt %d  from %-10s %s\n", name.c_str(), info.opt_level, entry.owner.c_str(), info.summary.c_str());
     if (!info.required.empty()) std::printf("%-24s requires: %s\n", "", loom::join(info.required, ", ").c_str());
+    if (!info.needs.empty()) std::printf("%-24s needs: %s\n", "", loom::join(info.needs, ", ").c_str());
+    if (!info.establishes.empty()) std::printf("%-24s establishes: %s\n", "", loom::join(info.establishes, ", ").c_str());
+    if (!info.preserves.empty()) std::printf("%-24s preserves: %s\n", "", loom::join(info.preserves, ", ").c_str());
     if (!info.options.empty()) std::printf("%-24s options: %s\n", "", schema_text(info.options).c_str());
   }
   return 0;

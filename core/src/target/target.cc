@@ -1,9 +1,14 @@
 // Target kinds, targets and tags, and the core's own kind "cpu".
 #include "loom/target/target.h"
 
+#include <set>
 #include <thread>
 
+#include "loom/object/traversal.h"
 #include "loom/support/registry.h"
+#include "loom/tir/function.h"
+#include "loom/tir/intrinsic.h"
+#include "loom/transform/property.h"
 
 namespace loom::target {
 
@@ -91,6 +96,37 @@ int64_t detect_vector_bits() {
 }
 
 namespace {
+// intrinsics_lowered: every intrinsic call is one the module's target
+// implements natively, or a primitive every target implements.
+std::optional<std::string> unlowered_intrinsic(const ir::IRModule& module) {
+  std::string kind;
+  if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<Target>()->kind;
+  std::set<std::string> native = tir::IntrinsicRegistry::native(kind).value_or(std::set<std::string>{});
+  return transform::first_problem<tir::PrimFuncNode>(module, [&](const std::string& name, const tir::PrimFuncNode& f) {
+    std::optional<std::string> found;
+    Visitor v;
+    v.on<tir::CallNode>([&](const tir::CallNode* call) {
+      auto entry = tir::IntrinsicRegistry::entry(call->op);
+      if (!found && !native.count(call->op) && !(entry && !entry->expand)) {
+        found = "@" + name + " calls the intrinsic '" + call->op + "', which " +
+                (kind.empty() ? std::string("is not a primitive and the module has no target")
+                              : "target kind '" + kind + "' does not implement natively");
+      }
+      v.visit_children(call);
+    });
+    v.visit(Any(f.body));
+    return found;
+  });
+}
+
+const bool intrinsics_property_registered = [] {
+  transform::PropertyRegistry::register_property(
+      {transform::property::kIntrinsicsLowered,
+       "every intrinsic call in a prim function is one the module's target implements natively, or a primitive",
+       "LowerIntrinsics", false, unlowered_intrinsic, ""});
+  return true;
+}();
+
 // The machine Loom runs on.  vector-bits: -1 means "detect"; 0 means no
 // vector unit (a constraint every pass must respect).
 const bool cpu_kind_registered = [] {

@@ -1,11 +1,13 @@
 #include "loom/transform/infer_type.h"
 
 #include "loom/ir/analysis.h"
+#include "loom/transform/property.h"
 
 namespace loom::transform {
 
 Pass InferType() {
-  return module_pass(PassInfo{"InferType", "infer the types of graph expressions and function results", 0, {}, {}},
+  return module_pass(PassInfo{"InferType", "infer the types of graph expressions and function results", 0, {}, {}, {},
+                              {property::kTypesInferred}, {property::kAll}},
                      [](const IRModule& module, const PassContext&) {
                        std::vector<ir::Diagnostic> problems;
                        IRModule typed = ir::infer_types(module, &problems);

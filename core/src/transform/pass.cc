@@ -13,6 +13,8 @@
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/support/registry.h"
+#include "loom/support/strings.h"
+#include "loom/transform/property.h"
 
 namespace loom::transform {
 
@@ -28,32 +30,177 @@ NamedRegistry<ConfigEntry>& configs() {
   return *instance;
 }
 
-Pass make_pass(PassInfo info, std::function<IRModule(const IRModule&, const PassContext&)> body) {
+void check_contract(const PassInfo& info) {
+  for (const auto* list : {&info.needs, &info.establishes, &info.preserves}) {
+    for (const std::string& name : *list) {
+      if (list == &info.preserves && name == property::kAll) continue;
+      try {
+        PropertyRegistry::get(name);
+      } catch (const LookupError& e) {
+        LOOM_THROW(LookupError) << "pass '" << info.name << "': " << e.what();
+      }
+    }
+  }
+}
+
+ObjectPtr<PassNode> make_node(PassInfo info) {
   if (info.name.empty()) LOOM_THROW(Error) << "a pass needs a name";
   check_schema(info.options, "pass '" + info.name + "'");
+  check_contract(info);
   auto node = make_object<PassNode>();
   node->info = std::move(info);
+  return node;
+}
+
+Pass make_pass(PassInfo info, std::function<IRModule(const IRModule&, const PassContext&)> body) {
+  auto node = make_node(std::move(info));
   node->body = std::move(body);
   return Pass(node);
 }
+
+// ---- contracts ------------------------------------------------------------------
+// What is known of the module a pass or a Sequential is transforming.
+struct Tracker {
+  std::set<std::string> holding;
+  std::map<std::string, std::string> lost_by;  // property -> the pass that last dropped it
+};
+
+bool keeps_all(const PassInfo& info) {
+  return std::find(info.preserves.begin(), info.preserves.end(), property::kAll) != info.preserves.end();
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+class Runner {
+ public:
+  Runner(const PassContext& context, Tracker& tracker) : context_(context), t_(tracker) {}
+
+  // `pass` after its needs are made to hold; the tracker follows.
+  IRModule run(const Pass& pass, IRModule module) {
+    const PassInfo& info = pass.info();
+    for (const std::string& need : info.needs) module = ensure(need, info.name, module);
+    for (const auto& instrument : context_.instruments)
+      if (!instrument->should_run(info, module)) return module;
+    for (const auto& instrument : context_.instruments) instrument->before(info, module);
+    IRModule result = pass->is_sequence ? sequence(pass, module) : pass->body(module, context_);
+    if (!result.defined()) LOOM_THROW(Error) << "pass '" << info.name << "' returned no module";
+    for (const auto& instrument : context_.instruments) instrument->after(info, result);
+    if (!pass->is_sequence) {
+      bool changed = !result.same_as(module);
+      if (changed && !keeps_all(info)) {
+        for (auto it = t_.holding.begin(); it != t_.holding.end();) {
+          if (contains(info.preserves, *it) || contains(info.establishes, *it)) {
+            ++it;
+          } else {
+            t_.lost_by[*it] = info.name;
+            it = t_.holding.erase(it);
+          }
+        }
+      }
+      for (const std::string& p : info.establishes) {
+        t_.holding.insert(p);
+        t_.lost_by.erase(p);
+      }
+      // A Sequential's passes are checked one by one; checking it again adds nothing.
+      if (context_.check_well_formed && changed) {
+        WellFormedInstrument().after(info, result);
+        verify(info, result);
+      }
+    }
+    return result;
+  }
+
+ private:
+  // Runs the passes of a Sequential: each after the passes it requires
+  // that have not run in this sequence, unless disabled or above the opt
+  // level (a required pass always runs).
+  IRModule sequence(const Pass& seq, const IRModule& module) {
+    std::vector<Pass> passes;
+    for (const ObjectRef& p : seq->sequence) passes.push_back(downcast<Pass>(p));
+    for (const std::string& name : seq->sequence_names) passes.push_back(PassRegistry::get(name));
+    IRModule current = module;
+    std::set<std::string> done;
+    std::vector<std::string> resolving;
+    std::function<void(const Pass&, bool)> step = [&](const Pass& pass, bool listed) {
+      const PassInfo& info = pass.info();
+      if (!listed && done.count(info.name)) return;
+      if (std::find(resolving.begin(), resolving.end(), info.name) != resolving.end()) {
+        LOOM_THROW(Error) << "passes require each other: " << join(resolving, " -> ") << " -> " << info.name;
+      }
+      resolving.push_back(info.name);
+      for (const std::string& dependency : info.required) step(PassRegistry::get(dependency), false);
+      resolving.pop_back();
+      bool forced = context_.is_required(info.name);
+      if (!forced && (context_.is_disabled(info.name) || info.opt_level > context_.opt_level)) return;
+      current = run(pass, current);
+      done.insert(info.name);
+    };
+    for (const Pass& pass : passes) step(pass, true);
+    return current;
+  }
+
+  // The module with `property` holding, for pass `needer`.
+  IRModule ensure(const std::string& property, const std::string& needer, const IRModule& module) {
+    if (t_.holding.count(property)) return module;
+    PropertyInfo p = PropertyRegistry::get(property);
+    std::optional<std::string> why;
+    if (p.check) {
+      why = p.check(module);
+      if (!why) {
+        t_.holding.insert(property);
+        return module;
+      }
+    }
+    std::string message = "pass '" + needer + "' needs the property '" + property + "' (" + p.summary +
+                          "), which does not hold here" + (why ? " (" + *why + ")" : "");
+    auto lost = t_.lost_by.find(property);
+    if (lost != t_.lost_by.end()) message += "; pass '" + lost->second + "' changed the module and does not keep it";
+    if (p.auto_establish && !context_.is_disabled(p.established_by)) {
+      if (std::find(establishing_.begin(), establishing_.end(), property) != establishing_.end()) {
+        LOOM_THROW(Error) << message << "; establishing it needs it again (" << join(establishing_, " -> ") << ")";
+      }
+      establishing_.push_back(property);
+      IRModule out = run(PassRegistry::get(p.established_by), module);
+      establishing_.pop_back();
+      if (!t_.holding.count(property)) {
+        LOOM_THROW(Error) << "pass '" << p.established_by << "' ran to establish '" << property << "' for pass '"
+                          << needer << "', but it does not declare that it establishes it";
+      }
+      return out;
+    }
+    message += "; pass '" + p.established_by + "' establishes it";
+    if (p.auto_establish) message += ", but this context disables it";
+    message += ": run " + p.established_by + " before " + needer;
+    throw Error(message);
+  }
+
+  // Every property the tracker claims that has a check must hold.
+  void verify(const PassInfo& info, const IRModule& module) {
+    for (const std::string& property : t_.holding) {
+      PropertyInfo p = PropertyRegistry::get(property);
+      if (!p.check) continue;
+      if (auto why = p.check(module)) {
+        LOOM_THROW(Error) << "pass '" << info.name << "' declares that '" << property << "' holds after it ("
+                          << (contains(info.establishes, property) ? "establishes" : "preserves")
+                          << "), but it does not: " << *why;
+      }
+    }
+  }
+
+  const PassContext& context_;
+  Tracker& t_;
+  std::vector<std::string> establishing_;
+};
 }  // namespace
 
 // ---- running ------------------------------------------------------------------
 IRModule Pass::operator()(const IRModule& module) const { return (*this)(module, PassContext::current()); }
 
 IRModule Pass::operator()(const IRModule& module, const PassContext& context) const {
-  const PassInfo& pass_info = info();
-  for (const auto& instrument : context.instruments)
-    if (!instrument->should_run(pass_info, module)) return module;
-  for (const auto& instrument : context.instruments) instrument->before(pass_info, module);
-  IRModule result = get()->body(module, context);
-  if (!result.defined()) LOOM_THROW(Error) << "pass '" << pass_info.name << "' returned no module";
-  for (const auto& instrument : context.instruments) instrument->after(pass_info, result);
-  // A Sequential's passes are checked one by one; checking it again adds nothing.
-  if (context.check_well_formed && pass_info.name != "Sequential" && !result.same_as(module)) {
-    WellFormedInstrument().after(pass_info, result);
-  }
-  return result;
+  Tracker tracker;
+  return Runner(context, tracker).run(*this, module);
 }
 
 Pass module_pass(PassInfo info, std::function<IRModule(const IRModule&, const PassContext&)> fn) {
@@ -80,32 +227,18 @@ Pass sequential(std::vector<Pass> passes, std::string name) {
   PassInfo info;
   info.name = std::move(name);
   info.summary = "runs passes in order";
-  auto node = make_object<PassNode>();
-  node->info = info;
-  node->body = [passes = std::move(passes)](const IRModule& module, const PassContext& context) {
-    IRModule current = module;
-    std::set<std::string> done;
-    std::vector<std::string> resolving;
-    // A listed pass runs where it is listed (again if listed twice); a
-    // required pass runs before the pass that needs it unless it has run
-    // already in this sequence.
-    std::function<void(const Pass&, bool)> run = [&](const Pass& pass, bool listed) {
-      const PassInfo& info = pass.info();
-      if (!listed && done.count(info.name)) return;
-      if (std::find(resolving.begin(), resolving.end(), info.name) != resolving.end()) {
-        LOOM_THROW(Error) << "passes require each other: " << join(resolving, " -> ") << " -> " << info.name;
-      }
-      resolving.push_back(info.name);
-      for (const std::string& dependency : info.required) run(PassRegistry::get(dependency), false);
-      resolving.pop_back();
-      bool forced = context.is_required(info.name);
-      if (!forced && (context.is_disabled(info.name) || info.opt_level > context.opt_level)) return;
-      current = pass(current, context);
-      done.insert(info.name);
-    };
-    for (const Pass& pass : passes) run(pass, true);
-    return current;
-  };
+  auto node = make_node(std::move(info));
+  node->is_sequence = true;
+  for (Pass& p : passes) node->sequence.push_back(std::move(p));
+  return Pass(node);
+}
+
+Pass pipeline(PassInfo info, std::vector<std::string> pass_names) {
+  if (info.summary.empty()) info.summary = "a pipeline";
+  info.summary += " (" + join(pass_names, ", ") + ")";
+  auto node = make_node(std::move(info));
+  node->is_sequence = true;
+  node->sequence_names = std::move(pass_names);
   return Pass(node);
 }
 

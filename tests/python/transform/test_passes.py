@@ -237,3 +237,30 @@ def test_python_passes_run_from_other_threads():
     for t in threads:
         t.join()
     assert len(results) == 4 and all("subtract" in r for r in results)
+
+
+def test_python_passes_declare_contracts_the_pass_manager_checks():
+    names = {p["name"]: p for p in transform.list_properties()}
+    assert {"types_inferred", "ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"} <= set(names)
+    assert names["buffers_flat"]["established_by"] == "FlattenBuffer" and names["buffers_flat"]["checked"]
+    assert names["types_inferred"]["auto_establish"] and not names["fused"]["checked"]
+    name = unique("NeedsLowered")
+
+    @transform.module_pass(name=name, needs=["ops_lowered"], preserves=["*"])
+    def needs_lowered(mod, ctx):
+        return mod
+
+    assert needs_lowered.info.needs == ["ops_lowered"] and needs_lowered.info.preserves == ["*"]
+    # Operators not lowered yet: the pipeline stops before the pass, naming what is missing.
+    with pytest.raises(loom.LoomError, match=(f"pass '{name}' needs the property 'ops_lowered' .* "
+                                              r"\(@main calls the operator '(add|relu)', which has a lowering\); "
+                                              f"pass 'LegalizeOps' establishes it: run LegalizeOps before {name}")):
+        loom.build(add_module(), {"target": {"kind": "ref"}, "pipeline": {"passes": [name]}})
+    # After LegalizeOps (which InferType runs for, unlisted) it holds.
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal(6).astype("float32"), rng.standard_normal(6).astype("float32")
+    built = loom.build(add_module(), {"target": {"kind": "ref"}, "pipeline": {"passes": ["LegalizeOps", name]}})
+    np.testing.assert_allclose(built["main"](a, b).numpy(), np.maximum(a + b, 0), rtol=1e-6)
+    # A misspelt property is refused when the pass is declared.
+    with pytest.raises(loom.LookupError, match="no IR property named 'ops_lowerd'.*did you mean 'ops_lowered'"):
+        transform.module_pass(lambda mod, ctx: mod, name=unique("Typo"), needs=["ops_lowerd"])

@@ -20,21 +20,33 @@ namespace loom::transform {
 using ir::IRModule;
 
 // Declared once per pass; read by the registry, `loomc passes list`, the docs
-// and the YAML validator.
+// and the YAML validator.  The contract (needs, establishes, preserves)
+// names IR properties (loom/transform/property.h) and is checked by the
+// pass manager (docs/passes.md, "Pass contracts").
 struct PassInfo {
   std::string name;
   std::string summary;
   int opt_level = 0;
-  std::vector<std::string> required;
-  std::vector<SchemaField> options;  // config keys "NAME.OPTION"
+  std::vector<std::string> required;  // passes that must have run before it (Sequential runs them)
+  std::vector<SchemaField> options;   // config keys "NAME.OPTION"
+  std::vector<std::string> needs;        // properties that must hold before it runs
+  std::vector<std::string> establishes;  // properties that hold after it runs
+  std::vector<std::string> preserves;    // properties it keeps when it changes the module; "*": all
 };
 
 class PassContext;
 
+class Pass;
+
 class PassNode : public Object {
  public:
   PassInfo info;
-  std::function<IRModule(const IRModule&, const PassContext&)> body;
+  std::function<IRModule(const IRModule&, const PassContext&)> body;  // a single pass
+  // A Sequential instead runs these passes (or, for a pipeline, the passes
+  // of these names, looked up when it runs) under one property tracker.
+  bool is_sequence = false;
+  std::vector<ObjectRef> sequence;  // of Pass
+  std::vector<std::string> sequence_names;
   LOOM_OBJECT(PassNode, Object, "transform.Pass");
   static void reflect(ReflectionBuilder<PassNode>& r) { r.structural(StructuralKind::kUnique); }
 };
@@ -44,7 +56,8 @@ class Pass : public ObjectRef {
   LOOM_OBJECT_REF(Pass, ObjectRef, PassNode)
   const PassInfo& info() const { return get()->info; }
   // Runs the pass (with the context's instruments) under `context`, or
-  // under PassContext::current().
+  // under PassContext::current(), after making sure its needs hold of
+  // `module` (docs/passes.md, "Pass contracts").
   IRModule operator()(const IRModule& module) const;
   IRModule operator()(const IRModule& module, const PassContext& context) const;
 };
@@ -63,7 +76,14 @@ Pass function_pass(PassInfo info, FunctionPassFn fn) {
 // Runs `passes` in order: first the passes a pass requires that have not run
 // yet in this sequence, then the pass unless it is disabled or above the
 // opt level (a required pass always runs).  A pass listed twice runs twice.
+// Each pass's contract is checked against the properties the sequence
+// knows to hold (docs/passes.md, "Pass contracts").
 Pass sequential(std::vector<Pass> passes, std::string name = "Sequential");
+
+// A named Sequential whose passes are looked up by name when it runs, so
+// the plugins providing them load only then (the `default` and `O0`
+// pipelines).  The summary lists the passes.
+Pass pipeline(PassInfo info, std::vector<std::string> pass_names);
 
 // ---------------------------------------------------------------------------
 // Registries

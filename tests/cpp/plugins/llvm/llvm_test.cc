@@ -121,23 +121,38 @@ TEST(LLVM, StridedVectorAccessesReadAndWriteTheRightElements) {
   }
 }
 )";
-  ir::IRModule module = transform::PassRegistry::get("VectorizeLoop")(ir::parse_module(text, "strided.loom"),
-                                                                       transform::PassContext());
-  std::string ir_text = ir::print_module(module);
-  EXPECT_NE(ir_text.find("%Z[ramp(%o, 5, 8)]"), std::string::npos) << ir_text;  // really vectorized
-  Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
-  NDArray x = floats({63}, 11), y = NDArray::empty({8, 8}, DataType::Float(32)), z = floats({40}, 12);
-  std::vector<float> z0(z.data_as<float>(), z.data_as<float>() + 40);
-  f(x, y, z);
-  const float* xs = x.data_as<float>();
-  for (int o = 0; o < 4; ++o) {
-    for (int v = 0; v < 8; ++v) {
-      EXPECT_EQ(y.data_as<float>()[o * 8 + v], xs[o * 16 + v * 2 - o] + xs[v * 3 + 38]) << o << " " << v;
-      EXPECT_EQ(y.data_as<float>()[(o + 4) * 8 + v], xs[v * 5 + o]) << o << " " << v;
-      z0[v * 5 + o] = xs[v * 2 + 48];
-    }
+  // Vectorized through the passes (VectorizeLoop needs flat buffers), and
+  // written vectorized by hand over the two-dimensional Y (vector indices
+  // of an unflattened buffer in codegen).
+  const char* by_hand = R"(
+@f = prim_func(%X: Buffer[(63), float32], %Y: Buffer[(8, 8), float32], %Z: Buffer[(40), float32]) {
+  for %o: int64 from 0 extent 4 {
+    %Y[broadcast(%o, 8), ramp(0, 1, 8)] = %X[ramp(%o * 16 - %o, 2, 8)] + %X[ramp(38, 3, 8)];
+    %Y[broadcast(%o + 4, 8), ramp(0, 1, 8)] = %X[ramp(%o, 5, 8)];
+    %Z[ramp(%o, 5, 8)] = %X[ramp(48, 2, 8)];
   }
-  for (int k = 0; k < 40; ++k) EXPECT_EQ(z.data_as<float>()[k], z0[k]) << k;
+}
+)";
+  ir::IRModule passes = transform::sequential({transform::PassRegistry::get("FlattenBuffer"),
+                                               transform::PassRegistry::get("VectorizeLoop")})(
+      ir::parse_module(text, "strided.loom"), transform::PassContext());
+  std::string ir_text = ir::print_module(passes);
+  EXPECT_NE(ir_text.find("%Z[ramp(%o, 5, 8)]"), std::string::npos) << ir_text;  // really vectorized
+  for (const ir::IRModule& module : {passes, ir::parse_module(by_hand, "strided_by_hand.loom")}) {
+    Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
+    NDArray x = floats({63}, 11), y = NDArray::empty({8, 8}, DataType::Float(32)), z = floats({40}, 12);
+    std::vector<float> z0(z.data_as<float>(), z.data_as<float>() + 40);
+    f(x, y, z);
+    const float* xs = x.data_as<float>();
+    for (int o = 0; o < 4; ++o) {
+      for (int v = 0; v < 8; ++v) {
+        EXPECT_EQ(y.data_as<float>()[o * 8 + v], xs[o * 16 + v * 2 - o] + xs[v * 3 + 38]) << o << " " << v;
+        EXPECT_EQ(y.data_as<float>()[(o + 4) * 8 + v], xs[v * 5 + o]) << o << " " << v;
+        z0[v * 5 + o] = xs[v * 2 + 48];
+      }
+    }
+    for (int k = 0; k < 40; ++k) EXPECT_EQ(z.data_as<float>()[k], z0[k]) << k;
+  }
 }
 
 TEST(LLVM, JitAndExportedLibraryAgreeAndMatchRef) {

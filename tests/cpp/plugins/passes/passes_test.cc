@@ -279,3 +279,38 @@ pipeline:
 }
 
 }  // namespace loom
+
+namespace loom {
+// The ordering rules of the pass library are contracts (docs/passes.md,
+// "Pass contracts"): a pipeline that breaks one stops before the pass
+// that would run on the wrong IR, naming what is missing and who makes it.
+TEST(Passes, APipelineThatBreaksAnOrderingRuleIsRefused) {
+  const char* model = R"(
+@main = fn(%a: Tensor[(4, 8), float32], %b: Tensor[(8, 16), float32]) { relu(matmul(%a, %b)) }
+)";
+  auto error = [&](const std::string& passes) {
+    config::Config config = config::parse_config("target: {kind: ref}\npipeline: {passes: " + passes + "}\n", "order.yaml");
+    return test::error_of([&] { config.pipeline()(config.constrain(ir::parse_module(model)), config.context); });
+  };
+  EXPECT_EQ(error("[O0, AutoSchedule, VectorizeLoop, FlattenBuffer]"),
+            "pass 'VectorizeLoop' needs the property 'buffers_flat' (every buffer a prim function allocates or "
+            "accesses is one-dimensional and compact), which does not hold here (@matmul: buffer 'C' is written with 2 "
+            "dimensions); pass 'FlattenBuffer' establishes it: run FlattenBuffer before VectorizeLoop");
+  EXPECT_EQ(error("[InferType, LegalizeOps, FuseTIR]"),
+            "pass 'FuseTIR' needs the property 'fused' (operator calls are grouped into primitive functions), which "
+            "does not hold here; pass 'FuseOps' establishes it: run FuseOps before FuseTIR");
+  EXPECT_EQ(error("[FuseOps, FuseTIR]"),
+            "pass 'FuseTIR' needs the property 'ops_lowered' (no graph function calls an operator that has a lowering "
+            "(FLower)), which does not hold here (@fused_matmul_relu calls the operator 'matmul', which has a "
+            "lowering); pass 'LegalizeOps' establishes it: run LegalizeOps before FuseTIR");
+  // A pass that needs types gets InferType run for it: no InferType listed.
+  config::Config config = config::parse_config("target: {kind: ref}\npipeline: {passes: [LegalizeOps]}\n", "types.yaml");
+  auto timing = std::make_shared<transform::TimingInstrument>();
+  config.context.instruments.push_back(timing);
+  ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(model)), config.context);
+  EXPECT_EQ(ir::print_module(lowered).find("matmul("), std::string::npos);
+  std::vector<std::string> ran;
+  for (const auto& row : timing->rows()) ran.push_back(row.pass);
+  EXPECT_EQ(ran, (std::vector<std::string>{"pipeline", "InferType", "LegalizeOps"}));
+}
+}  // namespace loom

@@ -1,0 +1,74 @@
+// IR properties: the vocabulary of pass contracts (docs/passes.md, "Pass
+// contracts").  A pass declares the properties it needs, establishes and
+// preserves on its PassInfo; Sequential tracks which hold of the module it
+// transforms and, before each pass, makes sure its needs hold: known,
+// seen by the property's check, or established by running the property's
+// pass when the property allows it -- otherwise it stops with an error
+// naming the pass, the property and the pass that establishes it.
+//
+// The core registers types_inferred, ops_lowered, fused, buffers_flat and
+// intrinsics_lowered; plugins register more (a miss requests the
+// capability "property:NAME").
+#ifndef LOOM_TRANSFORM_PROPERTY_H_
+#define LOOM_TRANSFORM_PROPERTY_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/ir/module.h"
+
+namespace loom::transform {
+
+// Whether a property holds of a module: nullopt when it does, otherwise
+// where it fails ("@main: buffer 'A' is accessed with 2 indices").
+using PropertyCheck = std::function<std::optional<std::string>(const ir::IRModule&)>;
+
+struct PropertyInfo {
+  std::string name;
+  std::string summary;         // what holds, as a clause ("every ... is ...")
+  std::string established_by;  // the pass that establishes it
+  // The pass manager may run `established_by` itself when a pass needs
+  // the property and it does not hold (an analysis-like pass without
+  // choices: InferType); otherwise a missing property is an error.
+  bool auto_establish = false;
+  PropertyCheck check;  // may be empty: the property is only tracked
+  std::string owner;
+};
+
+// For checks: the first problem `check_one(name, function)` finds among the
+// module's functions of one variant (a graph::FunctionNode, a
+// tir::PrimFuncNode, ...), in name order.
+template <class VariantNode, class CheckOne>
+std::optional<std::string> first_problem(const ir::IRModule& module, CheckOne check_one) {
+  for (const std::string& name : module.names()) {
+    const auto* f = module.lookup(name).template as<VariantNode>();
+    if (!f) continue;
+    if (std::optional<std::string> problem = check_one(name, *f)) return problem;
+  }
+  return std::nullopt;
+}
+
+class PropertyRegistry {
+ public:
+  static void register_property(PropertyInfo info, bool allow_override = false);
+  static std::optional<PropertyInfo> entry(const std::string& name);  // no loading
+  static PropertyInfo get(const std::string& name);  // lazy ("property:NAME"); LookupError with a suggestion
+  static std::vector<std::string> list();
+};
+
+// The five properties the core registers.
+namespace property {
+inline constexpr const char* kTypesInferred = "types_inferred";
+inline constexpr const char* kOpsLowered = "ops_lowered";
+inline constexpr const char* kFused = "fused";
+inline constexpr const char* kBuffersFlat = "buffers_flat";
+inline constexpr const char* kIntrinsicsLowered = "intrinsics_lowered";
+// In `preserves`: every property.
+inline constexpr const char* kAll = "*";
+}  // namespace property
+
+}  // namespace loom::transform
+
+#endif  // LOOM_TRANSFORM_PROPERTY_H_
