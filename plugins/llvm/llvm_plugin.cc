@@ -4,7 +4,6 @@
 // loads that object with ORC, so the functions run at once; the same
 // object is what export_library links into a shared library, so both
 // paths run the same machine code.
-#include <loom/tir/intrinsic.h>
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/library.h>
 #include <loom/runtime/module.h>
@@ -85,6 +84,13 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0")
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<LLVMModuleNode>();
+  loom::target::TargetTraits traits;
+  traits.vector_bits = vector_bits;
+  traits.native_intrinsics = {"exp",  "log", "sqrt", "floor", "ceil",  "round", "trunc", "sin",
+                              "cos",  "abs", "pow",  "fmod",  "isnan", "isinf", "ret"};
+  traits.threads_attr = "num-threads";
+  traits.default_pipeline = {"default"};
+  traits.codegen_needs = {"intrinsics_lowered"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "llvm",
       {{"mtriple", "str", std::string(""), "LLVM target triple; empty: this machine's"},
@@ -100,14 +106,9 @@ LOOM_PLUGIN_INIT(ctx) {
         }
       }, "llvm.validate_target"),
       "CPU machine code through LLVM: vectorized, parallel, JIT-loaded or exported as a shared library",
-      ""});
-  loom::tir::IntrinsicRegistry::set_native(
-      "llvm", {"exp", "log", "sqrt", "floor", "ceil", "round", "trunc", "sin", "cos", "abs", "pow", "fmod", "isnan",
-               "isinf", "ret"});
+      "",
+      traits});
   loom::target::CodegenRegistry::register_codegen(
       "llvm", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                               "llvm.codegen"));
-  loom::FunctionRegistry::register_function(
-      "target.llvm.vector_bits", Function::typed([](loom::target::Target t) { return vector_bits(t); }, "target.llvm.vector_bits"),
-      "the widest vector register of an llvm target, in bits");
 }

@@ -28,8 +28,8 @@
 // that step.  Only rfactor changes the order in which an output element
 // accumulates; every other step leaves results bit-identical to the
 // unscheduled function.
-// Vector width: the target's (a function target.KIND.vector_bits, else
-// the attribute vector-bits, else 128 bits).
+// Vector width: the target's (its kind's vector_bits trait; 128 bits
+// without a target or a trait).
 #include "auto_schedule.h"
 
 #include <loom/arith/simplify.h>
@@ -499,25 +499,10 @@ class StageScheduler {
   std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
 };
 
+// The target's vector width (its kind's trait), 128 bits without a target.
 int vector_bits_of(const ir::IRModule& module) {
-  if (!module->attrs.contains("target")) return 128;
-  auto target = module->attrs.at("target").cast<target::Target>();
-  if (auto f = FunctionRegistry::find("target." + target->kind + ".vector_bits")) {
-    // Asked once per target, not once per prim function (the llvm plugin
-    // builds a target machine to answer).
-    thread_local target::Target asked;
-    thread_local int answer = 0;
-    if (!asked.same_as(target)) {
-      answer = static_cast<int>((*f)(Any(target)).as_int());
-      asked = target;
-    }
-    return answer;
-  }
-  if (target->attrs.contains("vector-bits")) {
-    int64_t bits = target->attrs.at("vector-bits").as_int();
-    return static_cast<int>(bits < 0 ? target::detect_vector_bits() : bits);
-  }
-  return 128;
+  target::Target t = target::target_of(module);
+  return static_cast<int>(t.defined() ? target::vector_bits(t) : 128);
 }
 
 }  // namespace

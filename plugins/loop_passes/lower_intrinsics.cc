@@ -52,10 +52,7 @@ transform::Pass LowerIntrinsics() {
                            0, {}, {},
                            {}, {"intrinsics_lowered"}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
-    std::string kind;
-    if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<target::Target>()->kind;
-    std::set<std::string> native = IntrinsicRegistry::native(kind).value_or(std::set<std::string>{});
-    return Lowerer(native).run(f.body);
+    return Lowerer(target::native_intrinsics(target::target_of(module))).run(f.body);
   });
 }
 

@@ -19,5 +19,6 @@ LOOM_PLUGIN_INIT(ctx) {
        {"vector-bits", "int", int64_t{0}, "vector width; 0: no vector unit"}},
       loom::Function(),
       "a target that generates nothing",
-      ""});
+      "",
+      loom::target::TargetTraits{loom::target::TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads"}});
 }

@@ -5,7 +5,6 @@
 // The module saves its functions as JSON (runtime:ref), so it exports and
 // loads like any other.
 #include <loom/driver/build.h>
-#include <loom/tir/intrinsic.h>
 #include <loom/ir/module.h>
 #include <loom/ir/text.h>
 #include <loom/object/serialization.h>
@@ -63,16 +62,20 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ref") LOOM_PLUGIN_VERSION("0.1.0")
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<RefModuleNode>();
+  // The interpreter evaluates every intrinsic it knows directly, so
+  // LowerIntrinsics leaves them for it.
+  loom::target::TargetTraits traits;
+  std::vector<std::string> known = loom::ref::known_intrinsics();
+  traits.native_intrinsics = std::set<std::string>(known.begin(), known.end());
+  traits.threads_attr = "num-threads";
+  traits.default_pipeline = {"default"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "ref",
       {{"num-threads", "int", int64_t{0}, "threads for the VM's host pool; prim functions run serially"}},
       Function(),
       "the reference interpreter: slow, simple, exact; a numerical oracle",
-      ""});
-  // The interpreter evaluates every intrinsic it knows directly, so
-  // LowerIntrinsics leaves them for it.
-  std::vector<std::string> known = loom::ref::known_intrinsics();
-  loom::tir::IntrinsicRegistry::set_native("ref", std::set<std::string>(known.begin(), known.end()));
+      "",
+      traits});
   loom::target::CodegenRegistry::register_codegen(
       "ref", Function::typed([](IRModule module, loom::target::Target) { return make_module(module); }, "ref.codegen"));
   loom::runtime::ModuleLoaderRegistry::register_loader("ref", Function::typed([](std::string bytes) {

@@ -17,7 +17,7 @@ from . import _core  # noqa: E402
 from ._core import (  # noqa: E402,F401
     LoomError, ParseError, ConfigError, PluginError, TypeInferenceError, RuntimeError, TypeError, LookupError,
     ScheduleError, DataType, Device, Object)
-from . import ir, plugins, runtime, nd, graph, op, tir, transform  # noqa: E402,F401
+from . import ir, plugins, runtime, nd, graph, op, tir, transform, target  # noqa: E402,F401
 from . import _sugar  # noqa: E402,F401 (operators on loom.Object)
 from .ir import parse, IRModule  # noqa: E402,F401
 from .build import build, Config  # noqa: E402,F401

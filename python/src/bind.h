@@ -56,6 +56,7 @@ void bind_objects(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_transform(py::module_& m);
 void bind_schedule(py::module_& m);
+void bind_target(py::module_& m);
 
 }  // namespace loom::python
 

@@ -107,6 +107,7 @@ PYBIND11_MODULE(_core, m) {
 
   bind_objects(m);
   bind_runtime(m);
+  bind_target(m);
   bind_transform(m);
   bind_schedule(m);
 

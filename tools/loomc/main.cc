@@ -378,6 +378,12 @@ int targets_list(bool as_json) {
       json.begin_object().key("name").value(name).key("doc").value(kind.doc).key("owner").value(kind.owner);
       json.key("attributes");
       write_schema_json(json, kind.attrs);
+      const auto& t = kind.traits;
+      json.key("traits").begin_object();
+      json.key("native_intrinsics").string_array(std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()));
+      json.key("threads_attr").value(t.threads_attr).key("device_type").value(int64_t{t.device_type});
+      json.key("default_pipeline").string_array(t.default_pipeline).key("codegen_needs").string_array(t.codegen_needs);
+      json.end_object();
       json.end_object();
     }
     json.end_array().key("tags").string_array(loom::target::TargetTagRegistry::list()).end_object();
@@ -388,6 +394,15 @@ int targets_list(bool as_json) {
     auto kind = *TargetKindRegistry::entry(name);
     std::printf("%-12s from %-10s %s\n", name.c_str(), kind.owner.c_str(), kind.doc.c_str());
     std::printf("%-12s attributes: %s\n", "", schema_text(kind.attrs).c_str());
+    const auto& t = kind.traits;
+    std::printf("%-12s device: %s; threads: %s; default pipeline: %s\n", "",
+                loom::Device{t.device_type, 0}.to_string().c_str(), t.threads_attr.empty() ? "-" : t.threads_attr.c_str(),
+                t.default_pipeline.empty() ? "(none)" : loom::join(t.default_pipeline, ", ").c_str());
+    if (!t.native_intrinsics.empty()) {
+      std::vector<std::string> names(t.native_intrinsics.begin(), t.native_intrinsics.end());
+      std::printf("%-12s native intrinsics: %s\n", "", loom::join(names, ", ").c_str());
+    }
+    if (!t.codegen_needs.empty()) std::printf("%-12s codegen needs: %s\n", "", loom::join(t.codegen_needs, ", ").c_str());
   }
   for (const auto& tag : loom::target::TargetTagRegistry::list()) std::printf("tag %s\n", tag.c_str());
   return 0;

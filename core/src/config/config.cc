@@ -57,6 +57,17 @@ class Loader {
     if (!target) fail(root, "the config has no 'target' (the platform's constraints, e.g. target: {kind: cpu})");
     parse_target_section(target, config);
     if (YAML::Node pipeline = root["pipeline"]) parse_pipeline(pipeline, config);
+    if (!passes_listed_) {
+      // No pipeline.passes: the target's default pipeline (C0 defaults
+      // come from the target kind's traits).
+      for (const std::string& name : target::traits_of(config.target).default_pipeline) {
+        try {
+          config.passes.push_back(PassSpec{transform::PassRegistry::get(name).info().name, Map::empty()});
+        } catch (const Error& e) {
+          fail(target, "the default pipeline of target kind '" + config.target->kind + "': " + e.what());
+        }
+      }
+    }
     reconcile(root, config);
     return config;
   }
@@ -259,6 +270,7 @@ class Loader {
       for (auto it = keys.begin(); it != keys.end(); ++it) set_config(it->first, it->second, config);
     }
     if (YAML::Node passes = node["passes"]) {
+      passes_listed_ = true;
       if (!passes.IsSequence()) fail(passes, "pipeline.passes must be a list, got " + describe_node(passes));
       for (const auto& item : passes) {
         PassSpec spec;
@@ -310,15 +322,11 @@ class Loader {
   void reconcile(const YAML::Node&, Config& config) {
     auto vectorize = config_nodes_.find("tir.vectorize");
     if (vectorize == config_nodes_.end() || !config.context.get_config("tir.vectorize").as_bool()) return;
-    const Map& attrs = config.target->attrs;
-    if (!attrs.contains("vector-bits")) return;
-    int64_t bits = attrs.at("vector-bits").as_int();
-    if (bits == -1) bits = target::detect_vector_bits();
-    if (bits != 0) return;
+    if (target::vector_bits(config.target) != 0) return;
     YAML::Mark m = vectorize->second.Mark();
     config.warnings.push_back(source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) +
                               ": warning: pipeline config 'tir.vectorize: true' contradicts the target '" +
-                              config.target->kind + "', which has no vector unit (vector-bits: 0); the target wins and "
+                              config.target->kind + "', which has no vector unit; the target wins and "
                               "loops are not vectorized");
     config.context.set_config("tir.vectorize", false);
   }
@@ -326,6 +334,7 @@ class Loader {
   const std::string& text_;
   std::string source_;
   std::map<std::string, YAML::Node> config_nodes_;
+  bool passes_listed_ = false;
 };
 
 }  // namespace

@@ -4,9 +4,11 @@
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
+#include "loom/runtime/device_api.h"
 #include "loom/target/codegen.h"
 #include "loom/target/target.h"
 #include "loom/transform/pass.h"
+#include "loom/transform/property.h"
 
 namespace loom::driver {
 
@@ -43,7 +45,25 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
 }
 
 namespace {
+// What the target kind declares its codegen needs (its traits): each
+// property with a check must hold of the module before code is generated,
+// and the kind's device must have a device API.
+void check_target_needs(const ir::IRModule& module, const target::Target& target) {
+  target::TargetTraits traits = target::traits_of(target);
+  for (const std::string& name : traits.codegen_needs) {
+    transform::PropertyInfo p = transform::PropertyRegistry::get(name);
+    if (!p.check) continue;  // only tracked: nothing to look at here
+    if (std::optional<std::string> why = p.check(module)) {
+      LOOM_THROW(Error) << "build: the codegen of target kind '" << target->kind << "' needs the property '" << name
+                        << "' (" << p.summary << "), which does not hold of the module it is given (" << *why
+                        << "); pass '" << p.established_by << "' establishes it: add it to the pipeline";
+    }
+  }
+  runtime::DeviceAPIRegistry::get(Device{traits.device_type, 0});
+}
+
 runtime::Module link(const ir::IRModule& module, const target::Target& target) {
+  check_target_needs(module, target);
   runtime::Module kernels = build_kernels(module, target);
   bool has_graph = false;
   for (const std::string& name : module.names()) has_graph |= module.lookup(name).as<graph::FunctionNode>() != nullptr;

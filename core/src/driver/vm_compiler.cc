@@ -304,12 +304,13 @@ class FunctionCompiler {
   int32_t num_registers_ = 0;
 };
 
+// The host target's thread count (else the target's), through its kind's
+// threads trait.
 int64_t threads_of(const ir::IRModule& module) {
   for (const char* key : {"host", "target"}) {
     if (!module->attrs.contains(key)) continue;
     target::Target target = module->attrs.at(key).cast<target::Target>();
-    if (target.defined() && target->attrs.contains("num-threads")) return target->attrs.at("num-threads").as_int();
-    return 0;
+    return target.defined() ? target::num_threads(target) : 0;
   }
   return 0;
 }

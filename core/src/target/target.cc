@@ -1,6 +1,7 @@
 // Target kinds, targets and tags, and the core's own kind "cpu".
 #include "loom/target/target.h"
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -26,7 +27,22 @@ NamedRegistry<TargetTag>& tags() {
 }  // namespace
 
 void TargetKindRegistry::register_kind(TargetKindEntry entry) {
-  check_schema(entry.attrs, "target kind '" + entry.name + "'");
+  std::string where = "target kind '" + entry.name + "'";
+  check_schema(entry.attrs, where);
+  const TargetTraits& t = entry.traits;
+  if (!t.threads_attr.empty()) {
+    auto attr = std::find_if(entry.attrs.begin(), entry.attrs.end(), [&](const SchemaField& f) { return f.name == t.threads_attr; });
+    if (attr == entry.attrs.end() || attr->type != "int") {
+      LOOM_THROW(Error) << where << ": its threads attribute '" << t.threads_attr << "' is not an int attribute of the kind";
+    }
+  }
+  for (const std::string& property : t.codegen_needs) {
+    try {
+      transform::PropertyRegistry::get(property);
+    } catch (const LookupError& e) {
+      LOOM_THROW(LookupError) << where << ": " << e.what();
+    }
+  }
   kinds().add(std::move(entry));
 }
 std::optional<TargetKindEntry> TargetKindRegistry::entry(const std::string& name) { return kinds().entry(name); }
@@ -82,6 +98,40 @@ ir::IRModule with_target(const ir::IRModule& module, const Target& target, const
   return out;
 }
 
+std::function<int64_t(const Target&)> TargetTraits::vector_bits_from_attr(std::string attr) {
+  return [attr](const Target& target) {
+    int64_t bits = target->attrs.at(attr).as_int();
+    return bits < 0 ? detect_vector_bits() : bits;
+  };
+}
+
+TargetTraits traits_of(const Target& target) { return TargetKindRegistry::get(target->kind).traits; }
+
+int64_t vector_bits(const Target& target) {
+  thread_local Target asked;
+  thread_local int64_t answer = 0;
+  if (asked.same_as(target)) return answer;
+  TargetTraits traits = traits_of(target);
+  answer = traits.vector_bits ? traits.vector_bits(target) : 128;
+  asked = target;
+  return answer;
+}
+
+int64_t num_threads(const Target& target) {
+  std::string attr = traits_of(target).threads_attr;
+  return attr.empty() ? 0 : target->attrs.at(attr).as_int();
+}
+
+std::set<std::string> native_intrinsics(const Target& target) {
+  if (!target.defined()) return {};
+  return traits_of(target).native_intrinsics;
+}
+
+Target target_of(const ir::IRModule& module) {
+  if (!module->attrs.contains("target")) return Target();
+  return module->attrs.at("target").cast<Target>();
+}
+
 int64_t detect_vector_bits() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
@@ -99,9 +149,9 @@ namespace {
 // intrinsics_lowered: every intrinsic call is one the module's target
 // implements natively, or a primitive every target implements.
 std::optional<std::string> unlowered_intrinsic(const ir::IRModule& module) {
-  std::string kind;
-  if (module->attrs.contains("target")) kind = module->attrs.at("target").cast<Target>()->kind;
-  std::set<std::string> native = tir::IntrinsicRegistry::native(kind).value_or(std::set<std::string>{});
+  Target target = target_of(module);
+  std::string kind = target.defined() ? target->kind : "";
+  std::set<std::string> native = native_intrinsics(target);
   return transform::first_problem<tir::PrimFuncNode>(module, [&](const std::string& name, const tir::PrimFuncNode& f) {
     std::optional<std::string> found;
     Visitor v;
@@ -146,7 +196,8 @@ const bool cpu_kind_registered = [] {
           },
           "cpu.validate"),
       "the CPU of the machine Loom runs on",
-      ""});
+      "",
+      TargetTraits{TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads", 1, {}, {}}});
   return true;
 }();
 }  // namespace

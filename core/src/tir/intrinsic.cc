@@ -88,14 +88,6 @@ NamedRegistry<IntrinsicEntry>& registry() {
   return *instance;
 }
 
-std::mutex& native_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::map<std::string, std::set<std::string>>& natives() {
-  static auto* m = new std::map<std::string, std::set<std::string>>();
-  return *m;
-}
 }  // namespace
 
 void IntrinsicRegistry::register_intrinsic(IntrinsicEntry entry, bool allow_override) {
@@ -105,18 +97,5 @@ void IntrinsicRegistry::register_intrinsic(IntrinsicEntry entry, bool allow_over
 std::optional<IntrinsicEntry> IntrinsicRegistry::entry(const std::string& name) { return registry().entry(name); }
 IntrinsicEntry IntrinsicRegistry::get(const std::string& name) { return registry().get(name); }
 std::vector<std::string> IntrinsicRegistry::list() { return registry().names(); }
-
-void IntrinsicRegistry::set_native(const std::string& target_kind, std::set<std::string> names) {
-  std::lock_guard<std::mutex> lock(native_mutex());
-  natives()[target_kind] = std::move(names);
-}
-
-std::optional<std::set<std::string>> IntrinsicRegistry::native(const std::string& target_kind) {
-  std::lock_guard<std::mutex> lock(native_mutex());
-  auto found = natives().find(target_kind);
-  if (found == natives().end()) return std::nullopt;
-  return found->second;
-}
-
 
 }  // namespace loom::tir

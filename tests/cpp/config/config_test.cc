@@ -86,7 +86,7 @@ TEST(Config, ConstraintBeatsContradictingOption) {
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_EQ(c.warnings[0],
             "scalar.yaml:6:5: warning: pipeline config 'tir.vectorize: true' contradicts the target 'cpu', which has no "
-            "vector unit (vector-bits: 0); the target wins and loops are not vectorized");
+            "vector unit; the target wins and loops are not vectorized");
   EXPECT_FALSE(c.context.get_config("tir.vectorize").as_bool());
   // Without the explicit option, no warning.
   EXPECT_TRUE(parse_config("target:\n  kind: cpu\n  vector-bits: 0\n", "s.yaml").warnings.empty());

@@ -10,7 +10,9 @@
 #ifndef LOOM_TARGET_TARGET_H_
 #define LOOM_TARGET_TARGET_H_
 
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,35 @@
 
 namespace loom::target {
 
+class Target;
+
+// What passes, the driver and the runtime ask of a target kind, declared
+// once on its registry entry and read through the helpers below
+// (docs/configuration.md, "Target traits").
+struct TargetTraits {
+  // The widest vector register of a target of this kind, in bits (0: no
+  // vector unit); may depend on the target's attributes.  Empty: 128.
+  std::function<int64_t(const Target&)> vector_bits;
+  // The intrinsics its codegen implements natively; LowerIntrinsics
+  // expands the others into them (a kind that declares none has only the
+  // primitives every codegen implements).
+  std::set<std::string> native_intrinsics;
+  // The attribute that sets the threads for parallel loops and the VM's
+  // host pool (0: one per core); empty: the kind has none.
+  std::string threads_attr;
+  // Where its code runs: a DLPack device type (kDLCPU = 1).
+  int device_type = 1;
+  // The passes a config that lists none runs (`pipeline.passes` absent).
+  std::vector<std::string> default_pipeline;
+  // IR properties its codegen needs of the module it builds, checked by
+  // driver::build before codegen (loom/transform/property.h).
+  std::vector<std::string> codegen_needs;
+
+  // A vector_bits trait that reads an int attribute (-1: this machine's
+  // width, detect_vector_bits()).
+  static std::function<int64_t(const Target&)> vector_bits_from_attr(std::string attr);
+};
+
 struct TargetKindEntry {
   std::string name;
   std::vector<SchemaField> attrs;
@@ -28,6 +59,7 @@ struct TargetKindEntry {
   Function validate;
   std::string doc;
   std::string owner;
+  TargetTraits traits;
 };
 
 class TargetKindRegistry {
@@ -84,6 +116,20 @@ ir::IRModule with_target(const ir::IRModule& module, const Target& target, const
 
 // The CPU's vector width in bits as detected at run time (0 if none known).
 int64_t detect_vector_bits();
+
+// The traits of `target`'s kind, read by passes and the driver.
+TargetTraits traits_of(const Target& target);
+// The target's vector width (its kind's vector_bits trait; 128 without
+// one).  Asked once per target object and thread (the llvm plugin builds
+// a target machine to answer).
+int64_t vector_bits(const Target& target);
+// The target's thread count (its kind's threads attribute; 0 without one).
+int64_t num_threads(const Target& target);
+// The intrinsics the codegen of `target` implements natively (none for an
+// undefined target).
+std::set<std::string> native_intrinsics(const Target& target);
+// The module's target (attribute "target"), or an undefined Target.
+Target target_of(const ir::IRModule& module);
 
 }  // namespace loom::target
 

@@ -2,8 +2,8 @@
 // scalar functions a prim function may call (`call(float32, "exp", x)`).
 // Each has an arity and, unless it is primitive, an expansion into simpler
 // prim IR (arithmetic and other intrinsics).  A target kind declares the
-// intrinsics its codegen implements directly; LowerIntrinsics expands the
-// others.  The core registers the standard set; plugins may add more (a
+// intrinsics its codegen implements directly (its native_intrinsics trait,
+// loom/target/target.h); LowerIntrinsics expands the others.  The core registers the standard set; plugins may add more (a
 // miss asks for the capability "intrinsic:NAME").
 #ifndef LOOM_TIR_INTRINSIC_H_
 #define LOOM_TIR_INTRINSIC_H_
@@ -36,11 +36,6 @@ class IntrinsicRegistry {
   static IntrinsicEntry get(const std::string& name);                   // lazy; LookupError with a suggestion
   static std::vector<std::string> list();
 
-  // The intrinsics the codegen of `target_kind` implements directly
-  // (registered by the plugin that provides the codegen).
-  static void set_native(const std::string& target_kind, std::set<std::string> names);
-  // nullopt when the kind declared nothing: then only primitives are native.
-  static std::optional<std::set<std::string>> native(const std::string& target_kind);
 };
 
 }  // namespace loom::tir

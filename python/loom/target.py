@@ -1,0 +1,41 @@
+"""Targets (docs/python.md, "Targets"; docs/configuration.md): a target is a
+kind plus attributes, checked against the kind's schema and validation
+when it is made; the kind's traits say what passes and the runtime ask of
+it (vector width, native intrinsics, threads, device, default pipeline).
+Kinds come from plugins, loaded when first named."""
+from . import _core
+
+
+def Target(kind, **attrs):
+    """A target of `kind` (a loom.Object with fields kind and attrs, every
+    attribute of the kind's schema filled in).  Attribute names use '_'
+    for '-' (num_threads=2 for num-threads).  Unknown attributes suggest
+    the closest; wrong types name the expected one."""
+    return _core.make_target(kind, {name.replace("_", "-"): value for name, value in attrs.items()})
+
+
+def host():
+    """The machine Loom runs on: kind "cpu" with mcpu "native"."""
+    return _core.target_host()
+
+
+def list_kinds():
+    """Names of the target kinds registered or provided by a discovered plugin."""
+    return list(_core.list_target_kinds())
+
+
+def kind_info(kind):
+    """A kind's declaration: name, doc, owner, attributes ((name, type,
+    default, doc) tuples) and traits (native_intrinsics, threads_attr,
+    device, default_pipeline, codegen_needs)."""
+    return _core.target_kind_info(kind)
+
+
+def vector_bits(target):
+    """The target's vector width in bits (its kind's trait; 128 without one)."""
+    return _core.target_vector_bits(target)
+
+
+def num_threads(target):
+    """The target's thread count (0: one per core)."""
+    return _core.target_num_threads(target)

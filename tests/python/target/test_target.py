@@ -1,0 +1,46 @@
+"""loom.target (docs/python.md, "Targets"): targets made and checked by the
+core, kinds with their schemas and traits, and a config dict without
+passes running the target's default pipeline."""
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, op, target
+
+
+def test_targets_are_checked_and_filled_in():
+    t = target.Target("llvm", num_threads=2)
+    assert t.kind == "llvm" and t.attrs["num-threads"] == 2 and t.attrs["opt-level"] == 3
+    assert target.num_threads(t) == 2
+    assert target.vector_bits(t) in (128, 256, 512)
+    assert target.vector_bits(target.Target("cpu", vector_bits=0)) == 0
+    with pytest.raises(loom.TypeError, match="no attribute 'num-thread'; did you mean 'num-threads'"):
+        target.Target("llvm", num_thread=2)
+    with pytest.raises(loom.LoomError, match="num-threads must be 0 .* or positive, got -1"):
+        target.Target("llvm", num_threads=-1)
+    with pytest.raises(loom.LookupError, match="did you mean 'llvm'"):
+        target.Target("llvmm")
+    assert target.host().kind == "cpu"
+
+
+def test_kinds_declare_their_traits():
+    assert {"cpu", "llvm", "ref"} <= set(target.list_kinds())
+    llvm = target.kind_info("llvm")
+    assert [a[0] for a in llvm["attributes"]] == ["mtriple", "mcpu", "mattr", "num-threads", "opt-level"]
+    traits = llvm["traits"]
+    assert traits["default_pipeline"] == ["default"] and traits["codegen_needs"] == ["intrinsics_lowered"]
+    assert "exp" in traits["native_intrinsics"] and "tanh" not in traits["native_intrinsics"]
+    assert traits["threads_attr"] == "num-threads" and traits["device"] == "cpu:0"
+    assert "tanh" in target.kind_info("ref")["traits"]["native_intrinsics"]
+
+
+def test_a_config_without_passes_runs_the_targets_default_pipeline():
+    x = graph.Var("x", shape=(5, 3))
+    mod = loom.IRModule({"main": graph.Function([x], op.tanh(op.relu(x)))})
+    a = np.random.default_rng(2).standard_normal((5, 3)).astype("float32")
+    for config in ({"target": {"kind": "llvm"}}, {"target": {"kind": "ref"}, "pipeline": {"opt-level": 1}}):
+        got = loom.build(mod, config)["main"](a).numpy()
+        np.testing.assert_allclose(got, np.tanh(np.maximum(a, 0)), rtol=1e-5, atol=1e-6)
+    # passes: [] runs none, so the operators stay and the VM refuses them.
+    with pytest.raises(loom.LoomError, match="operator 'tanh' must be lowered"):
+        loom.build(mod, {"target": {"kind": "ref"}, "pipeline": {"passes": []}})
