@@ -1,43 +1,31 @@
 #include "eliminate_common_subexpr.h"
 
-#include <sstream>
 #include <vector>
 
 #include "graph_util.h"
-#include "loom/ir/text.h"
+#include "loom/object/structural.h"
 
 namespace loom::passes {
 
 namespace {
-// A key equal for two expressions that compute the same value: variables
-// and constants by identity, everything else by structure.
-std::string key_of(const ir::Expr& e) {
-  std::ostringstream k;
-  if (e.as<graph::VarNode>() || e.as<graph::ConstantNode>()) {
-    k << "#" << e.get();
-  } else if (const auto* g = e.as<ir::GlobalVarNode>()) {
-    k << "@" << g->name;
-  } else if (const auto* op = e.as<ir::OpNode>()) {
-    k << "op:" << op->name;
-  } else if (const auto* t = e.as<graph::TupleNode>()) {
-    k << "(";
-    for (const Any& f : t->fields) k << key_of(f.cast<ir::Expr>()) << ",";
-    k << ")";
-  } else if (const auto* i = e.as<graph::TupleGetItemNode>()) {
-    k << key_of(i->tuple) << "." << i->index;
-  } else if (const auto* c = e.as<graph::CallNode>()) {
-    k << key_of(c->callee) << ir::to_text(Any(c->attrs)) << "<";
-    for (const Any& t : c->type_args) k << ir::to_text(t) << ",";
-    k << ">(";
-    for (const Any& a : c->args) k << key_of(a.cast<ir::Expr>()) << ",";
-    k << ")";
-  } else {
-    k << "!" << e.get();  // never shared (if, let, functions)
-  }
-  return k.str();
-}
+// The values bound so far in a scope, by structural hash: a value computed
+// again is one that same_expression finds equal (variables by identity,
+// everything else by structure).
+struct Bound {
+  ir::Expr value;
+  graph::Var var;
+};
+using Table = std::unordered_map<uint64_t, std::vector<Bound>>;
 
-using Table = std::unordered_map<std::string, ir::Expr>;
+// Whether a value may be shared: pure, a computation (not a variable or a
+// constant), and not a scope of its own (an if or a let).
+bool shareable(const ir::Expr& value) {
+  if (value.as<graph::VarNode>() || value.as<graph::ConstantNode>() || value.as<graph::IfNode>() ||
+      value.as<graph::LetNode>()) {
+    return false;
+  }
+  return is_pure(value);
+}
 
 ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, ir::Expr>& subst);
 
@@ -63,13 +51,17 @@ ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, i
   ir::Expr cur = e;
   while (const auto* let = cur.as<graph::LetNode>()) {
     ir::Expr value = cse_nested(let->value, table, subst);
-    std::string key = key_of(value);
-    bool shareable = is_pure(value) && key[0] != '!' && !value.as<graph::VarNode>() && !value.as<graph::ConstantNode>();
-    auto found = shareable ? table.find(key) : table.end();
-    if (found != table.end()) {
-      subst[let->var.get()] = found->second;
+    const Bound* same = nullptr;
+    uint64_t hash = 0;
+    if (shareable(value)) {
+      hash = structural_hash(Any(value));
+      for (const Bound& b : table[hash])
+        if (!same && same_expression(Any(b.value), Any(value))) same = &b;
+    }
+    if (same) {
+      subst[let->var.get()] = same->var;
     } else {
-      if (shareable) table.emplace(key, let->var);
+      if (shareable(value)) table[hash].push_back(Bound{value, let->var});
       kept.emplace_back(let->var, value);
     }
     cur = let->body;

@@ -58,7 +58,7 @@ loom::runtime::Module make_module(const IRModule& module) {
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ref") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Reference interpreter: target kind ref runs prim functions as an oracle")
-                     LOOM_PLUGIN_PROVIDES("target:ref,codegen:ref,runtime:ref"));
+                     LOOM_PLUGIN_PROVIDES("target:ref,codegen:ref,runtime:ref,function:ref.run_prim_func"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<RefModuleNode>();
@@ -78,6 +78,16 @@ LOOM_PLUGIN_INIT(ctx) {
       traits});
   loom::target::CodegenRegistry::register_codegen(
       "ref", Function::typed([](IRModule module, loom::target::Target) { return make_module(module); }, "ref.codegen"));
+  // The interpreter as a function, for passes that evaluate at compile
+  // time (FoldConstant): (prim function, one NDArray per buffer
+  // parameter) in destination-passing style.
+  ctx.register_function(
+      "ref.run_prim_func",
+      Function([](const Any* args, int32_t count) -> Any {
+        if (count < 1) LOOM_THROW(TypeError) << "ref.run_prim_func needs a prim function and its arguments";
+        return loom::ref::run_prim_func(args[0].cast<loom::tir::PrimFunc>(), "ref.run_prim_func", args + 1, count - 1);
+      }, "ref.run_prim_func"),
+      "runs a prim function with the reference interpreter: (func, arrays...) in destination-passing style");
   loom::runtime::ModuleLoaderRegistry::register_loader("ref", Function::typed([](std::string bytes) {
                                                          return make_module(loom::load_json(bytes, "<ref module>").cast<IRModule>());
                                                        }, "ref.load"));

@@ -133,6 +133,15 @@ expect_output build-warning 0 "scalar.yaml:5:12: warning: pipeline config 'tir.v
   "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpb/scalar.yaml" -o "$tmpb/x.loom"
 rm -rf "$tmpb"
 
+# FoldConstant evaluates through its declared evaluator (the ref plugin's
+# ref.run_prim_func, which the passes plugin's manifest requires), never
+# through the driver: no pass plugin refers to a driver symbol.
+expect_output passes-requires-evaluator 0 "^requires: +function:ref.run_prim_func$" -- "$LOOMC" plugins info passes
+for plugin in passes loop_passes; do
+  nm -DC --undefined-only "$BINARY_DIR/lib/loom/plugins/loom_$plugin.so" | grep -q "loom::driver::" \
+    && fail "plugin $plugin calls the driver"
+done
+
 # The current directory is never searched: a plugin there is not found.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp "$FIXTURES/good/loom_fx_good.so" "$tmp/"
