@@ -13,10 +13,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <loom/tir/function.h>
 #include <loom/ir/text.h>
 #include <loom/object/traversal.h>
 #include <loom/runtime/c_backend_api.h>
+#include <loom/tir/function.h>
 
 #include "math.h"
 
@@ -25,8 +25,21 @@ namespace {
 
 using llvm::Value;
 
-// Field indices of LoomHostApi (c_backend_api.h).
-enum HostApiField { kVersion = 0, kGetFunction, kCallFunction, kSetLastError, kParallelFor, kAllocWorkspace, kFreeWorkspace };
+// The host ABI's layouts come from its C header (loom/runtime/c_backend_api.h
+// and dlpack.h, which it includes): byte offsets taken with offsetof, so the
+// generated code and the runtime cannot disagree.
+constexpr uint64_t kSetLastError = offsetof(LoomHostApi, set_last_error);
+constexpr uint64_t kParallelFor = offsetof(LoomHostApi, parallel_for);
+constexpr uint64_t kAllocWorkspace = offsetof(LoomHostApi, alloc_workspace);
+constexpr uint64_t kFreeWorkspace = offsetof(LoomHostApi, free_workspace);
+constexpr uint64_t kTensorData = offsetof(DLTensor, data);
+constexpr uint64_t kTensorDeviceType = offsetof(DLTensor, device) + offsetof(DLDevice, device_type);
+constexpr uint64_t kTensorNdim = offsetof(DLTensor, ndim);
+constexpr uint64_t kTensorDtype = offsetof(DLTensor, dtype);
+constexpr uint64_t kTensorShape = offsetof(DLTensor, shape);
+constexpr uint64_t kTensorStrides = offsetof(DLTensor, strides);
+constexpr uint64_t kTensorByteOffset = offsetof(DLTensor, byte_offset);
+static_assert(sizeof(DLDataType) == 4, "the dtype check compares DLDataType as one 32-bit word");
 // Allocations of at most this many constant bytes live on the stack.
 constexpr int64_t kMaxStackBytes = 64 * 1024;
 
@@ -85,21 +98,15 @@ class FunctionCodegen {
   }
 
   // ---- the runtime -------------------------------------------------------------
-  llvm::StructType* host_api_type() {
-    if (!api_type_) {
-      llvm::Type* p = b_.getPtrTy();
-      api_type_ = llvm::StructType::create(context_, {b_.getInt32Ty(), p, p, p, p, p, p}, "LoomHostApi");
-    }
-    return api_type_;
-  }
-  Value* api_function(HostApiField field) {
+  // The function pointer at byte `offset` of the host API.
+  Value* api_function(uint64_t offset) {
     llvm::GlobalVariable* slot = module_.getGlobalVariable("__loom_host_api");
     if (!slot) {
       slot = new llvm::GlobalVariable(module_, b_.getPtrTy(), false, llvm::GlobalValue::ExternalLinkage, nullptr,
                                       "__loom_host_api");
     }
     Value* api = b_.CreateLoad(b_.getPtrTy(), slot, "api");
-    return b_.CreateLoad(b_.getPtrTy(), b_.CreateStructGEP(host_api_type(), api, field));
+    return b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), api, offset));
   }
   llvm::Constant* string_constant(const std::string& text) {
     auto found = strings_.find(text);
@@ -217,7 +224,6 @@ class FunctionCodegen {
   llvm::BasicBlock* entry_block_ = nullptr;
   std::unordered_map<const tir::VarNode*, Value*> values_;
   std::map<std::string, llvm::Constant*> strings_;
-  llvm::StructType* api_type_ = nullptr;
   Value* ret_ = nullptr;       // LoomValue* of the body; null in outlined closures
   Value* ret_code_ = nullptr;  // int32_t*
   int outlined_ = 0;
@@ -225,10 +231,6 @@ class FunctionCodegen {
 
 // ---- the ABI entry ------------------------------------------------------------------
 
-// DLTensor field offsets (dlpack.h): data, device{type, id}, ndim, dtype,
-// shape, strides, byte_offset.
-constexpr int kTensorData = 0, kTensorDeviceType = 8, kTensorNdim = 16, kTensorDtype = 20, kTensorShape = 24,
-              kTensorStrides = 32, kTensorByteOffset = 40;
 
 void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol) {
   // The body: buffer pointers (noalias), then scalar parameters.
@@ -290,12 +292,12 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
                   " values), got %lld",
               count);
   });
-  llvm::Type* value_type = b_.getInt64Ty();  // LoomValue is 8 bytes
+  llvm::Type* value_type = b_.getIntNTy(8 * sizeof(LoomValue));
   auto arg_at = [&](Value* index) { return b_.CreateGEP(value_type, args, index); };
   auto code_at = [&](Value* index) {
     return b_.CreateLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt32Ty(), codes, index));
   };
-  auto field = [&](Value* tensor, int offset, llvm::Type* t) {
+  auto field = [&](Value* tensor, uint64_t offset, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateConstGEP1_64(b_.getInt8Ty(), tensor, offset));
   };
 
@@ -310,7 +312,7 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
     check(b_.CreateICmpEQ(code_at(index), b_.getInt32(kLoomDLTensor)),
           [&] { emit_fail(what + " must be a tensor", index); });
     Value* tensor = b_.CreateLoad(p, arg_at(index));
-    check(b_.CreateICmpEQ(field(tensor, kTensorDeviceType, b_.getInt32Ty()), b_.getInt32(1 /* kDLCPU */)),
+    check(b_.CreateICmpEQ(field(tensor, kTensorDeviceType, b_.getInt32Ty()), b_.getInt32(kDLCPU)),
           [&] { emit_fail(what + " is not on the CPU", index); });
     DataType dt = buffer->dtype;
     uint32_t packed = dt.code | (uint32_t{dt.bits} << 8) | (uint32_t{dt.lanes} << 16);
@@ -648,7 +650,7 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
   llvm::FunctionType* alloc_type =
       llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty()}, false);
   llvm::CallInst* memory =
-      b_.CreateCall(alloc_type, api_function(kAllocWorkspace), {b_.getInt32(1), b_.getInt32(0), bytes});
+      b_.CreateCall(alloc_type, api_function(kAllocWorkspace), {b_.getInt32(kDLCPU), b_.getInt32(0), bytes});
   memory->addRetAttr(llvm::Attribute::NoAlias);  // fresh memory, as malloc's
   memory->addRetAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
   check(b_.CreateIsNotNull(memory), [&] { b_.CreateRet(b_.getInt32(-1)); });
@@ -657,7 +659,7 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
   if (b_.GetInsertBlock()->getTerminator()) return;  // a ret inside: the runtime frees workspaces it owns
   llvm::FunctionType* free_type =
       llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), b_.getInt32Ty(), b_.getPtrTy()}, false);
-  b_.CreateCall(free_type, api_function(kFreeWorkspace), {b_.getInt32(1), b_.getInt32(0), memory});
+  b_.CreateCall(free_type, api_function(kFreeWorkspace), {b_.getInt32(kDLCPU), b_.getInt32(0), memory});
 }
 
 Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes,

@@ -205,6 +205,7 @@ namespace {
 struct JitState {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   uint32_t abi = LOOM_LIBRARY_ABI;
+  uint32_t host_api_size = sizeof(LoomHostApi);  // what the generated code reads (codegen.cc's offsets)
   const void* host_api = nullptr;
   void* module_ctx = nullptr;
   std::vector<std::string> names;
@@ -244,15 +245,16 @@ std::shared_ptr<runtime::HostLibrary> jit_load(const std::string& object,
     auto address = j.lookup(symbol);
     if (!address) LOOM_THROW(Error) << "llvm: the JIT cannot link @" << function << ": " << to_string(address.takeError());
     state->names.push_back(function);
-    state->table.push_back({state->names.back().c_str(), address->toPtr<LoomBackendFunc>()});
+    state->table.push_back({sizeof(LoomFunctionEntry), state->names.back().c_str(), address->toPtr<LoomBackendFunc>()});
   }
-  state->table.push_back({nullptr, nullptr});
+  state->table.push_back({sizeof(LoomFunctionEntry), nullptr, nullptr});
   JitState* raw = state.get();
   return runtime::HostLibrary::adopt(
       name,
       [raw](const char* symbol) -> void* {
         std::string s = symbol;
         if (s == "__loom_library_abi") return &raw->abi;
+        if (s == "__loom_host_api_size") return &raw->host_api_size;
         if (s == "__loom_host_api") return &raw->host_api;
         if (s == "__loom_module_ctx") return &raw->module_ctx;
         if (s == "__loom_function_table") return raw->table.data();

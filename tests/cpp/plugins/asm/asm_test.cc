@@ -178,7 +178,7 @@ TEST(Asm, RunsInMemoryAndFromAnExportedLibrary) {
   ASSERT_EQ(built.imports().size(), 1u);
   runtime::Module code = built.imports()[0];
   ASSERT_EQ(code->type_key(), "asm");
-  EXPECT_NE(code->inspect_source("c").find("int32_t __loom_asm_relu(const LoomAsmValue* args"), std::string::npos);
+  EXPECT_NE(code->inspect_source("c").find("int32_t __loom_asm_relu(const LoomValue* args"), std::string::npos);
   EXPECT_NE(code->inspect_source("asm").find("# @relu\n  .text\n  .globl relu\n"), std::string::npos);
   EXPECT_FALSE(loaded.find_function("missing").has_value());
   for (const runtime::Module& m : {built, loaded}) {
