@@ -513,8 +513,7 @@ void validate(const loom::ObjectRef& function, const std::string& name) {
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("asm") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Extern kind asm: hand-written x86-64 or AArch64 assembly, assembled in "
-                                             "process with LLVM MC")
-                     LOOM_PLUGIN_PROVIDES("extern:asm"));
+                                             "process with LLVM MC"));
 
 LOOM_PLUGIN_INIT(ctx) {
   kind::initialize();

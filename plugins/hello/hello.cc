@@ -8,8 +8,7 @@
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("hello")
                      LOOM_PLUGIN_VERSION("1.0.0")
-                     LOOM_PLUGIN_DESCRIPTION("Demo plugin: greets, adds and describes values")
-                     LOOM_PLUGIN_PROVIDES("function:hello.greet,function:hello.add,function:hello.describe"));
+                     LOOM_PLUGIN_DESCRIPTION("Demo plugin: greets, adds and describes values"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_function("hello.greet", [](std::string who) { return "hello, " + who + "!"; },

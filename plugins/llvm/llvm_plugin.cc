@@ -79,8 +79,7 @@ int64_t vector_bits(const loom::target::Target& target) {
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("CPU codegen through LLVM 16: target kind llvm, ORC JIT, objects for export_library")
-                     LOOM_PLUGIN_PROVIDES("target:llvm,codegen:llvm"));
+                     LOOM_PLUGIN_DESCRIPTION("CPU codegen through LLVM 16: target kind llvm, ORC JIT, objects for export_library"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<LLVMModuleNode>();

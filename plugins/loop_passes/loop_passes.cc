@@ -14,9 +14,7 @@
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Loop passes: auto-scheduling, simplification, flattening, vectorizing, unrolling, "
-                                             "partitioning, storage reuse, intrinsic lowering")
-                     LOOM_PLUGIN_PROVIDES("pass:AutoSchedule,pass:Simplify,pass:FlattenBuffer,pass:VectorizeLoop,pass:UnrollLoop,"
-                                          "pass:LoopPartition,pass:StorageRewrite,pass:LowerIntrinsics"));
+                                             "partitioning, storage reuse, intrinsic lowering"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;

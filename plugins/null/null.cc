@@ -9,8 +9,7 @@
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null")
                      LOOM_PLUGIN_VERSION("1.0.0")
-                     LOOM_PLUGIN_DESCRIPTION("The null target: generates nothing; for tests and dispatch")
-                     LOOM_PLUGIN_PROVIDES("target:null_target"));
+                     LOOM_PLUGIN_DESCRIPTION("The null target: generates nothing; for tests and dispatch"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{

@@ -15,9 +15,7 @@
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
                      // FoldConstant's evaluator: the reference interpreter.
-                     LOOM_PLUGIN_REQUIRES("function:ref.run_prim_func")
-                     LOOM_PLUGIN_PROVIDES("pass:LegalizeOps,pass:DeadCodeElimination,pass:CanonicalizeBindings,"
-                                          "pass:EliminateCommonSubexpr,pass:FoldConstant,pass:FuseOps,pass:FuseTIR,pass:ConvertLayout,pass:default,pass:O0"));
+                     LOOM_PLUGIN_REQUIRES("function:ref.run_prim_func"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;

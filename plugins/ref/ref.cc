@@ -57,8 +57,7 @@ loom::runtime::Module make_module(const IRModule& module) {
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ref") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Reference interpreter: target kind ref runs prim functions as an oracle")
-                     LOOM_PLUGIN_PROVIDES("target:ref,codegen:ref,runtime:ref,function:ref.run_prim_func"));
+                     LOOM_PLUGIN_DESCRIPTION("Reference interpreter: target kind ref runs prim functions as an oracle"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<RefModuleNode>();

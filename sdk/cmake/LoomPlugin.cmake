@@ -1,10 +1,21 @@
-# loom_add_plugin(NAME SOURCES file... [LIBRARIES lib...] [OUTPUT_DIRECTORY dir] [NO_INSTALL])
+# loom_add_plugin(NAME SOURCES file... [LIBRARIES lib...] [OUTPUT_DIRECTORY dir] [NO_INSTALL]
+#                 [NO_DECLARATIONS])
 #
 # Builds one Loom plugin: a MODULE library named loom_NAME.so, linked against
 # Loom::core, compiled as C++17 with hidden visibility (only the init entry is
 # exported), with every symbol resolved at link time.  The same function
 # builds the plugins in Loom's own tree and plugins built out of tree against
 # an installed SDK (find_package(Loom)).
+#
+# After linking, `loomc plugins declare` loads the plugin, reads what its init
+# registered, and objcopy embeds that as the section .loom_declarations
+# (loom/plugin.h): the plugin's capabilities and the schemas of its passes,
+# target kinds, operators and config keys, declared once (in code) and read
+# by listings and the config validator without loading the plugin.  So the
+# build machine must be able to load the plugin (its requirements on the
+# plugin search path; LOOM_PLUGIN_PATH adds folders).  NO_DECLARATIONS skips
+# it (a plugin cross-compiled for another machine); list the capabilities in
+# LOOM_PLUGIN_PROVIDES instead.
 #
 # Output: OUTPUT_DIRECTORY, else LOOM_PLUGIN_OUTPUT_DIRECTORY, else the
 # current binary directory.  Install: <prefix>/lib/loom/plugins, where the
@@ -13,7 +24,7 @@ include_guard(GLOBAL)
 include(GNUInstallDirs)
 
 function(loom_add_plugin name)
-  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL;NO_DECLARATIONS" "OUTPUT_DIRECTORY" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "loom_add_plugin(${name}): SOURCES is required")
   endif()
@@ -39,6 +50,28 @@ function(loom_add_plugin name)
     VISIBILITY_INLINES_HIDDEN ON
     INSTALL_RPATH "$ORIGIN/../..")
   target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  if(NOT ARG_NO_DECLARATIONS)
+    if(TARGET loomc)  # in Loom's own tree
+      set(loomc $<TARGET_FILE:loomc>)
+      add_dependencies(${name} loomc)
+    elseif(TARGET Loom::loomc)  # against an installed SDK
+      set(loomc $<TARGET_FILE:Loom::loomc>)
+    else()
+      message(FATAL_ERROR "loom_add_plugin(${name}): no loomc to declare the plugin with (the Loom SDK installs "
+                          "Loom::loomc); pass NO_DECLARATIONS and list the capabilities in LOOM_PLUGIN_PROVIDES")
+    endif()
+    if(NOT CMAKE_OBJCOPY)
+      message(FATAL_ERROR "loom_add_plugin(${name}): objcopy (binutils) is needed to embed the plugin's declarations")
+    endif()
+    set(declarations ${CMAKE_CURRENT_BINARY_DIR}/${name}.declarations.json)
+    add_custom_command(TARGET ${name} POST_BUILD
+      COMMAND ${loomc} plugins declare $<TARGET_FILE:${name}> -o ${declarations}
+      COMMAND ${CMAKE_OBJCOPY} --remove-section .loom_declarations
+              --add-section .loom_declarations=${declarations}
+              --set-section-flags .loom_declarations=readonly,contents $<TARGET_FILE:${name}>
+      COMMENT "Declaring plugin ${name} (.loom_declarations)"
+      VERBATIM)
+  endif()
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${name} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/loom/plugins)
   endif()

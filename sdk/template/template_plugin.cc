@@ -9,8 +9,7 @@
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("template_plugin")
                      LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Template: a starting point for out-of-tree plugins")
-                     LOOM_PLUGIN_PROVIDES("function:template_plugin.scale"));
+                     LOOM_PLUGIN_DESCRIPTION("Template: a starting point for out-of-tree plugins"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_function(

@@ -14,7 +14,7 @@ expect_output bad-option 2 "unknown option '--jsn'" -- "$LOOMC" plugins list --j
 expect_output bad-sub 2 "unknown plugins command 'lst'; did you mean 'list'\?" -- "$LOOMC" plugins lst
 
 # The build tree's plugin folder is searched without any configuration.
-expect_output list 0 "hello +1\.0\.0 +discovered +function:hello.greet" -- "$LOOMC" plugins list
+expect_output list 0 "hello +1\.0\.0 +discovered +function:hello.add,function:hello.describe,function:hello.greet" -- "$LOOMC" plugins list
 expect_output info 0 "description: +Demo plugin" -- "$LOOMC" plugins info hello
 expect_output info-typo 1 "no plugin named 'helo'; did you mean 'hello'\?" -- "$LOOMC" plugins info helo
 expect_output load 0 "loaded hello 1\.0\.0 .* in [0-9.]+ ms" -- "$LOOMC" plugins load hello
@@ -141,6 +141,38 @@ for plugin in passes loop_passes; do
   nm -DC --undefined-only "$BINARY_DIR/lib/loom/plugins/loom_$plugin.so" | grep -q "loom::driver::" \
     && fail "plugin $plugin calls the driver"
 done
+
+# Listings and the config check read the plugins' declarations (written at
+# build time): they answer without loading any plugin.  LD_DEBUG=libs names
+# every library whose initialisers run; a plugin would be one of them.
+plugin_inits() { LD_DEBUG=libs "$LOOMC" "$@" 2>&1 >/dev/null | grep "calling init:" | grep -c "/loom/plugins/"; }
+[ "$(plugin_inits plugins load hello)" != 0 ] || fail "LD_DEBUG does not show a plugin being loaded"
+for args in "passes list" "passes list --json" "targets list" "targets list --json" "plugins info passes" \
+            "plugins info llvm --json" "plugins list" "check $SOURCE_DIR/configs/host.yaml"; do
+  # shellcheck disable=SC2086
+  [ "$(plugin_inits $args)" = 0 ] || fail "loomc $args loaded plugin code"
+done
+expect_output passes-declared 0 "^FuseOps +opt 1  from passes" -- "$LOOMC" passes list
+expect_output passes-declared-options 0 "options: max_depth: int = 8" -- "$LOOMC" passes list
+expect_output passes-declared-contract 0 "needs: buffers_flat" -- "$LOOMC" passes list
+expect_output targets-declared 0 "^llvm +from llvm" -- "$LOOMC" targets list
+expect_output targets-declared-attrs 0 "attributes: mtriple: str = \"\", mcpu: str = \"native\"" -- "$LOOMC" targets list
+expect_output info-declared 0 "^pass: +FuseOps \(opt 1\), options: max_depth: int = 8$" -- "$LOOMC" plugins info passes
+expect_output info-declared-kind 0 "^target kind: +llvm: mtriple: str" -- "$LOOMC" plugins info llvm
+expect_output info-declared-ops 0 "^operators: +52: " -- "$LOOMC" plugins info ops
+expect_output check-config 0 "host.yaml: ok \(passes: default\)$" -- "$LOOMC" check "$SOURCE_DIR/configs/host.yaml"
+tmpc=$(mktemp -d)
+printf 'target: {kind: llvm, mcpuu: x}\n' > "$tmpc/a.yaml"
+expect_output check-config-attr 1 "a.yaml:1:22: target kind 'llvm' has no attribute 'mcpuu'; did you mean 'mcpu'\?" -- \
+  "$LOOMC" check "$tmpc/a.yaml"
+printf 'target: {kind: ref}\npipeline:\n  passes: [{name: FuseOps, options: {max_deph: 3}}]\n' > "$tmpc/b.yaml"
+expect_output check-config-option 1 "b.yaml:3:38: pass 'FuseOps' has no option 'max_deph'; did you mean 'max_depth'\?" -- \
+  "$LOOMC" check "$tmpc/b.yaml"
+[ "$(plugin_inits check "$tmpc/b.yaml")" = 0 ] || fail "loomc check of a bad config loaded plugin code"
+printf 'target: {kind: ref}\npipeline:\n  config: {FuseOps.max_depth: 4}\n' > "$tmpc/c.yaml"
+expect_output check-config-key 0 "c.yaml: ok \(passes: default\)" -- "$LOOMC" check "$tmpc/c.yaml"
+expect_output build-config-key 0 "^$" -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpc/c.yaml" -o "$tmpc/c.so"
+rm -rf "$tmpc"
 
 # The current directory is never searched: a plugin there is not found.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

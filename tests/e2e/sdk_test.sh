@@ -7,7 +7,7 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 
 cmake --install "$BINARY_DIR" --prefix "$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "install"; finish; }
-for f in bin/loomc lib/libloom_core.so include/loom/plugin.h include/loom/plugin_sdk.h include/loom/version.h \
+for f in bin/loomc lib/libloom_core.so lib/libloom_runtime.so lib/cmake/Loom/LoomTargets.cmake include/loom/plugin.h include/loom/plugin_sdk.h include/loom/version.h \
          include/loom/object/function.h lib/cmake/Loom/LoomConfig.cmake lib/cmake/Loom/LoomPlugin.cmake \
          lib/loom/plugins/loom_hello.so share/loom/template/CMakeLists.txt; do
   [ -e "$prefix/$f" ] || fail "install is missing $f"
@@ -31,7 +31,11 @@ so="$work/vendor/build/loom_template_plugin.so"
 [ -f "$so" ] || fail "template plugin not produced at $so"
 
 export LOOM_PLUGIN_PATH="$work/vendor/build"
-expect_output vendor-list 0 "template_plugin +0\.1\.0 +discovered" -- "$prefix/bin/loomc" plugins list
+# Its capabilities were declared at build time (loom_add_plugin ran the
+# installed loomc and objcopy): the manifest lists none by hand.
+expect_output vendor-list 0 "template_plugin +0\.1\.0 +discovered +function:template_plugin.scale" -- \
+  "$prefix/bin/loomc" plugins list
+readelf -S -W "$so" | grep -q "\.loom_declarations" || fail "the template plugin has no .loom_declarations section"
 expect_output vendor-load 0 "loaded template_plugin 0\.1\.0" -- "$prefix/bin/loomc" plugins load template_plugin
 expect_output vendor-call 0 "^10\.0$" -- "$prefix/bin/loomc" call template_plugin.scale 2.5 4
 # The build tree's loomc loads the same out-of-tree plugin.

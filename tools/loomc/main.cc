@@ -14,6 +14,7 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
+#include "loom/driver/declarations.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/object/function.h"
@@ -22,6 +23,7 @@
 #include "loom/runtime/library.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/json.h"
+#include "loom/support/registration.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
 #include "run_command.h"
@@ -41,6 +43,10 @@ Commands:
                               first tries to load each one (runs their init)
   plugins info NAME [--json]  show one plugin's manifest (does not load it)
   plugins load NAME|PATH      load a plugin (and what it requires), list its functions
+  plugins declare NAME|PATH [-o FILE]
+                              load a plugin and write its declarations (what it provides,
+                              its passes', target kinds', operators' and config keys'
+                              schemas) as JSON: what loom_add_plugin embeds after linking
   functions list [--json]     list registered functions (core and loaded plugins)
   passes list [--json]        registered passes: opt level, requirements, options, owner
   targets list [--json]       target kinds with their attributes, and tags
@@ -52,6 +58,9 @@ Commands:
                               codegen and the VM, for 'loomc inspect' and load_module
   check FILE.loom             parse a module, check it is well formed and infer its
                               types; exit 1 with every diagnostic
+  check FILE.yaml             check a config (keys, types, plugins, passes and their
+                              options, config keys, target attributes) without
+                              loading any plugin: from the plugins' declarations
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
   run LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME] [--input X.npy]...
@@ -91,6 +100,13 @@ Usage:
   loomc plugins load NAME|PATH
       Loads the plugin named NAME (or the file PATH, when it contains a '/'),
       loading its requirements first, and prints the functions it registered.
+  loomc plugins declare NAME|PATH [-o FILE]
+      Loads the plugin and writes its declarations as JSON (to FILE, else
+      stdout): the capabilities its init registered and the schemas of its
+      passes, target kinds, operators and config keys.  loom_add_plugin runs
+      this after linking and embeds the text as the plugin's
+      .loom_declarations section, which listings and the config validator
+      read without loading the plugin.
 
 Environment:
   LOOM_PLUGIN_PATH   extra plugin directories, absolute, ':'-separated
@@ -99,6 +115,23 @@ Environment:
 int usage_error(const std::string& message) {
   std::cerr << "loomc: " << message << "\nTry 'loomc --help'.\n";
   return 2;
+}
+
+std::string schema_text(const std::vector<loom::SchemaField>& fields) {
+  std::vector<std::string> parts;
+  for (const auto& f : fields) {
+    parts.push_back(f.name + ": " + f.type + (f.default_value.is_none() ? " (required)" : " = " + loom::repr(f.default_value)));
+  }
+  return loom::join(parts, ", ");
+}
+
+void write_schema_listing(loom::JsonWriter& json, const std::vector<loom::SchemaField>& fields) {
+  json.begin_array();
+  for (const auto& f : fields) {
+    json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default").value(loom::repr(f.default_value));
+    json.key("doc").value(f.doc).end_object();
+  }
+  json.end_array();
 }
 
 void write_record_json(loom::JsonWriter& json, const PluginRecord& r) {
@@ -114,6 +147,19 @@ void write_record_json(loom::JsonWriter& json, const PluginRecord& r) {
   json.key("error");
   if (r.error.empty()) json.null(); else json.value(r.error);
   json.key("functions").string_array(r.functions);
+  json.key("declarations");
+  if (r.manifest && r.manifest->declarations) {
+    const auto& d = *r.manifest->declarations;
+    std::vector<std::string> passes, kinds, ops, config;
+    for (const auto& p : d.passes) passes.push_back(p.name);
+    for (const auto& k : d.target_kinds) kinds.push_back(k.name);
+    for (const auto& op : d.ops) ops.push_back(op.name);
+    for (const auto& c : d.config) config.push_back(c.name);
+    json.begin_object().key("passes").string_array(passes).key("target_kinds").string_array(kinds);
+    json.key("ops").string_array(ops).key("config").string_array(config).end_object();
+  } else {
+    json.null();
+  }
   json.end_object();
 }
 
@@ -196,6 +242,23 @@ int plugins_info(const std::string& name, bool as_json) {
               << "requires:     " << loom::join(m.requires_, ", ") << "\n"
               << "plugin ABI:   " << m.abi_major << "." << m.abi_minor << "\n"
               << "built for:    Loom " << m.core_version << ", C++ ABI " << m.cxx_abi << "\n";
+    if (!m.declarations) {
+      std::cout << "declarations: none (built without them; load the plugin to see its schemas)\n";
+      return 0;
+    }
+    const auto& d = *m.declarations;
+    for (const auto& p : d.passes) {
+      std::cout << "pass:         " << p.name << " (opt " << p.opt_level << ")";
+      if (!p.options.empty()) std::cout << ", options: " << schema_text(p.options);
+      std::cout << "\n";
+    }
+    for (const auto& k : d.target_kinds) std::cout << "target kind:  " << k.name << ": " << schema_text(k.attrs) << "\n";
+    if (!d.ops.empty()) {
+      std::vector<std::string> ops;
+      for (const auto& op : d.ops) ops.push_back(op.name);
+      std::cout << "operators:    " << ops.size() << ": " << loom::join(ops, ", ") << "\n";
+    }
+    for (const auto& c : d.config) std::cout << "config key:   " << schema_text({c}) << "\n";
   }
   return 0;
 }
@@ -209,6 +272,23 @@ int plugins_load(const std::string& target) {
     auto entry = loom::FunctionRegistry::entry(name);
     std::printf("  %-24s %s\n", name.c_str(), entry ? entry->doc.c_str() : "");
   }
+  return 0;
+}
+
+// The declarations of the plugin at PATH (or named NAME), read off what
+// its init registers: the text loom_add_plugin embeds as the plugin's
+// .loom_declarations section after linking.
+int plugins_declare(const std::string& target, const std::string& output) {
+  PluginManager& manager = PluginManager::global();
+  PluginRecord r = target.find('/') != std::string::npos ? manager.load_path(target) : manager.load(target);
+  std::string text = loom::driver::plugin_declarations(r.name);
+  if (output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(output, std::ios::binary);
+  out << text;
+  if (!out) LOOM_THROW(Error) << "cannot write " << output;
   return 0;
 }
 
@@ -272,7 +352,17 @@ std::string read_text_file(const std::string& path) {
 
 loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::parse_module(read_text_file(path), path); }
 
+// A YAML config, checked without loading any plugin (names, keys, types,
+// options, against the registries and the plugins' declarations).
+int check_config(const std::string& path) {
+  loom::config::ConfigCheck checked = loom::config::check_config_file(path);
+  for (const auto& warning : checked.warnings) std::cerr << warning << "\n";
+  std::cout << path << ": ok (passes: " << (checked.passes.empty() ? "none" : loom::join(checked.passes, ", ")) << ")\n";
+  return 0;
+}
+
 int check(const std::string& path) {
+  if (loom::ends_with(path, ".yaml") || loom::ends_with(path, ".yml")) return check_config(path);
   loom::ir::IRModule mod = parse_file(path);
   try {
     loom::ir::check_module(mod);
@@ -300,84 +390,68 @@ int fmt(const std::string& path, bool check_only) {
   return 1;
 }
 
-std::string schema_text(const std::vector<loom::SchemaField>& fields) {
-  std::vector<std::string> parts;
-  for (const auto& f : fields) {
-    parts.push_back(f.name + ": " + f.type + (f.default_value.is_none() ? " (required)" : " = " + loom::repr(f.default_value)));
-  }
-  return loom::join(parts, ", ");
-}
-
-void write_schema_json(loom::JsonWriter& json, const std::vector<loom::SchemaField>& fields) {
-  json.begin_array();
-  for (const auto& f : fields) {
-    json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default").value(loom::repr(f.default_value));
-    json.key("doc").value(f.doc).end_object();
-  }
-  json.end_array();
-}
-
-// Loads every plugin that provides a KIND capability, so that listings show
-// their entries with their options; failures become warnings.
-void load_providers(const std::string& kind) {
-  PluginManager& manager = PluginManager::global();
-  for (const std::string& name : manager.available(kind)) {
-    try {
-      manager.load_capability(kind + ":" + name);
-    } catch (const loom::PluginError& e) {
-      std::cerr << "loomc: warning: " << e.what() << "\n";
-    }
-  }
+// Passes and target kinds are listed from the registries and from the
+// declarations of discovered plugins, so listing loads no plugin.  A
+// discovered plugin without declarations shows its names only.
+std::vector<std::string> undeclared(const std::string& kind, const std::vector<std::string>& declared) {
+  std::vector<std::string> out;
+  for (const std::string& name : PluginManager::global().available(kind))
+    if (std::find(declared.begin(), declared.end(), name) == declared.end()) out.push_back(name);
+  return out;
 }
 
 int passes_list(bool as_json) {
   using loom::transform::PassRegistry;
-  load_providers("pass");
-  std::vector<std::string> names = PassRegistry::list();
+  std::vector<loom::transform::PassDeclaration> passes = PassRegistry::declarations();
+  std::vector<std::string> names;
+  for (const auto& p : passes) names.push_back(p.info.name);
+  std::vector<std::string> others = undeclared("pass", names);
   if (as_json) {
     loom::JsonWriter json;
     json.begin_array();
-    for (const auto& name : names) {
-      auto entry = *PassRegistry::entry(name);
-      const auto& info = entry.pass.info();
-      json.begin_object().key("name").value(name).key("summary").value(info.summary);
+    for (const auto& p : passes) {
+      const auto& info = p.info;
+      json.begin_object().key("name").value(info.name).key("summary").value(info.summary);
       json.key("opt_level").value(int64_t{info.opt_level}).key("required").string_array(info.required);
       json.key("needs").string_array(info.needs).key("establishes").string_array(info.establishes);
       json.key("preserves").string_array(info.preserves);
+      if (!p.sequence.empty()) json.key("passes").string_array(p.sequence);
       json.key("options");
-      write_schema_json(json, info.options);
-      json.key("owner").value(entry.owner).end_object();
+      write_schema_listing(json, info.options);
+      json.key("owner").value(p.owner).key("loaded").value(p.loaded).end_object();
     }
+    for (const auto& name : others) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
     json.end_array();
     std::cout << json.str() << "\n";
     return 0;
   }
-  for (const auto& name : names) {
-    auto entry = *PassRegistry::entry(name);
-    const auto& info = entry.pass.info();
-    std::printf("%-24s opt %d  from %-10s %s\n", name.c_str(), info.opt_level, entry.owner.c_str(), info.summary.c_str());
+  for (const auto& p : passes) {
+    const auto& info = p.info;
+    std::printf("%-24s opt %d  from %-10s %s\n", info.name.c_str(), info.opt_level, p.owner.c_str(), info.summary.c_str());
     if (!info.required.empty()) std::printf("%-24s requires: %s\n", "", loom::join(info.required, ", ").c_str());
     if (!info.needs.empty()) std::printf("%-24s needs: %s\n", "", loom::join(info.needs, ", ").c_str());
     if (!info.establishes.empty()) std::printf("%-24s establishes: %s\n", "", loom::join(info.establishes, ", ").c_str());
     if (!info.preserves.empty()) std::printf("%-24s preserves: %s\n", "", loom::join(info.preserves, ", ").c_str());
     if (!info.options.empty()) std::printf("%-24s options: %s\n", "", schema_text(info.options).c_str());
   }
+  for (const auto& name : others) std::printf("%-24s (its plugin declares no schema; load it to see one)\n", name.c_str());
   return 0;
 }
 
 int targets_list(bool as_json) {
   using loom::target::TargetKindRegistry;
-  load_providers("target");
-  load_providers("tag");
-  std::vector<std::string> kinds = TargetKindRegistry::list();
+  std::vector<loom::target::TargetKindEntry> kinds = TargetKindRegistry::declarations();
+  std::vector<std::string> names;
+  for (const auto& k : kinds) names.push_back(k.name);
+  std::vector<std::string> others = undeclared("target", names);
+  std::vector<std::string> tags = loom::with_available(loom::target::TargetTagRegistry::list(), "tag");
   if (as_json) {
     loom::JsonWriter json;
     json.begin_object().key("kinds").begin_array();
-    for (const auto& name : kinds) {
-      auto kind = *TargetKindRegistry::entry(name);
-      json.begin_object().key("name").value(name).key("doc").value(kind.doc).key("owner").value(kind.owner);
+    for (const auto& kind : kinds) {
+      json.begin_object().key("name").value(kind.name).key("doc").value(kind.doc).key("owner").value(kind.owner);
       json.key("attributes");
-      write_schema_json(json, kind.attrs);
+      write_schema_listing(json, kind.attrs);
       const auto& t = kind.traits;
       json.key("traits").begin_object();
       json.key("native_intrinsics").string_array(std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()));
@@ -386,25 +460,26 @@ int targets_list(bool as_json) {
       json.end_object();
       json.end_object();
     }
-    json.end_array().key("tags").string_array(loom::target::TargetTagRegistry::list()).end_object();
+    for (const auto& name : others) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
+    json.end_array().key("tags").string_array(tags).end_object();
     std::cout << json.str() << "\n";
     return 0;
   }
-  for (const auto& name : kinds) {
-    auto kind = *TargetKindRegistry::entry(name);
-    std::printf("%-12s from %-10s %s\n", name.c_str(), kind.owner.c_str(), kind.doc.c_str());
+  for (const auto& kind : kinds) {
+    std::printf("%-12s from %-10s %s\n", kind.name.c_str(), kind.owner.c_str(), kind.doc.c_str());
     std::printf("%-12s attributes: %s\n", "", schema_text(kind.attrs).c_str());
     const auto& t = kind.traits;
     std::printf("%-12s device: %s; threads: %s; default pipeline: %s\n", "",
                 loom::Device{t.device_type, 0}.to_string().c_str(), t.threads_attr.empty() ? "-" : t.threads_attr.c_str(),
                 t.default_pipeline.empty() ? "(none)" : loom::join(t.default_pipeline, ", ").c_str());
     if (!t.native_intrinsics.empty()) {
-      std::vector<std::string> names(t.native_intrinsics.begin(), t.native_intrinsics.end());
-      std::printf("%-12s native intrinsics: %s\n", "", loom::join(names, ", ").c_str());
+      std::vector<std::string> natives(t.native_intrinsics.begin(), t.native_intrinsics.end());
+      std::printf("%-12s native intrinsics: %s\n", "", loom::join(natives, ", ").c_str());
     }
     if (!t.codegen_needs.empty()) std::printf("%-12s codegen needs: %s\n", "", loom::join(t.codegen_needs, ", ").c_str());
   }
-  for (const auto& tag : loom::target::TargetTagRegistry::list()) std::printf("tag %s\n", tag.c_str());
+  for (const auto& name : others) std::printf("%-12s (its plugin declares no schema; load it to see one)\n", name.c_str());
+  for (const auto& tag : tags) std::printf("tag %s\n", tag.c_str());
   return 0;
 }
 
@@ -556,7 +631,12 @@ int run(std::vector<std::string> args) {
       if (positional.size() != 3) return usage_error("plugins load takes one plugin name or path");
       return plugins_load(positional[2]);
     }
-    return usage_error("unknown plugins command '" + sub + "'" + loom::did_you_mean(sub, {"list", "info", "load"}));
+    if (sub == "declare") {
+      if (positional.size() != 3) return usage_error("plugins declare takes one plugin name or path");
+      return plugins_declare(positional[2], build_options.output);
+    }
+    return usage_error("unknown plugins command '" + sub + "'" +
+                       loom::did_you_mean(sub, {"list", "info", "load", "declare"}));
   }
   if (help) {
     std::cout << kMainHelp;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "loom/plugin/manager.h"
+#include "loom/support/registration.h"
 #include "loom/support/strings.h"
 
 namespace loom::config {
@@ -34,9 +35,14 @@ std::string describe_node(const YAML::Node& n) {
   return "nothing";
 }
 
+// One reader for both uses of a config: loading it (targets made and
+// validated by their kind, plugins loaded as their passes and kinds are
+// named) and checking it (validate_only: every name, key and type against
+// the registries and the declarations of discovered plugins, loading none).
 class Loader {
  public:
-  Loader(const std::string& text, const std::string& source) : text_(text), source_(source) {}
+  Loader(const std::string& text, const std::string& source, bool validate_only = false)
+      : text_(text), source_(source), validate_only_(validate_only) {}
 
   Config load() {
     (void)core_config_registered;
@@ -60,15 +66,15 @@ class Loader {
     if (!passes_listed_) {
       // No pipeline.passes: the target's default pipeline (C0 defaults
       // come from the target kind's traits).
-      for (const std::string& name : target::traits_of(config.target).default_pipeline) {
+      for (const std::string& name : kind_.traits.default_pipeline) {
         try {
-          config.passes.push_back(PassSpec{transform::PassRegistry::get(name).info().name, Map::empty()});
+          config.passes.push_back(PassSpec{pass_info(name).name, Map::empty()});
         } catch (const Error& e) {
-          fail(target, "the default pipeline of target kind '" + config.target->kind + "': " + e.what());
+          fail(target, "the default pipeline of target kind '" + kind_.name + "': " + e.what());
         }
       }
     }
-    reconcile(root, config);
+    if (!validate_only_) reconcile(root, config);
     return config;
   }
 
@@ -159,7 +165,15 @@ class Loader {
     for (const auto& item : node) {
       std::string name = scalar(item, "a plugin name");
       try {
-        PluginManager::global().load(name);
+        if (!validate_only_) {
+          PluginManager::global().load(name);
+        } else if (auto record = PluginManager::global().info(name)) {
+          if (record->state == PluginState::kFailed) throw PluginError(record->path, record->error);
+        } else {
+          std::vector<std::string> names;
+          for (const PluginRecord& r : PluginManager::global().list()) names.push_back(r.name);
+          LOOM_THROW(LookupError) << "no plugin named '" << name << "' in the search path" << did_you_mean(name, names);
+        }
       } catch (const Error& e) {
         fail(item, e.what());
       }
@@ -178,8 +192,21 @@ class Loader {
     std::string kind;
     Map preset = Map::empty();
     if (tag_node) {
+      std::string name = scalar(tag_node, "tag");
+      std::vector<std::string> tags = target::TargetTagRegistry::list();
+      if (validate_only_ && !kind_node && std::find(tags.begin(), tags.end(), name) == tags.end()) {
+        // A tag of a plugin that is not loaded: its kind is known once it is.
+        std::vector<std::string> available = with_available(tags, "tag");
+        if (std::find(available.begin(), available.end(), name) == available.end()) {
+          fail(tag_node, "no target tag named '" + name + "' is registered or provided by a plugin" +
+                             did_you_mean(name, available));
+        }
+        config_warning(tag_node, "target tag '" + name + "' comes from a plugin that is not loaded; its kind and "
+                                 "attributes are checked when the config is loaded");
+        return target::Target();
+      }
       try {
-        target::TargetTag tag = target::TargetTagRegistry::get(scalar(tag_node, "tag"));
+        target::TargetTag tag = target::TargetTagRegistry::get(name);
         kind = tag.kind;
         preset = tag.attrs;
       } catch (const ParseError&) {
@@ -191,10 +218,11 @@ class Loader {
     if (kind_node) kind = scalar(kind_node, "kind");
     target::TargetKindEntry entry;
     try {
-      entry = target::TargetKindRegistry::get(kind);
+      entry = kind_entry(kind);
     } catch (const Error& e) {
       fail(kind_node ? kind_node : tag_node, e.what());
     }
+    if (config) kind_ = entry;
     std::vector<std::string> known = {"kind", "tag"};
     if (allow_extras) {
       known.push_back("host");
@@ -214,7 +242,11 @@ class Loader {
     }
     target::Target result;
     try {
-      result = target::Target(kind, Map(attrs));
+      if (validate_only_) {
+        apply_schema(entry.attrs, Map(attrs), "target '" + kind + "'", "attribute");  // the kind's hook runs on load
+      } else {
+        result = target::Target(kind, Map(attrs));
+      }
     } catch (const Error& e) {
       fail(node, e.what());
     }
@@ -241,10 +273,26 @@ class Loader {
     config.target = parse_target(node, "target", true, &config);
   }
 
-  transform::Pass lookup_pass(const YAML::Node& node) {
+  // The registries (loading what provides a name), or when only checking,
+  // the registries and the discovered plugins' declarations.
+  target::TargetKindEntry kind_entry(const std::string& kind) {
+    if (!validate_only_) return target::TargetKindRegistry::get(kind);
+    if (auto entry = target::TargetKindRegistry::declaration(kind)) return *entry;
+    LOOM_THROW(LookupError) << "no target kind named '" << kind << "' is registered or provided by a plugin"
+                            << did_you_mean(kind, with_available(target::TargetKindRegistry::list(), "target"));
+  }
+
+  transform::PassInfo pass_info(const std::string& name) {
+    if (!validate_only_) return transform::PassRegistry::get(name).info();
+    if (auto declared = transform::PassRegistry::declaration(name)) return declared->info;
+    LOOM_THROW(LookupError) << "no pass named '" << name << "' is registered or provided by a plugin"
+                            << did_you_mean(name, with_available(transform::PassRegistry::list(), "pass"));
+  }
+
+  transform::PassInfo lookup_pass(const YAML::Node& node) {
     std::string name = scalar(node, "a pass name");
     try {
-      return transform::PassRegistry::get(name);
+      return pass_info(name);
     } catch (const Error& e) {
       fail(node, e.what());
     }
@@ -253,7 +301,7 @@ class Loader {
   std::vector<std::string> pass_names(const YAML::Node& node, const std::string& what) {
     if (!node.IsSequence()) fail(node, what + " must be a list of pass names, got " + describe_node(node));
     std::vector<std::string> out;
-    for (const auto& item : node) out.push_back(lookup_pass(item).info().name);
+    for (const auto& item : node) out.push_back(lookup_pass(item).name);
     return out;
   }
 
@@ -277,28 +325,28 @@ class Loader {
         if (item.IsMap()) {
           check_keys(item, {"name", "options"}, "a pass entry");
           if (!item["name"]) fail(item, "a pass entry needs a 'name'");
-          transform::Pass pass = lookup_pass(item["name"]);
-          spec.name = pass.info().name;
+          transform::PassInfo pass = lookup_pass(item["name"]);
+          spec.name = pass.name;
           if (YAML::Node options = item["options"]) {
             if (!options.IsMap()) fail(options, "options must be a mapping, got " + describe_node(options));
             std::map<std::string, Any> values;
             std::vector<std::string> known;
-            for (const auto& o : pass.info().options) known.push_back(o.name);
+            for (const auto& o : pass.options) known.push_back(o.name);
             for (auto it = options.begin(); it != options.end(); ++it) {
               std::string key = it->first.Scalar();
-              auto option = std::find_if(pass.info().options.begin(), pass.info().options.end(),
+              auto option = std::find_if(pass.options.begin(), pass.options.end(),
                                          [&](const SchemaField& f) { return f.name == key; });
-              if (option == pass.info().options.end()) {
+              if (option == pass.options.end()) {
                 fail(it->first, "pass '" + spec.name + "' has no option '" + key + "'" + did_you_mean(key, known) +
                                     (known.empty() ? " (it takes no options)" : " (options: " + join(known, ", ") + ")"));
               }
               values[key] = convert(it->second, option->type, "option '" + key + "' of pass '" + spec.name + "'");
-              config.context.set_config(spec.name + "." + key, values[key]);
+              if (!validate_only_) config.context.set_config(spec.name + "." + key, values[key]);
             }
             spec.options = Map(values);
           }
         } else {
-          spec.name = lookup_pass(item).info().name;
+          spec.name = lookup_pass(item).name;
         }
         config.passes.push_back(spec);
       }
@@ -309,12 +357,20 @@ class Loader {
 
   void set_config(const YAML::Node& key_node, const YAML::Node& value, Config& config) {
     std::string key = key_node.Scalar();
-    auto entry = transform::ConfigRegistry::entry(key);
+    // A pass's options are config keys its plugin provides ("config:KEY").
+    auto entry = validate_only_ ? transform::ConfigRegistry::declaration(key) : transform::ConfigRegistry::find(key);
     if (!entry) {
-      fail(key_node, "unknown config option '" + key + "'" + did_you_mean(key, transform::ConfigRegistry::list()));
+      fail(key_node, "unknown config option '" + key + "'" + did_you_mean(key, transform::ConfigRegistry::declared_names()));
     }
-    config.context.set_config(key, convert(value, entry->field.type, "config option '" + key + "'"));
+    Any converted = convert(value, entry->field.type, "config option '" + key + "'");
+    if (!validate_only_) config.context.set_config(key, converted);
     config_nodes_[key] = key_node;
+  }
+
+  void config_warning(const YAML::Node& node, const std::string& message) {
+    YAML::Mark m = node.Mark();
+    warnings_.push_back(source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) +
+                        ": warning: " + message);
   }
 
   // C0 options that contradict C1 constraints: a warning, and the
@@ -333,8 +389,13 @@ class Loader {
 
   const std::string& text_;
   std::string source_;
+  bool validate_only_;
   std::map<std::string, YAML::Node> config_nodes_;
   bool passes_listed_ = false;
+  target::TargetKindEntry kind_;  // the target's kind (for its default pipeline)
+
+ public:
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
@@ -349,14 +410,35 @@ transform::Pass Config::pipeline() const {
   return transform::sequential(list, "pipeline");
 }
 
-Config parse_config(const std::string& text, const std::string& source) { return Loader(text, source).load(); }
+Config parse_config(const std::string& text, const std::string& source) {
+  Loader loader(text, source);
+  Config config = loader.load();
+  config.warnings.insert(config.warnings.begin(), loader.warnings_.begin(), loader.warnings_.end());
+  return config;
+}
 
-Config load_config(const std::string& path) {
+namespace {
+std::string read_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) LOOM_THROW(Error) << "cannot read " << path << ": " << std::strerror(errno);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse_config(buffer.str(), path);
+  return buffer.str();
 }
+}  // namespace
+
+ConfigCheck check_config(const std::string& text, const std::string& source) {
+  Loader loader(text, source, true);
+  Config config = loader.load();
+  ConfigCheck out;
+  out.warnings = loader.warnings_;
+  for (const PassSpec& p : config.passes) out.passes.push_back(p.name);
+  out.plugins = config.plugins;
+  return out;
+}
+
+ConfigCheck check_config_file(const std::string& path) { return check_config(read_config_file(path), path); }
+
+Config load_config(const std::string& path) { return parse_config(read_config_file(path), path); }
 
 }  // namespace loom::config

@@ -73,4 +73,108 @@ Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, cons
   return Map(out);
 }
 
+namespace {
+void write_value(JsonWriter& json, const Any& value) {
+  switch (value.kind()) {
+    case AnyKind::kNone: json.null(); return;
+    case AnyKind::kBool: json.value(value.as_bool()); return;
+    case AnyKind::kInt: json.value(value.as_int()); return;
+    case AnyKind::kFloat: json.value(value.as_float()); return;
+    case AnyKind::kStr: json.value(value.as_string()); return;
+    case AnyKind::kDataType: json.value(value.as_dtype().to_string()); return;
+    case AnyKind::kDevice: json.value(value.as_device().to_string()); return;
+    default: break;
+  }
+  if (const auto* a = dynamic_cast<const ArrayNode*>(value.object())) {
+    json.begin_array();
+    for (const Any& item : a->items) write_value(json, item);
+    json.end_array();
+    return;
+  }
+  if (const auto* m = dynamic_cast<const MapNode*>(value.object())) {
+    json.begin_object();
+    for (const auto& [key, item] : m->items) {
+      json.key(key);
+      write_value(json, item);
+    }
+    json.end_object();
+    return;
+  }
+  LOOM_THROW(Error) << "a schema default cannot be " << value.describe();
+}
+
+Any read_value(const JsonValue& v, const std::string& type) {
+  auto bad = [&]() -> Any { LOOM_THROW(Error) << v.kind_name() << " is not a value of type " << type; };
+  switch (v.kind) {
+    case JsonValue::Kind::kNull: return Any();
+    case JsonValue::Kind::kBool: return type == "bool" || type == "Any" ? Any(v.boolean) : bad();
+    case JsonValue::Kind::kInt:
+      if (type == "float") return Any(static_cast<double>(v.integer));
+      return type == "int" || type == "Any" ? Any(v.integer) : bad();
+    case JsonValue::Kind::kFloat: return type == "float" || type == "Any" ? Any(v.number) : bad();
+    case JsonValue::Kind::kString:
+      if (type == "dtype") return Any(DataType::parse(v.string));
+      if (type == "device") return Any(Device::parse(v.string));
+      return type == "str" || type == "Any" ? Any(v.string) : bad();
+    case JsonValue::Kind::kArray: {
+      if (type != "Array" && type != "Any") return bad();
+      std::vector<Any> items;
+      for (const JsonValue& item : v.array) items.push_back(read_value(item, "Any"));
+      return Array(items);
+    }
+    case JsonValue::Kind::kObject: {
+      if (type != "Map" && type != "Any") return bad();
+      std::map<std::string, Any> items;
+      for (const auto& [key, item] : v.object) items[key] = read_value(item, "Any");
+      return Map(items);
+    }
+  }
+  return bad();
+}
+
+const std::string& string_member(const JsonValue& object, const char* key, const std::string& where) {
+  const JsonValue* v = object.find(key);
+  if (!v || v->kind != JsonValue::Kind::kString) LOOM_THROW(Error) << where << ": '" << key << "' must be a string";
+  return v->string;
+}
+}  // namespace
+
+void write_schema_json(JsonWriter& json, const std::vector<SchemaField>& schema) {
+  json.begin_array();
+  for (const SchemaField& f : schema) {
+    json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default");
+    write_value(json, f.default_value);
+    json.key("doc").value(f.doc).end_object();
+  }
+  json.end_array();
+}
+
+std::vector<SchemaField> read_schema_json(const JsonValue& value, const std::string& where) {
+  if (value.kind != JsonValue::Kind::kArray) LOOM_THROW(Error) << where << " must be an array of fields";
+  std::vector<SchemaField> out;
+  for (const JsonValue& field : value.array) {
+    if (field.kind != JsonValue::Kind::kObject) LOOM_THROW(Error) << where << ": a field must be an object";
+    SchemaField f;
+    f.name = string_member(field, "name", where);
+    std::string at = where + ", field '" + f.name + "'";
+    f.type = string_member(field, "type", at);
+    const auto& types = schema_types();
+    if (std::find(types.begin(), types.end(), f.type) == types.end()) {
+      LOOM_THROW(Error) << at << ": unknown type '" << f.type << "'" << did_you_mean(f.type, types) << " (types: "
+                        << join(types, ", ") << ")";
+    }
+    f.doc = string_member(field, "doc", at);
+    const JsonValue* d = field.find("default");
+    if (!d) LOOM_THROW(Error) << at << ": no 'default'";
+    try {
+      f.default_value = read_value(*d, f.type);
+    } catch (const Error& e) {
+      LOOM_THROW(Error) << at << ": the default: " << e.what();
+    }
+    out.push_back(std::move(f));
+  }
+  check_schema(out, where);
+  return out;
+}
+
 }  // namespace loom

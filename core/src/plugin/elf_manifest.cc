@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "loom/plugin/manifest.h"
@@ -64,7 +67,8 @@ class File {
 };
 }  // namespace
 
-std::string read_elf_section(const std::string& path, const std::string& section, size_t max_size) {
+std::map<std::string, std::string> read_elf_sections(const std::string& path, const std::vector<std::string>& sections,
+                                                     size_t max_size) {
   File file(path);
   unsigned char ident[EI_NIDENT] = {0};
   if (file.size() < EI_NIDENT) throw PluginError(path, "not a Loom plugin: not an ELF file (too short)");
@@ -100,21 +104,31 @@ std::string read_elf_section(const std::string& path, const std::string& section
   if (names_header.sh_size > (1u << 24)) throw PluginError(path, "not a Loom plugin: section name table too large");
   std::string names(names_header.sh_size, '\0');
   file.read(names.data(), names_header.sh_offset, names_header.sh_size, "the section name table");
+  std::map<std::string, std::string> found;
   for (size_t i = 0; i < header.e_shnum; ++i) {
     Elf64_Shdr shdr = section_header(i);
     if (shdr.sh_name >= names.size()) continue;
-    if (std::strncmp(names.c_str() + shdr.sh_name, section.c_str(), names.size() - shdr.sh_name) != 0) continue;
-    if (shdr.sh_type == SHT_NOBITS) throw PluginError(path, "section " + section + " has no contents");
+    std::string name(names.c_str() + shdr.sh_name, strnlen(names.c_str() + shdr.sh_name, names.size() - shdr.sh_name));
+    if (std::find(sections.begin(), sections.end(), name) == sections.end() || found.count(name)) continue;
+    if (shdr.sh_type == SHT_NOBITS) throw PluginError(path, "section " + name + " has no contents");
     if (shdr.sh_size > max_size) {
-      throw PluginError(path, "section " + section + " is " + std::to_string(shdr.sh_size) +
-                                  " bytes, more than the " + std::to_string(max_size) + " allowed");
+      throw PluginError(path, "section " + name + " is " + std::to_string(shdr.sh_size) + " bytes, more than the " +
+                                  std::to_string(max_size) + " allowed");
     }
     std::string bytes(shdr.sh_size, '\0');
-    file.read(bytes.data(), shdr.sh_offset, shdr.sh_size, section.c_str());
-    return bytes;
+    file.read(bytes.data(), shdr.sh_offset, shdr.sh_size, name.c_str());
+    found.emplace(name, std::move(bytes));
   }
-  throw PluginError(path, "not a Loom plugin: no " + section + " section (a shared library, but not built with "
-                          "LOOM_PLUGIN_MANIFEST)");
+  return found;
+}
+
+std::string read_elf_section(const std::string& path, const std::string& section, size_t max_size) {
+  std::map<std::string, std::string> found = read_elf_sections(path, {section}, max_size);
+  if (found.empty()) {
+    throw PluginError(path, "not a Loom plugin: no " + section + " section (a shared library, but not built with "
+                            "LOOM_PLUGIN_MANIFEST)");
+  }
+  return found.begin()->second;
 }
 
 }  // namespace loom

@@ -1,10 +1,12 @@
 // Parsing and checking plugin manifests (format: loom/plugin.h).
 #include "loom/plugin/manifest.h"
 
+#include <algorithm>
 #include <cstring>
 #include <tuple>
 
 #include "loom/plugin.h"
+#include "loom/support/json.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
 
@@ -115,8 +117,163 @@ PluginManifest parse_manifest(const std::string& bytes, const std::string& path)
   return m;
 }
 
+namespace {
+constexpr size_t kMaxDeclarationsBytes = 16 * 1024 * 1024;
+
+void write_strings(JsonWriter& json, const char* key, const std::vector<std::string>& items) {
+  json.key(key).string_array(items);
+}
+
+// Reading: every member is checked, so a malformed section is one clear
+// error, never a crash later.
+struct Reader {
+  std::string where;
+  const JsonValue& member(const JsonValue& object, const char* key, JsonValue::Kind kind, const char* what) const {
+    const JsonValue* v = object.find(key);
+    if (!v || v->kind != kind) LOOM_THROW(Error) << where << ": '" << key << "' must be " << what;
+    return *v;
+  }
+  std::string string(const JsonValue& o, const char* key) const { return member(o, key, JsonValue::Kind::kString, "a string").string; }
+  int64_t integer(const JsonValue& o, const char* key) const { return member(o, key, JsonValue::Kind::kInt, "an integer").integer; }
+  std::vector<std::string> strings(const JsonValue& o, const char* key) const {
+    std::vector<std::string> out;
+    for (const JsonValue& item : member(o, key, JsonValue::Kind::kArray, "an array of strings").array) {
+      if (item.kind != JsonValue::Kind::kString) LOOM_THROW(Error) << where << ": '" << key << "' must hold strings";
+      out.push_back(item.string);
+    }
+    return out;
+  }
+  const std::vector<JsonValue>& objects(const JsonValue& o, const char* key) const {
+    const auto& items = member(o, key, JsonValue::Kind::kArray, "an array of objects").array;
+    for (const JsonValue& item : items)
+      if (item.kind != JsonValue::Kind::kObject) LOOM_THROW(Error) << where << ": '" << key << "' must hold objects";
+    return items;
+  }
+};
+}  // namespace
+
+std::string write_declarations(const std::vector<std::string>& provides, const PluginDeclarations& d) {
+  JsonWriter json(0);
+  json.begin_object().key("format").value(int64_t{1});
+  write_strings(json, "provides", provides);
+  json.key("passes").begin_array();
+  for (const DeclaredPass& p : d.passes) {
+    json.begin_object().key("name").value(p.name).key("summary").value(p.summary);
+    json.key("opt_level").value(int64_t{p.opt_level});
+    write_strings(json, "required", p.required);
+    write_strings(json, "needs", p.needs);
+    write_strings(json, "establishes", p.establishes);
+    write_strings(json, "preserves", p.preserves);
+    write_strings(json, "sequence", p.sequence);
+    json.key("options");
+    write_schema_json(json, p.options);
+    json.end_object();
+  }
+  json.end_array().key("target_kinds").begin_array();
+  for (const DeclaredTargetKind& k : d.target_kinds) {
+    json.begin_object().key("name").value(k.name).key("doc").value(k.doc).key("attributes");
+    write_schema_json(json, k.attrs);
+    json.key("traits").begin_object();
+    write_strings(json, "native_intrinsics", k.native_intrinsics);
+    json.key("threads_attr").value(k.threads_attr).key("device_type").value(int64_t{k.device_type});
+    write_strings(json, "default_pipeline", k.default_pipeline);
+    write_strings(json, "codegen_needs", k.codegen_needs);
+    json.end_object().end_object();
+  }
+  json.end_array().key("ops").begin_array();
+  for (const DeclaredOp& op : d.ops) {
+    json.begin_object().key("name").value(op.name).key("num_inputs").value(int64_t{op.num_inputs});
+    json.key("pattern").value(op.pattern).key("doc").value(op.doc).key("attributes");
+    write_schema_json(json, op.attrs);
+    json.end_object();
+  }
+  json.end_array().key("config");
+  write_schema_json(json, d.config);
+  json.end_object();
+  return json.str() + "\n";
+}
+
+PluginDeclarations parse_declarations(const std::string& text, const std::string& path,
+                                      std::vector<std::string>* provides) {
+  try {
+    JsonValue root = parse_json(text, LOOM_PLUGIN_DECLARATIONS_SECTION);
+    Reader r{"the declarations"};
+    if (root.kind != JsonValue::Kind::kObject) LOOM_THROW(Error) << "the declarations must be a JSON object";
+    if (r.integer(root, "format") != 1) {
+      LOOM_THROW(Error) << "the declarations have format " << r.integer(root, "format") << "; this core reads format 1";
+    }
+    if (provides) *provides = r.strings(root, "provides");
+    PluginDeclarations d;
+    for (const JsonValue& p : r.objects(root, "passes")) {
+      DeclaredPass pass;
+      pass.name = r.string(p, "name");
+      Reader in{"pass '" + pass.name + "'"};
+      pass.summary = in.string(p, "summary");
+      pass.opt_level = static_cast<int>(in.integer(p, "opt_level"));
+      pass.required = in.strings(p, "required");
+      pass.needs = in.strings(p, "needs");
+      pass.establishes = in.strings(p, "establishes");
+      pass.preserves = in.strings(p, "preserves");
+      pass.sequence = in.strings(p, "sequence");
+      pass.options = read_schema_json(in.member(p, "options", JsonValue::Kind::kArray, "an array"), in.where + " options");
+      d.passes.push_back(std::move(pass));
+    }
+    for (const JsonValue& k : r.objects(root, "target_kinds")) {
+      DeclaredTargetKind kind;
+      kind.name = r.string(k, "name");
+      Reader in{"target kind '" + kind.name + "'"};
+      kind.doc = in.string(k, "doc");
+      kind.attrs = read_schema_json(in.member(k, "attributes", JsonValue::Kind::kArray, "an array"), in.where);
+      const JsonValue& traits = in.member(k, "traits", JsonValue::Kind::kObject, "an object");
+      kind.native_intrinsics = in.strings(traits, "native_intrinsics");
+      kind.threads_attr = in.string(traits, "threads_attr");
+      kind.device_type = static_cast<int>(in.integer(traits, "device_type"));
+      kind.default_pipeline = in.strings(traits, "default_pipeline");
+      kind.codegen_needs = in.strings(traits, "codegen_needs");
+      d.target_kinds.push_back(std::move(kind));
+    }
+    for (const JsonValue& o : r.objects(root, "ops")) {
+      DeclaredOp op;
+      op.name = r.string(o, "name");
+      Reader in{"operator '" + op.name + "'"};
+      op.num_inputs = static_cast<int>(in.integer(o, "num_inputs"));
+      op.pattern = in.string(o, "pattern");
+      op.doc = in.string(o, "doc");
+      op.attrs = read_schema_json(in.member(o, "attributes", JsonValue::Kind::kArray, "an array"), in.where);
+      d.ops.push_back(std::move(op));
+    }
+    d.config = read_schema_json(r.member(root, "config", JsonValue::Kind::kArray, "an array"), "config keys");
+    return d;
+  } catch (const Error& e) {
+    throw PluginError(path, std::string("malformed ") + LOOM_PLUGIN_DECLARATIONS_SECTION + " section: " + e.what());
+  }
+}
+
 PluginManifest read_manifest(const std::string& path) {
-  return parse_manifest(read_elf_section(path, LOOM_PLUGIN_MANIFEST_SECTION, kMaxManifestBytes), path);
+  std::map<std::string, std::string> sections = read_elf_sections(
+      path, {LOOM_PLUGIN_MANIFEST_SECTION, LOOM_PLUGIN_DECLARATIONS_SECTION}, kMaxDeclarationsBytes);
+  auto manifest = sections.find(LOOM_PLUGIN_MANIFEST_SECTION);
+  if (manifest == sections.end()) {
+    throw PluginError(path, std::string("not a Loom plugin: no ") + LOOM_PLUGIN_MANIFEST_SECTION +
+                                " section (a shared library, but not built with LOOM_PLUGIN_MANIFEST)");
+  }
+  if (manifest->second.size() > kMaxManifestBytes) {
+    throw PluginError(path, std::string("section ") + LOOM_PLUGIN_MANIFEST_SECTION + " is " +
+                                std::to_string(manifest->second.size()) + " bytes, more than the " +
+                                std::to_string(kMaxManifestBytes) + " allowed");
+  }
+  PluginManifest m = parse_manifest(manifest->second, path);
+  auto declarations = sections.find(LOOM_PLUGIN_DECLARATIONS_SECTION);
+  if (declarations != sections.end()) {
+    std::vector<std::string> declared;
+    m.declarations = parse_declarations(declarations->second, path, &declared);
+    for (std::string& capability : declared) {
+      if (std::find(m.provides.begin(), m.provides.end(), capability) == m.provides.end()) {
+        m.provides.push_back(std::move(capability));
+      }
+    }
+  }
+  return m;
 }
 
 std::string check_compatibility(const PluginManifest& m) {

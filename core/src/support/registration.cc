@@ -50,15 +50,35 @@ void RegistrationScope::record_undo(std::function<void()> undo) {
 }
 
 namespace {
-std::map<std::string, std::function<bool(const std::string&)>>& capability_kinds() {
-  static auto* kinds = new std::map<std::string, std::function<bool(const std::string&)>>();
+struct CapabilityKind {
+  std::function<bool(const std::string&)> is_registered;
+  std::function<std::vector<std::string>(const std::string&)> owned_by;
+};
+std::map<std::string, CapabilityKind>& capability_kinds() {
+  static auto* kinds = new std::map<std::string, CapabilityKind>();
   return *kinds;
 }
 }  // namespace
 
-void register_capability_kind(const std::string& kind, std::function<bool(const std::string& name)> is_registered) {
+void register_capability_kind(const std::string& kind, std::function<bool(const std::string& name)> is_registered,
+                              std::function<std::vector<std::string>(const std::string& owner)> owned_by) {
   std::lock_guard<std::mutex> lock(resolver_mutex());
-  capability_kinds()[kind] = std::move(is_registered);
+  capability_kinds()[kind] = CapabilityKind{std::move(is_registered), std::move(owned_by)};
+}
+
+std::vector<std::string> capabilities_owned_by(const std::string& owner) {
+  std::map<std::string, CapabilityKind> kinds;
+  {
+    std::lock_guard<std::mutex> lock(resolver_mutex());
+    kinds = capability_kinds();
+  }
+  std::vector<std::string> out;
+  for (const auto& [kind, entry] : kinds) {
+    if (!entry.owned_by) continue;
+    for (const std::string& name : entry.owned_by(owner)) out.push_back(kind + ":" + name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::optional<bool> capability_registered(const std::string& capability) {
@@ -69,7 +89,7 @@ std::optional<bool> capability_registered(const std::string& capability) {
     std::lock_guard<std::mutex> lock(resolver_mutex());
     auto found = capability_kinds().find(capability.substr(0, colon));
     if (found == capability_kinds().end()) return std::nullopt;
-    check = found->second;
+    check = found->second.is_registered;
   }
   return check(capability.substr(colon + 1));
 }

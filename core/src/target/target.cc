@@ -2,10 +2,12 @@
 #include "loom/target/target.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "loom/object/traversal.h"
+#include "loom/plugin/manager.h"
 #include "loom/support/registry.h"
 #include "loom/tir/function.h"
 #include "loom/tir/intrinsic.h"
@@ -46,6 +48,32 @@ void TargetKindRegistry::register_kind(TargetKindEntry entry) {
   kinds().add(std::move(entry));
 }
 std::optional<TargetKindEntry> TargetKindRegistry::entry(const std::string& name) { return kinds().entry(name); }
+
+std::vector<TargetKindEntry> TargetKindRegistry::declarations() {
+  std::map<std::string, TargetKindEntry> out;
+  for (const std::string& name : list()) out.emplace(name, *entry(name));
+  for (const PluginRecord& r : PluginManager::global().list()) {
+    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
+    for (const DeclaredTargetKind& k : r.manifest->declarations->target_kinds) {
+      TargetTraits traits;
+      traits.native_intrinsics = std::set<std::string>(k.native_intrinsics.begin(), k.native_intrinsics.end());
+      traits.threads_attr = k.threads_attr;
+      traits.device_type = k.device_type;
+      traits.default_pipeline = k.default_pipeline;
+      traits.codegen_needs = k.codegen_needs;
+      out.emplace(k.name, TargetKindEntry{k.name, k.attrs, Function(), k.doc, r.name, traits});
+    }
+  }
+  std::vector<TargetKindEntry> list;
+  for (auto& item : out) list.push_back(std::move(item.second));
+  return list;
+}
+
+std::optional<TargetKindEntry> TargetKindRegistry::declaration(const std::string& name) {
+  for (TargetKindEntry& e : declarations())
+    if (e.name == name) return std::move(e);
+  return std::nullopt;
+}
 TargetKindEntry TargetKindRegistry::get(const std::string& name) { return kinds().get(name); }
 std::vector<std::string> TargetKindRegistry::list() { return kinds().names(); }
 

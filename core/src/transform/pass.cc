@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
+#include "loom/plugin/manager.h"
 #include "loom/support/registry.h"
 #include "loom/support/strings.h"
 #include "loom/transform/property.h"
@@ -272,8 +274,80 @@ std::optional<PassEntry> PassRegistry::entry(const std::string& name) { return p
 Pass PassRegistry::get(const std::string& name) { return passes().get(name).pass; }
 std::vector<std::string> PassRegistry::list() { return passes().names(); }
 
+namespace {
+// The declarations of the discovered plugins that are not loaded (a loaded
+// plugin's entries are in the registries), with their plugin's name.
+template <class F>
+void for_each_declaring_plugin(F f) {
+  for (const PluginRecord& r : PluginManager::global().list()) {
+    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
+    f(r.name, *r.manifest->declarations);
+  }
+}
+
+PassDeclaration declared_pass(const DeclaredPass& p, const std::string& owner) {
+  return PassDeclaration{PassInfo{p.name, p.summary, p.opt_level, p.required, p.options, p.needs, p.establishes,
+                                  p.preserves},
+                         owner, false, p.sequence};
+}
+}  // namespace
+
+std::vector<PassDeclaration> PassRegistry::declarations() {
+  std::map<std::string, PassDeclaration> out;
+  for (const std::string& name : list()) {
+    PassEntry e = *entry(name);
+    std::vector<std::string> sequence = e.pass->sequence_names;
+    for (const ObjectRef& p : e.pass->sequence) sequence.push_back(downcast<Pass>(p).info().name);
+    out.emplace(name, PassDeclaration{e.pass.info(), e.owner, true, sequence});
+  }
+  for_each_declaring_plugin([&](const std::string& plugin, const PluginDeclarations& d) {
+    for (const DeclaredPass& p : d.passes) out.emplace(p.name, declared_pass(p, plugin));
+  });
+  std::vector<PassDeclaration> list;
+  for (auto& item : out) list.push_back(std::move(item.second));
+  return list;
+}
+
+std::optional<PassDeclaration> PassRegistry::declaration(const std::string& name) {
+  for (PassDeclaration& d : declarations())
+    if (d.info.name == name) return std::move(d);
+  return std::nullopt;
+}
+
+std::optional<ConfigEntry> ConfigRegistry::declaration(const std::string& name) {
+  if (auto e = entry(name)) return e;
+  std::optional<ConfigEntry> found;
+  for_each_declaring_plugin([&](const std::string& plugin, const PluginDeclarations& d) {
+    for (const DeclaredPass& p : d.passes) {
+      for (const SchemaField& option : p.options) {
+        if (!found && p.name + "." + option.name == name) {
+          SchemaField key = option;
+          key.name = name;
+          found = ConfigEntry{name, key, plugin};
+        }
+      }
+    }
+    for (const SchemaField& field : d.config)
+      if (!found && field.name == name) found = ConfigEntry{name, field, plugin};
+  });
+  return found;
+}
+
+std::vector<std::string> ConfigRegistry::declared_names() {
+  std::vector<std::string> names = list();
+  for_each_declaring_plugin([&](const std::string&, const PluginDeclarations& d) {
+    for (const DeclaredPass& p : d.passes)
+      for (const SchemaField& option : p.options) names.push_back(p.name + "." + option.name);
+    for (const SchemaField& field : d.config) names.push_back(field.name);
+  });
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 void ConfigRegistry::register_option(SchemaField field) { add_option(std::move(field), false); }
 std::optional<ConfigEntry> ConfigRegistry::entry(const std::string& name) { return configs().entry(name); }
+std::optional<ConfigEntry> ConfigRegistry::find(const std::string& name) { return configs().find(name); }
 std::vector<std::string> ConfigRegistry::list() { return configs().names(); }
 
 // ---- PassContext ----------------------------------------------------------------

@@ -9,7 +9,17 @@
  *      LoomPluginManifestHeader followed by `text_size` bytes of UTF-8 text:
  *      one "key=value" line per field (see "Manifest text" below).
  *
- *   2. An init entry point, `loom_plugin_init_v1`, exported with C linkage.
+ *   2. Optionally, declarations: the ELF section ".loom_declarations"
+ *      (not loaded into memory), UTF-8 JSON that `loomc plugins declare`
+ *      writes at build time from what the plugin's init registers
+ *      (loom_add_plugin does it after linking): the capabilities it
+ *      provides and the schemas of its passes, target kinds, operators and
+ *      config keys, so listings and the config validator know them without
+ *      loading the plugin.  Its capabilities join the manifest's `provides`.
+ *      Format 1: {"format": 1, "provides": [...], "passes": [...],
+ *      "target_kinds": [...], "ops": [...], "config": [...]} (docs/plugins.md).
+ *
+ *   3. An init entry point, `loom_plugin_init_v1`, exported with C linkage.
  *      The core calls it once, after every check on the manifest passed and
  *      after the plugin's dependencies are loaded.  Init registers what the
  *      plugin provides into the core's registries.  It reports failure by
@@ -25,6 +35,7 @@
  *     LOOM_PLUGIN_ABI_MAJOR and renames the entry point (`_v2`).
  *   - Changelog:
  *       1.0  first version: manifest header + text, loom_plugin_init_v1.
+ *       1.1  the optional ".loom_declarations" section.
  *
  * The plugin ABI covers only the life cycle.  During init a plugin uses the
  * core's C++ API (registries, objects); that is why the manifest also carries
@@ -42,10 +53,12 @@ extern "C" {
 #endif
 
 #define LOOM_PLUGIN_ABI_MAJOR 1
-#define LOOM_PLUGIN_ABI_MINOR 0
+#define LOOM_PLUGIN_ABI_MINOR 1
 
 /* Name of the ELF section that holds the manifest. */
 #define LOOM_PLUGIN_MANIFEST_SECTION ".loom_manifest"
+/* Name of the optional ELF section that holds the declarations (JSON). */
+#define LOOM_PLUGIN_DECLARATIONS_SECTION ".loom_declarations"
 /* Name of the exported init function. */
 #define LOOM_PLUGIN_INIT_SYMBOL "loom_plugin_init_v1"
 /* First eight bytes of the manifest section. */

@@ -45,6 +45,20 @@ struct Config {
 Config load_config(const std::string& path);
 Config parse_config(const std::string& text, const std::string& source);
 
+// Checks a config without loading any plugin (`loomc check FILE.yaml`):
+// every key, type, plugin, pass name and option, config key and target
+// attribute, against the registries and the declarations of discovered
+// plugins (their .loom_declarations).  The target kind's own validation
+// and the plugins' inits run when the config is loaded.  Errors are the
+// ConfigErrors load_config gives.
+struct ConfigCheck {
+  std::vector<std::string> passes;   // the passes it runs (the target's default pipeline when it lists none)
+  std::vector<std::string> plugins;  // the plugins it loads eagerly
+  std::vector<std::string> warnings;
+};
+ConfigCheck check_config(const std::string& text, const std::string& source);
+ConfigCheck check_config_file(const std::string& path);
+
 }  // namespace loom::config
 
 #endif  // LOOM_CONFIG_CONFIG_H_

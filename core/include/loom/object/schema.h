@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loom/object/containers.h"
+#include "loom/support/json.h"
 
 namespace loom {
 
@@ -37,6 +38,13 @@ void check_schema(const std::vector<SchemaField>& schema, const std::string& own
 //   "<owner>: required <noun> 'x' is missing"
 Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, const std::string& owner,
                  const std::string& noun);
+
+// Schemas as JSON, for plugin declarations (loom/plugin.h): an array of
+// {"name", "type", "default", "doc"}, the default plain JSON (null when
+// required; a dtype or device as its text) read back by the field's type.
+void write_schema_json(JsonWriter& json, const std::vector<SchemaField>& schema);
+// Throws Error naming `where` and the field for anything malformed.
+std::vector<SchemaField> read_schema_json(const JsonValue& value, const std::string& where);
 
 }  // namespace loom
 

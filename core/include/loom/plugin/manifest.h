@@ -16,9 +16,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "loom/object/schema.h"
 #include "loom/support/error.h"
 
 namespace loom {
@@ -37,6 +39,44 @@ class PluginError : public Error {
   std::string reason_;
 };
 
+// What a plugin declares in its ".loom_declarations" section (written at
+// build time by `loomc plugins declare` from what its init registers; see
+// loom/plugin.h): the schemas that listings and the config validator need
+// without loading it.  Plain data; the core's registries turn it into
+// their own entries.
+struct DeclaredPass {
+  std::string name, summary;
+  int opt_level = 0;
+  std::vector<std::string> required, needs, establishes, preserves;
+  std::vector<std::string> sequence;  // a pipeline's passes, by name
+  std::vector<SchemaField> options;
+};
+struct DeclaredTargetKind {
+  std::string name, doc;
+  std::vector<SchemaField> attrs;
+  // Its traits, as far as data can say them (vector_bits is computed).
+  std::vector<std::string> native_intrinsics, default_pipeline, codegen_needs;
+  std::string threads_attr;
+  int device_type = 1;
+};
+struct DeclaredOp {
+  std::string name, doc, pattern;
+  int num_inputs = -1;
+  std::vector<SchemaField> attrs;
+};
+struct PluginDeclarations {
+  std::vector<DeclaredPass> passes;
+  std::vector<DeclaredTargetKind> target_kinds;
+  std::vector<DeclaredOp> ops;
+  std::vector<SchemaField> config;  // config keys besides the passes' options
+};
+
+// The section's JSON text, and back.  parse throws PluginError naming the
+// file and what is malformed.
+std::string write_declarations(const std::vector<std::string>& provides, const PluginDeclarations& declarations);
+PluginDeclarations parse_declarations(const std::string& text, const std::string& path,
+                                      std::vector<std::string>* provides);
+
 struct PluginManifest {
   uint16_t abi_major = 0;
   uint16_t abi_minor = 0;
@@ -48,6 +88,9 @@ struct PluginManifest {
   std::vector<std::string> provides;
   std::vector<std::string> requires_;  // plugin names or capabilities
   std::map<std::string, std::string> extra;  // keys this core does not know
+  // From the ".loom_declarations" section, when the plugin has one; its
+  // capabilities are in `provides` too.
+  std::optional<PluginDeclarations> declarations;
 };
 
 // Raw bytes of ELF section `section` of the file at `path`; throws
@@ -55,6 +98,9 @@ struct PluginManifest {
 // machine, truncated, or lacks the section.  Sections larger than
 // `max_size` are refused.
 std::string read_elf_section(const std::string& path, const std::string& section, size_t max_size);
+// The sections of `sections` the file has (a missing one is not an error).
+std::map<std::string, std::string> read_elf_sections(const std::string& path, const std::vector<std::string>& sections,
+                                                     size_t max_size);
 
 PluginManifest read_manifest(const std::string& path);
 // Parses the section bytes (header + text); `path` is used in errors.

@@ -65,9 +65,14 @@ std::vector<std::string> with_available(std::vector<std::string> registered, con
 // NAME is registered ("function" -> the function registry, ...).  Every
 // NamedRegistry registers its kind.  The plugin manager uses this to check
 // that a plugin's init registered everything its manifest provides.
-void register_capability_kind(const std::string& kind, std::function<bool(const std::string& name)> is_registered);
+// It also lists the NAMEs an owner registered, so what a plugin provides
+// can be read off its registrations (`loomc plugins declare`).
+void register_capability_kind(const std::string& kind, std::function<bool(const std::string& name)> is_registered,
+                              std::function<std::vector<std::string>(const std::string& owner)> owned_by = nullptr);
 // Whether "KIND:NAME" is registered; nullopt when KIND has no checker.
 std::optional<bool> capability_registered(const std::string& capability);
+// Every "KIND:NAME" that `owner` registered, sorted.
+std::vector<std::string> capabilities_owned_by(const std::string& owner);
 
 }  // namespace loom
 

@@ -31,7 +31,9 @@ class NamedRegistry {
   // kind that a miss requests ("function" -> "function:NAME").
   NamedRegistry(std::string what, std::string kind) : what_(std::move(what)), kind_(std::move(kind)) {
     // Registries live for the whole process (they are never destroyed).
-    register_capability_kind(kind_, [this](const std::string& name) { return entry(name).has_value(); });
+    register_capability_kind(
+        kind_, [this](const std::string& name) { return entry(name).has_value(); },
+        [this](const std::string& owner) { return names_owned_by(owner); });
   }
 
   void add(Entry entry, bool allow_override = false) {

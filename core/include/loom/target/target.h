@@ -64,6 +64,11 @@ struct TargetKindEntry {
 
 class TargetKindRegistry {
  public:
+  // Every kind registered or declared by a discovered plugin that is not
+  // loaded (attributes and the traits data can carry; no validation hook
+  // or vector_bits), by name; no plugin is loaded.
+  static std::vector<TargetKindEntry> declarations();
+  static std::optional<TargetKindEntry> declaration(const std::string& name);
   static void register_kind(TargetKindEntry entry);
   static std::optional<TargetKindEntry> entry(const std::string& name);  // no loading
   static TargetKindEntry get(const std::string& name);  // lazy; LookupError with a suggestion

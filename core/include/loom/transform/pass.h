@@ -27,11 +27,11 @@ struct PassInfo {
   std::string name;
   std::string summary;
   int opt_level = 0;
-  std::vector<std::string> required;  // passes that must have run before it (Sequential runs them)
-  std::vector<SchemaField> options;   // config keys "NAME.OPTION"
-  std::vector<std::string> needs;        // properties that must hold before it runs
-  std::vector<std::string> establishes;  // properties that hold after it runs
-  std::vector<std::string> preserves;    // properties it keeps when it changes the module; "*": all
+  std::vector<std::string> required = {};  // passes that must have run before it (Sequential runs them)
+  std::vector<SchemaField> options = {};   // config keys "NAME.OPTION"
+  std::vector<std::string> needs = {};        // properties that must hold before it runs
+  std::vector<std::string> establishes = {};  // properties that hold after it runs
+  std::vector<std::string> preserves = {};    // properties it keeps when it changes the module; "*": all
 };
 
 class PassContext;
@@ -94,8 +94,21 @@ struct PassEntry {
   std::string owner;
 };
 
+// A pass as the registry knows it, or as a discovered plugin that is not
+// loaded declares it (its .loom_declarations): read without loading.
+struct PassDeclaration {
+  PassInfo info;
+  std::string owner;
+  bool loaded = false;
+  std::vector<std::string> sequence;  // a pipeline's passes
+};
+
 class PassRegistry {
  public:
+  // Every pass registered or declared by a discovered plugin, by name; no
+  // plugin is loaded.
+  static std::vector<PassDeclaration> declarations();
+  static std::optional<PassDeclaration> declaration(const std::string& name);
   // Registers the pass and its options as config keys "NAME.OPTION".
   // Replacing a registered name needs allow_override (its options' keys
   // are replaced with it).
@@ -113,8 +126,14 @@ struct ConfigEntry {
 
 class ConfigRegistry {
  public:
+  // A config key registered, or declared by a discovered plugin that is not
+  // loaded (its passes' options, its config keys); no plugin is loaded.
+  static std::optional<ConfigEntry> declaration(const std::string& name);
+  static std::vector<std::string> declared_names();
   static void register_option(SchemaField field);
-  static std::optional<ConfigEntry> entry(const std::string& name);
+  static std::optional<ConfigEntry> entry(const std::string& name);  // no loading
+  // Loads the plugin that provides "config:NAME" if needed.
+  static std::optional<ConfigEntry> find(const std::string& name);
   static std::vector<std::string> list();
 };
 
