@@ -133,6 +133,31 @@ expect_output build-warning 0 "scalar.yaml:5:12: warning: pipeline config 'tir.v
   "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpb/scalar.yaml" -o "$tmpb/x.loom"
 rm -rf "$tmpb"
 
+# loomc opt: the module after the passes named (or the config's pipeline),
+# or the diagnostics.
+tmpo=$(mktemp -d)
+printf '@main = fn(%%x: Tensor[(2, 8), float32]) {\n  let %%a = exp(%%x);\n  relu(%%a)\n}\n' > "$tmpo/m.loom"
+expect_output opt-fuse 0 "^@fused_exp_relu = prim_func\(%x: Buffer\[\(2, 8\), float32\]" -- \
+  "$LOOMC" opt "$tmpo/m.loom" --passes FuseOps,LegalizeOps,FuseTIR
+expect_output opt-types 0 "^@main = fn\(%x: Tensor\[\(2, 8\), float32\]\) -> Tensor\[\(2, 8\), float32\]" -- \
+  "$LOOMC" opt "$tmpo/m.loom" --passes InferType
+expect_output opt-contract 1 "pass 'FuseTIR' needs the property 'fused' .*run FuseOps before FuseTIR" -- \
+  "$LOOMC" opt "$tmpo/m.loom" --passes LegalizeOps,FuseTIR
+expect_output opt-unknown 1 "no pass named 'FuseOp'.*did you mean 'FuseOps'\?" -- "$LOOMC" opt "$tmpo/m.loom" --passes FuseOp
+expect_output opt-needs-passes 2 "opt needs --passes A,B,... or --config FILE.yaml" -- "$LOOMC" opt "$tmpo/m.loom"
+expect_output opt-config 0 "^module attrs \{target: meta\[0\]\}" -- "$LOOMC" opt "$tmpo/m.loom" --config "$SOURCE_DIR/configs/ref.yaml"
+expect_output opt-config-pipeline 0 "call_dps<Tensor\[\(2, 8\), float32\]>\(@fused_exp_relu" -- \
+  "$LOOMC" opt "$tmpo/m.loom" --config "$SOURCE_DIR/configs/ref.yaml"
+expect_output opt-out 0 "^$" -- "$LOOMC" opt "$tmpo/m.loom" --passes InferType -o "$tmpo/typed.loom"
+"$LOOMC" check "$tmpo/typed.loom" > /dev/null || fail "opt -o wrote a module that does not check"
+# The golden runner fails on a case that does not hold and names it.
+{ echo "# passes: DeadCodeElimination"; echo "# ----- holds"; cat "$tmpo/m.loom"; echo "# expect: unchanged"
+  echo "# ----- wrong on purpose"; cat "$tmpo/m.loom"; echo "# expect-error: no such error"; } > "$tmpo/golden.loom"
+expect_output golden-names-case 1 "golden.loom:8: case 'wrong on purpose': expected an error containing 'no such error'" -- \
+  "$PASS_GOLDEN" "$tmpo/golden.loom"
+expect_output golden-counts 1 "1 of 2 cases hold" -- "$PASS_GOLDEN" "$tmpo/golden.loom"
+rm -rf "$tmpo"
+
 # FoldConstant evaluates through its declared evaluator (the ref plugin's
 # ref.run_prim_func, which the passes plugin's manifest requires), never
 # through the driver: no pass plugin refers to a driver symbol.

@@ -56,6 +56,11 @@ Commands:
                               transformed module as text; --emit lib (the default
                               when OUT ends in .so), a library built by the target's
                               codegen and the VM, for 'loomc inspect' and load_module
+  opt FILE.loom --passes A,B,... [--config FILE.yaml] [-o OUT]
+                              run passes on a module and print the result (or the
+                              diagnostics): the passes named, under the config's
+                              target and context when given (its pipeline without
+                              --passes); each pass's contract is checked
   check FILE.loom             parse a module, check it is well formed and infer its
                               types; exit 1 with every diagnostic
   check FILE.yaml             check a config (keys, types, plugins, passes and their
@@ -521,6 +526,36 @@ int build(const BuildOptions& o) {
   return 0;
 }
 
+// loomc opt: the module after the passes named by --passes (else the
+// config's pipeline), under the config's target and context when one is
+// given; the transformed module on stdout, or the diagnostics.
+int opt(const std::string& input, const std::string& passes, const std::string& config_path, const std::string& output) {
+  if (passes.empty() && config_path.empty()) return usage_error("opt needs --passes A,B,... or --config FILE.yaml");
+  loom::ir::IRModule module = parse_file(input);
+  loom::transform::PassContext context;
+  std::vector<loom::transform::Pass> list;
+  if (!config_path.empty()) {
+    loom::config::Config config = loom::config::load_config(config_path);
+    for (const auto& warning : config.warnings) std::cerr << warning << "\n";
+    module = config.constrain(module);
+    context = config.context;
+    if (passes.empty()) list.push_back(config.pipeline());
+  }
+  for (const std::string& name : loom::split(passes, ',', false)) {
+    if (!loom::trim(name).empty()) list.push_back(loom::transform::PassRegistry::get(loom::trim(name)));
+  }
+  loom::ir::IRModule result = loom::transform::sequential(list, "opt")(module, context);
+  std::string text = loom::ir::print_module(result);
+  if (output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(output);
+  out << text;
+  if (!out) LOOM_THROW(Error) << "cannot write " << output;
+  return 0;
+}
+
 void print_module_tree(const loom::runtime::Module& m, int depth, const std::string& source_format) {
   std::string indent(2 * depth, ' ');
   auto names = m->function_names();
@@ -575,8 +610,9 @@ int run(std::vector<std::string> args) {
                                                 {"-o", &build_options.output},
                                                 {"--emit", &build_options.emit},
                                                 {"--dump-ir", &build_options.dump_ir}};
-  std::string source_format;
+  std::string source_format, opt_passes;
   valued["--source"] = &source_format;
+  valued["--passes"] = &opt_passes;
   loomc::RunOptions run_options;
   std::string run_input, run_output;
   valued["--function"] = &run_options.function;
@@ -655,6 +691,10 @@ int run(std::vector<std::string> args) {
     build_options.input = positional[1];
     return build(build_options);
   }
+  if (command == "opt") {
+    if (positional.size() != 2) return usage_error("opt takes one input file");
+    return opt(positional[1], opt_passes, build_options.config, build_options.output);
+  }
   if (command == "check" || command == "fmt") {
     if (positional.size() != 2) return usage_error(command + " takes one file");
     return command == "check" ? check(positional[1]) : fmt(positional[1], check_only);
@@ -675,7 +715,7 @@ int run(std::vector<std::string> args) {
   }
   return usage_error("unknown command '" + command + "'" +
                      loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
-                                                  "targets", "build", "inspect", "run"}));
+                                                  "targets", "build", "opt", "inspect", "run"}));
 }
 
 }  // namespace

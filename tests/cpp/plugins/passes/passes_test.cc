@@ -1,18 +1,14 @@
-// The graph pass library: golden files (input, pipeline, expected output)
-// for every pass, constant folding checked numerically, and a disabled pass
-// that is really skipped.
+// The graph pass library, beyond its golden files (tests/fixtures/passes,
+// run by loom_pass_golden): constant folding checked numerically, named
+// pipelines from YAML, and a disabled pass that is really skipped.
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
-#include <set>
-#include <fstream>
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
 #include "loom/graph/function.h"
 #include "loom/ir/text.h"
-#include "loom/object/structural.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/support/strings.h"
 #include "loom/transform/pass.h"
@@ -22,64 +18,13 @@ namespace loom {
 using runtime::NDArray;
 
 namespace {
-const std::string kGoldenDir = std::string(LOOM_SOURCE_DIR) + "/tests/fixtures/passes";
-
-// A golden file: "# pipeline: A, B" on its first line, the input module,
-// a line "# expect:", and the expected module.
-struct Golden {
-  std::vector<std::string> pipeline;
-  std::string input, expected;
-};
-
-Golden read_golden(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  const std::string header = "# pipeline: ", marker = "\n# expect:\n";
-  if (text.rfind(header, 0) != 0) throw std::runtime_error(path.string() + " lacks '# pipeline:'");
-  size_t at = text.find(marker);
-  if (at == std::string::npos) throw std::runtime_error(path.string() + " lacks '# expect:'");
-  Golden g;
-  for (std::string name : split(text.substr(header.size(), text.find('\n') - header.size()), ',')) {
-    g.pipeline.push_back(trim(name));
-  }
-  g.input = text.substr(0, at + 1);
-  g.expected = text.substr(at + marker.size());
-  return g;
-}
-
 ir::IRModule run(const std::vector<std::string>& names, const ir::IRModule& module,
                  const transform::PassContext& context = transform::PassContext()) {
   std::vector<transform::Pass> passes;
   for (const std::string& name : names) passes.push_back(transform::PassRegistry::get(name));
   return transform::sequential(passes)(module, context);
 }
-}  // namespace
 
-TEST(Passes, GoldenFiles) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(kGoldenDir)) files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  ASSERT_GE(files.size(), 4u);
-  std::set<std::string> covered;
-  for (const auto& path : files) {
-    SCOPED_TRACE(path.filename().string());
-    Golden g = read_golden(path);
-    ir::IRModule result = run(g.pipeline, ir::parse_module(g.input, path.filename().string()));
-    ir::IRModule expected = ir::parse_module(g.expected, path.filename().string() + " (expected)");
-    auto difference = structural_difference(result, expected);
-    EXPECT_FALSE(difference.has_value()) << *difference << "\ngot:\n" << ir::print_module(result);
-    for (const auto& name : g.pipeline) covered.insert(name);
-  }
-  // Every pass of the library has a golden file (FoldConstant's is below:
-  // its constants need the meta section, so it is built in C++).
-  for (const char* pass :
-       {"LegalizeOps", "DeadCodeElimination", "CanonicalizeBindings", "EliminateCommonSubexpr", "FuseOps", "ConvertLayout", "Simplify",
-        "FlattenBuffer", "VectorizeLoop", "UnrollLoop", "LoopPartition", "StorageRewrite", "LowerIntrinsics", "AutoSchedule"}) {
-    EXPECT_TRUE(covered.count(pass)) << pass << " has no golden file";
-  }
-}
-
-namespace {
 NDArray floats(std::vector<int64_t> shape, std::vector<float> values) {
   NDArray a = NDArray::empty(shape, DataType::Float(32));
   std::memcpy(a.data_as<float>(), values.data(), values.size() * sizeof(float));
