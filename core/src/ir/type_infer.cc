@@ -142,6 +142,11 @@ class TypeInferencer {
       if (callee.defined()) report("calls a value of type " + to_text(callee) + ", which is not a function", Any(e));
       return Type();
     }
+    if (p->args.size() != f->params.size()) {
+      report("calls a function of " + std::to_string(f->params.size()) + " parameter" + (f->params.size() == 1 ? "" : "s") +
+                 " with " + std::to_string(p->args.size()) + " argument" + (p->args.size() == 1 ? "" : "s"),
+             Any(e));
+    }
     for (size_t i = 0; i < p->args.size() && i < f->params.size(); ++i) {
       Type want = f->params[i].cast<Type>();
       Type got = p->args[i].cast<Expr>()->checked_type;
