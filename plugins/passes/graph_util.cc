@@ -104,6 +104,7 @@ bool is_pure(const ir::Expr& e) {
   Visitor v;
   v.on<graph::CallNode>([&](const graph::CallNode* call) {
     if (const auto* op = call->callee.as<ir::OpNode>(); op && op->name == "call_packed") pure = false;
+    if (call->callee.as<ir::GlobalVarNode>()) pure = false;  // a graph or extern function may call_packed
     v.visit_children(call);
   });
   v.visit(Any(e));

@@ -44,8 +44,9 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body);
 // let b0 = ...; let b1 = ...; result
 ir::Expr build_chain(const std::vector<Binding>& bindings, const ir::Expr& result);
 
-// Whether evaluating `e` has no effect besides its value (call_packed may
-// have one).
+// Whether evaluating `e` has no effect besides its value: call_packed may
+// have one, and so may a direct call of a graph or extern function (its
+// body is not looked at).  call_dps of a kernel writes only its output.
 bool is_pure(const ir::Expr& e);
 
 // Names for the functions a pass adds to a module: the hint with '.' made
