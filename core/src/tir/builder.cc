@@ -109,6 +109,7 @@ For with_kind_and_body(const ForNode& loop, ForKind kind, Stmt body) {
 Stmt no_op() { return Evaluate(PrimExpr(0)); }
 
 bool is_no_op(const Stmt& s) {
+  if (const auto* q = s.as<SeqStmtNode>()) return q->seq.size() == 0;
   const auto* e = s.as<EvaluateNode>();
   return e && e->value.as<IntImmNode>();
 }

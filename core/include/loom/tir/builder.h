@@ -87,7 +87,8 @@ PrimExpr make_const(DataType t, double value);
 // annotations kept).
 For with_kind_and_body(const ForNode& loop, ForKind kind, Stmt body);
 
-// The statement that does nothing (`evaluate(0)`), and the test for it.
+// The statement that does nothing (`evaluate(0)`), and the test for it
+// (which an empty sequence, `{ }` in the text, passes too).
 Stmt no_op();
 bool is_no_op(const Stmt& s);
 
