@@ -20,8 +20,9 @@ using detail::wrap;
 namespace {
 PrimExpr bool_const(bool v) { return IntImm(DataType::Bool(), v ? 1 : 0); }
 
-PrimExpr int_const(DataType t, int64_t v) { return IntImm(t, v); }
-
+// A constant of an integer type, wrapped to its width (what the type's
+// arithmetic computes).
+PrimExpr int_const(DataType t, int64_t v) { return IntImm(t, wrap(t, v)); }
 
 // sum of coefficient * atom, plus a constant, for integer scalars.
 struct Linear {
