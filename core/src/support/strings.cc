@@ -54,25 +54,38 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 
 // Optimal string alignment distance: insertions, deletions, substitutions
 // and transpositions of adjacent characters (the commonest typo) cost 1.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+// Three rows of the table (O(|b|) memory); returns `limit` as soon as the
+// distance is known to reach it.
+size_t edit_distance(std::string_view a, std::string_view b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= limit) return limit;
+  std::vector<size_t> two_up(b.size() + 1), up(b.size() + 1), row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) up[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
+    row[0] = i;
+    size_t row_min = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      row[j] = std::min({up[j] + 1, row[j - 1] + 1, up[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) row[j] = std::min(row[j], two_up[j - 2] + 1);
+      row_min = std::min(row_min, row[j]);
     }
+    if (row_min >= limit) return limit;
+    std::swap(two_up, up);
+    std::swap(up, row);
   }
-  return d[a.size()][b.size()];
+  return std::min(up[b.size()], limit);
 }
 
 std::string closest_match(std::string_view name, const std::vector<std::string>& candidates) {
+  // Suggestions are for typos in names a person wrote: a longer name (a
+  // generated one, or hostile input) gets none, so the cost stays bounded
+  // by candidates x kMaxSuggestedName^2 whatever the lengths.
+  if (name.size() > kMaxSuggestedName) return "";
   std::string best;
   size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
   for (const auto& candidate : candidates) {
-    size_t d = edit_distance(name, candidate);
+    if (candidate.size() > kMaxSuggestedName) continue;
+    size_t d = edit_distance(name, candidate, best_distance);
     if (d < best_distance) {
       best_distance = d;
       best = candidate;
@@ -95,7 +108,17 @@ std::string source_excerpt(const std::string& text, int line, int column) {
   if (start == std::string::npos || start > text.size()) return "";
   size_t end = text.find('\n', start);
   std::string source_line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  return "\n  " + source_line + "\n  " + std::string(std::max(0, column - 1), ' ') + "^";
+  // A long line (generated input) is shown as a window around the column.
+  constexpr size_t kBefore = 60, kAfter = 40;
+  size_t caret = static_cast<size_t>(std::max(0, column - 1));
+  if (source_line.size() > kBefore + kAfter + 20) {
+    size_t from = caret > kBefore ? caret - kBefore : 0;
+    std::string window = source_line.substr(from, kBefore + kAfter);
+    bool cut_end = from + window.size() < source_line.size();
+    source_line = (from ? "..." : "") + window + (cut_end ? "..." : "");
+    caret = caret - from + (from ? 3 : 0);
+  }
+  return "\n  " + source_line + "\n  " + std::string(caret, ' ') + "^";
 }
 
 std::string format_double(double value) {

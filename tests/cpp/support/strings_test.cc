@@ -26,6 +26,8 @@ TEST(Strings, EditDistance) {
   EXPECT_EQ(edit_distance("same", "same"), 0u);
   EXPECT_EQ(edit_distance("tir.Vra", "tir.Var"), 1u);  // a transposition is one edit
   EXPECT_EQ(edit_distance("tir.Vra", "tir.Or"), 2u);
+  EXPECT_EQ(edit_distance("kitten", "sitting", 2), 2u);  // capped at the limit
+  EXPECT_EQ(edit_distance("abcd", "badc"), 2u);          // two transpositions
 }
 
 TEST(Strings, ClosestMatchSuggestsOnlyPlausibleTypos) {
@@ -35,6 +37,30 @@ TEST(Strings, ClosestMatchSuggestsOnlyPlausibleTypos) {
   EXPECT_EQ(closest_match("completely_else", names), "");
   EXPECT_EQ(did_you_mean("hello.ad", names), "; did you mean 'hello.add'?");
   EXPECT_EQ(did_you_mean("zzzzzzzz", names), "");
+}
+
+TEST(Strings, SuggestionsCostBoundedTimeForHugeNames) {
+  // Two 100,000-character names once built a 10^10-cell table; now a name
+  // over kMaxSuggestedName gets no suggestion, whatever the candidates.
+  std::string huge(100000, 'a'), other = huge;
+  other.back() = 'b';
+  EXPECT_EQ(closest_match(huge, {other}), "");
+  EXPECT_EQ(closest_match("abc", {other, "abd"}), "abd");
+  std::string long_name(kMaxSuggestedName, 'x'), typo = long_name;
+  typo[3] = 'y';
+  EXPECT_EQ(closest_match(typo, {long_name}), long_name);  // at the bound, still suggested
+}
+
+TEST(Strings, SourceExcerptShowsAWindowOfALongLine) {
+  std::string line(100000, '(');
+  line[50000] = 'x';
+  std::string excerpt = source_excerpt("first\n" + line + "\n", 2, 50001);
+  EXPECT_LT(excerpt.size(), 300u);
+  // The caret sits under the 'x'.
+  size_t text = excerpt.find('\n', 1), caret = excerpt.rfind('^');
+  ASSERT_NE(text, std::string::npos);
+  EXPECT_EQ(excerpt[caret - text + 0], 'x') << excerpt;
+  EXPECT_EQ(source_excerpt("ab\ncd", 2, 2), "\n  cd\n   ^");
 }
 
 TEST(Strings, FormatDoubleIsShortestAndRoundTripsExactly) {

@@ -3,6 +3,7 @@
 #ifndef LOOM_SUPPORT_STRINGS_H_
 #define LOOM_SUPPORT_STRINGS_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,11 +28,16 @@ std::string source_excerpt(const std::string& text, int line, int column);
 std::string format_double(double value);
 
 // Edit distance between a and b, counting a swap of adjacent characters as
-// one edit (optimal string alignment).
-size_t edit_distance(std::string_view a, std::string_view b);
+// one edit (optimal string alignment); `limit` when it is `limit` or more
+// (computed in O(|b|) memory, stopping early).
+size_t edit_distance(std::string_view a, std::string_view b, size_t limit = SIZE_MAX);
+
+// Names longer than this get no suggestion (docs/reliability.md, "Cost").
+constexpr size_t kMaxSuggestedName = 64;
 
 // The candidate closest to `name`, or "" when none is close enough to be a
-// plausible typo (distance at most max(2, len/3)).
+// plausible typo (distance at most max(2, len/3)) or either is longer than
+// kMaxSuggestedName.
 std::string closest_match(std::string_view name, const std::vector<std::string>& candidates);
 
 // "; did you mean 'x'?" or "" -- appended to unknown-name errors.
