@@ -16,6 +16,7 @@
 #include <loom/ir/text.h>
 #include <loom/object/traversal.h>
 #include <loom/runtime/c_backend_api.h>
+#include <loom/support/stack.h>
 #include <loom/tir/function.h>
 
 #include "math.h"
@@ -174,7 +175,10 @@ class FunctionCodegen {
   void emit_entry(const tir::PrimFunc& func, const std::string& symbol, llvm::Function* body);
 
   // ---- statements --------------------------------------------------------------
-  void stmt(const tir::Stmt& s);
+  void stmt(const tir::Stmt& s) {
+    with_stack([&] { stmt_here(s); });  // one level of stack per level of nesting
+  }
+  void stmt_here(const tir::Stmt& s);
   void loop(const tir::ForNode* op);
   void serial_loop(Value* begin, Value* end, const tir::ForNode* op, const std::function<void(Value*)>& body);
   void parallel_loop(const tir::ForNode* op);
@@ -182,7 +186,10 @@ class FunctionCodegen {
   void store(const tir::BufferStoreNode* op);
 
   // ---- expressions -------------------------------------------------------------
-  Value* expr(const tir::PrimExpr& e);
+  Value* expr(const tir::PrimExpr& e) {
+    return with_stack([&] { return expr_here(e); });  // one level of stack per level of nesting
+  }
+  Value* expr_here(const tir::PrimExpr& e);
   Value* binary(const tir::BinaryOpNode* op);
   Value* cast(DataType to, DataType from, Value* v);
   Value* call(const tir::CallNode* op);
@@ -433,7 +440,7 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
 
 // ---- statements -------------------------------------------------------------------
 
-void FunctionCodegen::stmt(const tir::Stmt& s) {
+void FunctionCodegen::stmt_here(const tir::Stmt& s) {
   if (b_.GetInsertBlock()->getTerminator()) return;  // after a ret
   if (const auto* op = s.as<tir::SeqStmtNode>()) {
     for (const Any& child : op->seq) stmt(child.cast<tir::Stmt>());
@@ -759,7 +766,7 @@ void FunctionCodegen::store(const tir::BufferStoreNode* op) {
 
 // ---- expressions ------------------------------------------------------------------
 
-Value* FunctionCodegen::expr(const tir::PrimExpr& e) {
+Value* FunctionCodegen::expr_here(const tir::PrimExpr& e) {
   if (const auto* op = e.as<tir::IntImmNode>()) {
     if (op->dtype.code == DataType::kBool) return b_.getInt1(op->value != 0);
     return llvm::ConstantInt::get(scalar_type(op->dtype), static_cast<uint64_t>(op->value), true);

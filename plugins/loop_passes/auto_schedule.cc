@@ -499,6 +499,9 @@ class StageScheduler {
   std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
 };
 
+// The most temporaries AutoSchedule tries to inline in one function.
+constexpr size_t kMaxInlined = 64;
+
 // The target's vector width (its kind's trait), 128 bits without a target.
 int vector_bits_of(const ir::IRModule& module) {
   target::Target t = target::target_of(module);
@@ -519,9 +522,16 @@ transform::Pass AutoSchedule() {
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
     Schedule s(downcast<PrimFunc>(ObjectRef(ObjectPtr<Object>(const_cast<tir::PrimFuncNode*>(&f)))));
     int bits = vector_bits_of(module);
-    for (const std::string& b : allocated(s))
+    // Each inlining walks the function: the first kMaxInlined temporaries
+    // are tried, so the pass stays linear in a function with very many
+    // (docs/passes.md, "AutoSchedule"; docs/reliability.md, "Cost").
+    std::vector<std::string> temporaries = allocated(s);
+    if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
+    for (const std::string& b : temporaries)
       if (!read_by_reduction(s, b)) attempt([&] { s.compute_inline(b); });
-    for (const std::string& b : allocated(s)) attempt([&] { s.reverse_compute_inline(b); });
+    temporaries = allocated(s);
+    if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
+    for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });
     std::vector<std::string> nests;
     roots(s.func()->body, nests);
     StageScheduler stages(s, bits);

@@ -161,17 +161,15 @@ transform::Pass ConvertLayout() {
                            {},
                            {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
-    ir::IRModule out = module;
-    bool changed = false;
+    std::map<std::string, Any> converted;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f || f->attrs.contains("primitive")) continue;
       std::optional<ir::Expr> body = Converter().run(f->body);
       if (!body) continue;
-      out = out.with_function(name, with_body(*f, *body));
-      changed = true;
+      converted[name] = with_body(*f, *body);
     }
-    return changed ? out : module;
+    return module.with_functions(converted);
   });
 }
 

@@ -12,7 +12,7 @@ transform::Pass DeadCodeElimination() {
                            0, {}, {},
                            {}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
-    ir::IRModule out = module;
+    std::map<std::string, Any> rewritten;
     std::set<std::string> called;
     bool has_graph = false;
     for (const std::string& name : module.names()) {
@@ -20,11 +20,12 @@ transform::Pass DeadCodeElimination() {
       if (!f) continue;
       has_graph = true;
       ir::Expr body = drop_dead_bindings(f->body);
-      if (!body.same_as(f->body)) out = out.with_function(name, with_body(*f, body));
+      if (!body.same_as(f->body)) rewritten[name] = with_body(*f, body);
       Visitor v;
       v.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g) { called.insert(g->name); });
       v.visit(Any(body));
     }
+    ir::IRModule out = module.with_functions(rewritten);
     if (!has_graph) return out;  // a library of kernels: every function is an entry
     std::map<std::string, Any> kept;
     for (const std::string& name : out.names()) {

@@ -54,7 +54,7 @@ ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, i
     const Bound* same = nullptr;
     uint64_t hash = 0;
     if (shareable(value)) {
-      hash = structural_hash(Any(value));
+      hash = expression_hash(Any(value));
       for (const Bound& b : table[hash])
         if (!same && same_expression(Any(b.value), Any(value))) same = &b;
     }

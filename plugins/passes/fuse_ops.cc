@@ -75,7 +75,7 @@ transform::Pass FuseOps() {
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
     if (max_depth < 1) LOOM_THROW(Error) << "FuseOps.max_depth must be at least 1, got " << max_depth;
-    ir::IRModule out = module;
+    std::map<std::string, Any> out;  // the groups' functions and the rewritten callers
     FunctionNames names(module);
     for (const std::string& fname : module.names()) {
       const auto* f = module.lookup(fname).as<graph::FunctionNode>();
@@ -171,9 +171,8 @@ transform::Pass FuseOps() {
         }
         ir::Expr fbody = build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
         std::string unique = names.fresh("fused_" + g.name);
-        out = out.with_function(
-            unique, graph::Function(params, fbody, bindings[i].value->checked_type,
-                                    Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}})));
+        out[unique] = graph::Function(params, fbody, bindings[i].value->checked_type,
+                                      Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
         std::vector<ir::Expr> args(outer.begin(), outer.end());
         rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), args)});
       }
@@ -182,9 +181,9 @@ transform::Pass FuseOps() {
         result = rebuilt.back().value;
         rebuilt.pop_back();
       }
-      out = out.with_function(fname, with_body(*f, build_chain(rebuilt, result)));
+      out[fname] = with_body(*f, build_chain(rebuilt, result));
     }
-    return out;
+    return module.with_functions(out);
   });
 }
 

@@ -114,17 +114,19 @@ transform::Pass FuseTIR() {
                            1, {}, {},
                            {"fused", "ops_lowered"}, {}, {"ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
-    ir::IRModule out = module;
+    std::map<std::string, Any> prims;
     std::map<std::string, ir::Type> fused;  // name -> result type
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f || !f->attrs.contains("primitive")) continue;
       if (auto prim = fuse(module, *f)) {
-        out = out.with_function(name, *prim);
+        prims[name] = *prim;
         fused[name] = f->ret_type.defined() ? f->ret_type : f->body->checked_type;
       }
     }
-    if (fused.empty()) return out;
+    if (fused.empty()) return module;
+    ir::IRModule out = module.with_functions(prims);
+    std::map<std::string, Any> callers;
     ir::Op call_dps = ir::Op::get("call_dps");
     for (const std::string& name : out.names()) {
       const auto* f = out.lookup(name).as<graph::FunctionNode>();
@@ -140,9 +142,9 @@ transform::Pass FuseTIR() {
         return Any(graph::Call(call_dps, {call->callee, graph::Tuple(args)}, Map::empty(), {fused[g->name]}));
       });
       ir::Expr body = m.mutate_as<ir::Expr>(f->body);
-      if (!body.same_as(f->body)) out = out.with_function(name, with_body(*f, body));
+      if (!body.same_as(f->body)) callers[name] = with_body(*f, body);
     }
-    return out;
+    return out.with_functions(callers);
   });
 }
 

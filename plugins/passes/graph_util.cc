@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "loom/ir/op.h"
+#include "loom/support/stack.h"
 
 namespace loom::passes {
 
@@ -10,6 +11,7 @@ std::unordered_map<const Object*, int> var_uses(const ir::Expr& e) {
   std::unordered_map<const Object*, int> uses;
   Visitor v(false);
   v.on<graph::VarNode>([&](const graph::VarNode* var) { ++uses[var]; });
+  v.on<ir::TypeNode>([](const ir::TypeNode*) {});  // no variables; shared, so walking them is quadratic
   v.on<graph::LetNode>([&](const graph::LetNode* let) {
     v.visit(Any(let->value));
     v.visit(Any(let->body));
@@ -50,10 +52,37 @@ ir::Expr rewrite_lets(const ir::Expr& e,
 }
 
 ir::Expr drop_dead_bindings(const ir::Expr& e) {
-  return rewrite_lets(e, [](const graph::Var& var, const ir::Expr& value, const ir::Expr& body) {
-    if (!var_uses(body).count(var.get()) && is_pure(value)) return body;
-    return ir::Expr(graph::Let(var, value, body));
+  // Each chain is walked once from its end, with the uses seen so far in
+  // the part kept: linear in the chain, however long.
+  Mutator m;
+  m.on<graph::LetNode>([&](const graph::LetNode*, const ObjectRef& self) -> Any {
+    std::vector<ir::Expr> chain;
+    ir::Expr cur = downcast<ir::Expr>(self);
+    while (const auto* let = cur.as<graph::LetNode>()) {
+      chain.push_back(cur);
+      cur = let->body;
+    }
+    ir::Expr body = m.mutate_as<ir::Expr>(cur);
+    std::unordered_map<const Object*, int> uses = var_uses(body);
+    bool same = body.same_as(cur);
+    for (size_t k = chain.size(); k-- > 0;) {
+      const auto* let = chain[k].as<graph::LetNode>();
+      ir::Expr value = m.mutate_as<ir::Expr>(let->value);
+      if (!uses.count(let->var.get()) && is_pure(value)) {
+        same = false;
+        continue;
+      }
+      for (const auto& [var, n] : var_uses(value)) uses[var] += n;
+      if (same && value.same_as(let->value)) {
+        body = chain[k];
+      } else {
+        body = graph::Let(let->var, value, body);
+        same = false;
+      }
+    }
+    return Any(body);
   });
+  return m.mutate_as<ir::Expr>(e);
 }
 
 std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
@@ -68,7 +97,7 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
       ir::Expr arg = a.cast<ir::Expr>();
       if (arg.as<graph::CallNode>()) {
         graph::Var v("t" + std::to_string(fresh++));
-        ir::Expr inner = flatten(arg);
+        ir::Expr inner = with_stack([&] { return flatten(arg); });  // one level of stack per level of nesting
         const_cast<graph::VarNode*>(v.get())->checked_type = arg->checked_type;
         bindings.push_back({v, inner});
         arg = v;
@@ -120,7 +149,8 @@ std::string FunctionNames::fresh(const std::string& hint) {
   for (char& c : base)
     if (c == '.') c = '_';
   std::string name = base;
-  for (int k = 1; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
+  int64_t& k = next_suffix_[base];  // the suffixes below it are taken: linear over many fresh names
+  while (taken_.count(name)) name = base + "_" + std::to_string(++k);
   taken_.insert(name);
   return name;
 }

@@ -3,6 +3,7 @@
 #define LOOM_PLUGINS_PASSES_GRAPH_UTIL_H_
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,7 @@ class FunctionNames {
 
  private:
   std::set<std::string> taken_;
+  std::map<std::string, int64_t> next_suffix_;
 };
 
 // A graph function with a new body (parameters, type and attributes kept).

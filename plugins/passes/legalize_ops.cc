@@ -20,7 +20,7 @@ transform::Pass LegalizeOps() {
                            {"types_inferred"}, {"ops_lowered"}, {"fused"}};
   // The lowerings read the calls' and the arguments' types (types_inferred).
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
-    ir::IRModule out = module;
+    std::map<std::string, Any> out;  // new kernels and rewritten functions
     FunctionNames names(module);
     std::map<std::string, std::string> generated;  // signature -> function name
     ir::Op call_dps = ir::Op::get("call_dps");
@@ -51,7 +51,7 @@ transform::Pass LegalizeOps() {
             LOOM_THROW(Error) << "LegalizeOps: @" << fname << ": lowering '" << op->name << "': " << e.what();
           }
           std::string name = names.fresh(op->name);
-          out = out.with_function(name, prim);
+          out[name] = prim;
           found = generated.emplace(signature, name).first;
         }
         std::vector<ir::Expr> args;
@@ -59,9 +59,10 @@ transform::Pass LegalizeOps() {
         return Any(graph::Call(call_dps, {ir::GlobalVar(found->second), graph::Tuple(args)}, Map::empty(),
                                {call->checked_type}));
       });
-      out = out.with_function(fname, m.mutate_as<ir::BaseFunc>(fn));
+      ir::BaseFunc legalized = m.mutate_as<ir::BaseFunc>(fn);
+      if (!legalized.same_as(fn)) out[fname] = legalized;
     }
-    return out;
+    return module.with_functions(out);
   });
 }
 

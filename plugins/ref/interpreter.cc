@@ -9,6 +9,7 @@
 
 #include "loom/ir/text.h"
 #include "loom/runtime/ndarray.h"
+#include "loom/support/stack.h"
 #include "loom/support/strings.h"
 
 namespace loom::ref {
@@ -231,6 +232,10 @@ class Interpreter {
 
   // Runs `s`; true when a `ret` ended the function.
   bool exec(const tir::Stmt& s) {
+    return with_stack([&] { return exec_here(s); });  // one level of stack per level of nesting
+  }
+
+  bool exec_here(const tir::Stmt& s) {
     if (const auto* f = s.as<tir::ForNode>()) {
       int64_t begin = scalar_int(f->min), extent = scalar_int(f->extent);
       DataType t = f->loop_var->dtype;
@@ -289,6 +294,10 @@ class Interpreter {
   }
 
   Value eval(const tir::PrimExpr& e) {
+    return with_stack([&] { return eval_here(e); });  // one level of stack per level of nesting
+  }
+
+  Value eval_here(const tir::PrimExpr& e) {
     const Object* node = e.get();
     if (const auto* i = dynamic_cast<const tir::IntImmNode*>(node)) {
       Value v = Value::of(i->dtype);

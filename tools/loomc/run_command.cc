@@ -83,15 +83,19 @@ std::string shape_text(const NDArray& a) {
 }
 
 void flatten_outputs(const Any& result, std::vector<NDArray>* out) {
-  if (dynamic_cast<const loom::runtime::NDArrayNode*>(result.object())) {
-    out->push_back(result.cast<NDArray>());
-    return;
+  std::vector<Any> todo{result};  // iterative: tuples nest to any depth
+  while (!todo.empty()) {
+    Any value = std::move(todo.back());
+    todo.pop_back();
+    if (dynamic_cast<const loom::runtime::NDArrayNode*>(value.object())) {
+      out->push_back(value.cast<NDArray>());
+    } else if (dynamic_cast<const loom::ArrayNode*>(value.object())) {
+      const auto& items = static_cast<const loom::ArrayNode*>(value.object())->items;
+      todo.insert(todo.end(), items.rbegin(), items.rend());
+    } else {
+      LOOM_THROW(Error) << "the function returned " << value.describe() << ", not tensors";
+    }
   }
-  if (dynamic_cast<const loom::ArrayNode*>(result.object())) {
-    for (const Any& item : result.cast<loom::Array>()) flatten_outputs(item, out);
-    return;
-  }
-  LOOM_THROW(Error) << "the function returned " << result.describe() << ", not tensors";
 }
 }  // namespace
 

@@ -5,6 +5,7 @@
 
 #include "int_math.h"
 #include "loom/object/structural.h"
+#include "loom/support/stack.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/functor.h"
 #include "loom/tir/util.h"
@@ -198,14 +199,21 @@ class StmtSimplifier {
   explicit StmtSimplifier(Analyzer an) : an_(std::move(an)) {}
 
   Stmt run(const Stmt& s) {
-    auto expr = [this](const PrimExpr& e) { return ExprSimplifier(an_).run(e); };
+    return with_stack([&] { return run_here(s); });  // one level of stack per level of nesting
+  }
+
+ private:
+  Stmt run_here(const Stmt& s) {
+    auto expr = [this](const PrimExpr& e) {
+      return ExprSimplifier(an_).run(subst_.empty() ? e : substitute(e, subst_));
+    };
     auto stmt = [this](const Stmt& c) { return run(c); };
     if (const auto* f = s.as<ForNode>()) {
       PrimExpr min = expr(f->min), extent = expr(f->extent);
       auto n = const_int(extent);
       if (n && *n <= 0) return no_op();
       if (n && *n == 1 && f->for_kind() != ForKind::kThreadBinding) {
-        return run(substitute(f->body, {{f->loop_var.get(), min}}));
+        return replacing(f->loop_var.get(), min, f->body);
       }
       For loop(f->loop_var, min, extent, f->for_kind(), f->body, f->thread, f->annotations);
       an_.bind_loop(*loop.get());
@@ -226,7 +234,7 @@ class StmtSimplifier {
     }
     if (const auto* l = s.as<LetStmtNode>()) {
       PrimExpr v = expr(l->value);
-      if (v.as<IntImmNode>() || v.as<FloatImmNode>() || v.as<VarNode>()) return run(substitute(l->body, {{l->var.get(), v}}));
+      if (v.as<IntImmNode>() || v.as<FloatImmNode>() || v.as<VarNode>()) return replacing(l->var.get(), v, l->body);
       an_.bind(l->var.get(), an_.bound(v));
       Stmt body = run(l->body);
       an_.unbind(l->var.get());
@@ -234,20 +242,33 @@ class StmtSimplifier {
       return LetStmt(l->var, v, body);
     }
     if (const auto* q = s.as<SeqStmtNode>()) {
-      std::vector<Stmt> out;
-      bool changed = false;
-      for (const Any& x : q->seq) {
-        Stmt old = x.cast<Stmt>();
-        out.push_back(run(old));
-        changed |= !out.back().same_as(old) || is_no_op(out.back()) || out.back().as<SeqStmtNode>();
+      // Nested sequences are flattened first (simplified level by level,
+      // each level's result would be copied into the next: quadratic).
+      std::vector<Stmt> in = flatten_seq(s), out;
+      bool changed = in.size() != q->seq.size();
+      for (size_t k = 0; k < in.size(); ++k) {
+        out.push_back(run(in[k]));
+        changed |= !out.back().same_as(in[k]) || is_no_op(out.back()) || out.back().as<SeqStmtNode>() ||
+                   (!changed && !in[k].same_as(q->seq[k].cast<Stmt>()));
       }
       return changed ? seq(out) : s;
     }
     return map_children(s, expr, stmt);
   }
 
- private:
+  // `body` simplified with `var` replaced by `value` (already simplified):
+  // replaced as expressions are reached, not by substituting into `body`
+  // first, which would walk the rest of the function once per loop of
+  // extent 1 (quadratic in nested ones).
+  Stmt replacing(const Object* var, const PrimExpr& value, const Stmt& body) {
+    subst_[var] = value;
+    Stmt out = run(body);
+    subst_.erase(var);
+    return out;
+  }
+
   Analyzer an_;
+  std::unordered_map<const Object*, PrimExpr> subst_;
 };
 }  // namespace
 

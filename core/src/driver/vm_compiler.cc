@@ -13,6 +13,7 @@
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/vm.h"
+#include "loom/support/stack.h"
 #include "loom/target/target.h"
 #include "memory_planner.h"
 
@@ -167,7 +168,8 @@ class FunctionCompiler {
     }
     if (const auto* t = type.as<ir::TupleTypeNode>()) {
       std::vector<VMType> fields;
-      for (const Any& f : t->fields) fields.push_back(vm_type(f.cast<Type>(), what, free_ok));
+      for (const Any& f : t->fields)
+        fields.push_back(with_stack([&] { return vm_type(f.cast<Type>(), what, free_ok); }));
       return VMType::tuple(fields);
     }
     if (const auto* t = type.as<ir::PrimTypeNode>()) return VMType::scalar(t->dtype);
@@ -176,6 +178,10 @@ class FunctionCompiler {
 
   // ---- code ----
   int32_t expr(const ir::Expr& e) {
+    return with_stack([&] { return expr_here(e); });  // one level of stack per level of nesting
+  }
+
+  int32_t expr_here(const ir::Expr& e) {
     if (e.as<graph::LetNode>()) {
       // Iterative over let chains, which can be long.
       ir::Expr cur = e;

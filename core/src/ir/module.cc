@@ -57,6 +57,13 @@ IRModule IRModule::with_function(const std::string& name, BaseFunc func) const {
   return IRModule(functions, get()->attrs, get()->global_infos);
 }
 
+IRModule IRModule::with_functions(const std::map<std::string, Any>& updates) const {
+  if (updates.empty()) return *this;
+  std::map<std::string, Any> functions = get()->functions->items;
+  for (const auto& [name, func] : updates) functions[name] = func;
+  return IRModule(functions, get()->attrs, get()->global_infos);
+}
+
 IRModule IRModule::with_attr(const std::string& key, Any value) const {
   std::map<std::string, Any> attrs = get()->attrs.defined() ? get()->attrs->items : std::map<std::string, Any>{};
   attrs[key] = std::move(value);

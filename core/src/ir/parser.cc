@@ -3,6 +3,7 @@
 // offending token, with the source line and a caret.  Nodes are built with
 // their checked constructors, so a type error in the text (int32 + int64)
 // is reported where it is written.
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/support/json.h"
+#include "loom/support/stack.h"
 #include "loom/support/strings.h"
 #include "loom/tir/function.h"
 
@@ -336,26 +338,74 @@ class Parser {
   }
 
   // ---- scopes --------------------------------------------------------------
+  // Each name maps to its bindings, innermost last, each with the depth of
+  // the scope that made it; each scope lists the names it bound, so
+  // leaving it is proportional to what it bound and a lookup is one hash
+  // probe however deep the scopes nest (a let chain opens one per binding).
   void begin_function() {
-    scopes_.clear();
-    scopes_.emplace_back();
+    bindings_.clear();
+    scope_names_.assign(1, {});
   }
-  void push() { scopes_.emplace_back(); }
-  void pop() { scopes_.pop_back(); }
-  void bind(const std::string& name, Any v) { scopes_.back()[name] = std::move(v); }
-  void bind_function_level(const std::string& name, Any v) { scopes_.front()[name] = std::move(v); }
-  const Any* lookup(const std::string& name) const {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
-      auto found = it->find(name);
-      if (found != it->end()) return &found->second;
+  void push() { scope_names_.emplace_back(); }
+  void pop() {
+    for (const std::string& name : scope_names_.back()) {
+      auto found = bindings_.find(name);
+      found->second.pop_back();
+      if (found->second.empty()) bindings_.erase(found);
     }
-    return nullptr;
+    scope_names_.pop_back();
+  }
+  void bind(const std::string& name, Any v) {
+    size_t depth = scope_names_.size() - 1;
+    auto& stack = bindings_[name];
+    if (!stack.empty() && stack.back().first == depth) {
+      stack.back().second = std::move(v);
+      return;
+    }
+    stack.emplace_back(depth, std::move(v));
+    scope_names_.back().push_back(name);
+  }
+  void bind_function_level(const std::string& name, Any v) {
+    auto& stack = bindings_[name];
+    if (!stack.empty() && stack.front().first == 0) {
+      stack.front().second = std::move(v);
+      return;
+    }
+    stack.emplace(stack.begin(), 0, std::move(v));
+    // Found at the front of the name's bindings when the function's scope
+    // ends (begin_function clears everything).
+  }
+  const Any* lookup(const std::string& name) const {
+    auto found = bindings_.find(name);
+    return found == bindings_.end() ? nullptr : &found->second.back().second;
   }
   std::vector<std::string> names_in_scope() const {
     std::vector<std::string> out;
-    for (const auto& scope : scopes_)
-      for (const auto& item : scope) out.push_back("%" + item.first);
+    for (const auto& item : bindings_) out.push_back("%" + item.first);
+    std::sort(out.begin(), out.end());
     return out;
+  }
+
+  // ---- nesting -------------------------------------------------------------
+  // Every construct that may contain itself parses through nested(): it
+  // counts the depth (refused past kMaxNestingDepth, at the token where it
+  // happens) and gives the recursion more stack when it runs low.
+  template <class F>
+  auto nested(F&& parse) {
+    if (++depth_ > kMaxNestingDepth) too_deep(peek());
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
+    return with_stack(parse);
+  }
+  // A construct that adds `levels` of nesting without recursing here (a
+  // chain of binary operators, of lets, of tuple items or calls).
+  void check_depth(const Token& at, int64_t levels) {
+    if (depth_ + levels > kMaxNestingDepth) too_deep(at);
+  }
+  [[noreturn]] void too_deep(const Token& at) {
+    fail(at, "nesting deeper than " + std::to_string(kMaxNestingDepth) + " levels (docs/reliability.md, \"Depth\")");
   }
   [[noreturn]] void undefined(const Token& t) {
     fail(t, "undefined variable '%" + t.text + "'" + did_you_mean("%" + t.text, names_in_scope()) +
@@ -384,6 +434,9 @@ class Parser {
 
   // ---- values --------------------------------------------------------------
   Any value() {
+    return nested([&] { return value_unnested(); });
+  }
+  Any value_unnested() {
     const Token& t = peek();
     if (t.kind == Tok::kString) return Any(next().text);
     if (t.kind == Tok::kInt || t.kind == Tok::kFloat || is("-")) return number_value();
@@ -475,6 +528,9 @@ class Parser {
 
   // ---- types ---------------------------------------------------------------
   Type type() {
+    return nested([&] { return type_unnested(); });
+  }
+  Type type_unnested() {
     const Token& t = peek();
     if (is("(")) {
       next();
@@ -558,11 +614,15 @@ class Parser {
   }
 
   PrimExpr prim(int min_precedence = 1) {
+    return nested([&] { return prim_unnested(min_precedence); });
+  }
+  PrimExpr prim_unnested(int min_precedence) {
     PrimExpr lhs = prim_unary();
-    while (true) {
+    for (int64_t chain = 1;; ++chain) {
       const Token& op = peek();
       int precedence = binary_precedence(op);
       if (precedence < min_precedence || precedence == 0) return lhs;
+      check_depth(op, chain);
       next();
       PrimExpr rhs = prim(precedence + 1);
       lhs = checked(op, [&]() -> PrimExpr { return make_binary(op.text, lhs, rhs); });
@@ -598,6 +658,9 @@ class Parser {
   }
 
   PrimExpr prim_unary() {
+    return nested([&] { return prim_unary_unnested(); });
+  }
+  PrimExpr prim_unary_unnested() {
     const Token& t = peek();
     if (accept("!")) {
       PrimExpr a = prim_unary();
@@ -892,6 +955,9 @@ class Parser {
   }
 
   Stmt statement() {
+    return nested([&] { return statement_unnested(); });
+  }
+  Stmt statement_unnested() {
     const Token& t = peek();
     if (t.kind == Tok::kLocal && is(":", 1) && is_ident("Buffer", 2)) {  // a free buffer's first use
       Buffer buffer = buffer_decl(/*function_level=*/true);
@@ -1025,9 +1091,13 @@ class Parser {
     return var;
   }
 
-  // let-chains then a result, up to a closing '}'.
+  // let-chains then a result, up to a closing '}'.  A loop, not a
+  // recursion: a chain is as long as the model (each binding is one level
+  // of nesting in the IR and opens a scope for the rest).
   Expr graph_sequence() {
-    if (is_ident("let")) {
+    std::vector<std::pair<graph::Var, Expr>> bindings;
+    while (is_ident("let")) {
+      check_depth(peek(), static_cast<int64_t>(bindings.size()) + 1);
       next();
       graph::Var var = graph_decl(false);
       expect("=");
@@ -1035,11 +1105,14 @@ class Parser {
       expect(";");
       push();
       bind(var->name, var);
-      Expr body = graph_sequence();
-      pop();
-      return graph::Let(var, value, body);
+      bindings.emplace_back(var, value);
     }
-    return graph();
+    Expr body = graph();
+    for (size_t i = bindings.size(); i-- > 0;) {
+      pop();
+      body = graph::Let(bindings[i].first, bindings[i].second, body);
+    }
+    return body;
   }
 
   Expr graph_block() {
@@ -1052,8 +1125,12 @@ class Parser {
   }
 
   Expr graph() {
+    return nested([&] { return graph_unnested(); });
+  }
+  Expr graph_unnested() {
     Expr e = graph_primary();
-    while (true) {
+    for (int64_t chain = 1;; ++chain) {
+      check_depth(peek(), chain);
       if (is(".") && peek(1).kind == Tok::kInt) {
         next();
         e = graph::TupleGetItem(e, expect_int());
@@ -1281,7 +1358,9 @@ class Parser {
   size_t pos_ = 0;
   size_t end_ = 0;
   Array meta_ = Array(std::vector<Any>{});
-  std::vector<std::unordered_map<std::string, Any>> scopes_;
+  std::unordered_map<std::string, std::vector<std::pair<size_t, Any>>> bindings_;
+  std::vector<std::vector<std::string>> scope_names_;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 // parameters of a prim function are named before any parameter is printed
 // (so buffer shapes can refer to them); anything without syntax is a
 // meta[N] reference into the trailing JSON section.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/support/json.h"
+#include "loom/support/stack.h"
 #include "loom/support/strings.h"
 #include "loom/tir/function.h"
 
@@ -186,69 +188,113 @@ class Printer {
   }
 
   // ---- values and types ----------------------------------------------------
+  // The recursive producers append to a string (so a deep expression
+  // prints in linear time) and take one more level of stack per level of
+  // nesting (loom/support/stack.h).  value(), type(), prim() and graph()
+  // return the text of one node.
   std::string value(const Any& v) {
+    std::string o;
+    value_to(o, v);
+    return o;
+  }
+  void value_to(std::string& o, const Any& v) {
+    with_stack([&] { value_here(o, v); });
+  }
+  void value_here(std::string& o, const Any& v) {
     switch (v.kind()) {
-      case AnyKind::kNone: return "none";
-      case AnyKind::kBool: return v.as_bool() ? "true" : "false";
-      case AnyKind::kInt: return std::to_string(v.as_int());
+      case AnyKind::kNone: o += "none"; return;
+      case AnyKind::kBool: o += v.as_bool() ? "true" : "false"; return;
+      case AnyKind::kInt: o += std::to_string(v.as_int()); return;
       case AnyKind::kFloat: {
         double d = v.as_float();
-        if (!std::isfinite(d)) return "float(" + json_quote(format_double(d)) + ")";
-        return format_double(d);
+        o += std::isfinite(d) ? format_double(d) : "float(" + json_quote(format_double(d)) + ")";
+        return;
       }
-      case AnyKind::kStr: return json_quote(v.as_string());
-      case AnyKind::kDataType: return v.as_dtype().to_string();
-      case AnyKind::kDevice: return "device(" + json_quote(v.as_device().to_string()) + ")";
+      case AnyKind::kStr: o += json_quote(v.as_string()); return;
+      case AnyKind::kDataType: o += v.as_dtype().to_string(); return;
+      case AnyKind::kDevice: o += "device(" + json_quote(v.as_device().to_string()) + ")"; return;
       case AnyKind::kFunction:
-      case AnyKind::kOpaquePtr: return meta_ref(v);  // cannot be saved; the meta section will say so
+      case AnyKind::kOpaquePtr: o += meta_ref(v); return;  // cannot be saved; the meta section will say so
       case AnyKind::kObject: break;
     }
-    const Object* o = v.object();
-    if (o->is_instance<ArrayNode>()) {
-      std::string s = "[";
-      const auto& items = static_cast<const ArrayNode*>(o)->items;
-      for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + value(items[i]);
-      return s + "]";
+    const Object* obj = v.object();
+    if (obj->is_instance<ArrayNode>()) {
+      o += "[";
+      const auto& items = static_cast<const ArrayNode*>(obj)->items;
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) o += ", ";
+        value_to(o, items[i]);
+      }
+      o += "]";
+      return;
     }
-    if (o->is_instance<MapNode>()) {
-      std::string s = "{";
+    if (obj->is_instance<MapNode>()) {
+      o += "{";
       bool first = true;
-      for (const auto& item : static_cast<const MapNode*>(o)->items) {
-        s += (first ? "" : ", ") + (is_identifier(item.first) ? item.first : json_quote(item.first)) + ": " +
-             value(item.second);
+      for (const auto& item : static_cast<const MapNode*>(obj)->items) {
+        if (!first) o += ", ";
+        o += is_identifier(item.first) ? item.first : json_quote(item.first);
+        o += ": ";
+        value_to(o, item.second);
         first = false;
       }
-      return s + "}";
+      o += "}";
+      return;
     }
-    if (o->is_instance<PrimTypeNode>()) return "Prim[" + static_cast<const PrimTypeNode*>(o)->dtype.to_string() + "]";
-    if (o->is_instance<TypeNode>()) return type(v.cast<Type>());
-    return meta_ref(v);
+    if (obj->is_instance<PrimTypeNode>()) {
+      o += "Prim[" + static_cast<const PrimTypeNode*>(obj)->dtype.to_string() + "]";
+      return;
+    }
+    if (obj->is_instance<TypeNode>()) return type_to(o, v.cast<Type>());
+    o += meta_ref(v);
   }
 
   std::string type(const Type& t) {
-    if (!t.defined()) return "none";
-    if (const auto* p = t.as<PrimTypeNode>()) return p->dtype.to_string();
-    if (const auto* p = t.as<TensorTypeNode>()) {
-      std::string shape = "?";
+    std::string o;
+    type_to(o, t);
+    return o;
+  }
+  void type_to(std::string& o, const Type& t) {
+    with_stack([&] { type_here(o, t); });
+  }
+  void type_here(std::string& o, const Type& t) {
+    if (!t.defined()) {
+      o += "none";
+    } else if (const auto* p = t.as<PrimTypeNode>()) {
+      o += p->dtype.to_string();
+    } else if (const auto* p = t.as<TensorTypeNode>()) {
+      o += "Tensor[";
       if (p->shape.defined()) {
-        shape = "(";
-        for (size_t i = 0; i < p->shape.size(); ++i) shape += (i ? ", " : "") + prim(p->shape[i].cast<PrimExpr>());
-        shape += ")";
+        o += "(";
+        for (size_t i = 0; i < p->shape.size(); ++i) {
+          if (i) o += ", ";
+          prim_to(o, p->shape[i].cast<PrimExpr>());
+        }
+        o += ")";
+      } else {
+        o += "?";
       }
-      return "Tensor[" + shape + ", " + p->dtype.to_string() + "]";
+      o += ", " + p->dtype.to_string() + "]";
+    } else if (const auto* p = t.as<TupleTypeNode>()) {
+      o += "(";
+      for (size_t i = 0; i < p->fields.size(); ++i) {
+        if (i) o += ", ";
+        type_to(o, p->fields[i].cast<Type>());
+      }
+      o += p->fields.size() == 1 ? ",)" : ")";
+    } else if (const auto* p = t.as<FuncTypeNode>()) {
+      o += "fn(";
+      for (size_t i = 0; i < p->params.size(); ++i) {
+        if (i) o += ", ";
+        type_to(o, p->params[i].cast<Type>());
+      }
+      o += ") -> ";
+      type_to(o, p->ret);
+    } else if (const auto* p = t.as<OpaqueTypeNode>()) {
+      o += "Opaque[" + json_quote(p->name) + "]";
+    } else {
+      o += meta_ref(Any(ObjectRef(t.object_ptr())));
     }
-    if (const auto* p = t.as<TupleTypeNode>()) {
-      std::string s = "(";
-      for (size_t i = 0; i < p->fields.size(); ++i) s += (i ? ", " : "") + type(p->fields[i].cast<Type>());
-      return s + (p->fields.size() == 1 ? ",)" : ")");
-    }
-    if (const auto* p = t.as<FuncTypeNode>()) {
-      std::string s = "fn(";
-      for (size_t i = 0; i < p->params.size(); ++i) s += (i ? ", " : "") + type(p->params[i].cast<Type>());
-      return s + ") -> " + type(p->ret);
-    }
-    if (const auto* p = t.as<OpaqueTypeNode>()) return "Opaque[" + json_quote(p->name) + "]";
-    return meta_ref(Any(ObjectRef(t.object_ptr())));
   }
 
   // ---- prim expressions ----------------------------------------------------
@@ -273,50 +319,105 @@ class Printer {
     return p->dtype.to_string() + "(" + text + ")";
   }
 
-  std::string prim(const PrimExpr& e, int parent_precedence = 0, bool right = false) {
-    if (!e.defined()) return meta_ref(Any());
-    const Object* o = e.get();
-    if (const auto* p = e.as<IntImmNode>()) return immediate(p);
-    if (const auto* p = e.as<FloatImmNode>()) return immediate(p);
-    if (const auto* p = e.as<StringImmNode>()) return json_quote(p->value);
-    if (const auto* p = e.as<VarNode>()) return var_ref(p);
-    if (const auto* p = e.as<BinaryOpNode>()) {
+  std::string prim(const PrimExpr& e) {
+    std::string o;
+    prim_to(o, e);
+    return o;
+  }
+  void prim_to(std::string& o, const PrimExpr& e, int parent_precedence = 0, bool right = false) {
+    with_stack([&] { prim_here(o, e, parent_precedence, right); });
+  }
+  void prim_here(std::string& o, const PrimExpr& e, int parent_precedence, bool right) {
+    if (!e.defined()) {
+      o += meta_ref(Any());
+      return;
+    }
+    const Object* obj = e.get();
+    if (const auto* p = e.as<IntImmNode>()) {
+      o += immediate(p);
+    } else if (const auto* p = e.as<FloatImmNode>()) {
+      o += immediate(p);
+    } else if (const auto* p = e.as<StringImmNode>()) {
+      o += json_quote(p->value);
+    } else if (const auto* p = e.as<VarNode>()) {
+      o += var_ref(p);
+    } else if (const auto* p = e.as<BinaryOpNode>()) {
       const char* symbol = nullptr;
-      int precedence = binary_precedence(o, &symbol);
+      int precedence = binary_precedence(obj, &symbol);
       if (!precedence) {
-        const char* fn = o->is_instance<MinNode>() ? "min" : "max";
-        return cat({fn, "(", prim(p->a), ", ", prim(p->b), ")"});
+        o += obj->is_instance<MinNode>() ? "min(" : "max(";
+        prim_to(o, p->a);
+        o += ", ";
+        prim_to(o, p->b);
+        o += ")";
+        return;
       }
-      std::string s = cat({prim(p->a, precedence, false), " ", symbol, " ", prim(p->b, precedence, true)});
       bool paren = precedence < parent_precedence || (precedence == parent_precedence && right);
-      return paren ? "(" + s + ")" : s;
+      if (paren) o += "(";
+      prim_to(o, p->a, precedence, false);
+      o += " ";
+      o += symbol;
+      o += " ";
+      prim_to(o, p->b, precedence, true);
+      if (paren) o += ")";
+    } else if (const auto* p = e.as<NotNode>()) {
+      o += "!";
+      prim_to(o, p->a, 6);
+    } else if (const auto* p = e.as<SelectNode>()) {
+      o += "select(";
+      prim_to(o, p->condition);
+      o += ", ";
+      prim_to(o, p->true_value);
+      o += ", ";
+      prim_to(o, p->false_value);
+      o += ")";
+    } else if (const auto* p = e.as<CastNode>()) {
+      o += "cast(" + p->dtype.to_string() + ", ";
+      prim_to(o, p->value);
+      o += ")";
+    } else if (const auto* p = e.as<CallNode>()) {
+      o += "call(" + p->dtype.to_string() + ", " + json_quote(p->op);
+      for (const Any& a : p->args) {
+        o += ", ";
+        prim_to(o, a.cast<PrimExpr>());
+      }
+      o += ")";
+    } else if (const auto* p = e.as<BufferLoadNode>()) {
+      o += buffer_ref(p->buffer);
+      indices_to(o, p->indices);
+    } else if (const auto* p = e.as<RampNode>()) {
+      o += "ramp(";
+      prim_to(o, p->base);
+      o += ", ";
+      prim_to(o, p->stride);
+      o += ", " + std::to_string(p->lanes) + ")";
+    } else if (const auto* p = e.as<BroadcastNode>()) {
+      o += "broadcast(";
+      prim_to(o, p->value);
+      o += ", " + std::to_string(p->lanes) + ")";
+    } else if (const auto* p = e.as<LetNode>()) {
+      o += "(let " + declare(p->var.get(), p->var->name, "v") + ": " + p->var->dtype.to_string() + " = ";
+      prim_to(o, p->value);
+      o += " in ";
+      prim_to(o, p->body);
+      o += ")";
+    } else {
+      o += meta_ref(Any(e));
     }
-    if (const auto* p = e.as<NotNode>()) return "!" + prim(p->a, 6);
-    if (const auto* p = e.as<SelectNode>()) {
-      return cat({"select(", prim(p->condition), ", ", prim(p->true_value), ", ", prim(p->false_value), ")"});
-    }
-    if (const auto* p = e.as<CastNode>()) return "cast(" + p->dtype.to_string() + ", " + prim(p->value) + ")";
-    if (const auto* p = e.as<CallNode>()) {
-      std::string s = "call(" + p->dtype.to_string() + ", " + json_quote(p->op);
-      for (const Any& a : p->args) s += ", " + prim(a.cast<PrimExpr>());
-      return s + ")";
-    }
-    if (const auto* p = e.as<BufferLoadNode>()) return cat({buffer_ref(p->buffer), indices(p->indices)});
-    if (const auto* p = e.as<RampNode>()) {
-      return cat({"ramp(", prim(p->base), ", ", prim(p->stride), ", ", std::to_string(p->lanes), ")"});
-    }
-    if (const auto* p = e.as<BroadcastNode>()) return "broadcast(" + prim(p->value) + ", " + std::to_string(p->lanes) + ")";
-    if (const auto* p = e.as<LetNode>()) {
-      std::string var = declare(p->var.get(), p->var->name, "v");
-      return cat({"(let ", var, ": ", p->var->dtype.to_string(), " = ", prim(p->value), " in ", prim(p->body), ")"});
-    }
-    return meta_ref(Any(e));
   }
 
   std::string indices(const Array& idx) {
-    std::string s = "[";
-    for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + prim(idx[i].cast<PrimExpr>());
-    return s + "]";
+    std::string o;
+    indices_to(o, idx);
+    return o;
+  }
+  void indices_to(std::string& o, const Array& idx) {
+    o += "[";
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (i) o += ", ";
+      prim_to(o, idx[i].cast<PrimExpr>());
+    }
+    o += "]";
   }
 
   // ---- buffers -------------------------------------------------------------
@@ -357,7 +458,12 @@ class Printer {
   }
 
   // ---- statements ----------------------------------------------------------
-  void line(const std::string& text) { out_ << std::string(indent_ * 2, ' ') << text << "\n"; }
+  // Two spaces per level, up to kMaxIndent levels: deeper statements are
+  // printed at that indentation, so the text stays linear in the program
+  // (docs/reliability.md, "Depth").
+  static constexpr int kMaxIndent = 64;
+  std::string pad() const { return std::string(std::min(indent_, kMaxIndent) * 2, ' '); }
+  void line(const std::string& text) { out_ << pad() << text << "\n"; }
 
   void block(const Stmt& body) {
     out_ << "{\n";
@@ -368,7 +474,7 @@ class Printer {
       stmt(body);
     }
     --indent_;
-    out_ << std::string(indent_ * 2, ' ') << "}";
+    out_ << pad() << "}";
   }
 
   // A SeqStmt a block can express: two or more items, none a SeqStmt.
@@ -380,12 +486,15 @@ class Printer {
   }
 
   void open(const std::string& head, const Stmt& body) {
-    out_ << std::string(indent_ * 2, ' ') << head << " ";
+    out_ << pad() << head << " ";
     block(body);
     out_ << "\n";
   }
 
   void stmt(const Stmt& s) {
+    with_stack([&] { stmt_here(s); });
+  }
+  void stmt_here(const Stmt& s) {
     if (const auto* p = s.as<ForNode>()) {
       std::string var = declare(p->loop_var.get(), p->loop_var->name, "i");
       std::string head = cat({"for ", var, ": ", p->loop_var->dtype.to_string(), " from ", prim(p->min), " extent ",
@@ -403,7 +512,7 @@ class Printer {
       std::string var = declare(p->var.get(), p->var->name, "v");
       open(cat({"let ", var, ": ", p->var->dtype.to_string(), " = ", prim(p->value)}), p->body);
     } else if (const auto* p = s.as<IfThenElseNode>()) {
-      out_ << std::string(indent_ * 2, ' ') << "if " << prim(p->condition) << " ";
+      out_ << pad() << "if " << prim(p->condition) << " ";
       block(p->then_case);
       if (p->else_case.defined()) {
         out_ << " else ";
@@ -411,7 +520,7 @@ class Printer {
       }
       out_ << "\n";
     } else if (const auto* p = s.as<SeqStmtNode>()) {
-      out_ << std::string(indent_ * 2, ' ') << "seq {\n";
+      out_ << pad() << "seq {\n";
       ++indent_;
       for (const Any& item : p->seq) stmt(item.cast<Stmt>());
       --indent_;
@@ -442,85 +551,112 @@ class Printer {
   }
 
   std::string graph(const Expr& e) {
-    if (const auto* p = e.as<graph::VarNode>()) return graph_var_ref(p);
-    if (const auto* p = e.as<GlobalVarNode>()) return global_name(p->name);
-    if (const auto* p = e.as<OpNode>()) return "op(" + json_quote(p->name) + ")";
-    if (const auto* p = e.as<graph::ConstantNode>()) return meta_ref(Any(p->data));
-    if (const auto* p = e.as<graph::CallNode>()) {
-      std::string callee;
-      if (const auto* op = p->callee.as<OpNode>()) callee = op->name;
-      else if (p->callee.as<GlobalVarNode>() || is_named_var(p->callee)) callee = graph(p->callee);
-      else callee = "(" + graph(p->callee) + ")";
-      if (p->type_args.size()) {
-        callee += "<";
-        for (size_t i = 0; i < p->type_args.size(); ++i) callee += (i ? ", " : "") + type(p->type_args[i].cast<Type>());
-        callee += ">";
+    std::string o;
+    graph_to(o, e);
+    return o;
+  }
+  void graph_to(std::string& o, const Expr& e) {
+    with_stack([&] { graph_here(o, e); });
+  }
+  void graph_here(std::string& o, const Expr& e) {
+    if (const auto* p = e.as<graph::VarNode>()) {
+      o += graph_var_ref(p);
+    } else if (const auto* p = e.as<GlobalVarNode>()) {
+      o += global_name(p->name);
+    } else if (const auto* p = e.as<OpNode>()) {
+      o += "op(" + json_quote(p->name) + ")";
+    } else if (const auto* p = e.as<graph::ConstantNode>()) {
+      o += meta_ref(Any(p->data));
+    } else if (const auto* p = e.as<graph::CallNode>()) {
+      if (const auto* op = p->callee.as<OpNode>()) {
+        o += op->name;
+      } else if (p->callee.as<GlobalVarNode>() || is_named_var(p->callee)) {
+        graph_to(o, p->callee);
+      } else {
+        o += "(";
+        graph_to(o, p->callee);
+        o += ")";
       }
-      std::string s = callee + "(";
+      if (p->type_args.size()) {
+        o += "<";
+        for (size_t i = 0; i < p->type_args.size(); ++i) {
+          if (i) o += ", ";
+          type_to(o, p->type_args[i].cast<Type>());
+        }
+        o += ">";
+      }
+      o += "(";
       bool first = true;
       for (const Any& a : p->args) {
-        s += (first ? "" : ", ") + graph(a.cast<Expr>());
+        if (!first) o += ", ";
+        graph_to(o, a.cast<Expr>());
         first = false;
       }
       if (p->attrs.defined()) {
         for (const auto& item : p->attrs->items) {
-          s += (first ? "" : ", ") + item.first + "=" + value(item.second);
+          if (!first) o += ", ";
+          o += item.first + "=";
+          value_to(o, item.second);
           first = false;
         }
       }
-      return s + ")";
-    }
-    if (const auto* p = e.as<graph::TupleNode>()) {
-      std::string s = "(";
-      for (size_t i = 0; i < p->fields.size(); ++i) s += (i ? ", " : "") + graph(p->fields[i].cast<Expr>());
-      return s + (p->fields.size() == 1 ? ",)" : ")");
-    }
-    if (const auto* p = e.as<graph::TupleGetItemNode>()) {
+      o += ")";
+    } else if (const auto* p = e.as<graph::TupleNode>()) {
+      o += "(";
+      for (size_t i = 0; i < p->fields.size(); ++i) {
+        if (i) o += ", ";
+        graph_to(o, p->fields[i].cast<Expr>());
+      }
+      o += p->fields.size() == 1 ? ",)" : ")";
+    } else if (const auto* p = e.as<graph::TupleGetItemNode>()) {
       const Object* t = p->tuple.get();
       // A variable's first use carries ": TYPE", which must not run into ".N".
       bool simple = t && (is_named_var(p->tuple) || t->is_instance<graph::TupleNode>() ||
                           t->is_instance<graph::CallNode>() || t->is_instance<graph::TupleGetItemNode>());
-      std::string inner = graph(p->tuple);
-      return (simple ? inner : "(" + inner + ")") + "." + std::to_string(p->index);
-    }
-    if (e.as<graph::LetNode>() || e.as<graph::IfNode>()) {
+      if (!simple) o += "(";
+      graph_to(o, p->tuple);
+      if (!simple) o += ")";
+      o += "." + std::to_string(p->index);
+    } else if (e.as<graph::LetNode>() || e.as<graph::IfNode>()) {
       // In an operand position: a block expression.
-      std::ostringstream saved;
-      saved.swap(out_);
-      int saved_indent = indent_;
-      indent_ = 0;
-      out_ << "{ ";
-      graph_inline_body(e);
-      out_ << " }";
-      std::string text = out_.str();
-      out_.swap(saved);
-      indent_ = saved_indent;
-      return text;
+      o += "{ ";
+      graph_inline_body(o, e);
+      o += " }";
+    } else {
+      o += meta_ref(Any(e));
     }
-    return meta_ref(Any(e));
   }
 
   // Let chains and if, on one line (inside a block expression).
-  void graph_inline_body(const Expr& e) {
+  void graph_inline_body(std::string& o, const Expr& e) {
+    with_stack([&] { graph_inline_body_here(o, e); });
+  }
+  void graph_inline_body_here(std::string& o, const Expr& e) {
     Expr cur = e;
     while (const auto* let = cur.as<graph::LetNode>()) {
-      std::string var = graph_decl(let->var);
-      out_ << "let " << var << " = " << graph(let->value) << "; ";
+      o += "let " + graph_decl(let->var) + " = ";
+      graph_to(o, let->value);
+      o += "; ";
       cur = let->body;
     }
     if (const auto* p = cur.as<graph::IfNode>()) {
-      out_ << "if (" << graph(p->cond) << ") { ";
-      graph_inline_body(p->then_branch);
-      out_ << " } else { ";
-      graph_inline_body(p->else_branch);
-      out_ << " }";
+      o += "if (";
+      graph_to(o, p->cond);
+      o += ") { ";
+      graph_inline_body(o, p->then_branch);
+      o += " } else { ";
+      graph_inline_body(o, p->else_branch);
+      o += " }";
     } else {
-      out_ << graph(cur);
+      graph_to(o, cur);
     }
   }
 
   // A function or branch body: one let per line, then the result.
   void graph_body(const Expr& e) {
+    with_stack([&] { graph_body_here(e); });
+  }
+  void graph_body_here(const Expr& e) {
     Expr cur = e;
     while (const auto* let = cur.as<graph::LetNode>()) {
       std::string var = graph_decl(let->var);
@@ -528,7 +664,7 @@ class Printer {
       cur = let->body;
     }
     if (const auto* p = cur.as<graph::IfNode>()) {
-      out_ << std::string(indent_ * 2, ' ') << "if (" << graph(p->cond) << ") {\n";
+      out_ << pad() << "if (" << graph(p->cond) << ") {\n";
       ++indent_;
       graph_body(p->then_branch);
       --indent_;

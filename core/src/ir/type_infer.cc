@@ -10,6 +10,7 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
+#include "loom/support/stack.h"
 #include "loom/tir/function.h"
 
 namespace loom::ir {
@@ -54,7 +55,7 @@ class TypeInferencer {
   Type infer(const Expr& e) {
     if (!e.defined()) return Type();
     if (e->checked_type.defined()) return e->checked_type;
-    Type t = compute(e);
+    Type t = with_stack([&] { return compute(e); });  // one level of stack per level of nesting
     const_cast<ExprNode*>(e.get())->checked_type = t;  // a cache; see the file comment
     return t;
   }
@@ -232,7 +233,7 @@ IRModule infer_types(const IRModule& module, std::vector<Diagnostic>* diagnostic
   std::vector<Diagnostic> local;
   std::vector<Diagnostic>& out = diagnostics ? *diagnostics : local;
   TypeInferencer inferencer(module, out);
-  IRModule result = module;
+  std::map<std::string, Any> typed;
   for (const std::string& name : module.names()) {
     BaseFunc f = module.lookup(name);
     const auto* g = f.as<graph::FunctionNode>();
@@ -243,11 +244,11 @@ IRModule infer_types(const IRModule& module, std::vector<Diagnostic>* diagnostic
       if (ret.defined()) {
         std::vector<graph::Var> params;
         for (const Any& p : g->params) params.push_back(p.cast<graph::Var>());
-        result = result.with_function(name, graph::Function(params, g->body, ret, g->attrs));
+        typed[name] = graph::Function(params, g->body, ret, g->attrs);
       }
     }
   }
-  return result;
+  return module.with_functions(typed);
 }
 
 IRModule check_module(const IRModule& module) {

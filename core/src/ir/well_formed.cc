@@ -8,6 +8,7 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
+#include "loom/support/stack.h"
 #include "loom/tir/function.h"
 
 namespace loom::ir {
@@ -128,7 +129,12 @@ class Checker {
     }
   }
 
+  // Each walk takes one more level of stack per level of nesting
+  // (loom/support/stack.h).
   void prim(const PrimExpr& e) {
+    with_stack([&] { prim_here(e); });
+  }
+  void prim_here(const PrimExpr& e) {
     if (!e.defined()) return;
     if (const auto* v = e.as<VarNode>()) {
       if (!bound_.count(v)) report("variable '%" + v->name + "' is used but not bound", Any(e));
@@ -167,6 +173,9 @@ class Checker {
   }
 
   void stmt(const Stmt& s) {
+    with_stack([&] { stmt_here(s); });
+  }
+  void stmt_here(const Stmt& s) {
     if (!s.defined()) return;
     Any where(s);
     if (const auto* p = s.as<ForNode>()) {
@@ -258,6 +267,9 @@ class Checker {
   }
 
   void expr(const Expr& e) {
+    with_stack([&] { expr_here(e); });
+  }
+  void expr_here(const Expr& e) {
     if (!e.defined()) return;
     Any where(e);
     if (const auto* v = e.as<graph::VarNode>()) {

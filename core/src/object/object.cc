@@ -43,6 +43,44 @@ Registry& registry() {
 }
 }  // namespace
 
+namespace {
+// Objects released while another is being deleted on this thread.  The
+// queue is reached through a trivially destructible pointer, so objects
+// released by thread-local destructors after it went are deleted directly.
+struct PendingDeletes {
+  std::vector<const Object*> queue;
+  bool deleting = false;
+};
+thread_local PendingDeletes* t_pending = nullptr;
+struct PendingDeletesOwner {
+  ~PendingDeletesOwner() {
+    delete t_pending;
+    t_pending = nullptr;
+  }
+};
+thread_local PendingDeletesOwner t_pending_owner;
+}  // namespace
+
+void Object::destroy(const Object* object) {
+  if (!t_pending) {
+    (void)&t_pending_owner;  // constructed now, so it frees the queue at thread exit
+    t_pending = new PendingDeletes();
+  }
+  PendingDeletes& pending = *t_pending;
+  if (pending.deleting) {
+    pending.queue.push_back(object);
+    return;
+  }
+  pending.deleting = true;
+  delete object;
+  while (!pending.queue.empty()) {
+    const Object* next = pending.queue.back();
+    pending.queue.pop_back();
+    delete next;
+  }
+  pending.deleting = false;
+}
+
 const FieldInfo* TypeInfo::field(const std::string& name) const {
   for (const auto& f : fields)
     if (f.name == name) return &f;

@@ -11,13 +11,16 @@
 #include "loom/object/function.h"
 #include "loom/object/reflection.h"
 #include "loom/support/json.h"
+#include "loom/support/stack.h"
 #include "loom/support/strings.h"
 
 namespace loom {
 
 namespace {
 
-void print(const Any& value, std::string& out) {
+void print(const Any& value, std::string& out);
+
+void print_here(const Any& value, std::string& out) {
   switch (value.kind()) {
     case AnyKind::kNone: out += "none"; return;
     case AnyKind::kBool: out += value.as_bool() ? "true" : "false"; return;
@@ -72,6 +75,10 @@ void print(const Any& value, std::string& out) {
   out += ')';
 }
 
+void print(const Any& value, std::string& out) {
+  with_stack([&] { print_here(value, out); });  // one level of stack per level of nesting
+}
+
 bool float_equal(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 // Compares two values; the path to the first difference is kept as a stack
@@ -81,6 +88,13 @@ class EqualChecker {
   explicit EqualChecker(bool want_path, bool map_vars = true) : want_path_(want_path), map_vars_(map_vars) {}
 
   bool equal(const Any& a, const Any& b) {
+    return with_stack([&] { return equal_here(a, b); });  // one level of stack per level of nesting
+  }
+
+  const std::string& difference() const { return difference_; }
+
+ private:
+  bool equal_here(const Any& a, const Any& b) {
     if (a.kind() != b.kind() && !(a.is_object_like() && b.is_object_like())) return fail(a, b);
     switch (a.kind()) {
       case AnyKind::kNone: return true;
@@ -94,9 +108,6 @@ class EqualChecker {
     }
   }
 
-  const std::string& difference() const { return difference_; }
-
- private:
   std::string path() const {
     std::string out = "root";
     for (const auto& segment : path_) out += segment;
@@ -186,7 +197,14 @@ uint64_t mix(uint64_t seed, uint64_t value) {
 
 class Hasher {
  public:
+  explicit Hasher(bool map_vars = true) : map_vars_(map_vars) {}
+
   uint64_t hash(const Any& value) {
+    return with_stack([&] { return hash_here(value); });  // one level of stack per level of nesting
+  }
+
+ private:
+  uint64_t hash_here(const Any& value) {
     uint64_t h = static_cast<uint64_t>(value.is_object_like() ? AnyKind::kObject : value.kind());
     switch (value.kind()) {
       case AnyKind::kNone: return h;
@@ -214,7 +232,6 @@ class Hasher {
     }
   }
 
- private:
   uint64_t hash_object(const Any& value, uint64_t h) {
     const Object* object = value.object();
     const TypeInfo& info = TypeRegistry::info(object->type_index());
@@ -230,7 +247,8 @@ class Hasher {
       }
       return h;
     }
-    if (info.structural == StructuralKind::kUnique || value.kind() == AnyKind::kFunction) {
+    if (info.structural == StructuralKind::kUnique || value.kind() == AnyKind::kFunction ||
+        (info.structural == StructuralKind::kBinding && !map_vars_)) {
       return mix(h, reinterpret_cast<uintptr_t>(object));
     }
     if (info.structural == StructuralKind::kBinding) {
@@ -248,6 +266,7 @@ class Hasher {
     return h;
   }
 
+  bool map_vars_;
   std::unordered_map<const Object*, size_t> binding_order_;
 };
 
@@ -270,5 +289,7 @@ std::optional<std::string> structural_difference(const Any& lhs, const Any& rhs)
 }
 
 uint64_t structural_hash(const Any& value) { return Hasher().hash(value); }
+
+uint64_t expression_hash(const Any& value) { return Hasher(false).hash(value); }
 
 }  // namespace loom

@@ -1,6 +1,7 @@
 #include "loom/object/traversal.h"
 
 #include "loom/object/containers.h"
+#include "loom/support/stack.h"
 
 namespace loom {
 
@@ -37,11 +38,13 @@ void Visitor::visit(const Any& value) {
   if (value.kind() != AnyKind::kObject) return;
   const Object* node = value.object();
   if (memoize_ && !seen_.insert(node).second) return;
-  if (const Handler* handler = handler_for(node->type_index())) {
-    (*handler)(node);
-  } else {
-    visit_children(node);
-  }
+  with_stack([&] {  // one more level of stack per level of nesting
+    if (const Handler* handler = handler_for(node->type_index())) {
+      (*handler)(node);
+    } else {
+      visit_children(node);
+    }
+  });
 }
 
 void Visitor::visit_children(const Object* node) {
@@ -66,12 +69,10 @@ Any Mutator::mutate(const Any& value) {
     if (found != memo_.end()) return found->second;
   }
   ObjectRef self = value.as_object_ref();
-  Any result;
-  if (const Handler* handler = handler_for(node->type_index())) {
-    result = (*handler)(self);
-  } else {
-    result = Any(mutate_children(self));
-  }
+  Any result = with_stack([&] {  // one more level of stack per level of nesting
+    if (const Handler* handler = handler_for(node->type_index())) return (*handler)(self);
+    return Any(mutate_children(self));
+  });
   if (memoize_) memo_[node] = result;
   return result;
 }

@@ -8,6 +8,7 @@
 // the constants; and the callees (a prim/extern function name or a
 // registry function name).  Bytecode: every instruction is [op, dst, a, b,
 // n, args...].
+#include "loom/support/stack.h"
 #include "loom/runtime/vm.h"
 
 #include <algorithm>
@@ -196,7 +197,9 @@ std::string vm_type_text(const VMType& type, const std::vector<std::string>& var
     }
     case VMTypeKind::kTuple: {
       std::string s = "(";
-      for (size_t i = 0; i < t->fields.size(); ++i) s += (i ? ", " : "") + vm_type_text(t->fields[i].cast<VMType>(), var_names);
+      for (size_t i = 0; i < t->fields.size(); ++i) {
+        s += (i ? ", " : "") + with_stack([&] { return vm_type_text(t->fields[i].cast<VMType>(), var_names); });
+      }
       return s + (t->fields.size() == 1 ? ",)" : ")");
     }
   }
@@ -405,7 +408,9 @@ struct InputChecker {
                                 << value.describe();
         }
         for (size_t i = 0; i < t->fields.size(); ++i) {
-          check(a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg);
+          with_stack([&] {
+            check(a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg);
+          });
         }
         return;
       }
@@ -478,7 +483,9 @@ struct InputChecker {
       }
     } else if (t->type_kind() == VMTypeKind::kTuple) {
       const auto* a = static_cast<const ArrayNode*>(value.object());
-      for (size_t i = 0; i < t->fields.size(); ++i) check_composite(a->items[i], t->fields[i].cast<VMType>(), what);
+      for (size_t i = 0; i < t->fields.size(); ++i) {
+        with_stack([&] { check_composite(a->items[i], t->fields[i].cast<VMType>(), what); });
+      }
     }
   }
 };
@@ -502,7 +509,9 @@ void check_result(const Any& value, const VMType& type, const std::vector<std::s
     if (!a || a->items.size() != t->fields.size()) {
       LOOM_THROW(TypeError) << what << " returned " << value.describe() << "; expected " << vm_type_text(type, names);
     }
-    for (size_t i = 0; i < t->fields.size(); ++i) check_result(a->items[i], t->fields[i].cast<VMType>(), names, what);
+    for (size_t i = 0; i < t->fields.size(); ++i) {
+      with_stack([&] { check_result(a->items[i], t->fields[i].cast<VMType>(), names, what); });
+    }
   }
 }
 

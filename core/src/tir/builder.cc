@@ -114,14 +114,27 @@ bool is_no_op(const Stmt& s) {
   return e && e->value.as<IntImmNode>();
 }
 
+std::vector<Stmt> flatten_seq(const Stmt& s) {
+  std::vector<Stmt> flat;
+  std::vector<Stmt> todo{s};  // in reverse order: iterative, sequences nest to any depth
+  while (!todo.empty()) {
+    Stmt cur = std::move(todo.back());
+    todo.pop_back();
+    if (const auto* q = cur.as<SeqStmtNode>()) {
+      for (size_t k = q->seq.size(); k-- > 0;) todo.push_back(q->seq[k].cast<Stmt>());
+    } else if (!is_no_op(cur)) {
+      flat.push_back(std::move(cur));
+    }
+  }
+  return flat;
+}
+
 Stmt seq(std::vector<Stmt> stmts) {
   std::vector<Stmt> flat;
   for (const Stmt& s : stmts) {
-    if (const auto* q = s.as<SeqStmtNode>()) {
-      for (const Any& x : q->seq) {
-        Stmt inner = x.cast<Stmt>();
-        if (!is_no_op(inner)) flat.push_back(inner);
-      }
+    if (s.as<SeqStmtNode>()) {
+      std::vector<Stmt> inner = flatten_seq(s);
+      flat.insert(flat.end(), std::make_move_iterator(inner.begin()), std::make_move_iterator(inner.end()));
     } else if (!is_no_op(s)) {
       flat.push_back(s);
     }

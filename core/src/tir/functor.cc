@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "loom/object/traversal.h"
+#include "loom/support/stack.h"
 
 namespace loom::tir {
 
@@ -37,7 +38,8 @@ std::vector<PrimExpr> exprs(const Array& a) {
 }
 
 // Maps a list; true when an element changed.
-bool map_list(const Array& in, const ExprFn& f, std::vector<PrimExpr>* out) {
+template <class F>
+bool map_list(const Array& in, const F& f, std::vector<PrimExpr>* out) {
   bool changed = false;
   for (const PrimExpr& x : exprs(in)) {
     out->push_back(f(x));
@@ -45,9 +47,17 @@ bool map_list(const Array& in, const ExprFn& f, std::vector<PrimExpr>* out) {
   }
   return changed;
 }
+
+// A child mapped on enough stack: every recursive walk over prim IR
+// descends through map_children, one level of stack per level of nesting.
+template <class T, class F>
+T on_stack(const F& f, const T& child) {
+  return with_stack([&] { return f(child); });
+}
 }  // namespace
 
-PrimExpr map_children(const PrimExpr& e, const ExprFn& f) {
+PrimExpr map_children(const PrimExpr& e, const ExprFn& f_) {
+  auto f = [&](const PrimExpr& c) { return on_stack(f_, c); };
   if (const auto* b = e.as<BinaryOpNode>()) {
     PrimExpr x = f(b->a), y = f(b->b);
     if (x.same_as(b->a) && y.same_as(b->b)) return e;
@@ -96,7 +106,9 @@ PrimExpr map_children(const PrimExpr& e, const ExprFn& f) {
   return e;  // constants and variables
 }
 
-Stmt map_children(const Stmt& s, const ExprFn& fe, const StmtFn& fs) {
+Stmt map_children(const Stmt& s, const ExprFn& fe_, const StmtFn& fs_) {
+  auto fe = [&](const PrimExpr& c) { return on_stack(fe_, c); };
+  auto fs = [&](const Stmt& c) { return on_stack(fs_, c); };
   if (const auto* f = s.as<ForNode>()) {
     PrimExpr min = fe(f->min), extent = fe(f->extent);
     Stmt body = fs(f->body);

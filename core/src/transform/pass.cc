@@ -213,15 +213,15 @@ Pass function_pass(PassInfo info, uint32_t variant_type_index, FunctionPassFn fn
   std::string name = info.name;
   return make_pass(std::move(info), [variant_type_index, fn = std::move(fn), name](const IRModule& module,
                                                                                       const PassContext& context) {
-    IRModule result = module;
+    std::map<std::string, Any> changed;
     for (const std::string& global : module.names()) {
       ir::BaseFunc f = module.lookup(global);
       if (!f->is_instance_of(variant_type_index)) continue;
       ir::BaseFunc g = fn(f, module, context);
       if (!g.defined()) LOOM_THROW(Error) << "pass '" << name << "' returned no function for @" << global;
-      if (!g.same_as(f)) result = result.with_function(global, g);
+      if (!g.same_as(f)) changed[global] = g;
     }
-    return result;
+    return module.with_functions(changed);
   });
 }
 

@@ -7,7 +7,7 @@ namespace loom::transform {
 
 Pass prim_pass(PassInfo info, PrimBodyFn body_of) {
   return module_pass(info, [body_of](const ir::IRModule& module, const PassContext& ctx) {
-    ir::IRModule out = module;
+    std::map<std::string, Any> changed;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<tir::PrimFuncNode>();
       if (!f) continue;
@@ -17,9 +17,9 @@ Pass prim_pass(PassInfo info, PrimBodyFn body_of) {
       } catch (const Error& e) {
         LOOM_THROW(Error) << "@" << name << ": " << e.what();
       }
-      if (!body.same_as(f->body)) out = out.with_function(name, tir::with_body(*f, body));
+      if (!body.same_as(f->body)) changed[name] = tir::with_body(*f, body);
     }
-    return out;
+    return module.with_functions(changed);
   });
 }
 

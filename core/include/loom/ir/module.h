@@ -37,7 +37,12 @@ class IRModule : public ObjectRef {
   // Throws LookupError (with a suggestion) for an unknown name.
   BaseFunc lookup(const std::string& name) const;
   // A new module with `name` bound to `func` (replacing any previous one).
+  // It copies the function table: a pass that changes many functions
+  // collects them and calls with_functions once.
   IRModule with_function(const std::string& name, BaseFunc func) const;
+  // A new module with each name of `updates` bound to its function; the
+  // same module when `updates` is empty.
+  IRModule with_functions(const std::map<std::string, Any>& updates) const;
   IRModule with_attr(const std::string& key, Any value) const;
 };
 

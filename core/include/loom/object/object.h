@@ -57,10 +57,16 @@ class Object {
 
   void inc_ref() const { ref_count_.fetch_add(1, std::memory_order_relaxed); }
   void dec_ref() const {
-    if (ref_count_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (ref_count_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
   }
 
  protected:
+  // Deletes an object whose last reference went.  Iterative: objects whose
+  // last reference goes while another is being deleted on this thread are
+  // queued and deleted by the outermost call, so a deep tree (a let chain
+  // of any length) frees without recursion.
+  static void destroy(const Object* object);
+
   template <class T, class... Args>
   friend auto make_object(Args&&... args);
 

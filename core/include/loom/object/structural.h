@@ -32,6 +32,10 @@ std::optional<std::string> structural_difference(const Any& lhs, const Any& rhs)
 
 uint64_t structural_hash(const Any& value);
 
+// The hash that goes with same_expression: variables hash by identity, so
+// `relu(%a)` and `relu(%b)` (different variables) hash apart.
+uint64_t expression_hash(const Any& value);
+
 }  // namespace loom
 
 #endif  // LOOM_OBJECT_STRUCTURAL_H_

@@ -92,9 +92,14 @@ For with_kind_and_body(const ForNode& loop, ForKind kind, Stmt body);
 Stmt no_op();
 bool is_no_op(const Stmt& s);
 
-// A sequence: nested sequences flattened, no-ops dropped, one statement
-// as itself, none as no_op().
+// A sequence: nested sequences flattened (at any depth), no-ops dropped,
+// one statement as itself, none as no_op().
 Stmt seq(std::vector<Stmt> stmts);
+
+// The statements of `s` in order with nested sequences flattened (at any
+// depth, iteratively) and no-ops dropped; `s` itself when it is not a
+// sequence.
+std::vector<Stmt> flatten_seq(const Stmt& s);
 
 }  // namespace loom::tir
 
