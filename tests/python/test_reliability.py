@@ -190,3 +190,76 @@ def test_deep_graphs_from_python(shape):
     # Every binding is used: dead-code elimination keeps the whole chain.
     kept = loom.transform.get_pass("DeadCodeElimination")(typed)
     assert ir.structural_equal(kept, typed)
+
+
+# ---- Sizes --------------------------------------------------------------------------------------
+
+def write_npy(path, shape_text, data=b"", descr="<f4"):
+    """A .npy file with the header as given (NumPy would refuse to write these)."""
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape_text)
+    header = header.ljust(((10 + len(header) + 1 + 63) // 64) * 64 - 11) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + data)
+
+
+@pytest.mark.parametrize("shape, error", [
+    # 2^32 x 2^32 elements: the count wrapped to 0 and the 128-byte file was
+    # accepted, the kernel then read and wrote out of bounds.
+    ("(4294967296, 4294967296)", "shape (4294967296, 4294967296) has more elements than fit in 64 bits"),
+    ("(4611686018427387904, 4)", "bad .npy dimension '4611686018427387904'"),
+    ("(1000000000000, 1000)", "shape (1000000000000, 1000) of 4-byte elements is 3.6 PiB, more than Loom allocates "
+                              "(256.0 TiB)"),
+    ("(-1, 4)", "bad .npy dimension '-1' in shape (-1, 4) (a non-negative integer below 10^18)"),
+    ("(1e3,)", "bad .npy dimension '1e3'"),
+    ("4", "bad .npy shape 4 (a tuple of dimensions)"),
+    ("(3,)", "holds 0 data bytes, shape (3,) of float32 needs 12"),
+])
+def test_npy_sizes_are_checked(tmp_path, shape, error):
+    src = tmp_path / "m.loom"
+    src.write_text(TENSOR + "relu(%x)\n}\n")
+    write_npy(tmp_path / "x.npy", shape)
+    done = loomc("run", src, "--config", REF, "--input", tmp_path / "x.npy")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"loomc: error: {tmp_path / 'x.npy'}: "), done.stderr
+    assert error in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("shape, error", [
+    ((-1, 3), "a float32 tensor: dimension 0 of shape (-1, 3) is negative"),
+    ((1 << 33, 1 << 33), "a float32 tensor: shape (8589934592, 8589934592) has more elements than fit in 64 bits"),
+    ((1 << 40, 1 << 10), "a float32 tensor: shape (1099511627776, 1024) of 4-byte elements is 4.0 PiB, more than "
+                         "Loom allocates (256.0 TiB)"),
+])
+def test_tensor_sizes_are_checked(shape, error):
+    with pytest.raises(loom.LoomError) as info:
+        loom.nd.empty(shape)
+    assert str(info.value) == error
+
+
+def test_allocation_failure_names_the_size_in_readable_units():
+    if pathlib.Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "1":
+        pytest.skip("the kernel overcommits every allocation: 16 TiB would be granted, then fault")
+    with pytest.raises(loom.LoomError) as info:
+        loom.nd.empty((1 << 42,))  # 16 TiB of float32
+    assert str(info.value) == ("a float32 tensor of shape (4398046511104,) on cpu:0: cannot allocate 16.0 TiB on cpu: "
+                               "out of memory")
+
+
+@pytest.mark.parametrize("text, problem", [
+    (TENSOR.replace("(4)", "(-4)") + "relu(%x)\n}\n", "@main: Tensor[(-4), float32]: dimension 0 of shape (-4,) is negative"),
+    (PRIM.replace("(4)", "(3, -1)") + "  %A[0, 0] = 1.0;\n}\n",
+     "@f: %A: Buffer[(3, -1), float32]: dimension 1 of shape (3, -1) is negative"),
+    # Shapes near INT64_MAX passed check and build and crashed at run.
+    (TENSOR.replace("(4)", "(4611686018427387904, 4)") + "relu(%x)\n}\n",
+     "@main: Tensor[(4611686018427387904, 4), float32]: shape (4611686018427387904, 4) has more elements than fit in "
+     "64 bits"),
+    (TENSOR + "let %y: Tensor[(1099511627776, 1024), float32] = relu(%x);\n  %x\n}\n",
+     "shape (1099511627776, 1024) of 4-byte elements is 4.0 PiB, more than Loom allocates (256.0 TiB)"),
+])
+def test_check_refuses_negative_and_overflowing_dimensions(tmp_path, text, problem):
+    src = tmp_path / "m.loom"
+    src.write_text(text)
+    done = loomc("check", src)
+    assert done.returncode == 1, done.stdout
+    assert problem in done.stdout + done.stderr, done.stdout + done.stderr
+    built = loomc("build", src, "--config", REF, "-o", tmp_path / "m.so")
+    assert built.returncode == 1 and problem in built.stderr, built.stderr

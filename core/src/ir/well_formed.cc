@@ -8,6 +8,7 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
+#include "loom/support/size.h"
 #include "loom/support/stack.h"
 #include "loom/tir/function.h"
 
@@ -47,11 +48,41 @@ class Checker {
     if (const auto* p = f.as<PrimFuncNode>()) prim_func(p);
     else if (const auto* g = f.as<graph::FunctionNode>()) graph_func(g);
     else if (const auto* e = f.as<ExternFuncNode>()) extern_func(f, e);
+    shapes(f);
   }
 
  private:
   void report(const std::string& message, const Any& node) {
     out_.push_back(Diagnostic{name_, message, node.is_none() ? "" : to_text(node)});
+  }
+
+  // Every tensor type and buffer of the function: constant dimensions are
+  // not negative and their product is a size Loom can allocate
+  // (docs/reliability.md, "Sizes").
+  void shapes(const BaseFunc& f) {
+    Visitor v;
+    auto check = [&](const Array& shape, DataType dtype, const Any& node) {
+      std::vector<int64_t> dims;
+      for (const Any& d : shape) {
+        const auto* c = d.as_object_ref().as<IntImmNode>();
+        if (!c) return;  // symbolic: checked when it is bound, at run time
+        dims.push_back(c->value);
+      }
+      try {
+        checked_nbytes(dims, (dtype.bits * dtype.lanes + 7) / 8, to_text(node));
+      } catch (const Error& e) {
+        report(e.what(), node);
+      }
+    };
+    v.on<TensorTypeNode>([&](const TensorTypeNode* t) {
+      if (t->shape.defined()) check(t->shape, t->dtype, Any(ObjectRef(ObjectPtr<Object>(const_cast<TensorTypeNode*>(t)))));
+      v.visit_children(t);
+    });
+    v.on<BufferNode>([&](const BufferNode* b) {
+      check(b->shape, b->dtype, Any(ObjectRef(ObjectPtr<Object>(const_cast<BufferNode*>(b)))));
+      v.visit_children(b);
+    });
+    v.visit(Any(f));
   }
 
   // Binds `var` for the current scope; a variable object is bound once in a

@@ -1,4 +1,5 @@
 // The device API registry, the workspace pool and the CPU device API.
+#include "loom/support/size.h"
 #include "loom/runtime/device_api.h"
 
 #include <cstdlib>
@@ -95,6 +96,10 @@ class CPUDeviceAPI : public DeviceAPI {
     if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
       LOOM_THROW(Error) << "alignment " << alignment << " is not a power of two of at least " << sizeof(void*);
     }
+    if (bytes > kMaxTensorBytes) {
+      LOOM_THROW(Error) << "cannot allocate " << readable_bytes(bytes) << " on cpu: more than Loom allocates ("
+                        << readable_bytes(kMaxTensorBytes) << ")";
+    }
     size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
     if (rounded >= kLargeBlock) {
       std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -108,7 +113,7 @@ class CPUDeviceAPI : public DeviceAPI {
       }
     }
     void* p = std::aligned_alloc(alignment, rounded);
-    if (!p) LOOM_THROW(Error) << "out of memory allocating " << bytes << " bytes on cpu";
+    if (!p) LOOM_THROW(Error) << "cannot allocate " << readable_bytes(bytes) << " on cpu: out of memory";
     if (rounded >= kLargeBlock) {
       std::lock_guard<std::mutex> lock(cache_mutex_);
       large_[p] = {rounded, alignment};
@@ -156,7 +161,7 @@ class CPUDeviceAPI : public DeviceAPI {
   size_t cached_bytes_ = 0;
   WorkspacePool pool_{[](size_t bytes) {
                         void* p = std::aligned_alloc(64, bytes);
-                        if (!p) LOOM_THROW(Error) << "out of memory allocating a " << bytes << "-byte workspace";
+                        if (!p) LOOM_THROW(Error) << "cannot allocate a " << readable_bytes(bytes) << " workspace: out of memory";
                         return p;
                       },
                       [](void* p) { std::free(p); }};

@@ -1,3 +1,4 @@
+#include "loom/support/size.h"
 #include "loom/runtime/ndarray.h"
 
 #include <cstring>
@@ -67,10 +68,23 @@ void NDArrayNode::sync_tensor() {
 
 void NDArrayNode::allocate(size_t alignment) {
   release();
+  std::vector<int64_t> dims;
+  for (const Any& d : shape) dims.push_back(d.as_int());
+  std::string what = "a " + dtype.to_string() + " tensor";
+  size_t bytes = checked_nbytes(dims, element_bytes(dtype), what);  // before the shape reaches DLPack
   sync_tensor();
-  size_t bytes = nbytes();
   DeviceAPI& api = DeviceAPIRegistry::get(device);
-  tensor_.data = api.alloc(device, bytes, alignment);
+  try {
+    tensor_.data = api.alloc(device, bytes, alignment);
+  } catch (const std::bad_alloc&) {
+    tensor_.data = nullptr;
+  } catch (const Error& e) {  // the device's reason, with the tensor it was for
+    LOOM_THROW(Error) << what << " of shape " << shape_text(dims) << " on " << device.to_string() << ": " << e.what();
+  }
+  if (!tensor_.data && bytes) {
+    LOOM_THROW(Error) << "cannot allocate " << readable_bytes(bytes) << " for " << what << " of shape "
+                      << shape_text(dims) << " on " << device.to_string() << ": out of memory";
+  }
   tensor_.byte_offset = 0;
   storage_ = Storage::kOwned;
   if (device.device_type == Device::kCPU && bytes) std::memset(tensor_.data, 0, bytes);

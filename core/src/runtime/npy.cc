@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "loom/support/error.h"
+#include "loom/support/size.h"
 
 namespace loom::runtime {
 
@@ -80,21 +81,29 @@ NDArray load_npy(const std::string& path) {
   if (field(header, "fortran_order", path) != "False") {
     LOOM_THROW(Error) << path << ": Fortran-order arrays are not supported (save with np.ascontiguousarray)";
   }
-  std::string shape_text = field(header, "shape", path);
+  std::string shape_field = field(header, "shape", path);
+  if (shape_field.size() < 2 || shape_field.front() != '(' || shape_field.back() != ')') {
+    LOOM_THROW(Error) << path << ": bad .npy shape " << shape_field << " (a tuple of dimensions)";
+  }
   std::vector<int64_t> shape;
-  std::stringstream ss(shape_text.substr(1, shape_text.size() - 2));
+  std::stringstream ss(shape_field.substr(1, shape_field.size() - 2));
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item.find_first_not_of(" ") == std::string::npos) continue;
-    shape.push_back(std::stoll(item));
+    size_t b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    if (b == std::string::npos) continue;
+    std::string digits = item.substr(b, e - b + 1);
+    int64_t d = 0;
+    bool ok = digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos;
+    for (char c : digits) d = d * 10 + (c - '0');
+    if (!ok) LOOM_THROW(Error) << path << ": bad .npy dimension '" << digits << "' in shape " << shape_field
+                               << " (a non-negative integer below 10^18)";
+    shape.push_back(d);
   }
-  size_t count = 1;
-  for (int64_t d : shape) count *= static_cast<size_t>(d);
-  size_t bytes = count * ((dtype.bits + 7) / 8);
+  uint64_t bytes = checked_nbytes(shape, (dtype.bits + 7) / 8, path);
   size_t offset = start + header_len;
   if (data.size() - offset != bytes) {
-    LOOM_THROW(Error) << path << ": holds " << data.size() - offset << " data bytes, shape " << shape_text << " of "
-                           << dtype.to_string() << " needs " << bytes;
+    LOOM_THROW(Error) << path << ": holds " << data.size() - offset << " data bytes, shape " << shape_field << " of "
+                      << dtype.to_string() << " needs " << bytes;
   }
   return NDArray::from_bytes(shape, dtype, data.substr(offset));
 }

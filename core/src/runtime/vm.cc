@@ -8,6 +8,7 @@
 // the constants; and the callees (a prim/extern function name or a
 // registry function name).  Bytecode: every instruction is [op, dst, a, b,
 // n, args...].
+#include "loom/support/size.h"
 #include "loom/support/stack.h"
 #include "loom/runtime/vm.h"
 
@@ -38,12 +39,6 @@ constexpr size_t kStorageAlignment = 64;
 
 size_t element_bytes(DataType t) { return static_cast<size_t>((t.bits + 7) / 8) * t.lanes; }
 size_t align_up(size_t n) { return (n + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment; }
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "(";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
 
 bool is_binary(ShapeOp op) { return op >= ShapeOp::kAdd && op <= ShapeOp::kMax; }
 }  // namespace
@@ -440,7 +435,7 @@ struct InputChecker {
     }
     if (!t->shape.defined()) return;
     const DLTensor& dl = a->dl_tensor();
-    auto shape = [&] { return shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)); };
+    auto shape = [&] { return loom::shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)); };
     if (static_cast<size_t>(dl.ndim) != t->shape.size()) {
       LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type);
     }
@@ -501,7 +496,7 @@ void check_result(const Any& value, const VMType& type, const std::vector<std::s
     }
     if (!ok) {
       LOOM_THROW(TypeError) << what << " returned " << value.describe()
-                            << (a ? " of shape " + shape_text(NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) + " " + a->dtype.to_string() : "")
+                            << (a ? " of shape " + loom::shape_text(NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) + " " + a->dtype.to_string() : "")
                             << "; expected " << vm_type_text(type, names);
     }
   } else if (t->type_kind() == VMTypeKind::kTuple) {

@@ -42,7 +42,7 @@ TEST(NDArray, EmptyIsAlignedZeroedAndDescribedByDLTensor) {
 }
 
 TEST(NDArray, ErrorsNameTheProblem) {
-  EXPECT_EQ(error_of([] { NDArray::empty({2, -1}, DataType::Float(32)); }), "NDArray dimension -1 is negative");
+  EXPECT_EQ(error_of([] { NDArray::empty({2, -1}, DataType::Float(32)); }), "a float32 tensor: dimension 1 of shape (2, -1) is negative");
   EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Int(4)); }),
             "NDArray of int4: elements must be a whole number of bytes");
   NDArray a = NDArray::empty({4, 4}, DataType::Float(32));
@@ -52,7 +52,7 @@ TEST(NDArray, ErrorsNameTheProblem) {
   EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device::parse("opencl:0")); }),
             "no device API for 'opencl' (device opencl:0): no loaded plugin provides 'device:opencl'");
   EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device(), 3); }),
-            "alignment 3 is not a power of two of at least 8");
+            "a float32 tensor of shape (2,) on cpu:0: alignment 3 is not a power of two of at least 8");
 }
 
 TEST(NDArray, ViewsShareDataAndKeepTheSourceAlive) {
