@@ -33,7 +33,16 @@ py::object make_error(py::module_& m, const char* name, py::handle bases, const 
   return cls;
 }
 
-void raise(const py::object& cls, const std::string& message) { PyErr_SetString(cls.ptr(), message.c_str()); }
+// Raises `cls` with `message`.  Messages quote input, which need not be
+// valid UTF-8 (a byte of a multi-byte character, a binary file): such
+// bytes are shown as \xNN instead of the message being lost (PyErr_SetString
+// raised with an empty message then).
+void raise(const py::object& cls, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (!text) return;  // (out of memory: that error stands)
+  PyErr_SetObject(cls.ptr(), text);
+  Py_DECREF(text);
+}
 
 void translate(std::exception_ptr p) {
   try {

@@ -263,3 +263,18 @@ def test_check_refuses_negative_and_overflowing_dimensions(tmp_path, text, probl
     assert problem in done.stdout + done.stderr, done.stdout + done.stderr
     built = loomc("build", src, "--config", REF, "-o", tmp_path / "m.so")
     assert built.returncode == 1 and problem in built.stderr, built.stderr
+
+
+# ---- Clear errors -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, column", [
+    ("@main = fn(%x: Tensor[(4), float32]) { rélu(%x) }", 41),
+    ("@mäin = fn() { 1 }", 3),
+    ("\xff", 1),
+])
+def test_parse_errors_keep_their_message_for_non_ascii_input(text, column):
+    # The message quotes one byte of a multi-byte character; Python raised
+    # ParseError with an empty message.
+    with pytest.raises(loom.ParseError) as info:
+        loom.parse(text)
+    assert str(info.value).startswith(f"<string>:1:{column}: unexpected character '\\xc3'"), str(info.value)
