@@ -278,3 +278,92 @@ def test_parse_errors_keep_their_message_for_non_ascii_input(text, column):
     with pytest.raises(loom.ParseError) as info:
         loom.parse(text)
     assert str(info.value).startswith(f"<string>:1:{column}: unexpected character '\\xc3'"), str(info.value)
+
+
+# ---- Plugin folders -----------------------------------------------------------------------------
+
+GOOD = ROOT / "build" / "tests" / "fixtures" / "good" / "loom_fx_good.so"
+HELLO = ROOT / "build" / "lib" / "loom" / "plugins" / "loom_hello.so"
+
+
+def plugins(path, *args):
+    import json
+    import os
+    env = dict(os.environ, LOOM_PLUGIN_PATH=str(path))
+    done = subprocess.run([str(LOOMC), "plugins", "list", "--json", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout)
+    return {r["path"]: r for r in listing["plugins"]}, listing["warnings"]
+
+
+def check_with(path, tmp_path):
+    import os
+    (tmp_path / "m.loom").write_text(TENSOR + "relu(%x)\n}\n")
+    env = dict(os.environ, LOOM_PLUGIN_PATH=str(path))
+    return subprocess.run([str(LOOMC), "check", str(tmp_path / "m.loom")], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("case", ["world-writable folder", "group-writable file", "world-writable file",
+                                  "another user's file"])
+def test_plugins_that_others_could_write_are_refused(tmp_path, case):
+    import os
+    import shutil
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    plugin = folder / "loom_fx_good.so"
+    shutil.copy(GOOD, plugin)
+    os.chmod(folder, 0o755)
+    os.chmod(plugin, 0o755)
+    if case == "world-writable folder":
+        os.chmod(folder, 0o1777)  # as /tmp: the sticky bit does not make it safe
+        why = f"its folder {folder} is writable by every user (mode 1777): refused"
+        fix = f"run 'chmod go-w {folder}'"
+    elif case == "group-writable file":
+        os.chown(plugin, os.geteuid(), 12345)  # a group that is not the user's own
+        os.chmod(plugin, 0o775)
+        why = f"{plugin} is writable by group 12345 (mode 0775): refused"
+        fix = f"run 'chmod go-w {plugin}'"
+    elif case == "world-writable file":
+        os.chmod(plugin, 0o757)
+        why = f"{plugin} is writable by every user (mode 0757): refused"
+        fix = f"run 'chmod go-w {plugin}'"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("only root can give a file to another user")
+        os.chown(plugin, 65534, 65534)
+        why = f"{plugin} is owned by user 65534, neither you nor root: refused"
+        fix = "use a copy you own"
+    records, warnings = plugins(folder)
+    record = records[str(plugin)]
+    assert record["state"] == "failed" and record["error"].startswith(why) and fix in record["error"], record
+    assert any(w.startswith(f"plugin {plugin} refused: {why}") for w in warnings), warnings
+    # Every command says so, not only 'plugins list'.
+    done = check_with(folder, tmp_path)
+    assert done.returncode == 0
+    assert f"loomc: warning: plugin {plugin} refused: {why}" in done.stderr, done.stderr
+    # Made safe, it is used.
+    os.chown(plugin, os.geteuid(), os.getegid())
+    os.chmod(plugin, 0o755)
+    os.chmod(folder, 0o755)
+    records, warnings = plugins(folder)
+    assert records[str(plugin)]["state"] == "discovered" and not warnings, (records[str(plugin)], warnings)
+
+
+def test_every_command_reports_ignored_entries_and_shadowed_plugins(tmp_path):
+    import shutil
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(HELLO, folder / "loom_hello.so")
+    done = check_with(f"relative/dir::{folder}", tmp_path)
+    assert done.returncode == 0
+    lines = [line for line in done.stderr.splitlines() if line.startswith("loomc: warning: ")]
+    assert lines == [
+        "loomc: warning: LOOM_PLUGIN_PATH entry 'relative/dir' is not an absolute path; ignored (plugins are never "
+        "searched relative to the current directory)",
+        "loomc: warning: LOOM_PLUGIN_PATH has an empty entry; ignored (the current directory is never searched for "
+        "plugins)",
+        f"loomc: warning: plugin 'hello' at {folder / 'loom_hello.so'} is shadowed by {HELLO} (the first on the "
+        "search path wins)",
+    ], done.stderr

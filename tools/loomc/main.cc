@@ -652,6 +652,11 @@ int run(std::vector<std::string> args) {
     return help ? 0 : 2;
   }
   const std::string& command = positional[0];
+  // Every command reports the ignored search-path entries and the refused
+  // and shadowed plugins ('plugins list' prints them with its table).
+  if (!help && !(command == "plugins" && positional.size() >= 2 && positional[1] == "list")) {
+    print_warnings(PluginManager::global());
+  }
   if (command == "plugins") {
     if (help || positional.size() < 2) {
       std::cout << kPluginsHelp;

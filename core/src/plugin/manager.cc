@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -65,12 +69,38 @@ std::string dl_error_text(const std::exception& e) {
   return text;
 }
 
+// Why the plugin file at `path`, or its folder, must not be loaded, or ""
+// (docs/reliability.md, "Plugin folders"): like ssh and sudo, Loom refuses
+// code that someone else could have written.  A path that cannot be read
+// is left to the manifest reader, which says why.
+std::string unsafe_reason(const std::string& path, bool folder) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  std::string what = (folder ? "its folder " : "") + path;
+  if (!folder && !S_ISREG(st.st_mode)) return path + " is not a regular file";
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return what + " is owned by user " + std::to_string(st.st_uid) +
+           ", neither you nor root: refused, as that user could replace the code; use a copy you own";
+  }
+  bool by_all = st.st_mode & S_IWOTH;
+  bool by_group = (st.st_mode & S_IWGRP) && st.st_gid != ::getegid();  // (a group of your own is fine)
+  if (by_all || by_group) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return what + " is writable by " + (by_all ? std::string("every user") : "group " + std::to_string(st.st_gid)) +
+           " (mode " + mode + "): refused, as anyone who can write there could plant code that runs in your next "
+           "build; run 'chmod go-w " + path + "' or keep plugins in a folder only you can write";
+  }
+  return "";
+}
+
 }  // namespace
 
 struct PluginManager::Impl {
   std::recursive_mutex mutex;
   std::vector<std::string> search_path;
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;       // ignored search-path entries
+  std::vector<std::string> scan_warnings;  // refused and shadowed plugins, from the last scan
   bool scanned = false;
   std::vector<PluginRecord> records;  // in search-path order
 
@@ -132,6 +162,8 @@ struct PluginManager::Impl {
       if (same_name != by_name.end()) {
         r.state = PluginState::kFailed;
         r.error = "duplicate plugin name '" + r.name + "': " + same_name->second->path + " comes first";
+        scan_warnings.push_back("plugin '" + r.name + "' at " + r.path + " is shadowed by " + same_name->second->path +
+                                " (the first on the search path wins)");
         continue;
       }
       std::string conflict;
@@ -155,10 +187,12 @@ struct PluginManager::Impl {
   void scan() {
     std::vector<PluginRecord> old = std::move(records);
     records.clear();
+    scan_warnings.clear();
     std::set<std::string> seen;
     for (const auto& dir : search_path) {
       std::error_code ec;
       if (!fs::is_directory(dir, ec)) continue;
+      std::string unsafe_dir = unsafe_reason(dir, true);
       std::vector<std::string> files;
       for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         if (it->path().extension() == ".so") files.push_back(it->path().string());
@@ -168,8 +202,17 @@ struct PluginManager::Impl {
         std::string path = absolute_path(file);
         if (!seen.insert(path).second) continue;
         auto previous = std::find_if(old.begin(), old.end(), [&](const PluginRecord& r) { return r.path == path; });
+        std::string unsafe = unsafe_dir.empty() ? unsafe_reason(path, false) : unsafe_dir;
         if (previous != old.end() && previous->state == PluginState::kLoaded) {
           records.push_back(*previous);
+        } else if (!unsafe.empty()) {  // not even its manifest is read
+          PluginRecord r;
+          r.path = path;
+          r.name = fs::path(path).stem().string();
+          r.state = PluginState::kFailed;
+          r.error = unsafe;
+          records.push_back(r);
+          scan_warnings.push_back("plugin " + path + " refused: " + unsafe);
         } else {
           records.push_back(read_record(path));
         }
@@ -394,7 +437,10 @@ const std::vector<std::string>& PluginManager::search_path() const { return impl
 
 std::vector<std::string> PluginManager::warnings() const {
   std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
-  return impl_->warnings;
+  impl_->ensure_scanned();
+  std::vector<std::string> out = impl_->warnings;
+  out.insert(out.end(), impl_->scan_warnings.begin(), impl_->scan_warnings.end());
+  return out;
 }
 
 void PluginManager::rescan() {

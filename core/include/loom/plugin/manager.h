@@ -62,7 +62,8 @@ class PluginManager {
   static std::vector<std::string> default_search_path(std::vector<std::string>* warnings = nullptr);
 
   const std::vector<std::string>& search_path() const;
-  // Problems with the search path itself (ignored LOOM_PLUGIN_PATH entries).
+  // Problems with the search path (ignored LOOM_PLUGIN_PATH entries) and
+  // with the plugins on it (refused as unsafe, shadowed by a namesake).
   std::vector<std::string> warnings() const;
 
   // Re-reads the search path; loaded plugins stay loaded.
