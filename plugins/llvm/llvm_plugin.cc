@@ -7,6 +7,7 @@
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/library.h>
 #include <loom/runtime/module.h>
+#include <loom/runtime/thread_pool.h>
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
 
@@ -95,15 +96,10 @@ LOOM_PLUGIN_INIT(ctx) {
       {{"mtriple", "str", std::string(""), "LLVM target triple; empty: this machine's"},
        {"mcpu", "str", std::string("native"), "CPU model (LLVM's names, e.g. skylake-avx512); native: this machine's"},
        {"mattr", "str", std::string(""), "CPU features to add or remove, e.g. +avx2,-avx512f"},
-       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"},
-       {"opt-level", "int", int64_t{3}, "LLVM optimisation level 0..3"}},
-      Function::typed([](Map attrs) {
-        backend::machine_options(attrs);
-        if (attrs.at("num-threads").as_int() < 0) {
-          LOOM_THROW(Error) << "num-threads must be 0 (one per core) or positive, got "
-                            << attrs.at("num-threads").as_int();
-        }
-      }, "llvm.validate_target"),
+       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0,
+        loom::runtime::kMaxThreads},
+       {"opt-level", "int", int64_t{3}, "LLVM optimisation level", 0, 3}},
+      Function::typed([](Map attrs) { backend::machine_options(attrs); }, "llvm.validate_target"),
       "CPU machine code through LLVM: vectorized, parallel, JIT-loaded or exported as a shared library",
       "",
       traits});

@@ -148,11 +148,10 @@ transform::Pass VectorizeLoop() {
                            "stores); a loop that cannot be vectorized becomes serial with the reason annotated",
                            0,
                            {},
-                           {{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have"}},
+                           {{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have", 2, tir::kMaxLanes}},
                            {"buffers_flat"}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
     int64_t max_lanes = ctx.get_config("VectorizeLoop.max_lanes").as_int();
-    if (max_lanes < 2) LOOM_THROW(Error) << "VectorizeLoop.max_lanes must be at least 2, got " << max_lanes;
     return LoopVectorizer(max_lanes).run(f.body);
   });
 }

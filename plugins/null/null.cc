@@ -5,6 +5,7 @@
 // It has no vector unit, so 'tir.vectorize: true' against it
 // is overridden with a warning.
 #include <loom/plugin_sdk.h>
+#include <loom/runtime/thread_pool.h>
 #include <loom/target/target.h>
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null")
@@ -14,8 +15,8 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null")
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "null_target",
-      {{"num-threads", "int", int64_t{1}, "threads (only checked, nothing runs)"},
-       {"vector-bits", "int", int64_t{0}, "vector width; 0: no vector unit"}},
+      {{"num-threads", "int", int64_t{1}, "threads (only checked, nothing runs)", 0, loom::runtime::kMaxThreads},
+       {"vector-bits", "int", int64_t{0}, "vector width; 0: no vector unit", 0, 512}},
       loom::Function(),
       "a target that generates nothing",
       "",

@@ -196,7 +196,7 @@ void pool(const std::string& name, bool is_max) {
 
 void register_conv_ops() {
   std::vector<SchemaField> conv_attrs = kWindowAttrs;
-  conv_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"});
+  conv_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)", 1, std::nullopt});
   conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW or NHWC"});
   conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW or OHWI"});
   define(

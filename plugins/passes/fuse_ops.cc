@@ -70,11 +70,10 @@ transform::Pass FuseOps() {
                            "group of their producer when they are its only user",
                            1,
                            {},
-                           {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group"}},
+                           {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group", 1, 256}},
                            {"types_inferred"}, {"fused"}, {"buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
-    if (max_depth < 1) LOOM_THROW(Error) << "FuseOps.max_depth must be at least 1, got " << max_depth;
     std::map<std::string, Any> out;  // the groups' functions and the rewritten callers
     FunctionNames names(module);
     for (const std::string& fname : module.names()) {

@@ -10,6 +10,7 @@
 #include <loom/object/serialization.h>
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/module.h>
+#include <loom/runtime/thread_pool.h>
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
 
@@ -70,7 +71,8 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.default_pipeline = {"default"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "ref",
-      {{"num-threads", "int", int64_t{0}, "threads for the VM's host pool; prim functions run serially"}},
+      {{"num-threads", "int", int64_t{0}, "threads for the VM's host pool; prim functions run serially", 0,
+        loom::runtime::kMaxThreads}},
       Function(),
       "the reference interpreter: slow, simple, exact; a numerical oracle",
       "",

@@ -100,7 +100,7 @@ rm -rf "$tmpir"
 
 # Passes, targets and build.
 expect_output passes-list 0 "^InferType +opt 0 +from core" -- "$LOOMC" passes list
-expect_output targets-list 0 "attributes: mcpu: str = \"native\", num-threads: int = 0" -- "$LOOMC" targets list
+expect_output targets-list 0 "attributes: mcpu: str = \"native\", num-threads: int \(0 to 1024\) = 0" -- "$LOOMC" targets list
 expect_output targets-list-plugin 0 "null_target +from null +a target that generates nothing" -- "$LOOMC" targets list
 $PY -c 'import json,sys; k=json.loads(sys.argv[1])["kinds"]; assert k[0]["name"]=="cpu" and k[0]["attributes"][0]["name"]=="mcpu", k' \
   "$("$LOOMC" targets list --json)" || fail "targets list --json content"
@@ -178,11 +178,11 @@ for args in "passes list" "passes list --json" "targets list" "targets list --js
   [ "$(plugin_inits $args)" = 0 ] || fail "loomc $args loaded plugin code"
 done
 expect_output passes-declared 0 "^FuseOps +opt 1  from passes" -- "$LOOMC" passes list
-expect_output passes-declared-options 0 "options: max_depth: int = 8" -- "$LOOMC" passes list
+expect_output passes-declared-options 0 "options: max_depth: int \(1 to 256\) = 8" -- "$LOOMC" passes list
 expect_output passes-declared-contract 0 "needs: buffers_flat" -- "$LOOMC" passes list
 expect_output targets-declared 0 "^llvm +from llvm" -- "$LOOMC" targets list
 expect_output targets-declared-attrs 0 "attributes: mtriple: str = \"\", mcpu: str = \"native\"" -- "$LOOMC" targets list
-expect_output info-declared 0 "^pass: +FuseOps \(opt 1\), options: max_depth: int = 8$" -- "$LOOMC" plugins info passes
+expect_output info-declared 0 "^pass: +FuseOps \(opt 1\), options: max_depth: int \(1 to 256\) = 8$" -- "$LOOMC" plugins info passes
 expect_output info-declared-kind 0 "^target kind: +llvm: mtriple: str" -- "$LOOMC" plugins info llvm
 expect_output info-declared-ops 0 "^operators: +52: " -- "$LOOMC" plugins info ops
 expect_output check-config 0 "host.yaml: ok \(passes: default\)$" -- "$LOOMC" check "$SOURCE_DIR/configs/host.yaml"

@@ -367,3 +367,57 @@ def test_every_command_reports_ignored_entries_and_shadowed_plugins(tmp_path):
         f"loomc: warning: plugin 'hello' at {folder / 'loom_hello.so'} is shadowed by {HELLO} (the first on the "
         "search path wins)",
     ], done.stderr
+
+
+# ---- Cost ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, problem", [
+    # Both passed check, and the build never ended.
+    ("  for %i: int64 from 0 extent -3 {\n    %A[%i] = 1.0;\n  }\n", "loop '%i' has a negative extent, -3"),
+    ("  %A[ramp(0, 1, 4294967296)] = broadcast(1.0, 4294967296);\n", "tir.Ramp needs 2 to 1024 lanes, got 4294967296"),
+])
+def test_check_refuses_negative_extents_and_absurd_lanes(tmp_path, body, problem):
+    src = tmp_path / "m.loom"
+    src.write_text(PRIM + body + "}\n")
+    for args in (["check", src], ["build", src, "--config", REF, "-o", tmp_path / "m.so"]):
+        done = loomc(*args, timeout=60)
+        assert done.returncode == 1 and problem in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("yaml, where, problem", [
+    ("target: {kind: llvm, num-threads: 100000}\n", "1:35", "target attribute 'num-threads' must be from 0 to 1024, "
+     "got 100000"),
+    ("target: {kind: llvm, opt-level: 9}\n", "1:33", "target attribute 'opt-level' must be from 0 to 3, got 9"),
+    ("target: {kind: cpu}\npipeline:\n  config: {UnrollLoop.max_extent: 100000}\n", "3:35",
+     "config option 'UnrollLoop.max_extent' must be from 0 to 4096, got 100000"),
+    ("target: {kind: cpu}\npipeline:\n  passes:\n    - {name: VectorizeLoop, options: {max_lanes: 4294967296}}\n",
+     "4:50", "option 'max_lanes' of pass 'VectorizeLoop' must be from 2 to 1024, got 4294967296"),
+])
+def test_option_values_are_bounded(tmp_path, yaml, where, problem):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml)
+    done = loomc("check", cfg)
+    assert done.returncode == 1 and f"{cfg}:{where}: {problem}" in done.stderr, done.stderr
+    with pytest.raises(loom.TypeError, match="config option 'FuseOps.max_depth' must be from 1 to 256, got 0"):
+        loom.transform.PassContext(config={"FuseOps.max_depth": 0})
+
+
+def test_nested_unrolled_loops_stay_bounded(tmp_path):
+    # Two nested unrolled loops of 1024 with max_extent 1024 never finished
+    # building: the inner loop unrolls, the outer one is refused with why.
+    src = tmp_path / "u.loom"
+    src.write_text("@f = prim_func(%A: Buffer[(1024, 1024), float32]) {\n"
+                   "  for %i: int64 from 0 extent 1024 unrolled {\n"
+                   "    for %j: int64 from 0 extent 1024 unrolled {\n"
+                   "      %A[%i, %j] = cast(float32, %i * 1024 + %j);\n    }\n  }\n}\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("target: {kind: llvm}\npipeline:\n  config: {UnrollLoop.max_extent: 1024}\n")
+    done = loomc("opt", src, "--passes", "UnrollLoop", "--config", cfg, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert 'unroll_refused: "1024 copies of its body (1025 statements each) exceed the 65536 statements' \
+        in done.stdout, done.stdout[:2000]
+    built = loomc("build", src, "--config", cfg, "-o", tmp_path / "u.so", timeout=300)
+    assert built.returncode == 0, built.stderr
+    a = np.zeros((1024, 1024), dtype="float32")
+    loom.runtime.load_module(str(tmp_path / "u.so"))["f"](loom.nd.array(a))
+    np.testing.assert_array_equal(a, np.arange(1024 * 1024, dtype="float32").reshape(1024, 1024))

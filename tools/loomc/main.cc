@@ -125,7 +125,9 @@ int usage_error(const std::string& message) {
 std::string schema_text(const std::vector<loom::SchemaField>& fields) {
   std::vector<std::string> parts;
   for (const auto& f : fields) {
-    parts.push_back(f.name + ": " + f.type + (f.default_value.is_none() ? " (required)" : " = " + loom::repr(f.default_value)));
+    std::string bounds = loom::bounds_text(f);
+    parts.push_back(f.name + ": " + f.type + (bounds.empty() ? "" : " (" + bounds + ")") +
+                    (f.default_value.is_none() ? " (required)" : " = " + loom::repr(f.default_value)));
   }
   return loom::join(parts, ", ");
 }
@@ -134,7 +136,10 @@ void write_schema_listing(loom::JsonWriter& json, const std::vector<loom::Schema
   json.begin_array();
   for (const auto& f : fields) {
     json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default").value(loom::repr(f.default_value));
-    json.key("doc").value(f.doc).end_object();
+    json.key("doc").value(f.doc);
+    if (f.min) json.key("min").value(*f.min);
+    if (f.max) json.key("max").value(*f.max);
+    json.end_object();
   }
   json.end_array();
 }

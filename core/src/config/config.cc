@@ -104,6 +104,13 @@ class Loader {
   }
 
   // A value of a schema type (loom/object/schema.h).
+  // A value for a schema field: its type, then its bounds.
+  Any convert_field(const YAML::Node& node, const SchemaField& field, const std::string& what) {
+    Any value = convert(node, field.type, what);
+    if (std::string why = bounds_problem(field, value); !why.empty()) fail(node, what + " " + why);
+    return value;
+  }
+
   Any convert(const YAML::Node& node, const std::string& type, const std::string& what) {
     auto expect = [&](const char* wanted) -> Any {
       fail(node, what + " must be " + wanted + ", got " + describe_node(node));
@@ -238,7 +245,7 @@ class Loader {
         fail(it->first, "target kind '" + kind + "' has no attribute '" + key + "'" + did_you_mean(key, known) +
                             " (keys: " + join(known, ", ") + ")");
       }
-      attrs[key] = convert(it->second, field->type, "target attribute '" + key + "'");
+      attrs[key] = convert_field(it->second, *field, "target attribute '" + key + "'");
     }
     target::Target result;
     try {
@@ -340,7 +347,7 @@ class Loader {
                 fail(it->first, "pass '" + spec.name + "' has no option '" + key + "'" + did_you_mean(key, known) +
                                     (known.empty() ? " (it takes no options)" : " (options: " + join(known, ", ") + ")"));
               }
-              values[key] = convert(it->second, option->type, "option '" + key + "' of pass '" + spec.name + "'");
+              values[key] = convert_field(it->second, *option, "option '" + key + "' of pass '" + spec.name + "'");
               if (!validate_only_) config.context.set_config(spec.name + "." + key, values[key]);
             }
             spec.options = Map(values);
@@ -362,7 +369,7 @@ class Loader {
     if (!entry) {
       fail(key_node, "unknown config option '" + key + "'" + did_you_mean(key, transform::ConfigRegistry::declared_names()));
     }
-    Any converted = convert(value, entry->field.type, "config option '" + key + "'");
+    Any converted = convert_field(value, entry->field, "config option '" + key + "'");
     if (!validate_only_) config.context.set_config(key, converted);
     config_nodes_[key] = key_node;
   }

@@ -219,6 +219,9 @@ class Checker {
                  Any(*bound));
         }
       }
+      if (const auto* c = p->extent.as<IntImmNode>(); c && c->value < 0) {
+        report("loop '%" + p->loop_var->name + "' has a negative extent, " + std::to_string(c->value), where);
+      }
       if (!is_integer(p->loop_var->dtype)) {
         report("loop variable '%" + p->loop_var->name + "' has type " + p->loop_var->dtype.to_string() +
                    "; loop variables are integers",

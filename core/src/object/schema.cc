@@ -26,6 +26,23 @@ bool value_has_type(const Any& value, const std::string& type) {
   return false;
 }
 
+std::string bounds_text(const SchemaField& field) {
+  if (field.min && field.max) return std::to_string(*field.min) + " to " + std::to_string(*field.max);
+  if (field.min) return "at least " + std::to_string(*field.min);
+  if (field.max) return "at most " + std::to_string(*field.max);
+  return "";
+}
+
+std::string bounds_problem(const SchemaField& field, const Any& value) {
+  if (value.kind() != AnyKind::kInt) return "";
+  int64_t v = value.as_int();
+  if ((field.min && v < *field.min) || (field.max && v > *field.max)) {
+    std::string range = bounds_text(field);
+    return "must be " + (field.min && field.max ? "from " + range : range) + ", got " + std::to_string(v);
+  }
+  return "";
+}
+
 void check_schema(const std::vector<SchemaField>& schema, const std::string& owner) {
   std::set<std::string> names;
   for (const auto& field : schema) {
@@ -38,6 +55,16 @@ void check_schema(const std::vector<SchemaField>& schema, const std::string& own
     if (!field.default_value.is_none() && !value_has_type(field.default_value, field.type)) {
       LOOM_THROW(Error) << owner << ": the default of '" << field.name << "' is " << field.default_value.describe()
                         << ", not " << field.type;
+    }
+    if ((field.min || field.max) && field.type != "int") {
+      LOOM_THROW(Error) << owner << ": '" << field.name << "' has bounds but is " << field.type << ", not int";
+    }
+    if (field.min && field.max && *field.min > *field.max) {
+      LOOM_THROW(Error) << owner << ": '" << field.name << "' has no value in its bounds (" << *field.min << " > "
+                        << *field.max << ")";
+    }
+    if (std::string why = bounds_problem(field, field.default_value); !why.empty()) {
+      LOOM_THROW(Error) << owner << ": the default of '" << field.name << "' " << why;
     }
   }
 }
@@ -59,6 +86,9 @@ Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, cons
       if (!value_has_type(item.second, field->type)) {
         LOOM_THROW(TypeError) << owner << ": " << noun << " '" << item.first << "' must be " << field->type << ", got "
                               << item.second.describe();
+      }
+      if (std::string why = bounds_problem(*field, item.second); !why.empty()) {
+        LOOM_THROW(TypeError) << owner << ": " << noun << " '" << item.first << "' " << why;
       }
       out[item.first] = item.second;
     }
@@ -144,7 +174,10 @@ void write_schema_json(JsonWriter& json, const std::vector<SchemaField>& schema)
   for (const SchemaField& f : schema) {
     json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default");
     write_value(json, f.default_value);
-    json.key("doc").value(f.doc).end_object();
+    json.key("doc").value(f.doc);
+    if (f.min) json.key("min").value(*f.min);
+    if (f.max) json.key("max").value(*f.max);
+    json.end_object();
   }
   json.end_array();
 }
@@ -170,6 +203,12 @@ std::vector<SchemaField> read_schema_json(const JsonValue& value, const std::str
       f.default_value = read_value(*d, f.type);
     } catch (const Error& e) {
       LOOM_THROW(Error) << at << ": the default: " << e.what();
+    }
+    for (auto [key, bound] : {std::pair{"min", &f.min}, std::pair{"max", &f.max}}) {
+      if (const JsonValue* b = field.find(key)) {
+        if (b->kind != JsonValue::Kind::kInt) LOOM_THROW(Error) << at << ": '" << key << "' must be an integer";
+        *bound = b->integer;
+      }
     }
     out.push_back(std::move(f));
   }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 #include "loom/support/error.h"
 
@@ -43,8 +44,8 @@ std::optional<int> threads_from_environment() {
   std::string text = env;
   char* end = nullptr;
   long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || value <= 0 || value > 4096) {
-    LOOM_THROW(Error) << "LOOM_NUM_THREADS='" << text << "' is not a positive number of threads";
+  if (text.empty() || *end != '\0' || value <= 0 || value > kMaxThreads) {
+    LOOM_THROW(Error) << "LOOM_NUM_THREADS='" << text << "' is not a number of threads from 1 to " << kMaxThreads;
   }
   return static_cast<int>(value);
 }
@@ -57,6 +58,7 @@ ThreadPool& make_global_pool() {
   std::optional<int> env = threads_from_environment();
   auto* pool = new ThreadPool(env ? *env : 0);  // never destroyed: generated code may run at exit
   pool->environment_fixed_ = env.has_value();
+  std::atexit([] { ThreadPool::global().shutdown(); });
   return *pool;
 }
 
@@ -68,10 +70,27 @@ ThreadPool& ThreadPool::global() {
 bool ThreadPool::in_parallel_region() { return in_region; }
 
 void ThreadPool::start(int threads) {
-  threads_ = threads > 0 ? threads : cores();
+  threads_ = threads > 0 ? std::min(threads, kMaxThreads) : cores();
   spin_ = threads_ <= cores();
   stopping_ = false;
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
+  for (int i = 1; i < threads_; ++i) {
+    try {
+      workers_.emplace_back(&ThreadPool::worker, this, i);
+    } catch (const std::system_error&) {
+      threads_ = i;  // the system has no more threads to give: run with those started
+      break;
+    }
+  }
+}
+
+void ThreadPool::shutdown() {
+  // A thread that calls exit inside a loop holds no claim to join the
+  // workers it is waiting for: leave them then.
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (!busy.owns_lock()) return;
+  stop();
+  threads_ = 1;
+  shut_down_ = true;
 }
 
 void ThreadPool::stop() {
@@ -84,10 +103,14 @@ void ThreadPool::stop() {
   workers_.clear();
 }
 
-void ThreadPool::set_num_threads(int threads) {
+void ThreadPool::set_num_threads(int64_t threads) {
+  if (threads > kMaxThreads) {
+    LOOM_THROW(Error) << "a pool of " << threads << " threads is more than Loom runs (at most " << kMaxThreads << ")";
+  }
   if (environment_fixed_) return;
   std::lock_guard<std::mutex> busy(busy_);
-  int wanted = threads > 0 ? threads : cores();
+  if (shut_down_) return;
+  int wanted = threads > 0 ? static_cast<int>(threads) : cores();
   if (wanted == threads_) return;
   stop();
   start(wanted);

@@ -803,7 +803,7 @@ Module make_vm_module(const ObjectRef& executable) {
       if (in.op == kVMCallGraph) check(in.a >= 0 && static_cast<size_t>(in.a) < node->functions.size(), "function");
     }
   }
-  if (exe->num_threads > 0) ThreadPool::global().set_num_threads(static_cast<int>(exe->num_threads));
+  if (exe->num_threads > 0) ThreadPool::global().set_num_threads(exe->num_threads);
   return Module(node);
 }
 

@@ -8,6 +8,7 @@
 
 #include "loom/object/traversal.h"
 #include "loom/plugin/manager.h"
+#include "loom/runtime/thread_pool.h"
 #include "loom/support/registry.h"
 #include "loom/tir/function.h"
 #include "loom/tir/intrinsic.h"
@@ -211,12 +212,10 @@ const bool cpu_kind_registered = [] {
   TargetKindRegistry::register_kind(TargetKindEntry{
       "cpu",
       {{"mcpu", "str", "native", "CPU model, or 'native' for the machine Loom runs on"},
-       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"},
-       {"vector-bits", "int", int64_t{-1}, "vector register width in bits; -1: detect, 0: no vector unit"}},
+       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0, runtime::kMaxThreads},
+       {"vector-bits", "int", int64_t{-1}, "vector register width in bits; -1: detect, 0: no vector unit", -1, 512}},
       Function::typed(
           [](Map attrs) {
-            int64_t threads = attrs.at("num-threads").as_int();
-            if (threads < 0) LOOM_THROW(Error) << "num-threads must be 0 (one per core) or positive, got " << threads;
             int64_t bits = attrs.at("vector-bits").as_int();
             if (bits != -1 && bits != 0 && bits != 64 && bits != 128 && bits != 256 && bits != 512) {
               LOOM_THROW(Error) << "vector-bits must be -1 (detect), 0, 64, 128, 256 or 512, got " << bits;

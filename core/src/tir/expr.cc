@@ -164,7 +164,9 @@ BufferLoad::BufferLoad(Buffer buffer, std::vector<PrimExpr> indices) {
 }
 
 Ramp::Ramp(PrimExpr base, PrimExpr stride, int64_t lanes) {
-  if (lanes < 2) LOOM_THROW(TypeError) << "tir.Ramp needs at least 2 lanes, got " << lanes;
+  if (lanes < 2 || lanes > kMaxLanes) {
+    LOOM_THROW(TypeError) << "tir.Ramp needs 2 to " << kMaxLanes << " lanes, got " << lanes;
+  }
   auto node = make_object<RampNode>();
   DataType t = base.dtype();
   node->dtype = DataType(static_cast<DataType::Code>(t.code), t.bits, static_cast<int>(lanes));
@@ -175,7 +177,9 @@ Ramp::Ramp(PrimExpr base, PrimExpr stride, int64_t lanes) {
 }
 
 Broadcast::Broadcast(PrimExpr value, int64_t lanes) {
-  if (lanes < 2) LOOM_THROW(TypeError) << "tir.Broadcast needs at least 2 lanes, got " << lanes;
+  if (lanes < 2 || lanes > kMaxLanes) {
+    LOOM_THROW(TypeError) << "tir.Broadcast needs 2 to " << kMaxLanes << " lanes, got " << lanes;
+  }
   auto node = make_object<BroadcastNode>();
   DataType t = value.dtype();
   node->dtype = DataType(static_cast<DataType::Code>(t.code), t.bits, static_cast<int>(lanes));

@@ -360,6 +360,9 @@ void PassContext::set_config(const std::string& key, Any value) {
     LOOM_THROW(TypeError) << "config option '" << key << "' must be " << entry->field.type << ", got "
                           << value.describe();
   }
+  if (std::string why = bounds_problem(entry->field, value); !why.empty()) {
+    LOOM_THROW(TypeError) << "config option '" << key << "' " << why;
+  }
   config_[key] = std::move(value);
 }
 

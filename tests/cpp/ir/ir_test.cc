@@ -42,7 +42,9 @@ TEST(IR, ConstructorsCheckWhatTheyCan) {
             "tir.Add: operand dtypes differ (int32 vs float32)");
   EXPECT_EQ(LT(Var("a"), Var("b"))->dtype, DataType::Bool());
   EXPECT_EQ(error_of([] { IntImm(DataType::Float(32), 1); }), "tir.IntImm needs an integer or bool dtype, got float32");
-  EXPECT_EQ(error_of([] { Ramp(0, 1, 1); }), "tir.Ramp needs at least 2 lanes, got 1");
+  EXPECT_EQ(error_of([] { Ramp(0, 1, 1); }), "tir.Ramp needs 2 to 1024 lanes, got 1");
+  EXPECT_EQ(error_of([] { Ramp(0, 1, int64_t{1} << 32); }), "tir.Ramp needs 2 to 1024 lanes, got 4294967296");
+  EXPECT_EQ(error_of([] { Broadcast(0, 1025); }), "tir.Broadcast needs 2 to 1024 lanes, got 1025");
   EXPECT_EQ(Ramp(0, 1, 4)->dtype, DataType::Int(32, 4));
   EXPECT_EQ(error_of([] { For(Var("i"), 0, 4, ForKind::kSerial, Evaluate(0), "threadIdx.x"); }),
             "tir.For: a thread axis is given exactly for thread_binding loops (kind serial, thread 'threadIdx.x')");

@@ -20,7 +20,7 @@ namespace {
 PluginDeclarations sample() {
   PluginDeclarations d;
   d.passes.push_back(DeclaredPass{"Tile", "tiles loops", 2, {"InferType"}, {"buffers_flat"}, {}, {"*"}, {},
-                                  {{"size", "int", Any(int64_t{32}), "the tile"},
+                                  {{"size", "int", Any(int64_t{32}), "the tile", 1, 4096},
                                    {"layout", "str", Any(std::string("NHWC")), ""},
                                    {"scale", "float", Any(0.5), ""},
                                    {"dtype", "dtype", Any(DataType::Float(16)), ""},
@@ -29,7 +29,7 @@ PluginDeclarations sample() {
   d.passes.push_back(DeclaredPass{"all", "a pipeline", 0, {}, {}, {}, {}, {"Tile", "Tile"}, {}});
   d.target_kinds.push_back(DeclaredTargetKind{"acme",
                                               "an accelerator",
-                                              {{"cores", "int", Any(int64_t{4}), "cores"},
+                                              {{"cores", "int", Any(int64_t{4}), "cores", 1, std::nullopt},
                                                {"device", "device", Any(Device{Device::kExtDev, 1}), ""},
                                                {"mode", "str", Any(), "required"}},
                                               {"exp"},
@@ -44,7 +44,7 @@ PluginDeclarations sample() {
 
 std::string fields(const std::vector<SchemaField>& schema) {
   std::string out;
-  for (const auto& f : schema) out += f.name + ":" + f.type + "=" + f.default_value.describe() + ";";
+  for (const auto& f : schema) out += f.name + ":" + f.type + "=" + f.default_value.describe() + "[" + bounds_text(f) + "];";
   return out;
 }
 }  // namespace
@@ -62,6 +62,8 @@ TEST(Declarations, RoundTripThroughTheirJson) {
   EXPECT_EQ(back.passes[0].needs, std::vector<std::string>{"buffers_flat"});
   EXPECT_EQ(back.passes[0].preserves, std::vector<std::string>{"*"});
   EXPECT_EQ(fields(back.passes[0].options), fields(d.passes[0].options));
+  EXPECT_EQ(back.passes[0].options[0].max, std::optional<int64_t>(4096));
+  EXPECT_EQ(back.passes[0].options[1].min, std::nullopt);
   EXPECT_EQ(back.passes[1].sequence, (std::vector<std::string>{"Tile", "Tile"}));
   ASSERT_EQ(back.target_kinds.size(), 1u);
   const DeclaredTargetKind& k = back.target_kinds[0];

@@ -106,7 +106,7 @@ TEST(Pass, FunctionPassTouchesOnlyItsVariant) {
 
 TEST(PassContext, TypedConfigKeys) {
   if (!ConfigRegistry::entry("test.unroll_max")) {
-    ConfigRegistry::register_option(SchemaField{"test.unroll_max", "int", int64_t{8}, "max unroll factor"});
+    ConfigRegistry::register_option(SchemaField{"test.unroll_max", "int", int64_t{8}, "max unroll factor", 0, 64});
   }
   PassContext ctx;
   EXPECT_EQ(ctx.get_config("test.unroll_max").as_int(), 8);
@@ -116,6 +116,16 @@ TEST(PassContext, TypedConfigKeys) {
             "unknown config option 'test.unrol_max'; did you mean 'test.unroll_max'?");
   EXPECT_EQ(error_of([&] { ctx.set_config("test.unroll_max", "four"); }),
             "config option 'test.unroll_max' must be int, got str 'four'");
+  // Bounds are inclusive; a value outside them is refused and not set.
+  ctx.set_config("test.unroll_max", 64);
+  EXPECT_EQ(error_of([&] { ctx.set_config("test.unroll_max", 65); }),
+            "config option 'test.unroll_max' must be from 0 to 64, got 65");
+  EXPECT_EQ(ctx.get_config("test.unroll_max").as_int(), 64);
+  EXPECT_EQ(error_of([] {
+              ConfigRegistry::register_option(SchemaField{"test.bad_default", "int", int64_t{-1}, "", 0, std::nullopt});
+            }),
+            "config option 'test.bad_default': the default of 'test.bad_default' must be at least 0, got -1");
+  ctx.set_config("test.unroll_max", 16);
   // Pass options become config keys NAME.OPTION.
   register_once(module_pass(PassInfo{"test.tiler", "", 0, {}, {{"tile", "int", int64_t{32}, "tile size"}}},
                             [](const IRModule& m, const PassContext& c) {

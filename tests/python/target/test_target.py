@@ -16,7 +16,7 @@ def test_targets_are_checked_and_filled_in():
     assert target.vector_bits(target.Target("cpu", vector_bits=0)) == 0
     with pytest.raises(loom.TypeError, match="no attribute 'num-thread'; did you mean 'num-threads'"):
         target.Target("llvm", num_thread=2)
-    with pytest.raises(loom.LoomError, match="num-threads must be 0 .* or positive, got -1"):
+    with pytest.raises(loom.LoomError, match="attribute .num-threads. must be from 0 to 1024, got -1"):
         target.Target("llvm", num_threads=-1)
     with pytest.raises(loom.LookupError, match="did you mean 'llvm'"):
         target.Target("llvmm")

@@ -5,10 +5,14 @@
 // unknown key, the closest known one.
 //
 // Types: "int", "float" (an int is accepted), "bool", "str", "dtype",
-// "device", "Array", "Map", "Any".
+// "device", "Array", "Map", "Any".  An int field may have bounds (min,
+// max, inclusive): every value set through the schema, a YAML config or a
+// PassContext is checked against them, and listings show them
+// (docs/reliability.md, "Cost").
 #ifndef LOOM_OBJECT_SCHEMA_H_
 #define LOOM_OBJECT_SCHEMA_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +26,15 @@ struct SchemaField {
   std::string type;
   Any default_value;  // none: required
   std::string doc;
+  std::optional<int64_t> min = std::nullopt;  // int fields: the least value accepted
+  std::optional<int64_t> max = std::nullopt;  // int fields: the greatest value accepted
 };
+
+// Why `value` is outside `field`'s bounds ("must be from 0 to 1024, got
+// 5000"), or "" when it is inside them (or the field has none).
+std::string bounds_problem(const SchemaField& field, const Any& value);
+// The bounds as text: "0 to 1024", "at least 1", "" when there are none.
+std::string bounds_text(const SchemaField& field);
 
 const std::vector<std::string>& schema_types();
 bool value_has_type(const Any& value, const std::string& type);

@@ -7,7 +7,10 @@
 // calling thread: nested or concurrent loops never oversubscribe the cores.
 //
 // Threads: LOOM_NUM_THREADS if set (for the whole process), else what the
-// target asks for (set_num_threads), else one per core.
+// target asks for (set_num_threads), else one per core; at most kMaxThreads.
+// If the system refuses a thread, the pool runs with those it has.  The
+// global pool's threads are joined at exit; a parallel_for after that runs
+// serially.
 #ifndef LOOM_RUNTIME_THREAD_POOL_H_
 #define LOOM_RUNTIME_THREAD_POOL_H_
 
@@ -23,6 +26,9 @@
 
 namespace loom::runtime {
 
+// The most threads a pool has (the bound of every num-threads option).
+constexpr int kMaxThreads = 1024;
+
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);  // threads <= 0: one per core
@@ -34,8 +40,11 @@ class ThreadPool {
 
   int num_threads() const { return threads_; }
   // Resizes the pool (the target's num-threads); ignored for the global
-  // pool when LOOM_NUM_THREADS is set.  0: one per core.
-  void set_num_threads(int threads);
+  // pool when LOOM_NUM_THREADS is set, or after shutdown.  0: one per core;
+  // more than kMaxThreads is an Error.
+  void set_num_threads(int64_t threads);
+  // Joins the threads; later loops run serially on their caller.
+  void shutdown();
 
   void parallel_for(int64_t begin, int64_t end, const std::function<void(int64_t, int64_t)>& body);
 
@@ -49,6 +58,7 @@ class ThreadPool {
 
   int threads_ = 1;
   bool environment_fixed_ = false;
+  bool shut_down_ = false;
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the caller whose loop the pool runs
 

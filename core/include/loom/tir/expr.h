@@ -214,6 +214,11 @@ class BufferLoad : public PrimExpr {
 };
 
 // base, base + stride, ... (lanes values); dtype has `lanes` lanes.
+// The most lanes a vector expression has (docs/reliability.md, "Cost"):
+// wider than any machine's vectors, and small enough that a vectorized
+// loop's code stays bounded.
+constexpr int64_t kMaxLanes = 1024;
+
 class RampNode : public PrimExprNode {
  public:
   PrimExpr base, stride;

@@ -257,7 +257,7 @@ TEST(LLVM, TargetAttributesAreChecked) {
                 .find("mtriple 'nonsense-x-y' is not supported"),
             std::string::npos);
   EXPECT_NE(error_of([] { target::Target("llvm", Map{{"opt-level", Any(int64_t{7})}}); })
-                .find("opt-level must be 0..3, got 7"),
+                .find("attribute 'opt-level' must be from 0 to 3, got 7"),
             std::string::npos);
 }
 
