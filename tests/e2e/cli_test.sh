@@ -127,7 +127,7 @@ expect_output inspect-vm 0 "^  vm: 1 function \(main\)$" -- "$LOOMC" inspect "$t
 expect_output inspect-plan 0 "@main: 1 planned tensors in 1 storages, peak %batch \* 64 bytes" -- "$LOOMC" inspect "$tmpb/chain.so"
 expect_output inspect-ref 0 "^    ref: 2 functions \(relu, scale\)$" -- "$LOOMC" inspect "$tmpb/chain.so"
 expect_output inspect-source 0 "call_dps dps:scale" -- "$LOOMC" inspect "$tmpb/chain.so" --source bytecode
-expect_output inspect-missing 1 "load_module: no file" -- "$LOOMC" inspect "$tmpb/none.so"
+expect_output inspect-missing 1 "inspect: no file" -- "$LOOMC" inspect "$tmpb/none.so"
 printf 'target:\n  kind: cpu\n  vector-bits: 0\npipeline:\n  config: {tir.vectorize: true}\n' > "$tmpb/scalar.yaml"
 expect_output build-warning 0 "scalar.yaml:5:12: warning: pipeline config 'tir.vectorize: true' contradicts the target" -- \
   "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpb/scalar.yaml" -o "$tmpb/x.loom"

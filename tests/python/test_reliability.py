@@ -421,3 +421,42 @@ def test_nested_unrolled_loops_stay_bounded(tmp_path):
     a = np.zeros((1024, 1024), dtype="float32")
     loom.runtime.load_module(str(tmp_path / "u.so"))["f"](loom.nd.array(a))
     np.testing.assert_array_equal(a, np.arange(1024 * 1024, dtype="float32").reshape(1024, 1024))
+
+
+# ---- Files --------------------------------------------------------------------------------------
+
+def test_paths_that_are_not_regular_files_are_refused(tmp_path):
+    # A named pipe as a path hung: opening it to read waits for a writer.
+    import os
+    model = tmp_path / "m.loom"
+    model.write_text(chain_text(2))
+    for name in ("p.loom", "p.yaml", "p.npy", "p.so"):
+        os.mkfifo(tmp_path / name)
+    pipe = lambda name: f"cannot read {tmp_path / name}: it is a named pipe, not a regular file"  # noqa: E731
+    for args, name in [(["check", tmp_path / "p.loom"], "p.loom"), (["fmt", tmp_path / "p.loom"], "p.loom"),
+                       (["check", tmp_path / "p.yaml"], "p.yaml"),
+                       (["build", model, "--config", tmp_path / "p.yaml", "-o", tmp_path / "m.so"], "p.yaml"),
+                       (["run", model, "--config", REF, "--input", tmp_path / "p.npy"], "p.npy"),
+                       (["inspect", tmp_path / "p.so"], "p.so"), (["run", tmp_path / "p.so"], "p.so")]:
+        done = loomc(*args, timeout=30)
+        assert done.returncode == 1 and pipe(name) in done.stderr, (args, done.stderr)
+    with pytest.raises(loom.LoomError, match="it is a named pipe, not a regular file"):
+        loom.runtime.load_module(str(tmp_path / "p.so"))
+
+
+def test_truncated_exported_library_is_an_error_not_a_signal(tmp_path):
+    model = tmp_path / "m.loom"
+    model.write_text(chain_text(3))
+    lib = tmp_path / "m.so"
+    assert loomc("build", model, "--config", REF, "-o", lib).returncode == 0
+    data = lib.read_bytes()
+    cut = tmp_path / "cut.so"
+    for keep in (64, len(data) // 3, len(data) - 1):
+        cut.write_bytes(data[:keep])
+        for command in ("inspect", "run"):
+            done = loomc(command, cut)
+            assert done.returncode == 1, (keep, command, done.returncode, done.stderr)
+            assert f"cannot open library '{cut}': not a Loom library: " in done.stderr, done.stderr
+    # inspect reads the library without loading it, and still lists it all.
+    done = loomc("inspect", lib)
+    assert done.returncode == 0 and "vm: 1 function (main)" in done.stdout, done.stdout + done.stderr

@@ -23,6 +23,7 @@
 #include "loom/runtime/library.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/json.h"
+#include "loom/support/file.h"
 #include "loom/support/registration.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
@@ -76,8 +77,9 @@ Commands:
                               to the --output files (in order); --bench N times N runs
                               and prints the median latency
   inspect LIBRARY.so [--source FORMAT]
-                              load a library written by export_library and print its
-                              module tree (kind, functions, memory plans); --source
+                              read a library written by export_library, without loading
+                              it or running any of its code, and print its module tree
+                              (kind, functions, memory plans); --source
                               prints each module's source in FORMAT (bytecode, c, ...)
   call FUNCTION [ARG...]      call a registered function, loading its plugin on demand;
                               ARGs that read as integers, floats, true or false are
@@ -355,9 +357,7 @@ int call(const std::string& name, const std::vector<std::string>& texts) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) LOOM_THROW(Error) << "cannot read " << path << ": " << std::strerror(errno);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return loom::read_file(path);
 }
 
 loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::parse_module(read_text_file(path), path); }
@@ -587,7 +587,7 @@ void print_module_tree(const loom::runtime::Module& m, int depth, const std::str
 
 int inspect(const std::string& path, const std::string& source_format) {
   try {
-    loom::runtime::Module m = loom::runtime::load_module(path);
+    loom::runtime::Module m = loom::runtime::inspect_library(path);  // runs none of the file's code
     std::cout << path << "\n";
     print_module_tree(m, 1, source_format);
     return 0;

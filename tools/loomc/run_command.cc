@@ -14,6 +14,7 @@
 #include "loom/runtime/library.h"
 #include "loom/runtime/npy.h"
 #include "loom/runtime/vm.h"
+#include "loom/support/file.h"
 #include "loom/support/strings.h"
 
 namespace loomc {
@@ -105,9 +106,7 @@ int run_model(const RunOptions& o) {
     if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
     loom::config::Config config = loom::config::load_config(o.config);
     for (const auto& warning : config.warnings) std::cerr << warning << "\n";
-    std::ifstream in(o.input);
-    if (!in) LOOM_THROW(Error) << "cannot open " << o.input;
-    std::string text((std::istreambuf_iterator<char>(in)), {});
+    std::string text = loom::read_file(o.input);
     module = loom::driver::build(loom::ir::parse_module(text, o.input), config);
   } else {
     if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "loom/plugin/manager.h"
+#include "loom/support/file.h"
 #include "loom/support/registration.h"
 #include "loom/support/strings.h"
 
@@ -425,13 +426,10 @@ Config parse_config(const std::string& text, const std::string& source) {
 }
 
 namespace {
-std::string read_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) LOOM_THROW(Error) << "cannot read " << path << ": " << std::strerror(errno);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// A config is a page of YAML; a larger file is not one (docs/reliability.md).
+constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+
+std::string read_config_file(const std::string& path) { return read_file(path, kMaxConfigBytes); }
 }  // namespace
 
 ConfigCheck check_config(const std::string& text, const std::string& source) {

@@ -16,12 +16,15 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_set>
 
+#include "loom/plugin/manifest.h"
 #include "loom/runtime/c_backend_api.h"
 #include "loom/runtime/device_api.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/thread_pool.h"
+#include "loom/support/file.h"
 #include "loom/support/strings.h"
 #include "loom_embedded_headers.inc"
 
@@ -154,6 +157,8 @@ struct HostLibrary::Impl {
   std::shared_ptr<void> owner;  // adopted code: what keeps it mapped
   std::vector<std::pair<std::string, LoomBackendFunc>> functions;
   std::optional<std::string> blob;
+  bool inspected = false;  // read from the file, not loaded: nothing to call
+  bool from_file = false;  // opened: `functions` (names) and `blob` were read from the file first
   void** context_slot = nullptr;
   const ModuleNode* context = nullptr;
   mutable std::mutex mutex;
@@ -178,6 +183,11 @@ int32_t api_get_function(void* module_ctx, const char* name, void** out) {
     return -1;
   }
 }
+
+// Sections of a library file (written by link_host_library), read from
+// the file without loading it.
+constexpr const char* kBlobSection = ".loom_blob";
+constexpr const char* kNamesSection = ".loom_functions";
 
 // Checks the ABI marker and reads the slots, the function table and the
 // blob of a host library through `lookup`.
@@ -214,14 +224,69 @@ void read_symbols(HostLibrary::Impl& impl, const std::function<void*(const char*
   }
   *api_slot = &kHostApi;
   *impl.context_slot = &impl;
-  for (const char* at = table;; at += entry_size) {
-    const auto* e = reinterpret_cast<const LoomFunctionEntry*>(at);
-    if (!e->name) break;
-    impl.functions.emplace_back(e->name, e->function);
+  if (impl.from_file) {
+    // The table holds the functions the file lists, in order, and ends
+    // there: never read past the last entry the file promises.
+    size_t count = impl.functions.size();
+    for (size_t i = 0; i <= count; ++i) {
+      const auto* e = reinterpret_cast<const LoomFunctionEntry*>(table + i * entry_size);
+      bool end = i == count;
+      if (end != !e->name || (!end && impl.functions[i].first != e->name)) {
+        LOOM_THROW(Error) << "'" << path << "' is corrupt: its function table does not match the " << count
+                          << " function names of its " << kNamesSection << " section";
+      }
+      if (!end) impl.functions[i].second = e->function;
+    }
+  } else {
+    for (const char* at = table;; at += entry_size) {
+      const auto* e = reinterpret_cast<const LoomFunctionEntry*>(at);
+      if (!e->name) break;
+      impl.functions.emplace_back(e->name, e->function);
+    }
   }
   const auto* blob = static_cast<const char*>(lookup("__loom_module_blob"));
   const auto* blob_size = static_cast<const uint64_t*>(lookup("__loom_module_blob_size"));
-  if (blob && blob_size) impl.blob = std::string(blob, *blob_size);
+  if (impl.blob) {  // read from the file: the size the code was linked with must agree
+    if (!blob_size || *blob_size != impl.blob->size()) {
+      LOOM_THROW(Error) << "'" << path << "' is corrupt: its module blob has " << impl.blob->size()
+                        << " bytes in the file, and the library says "
+                        << (blob_size ? std::to_string(*blob_size) : std::string("none"));
+    }
+  } else if (impl.from_file && blob) {
+    LOOM_THROW(Error) << "'" << path << "' is corrupt: it has a module blob outside its " << kBlobSection << " section";
+  } else if (blob && blob_size) {
+    impl.blob = std::string(blob, *blob_size);
+  }
+}
+
+// Validates `path` as a shared object for this machine whose every loaded
+// byte is in the file, and reads its Loom sections into `impl`.
+void read_library_file(HostLibrary::Impl& impl, const std::string& path, bool need_names) {
+  check_regular_file(path);
+  std::map<std::string, std::string> sections;
+  try {
+    sections = read_elf_sections(path, {kBlobSection, kNamesSection}, kMaxFileBytes, "Loom library");
+  } catch (const PluginError& e) {
+    LOOM_THROW(Error) << "cannot open library '" << impl.path << "': " << e.reason();
+  }
+  auto blob = sections.find(kBlobSection);
+  if (blob != sections.end()) impl.blob = std::move(blob->second);
+  auto names = sections.find(kNamesSection);
+  if (names == sections.end()) {
+    if (need_names) {
+      LOOM_THROW(Error) << "'" << impl.path << "' is not a Loom host library (it has no " << kNamesSection
+                        << " section: it was not written by export_library, or by an older Loom)";
+    }
+    return;
+  }
+  std::string_view rest = names->second;
+  while (!rest.empty()) {
+    size_t end = rest.find('\0');
+    std::string_view name = rest.substr(0, end);
+    if (!name.empty()) impl.functions.emplace_back(std::string(name), nullptr);
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
 }
 }  // namespace
 
@@ -239,6 +304,8 @@ std::shared_ptr<HostLibrary> HostLibrary::open(const std::string& path) {
   if (ec) LOOM_THROW(Error) << "cannot open library '" << path << "': " << ec.message();
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  read_library_file(*impl, canonical.string(), true);
+  impl->from_file = true;
   std::lock_guard<std::mutex> lock(open_paths_mutex);
   fs::path to_open = canonical;
   std::optional<fs::path> private_dir;
@@ -263,6 +330,14 @@ std::shared_ptr<HostLibrary> HostLibrary::open(const std::string& path) {
   });
   impl->opened_path = canonical.string();
   ++open_paths()[impl->opened_path];
+  return std::shared_ptr<HostLibrary>(new HostLibrary(std::move(impl)));
+}
+
+std::shared_ptr<HostLibrary> HostLibrary::inspect(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->inspected = true;
+  read_library_file(*impl, path, true);
   return std::shared_ptr<HostLibrary>(new HostLibrary(std::move(impl)));
 }
 
@@ -294,9 +369,14 @@ std::optional<std::string> HostLibrary::blob() const { return impl_->blob; }
 
 std::optional<Function> HostLibrary::function(const std::string& name, const ObjectRef& keep_alive) const {
   LoomBackendFunc fn = nullptr;
+  bool found = false;
   for (const auto& f : impl_->functions)
-    if (f.first == name) fn = f.second;
-  if (!fn) return std::nullopt;
+    if (f.first == name) found = true, fn = f.second;
+  if (!found) return std::nullopt;
+  if (impl_->inspected) {
+    LOOM_THROW(Error) << "'" << impl_->path << "' was inspected, not loaded: its function '" << name
+                      << "' cannot run (load it with load_module)";
+  }
   return Function(
       [fn, name, keep_alive](const Any* args, int32_t count) -> Any {
         constexpr int kInline = 8;
@@ -425,6 +505,12 @@ std::string table_source(const std::vector<std::pair<std::string, std::string>>&
     << "const LoomFunctionEntry __loom_function_table[] = {\n";
   for (const auto& f : functions) c << "  {sizeof(LoomFunctionEntry), " << c_string(f.first) << ", " << f.second << "},\n";
   c << "  {sizeof(LoomFunctionEntry), 0, 0}};\n";
+  // The names again, in a section of their own with no relocations, so
+  // that inspect_library reads them from the file without loading it.
+  std::string names;
+  for (const auto& f : functions) names += f.first + '\0';
+  c << "__attribute__((section(\"" << kNamesSection << "\"), used)) static const char loom_function_names[] = "
+    << c_string(names) << ";\n";
   return c.str();
 }
 
@@ -436,11 +522,14 @@ std::string blob_assembly(const fs::path& blob_file, size_t size) {
     quoted += ch;
   }
   std::ostringstream s;
-  s << "  .section .rodata.loom_blob,\"a\"\n"
+  // The blob alone in its section (which keeps its name in the library:
+  // no .rodata prefix), so the section's size is the blob's.
+  s << "  .section " << kBlobSection << ",\"a\"\n"
     << "  .globl __loom_module_blob\n"
     << "  .balign 64\n"
     << "__loom_module_blob:\n"
     << "  .incbin \"" << quoted << "\"\n"
+    << "  .section .rodata\n"
     << "  .globl __loom_module_blob_size\n"
     << "  .balign 8\n"
     << "__loom_module_blob_size:\n"
@@ -530,9 +619,8 @@ void export_library(const Module& root, const std::string& path) {
   link_host_library(code, save_module_tree(root), path);
 }
 
-Module load_module(const std::string& path) {
-  if (!fs::exists(path)) LOOM_THROW(Error) << "load_module: no file '" << path << "'";
-  auto library = HostLibrary::open(path);
+namespace {
+Module library_module(const std::shared_ptr<HostLibrary>& library, const char* what) {
   auto node = make_object<LibraryModuleNode>();
   node->library = library;
   library->bind(node.get());
@@ -542,8 +630,19 @@ Module load_module(const std::string& path) {
   try {
     return load_module_tree(*blob, module);
   } catch (const Error& e) {
-    LOOM_THROW(Error) << "load_module '" << path << "': " << e.what();
+    LOOM_THROW(Error) << what << " '" << library->path() << "': " << e.what();
   }
+}
+}  // namespace
+
+Module load_module(const std::string& path) {
+  if (!fs::exists(path)) LOOM_THROW(Error) << "load_module: no file '" << path << "'";
+  return library_module(HostLibrary::open(path), "load_module");
+}
+
+Module inspect_library(const std::string& path) {
+  if (!fs::exists(path)) LOOM_THROW(Error) << "inspect: no file '" << path << "'";
+  return library_module(HostLibrary::inspect(path), "inspect");
 }
 
 }  // namespace loom::runtime

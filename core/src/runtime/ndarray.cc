@@ -101,11 +101,20 @@ std::string ndarray_bytes(const NDArrayNode& node) {
 }
 
 void set_ndarray_bytes(NDArrayNode& node, const std::string& bytes) {
-  node.allocate();
-  if (bytes.size() != node.nbytes()) {
-    LOOM_THROW(Error) << "NDArray of " << node.dtype.to_string() << " with " << node.numel() << " elements needs "
-                      << node.nbytes() << " bytes, got " << bytes.size();
+  // The shape (from a file) is checked, and its size compared with the
+  // bytes present, before anything is allocated.
+  std::vector<int64_t> dims;
+  for (const Any& d : node.shape) {
+    if (d.kind() != AnyKind::kInt) LOOM_THROW(Error) << "an NDArray dimension is " << d.describe() << ", not an int";
+    dims.push_back(d.as_int());
   }
+  std::string what = "an NDArray of " + node.dtype.to_string();
+  uint64_t want = checked_nbytes(dims, element_bytes(node.dtype), what);
+  if (bytes.size() != want) {
+    LOOM_THROW(Error) << what << " of shape " << shape_text(dims) << " needs " << want << " bytes, got "
+                      << bytes.size();
+  }
+  node.allocate();
   if (!bytes.empty()) std::memcpy(node.data(), bytes.data(), bytes.size());
 }
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "loom/support/error.h"
+#include "loom/support/file.h"
 #include "loom/support/size.h"
 
 namespace loom::runtime {
@@ -55,10 +56,9 @@ std::string field(const std::string& header, const std::string& key, const std::
 }
 }  // namespace
 
-NDArray load_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) LOOM_THROW(Error) << "cannot open " << path;
-  std::string data((std::istreambuf_iterator<char>(in)), {});
+NDArray load_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+NDArray parse_npy(const std::string& data, const std::string& path) {
   if (data.size() < 10 || data.compare(0, 6, kMagic, 6) != 0) LOOM_THROW(Error) << path << ": not a .npy file";
   int major = static_cast<unsigned char>(data[6]);
   size_t header_len, start;

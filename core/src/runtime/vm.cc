@@ -80,19 +80,27 @@ int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
       if (n->value < 0 || static_cast<size_t>(n->value) >= values.size()) {
         LOOM_THROW(Error) << "shape variable " << n->value << " out of range";
       }
+      if (values[n->value] == INT64_MIN) {  // InputChecker's mark: no input gave it a value
+        LOOM_THROW(Error) << "shape variable " << n->value << " is not bound by any input";
+      }
       return values[n->value];
     default: break;
   }
   int64_t x = evaluate(downcast<ShapeExpr>(n->a), values), y = evaluate(downcast<ShapeExpr>(n->b), values);
+  int64_t out = 0;
+  auto overflow = [&](const char* op) -> int64_t {
+    LOOM_THROW(Error) << "a shape expression overflows 64 bits: " << x << " " << op << " " << y;
+  };
   switch (n->shape_op()) {
-    case ShapeOp::kAdd: return x + y;
-    case ShapeOp::kSub: return x - y;
-    case ShapeOp::kMul: return x * y;
+    case ShapeOp::kAdd: return __builtin_add_overflow(x, y, &out) ? overflow("+") : out;
+    case ShapeOp::kSub: return __builtin_sub_overflow(x, y, &out) ? overflow("-") : out;
+    case ShapeOp::kMul: return __builtin_mul_overflow(x, y, &out) ? overflow("*") : out;
     case ShapeOp::kMin: return std::min(x, y);
     case ShapeOp::kMax: return std::max(x, y);
     default: break;
   }
   if (y == 0) LOOM_THROW(Error) << "division by zero in a shape expression";
+  if (x == INT64_MIN && y == -1) return overflow("/");
   if (n->shape_op() == ShapeOp::kDiv) return x / y;
   int64_t q = x / y;
   if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // floor
@@ -214,6 +222,7 @@ struct AllocSite {
   std::optional<std::vector<int64_t>> static_shape;
   Array static_shape_array;  // shared by every tensor of a static site
   int32_t storage;
+  uint64_t static_bytes = 0;  // of a static shape
 };
 
 struct FunctionRt {
@@ -283,12 +292,19 @@ class Decoder {
     if (f.code.empty() || f.code.back().op != kVMRet) bad("the code does not end with a return");
     for (const Any& s : def_.storage_sizes) {
       f.storage_sizes.push_back(shape(s));
-      if (!f.storage_sizes.back().as_constant()) f.static_plan = false;
+      if (auto bytes = f.storage_sizes.back().as_constant()) {
+        if (*bytes < 0 || static_cast<uint64_t>(*bytes) > kMaxTensorBytes) {
+          bad("storage " + std::to_string(f.storage_sizes.size() - 1) + " has " + std::to_string(*bytes) + " bytes");
+        }
+      } else {
+        f.static_plan = false;
+      }
     }
     if (f.static_plan) {
       for (const ShapeExpr& s : f.storage_sizes) {
         f.static_offsets.push_back(f.static_arena);
         f.static_arena += align_up(static_cast<size_t>(*s.as_constant()));
+        if (f.static_arena > kMaxTensorBytes) bad("the storages add up to more than Loom allocates");
       }
     }
     for (const Any& a : def_.allocs) {
@@ -306,7 +322,21 @@ class Decoder {
           site.static_shape.reset();
         }
       }
-      if (site.static_shape) site.static_shape_array = Array(std::vector<Any>(site.static_shape->begin(), site.static_shape->end()));
+      if (site.static_shape) {
+        site.static_shape_array = Array(std::vector<Any>(site.static_shape->begin(), site.static_shape->end()));
+        std::string what = "allocation " + std::to_string(f.allocs.size());
+        try {
+          site.static_bytes = checked_nbytes(*site.static_shape, static_cast<int>(element_bytes(site.dtype)), what);
+        } catch (const Error& e) {
+          bad(e.what());
+        }
+        if (site.storage >= 0) {
+          if (auto room = f.storage_sizes[site.storage].as_constant(); room && site.static_bytes > uint64_t(*room)) {
+            bad(what + " needs " + std::to_string(site.static_bytes) + " bytes; its storage " +
+                std::to_string(site.storage) + " has " + std::to_string(*room));
+          }
+        }
+      }
       f.allocs.push_back(std::move(site));
     }
     for (const Any& t : def_.types) f.types.push_back(type(t));
@@ -316,16 +346,21 @@ class Decoder {
  private:
   [[noreturn]] void bad(const std::string& why) const { LOOM_THROW(Error) << "VM function '" << def_.name << "': " << why; }
 
-  ShapeExpr shape(const Any& value) {
+  // Shape expressions the compiler writes are a few levels deep; the
+  // interpreter evaluates them recursively.
+  static constexpr int kMaxShapeDepth = 64;
+
+  ShapeExpr shape(const Any& value, int depth = 0) {
     const auto* n = dynamic_cast<const ShapeExprNode*>(value.object());
     if (!n) bad("a shape is not a runtime.ShapeExpr: " + value.describe());
+    if (depth > kMaxShapeDepth) bad("a shape expression nests deeper than " + std::to_string(kMaxShapeDepth));
     if (n->shape_op() == ShapeOp::kVar && (n->value < 0 || static_cast<size_t>(n->value) >= def_.shape_vars.size())) {
       bad("a shape names variable " + std::to_string(n->value) + " of " + std::to_string(def_.shape_vars.size()));
     }
     if (n->shape_op() != ShapeOp::kConst && n->shape_op() != ShapeOp::kVar) {
       if (!is_binary(n->shape_op())) bad("a shape has the unknown operation " + std::to_string(n->op));
-      shape(Any(n->a));
-      shape(Any(n->b));
+      shape(Any(n->a), depth + 1);
+      shape(Any(n->b), depth + 1);
     }
     return ShapeExpr(ObjectPtr<Object>(const_cast<ShapeExprNode*>(n)));
   }
@@ -606,16 +641,33 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   ObjectRef arena;
   char* base = nullptr;
   std::vector<size_t> dynamic_offsets;
+  std::vector<uint64_t> dynamic_sizes;
   const std::vector<size_t>* offsets = &f.static_offsets;
   size_t arena_bytes = f.static_arena;
   if (!f.static_plan) {
     arena_bytes = 0;
     for (const ShapeExpr& s : f.storage_sizes) {
+      int64_t bytes = evaluate(s, bound);
+      if (bytes < 0 || static_cast<uint64_t>(bytes) > kMaxTensorBytes - arena_bytes) {
+        LOOM_THROW(Error) << where() << ": storage " << dynamic_sizes.size() << " would have " << bytes
+                          << " bytes, after " << readable_bytes(arena_bytes) << " of other storages";
+      }
       dynamic_offsets.push_back(arena_bytes);
-      arena_bytes += align_up(static_cast<size_t>(evaluate(s, bound)));
+      dynamic_sizes.push_back(static_cast<uint64_t>(bytes));
+      arena_bytes += align_up(static_cast<size_t>(bytes));
     }
     offsets = &dynamic_offsets;
   }
+  // A tensor placed in a storage fits it (checked when the executable was
+  // loaded for static shapes in a static plan).
+  auto check_fits = [&](const AllocSite& site, uint64_t bytes, const std::vector<int64_t>& dims) {
+    uint64_t room = f.static_plan ? static_cast<uint64_t>(*f.storage_sizes[site.storage].as_constant())
+                                  : dynamic_sizes[site.storage];
+    if (bytes > room) {
+      LOOM_THROW(Error) << where() << ": a tensor of shape " << loom::shape_text(dims) << " (" << bytes
+                        << " bytes) does not fit its storage " << site.storage << " (" << room << " bytes)";
+    }
+  };
   if (arena_bytes) {
     auto node = make_object<ArenaNode>();
     node->device = device;
@@ -636,6 +688,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
       case kVMAlloc: {
         const AllocSite& site = f.allocs[in.a];
         if (site.static_shape && site.storage >= 0) {
+          if (!f.static_plan) check_fits(site, site.static_bytes, *site.static_shape);
           regs[in.dst] = NDArray::wrap_shape(base + (*offsets)[site.storage], site.static_shape_array, site.dtype, device, arena);
           ++pc;
           break;
@@ -645,6 +698,9 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         } else {
           shape.clear();
           for (const ShapeExpr& d : site.shape) shape.push_back(evaluate(d, bound));
+        }
+        if (site.storage >= 0) {
+          check_fits(site, checked_nbytes(shape, static_cast<int>(element_bytes(site.dtype)), where()), shape);
         }
         regs[in.dst] = site.storage < 0 ? NDArray::empty(shape, site.dtype, device)
                                         : NDArray::wrap(base + (*offsets)[site.storage], shape, site.dtype, device,

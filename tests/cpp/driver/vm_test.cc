@@ -11,6 +11,7 @@
 #include "loom/graph/function.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
+#include "loom/object/serialization.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/thread_pool.h"
@@ -357,6 +358,57 @@ TEST(VM, SavedAndLoadedThroughExportLibrary) {
   EXPECT_EQ(memory_plan(loaded, "main").storages, 2);
   EXPECT_NE(loaded->inspect_source("bytecode").find("call_dps dps:scale"), std::string::npos);
   EXPECT_EQ(error_of([&] { memory_plan(loaded, "mian"); }), "the VM module has no function 'mian'; did you mean 'main'?");
+}
+
+// A VM executable comes from a file: its storages, shapes and thread
+// count are checked when it is loaded (a tensor larger than its storage
+// corrupted the heap).
+TEST(VM, MalformedExecutablesAreRefused) {
+  Module vm = compile(kChain);
+  auto tampered = [&](const std::function<void(VMExecutableNode&, VMFunctionDefNode&)>& change) {
+    ObjectRef exe = load_json(vm->save_to_binary(), "<vm>").as_object_ref();
+    auto& node = const_cast<VMExecutableNode&>(*exe.as<VMExecutableNode>());
+    change(node, const_cast<VMFunctionDefNode&>(*node.functions[0].as_object_ref().as<VMFunctionDefNode>()));
+    return error_of([&] { make_vm_module(exe); });
+  };
+  EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
+              f.storage_sizes = Array({Any(ShapeExpr::constant(4)), Any(ShapeExpr::constant(128))});
+            }),
+            "VM function 'main': allocation 0 needs 128 bytes; its storage 0 has 4");
+  EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
+              f.storage_sizes = Array({Any(ShapeExpr::constant(-64)), Any(ShapeExpr::constant(128))});
+            }),
+            "VM function 'main': storage 0 has -64 bytes");
+  EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
+              std::vector<Any> sizes(2, Any(ShapeExpr::constant(int64_t{1} << 48)));
+              f.storage_sizes = Array(sizes);
+            }),
+            "VM function 'main': the storages add up to more than Loom allocates");
+  EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
+              ShapeExpr deep = ShapeExpr::constant(1);
+              for (int i = 0; i < 100; ++i) deep = ShapeExpr::binary(ShapeOp::kAdd, deep, ShapeExpr::constant(1));
+              f.storage_sizes = Array({Any(deep), Any(ShapeExpr::constant(128))});
+            }),
+            "VM function 'main': a shape expression nests deeper than 64");
+  EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.num_threads = int64_t{1} << 40; }),
+            "a pool of 1099511627776 threads is more than Loom runs (at most 1024)");
+  // A symbolic storage too small for its tensor is caught when it runs.
+  ObjectRef exe = load_json(vm->save_to_binary(), "<vm>").as_object_ref();
+  auto& f = const_cast<VMFunctionDefNode&>(
+      *exe.as<VMExecutableNode>()->functions[0].as_object_ref().as<VMFunctionDefNode>());
+  f.storage_sizes = Array({Any(ShapeExpr::binary(ShapeOp::kAdd, ShapeExpr::constant(4), ShapeExpr::constant(0))),
+                           Any(ShapeExpr::constant(128))});
+  Module small = make_vm_module(exe);
+  small.import_module(kernels());
+  EXPECT_EQ(error_of([&] { small.get_function("main")(random_tensor({4, 8}, 3)); }),
+            "@main: a tensor of shape (4, 8) (128 bytes) does not fit its storage 0 (4 bytes)");
+  // So is a size over a shape variable no input binds.
+  f.shape_vars = Array({Any(std::string("n"))});
+  f.storage_sizes = Array({Any(ShapeExpr::var(0)), Any(ShapeExpr::constant(128))});
+  Module unbound = make_vm_module(exe);
+  unbound.import_module(kernels());
+  EXPECT_EQ(error_of([&] { unbound.get_function("main")(random_tensor({4, 8}, 3)); }),
+            "shape variable 0 is not bound by any input");
 }
 
 TEST(VM, TargetThreadsReachThePool) {

@@ -129,7 +129,7 @@ TEST(Json, MalformedDocumentsNameWhereAndWhat) {
        "in.json:1:213: node 1 (runtime.NDArray): invalid base64: length 3 is not a multiple of 4"},
       {head + R"({"type": "Array", "items": [2]}, {"type": "runtime.NDArray", "fields": {"dtype": {"dtype": )"
               R"("float32"}, "shape": {"ref": 0}, "device": {"device": "cpu:0"}}, "bytes": "AAAA"}]})",
-       "in.json:1:213: node 1 (runtime.NDArray): NDArray of float32 with 2 elements needs 8 bytes, got 3"},
+       "in.json:1:213: node 1 (runtime.NDArray): an NDArray of float32 of shape (2,) needs 8 bytes, got 3"},
   };
   for (const auto& c : cases) EXPECT_EQ(load_error(c.text), c.message) << c.text;
 }

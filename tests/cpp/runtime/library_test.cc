@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include "loom/plugin/manager.h"
@@ -222,7 +225,7 @@ TEST(HostLibrary, LoomcInspectPrintsTheTree) {
                                   "      test_scale: 1 function (half)\n");
   result = test::run_command("LOOM_PLUGIN_PATH='" + kChostDir + "' '" + LOOM_TEST_LOOMC + "' inspect '" + path + "'");
   EXPECT_EQ(result.status, 1);
-  EXPECT_NE(result.output.find("loomc: load_module '" + path + "': no loader for modules of type 'test_scale'"),
+  EXPECT_NE(result.output.find("loomc: inspect '" + path + "': no loader for modules of type 'test_scale'"),
             std::string::npos)
       << result.output;
 }
@@ -251,7 +254,8 @@ TEST(HostLibrary, BadLibrariesAndBadHostCodeAreClearErrors) {
   }
   std::string plugin = kScaleDir + "/loom_fx_scale.so";
   EXPECT_EQ(error_of([&] { load_module(plugin); }),
-            "'" + plugin + "' is not a Loom host library (it has no __loom_library_abi symbol)");
+            "'" + plugin + "' is not a Loom host library (it has no .loom_functions section: it was not written by "
+            "export_library, or by an older Loom)");
 
   std::string broken = kHostSource + "\nint32_t oops(void) { return undeclared_name; }\n";
   std::string e = error_of([&] { export_library(host_module(broken), dir.file("broken.so")); });
@@ -274,6 +278,92 @@ TEST(HostLibrary, BadLibrariesAndBadHostCodeAreClearErrors) {
   e = error_of([&] { export_library(host_module(), dir.file("nocc.so")); });
   unsetenv("CC");
   EXPECT_EQ(e, "export: cannot run the C compiler '/nonexistent/cc' (set CC to one that exists)");
+}
+
+namespace {
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+}  // namespace
+
+// A library is validated from the file before it is loaded: truncated at
+// any point it was mapped anyway and the first read past its end raised
+// SIGBUS.
+TEST(HostLibrary, TruncatedAndCorruptLibrariesAreErrors) {
+  test::TempDir dir;
+  std::string good = dir.file("good.so"), bad = dir.file("bad.so");
+  export_library(sample_tree(), good);
+  std::string bytes = file_bytes(good);
+  for (size_t keep : {size_t{100}, bytes.size() / 8, bytes.size() / 2, bytes.size() - 200, bytes.size() - 1}) {
+    write_bytes(bad, bytes.substr(0, keep));
+    for (auto open : {+[](const std::string& p) { load_module(p); }, +[](const std::string& p) { inspect_library(p); }}) {
+      std::string e = error_of([&] { open(bad); });
+      EXPECT_EQ(e.rfind("cannot open library '" + bad + "': not a Loom library: ", 0), 0u) << keep << ": " << e;
+      EXPECT_NE(e.find("truncated or corrupt"), std::string::npos) << keep << ": " << e;
+    }
+  }
+  // The blob: a module count past the bytes present.
+  size_t magic = bytes.find("LOOMMODT");
+  ASSERT_NE(magic, std::string::npos);
+  std::string corrupt = bytes;
+  corrupt.replace(magic + 12, 4, std::string(4, '\xff'));
+  write_bytes(bad, corrupt);
+  std::string e = error_of([&] { load_module(bad); });
+  EXPECT_EQ(e.rfind("load_module '" + bad + "': module tree is truncated: ", 0), 0u) << e;
+  // The size the code was linked with against the blob section's (the
+  // last 8 bytes that hold the size: the section header's or the symbol's).
+  uint64_t size = save_module_tree(sample_tree()).size();
+  std::string size_bytes(reinterpret_cast<const char*>(&size), 8);
+  size_t at = bytes.rfind(size_bytes);
+  ASSERT_NE(at, std::string::npos);
+  corrupt = bytes;
+  uint64_t wrong = size + 4096;
+  corrupt.replace(at, 8, std::string(reinterpret_cast<const char*>(&wrong), 8));
+  write_bytes(bad, corrupt);
+  e = error_of([&] { load_module(bad); });
+  std::string sizes[] = {std::to_string(size), std::to_string(wrong)};
+  EXPECT_TRUE(e == "'" + bad + "' is corrupt: its module blob has " + sizes[0] + " bytes in the file, and the library says " + sizes[1] ||
+              e == "'" + bad + "' is corrupt: its module blob has " + sizes[1] + " bytes in the file, and the library says " + sizes[0])
+      << e;
+}
+
+TEST(HostLibrary, PathsThatAreNotRegularFilesAreRefused) {
+  test::TempDir dir;
+  std::string pipe = dir.file("pipe.so");
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  // Opening a named pipe to read it waited for a writer, for ever.
+  EXPECT_EQ(error_of([&] { load_module(pipe); }), "cannot read " + pipe + ": it is a named pipe, not a regular file");
+  EXPECT_EQ(error_of([&] { inspect_library(pipe); }), "cannot read " + pipe + ": it is a named pipe, not a regular file");
+  EXPECT_EQ(error_of([&] { load_module(dir.path()); }),
+            "cannot read " + dir.path() + ": it is a directory, not a regular file");
+}
+
+// inspect_library reads the file; load_module runs its code, constructors
+// first.
+TEST(HostLibrary, InspectRunsNoCodeOfTheLibrary) {
+  test::TempDir dir;
+  std::string path = dir.file("marked.so");
+  std::string source = kHostSource + R"(
+#include <stdlib.h>
+__attribute__((constructor)) static void mark_loaded(void) { setenv("LOOM_TEST_LIBRARY_RAN", "1", 1); }
+)";
+  Module tree = host_module(source);
+  unsetenv("LOOM_TEST_LIBRARY_RAN");
+  export_library(tree, path);
+  Module inspected = inspect_library(path);
+  EXPECT_EQ(inspected->type_key(), "library");
+  EXPECT_EQ(inspected->function_names(), (std::vector<std::string>{"run", "fail"}));
+  EXPECT_EQ(getenv("LOOM_TEST_LIBRARY_RAN"), nullptr);
+  EXPECT_EQ(error_of([&] { inspected.get_function("run")(); }),
+            "'" + path + "' was inspected, not loaded: its function 'run' cannot run (load it with load_module)");
+  Module loaded = load_module(path);
+  ASSERT_NE(getenv("LOOM_TEST_LIBRARY_RAN"), nullptr);
+  EXPECT_STREQ(getenv("LOOM_TEST_LIBRARY_RAN"), "1");
+  unsetenv("LOOM_TEST_LIBRARY_RAN");
 }
 
 TEST(HostLibrary, LibraryRecordsNeedALibrary) {

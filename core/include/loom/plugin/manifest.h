@@ -93,14 +93,16 @@ struct PluginManifest {
   std::optional<PluginDeclarations> declarations;
 };
 
-// Raw bytes of ELF section `section` of the file at `path`; throws
-// PluginError when the file is missing, not an ELF shared object for this
-// machine, truncated, or lacks the section.  Sections larger than
-// `max_size` are refused.
+// Raw bytes of ELF section `section` of the file at `path`, read without
+// loading it; throws PluginError when the file is missing, not a regular
+// file, not an ELF shared object for this machine, truncated (a section,
+// a table or a loaded segment past its end), or lacks the section.
+// Sections larger than `max_size` are refused.
 std::string read_elf_section(const std::string& path, const std::string& section, size_t max_size);
-// The sections of `sections` the file has (a missing one is not an error).
+// The sections of `sections` the file has (a missing one is not an error);
+// messages say the file is "not a NOUN".
 std::map<std::string, std::string> read_elf_sections(const std::string& path, const std::vector<std::string>& sections,
-                                                     size_t max_size);
+                                                     size_t max_size, const std::string& noun = "Loom plugin");
 
 PluginManifest read_manifest(const std::string& path);
 // Parses the section bytes (header + text); `path` is used in errors.

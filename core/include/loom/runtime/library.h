@@ -21,9 +21,14 @@ namespace loom::runtime {
 // An opened host library.  Thread-safe; stays loaded while referenced.
 class HostLibrary {
  public:
-  // Opens `path`; Error naming the file when it is not a shared library,
-  // not a Loom host library, or of another library ABI.
+  // Opens `path`; Error naming the file when it is not a regular file, not
+  // a shared library, not a Loom host library, truncated or corrupt (the
+  // file is validated before it is loaded: docs/reliability.md, "Files"),
+  // or of another library ABI.  Opening runs the library's constructors.
   static std::shared_ptr<HostLibrary> open(const std::string& path);
+  // Reads what `path` holds (its function names and module blob) without
+  // loading it: no code of the file runs.  Its functions cannot be called.
+  static std::shared_ptr<HostLibrary> inspect(const std::string& path);
   // Host code already in memory (a JIT's): the same functions, slots and
   // table as a file would give, found by `lookup` (null for a missing
   // symbol).  `owner` keeps the code mapped while the library lives;
@@ -83,8 +88,16 @@ void export_library(const Module& root, const std::string& path);
 // Opens a library written by export_library (or any host library) and
 // restores its module tree, loading the plugins that provide the module
 // kinds it needs.  Loading the same unchanged file again gives the same
-// tree while it is alive.
+// tree while it is alive.  The library's code runs (its constructors when
+// it is loaded): load only libraries you trust.
 Module load_module(const std::string& path);
+
+// The module tree of the library at `path` as inspect_library reads it,
+// without loading the library or running any of its code: the host
+// library's functions are listed but cannot be called; the other modules
+// of the tree are restored by their loaders (Loom's and plugins' code).
+// For `loomc inspect`.
+Module inspect_library(const std::string& path);
 
 }  // namespace loom::runtime
 

@@ -13,6 +13,8 @@
 namespace loom::runtime {
 
 NDArray load_npy(const std::string& path);
+// The array in the bytes of a .npy file; `source` names it in errors.
+NDArray parse_npy(const std::string& bytes, const std::string& source);
 // Writes a host array (version 1.0 header).
 void save_npy(const NDArray& array, const std::string& path);
 
