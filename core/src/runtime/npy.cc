@@ -94,7 +94,8 @@ NDArray parse_npy(const std::string& data, const std::string& path) {
     std::string digits = item.substr(b, e - b + 1);
     int64_t d = 0;
     bool ok = digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos;
-    for (char c : digits) d = d * 10 + (c - '0');
+    if (ok)
+      for (char c : digits) d = d * 10 + (c - '0');
     if (!ok) LOOM_THROW(Error) << path << ": bad .npy dimension '" << digits << "' in shape " << shape_field
                                << " (a non-negative integer below 10^18)";
     shape.push_back(d);
