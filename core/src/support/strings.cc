@@ -110,7 +110,9 @@ std::string source_excerpt(const std::string& text, int line, int column) {
   std::string source_line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
   // A long line (generated input) is shown as a window around the column.
   constexpr size_t kBefore = 60, kAfter = 40;
-  size_t caret = static_cast<size_t>(std::max(0, column - 1));
+  // A reader's column may lie past the line's end (yaml-cpp counts some
+  // bytes differently): the caret then points just after the line.
+  size_t caret = std::min(static_cast<size_t>(std::max(0, column - 1)), source_line.size());
   if (source_line.size() > kBefore + kAfter + 20) {
     size_t from = caret > kBefore ? caret - kBefore : 0;
     std::string window = source_line.substr(from, kBefore + kAfter);

@@ -63,6 +63,16 @@ TEST(Strings, SourceExcerptShowsAWindowOfALongLine) {
   EXPECT_EQ(source_excerpt("ab\ncd", 2, 2), "\n  cd\n   ^");
 }
 
+TEST(Strings, SourceExcerptClampsAColumnPastTheLine) {
+  // yaml-cpp reported column 349 on a 198-byte line (found by the config
+  // fuzz target): the caret goes just after the line, short or long.
+  EXPECT_EQ(source_excerpt("ab\ncd", 2, 349), "\n  cd\n    ^");
+  std::string line(200, 'x');
+  std::string excerpt = source_excerpt(line, 1, 5000);
+  EXPECT_LT(excerpt.size(), 300u);
+  EXPECT_EQ(excerpt.back(), '^');
+}
+
 TEST(Strings, FormatDoubleIsShortestAndRoundTripsExactly) {
   EXPECT_EQ(format_double(0.1), "0.1");
   EXPECT_EQ(format_double(10.0), "10.0");
