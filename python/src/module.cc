@@ -3,7 +3,10 @@
 // The package (python/loom) arranges these into loom.ir, loom.plugins, ...
 #include <pybind11/stl.h>
 
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "bind.h"
@@ -65,6 +68,12 @@ void translate(std::exception_ptr p) {
     raise(errors->lookup, e.what());
   } catch (const Error& e) {
     raise(errors->loom, e.what());
+  } catch (const std::bad_alloc& e) {  // (pybind11 would say "std::bad_alloc")
+    raise(py::reinterpret_borrow<py::object>(PyExc_MemoryError), error_message(e));
+  } catch (const std::length_error& e) {  // ("basic_string::_M_create")
+    raise(py::reinterpret_borrow<py::object>(PyExc_MemoryError), error_message(e));
+  } catch (const std::system_error& e) {
+    raise(errors->loom, error_message(e));
   }
 }
 

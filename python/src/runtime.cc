@@ -50,17 +50,49 @@ NDArray ndarray_from_dlpack(py::handle value, const char* what) {
   // Looked up once (this is on the path of every call with a NumPy
   // argument); kept for the life of the process.
   static py::handle ndarray_type = py::object(numpy().attr("ndarray")).release();
+  bool is_bool = false;
   if (py::isinstance(source, ndarray_type)) {
+    // NumPy's DLPack export refuses some dtypes with a BufferError that
+    // names neither the dtype nor Loom's: check first.  NumPy 1.24 does
+    // not export bool, which Loom takes as bytes: it goes as uint8 and is
+    // relabelled (no copy).
+    py::object dtype = source.attr("dtype");
+    std::string kind = py::str(dtype.attr("kind"));
+    if (kind == "b") {
+      is_bool = true;
+    } else if ((kind != "i" && kind != "u" && kind != "f") ||
+               (kind == "f" && dtype.attr("itemsize").cast<int>() > 8)) {  // longdouble
+      throw TypeError(std::string(what) + ": NumPy arrays of dtype " + std::string(py::str(dtype)) +
+                      " are not supported (Loom takes bool, int8..int64, uint8..uint64, float16, float32 and "
+                      "float64)");
+    } else if (!dtype.attr("isnative").cast<bool>()) {
+      std::string name = py::str(dtype);
+      throw TypeError(std::string(what) + ": a NumPy array of dtype '" + name +
+                      "' is not in this machine's byte order; convert it first, e.g. "
+                      "array.astype(array.dtype.newbyteorder('='))");
+    }
     // DLPack cannot export read-only arrays, and kernels take compact ones.
     bool compact = source.attr("flags").attr("c_contiguous").cast<bool>();
     bool writeable = source.attr("flags").attr("writeable").cast<bool>();
     if (!compact || !writeable) source = numpy().attr("array")(source, py::arg("copy") = true, py::arg("order") = "C");
+    if (is_bool) source = source.attr("view")(numpy().attr("uint8"));
   }
   if (!py::hasattr(source, "__dlpack__")) {
     throw TypeError(std::string(what) + ": a " + std::string(py::str(py::type::of(source).attr("__name__"))) +
                     " is not a DLPack tensor (it has no __dlpack__)");
   }
-  return take_capsule(source.attr("__dlpack__")(), what);
+  NDArray array = take_capsule(source.attr("__dlpack__")(), what);
+  return is_bool ? array.view(array.shape_vector(), DataType::Bool()) : array;
+}
+
+// A NumPy array over `array`'s memory; bool goes through uint8 (NumPy
+// 1.24's from_dlpack refuses DLPack's bool).
+py::object to_numpy(const NDArray& array) {
+  if (array->dtype == DataType::Bool()) {
+    return numpy().attr("from_dlpack")(array.view(array.shape_vector(), DataType::UInt(8))).attr("view")(
+        numpy().attr("bool_"));
+  }
+  return numpy().attr("from_dlpack")(array);
 }
 
 void bind_runtime(py::module_& m) {
@@ -68,7 +100,7 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape_vector())); })
       .def_property_readonly("dtype", [](const NDArray& a) { return a->dtype; })
       .def_property_readonly("device", [](const NDArray& a) { return a->device; })
-      .def("numpy", [](py::object self) { return numpy().attr("from_dlpack")(self); },
+      .def("numpy", [](const NDArray& self) { return to_numpy(self); },
            "a NumPy array over the same memory (no copy)")
       .def(
           "__dlpack__", [](const NDArray& a, py::object stream) { return make_capsule(a); }, py::arg("stream") = py::none())

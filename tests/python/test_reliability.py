@@ -2,6 +2,7 @@
 of input that once crashed, hung or exhausted Loom, at the size the issue
 names, through the commands and the Python API a user would use."""
 import pathlib
+import re
 import subprocess
 
 import numpy as np
@@ -278,6 +279,43 @@ def test_parse_errors_keep_their_message_for_non_ascii_input(text, column):
     with pytest.raises(loom.ParseError) as info:
         loom.parse(text)
     assert str(info.value).startswith(f"<string>:1:{column}: unexpected character '\\xc3'"), str(info.value)
+
+
+@pytest.mark.parametrize("array, dtype", [
+    (np.zeros(3, np.complex64), "complex64"),
+    (np.zeros(3, np.complex128), "complex128"),
+    (np.zeros(3, "U3"), "<U3"),
+    (np.zeros(3, object), "object"),
+    (np.zeros(3, "datetime64[s]"), "datetime64[s]"),
+    (np.zeros(3, [("a", "f4")]), "[('a', '<f4')]"),
+    (np.zeros(2, np.longdouble), "float128"),
+    (np.zeros(3, ">f4"), "'>f4' is not in this machine's byte order"),
+    (np.zeros(3, ">i8"), "'>i8' is not in this machine's byte order"),
+])
+def test_arrays_loom_cannot_take_are_type_errors_naming_the_dtype(array, dtype):
+    # NumPy's own BufferError named neither the dtype nor what Loom takes.
+    with pytest.raises(loom.TypeError, match="dtype " + re.escape(dtype)):
+        loom.nd.array(array)
+    mod = loom.build(ir.parse("@main = fn(%x: Tensor[(3), float32]) { relu(%x) }"), REF)
+    with pytest.raises(loom.TypeError, match="dtype"):
+        mod["main"](array)
+
+
+def test_bool_arrays_go_in_and_come_out():
+    # NumPy 1.24 exports no bool through DLPack: bool crosses as bytes.
+    rng = np.random.default_rng(3)
+    cond = rng.random((5, 7)) < 0.5
+    a, b = rng.standard_normal((2, 5, 7)).astype(np.float32)
+    assert loom.nd.array(cond).dtype == "bool"
+    assert np.array_equal(loom.nd.array(cond).numpy(), cond)
+    mod = loom.build(ir.parse("""
+@main = fn(%c: Tensor[(5, 7), bool], %a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
+  (where(%c, %a, %b), greater(%a, %b))
+}"""), REF)
+    picked, greater = mod["main"](cond, a, b)
+    assert np.array_equal(picked.numpy(), np.where(cond, a, b))
+    assert greater.numpy().dtype == np.bool_
+    assert np.array_equal(greater.numpy(), a > b)
 
 
 # ---- Plugin folders -----------------------------------------------------------------------------

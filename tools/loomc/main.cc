@@ -579,7 +579,7 @@ void print_module_tree(const loom::runtime::Module& m, int depth, const std::str
     try {
       std::cout << m->inspect_source(source_format);
     } catch (const std::exception& e) {
-      std::cout << indent << "  (" << e.what() << ")\n";
+      std::cout << indent << "  (" << loom::error_message(e) << ")\n";
     }
   }
   for (const auto& child : m.imports()) print_module_tree(child, depth + 1, source_format);
@@ -592,7 +592,7 @@ int inspect(const std::string& path, const std::string& source_format) {
     print_module_tree(m, 1, source_format);
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "loomc: " << e.what() << "\n";
+    std::cerr << "loomc: " << loom::error_message(e) << "\n";
     return 1;
   }
 }
@@ -735,7 +735,7 @@ int main(int argc, char** argv) {
   try {
     return run(args);
   } catch (const std::exception& e) {
-    std::cerr << "loomc: error: " << e.what() << "\n";
+    std::cerr << "loomc: error: " << loom::error_message(e) << "\n";
     return 1;
   }
 }

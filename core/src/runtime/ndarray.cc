@@ -13,6 +13,31 @@ namespace {
 DLDataType to_dl(DataType t) { return DLDataType{t.code, t.bits, t.lanes}; }
 DLDevice to_dl(Device d) { return DLDevice{static_cast<DLDeviceType>(d.device_type), d.device_id}; }
 
+// The DataType of a DLPack dtype Loom computes on: false for complex,
+// opaque handles, sub-byte and unknown codes.
+bool dlpack_dtype(DLDataType t, DataType* out) {
+  bool known = false;
+  switch (t.code) {
+    case kDLInt:
+    case kDLUInt: known = t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64; break;
+    case kDLFloat: known = t.bits == 16 || t.bits == 32 || t.bits == 64; break;
+    case kDLBfloat: known = t.bits == 16; break;
+    case DataType::kBool: known = t.bits == 8; break;  // kDLBool in DLPack 0.8
+    default: break;
+  }
+  if (!known || t.lanes < 1) return false;
+  *out = DataType(static_cast<DataType::Code>(t.code), t.bits, t.lanes);
+  return true;
+}
+
+std::string dlpack_dtype_text(DLDataType t) {
+  const char* names[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
+  std::string text = t.code < 7 ? names[t.code] + std::to_string(t.bits)
+                                : "DLPack type code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + "-bit,";
+  if (t.lanes != 1) text += "x" + std::to_string(t.lanes);
+  return text;
+}
+
 size_t element_bytes(DataType t) {
   if (t.bits % 8 != 0) {
     LOOM_THROW(Error) << "NDArray of " << t.to_string() << ": elements must be a whole number of bytes";
@@ -146,10 +171,22 @@ NDArray NDArray::from_dlpack(DLManagedTensor* managed) {
     if (managed->deleter) managed->deleter(managed);
     LOOM_THROW(Error) << "from_dlpack: " << why;
   };
-  if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) reject("the tensor has no shape");
-  if (t.dtype.bits % 8 != 0) reject("elements of " + std::to_string(t.dtype.bits) + " bits are not supported");
+  if (t.ndim < 0 || t.ndim > 64 || (t.ndim > 0 && !t.shape)) reject("the tensor has no shape (or over 64 dimensions)");
+  DataType dtype;
+  if (!dlpack_dtype(t.dtype, &dtype)) {
+    if (managed->deleter) managed->deleter(managed);
+    LOOM_THROW(TypeError) << "from_dlpack: " << dlpack_dtype_text(t.dtype)
+                          << " elements are not supported (Loom takes bool, int8..int64, uint8..uint64, float16, "
+                             "bfloat16, float32 and float64)";
+  }
+  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+  try {
+    checked_nbytes(shape, static_cast<int>(element_bytes(dtype)), "the tensor");
+  } catch (const Error& e) {
+    reject(e.what());
+  }
   auto node = make_object<NDArrayNode>();
-  node->dtype = DataType(static_cast<DataType::Code>(t.dtype.code), t.dtype.bits, t.dtype.lanes);
+  node->dtype = dtype;
   std::vector<Any> dims;
   for (int i = 0; i < t.ndim; ++i) dims.push_back(t.shape[i]);
   node->shape = Array(dims);
@@ -186,10 +223,12 @@ DLManagedTensor* NDArray::to_dlpack() const {
   return &exported->managed;
 }
 
-NDArray NDArray::view(const std::vector<int64_t>& shape) const {
+NDArray NDArray::view(const std::vector<int64_t>& shape) const { return view(shape, get()->dtype); }
+
+NDArray NDArray::view(const std::vector<int64_t>& shape, DataType dtype) const {
   if (!get()->is_contiguous()) LOOM_THROW(Error) << "view of a non-contiguous NDArray";
   auto node = make_object<NDArrayNode>();
-  node->dtype = get()->dtype;
+  node->dtype = dtype;
   node->shape = Array(std::vector<Any>(shape.begin(), shape.end()));
   node->device = get()->device;
   node->sync_tensor();

@@ -141,6 +141,39 @@ TEST(DLPack, StridedImportReadsThroughItsStrides) {
   EXPECT_TRUE(structural_equal(back, compact));
 }
 
+TEST(DLPack, TensorsLoomCannotDescribeAreRefusedAndReleased) {
+  struct Case {
+    DLDataType dtype;
+    std::vector<int64_t> shape;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{kDLComplex, 64, 1}, {2, 3}, "from_dlpack: complex64 elements are not supported (Loom takes bool"},
+      {{kDLOpaqueHandle, 64, 1}, {2, 3}, "from_dlpack: handle64 elements are not supported"},
+      {{kDLFloat, 128, 1}, {2, 3}, "from_dlpack: float128 elements are not supported"},
+      {{kDLInt, 4, 1}, {2, 3}, "from_dlpack: int4 elements are not supported"},
+      {{9, 32, 1}, {2, 3}, "from_dlpack: DLPack type code 9, 32-bit, elements are not supported"},
+      {{kDLFloat, 32, 1}, {2, -3}, "from_dlpack: the tensor: dimension 1 of shape (2, -3) is negative"},
+      {{kDLFloat, 32, 1}, {int64_t{1} << 40, int64_t{1} << 40}, "from_dlpack: the tensor: shape (1099511627776, 1099511627776) has more elements than fit"},
+  };
+  for (const Case& c : cases) {
+    Producer p;
+    DLManagedTensor* managed = produce(p, false);
+    p.shape = c.shape;
+    managed->dl_tensor.dtype = c.dtype;
+    managed->dl_tensor.strides = nullptr;
+    std::string message;
+    try {
+      NDArray::from_dlpack(managed);
+    } catch (const Error& e) {
+      message = e.what();
+      if (c.dtype.code != kDLFloat || c.dtype.bits != 32) EXPECT_TRUE(dynamic_cast<const TypeError*>(&e)) << message;
+    }
+    EXPECT_EQ(message.rfind(c.message, 0), 0u) << message;
+    EXPECT_TRUE(p.deleted) << c.message;
+  }
+}
+
 TEST(DLPack, RoundTripThroughBothDirectionsSharesData) {
   NDArray a = random_array({5}, 4);
   NDArray b = NDArray::from_dlpack(a.to_dlpack());

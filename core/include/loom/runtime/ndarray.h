@@ -74,6 +74,8 @@ class NDArray : public ObjectRef {
 
   // The same data with another shape (same number of bytes; contiguous).
   NDArray view(const std::vector<int64_t>& shape) const;
+  // ... and another dtype of the same element size (bool as uint8).
+  NDArray view(const std::vector<int64_t>& shape, DataType dtype) const;
   // Describes compact memory that something else owns (an arena, a
   // caller's DLTensor); `owner`, if defined, stays alive as long as the
   // array.  Without an owner the caller keeps the memory valid.

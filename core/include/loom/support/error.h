@@ -57,6 +57,12 @@ class TypeInferenceError : public Error {
   using Error::Error;
 };
 
+// The text a user sees for any exception that reaches a command or the
+// Python API: a loom::Error's own message; for the C++ library's
+// exceptions, what happened in words, not its internal text
+// ("std::bad_alloc", "basic_string::_M_create", "stoll").
+std::string error_message(const std::exception& e);
+
 namespace detail {
 // Builds a message with operator<< and throws it as ErrorType.
 template <class ErrorType>
