@@ -2,6 +2,7 @@
 // is located at the offending key or value.
 #include "loom/config/config.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "loom/plugin/manager.h"
@@ -50,10 +53,14 @@ class Loader {
     YAML::Node loaded;
     try {
       loaded = YAML::Load(text_);
+    } catch (const YAML::DeepRecursion& e) {  // (its message reads "bad file")
+      fail_at(e.mark.line + 1, e.mark.column + 1,
+              "nesting deeper than the YAML reader takes (" + std::to_string(e.depth()) + " levels)");
     } catch (const YAML::ParserException& e) {
       fail_at(e.mark.line + 1, e.mark.column + 1, "invalid YAML: " + e.msg);
     }
     const YAML::Node& root = loaded;  // const: lookups must not create keys
+    check_unique_keys(root);
     Config config;
     config.source = source_;
     if (!root || root.IsNull()) fail_at(1, 1, "the config is empty; it needs at least a 'target'");
@@ -87,6 +94,39 @@ class Loader {
     YAML::Mark m = node.Mark();
     if (m.is_null()) fail_at(1, 1, message);
     fail_at(m.line + 1, m.column + 1, message);
+  }
+
+  // A key given twice in one mapping is an error naming both places
+  // (yaml-cpp keeps both; lookups took the first, iteration the last).
+  // Each mapping is checked once, however many aliases share it (a node
+  // is known by its mark), so a "billion laughs" document costs no more
+  // than its text.
+  void check_unique_keys(const YAML::Node& root) {
+    std::set<std::pair<int, int>> seen_nodes;
+    std::vector<YAML::Node> work{root};
+    while (!work.empty()) {
+      YAML::Node node = work.back();
+      work.pop_back();
+      if (!node.IsMap() && !node.IsSequence()) continue;
+      YAML::Mark mark = node.Mark();
+      if (!mark.is_null() && !seen_nodes.insert({mark.line, mark.column}).second) continue;
+      std::map<std::string, YAML::Mark> keys;
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        if (node.IsSequence()) {
+          work.push_back(*it);
+          continue;
+        }
+        work.push_back(it->first);
+        work.push_back(it->second);
+        if (!it->first.IsScalar()) continue;
+        auto [first, inserted] = keys.emplace(it->first.Scalar(), it->first.Mark());
+        if (!inserted) {
+          fail(it->first, "duplicate key '" + it->first.Scalar() + "' (first at " + source_ + ":" +
+                              std::to_string(first->second.line + 1) + ":" + std::to_string(first->second.column + 1) +
+                              "); give each key once");
+        }
+      }
+    }
   }
 
   void check_keys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where) {
@@ -265,6 +305,7 @@ class Loader {
         std::map<std::string, Any> items;
         for (auto it = placement.begin(); it != placement.end(); ++it) {
           std::string fn = it->first.Scalar();
+          config->device_placement_at[fn] = {it->first.Mark().line + 1, it->first.Mark().column + 1};
           if (it->second.IsMap()) {
             items[fn] = parse_target(it->second, "the target of '" + fn + "'", false, nullptr);
           } else {
@@ -409,6 +450,13 @@ class Loader {
 }  // namespace
 
 ir::IRModule Config::constrain(const ir::IRModule& module) const {
+  for (const auto& [name, at] : device_placement_at) {
+    if (!module.contains(name)) {
+      throw ConfigError(source, at.first, at.second,
+                        "device-placement names @" + name + ", which the module does not define" +
+                            did_you_mean(name, module.names()));
+    }
+  }
   return target::with_target(module, target, host, device_placement);
 }
 

@@ -77,7 +77,7 @@ TEST(Config, TargetGoesIntoTheModuleOptionsDoNot) {
   // A placement naming a missing function is an error with a suggestion.
   Config bad = parse_config("target:\n  kind: cpu\n  device-placement: {add_on: cpu}\n", "c.yaml");
   EXPECT_EQ(error_of([&] { bad.constrain(test::sample_module()); }),
-            "device placement names @add_on, which the module does not define; did you mean 'add_one'?");
+            "c.yaml:3:22: device-placement names @add_on, which the module does not define; did you mean 'add_one'?");
 }
 
 TEST(Config, ConstraintBeatsContradictingOption) {

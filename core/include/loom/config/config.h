@@ -12,6 +12,7 @@
 #ifndef LOOM_CONFIG_CONFIG_H_
 #define LOOM_CONFIG_CONFIG_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct Config {
   target::Target target;   // C1
   target::Target host;     // C1, may be undefined
   Map device_placement;    // C1: function name -> device string or target; may be empty
+  // Where each device-placement entry is in `source` (line, column), so
+  // that an entry naming no function of the module is a ConfigError there.
+  std::map<std::string, std::pair<int, int>> device_placement_at;
   transform::PassContext context;  // C0
   std::vector<PassSpec> passes;    // in order
   std::vector<std::string> plugins;
