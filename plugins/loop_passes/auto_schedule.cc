@@ -352,7 +352,7 @@ class StageScheduler {
     int lanes = lanes_for(j->body);
     auto ei = const_int(i->extent), ej = const_int(j->extent);
     if (!ei || !ej) return false;
-    while (lanes > *ej) lanes /= 2;  // a short row: narrower vectors
+    while (lanes > 1 && lanes > *ej) lanes /= 2;  // a short row: narrower vectors (ends for any extent)
     if (lanes < 2) return false;
     std::string iname = i->loop_var->name, jname = j->loop_var->name;
     // The tile's accumulators, a row of B and a broadcast of A fit the

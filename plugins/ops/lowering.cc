@@ -74,16 +74,19 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b) {
     // k counts from the right.
     bool has_a = k < a.size(), has_b = k < b.size();
     Any da = has_a ? a[a.size() - 1 - k] : Any(), db = has_b ? b[b.size() - 1 - k] : Any();
+    // (Each optional is tested before its value is read: GCC's inlined
+    // optional == optional reads the value first, which valgrind reports.)
+    std::optional<int64_t> ca = constant(da), cb = constant(db);
     Any result;
     if (!has_a) {
       result = db;
     } else if (!has_b) {
       result = da;
-    } else if (constant(da) == std::optional<int64_t>(1)) {
+    } else if (ca.has_value() && *ca == 1) {
       result = db;
-    } else if (constant(db) == std::optional<int64_t>(1)) {
+    } else if (cb.has_value() && *cb == 1) {
       result = da;
-    } else if (constant(da) && constant(db) ? *constant(da) == *constant(db) : da.object() == db.object()) {
+    } else if (ca.has_value() && cb.has_value() ? *ca == *cb : da.object() == db.object()) {
       result = da;
     } else {
       LOOM_THROW(TypeError) << "shapes " << shape_text(a) << " and " << shape_text(b)
