@@ -71,7 +71,7 @@ transform::Pass FuseOps() {
                            1,
                            {},
                            {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group", 1, 256}},
-                           {"types_inferred"}, {"fused"}, {"buffers_flat", "intrinsics_lowered"}};
+                           {"types_inferred", "shared_values_bound"}, {"fused"}, {"buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
     std::map<std::string, Any> out;  // the groups' functions and the rewritten callers

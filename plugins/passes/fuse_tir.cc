@@ -2,9 +2,11 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
+#include "loom/object/structural.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/function.h"
 #include "loom/tir/functor.h"
@@ -115,13 +117,30 @@ transform::Pass FuseTIR() {
                            {"fused", "ops_lowered"}, {}, {"ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> prims;
-    std::map<std::string, ir::Type> fused;  // name -> result type
+    std::map<std::string, ir::Type> fused;          // name -> result type
+    std::map<std::string, std::string> kernel_of;   // name -> the prim function it calls
+    // Groups that fuse to the same prim function (the blocks of a network
+    // repeat) share one, compiled once; the others are left to
+    // DeadCodeElimination.
+    std::unordered_multimap<uint64_t, std::string> by_hash;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f || !f->attrs.contains("primitive")) continue;
       if (auto prim = fuse(module, *f)) {
-        prims[name] = *prim;
         fused[name] = f->ret_type.defined() ? f->ret_type : f->body->checked_type;
+        kernel_of[name] = name;
+        uint64_t hash = structural_hash(Any(*prim));
+        auto [first, last] = by_hash.equal_range(hash);
+        for (auto it = first; it != last; ++it) {
+          if (structural_equal(Any(*prim), prims.at(it->second))) {
+            kernel_of[name] = it->second;
+            break;
+          }
+        }
+        if (kernel_of[name] == name) {
+          prims[name] = *prim;
+          by_hash.emplace(hash, name);
+        }
       }
     }
     if (fused.empty()) return module;
@@ -139,7 +158,8 @@ transform::Pass FuseTIR() {
         if (!g || !fused.count(g->name)) return Any(mutated);
         std::vector<ir::Expr> args;
         for (const Any& a : call->args) args.push_back(a.cast<ir::Expr>());
-        return Any(graph::Call(call_dps, {call->callee, graph::Tuple(args)}, Map::empty(), {fused[g->name]}));
+        return Any(graph::Call(call_dps, {ir::GlobalVar(kernel_of[g->name]), graph::Tuple(args)}, Map::empty(),
+                               {fused[g->name]}));
       });
       ir::Expr body = m.mutate_as<ir::Expr>(f->body);
       if (!body.same_as(f->body)) callers[name] = with_body(*f, body);

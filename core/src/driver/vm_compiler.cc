@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "loom/graph/function.h"
+#include "loom/graph/shared.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/vm.h"
@@ -64,7 +65,8 @@ class FunctionCompiler {
     // so a composite dimension may use the variables of a later parameter.
     std::vector<Any> param_types;
     for (const Type& type : types) param_types.push_back(Any(vm_type(type, "a parameter's type", false)));
-    int32_t result = expr(fn.body);
+    // A value used in several places is computed once, into one register.
+    int32_t result = expr(graph::bind_shared_values(fn.body));
     emit(runtime::kVMRet, -1, result, 0, {});
     def->param_names = Array(names);
     def->param_types = Array(param_types);

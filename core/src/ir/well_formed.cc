@@ -1,6 +1,7 @@
 // The well-formedness check (docs/ir.md, "Well-formedness").  It walks each
 // function with the set of bound variables and reports every problem rather
 // than stopping at the first.
+#include <unordered_map>
 #include <unordered_set>
 
 #include "loom/graph/function.h"
@@ -45,6 +46,8 @@ class Checker {
     bound_.clear();
     ever_bound_.clear();
     buffers_.clear();
+    checked_.clear();
+    free_vars_.clear();
     if (const auto* p = f.as<PrimFuncNode>()) prim_func(p);
     else if (const auto* g = f.as<graph::FunctionNode>()) graph_func(g);
     else if (const auto* e = f.as<ExternFuncNode>()) extern_func(f, e);
@@ -306,6 +309,17 @@ class Checker {
   void expr_here(const Expr& e) {
     if (!e.defined()) return;
     Any where(e);
+    // A value used in several places (a DAG built in Python or C++) is
+    // checked once; at each later use only its free variables are
+    // (loom/graph/shared.h).
+    if (e.as<graph::CallNode>() || e.as<graph::TupleNode>() || e.as<graph::TupleGetItemNode>() ||
+        e.as<graph::IfNode>()) {
+      if (!checked_.insert(e.get()).second) {
+        for (const graph::VarNode* v : free_vars(e))
+          if (!bound_.count(v)) report("variable '%" + v->name + "' is used but not bound", where);
+        return;
+      }
+    }
     if (const auto* v = e.as<graph::VarNode>()) {
       if (!bound_.count(v)) report("variable '%" + v->name + "' is used but not bound", where);
     } else if (const auto* g = e.as<GlobalVarNode>()) {
@@ -326,6 +340,37 @@ class Checker {
       expr(p->then_branch);
       expr(p->else_branch);
     }
+  }
+
+  // The graph variables `e` uses and does not bind, each once.
+  const std::vector<const graph::VarNode*>& free_vars(const Expr& e) {
+    auto found = free_vars_.find(e.get());
+    if (found != free_vars_.end()) return found->second;
+    std::vector<const graph::VarNode*> out;
+    std::unordered_set<const graph::VarNode*> seen;
+    auto add = [&](const Expr& child, const graph::VarNode* except) {
+      if (!child.defined()) return;
+      for (const graph::VarNode* v : with_stack([&] { return free_vars(child); }))
+        if (v != except && seen.insert(v).second) out.push_back(v);
+    };
+    if (const auto* v = e.as<graph::VarNode>()) {
+      out.push_back(v);
+    } else if (const auto* p = e.as<graph::CallNode>()) {
+      add(p->callee, nullptr);
+      for (const Any& a : p->args) add(a.cast<Expr>(), nullptr);
+    } else if (const auto* p = e.as<graph::TupleNode>()) {
+      for (const Any& f : p->fields) add(f.cast<Expr>(), nullptr);
+    } else if (const auto* p = e.as<graph::TupleGetItemNode>()) {
+      add(p->tuple, nullptr);
+    } else if (const auto* p = e.as<graph::LetNode>()) {
+      add(p->value, nullptr);
+      add(p->body, p->var.get());
+    } else if (const auto* p = e.as<graph::IfNode>()) {
+      add(p->cond, nullptr);
+      add(p->then_branch, nullptr);
+      add(p->else_branch, nullptr);
+    }
+    return free_vars_[e.get()] = std::move(out);
   }
 
   // The number of tensors call_dps passes to a prim function (its buffer
@@ -431,6 +476,8 @@ class Checker {
   std::string name_;
   std::unordered_set<const Object*> bound_;       // in scope now
   std::unordered_set<const Object*> ever_bound_;  // bound anywhere so far
+  std::unordered_set<const Object*> checked_;  // values checked once (a DAG)
+  std::unordered_map<const Object*, std::vector<const graph::VarNode*>> free_vars_;
   std::unordered_set<const Object*> buffers_;
   std::vector<const BufferNode*> views_;
 };

@@ -4,6 +4,7 @@
 #include "loom/transform/property.h"
 
 #include "loom/graph/function.h"
+#include "loom/graph/shared.h"
 #include "loom/ir/op.h"
 #include "loom/object/traversal.h"
 #include "loom/support/registry.h"
@@ -47,6 +48,14 @@ std::optional<std::string> untyped(const ir::IRModule& module) {
     v.on<ir::GlobalVarNode>([](const ir::GlobalVarNode*) {});
     v.on<ir::OpNode>([](const ir::OpNode*) {});
     v.visit(Any(f.body));
+    return found;
+  });
+}
+
+std::optional<std::string> shared_value(const ir::IRModule& module) {
+  return first_problem<graph::FunctionNode>(module, [](const std::string& name, const graph::FunctionNode& f) {
+    std::optional<std::string> found;
+    if (graph::has_shared_values(f.body)) found = "@" + name + " uses a value in several places without binding it";
     return found;
   });
 }
@@ -101,6 +110,9 @@ NamedRegistry<PropertyInfo>& properties() {
     auto* r = new NamedRegistry<PropertyInfo>("IR property", "property");
     r->add({property::kTypesInferred, "every graph expression has its type and every graph function its result type",
             "InferType", true, untyped, ""});
+    r->add({property::kSharedValuesBound,
+            "every graph value used in more than one place is bound by a let, so it is computed once",
+            "BindSharedValues", true, shared_value, ""});
     r->add({property::kOpsLowered, "no graph function calls an operator that has a lowering (FLower)", "LegalizeOps",
             false, unlowered_op, ""});
     r->add({property::kFused, "operator calls are grouped into primitive functions", "FuseOps", false, nullptr, ""});

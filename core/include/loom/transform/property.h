@@ -6,8 +6,8 @@
 // pass when the property allows it -- otherwise it stops with an error
 // naming the pass, the property and the pass that establishes it.
 //
-// The core registers types_inferred, ops_lowered, fused, buffers_flat and
-// intrinsics_lowered; plugins register more (a miss requests the
+// The core registers types_inferred, shared_values_bound, ops_lowered,
+// fused, buffers_flat and intrinsics_lowered; plugins register more (a miss requests the
 // capability "property:NAME").
 #ifndef LOOM_TRANSFORM_PROPERTY_H_
 #define LOOM_TRANSFORM_PROPERTY_H_
@@ -58,13 +58,14 @@ class PropertyRegistry {
   static std::vector<std::string> list();
 };
 
-// The five properties the core registers.
+// The properties the core registers.
 namespace property {
 inline constexpr const char* kTypesInferred = "types_inferred";
 inline constexpr const char* kOpsLowered = "ops_lowered";
 inline constexpr const char* kFused = "fused";
 inline constexpr const char* kBuffersFlat = "buffers_flat";
 inline constexpr const char* kIntrinsicsLowered = "intrinsics_lowered";
+inline constexpr const char* kSharedValuesBound = "shared_values_bound";
 // In `preserves`: every property.
 inline constexpr const char* kAll = "*";
 }  // namespace property

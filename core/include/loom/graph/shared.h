@@ -1,0 +1,31 @@
+// Values that feed several consumers (docs/ir.md, "Shared values").
+//
+// Graph expressions are immutable nodes, so an expression built in Python or
+// C++ may use one node in several places: `add(relu(v), tanh(v))` holds the
+// node `v` twice.  Read as a tree, every use would compute it again, and a
+// chain of such levels would cost exponentially more with its depth.  A walk
+// that memoises by node sees each once, but a walk that rebuilds the
+// expression in another form (fusion, code for the VM) must know where the
+// value is computed.  bind_shared_values() says so explicitly: every call,
+// tuple, tuple item, if or let used in more than one place is bound once by
+// a let, placed in the innermost scope (the function body or an if branch)
+// that holds all of its uses, before the first of them.  Variables,
+// constants, globals, operators and nested functions are left shared.
+#ifndef LOOM_GRAPH_SHARED_H_
+#define LOOM_GRAPH_SHARED_H_
+
+#include "loom/graph/expr.h"
+
+namespace loom::graph {
+
+// Whether some call, tuple, tuple item, if or let in `body` is used in more
+// than one place.
+bool has_shared_values(const Expr& body);
+
+// `body` with each such value bound once by a let (see above); the same
+// object when there is none.  Linear in the number of distinct nodes.
+Expr bind_shared_values(const Expr& body);
+
+}  // namespace loom::graph
+
+#endif  // LOOM_GRAPH_SHARED_H_
