@@ -19,7 +19,8 @@ PACKAGES=(
   python3-dev pybind11-dev       # the Python package's extension (python/)
   llvm-16-dev llvm-16-tools      # the llvm plugin (CPU codegen, ORC JIT); FileCheck
   libopenblas0-pthread           # NumPy's BLAS: the peer of the matmul benchmark
-  python3-torch                  # the peer of the MLP benchmark (bench/)
+  python3-torch                  # the peer of the MLP benchmark (bench/); models for the importers
+  python3-onnx python3-torchvision  # the ONNX importer (docs/frontends.md) and its test models
 )
 
 missing=()

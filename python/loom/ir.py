@@ -123,6 +123,13 @@ def well_formed(module):
     return list(call("ir.well_formed", module))
 
 
+def infer_type(expr, module=None):
+    """The type of a graph expression; fills `checked_type` of it and of
+    its sub-expressions not yet typed (so typing each new node of a growing
+    graph costs only that node).  loom.TypeInferenceError on a type error."""
+    return call("ir.infer_type", expr, module)
+
+
 def rewrite(node, fn, type_key="ir.Expr"):
     """Rewrites `node` (a module, a function, an expression) bottom-up:
     each node of `type_key` (or a subtype), its children already

@@ -106,6 +106,11 @@ void register_module() {
   def("ir.IRModule.with_attr",
       [](IRModule mod, std::string key, Any value) { return need(mod, "ir.IRModule.with_attr", "module").with_attr(key, value); },
       "the module with attribute `key` set");
+  def("ir.infer_type",
+      [](Expr e, IRModule mod) {
+        return infer_expr_type(need(e, "ir.infer_type", "expr"), mod.defined() ? mod : IRModule::empty());
+      },
+      "the type of a graph expression (its checked_type, filled with those of its sub-expressions)");
   def("ir.well_formed",
       [](IRModule mod) {
         std::vector<Any> out;

@@ -47,6 +47,8 @@ class TypeInferencer {
     return function_types_[name] = Type();  // prim functions are called through call_dps
   }
 
+  Type expr_type(const Expr& e) { return infer(e); }
+
  private:
   void report(const std::string& message, const Any& node) {
     out_.push_back(Diagnostic{name_, message, node.is_none() ? "" : to_text(node)});
@@ -249,6 +251,16 @@ IRModule infer_types(const IRModule& module, std::vector<Diagnostic>* diagnostic
     }
   }
   return module.with_functions(typed);
+}
+
+Type infer_expr_type(const Expr& expr, const IRModule& module) {
+  std::vector<Diagnostic> problems;
+  Type type = TypeInferencer(module, problems).expr_type(expr);
+  if (problems.empty()) return type;
+  std::string message = problems.front().message;  // no function: the expression stands alone
+  if (!problems.front().node.empty()) message += " (in " + problems.front().node + ")";
+  for (size_t k = 1; k < problems.size(); ++k) message += "; " + problems[k].message;
+  throw TypeInferenceError(message);
 }
 
 IRModule check_module(const IRModule& module) {

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "loom/ir/expr.h"
 #include "loom/ir/module.h"
+#include "loom/ir/type.h"
 
 namespace loom::ir {
 
@@ -27,6 +29,13 @@ std::vector<Diagnostic> well_formed(const IRModule& module);
 // graph expression's checked_type set and missing result types filled in.
 // Type errors are returned in `diagnostics` (the module is then partial).
 IRModule infer_types(const IRModule& module, std::vector<Diagnostic>* diagnostics);
+
+// The type of one graph expression (an importer's or builder's view while
+// it builds): fills checked_type of it and of every sub-expression not yet
+// typed, so typing each new node of a growing graph costs only the new
+// node.  Calls of @functions are typed against `module`.  Throws
+// TypeInferenceError listing the problems.
+Type infer_expr_type(const Expr& expr, const IRModule& module);
 
 // well_formed, then infer_types; throws Error listing every diagnostic.
 IRModule check_module(const IRModule& module);

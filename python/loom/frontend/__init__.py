@@ -1,0 +1,96 @@
+"""Frontends: models from other frameworks as IRModules (docs/frontends.md).
+
+`loom.frontend.onnx.from_onnx` imports an ONNX model.  What the importers
+share lives here: the converter registry, the one error for unsupported
+operators, and `bind_params`.
+"""
+from .. import _core
+from .. import graph as _graph
+from .. import ir as _ir
+
+
+class UnsupportedOperatorError(_core.LoomError):
+    """A model uses operators no converter supports; the message lists
+    each operator type with its count and its first node."""
+
+
+class Registry:
+    """Converters by source operator type: each covers a range of opsets
+    (inclusive) and may fold the operator with NumPy when all its inputs
+    are known."""
+
+    def __init__(self, source):
+        self.source = source
+        self._entries = {}  # op type -> [(first, last, convert, fold)]
+
+    def register(self, op_type, convert, opsets, fold=None, replace=False):
+        first, last = opsets
+        entries = self._entries.setdefault(op_type, [])
+        overlapping = [e for e in entries if not (last < e[0] or e[1] < first)]
+        if overlapping and not replace:
+            raise _core.LookupError(f"{self.source} operator '{op_type}' has a converter for opsets "
+                                    f"{overlapping[0][0]}-{overlapping[0][1]} already; pass replace=True")
+        entries[:] = [e for e in entries if e not in overlapping] + [(first, last, convert, fold)]
+        entries.sort(key=lambda e: e[0])
+
+    def find(self, op_type, opset):
+        """(convert, fold) for the operator at this opset, or None."""
+        for first, last, convert, fold in self._entries.get(op_type, []):
+            if first <= opset <= last:
+                return convert, fold
+        return None
+
+    def ranges(self, op_type):
+        return [(first, last) for first, last, _, _ in self._entries.get(op_type, [])]
+
+    def operators(self):
+        """[(op type, first opset, last opset)], sorted."""
+        return sorted((op, first, last) for op, entries in self._entries.items() for first, last, _, _ in entries)
+
+    def check(self, nodes, opset, doc="docs/frontends.md, \"Adding a converter\""):
+        """Raises UnsupportedOperatorError listing every (op type, node
+        name) in `nodes` that no converter covers at `opset`, with counts
+        and the first node of each type; does nothing when all are covered.
+        An op type may be given as (domain, type) for a foreign domain."""
+        missing = {}  # label -> [count, first node]
+        for op_type, name in nodes:
+            if isinstance(op_type, tuple):
+                label = f"{op_type[0]}.{op_type[1]} (domain '{op_type[0]}')"
+            elif self.find(op_type, opset) is None:
+                ranges = self.ranges(op_type)
+                label = op_type
+                if ranges:
+                    spans = ", ".join(f"{a}-{b}" for a, b in ranges)
+                    label = f"{op_type} (opset {opset}; the converter takes opsets {spans})"
+            else:
+                continue
+            entry = missing.setdefault(label, [0, name])
+            entry[0] += 1
+        if not missing:
+            return
+        lines = [f"  {label}: {count} node{'s' if count != 1 else ''}, first '{first}'"
+                 for label, (count, first) in sorted(missing.items())]
+        kinds = len(missing)
+        raise UnsupportedOperatorError(
+            f"the {self.source} model uses {kinds} operator type{'s' if kinds != 1 else ''} Loom cannot import "
+            f"({doc}):\n" + "\n".join(lines))
+
+
+def bind_params(module, params, function="main"):
+    """`module` with the parameters of @function named in `params` (a dict
+    of name: array) replaced by constants; the others stay parameters."""
+    import numpy as np
+    f = module.functions[function]
+    keep, bound = [], {}
+    for p in f.params:
+        if p.name in params:
+            bound[p.name] = _graph.Constant(np.asarray(params[p.name]))
+        else:
+            keep.append(p)
+    unknown = sorted(set(params) - {p.name for p in f.params})
+    if unknown:
+        raise _core.LookupError(f"bind_params: @{function} has no parameter {', '.join(repr(u) for u in unknown)}")
+    targets = {p.name: p for p in f.params if p.name in bound}
+    body = _ir.rewrite(f.body, lambda v: bound[v.name] if v.name in targets and v == targets[v.name] else None,
+                       "graph.Var")
+    return _ir.with_function(module, function, _graph.Function(keep, body))

@@ -1,0 +1,266 @@
+"""The ONNX importer (docs/frontends.md): each converter on one-node models
+against NumPy, the unsupported-operator error, weights as parameters, and
+torchvision's ResNet-18 and MobileNetV2 and a Transformer encoder exported
+by torch.onnx.export, against PyTorch."""
+import io
+import os
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import loom
+from loom import frontend
+from loom.frontend import onnx as lonnx
+
+from conftest import ROOT
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+HOST = str(ROOT / "configs" / "host.yaml")
+rng = np.random.default_rng(0)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=13):
+    """A one-graph ONNX model; inputs and outputs are (name, shape) with
+    float32 elements (an output shape may be None)."""
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        initializer=[numpy_helper.from_array(np.asarray(a), name=n) for n, a in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def run(m, *arrays):
+    lib = loom.build(lonnx.from_onnx(m), HOST)
+    return lib["main"](*arrays).numpy()
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def conv_ref(x, w, stride, pads, groups=1):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (xp.shape[2] - kh) // stride + 1
+    ow = (xp.shape[3] - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+    return out
+
+
+def test_conv_with_bias_padding_stride_and_groups():
+    x, w, b = f32(2, 4, 9, 9), f32(6, 2, 3, 3), f32(6)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 0, 1, 2], group=2, name="c")
+    got = run(model([node], [("x", x.shape)], [("y", None)], [("w", w), ("b", b)]), x)
+    want = conv_ref(x, w, 2, [1, 0, 1, 2], groups=2) + b.reshape(-1, 1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_same_upper_padding_is_resolved_on_the_shape():
+    x, w = f32(1, 3, 7, 7), f32(4, 3, 3, 3)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")
+    got = run(model([node], [("x", x.shape)], [("y", None)], [("w", w)]), x)
+    # out 4 = ceil(7 / 2); total padding (4 - 1) * 2 + 3 - 7 = 2: one each side.
+    np.testing.assert_allclose(got, conv_ref(x, w, 2, [1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op_type, fn", [
+    ("Relu", lambda x: np.maximum(x, 0)), ("Sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("Tanh", np.tanh),
+    ("Abs", np.abs), ("Neg", np.negative), ("Exp", np.exp),
+])
+def test_unary(op_type, fn):
+    x = f32(3, 5)
+    got = run(model([helper.make_node(op_type, ["x"], ["y"])], [("x", x.shape)], [("y", x.shape)]), x)
+    np.testing.assert_allclose(got, fn(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op_type, fn", [
+    ("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide),
+])
+def test_binary_with_a_broadcast_constant(op_type, fn):
+    x, c = f32(2, 3, 4), (f32(4) + 3).astype(np.float32)
+    m = model([helper.make_node(op_type, ["x", "c"], ["y"])], [("x", x.shape)], [("y", None)], [("c", c)])
+    np.testing.assert_allclose(run(m, x), fn(x, c), rtol=1e-6)
+
+
+def test_gemm_with_alpha_beta_and_both_transposes():
+    a, b, c = f32(5, 3), f32(4, 5), f32(4)
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0, transA=1, transB=1)
+    got = run(model([node], [("a", a.shape)], [("y", None)], [("b", b), ("c", c)]), a)
+    np.testing.assert_allclose(got, 0.5 * a.T @ b.T + 2.0 * c, rtol=1e-5, atol=1e-5)
+
+
+def test_pools_softmax_and_reductions():
+    x = f32(2, 3, 8, 8)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["p"], ["q"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["q"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Softmax", ["f"], ["s"], axis=-1),
+             helper.make_node("ReduceMean", ["s"], ["y"], axes=[1], keepdims=1)]
+    got = run(model(nodes, [("x", x.shape)], [("y", None)]), x)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    p = np.stack([np.stack([xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(2, 3)) for j in range(4)], -1)
+                  for i in range(4)], -2)
+    q = p.reshape(2, 3, 2, 2, 2, 2).mean(axis=(3, 5))
+    f = q.mean(axis=(2, 3))
+    s = np.exp(f - f.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, s.mean(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_shape_arithmetic_folds_to_a_constant_reshape():
+    # Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as torch.onnx.export writes a view.
+    x = f32(2, 3, 4)
+    i64 = lambda *v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(i64(0).reshape(()), "zero"),
+                                           numpy_helper.from_array(i64(0), "axes"),
+                                           numpy_helper.from_array(i64(-1), "minus1")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    mod = lonnx.from_onnx(m)
+    text = mod.script()
+    assert "reshape(%x, shape=[2, -1])" in text, text  # no shape computation left at run time
+    np.testing.assert_allclose(loom.build(mod, HOST)["main"](x).numpy(), x.reshape(2, -1))
+
+
+def test_unsupported_operators_are_one_error_listing_each_type_count_and_first_node():
+    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["h1"], name="lstm_1", hidden_size=4),
+             helper.make_node("Relu", ["x"], ["r1"], name="ok"),
+             helper.make_node("LSTM", ["x", "w", "r"], ["h2"], name="lstm_2", hidden_size=4),
+             helper.make_node("MyOp", ["x"], ["m"], name="custom", domain="com.vendor"),
+             helper.make_node("LayerNormalization", ["x", "s"], ["ln"], name="norm")]
+    m = model(nodes, [("x", (1, 2, 3)), ("w", (1, 16, 3)), ("r", (1, 16, 4)), ("s", (3,))], [("h1", None)],
+              opset=16)
+    with pytest.raises(frontend.UnsupportedOperatorError) as info:
+        lonnx.from_onnx(m)
+    message = str(info.value)
+    assert isinstance(info.value, loom.LoomError)
+    assert message.startswith("the ONNX model uses 3 operator types Loom cannot import"), message
+    assert "  LSTM: 2 nodes, first 'lstm_1'" in message, message
+    assert "  com.vendor.MyOp (domain 'com.vendor'): 1 node, first 'custom'" in message, message
+    assert "  LayerNormalization (opset 16; the converter takes opsets 17-17): 1 node, first 'norm'" in message
+    assert "Relu" not in message
+
+
+def test_unsupported_attribute_names_the_node():
+    x = f32(1, 1, 4, 4)
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1, name="pool1")
+    with pytest.raises(loom.TypeError, match=r"MaxPool 'pool1': ceil_mode=1 is not supported"):
+        lonnx.from_onnx(model([node], [("x", x.shape)], [("y", None)]))
+
+
+def test_unknown_element_type_is_named():
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT16, (2,))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (2,))])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(loom.TypeError, match="input 'x' has ONNX element type FLOAT16"):
+        lonnx.from_onnx(m)
+
+
+def test_weights_as_parameters_and_bind_params():
+    x, w = f32(2, 3), f32(3, 4)
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", x.shape)], [("y", None)], [("w", w)])
+    mod, params = lonnx.from_onnx(m, params="inputs")
+    assert [p.name for p in mod.functions["main"].params] == ["x", "w"]
+    assert set(params) == {"w"}
+    np.testing.assert_allclose(loom.build(mod, HOST)["main"](x, params["w"]).numpy(), x @ w, rtol=1e-5)
+    bound = frontend.bind_params(mod, params)
+    assert [p.name for p in bound.functions["main"].params] == ["x"]
+    np.testing.assert_allclose(loom.build(bound, HOST)["main"](x).numpy(), x @ w, rtol=1e-5)
+    with pytest.raises(loom.LookupError, match="has no parameter 'v'"):
+        frontend.bind_params(mod, {"v": w})
+
+
+def test_registering_a_converter_twice_needs_replace():
+    with pytest.raises(loom.LookupError, match="'Relu' has a converter for opsets 1-17 already"):
+        lonnx.converter("Relu")(lambda ctx, node, x: x)
+
+
+def test_the_docs_table_is_the_registry():
+    doc = (ROOT / "docs" / "frontends.md").read_text()
+    table = doc.split("<!-- onnx-table-begin -->\n", 1)[1].split("<!-- onnx-table-end -->", 1)[0].strip()
+    assert table == lonnx._table(), "regenerate with: python3 -m loom.frontend.onnx --table"
+
+
+# ------------------------------------------------------------ whole models
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+
+def exported(module, x, opset, **kwargs):
+    f = io.BytesIO()
+    torch.onnx.export(module, x, f, opset_version=opset, **kwargs)
+    return onnx.load_from_string(f.getvalue())
+
+
+def randomize_batch_norms(module):
+    # Fresh torchvision models have mean 0, var 1 statistics: give them
+    # real ones so that folding them is tested.
+    g = torch.Generator().manual_seed(1)
+    for m in module.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+    return module
+
+
+def models():
+    torch.manual_seed(0)
+    yield "resnet18", lambda: randomize_batch_norms(torchvision.models.resnet18()), (1, 3, 224, 224)
+    yield "mobilenet_v2", lambda: randomize_batch_norms(torchvision.models.mobilenet_v2()), (1, 3, 224, 224)
+    yield "transformer", lambda: torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True), 2), (1, 128, 256)
+
+
+@pytest.mark.parametrize("name, make, shape", list(models()), ids=[m[0] for m in models()])
+@pytest.mark.parametrize("opset", [13, 17])
+def test_models_agree_with_pytorch(name, make, shape, opset):
+    torch.manual_seed(0)
+    module = make().eval()
+    x = torch.randn(*shape)
+    mod = lonnx.from_onnx(exported(module, x, opset))
+    with torch.no_grad():
+        want = module(x).numpy()
+    got = loom.build(mod, HOST)["main"](x.numpy()).numpy()
+    assert got.shape == want.shape
+    scale = np.abs(want).max()
+    assert np.abs(got - want).max() <= 1e-4 * scale, (np.abs(got - want).max(), scale)
+
+
+def test_a_dynamic_batch_stays_symbolic():
+    torch.manual_seed(0)
+    module = randomize_batch_norms(torchvision.models.resnet18()).eval()
+    m = exported(module, torch.randn(2, 3, 64, 64), 13, input_names=["input"],
+                 dynamic_axes={"input": {0: "batch"}})
+    mod = lonnx.from_onnx(m)
+    assert re.match(r"Tensor\[\(%batch, 3, 64, 64\), float32\]", str(mod.functions["main"].params[0].annotation))
+    lib = loom.build(mod, HOST)
+    for n in (1, 3):
+        x = torch.randn(n, 3, 64, 64)
+        with torch.no_grad():
+            want = module(x).numpy()
+        got = lib["main"](x.numpy()).numpy()
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
