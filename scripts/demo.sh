@@ -61,4 +61,9 @@ for name, want in [("mlp", mlp), ("cnn", cnn)]:
     ok = ok and err < 1e-5
 sys.exit(0 if ok else "demo: a result differs from NumPy")
 PY
+# A real model: ResNet-18 exported to ONNX by torch on the fly, imported
+# (docs/frontends.md), built for this CPU and compared with PyTorch.
+echo; echo "\$ python3 examples/python/resnet18_onnx.py"
+PYTHONPATH=python /usr/bin/python3 -W ignore examples/python/resnet18_onnx.py
+
 echo; echo "demo: ok"
