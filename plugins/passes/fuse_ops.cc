@@ -135,19 +135,29 @@ transform::Pass FuseOps() {
         std::set<const Object*> inside;
         for (size_t m : g.members) inside.insert(bindings[m].var.get());
         // Parameters: the variables the members use that the group does not
-        // define, in order of first use.
-        std::vector<graph::Var> outer;
+        // define, and the constants they use (weights: passed in like any
+        // tensor, so the group still becomes one kernel), in order of first
+        // use.
+        std::vector<ir::Expr> outer;
         std::unordered_map<const Object*, ir::Expr> param_of;
         std::vector<graph::Var> params;
         std::vector<Binding> body;
+        auto lift = [&](const ir::ExprNode* node, const std::string& name, const ir::Type& type) {
+          graph::Var p(name, type);
+          param_of[node] = p;
+          params.push_back(p);
+          outer.push_back(downcast<ir::Expr>(ObjectRef(ObjectPtr<Object>(const_cast<ir::ExprNode*>(node)))));
+        };
         for (size_t m : g.members) {
           Visitor v;
           v.on<graph::VarNode>([&](const graph::VarNode* var) {
             if (inside.count(var) || param_of.count(var)) return;
-            graph::Var p(var->name, var->checked_type.defined() ? var->checked_type : var->annotation);
-            param_of[var] = p;
-            params.push_back(p);
-            outer.push_back(downcast<graph::Var>(ObjectRef(ObjectPtr<Object>(const_cast<graph::VarNode*>(var)))));
+            lift(var, var->name, var->checked_type.defined() ? var->checked_type : var->annotation);
+          });
+          v.on<graph::ConstantNode>([&](const graph::ConstantNode* c) {
+            if (param_of.count(c)) return;
+            lift(c, "c", c->checked_type.defined() ? c->checked_type
+                                                   : ir::TensorType::of(c->data.shape_vector(), c->data->dtype));
           });
           v.visit(Any(bindings[m].value));
         }
@@ -172,8 +182,7 @@ transform::Pass FuseOps() {
         std::string unique = names.fresh("fused_" + g.name);
         out[unique] = graph::Function(params, fbody, bindings[i].value->checked_type,
                                       Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
-        std::vector<ir::Expr> args(outer.begin(), outer.end());
-        rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), args)});
+        rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), outer)});
       }
       if (!changed) continue;  // (flattening alone is not worth a change)
       if (!rebuilt.empty() && rebuilt.back().var.same_as(result_var)) {  // back to a result expression

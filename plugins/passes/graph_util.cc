@@ -23,10 +23,12 @@ std::unordered_map<const Object*, int> var_uses(const ir::Expr& e) {
 ir::Expr substitute(const ir::Expr& e, const std::unordered_map<const Object*, ir::Expr>& with) {
   if (with.empty()) return e;
   Mutator m;
-  m.on<graph::VarNode>([&](const graph::VarNode* var, const ObjectRef& self) -> Any {
-    auto found = with.find(var);
+  auto replace = [&](const Object* node, const ObjectRef& self) -> Any {
+    auto found = with.find(node);
     return found == with.end() ? Any(self) : Any(found->second);
-  });
+  };
+  m.on<graph::VarNode>([&](const graph::VarNode* var, const ObjectRef& self) { return replace(var, self); });
+  m.on<graph::ConstantNode>([&](const graph::ConstantNode* c, const ObjectRef& self) { return replace(c, self); });
   return m.mutate_as<ir::Expr>(e);
 }
 

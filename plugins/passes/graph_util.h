@@ -17,7 +17,7 @@ namespace loom::passes {
 // How often each graph variable is used in `e` (bindings are not uses).
 std::unordered_map<const Object*, int> var_uses(const ir::Expr& e);
 
-// `e` with variables replaced by `with` (by identity).
+// `e` with variables and constants replaced by `with` (by identity).
 ir::Expr substitute(const ir::Expr& e, const std::unordered_map<const Object*, ir::Expr>& with);
 
 // Rebuilds every let chain of `e` bottom-up: `rewrite(var, value, body)`

@@ -191,6 +191,30 @@ def test_weights_as_parameters_and_bind_params():
         frontend.bind_params(mod, {"v": w})
 
 
+@pytest.mark.parametrize("params", ["constants", "inputs"])
+def test_conv_bias_relu_is_one_kernel_whether_weights_are_constants_or_parameters(params):
+    x, w, b = f32(1, 3, 8, 8), f32(4, 3, 3, 3), f32(4)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    m = model(nodes, [("x", x.shape)], [("y", None)], [("w", w), ("b", b)])
+    imported = lonnx.from_onnx(m, params=params)
+    mod, args = (imported, [x]) if params == "constants" else (imported[0], [x, w, b])
+
+    class Last:
+        def after(self, info, module):
+            self.module = module
+    last = Last()
+    with loom.transform.PassContext(instruments=[last]):
+        lib = loom.build(mod, HOST)
+    main = last.module.script().split("@main = ", 1)[1].split("\n}\n", 1)[0]
+    # Conv, bias and relu are one fused kernel.  (With the bias a
+    # parameter, its reshape to (C, 1, 1) is a kernel of its own.)
+    kernels = re.findall(r"call_dps<[^>]*>\(@(\w+)", main)
+    assert [k for k in kernels if k != "reshape"] == ["fused_conv2d_add_relu"], main
+    want = np.maximum(conv_ref(x, w, 1, [1, 1, 1, 1]) + b.reshape(-1, 1, 1), 0)
+    np.testing.assert_allclose(lib["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_registering_a_converter_twice_needs_replace():
     with pytest.raises(loom.LookupError, match="'Relu' has a converter for opsets 1-17 already"):
         lonnx.converter("Relu")(lambda ctx, node, x: x)
