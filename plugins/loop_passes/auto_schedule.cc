@@ -34,6 +34,7 @@
 
 #include <loom/arith/simplify.h>
 #include <loom/ir/text.h>
+#include <loom/support/stack.h>
 #include <loom/object/traversal.h>
 #include <loom/target/target.h>
 #include <loom/tir/functor.h>
@@ -83,7 +84,7 @@ bool has_reduction(const ForNode* top) {
     pre_order(body, [&](const Stmt& st) {
       if (const auto* f = st.as<ForNode>()) {
         loops.push_back(f->loop_var.get());
-        walk(f->body);
+        with_stack([&] { walk(f->body); });  // one level per loop: deep nests (docs/reliability.md, "Depth")
         loops.pop_back();
         return false;
       }

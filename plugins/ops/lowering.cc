@@ -74,19 +74,20 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b) {
     // k counts from the right.
     bool has_a = k < a.size(), has_b = k < b.size();
     Any da = has_a ? a[a.size() - 1 - k] : Any(), db = has_b ? b[b.size() - 1 - k] : Any();
-    // (Each optional is tested before its value is read: GCC's inlined
-    // optional == optional reads the value first, which valgrind reports.)
-    std::optional<int64_t> ca = constant(da), cb = constant(db);
+    // -1 for a symbolic dimension (constant ones are not negative).  Not
+    // std::optional: GCC merges its flag and value tests into one that
+    // reads the value of an empty optional, which valgrind reports.
+    int64_t ca = constant(da).value_or(-1), cb = constant(db).value_or(-1);
     Any result;
     if (!has_a) {
       result = db;
     } else if (!has_b) {
       result = da;
-    } else if (ca.has_value() && *ca == 1) {
+    } else if (ca == 1) {
       result = db;
-    } else if (cb.has_value() && *cb == 1) {
+    } else if (cb == 1) {
       result = da;
-    } else if (ca.has_value() && cb.has_value() ? *ca == *cb : da.object() == db.object()) {
+    } else if (ca >= 0 && cb >= 0 ? ca == cb : da.object() == db.object()) {
       result = da;
     } else {
       LOOM_THROW(TypeError) << "shapes " << shape_text(a) << " and " << shape_text(b)

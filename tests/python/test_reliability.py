@@ -1,6 +1,7 @@
 """Hostile and careless inputs (docs/reliability.md): each test is one class
 of input that once crashed, hung or exhausted Loom, at the size the issue
 names, through the commands and the Python API a user would use."""
+import os
 import pathlib
 import re
 import subprocess
@@ -329,7 +330,7 @@ def test_bool_arrays_go_in_and_come_out():
 # ---- Plugin folders -----------------------------------------------------------------------------
 
 GOOD = ROOT / "build" / "tests" / "fixtures" / "good" / "loom_fx_good.so"
-HELLO = ROOT / "build" / "lib" / "loom" / "plugins" / "loom_hello.so"
+HELLO = pathlib.Path(os.environ.get("LOOM_BUILD_DIR", ROOT / "build")) / "lib" / "loom" / "plugins" / "loom_hello.so"
 
 
 def plugins(path, *args):
