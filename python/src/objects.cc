@@ -40,12 +40,20 @@ py::list map_keys(const Map& map) {
   return keys;
 }
 
+// Constants larger than this print as a description unless show_meta
+// (docs/python.md, "IR"): an imported model's weights are megabytes.
+constexpr uint64_t kElideConstantsOver = 1024;
+
 // The text form for IR nodes; the generic repr for the rest.
-std::string text_of(const ObjectRef& ref) {
+std::string text_of(const ObjectRef& ref, bool show_meta = false) {
   try {
-    // A module prints in its canonical, parseable form (free variables
-    // declared with their types, a meta section); any other node on its own.
-    if (ref.as<ir::IRModuleNode>()) return ir::print_module(downcast<ir::IRModule>(ref));
+    // A module prints in its canonical form (free variables declared with
+    // their types, a meta section), parseable when nothing is elided; any
+    // other node on its own.
+    if (ref.as<ir::IRModuleNode>()) {
+      auto module = downcast<ir::IRModule>(ref);
+      return show_meta ? ir::print_module(module) : ir::print_module(module, kElideConstantsOver);
+    }
     return ir::to_text(Any(ref));
   } catch (const Error&) {
     return repr(Any(ref));
@@ -220,8 +228,10 @@ void bind_objects(py::module_& m) {
           py::arg("type_key"), "whether the node's type is `type_key` or derives from it")
       .def("__eq__", &ObjectRef::same_as)
       .def("__hash__", [](const ObjectRef& o) { return reinterpret_cast<intptr_t>(o.get()); })
-      .def("__repr__", &text_of)
-      .def("script", &text_of, "the text format of this node");
+      .def("__repr__", [](const ObjectRef& ref) { return text_of(ref); })
+      .def("script", &text_of, py::arg("show_meta") = false,
+           "the text format of this node; a module's constants over 1 KiB are described, not written, unless "
+           "show_meta=True (only then does the text parse back)");
 
   py::class_<Array, ObjectRef>(m, "Array", "an immutable sequence of values")
       .def("__len__", &Array::size)

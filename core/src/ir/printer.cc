@@ -20,6 +20,7 @@
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/support/json.h"
+#include "loom/support/size.h"
 #include "loom/support/stack.h"
 #include "loom/support/strings.h"
 #include "loom/tir/function.h"
@@ -87,7 +88,8 @@ bool is_identifier(const std::string& s) {
 
 class Printer {
  public:
-  explicit Printer(bool with_meta) : with_meta_(with_meta) {}
+  explicit Printer(bool with_meta, uint64_t elide_bytes = UINT64_MAX)
+      : with_meta_(with_meta), elide_bytes_(elide_bytes) {}
 
   std::string module(const IRModule& mod) {
     const IRModuleNode* m = mod.get();
@@ -184,7 +186,26 @@ class Printer {
 
   void finish_meta() {
     if (!with_meta_ || meta_.empty()) return;
-    out_ << "\nmeta " << save_json(Array(meta_)) << "\n";
+    // Large constants (an imported model's weights) may be shown by a
+    // description instead of their bytes; the text then says so and does
+    // not parse back.
+    std::vector<Any> shown = meta_;
+    uint64_t elided = 0, elided_bytes = 0;
+    for (Any& item : shown) {
+      const auto* a = item.as_object_ref().as<runtime::NDArrayNode>();
+      if (!a || a->nbytes() <= elide_bytes_) continue;
+      std::string shape;
+      for (const Any& d : a->shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d.as_int());
+      item = Any("elided: a " + a->dtype.to_string() + " constant of shape (" + shape + "), " +
+                 readable_bytes(a->nbytes()));
+      ++elided;
+      elided_bytes += a->nbytes();
+    }
+    if (elided) {
+      out_ << "\n# " << elided << " constant" << (elided == 1 ? "" : "s") << " (" << readable_bytes(elided_bytes)
+           << ") elided; print with show_meta=True to include them (only then does the text parse back)";
+    }
+    out_ << "\nmeta " << save_json(Array(shown)) << "\n";
   }
 
   // ---- values and types ----------------------------------------------------
@@ -731,6 +752,7 @@ class Printer {
   }
 
   bool with_meta_;
+  uint64_t elide_bytes_;
   std::ostringstream out_;
   int indent_ = 0;
   std::unordered_map<const Object*, std::string> names_;
@@ -743,6 +765,10 @@ class Printer {
 }  // namespace
 
 std::string print_module(const IRModule& module) { return Printer(true).module(module); }
+
+std::string print_module(const IRModule& module, uint64_t elide_constants_over) {
+  return Printer(true, elide_constants_over).module(module);
+}
 
 std::string to_text(const Any& node) {
   // Used in diagnostics about IR that may be broken: never fail.

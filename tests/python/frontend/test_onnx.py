@@ -215,6 +215,20 @@ def test_conv_bias_relu_is_one_kernel_whether_weights_are_constants_or_parameter
     np.testing.assert_allclose(lib["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
+def test_printing_an_imported_model_elides_its_weights():
+    x, w, b = f32(1, 3, 8, 8), f32(16, 3, 3, 3), f32(16)
+    m = model([helper.make_node("Conv", ["x", "w", "b"], ["y"])], [("x", x.shape)], [("y", None)],
+              [("w", w), ("b", b)])
+    mod = lonnx.from_onnx(m)
+    text = mod.script()
+    assert str(mod) == text
+    assert "# 1 constant (1.7 KiB) elided; print with show_meta=True" in text, text
+    assert '"elided: a float32 constant of shape (16, 3, 3, 3), 1.7 KiB"' in text, text
+    full = mod.script(show_meta=True)
+    assert "elided" not in full and len(full) > 2300
+    loom.ir.assert_structural_equal(loom.parse(full), mod)
+
+
 def test_registering_a_converter_twice_needs_replace():
     with pytest.raises(loom.LookupError, match="'Relu' has a converter for opsets 1-17 already"):
         lonnx.converter("Relu")(lambda ctx, node, x: x)

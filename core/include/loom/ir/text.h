@@ -3,6 +3,7 @@
 #ifndef LOOM_IR_TEXT_H_
 #define LOOM_IR_TEXT_H_
 
+#include <cstdint>
 #include <string>
 
 #include "loom/ir/module.h"
@@ -11,6 +12,12 @@ namespace loom::ir {
 
 // The canonical text of a module.
 std::string print_module(const IRModule& module);
+
+// The same, with each constant of more than `elide_constants_over` bytes
+// shown in the meta section by a description (dtype, shape, size) instead
+// of its data, and a comment saying so: for reading a model's IR, not for
+// parsing back.
+std::string print_module(const IRModule& module, uint64_t elide_constants_over);
 
 // The text of any IR node on its own (a function, an expression, a
 // statement, a type, a value), for messages.  Variables and buffers bound
