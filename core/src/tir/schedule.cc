@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -127,6 +128,50 @@ Schedule::Schedule(PrimFunc func) : func_(std::move(func)) {
     Stmt loop = For(renamed, twice->min, twice->extent, twice->for_kind(), body, twice->thread, twice->annotations);
     func_ = with_new_body(func_, replace(func_->body, twice, loop));
   }
+  unique_buffer_names();
+}
+
+// Buffers are named too (cache_read, compute_inline): two buffers of
+// different memory with one name (builders and fusion make them: the
+// lifted weights of a fused group are all "c") would let a primitive act
+// on the wrong one.  The later gets a fresh name; views of one memory (one
+// data variable) keep sharing theirs.
+void Schedule::unique_buffer_names() {
+  std::vector<const BufferNode*> buffers;
+  std::set<const Object*> seen;
+  Visitor v;
+  v.on<BufferNode>([&](const BufferNode* b) {
+    if (seen.insert(b).second) buffers.push_back(b);
+  });
+  v.visit(Any(func_));
+  std::map<std::string, const Object*> memory_of;       // name -> its data variable
+  std::map<const Object*, std::string> renamed_memory;  // data variable -> new name
+  std::set<std::string> taken;
+  for (const BufferNode* b : buffers) taken.insert(b->name);
+  for (const BufferNode* b : buffers) {
+    const Object* memory = b->data.get();
+    auto [owner, fresh] = memory_of.emplace(b->name, memory);
+    if (fresh || owner->second == memory || renamed_memory.count(memory)) continue;
+    std::string name = fresh_name(func_, b->name, taken);
+    taken.insert(name);
+    renamed_memory[memory] = name;
+  }
+  if (renamed_memory.empty()) return;
+  Mutator m;
+  m.on<BufferNode>([&](const BufferNode* b, const ObjectRef& self) -> Any {
+    auto found = renamed_memory.find(b->data.get());
+    if (found == renamed_memory.end()) return Any(self);
+    auto node = make_object<BufferNode>();
+    node->data = b->data;
+    node->dtype = b->dtype;
+    node->shape = b->shape;
+    node->strides = b->strides;
+    node->elem_offset = b->elem_offset;
+    node->scope = b->scope;
+    node->name = found->second;
+    return Any(Buffer(ObjectPtr<Object>(std::move(node))));
+  });
+  func_ = m.mutate_as<PrimFunc>(func_);
 }
 
 std::vector<std::string> Schedule::loops() const {

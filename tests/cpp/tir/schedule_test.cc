@@ -8,6 +8,7 @@
 
 #include "loom/driver/build.h"
 #include "loom/ir/text.h"
+#include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
 #include "loom/tir/schedule.h"
@@ -92,6 +93,28 @@ TEST(Schedule, EveryPrimitiveKeepsTheNumbers) {
 // A split that does not divide leaves a guard around the nest's sequence;
 // decompose_reduction gives each new nest the guard (inside the reduction
 // loop, so k still moves outside the tile).
+TEST(Schedule, BuffersOfOneNameGetUniqueNamesSoPrimitivesActOnTheRightOne) {
+  // The bias renamed "W" like the weight (builders and fusion make such
+  // functions: a fused group's lifted weights are all "c").
+  Mutator rename;
+  rename.on<tir::BufferNode>([](const tir::BufferNode* b, const ObjectRef& self) -> Any {
+    if (b->name != "B") return Any(self);
+    return Any(tir::Buffer("W", b->dtype, {b->shape[0].cast<tir::PrimExpr>()}));
+  });
+  tir::PrimFunc f = rename.mutate_as<tir::PrimFunc>(original());
+  tir::Schedule s(f);
+  std::vector<std::string> names;
+  for (const Any& p : s.func()->params) names.push_back(p.cast<tir::Buffer>()->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"A", "W", "W_1", "Out"}));
+  // "W" is the 2-D weight: a 2-D layout applies (read past the end of the
+  // bias's one dimension before).
+  s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
+    EXPECT_EQ(v.size(), 2u);
+    return std::vector<tir::PrimExpr>{v[1], v[0]};
+  });
+  EXPECT_EQ(run(s.func()), run(original()));
+}
+
 TEST(Schedule, DecomposeReductionCarriesASplitsGuard) {
   std::vector<float> want = run(original());
   tir::Schedule s(original());

@@ -117,6 +117,7 @@ class Schedule {
   RFactor rfactor(const std::string& loop);
 
  private:
+  void unique_buffer_names();
   PrimFunc func_;
 };
 

@@ -162,11 +162,13 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
   // AutoSchedule (a convolution reads no inlined value), the two
   // convolution results and the two padded inputs left, each pair sharing
   // one allocation (StorageRewrite: the first result is dead once the
-  // second convolution has padded it).
+  // second convolution has padded it).  The two padded inputs were both
+  // X_pad: the schedule names the second X_pad_1 (tir::Schedule keeps
+  // buffer names unique).
   config = fusing_config("[UserFuseDoubleConv, default]");
   text = ir::print_module(config.pipeline()(config.constrain(chain), config.context));
   EXPECT_NE(text.find("@fused_user_double_conv_add_relu_tanh_sigmoid = prim_func("), std::string::npos) << text;
-  EXPECT_NE(text.find("alloc %X_pad_X_pad: Buffer[(324), float32] {\n    alloc %c1_c2: Buffer[(196), float32] {\n      for"),
+  EXPECT_NE(text.find("alloc %X_pad_X_pad_1: Buffer[(324), float32] {\n    alloc %c1_c2: Buffer[(196), float32] {\n      for"),
             std::string::npos) << text;
   EXPECT_EQ(text.find("@relu = prim_func"), std::string::npos) << text;
 }
