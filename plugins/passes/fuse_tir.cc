@@ -67,25 +67,13 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
     if (var != result) intermediates.push_back(out);
     buffer_of[var] = out;
     actual.push_back(out);
-    // The kernel's buffers are ours; its scalar parameters are our dimensions.
+    // The kernel's buffers are ours; its scalar parameters are our
+    // dimensions, substituted everywhere (its own allocations' shapes
+    // included), so nothing in the fused body refers to the kernel's
+    // parameters and its allocations can join ours.
     std::unordered_map<const Object*, tir::Buffer> replace;
     for (size_t k = 0; k < kernel_buffers.size(); ++k) replace[kernel_buffers[k].get()] = actual[k];
-    Mutator m;
-    m.on<tir::BufferNode>([&](const tir::BufferNode* b, const ObjectRef& self) -> Any {
-      auto found = replace.find(b);
-      return found == replace.end() ? Any(self) : Any(found->second);
-    });
-    tir::Stmt stmt = m.mutate_as<tir::Stmt>(kernel->body);
-    // The kernel's own allocations (a convolution's padded input) join the
-    // intermediates at the top, so that each step is a loop nest in one
-    // sequence, which the schedule primitives expect.  Not where a shape
-    // may use the kernel's scalars, which are bound inside.
-    if (kernel->params.size() == kernel_buffers.size()) {
-      while (const auto* a = stmt.as<tir::AllocateNode>()) {
-        intermediates.push_back(a->buffer);
-        stmt = a->body;
-      }
-    }
+    std::unordered_map<const Object*, tir::PrimExpr> dimension;
     for (const Any& p : kernel->params) {
       const auto* scalar = p.as_object_ref().as<tir::VarNode>();
       if (!scalar) continue;
@@ -99,7 +87,24 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
         }
       }
       if (!value) return std::nullopt;
-      stmt = tir::LetStmt(downcast<tir::Var>(p.as_object_ref()), *value, stmt);
+      dimension[scalar] = *value;
+    }
+    Mutator m;
+    m.on<tir::BufferNode>([&](const tir::BufferNode* b, const ObjectRef& self) -> Any {
+      auto found = replace.find(b);
+      return found == replace.end() ? Any(m.mutate_children(self)) : Any(found->second);
+    });
+    m.on<tir::VarNode>([&](const tir::VarNode* v, const ObjectRef& self) -> Any {
+      auto found = dimension.find(v);
+      return found == dimension.end() ? Any(self) : Any(found->second);
+    });
+    tir::Stmt stmt = m.mutate_as<tir::Stmt>(kernel->body);
+    // The kernel's own allocations (a convolution's padded input) join the
+    // intermediates at the top, so that each step is a loop nest in one
+    // sequence, which the schedule primitives expect.
+    while (const auto* a = stmt.as<tir::AllocateNode>()) {
+      intermediates.push_back(a->buffer);
+      stmt = a->body;
     }
     body.push_back(stmt);
   }
