@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <chrono>
 
 #include "loom/support/error.h"
 #include "test_util.h"
@@ -89,6 +91,20 @@ TEST(ThreadPool, ResizeAndCEntryPoint) {
   EXPECT_EQ(closure.sum.load(), 4950);
   auto failing = [](int64_t b, int64_t, void*) { return b == 0 ? 7 : 0; };
   EXPECT_EQ(loom_parallel_for(0, 10, failing, nullptr), 7);
+}
+
+TEST(ThreadPool, WorkersStartedByAResizeWaitForTheNextRegion) {
+  // Workers started after regions ran must not take the last region's
+  // chunk again (they did: its body was gone, and the process crashed).
+  ThreadPool pool(2);
+  std::atomic<int64_t> sum{0};
+  for (int round = 0; round < 20; ++round) {
+    pool.parallel_for(0, 10, [&](int64_t b, int64_t e) { sum += e - b; });
+    pool.set_num_threads(round % 2 ? 2 : 3);  // restarts the workers
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for a stale worker to run
+  pool.parallel_for(0, 10, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 210);
 }
 
 TEST(ThreadPool, EnvironmentOverride) {

@@ -54,7 +54,7 @@ class ThreadPool {
  private:
   void start(int threads);
   void stop();
-  void worker(int index);
+  void worker(int index, uint64_t seen);
 
   int threads_ = 1;
   bool environment_fixed_ = false;
