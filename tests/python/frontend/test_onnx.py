@@ -15,6 +15,7 @@ from loom import frontend
 from loom.frontend import onnx as lonnx
 
 from conftest import ROOT
+from model_util import randomize_batch_norms
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -250,19 +251,6 @@ def exported(module, x, opset, **kwargs):
     f = io.BytesIO()
     torch.onnx.export(module, x, f, opset_version=opset, **kwargs)
     return onnx.load_from_string(f.getvalue())
-
-
-def randomize_batch_norms(module):
-    # Fresh torchvision models have mean 0, var 1 statistics: give them
-    # real ones so that folding them is tested.
-    g = torch.Generator().manual_seed(1)
-    for m in module.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-    return module
 
 
 def models():

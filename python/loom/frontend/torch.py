@@ -1,0 +1,401 @@
+"""The PyTorch importer through torch.fx (docs/frontends.md):
+`from_fx(module, example_inputs)`.
+
+torch.fx traces the module's forward symbolically into a graph of
+placeholders, calls of submodules (`call_module`), functions
+(`call_function`) and tensor methods (`call_method`), parameters
+(`get_attr`) and an output.  Each call target has one small converter in
+the registry below, registered with `@converter(target)`: a module class
+(`torch.nn.Conv2d`), a function (`torch.flatten`, `operator.add`) or a
+method name (`"flatten"`).  A converter gets the context, the node and the
+node's arguments (graph expressions for tensors, Python values otherwise;
+keyword arguments as `node.kwargs`); module converters find their module
+as `node.module`.  Parameters and buffers become constants.
+"""
+import operator
+
+import numpy as np
+
+from .. import _core
+from .. import graph, ir, op
+from . import Registry
+from .onnx import Context
+
+REGISTRY = Registry("PyTorch")
+_ANY = (0, 0)  # PyTorch converters are not versioned by opset
+
+
+def _key(target):
+    """The registry key of a call target: 'torch.nn.Conv2d',
+    'torch.flatten', 'operator.add', or 'Tensor.flatten' for a method."""
+    if isinstance(target, str):
+        return f"Tensor.{target}"
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    if module.startswith("torch.nn.modules"):
+        module = "torch.nn"
+    elif module in ("torch._C._VariableFunctions", "torch._C._nn") or module.startswith("torch._C"):
+        module, name = "torch", getattr(target, "__name__", name)  # builtins: '_VariableFunctionsClass.sin'
+    if module == "torch" and "." in name:
+        name = name.rsplit(".", 1)[1]
+    elif module == "_operator":
+        module = "operator"
+    return f"{module}.{name}" if module else name
+
+
+def converter(*targets, replace=False):
+    """Registers the decorated function as the converter of each target."""
+    def register(fn):
+        for t in targets:
+            REGISTRY.register(_key(t), fn, _ANY, replace=replace)
+        return fn
+    return register
+
+
+def supported_operators():
+    return [name for name, _, _ in REGISTRY.operators()]
+
+
+class Node:
+    """One fx node as a converter sees it."""
+
+    def __init__(self, fx_node, module):
+        self.fx = fx_node
+        self.name = fx_node.name
+        self.kind = _key(type(module)) if module is not None else _key(fx_node.target)
+        self.module = module
+        self.kwargs = {}
+
+    def unsupported(self, what):
+        raise _core.TypeError(f"{self.kind} '{self.name}': {what} is not supported (docs/frontends.md)")
+
+
+def _numpy(tensor):
+    return tensor.detach().cpu().contiguous().numpy()
+
+
+def from_fx(module, example_inputs, *, params="constants"):
+    """Imports a torch.nn.Module through torch.fx.symbolic_trace as an
+    IRModule whose @main takes tensors shaped like `example_inputs`.
+    Parameters and buffers become constants (params="constants"), or
+    parameters of @main after the inputs, returned with their values as
+    (module, {name: array}) (params="inputs")."""
+    import torch
+    import torch.fx
+    if params not in ("constants", "inputs"):
+        raise _core.TypeError(f"from_fx: params must be 'constants' or 'inputs', got {params!r}")
+    module = module.eval()
+    if isinstance(module, torch.fx.GraphModule):
+        traced = module
+    else:
+        # The module is traced as the child of a root, so a torch.nn module
+        # (a leaf for torch.fx: nn.TransformerEncoder) is one call of it.
+        class Root(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.model = inner
+
+            def forward(self, *xs):
+                return self.model(*xs)
+        count = len(list(example_inputs)) if isinstance(example_inputs, (list, tuple)) else 1
+        root = Root(module)
+        names = [f"input{k}" for k in range(count)]
+        code = f"def forward(self, {', '.join(names)}):\n    return self.model({', '.join(names)})\n"
+        scope = {}
+        exec(code, scope)  # fx needs the real arity, not *xs
+        Root.forward = scope["forward"]
+        traced = torch.fx.symbolic_trace(root)
+    submodules = dict(traced.named_modules())
+    # One error for everything unsupported, before any work.
+    calls = []
+    for n in traced.graph.nodes:
+        if n.op == "call_module":
+            calls.append((_key(type(submodules[n.target])), n.name))
+        elif n.op in ("call_function", "call_method"):
+            calls.append((_key(n.target), n.name))
+    REGISTRY.check(calls, 0)
+    examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
+    ctx = Context()
+    values, inputs, weights = {}, [], {}
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(examples):
+        raise _core.TypeError(f"from_fx: the module takes {len(placeholders)} inputs, "
+                              f"got {len(examples)} example inputs")
+    for n, example in zip(placeholders, examples):
+        array = _numpy(example)
+        var = graph.Var(n.name, shape=array.shape, dtype=str(array.dtype))
+        inputs.append(var)
+        values[n] = var
+    params_out, param_vars = [], {}
+
+    def weight(name, tensor):
+        array = _numpy(tensor)
+        if params == "constants":
+            return array
+        if name not in param_vars:
+            param_vars[name] = graph.Var(name.replace(".", "_"), shape=array.shape, dtype=str(array.dtype))
+            params_out.append(param_vars[name])
+            weights[name.replace(".", "_")] = array
+        return param_vars[name]
+
+    ctx.weight = weight
+    result = None
+    for n in traced.graph.nodes:
+        if n.op == "placeholder":
+            continue
+        if n.op == "get_attr":
+            obj = traced
+            for part in n.target.split("."):
+                obj = getattr(obj, part)
+            values[n] = weight(n.target, obj) if isinstance(obj, torch.Tensor) else obj
+            continue
+        args = torch.fx.node.map_arg(n.args, lambda a: values[a])
+        kwargs = torch.fx.node.map_arg(n.kwargs, lambda a: values[a])
+        if n.op == "output":
+            result = args[0]
+            break
+        sub = submodules[n.target] if n.op == "call_module" else None
+        node = Node(n, sub)
+        node.kwargs = dict(kwargs)
+        node.path = n.target if n.op == "call_module" else None
+        convert, _ = REGISTRY.find(node.kind, 0)
+        try:
+            out = convert(ctx, node, *args)
+            if isinstance(out, np.ndarray) or not isinstance(out, (tuple, list)):
+                if out is not None and not isinstance(out, (np.ndarray, int, float)):
+                    ctx.type(out)  # typed now: errors name the node
+        except _core.LoomError as e:
+            if str(e).startswith(f"{node.kind} '{node.name}'"):
+                raise
+            raise type(e)(f"{node.kind} '{node.name}': {e}") from None
+        values[n] = out
+    outputs = result if isinstance(result, (tuple, list)) else [result]
+    exprs = [ctx.expr(o) for o in outputs]
+    body = exprs[0] if len(exprs) == 1 and not isinstance(result, (tuple, list)) else graph.Tuple(exprs)
+    mod = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
+    return (mod, weights) if params == "inputs" else mod
+
+
+# ------------------------------------------------------------ helpers
+
+def _pair(v):
+    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]
+
+
+def _param(ctx, node, name):
+    tensor = getattr(node.module, name)
+    return None if tensor is None else ctx.expr(ctx.weight(f"{node.path}.{name}", tensor))
+
+
+def _arg(node, args, index, name, default):
+    if len(args) > index:
+        return args[index]
+    return node.kwargs.get(name, default)
+
+
+# ------------------------------------------------------------ modules
+
+def _torch():
+    import torch
+    return torch
+
+
+def _register_modules():
+    torch = _torch()
+    nn = torch.nn
+    F = torch.nn.functional
+
+    @converter(nn.Conv2d)
+    def conv2d(ctx, node, x):
+        m = node.module
+        if m.padding_mode != "zeros":
+            node.unsupported(f"padding_mode='{m.padding_mode}'")
+        if isinstance(m.padding, str):
+            node.unsupported(f"padding='{m.padding}'")
+        y = op.conv2d(x, _param(ctx, node, "weight"), strides=_pair(m.stride), padding=_pair(m.padding),
+                      dilation=_pair(m.dilation), groups=int(m.groups))
+        if m.bias is not None:
+            bias = ctx.weight(f"{node.path}.bias", m.bias)
+            bias = bias.reshape(-1, 1, 1) if isinstance(bias, np.ndarray) else op.reshape(bias, shape=[-1, 1, 1])
+            y = op.add(y, ctx.expr(bias))
+        return y
+
+    @converter(nn.BatchNorm2d)
+    def batch_norm(ctx, node, x):
+        m = node.module
+        if m.training or not m.track_running_stats:
+            node.unsupported("batch statistics (training mode)")
+        return op.batch_norm(x, _param(ctx, node, "weight"), _param(ctx, node, "bias"),
+                             _param(ctx, node, "running_mean"), _param(ctx, node, "running_var"),
+                             epsilon=float(m.eps))
+
+    @converter(nn.ReLU, F.relu, torch.relu, "relu")
+    def relu(ctx, node, x, *rest):
+        return op.relu(x)
+
+    @converter(nn.ReLU6, F.relu6)
+    def relu6(ctx, node, x, *rest):
+        return op.clip(x, a_min=0.0, a_max=6.0)
+
+    @converter(nn.Hardtanh, F.hardtanh)
+    def hardtanh(ctx, node, x, *rest):
+        m = node.module
+        low = m.min_val if m is not None else _arg(node, (x,) + rest, 1, "min_val", -1.0)
+        high = m.max_val if m is not None else _arg(node, (x,) + rest, 2, "max_val", 1.0)
+        return op.clip(x, a_min=float(low), a_max=float(high))
+
+    @converter(nn.Identity, nn.Dropout)
+    def identity(ctx, node, x, *rest):
+        return x
+
+    @converter(nn.MaxPool2d)
+    def max_pool(ctx, node, x):
+        m = node.module
+        if m.ceil_mode or _pair(m.dilation) != [1, 1] or m.return_indices:
+            node.unsupported("ceil_mode, dilation or return_indices")
+        stride = m.stride if m.stride is not None else m.kernel_size
+        return op.max_pool2d(x, pool_size=_pair(m.kernel_size), strides=_pair(stride), padding=_pair(m.padding))
+
+    def adaptive(node, size):
+        if _pair(size) != [1, 1]:
+            node.unsupported(f"output size {size} (only (1, 1))")
+
+    @converter(nn.AdaptiveAvgPool2d)
+    def adaptive_avg_pool(ctx, node, x):
+        adaptive(node, node.module.output_size)
+        return op.global_avg_pool2d(x)
+
+    @converter(F.adaptive_avg_pool2d)
+    def adaptive_avg_pool_f(ctx, node, x, size=None):
+        adaptive(node, size if size is not None else node.kwargs.get("output_size"))
+        return op.global_avg_pool2d(x)
+
+    @converter(nn.Linear)
+    def linear(ctx, node, x):
+        y = op.dense(x, _param(ctx, node, "weight"))
+        bias = _param(ctx, node, "bias")
+        return y if bias is None else op.add(y, bias)
+
+    @converter(torch.flatten, "flatten", nn.Flatten)
+    def flatten(ctx, node, x, *rest):
+        start = node.module.start_dim if node.module is not None else _arg(node, (x,) + rest, 1, "start_dim", 0)
+        end = node.module.end_dim if node.module is not None else _arg(node, (x,) + rest, 2, "end_dim", -1)
+        shape = ctx.shape(x)
+        start = start + len(shape) if start < 0 else start
+        if end not in (-1, len(shape) - 1):
+            node.unsupported(f"end_dim={end}")
+        if start == 1:
+            return op.flatten(x)
+        if not all(isinstance(d, int) for d in shape):
+            node.unsupported(f"start_dim={start} with a symbolic shape")
+        return op.reshape(x, shape=list(shape[:start]) + [-1])
+
+    def binary(loom_op):
+        def convert(ctx, node, a, b, *rest):
+            like = a if not isinstance(a, (int, float)) else b
+            dtype = ctx.dtype(like)
+            a = ctx.expr(np.asarray(a, dtype=dtype)) if isinstance(a, (int, float)) else a
+            b = ctx.expr(np.asarray(b, dtype=dtype)) if isinstance(b, (int, float)) else b
+            return getattr(op, loom_op)(a, b)
+        return convert
+
+    converter(operator.add, torch.add, "add")(binary("add"))
+    converter(operator.mul, torch.mul, "mul")(binary("multiply"))
+    converter(operator.sub, torch.sub, "sub")(binary("subtract"))
+    converter(operator.truediv, torch.div, "div")(binary("divide"))
+
+
+    # Transformer encoders are leaves for torch.fx (their forward branches
+    # on tensor properties, which symbolic tracing refuses): converted as
+    # what they compute in eval mode, without masks.
+    def layer_norm(ctx, prefix, m, x):
+        w = ctx.expr(ctx.weight(f"{prefix}.weight", m.weight))
+        b = ctx.expr(ctx.weight(f"{prefix}.bias", m.bias))
+        return op.layer_norm(x, w, b, epsilon=float(m.eps))
+
+    def dense(ctx, prefix, m, x):
+        y = op.dense(x, ctx.expr(ctx.weight(f"{prefix}.weight", m.weight)))
+        return y if m.bias is None else op.add(y, ctx.expr(ctx.weight(f"{prefix}.bias", m.bias)))
+
+    def attention(ctx, prefix, m, x, batch, seq):
+        e, h = m.embed_dim, m.num_heads
+        d = e // h
+        if m.in_proj_weight is None or m.bias_k is not None or m.add_zero_attn:
+            raise _core.TypeError(f"{prefix}: separate q/k/v projections, bias_k or add_zero_attn")
+        qkv = op.dense(x, ctx.expr(ctx.weight(f"{prefix}.in_proj_weight", m.in_proj_weight)))
+        if m.in_proj_bias is not None:
+            qkv = op.add(qkv, ctx.expr(ctx.weight(f"{prefix}.in_proj_bias", m.in_proj_bias)))
+
+        def heads(k):  # (B, S, E) slice k -> (B, H, S, D)
+            part = op.slice(qkv, begin=[k * e], end=[(k + 1) * e], axes=[2])
+            return op.transpose(op.reshape(part, shape=[batch, seq, h, d]), axes=[0, 2, 1, 3])
+        q, k, v = heads(0), heads(1), heads(2)
+        q = op.multiply(q, ctx.expr(np.asarray(1.0 / np.sqrt(d), dtype=np.float32)))
+        scores = op.softmax(op.matmul(q, k, transpose_b=True), axis=-1)
+        o = op.transpose(op.matmul(scores, v), axes=[0, 2, 1, 3])
+        return dense(ctx, f"{prefix}.out_proj", m.out_proj, op.reshape(o, shape=[batch, seq, e]))
+
+    def encoder_layer(ctx, prefix, m, x, batch, seq):
+        act = {F.relu: op.relu, F.gelu: op.gelu}.get(m.activation)
+        if act is None:
+            act = op.relu if isinstance(m.activation, nn.ReLU) else op.gelu if isinstance(m.activation, nn.GELU) \
+                else None
+        if act is None:
+            raise _core.TypeError(f"{prefix}: activation {m.activation}")
+
+        def sa(y):
+            return attention(ctx, f"{prefix}.self_attn", m.self_attn, y, batch, seq)
+
+        def ff(y):
+            return dense(ctx, f"{prefix}.linear2", m.linear2, act(dense(ctx, f"{prefix}.linear1", m.linear1, y)))
+        if m.norm_first:
+            x = op.add(x, sa(layer_norm(ctx, f"{prefix}.norm1", m.norm1, x)))
+            return op.add(x, ff(layer_norm(ctx, f"{prefix}.norm2", m.norm2, x)))
+        x = layer_norm(ctx, f"{prefix}.norm1", m.norm1, op.add(x, sa(x)))
+        return layer_norm(ctx, f"{prefix}.norm2", m.norm2, op.add(x, ff(x)))
+
+    def encoder_input(ctx, node, x, first, rest):
+        if any(r is not None for r in rest) or any(v is not None for v in node.kwargs.values() if v is not False):
+            node.unsupported("masks")
+        shape = ctx.shape(x)
+        if len(shape) != 3 or not all(isinstance(s, int) for s in shape):
+            node.unsupported(f"an input of shape {shape} (a static (batch, sequence, features) is needed)")
+        if not first:  # (S, B, E) -> (B, S, E)
+            x = op.transpose(x, axes=[1, 0, 2])
+        b, s_, _ = ctx.shape(x)
+        return x, b, s_
+
+    @converter(nn.TransformerEncoderLayer)
+    def transformer_encoder_layer(ctx, node, x, *rest):
+        m = node.module
+        y, b, s_ = encoder_input(ctx, node, x, m.self_attn.batch_first, rest)
+        y = encoder_layer(ctx, node.path, m, y, b, s_)
+        return y if m.self_attn.batch_first else op.transpose(y, axes=[1, 0, 2])
+
+    @converter(nn.TransformerEncoder)
+    def transformer_encoder(ctx, node, x, *rest):
+        m = node.module
+        first = m.layers[0].self_attn.batch_first
+        y, b, s_ = encoder_input(ctx, node, x, first, rest)
+        for i, layer in enumerate(m.layers):
+            y = encoder_layer(ctx, f"{node.path}.layers.{i}", layer, y, b, s_)
+        if m.norm is not None:
+            y = layer_norm(ctx, f"{node.path}.norm", m.norm, y)
+        return y if first else op.transpose(y, axes=[1, 0, 2])
+
+
+_register_modules()
+
+
+def _table():
+    rows = ["| PyTorch call target |", "|---|"]
+    rows += [f"| `{name}` |" for name in supported_operators()]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["--table"]:
+        print(_table())
+    else:
+        sys.exit("usage: python3 -m loom.frontend.torch --table")

@@ -1,0 +1,99 @@
+"""The PyTorch importer through torch.fx (docs/frontends.md): torchvision's
+ResNet-18 and MobileNetV2 and a Transformer encoder against PyTorch, the
+unsupported-operator error, weights as parameters."""
+import numpy as np
+import pytest
+
+import loom
+from loom import frontend
+
+from conftest import ROOT
+from model_util import randomize_batch_norms
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+from loom.frontend import torch as ltorch  # noqa: E402
+
+HOST = str(ROOT / "configs" / "host.yaml")
+
+
+def check(module, x, **kwargs):
+    module = module.eval()
+    mod = ltorch.from_fx(module, [x], **kwargs)
+    with torch.no_grad():
+        want = module(x).numpy()
+    got = loom.build(mod, HOST)["main"](x.numpy()).numpy()
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), (np.abs(got - want).max(), np.abs(want).max())
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_torchvision_models_agree_with_pytorch(name):
+    torch.manual_seed(0)
+    check(randomize_batch_norms(getattr(torchvision.models, name)()), torch.randn(1, 3, 224, 224))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_a_transformer_encoder_agrees_with_pytorch(batch_first):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=batch_first)
+    encoder = torch.nn.TransformerEncoder(layer, 2)
+    check(encoder, torch.randn(1, 128, 256) if batch_first else torch.randn(128, 1, 256))
+
+
+def test_a_small_network_with_functions_methods_and_weights_as_parameters():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.fc = torch.nn.Linear(8 * 4 * 4, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.bn(self.conv(x)))
+            y = torch.nn.functional.relu6(y * 2.0) + 1.0
+            return self.fc(y.flatten(1))
+
+    torch.manual_seed(0)
+    net = randomize_batch_norms(Net()).eval()
+    x = torch.randn(2, 3, 8, 8)
+    check(net, x)
+    mod, params = ltorch.from_fx(net, [x], params="inputs")
+    names = [p.name for p in mod.functions["main"].params]
+    assert names[0] == "input0" and set(names[1:]) == set(params)
+    assert "model_conv_weight" in params and params["model_conv_weight"].shape == (8, 3, 3, 3)
+    bound = frontend.bind_params(mod, params)
+    with torch.no_grad():
+        want = net(x).numpy()
+    np.testing.assert_allclose(loom.build(bound, HOST)["main"](x.numpy()).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_calls_are_one_error_listing_each_type_count_and_first_node():
+    class Odd(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = torch.nn.GRUCell(4, 4)
+
+        def forward(self, x):
+            return torch.sin(x) + torch.sin(x * 2) + self.gru(x) + torch.relu(x)
+
+    with pytest.raises(frontend.UnsupportedOperatorError) as info:
+        ltorch.from_fx(Odd(), [torch.randn(2, 4)])
+    message = str(info.value)
+    assert message.startswith("the PyTorch model uses 2 operator types Loom cannot import"), message
+    assert "  torch.sin: 2 nodes, first 'sin'" in message, message
+    assert "  torch.nn.GRUCell: 1 node, first 'model_gru'" in message, message
+    assert "relu" not in message
+
+
+def test_an_unsupported_attribute_names_the_node():
+    net = torch.nn.Sequential(torch.nn.MaxPool2d(2, ceil_mode=True))
+    with pytest.raises(loom.TypeError, match=r"torch.nn.MaxPool2d 'model_0': ceil_mode, dilation or return_indices "
+                                             r"is not supported"):
+        ltorch.from_fx(net, [torch.randn(1, 1, 5, 5)])
+
+
+def test_the_docs_table_is_the_registry():
+    doc = (ROOT / "docs" / "frontends.md").read_text()
+    table = doc.split("<!-- torch-table-begin -->\n", 1)[1].split("<!-- torch-table-end -->", 1)[0].strip()
+    assert table == ltorch._table(), "regenerate with: python3 -m loom.frontend.torch --table"
