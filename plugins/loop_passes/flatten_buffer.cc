@@ -56,12 +56,7 @@ class Flattener {
     } else {
       for (const PrimExpr& d : shape) extent = Mul(extent, cast64(d));
     }
-    auto node = make_object<BufferNode>();
-    node->data = b->data;
-    node->dtype = b->dtype;
-    node->elem_offset = b->elem_offset;
-    node->scope = b->scope;
-    node->name = b->name;
+    ObjectPtr<BufferNode> node = copy_buffer(*b.get());
     node->shape = Array(std::vector<Any>{Any(simplify(extent))});
     node->strides = Array(std::vector<Any>{});
     Buffer flat(node);

@@ -154,6 +154,18 @@ Buffer::Buffer(std::string name, DataType dtype, std::vector<PrimExpr> shape, st
   data_ = node;
 }
 
+ObjectPtr<BufferNode> copy_buffer(const BufferNode& b) {
+  auto node = make_object<BufferNode>();
+  node->data = b.data;
+  node->dtype = b.dtype;
+  node->shape = b.shape;
+  node->strides = b.strides;
+  node->elem_offset = b.elem_offset;
+  node->scope = b.scope;
+  node->name = b.name;
+  return node;
+}
+
 BufferLoad::BufferLoad(Buffer buffer, std::vector<PrimExpr> indices) {
   auto node = make_object<BufferLoadNode>();
   int lanes = indices.empty() ? 1 : indices.back().dtype().lanes;

@@ -161,15 +161,9 @@ void Schedule::unique_buffer_names() {
   m.on<BufferNode>([&](const BufferNode* b, const ObjectRef& self) -> Any {
     auto found = renamed_memory.find(b->data.get());
     if (found == renamed_memory.end()) return Any(self);
-    auto node = make_object<BufferNode>();
-    node->data = b->data;
-    node->dtype = b->dtype;
-    node->shape = b->shape;
-    node->strides = b->strides;
-    node->elem_offset = b->elem_offset;
-    node->scope = b->scope;
+    ObjectPtr<BufferNode> node = copy_buffer(*b);
     node->name = found->second;
-    return Any(Buffer(ObjectPtr<Object>(std::move(node))));
+    return Any(Buffer(std::move(node)));
   });
   func_ = m.mutate_as<PrimFunc>(func_);
 }

@@ -198,6 +198,10 @@ class Buffer : public ObjectRef {
   Buffer(std::string name, DataType dtype, std::vector<PrimExpr> shape, std::string scope = "global");
 };
 
+// A new node with every field of `b` (the same memory, data var included),
+// for a pass to change some of them before wrapping it in a Buffer.
+ObjectPtr<BufferNode> copy_buffer(const BufferNode& b);
+
 class BufferLoadNode : public PrimExprNode {
  public:
   Buffer buffer;
