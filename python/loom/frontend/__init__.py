@@ -4,6 +4,8 @@
 share lives here: the converter registry, the one error for unsupported
 operators, and `bind_params`.
 """
+import contextlib
+
 from .. import _core
 from .. import graph as _graph
 from .. import ir as _ir
@@ -74,6 +76,18 @@ class Registry:
         raise UnsupportedOperatorError(
             f"the {self.source} model uses {kinds} operator type{'s' if kinds != 1 else ''} Loom cannot import "
             f"({doc}):\n" + "\n".join(lines))
+
+
+@contextlib.contextmanager
+def naming(label):
+    """Loom errors raised inside start with `label` (a node: "Conv 'conv1'"),
+    unless a converter already named it."""
+    try:
+        yield
+    except _core.LoomError as e:
+        if str(e).startswith(label):
+            raise
+        raise type(e)(f"{label}: {e}") from None
 
 
 def bind_params(module, params, function="main"):

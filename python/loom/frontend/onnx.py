@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _core
 from .. import graph, ir, op, tir
-from . import Registry, UnsupportedOperatorError  # noqa: F401 (re-exported)
+from . import Registry, UnsupportedOperatorError, naming  # noqa: F401 (re-exported)
 
 REGISTRY = Registry("ONNX")
 OPSETS = (11, 17)  # the default domain's opsets the importer is tested with
@@ -191,7 +191,7 @@ def from_onnx(model_or_path, shapes=None, *, params="constants"):
             if name and a is None:
                 raise _core.LookupError(f"{node.op_type} '{node.name}': input '{name}' is not defined before it")
         convert, fold = REGISTRY.find(node.op_type, opset)
-        try:
+        with naming(f"{node.op_type} '{node.name}'"):
             if fold is not None and all(a is None or isinstance(a, np.ndarray) for a in args):
                 out = fold(node, *args)
             else:
@@ -202,10 +202,6 @@ def from_onnx(model_or_path, shapes=None, *, params="constants"):
             for o in outs:
                 if not isinstance(o, np.ndarray) and o is not None:
                     ctx.type(o)  # types each new node now: errors name the node
-        except _core.LoomError as e:
-            if str(e).startswith(f"{node.op_type} '{node.name}'"):
-                raise
-            raise type(e)(f"{node.op_type} '{node.name}': {e}") from None
         for name, o in zip(proto.output, outs):
             if name:
                 values[name] = o

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _core
 from .. import graph, ir, op
-from . import Registry
+from . import Registry, naming
 from .onnx import Context
 
 REGISTRY = Registry("PyTorch")
@@ -59,12 +59,13 @@ def supported_operators():
 class Node:
     """One fx node as a converter sees it."""
 
-    def __init__(self, fx_node, module):
+    def __init__(self, fx_node, module, kwargs):
         self.fx = fx_node
         self.name = fx_node.name
         self.kind = _key(type(module)) if module is not None else _key(fx_node.target)
         self.module = module
-        self.kwargs = {}
+        self.path = fx_node.target if module is not None else None  # the module's name in the model
+        self.kwargs = dict(kwargs)
 
     def unsupported(self, what):
         raise _core.TypeError(f"{self.kind} '{self.name}': {what} is not supported (docs/frontends.md)")
@@ -85,26 +86,25 @@ def from_fx(module, example_inputs, *, params="constants"):
     if params not in ("constants", "inputs"):
         raise _core.TypeError(f"from_fx: params must be 'constants' or 'inputs', got {params!r}")
     module = module.eval()
+    examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
     if isinstance(module, torch.fx.GraphModule):
         traced = module
     else:
         # The module is traced as the child of a root, so a torch.nn module
         # (a leaf for torch.fx: nn.TransformerEncoder) is one call of it.
+        # The root's forward is written with one parameter per example
+        # input: fx traces a signature, not *args.
+        names = ", ".join(f"input{k}" for k in range(len(examples)))
+        scope = {}
+        exec(f"def forward(self, {names}):\n    return self.model({names})\n", scope)
+
         class Root(torch.nn.Module):
+            forward = scope["forward"]
+
             def __init__(self, inner):
                 super().__init__()
                 self.model = inner
-
-            def forward(self, *xs):
-                return self.model(*xs)
-        count = len(list(example_inputs)) if isinstance(example_inputs, (list, tuple)) else 1
-        root = Root(module)
-        names = [f"input{k}" for k in range(count)]
-        code = f"def forward(self, {', '.join(names)}):\n    return self.model({', '.join(names)})\n"
-        scope = {}
-        exec(code, scope)  # fx needs the real arity, not *xs
-        Root.forward = scope["forward"]
-        traced = torch.fx.symbolic_trace(root)
+        traced = torch.fx.symbolic_trace(Root(module))
     submodules = dict(traced.named_modules())
     # One error for everything unsupported, before any work.
     calls = []
@@ -114,7 +114,6 @@ def from_fx(module, example_inputs, *, params="constants"):
         elif n.op in ("call_function", "call_method"):
             calls.append((_key(n.target), n.name))
     REGISTRY.check(calls, 0)
-    examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
     ctx = Context()
     values, inputs, weights = {}, [], {}
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
@@ -155,19 +154,12 @@ def from_fx(module, example_inputs, *, params="constants"):
             result = args[0]
             break
         sub = submodules[n.target] if n.op == "call_module" else None
-        node = Node(n, sub)
-        node.kwargs = dict(kwargs)
-        node.path = n.target if n.op == "call_module" else None
+        node = Node(n, sub, kwargs)
         convert, _ = REGISTRY.find(node.kind, 0)
-        try:
+        with naming(f"{node.kind} '{node.name}'"):
             out = convert(ctx, node, *args)
-            if isinstance(out, np.ndarray) or not isinstance(out, (tuple, list)):
-                if out is not None and not isinstance(out, (np.ndarray, int, float)):
-                    ctx.type(out)  # typed now: errors name the node
-        except _core.LoomError as e:
-            if str(e).startswith(f"{node.kind} '{node.name}'"):
-                raise
-            raise type(e)(f"{node.kind} '{node.name}': {e}") from None
+            if out is not None and not isinstance(out, (np.ndarray, int, float, tuple, list)):
+                ctx.type(out)  # typed now: errors name the node
         values[n] = out
     outputs = result if isinstance(result, (tuple, list)) else [result]
     exprs = [ctx.expr(o) for o in outputs]
