@@ -32,7 +32,7 @@ class RefModuleNode : public loom::runtime::ModuleNode {
     return Function([prim, name](const Any* args, int32_t count) { return loom::ref::run_prim_func(prim, name, args, count); },
                     name);
   }
-  std::string save_to_binary() const override { return loom::save_json(Any(functions)); }
+  std::string save_to_binary() const override { return loom::save_binary(Any(functions)); }
   std::string inspect_source(const std::string& format) const override {
     if (format == "ir" || format == "loom") return loom::ir::print_module(functions);
     return ModuleNode::inspect_source(format);
@@ -90,6 +90,6 @@ LOOM_PLUGIN_INIT(ctx) {
       }, "ref.run_prim_func"),
       "runs a prim function with the reference interpreter: (func, arrays...) in destination-passing style");
   loom::runtime::ModuleLoaderRegistry::register_loader("ref", Function::typed([](std::string bytes) {
-                                                         return make_module(loom::load_json(bytes, "<ref module>").cast<IRModule>());
+                                                         return make_module(loom::load_document(bytes, "<ref module>").cast<IRModule>());
                                                        }, "ref.load"));
 }

@@ -3,6 +3,7 @@
 // heap, not stack.
 #include "loom/object/serialization.h"
 
+#include <cstring>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -35,6 +36,8 @@ void children_of(const Object* object, std::vector<const Object*>& out) {
 
 class Saver {
  public:
+  explicit Saver(const BlobSink& sink) : sink_(sink) {}
+
   std::string save(const Any& root) {
     if (root.kind() == AnyKind::kObject) number(root.object());
     JsonWriter json(0);
@@ -115,18 +118,23 @@ class Saver {
         value(json, field.get(object), "field '" + field.name + "' of " + where);
       }
       json.end_object();
-      if (info.get_bytes) json.key("bytes").value(base64_encode(info.get_bytes(object)));
+      if (info.get_bytes) {
+        std::string data = info.get_bytes(object);
+        json.key("bytes");
+        if (!sink_ || !sink_(data, json)) json.value(base64_encode(data));
+      }
     }
     json.end_object();
   }
 
+  const BlobSink& sink_;
   std::unordered_map<const Object*, int64_t> index_;
   std::vector<const Object*> order_;
 };
 
 class Loader {
  public:
-  explicit Loader(std::string source) : source_(std::move(source)) {}
+  Loader(std::string source, const BlobSource& blobs) : source_(std::move(source)), blobs_(blobs) {}
 
   Any load(const std::string& text) {
     JsonValue doc = parse_json(text, source_);
@@ -248,9 +256,18 @@ class Loader {
     }
     const JsonValue* bytes = node.find("bytes");
     if (info->set_bytes) {
-      if (!bytes || bytes->kind != JsonValue::Kind::kString) fail(node, where + ": missing \"bytes\" string");
+      if (!bytes) fail(node, where + ": missing \"bytes\"");
+      bool inline_text = bytes->kind == JsonValue::Kind::kString;
+      if (!inline_text && !(bytes->kind == JsonValue::Kind::kObject && blobs_)) {
+        fail(*bytes, where + ": \"bytes\" must be a base64 string" +
+                         std::string(blobs_ ? " or a blob reference object"
+                                            : " (a blob reference is read only in a binary document, or in a module "
+                                              "file read beside its weights)"));
+      }
       try {
-        info->set_bytes(object.get(), base64_decode(bytes->string));
+        info->set_bytes(object.get(), inline_text ? base64_decode(bytes->string) : blobs_(*bytes));
+      } catch (const ParseError&) {
+        throw;
       } catch (const Error& e) {
         fail(*bytes, where + ": " + e.what());
       }
@@ -261,13 +278,114 @@ class Loader {
   }
 
   std::string source_;
+  const BlobSource& blobs_;
   std::vector<ObjectPtr<Object>> built_;
 };
 
+// ---- binary form -------------------------------------------------------------
+// Little endian: "LOOMOBJB", u32 version, u32 zero, u64 JSON size, u64 blob
+// section offset (64-byte aligned), u64 blob section size (the section ends
+// the document), then the JSON at offset 40.
+constexpr char kBinaryMagic[8] = {'L', 'O', 'O', 'M', 'O', 'B', 'J', 'B'};
+constexpr uint32_t kBinaryVersion = 1;
+constexpr size_t kBinaryHeader = 40;
+constexpr size_t kBlobAlign = 64;
+
+template <class T>
+void put_at(std::string& out, size_t at, T v) {
+  std::memcpy(out.data() + at, &v, sizeof(T));
+}
+template <class T>
+T get_at(const std::string& in, size_t at) {
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof(T));
+  return v;
+}
+
+size_t aligned(size_t n) { return (n + kBlobAlign - 1) / kBlobAlign * kBlobAlign; }
+
+// An integer field of a blob reference, checked.
+uint64_t reference_field(const JsonValue& reference, const char* key) {
+  const JsonValue* v = reference.find(key);
+  if (!v || v->kind != JsonValue::Kind::kInt || v->integer < 0) {
+    LOOM_THROW(Error) << "a blob reference needs \"" << key << "\", a non-negative integer";
+  }
+  return static_cast<uint64_t>(v->integer);
+}
+
 }  // namespace
 
-std::string save_json(const Any& root) { return Saver().save(root); }
+std::string save_json(const Any& root, const BlobSink& sink) { return Saver(sink).save(root); }
 
-Any load_json(const std::string& text, const std::string& source) { return Loader(source).load(text); }
+Any load_json(const std::string& text, const std::string& source, const BlobSource& blobs) {
+  return Loader(source, blobs).load(text);
+}
+
+std::string save_binary(const Any& root) {
+  std::string blob;
+  BlobSink sink = [&](std::string_view bytes, JsonWriter& json) {
+    blob.resize(aligned(blob.size()), '\0');
+    json.begin_object().key("offset").value(static_cast<int64_t>(blob.size()));
+    json.key("size").value(static_cast<int64_t>(bytes.size())).end_object();
+    blob.append(bytes);
+    return true;
+  };
+  std::string json = save_json(root, sink);
+  size_t blob_offset = aligned(kBinaryHeader + json.size());
+  std::string out(kBinaryHeader, '\0');
+  std::memcpy(out.data(), kBinaryMagic, sizeof(kBinaryMagic));
+  put_at<uint32_t>(out, 8, kBinaryVersion);
+  put_at<uint64_t>(out, 16, json.size());
+  put_at<uint64_t>(out, 24, blob_offset);
+  put_at<uint64_t>(out, 32, blob.size());
+  out.reserve(blob_offset + blob.size());
+  out += json;
+  out.resize(blob_offset, '\0');
+  out += blob;
+  return out;
+}
+
+bool is_binary_document(std::string_view bytes) {
+  return bytes.size() >= sizeof(kBinaryMagic) && std::memcmp(bytes.data(), kBinaryMagic, sizeof(kBinaryMagic)) == 0;
+}
+
+Any load_binary(const std::string& bytes, const std::string& source) {
+  if (!is_binary_document(bytes)) LOOM_THROW(Error) << source << ": not a Loom binary document (bad magic)";
+  if (bytes.size() < kBinaryHeader) {
+    LOOM_THROW(Error) << source << ": truncated binary document (" << bytes.size() << " bytes, the header alone is "
+                      << kBinaryHeader << ")";
+  }
+  uint32_t version = get_at<uint32_t>(bytes, 8);
+  if (version != kBinaryVersion) {
+    LOOM_THROW(Error) << source << ": binary document format version " << version << " is not supported (this Loom ("
+                      << LOOM_VERSION << ") reads version " << kBinaryVersion << ")";
+  }
+  uint64_t json_size = get_at<uint64_t>(bytes, 16), blob_offset = get_at<uint64_t>(bytes, 24),
+           blob_size = get_at<uint64_t>(bytes, 32);
+  uint64_t total = bytes.size();
+  if (json_size > total - kBinaryHeader || blob_offset < kBinaryHeader + json_size || blob_offset > total ||
+      blob_size != total - blob_offset) {
+    LOOM_THROW(Error) << source << ": binary document sections do not fit: JSON of " << json_size
+                      << " bytes, blob section of " << blob_size << " bytes at " << blob_offset << ", in "
+                      << total << " bytes";
+  }
+  BlobSource blobs = [&](const JsonValue& reference) {
+    for (const auto& item : reference.object) {
+      if (item.first != "offset" && item.first != "size")
+        LOOM_THROW(Error) << "unknown key \"" << item.first << "\" in a blob reference (keys: offset, size)";
+    }
+    uint64_t offset = reference_field(reference, "offset"), size = reference_field(reference, "size");
+    if (offset > blob_size || size > blob_size - offset) {
+      LOOM_THROW(Error) << "blob reference of " << size << " bytes at " << offset << " is outside the blob section ("
+                        << blob_size << " bytes)";
+    }
+    return bytes.substr(blob_offset + offset, size);
+  };
+  return load_json(bytes.substr(kBinaryHeader, json_size), source, blobs);
+}
+
+Any load_document(const std::string& bytes, const std::string& source) {
+  return is_binary_document(bytes) ? load_binary(bytes, source) : load_json(bytes, source);
+}
 
 }  // namespace loom

@@ -569,7 +569,7 @@ class VMModuleNode : public ModuleNode {
     }
     return std::nullopt;
   }
-  std::string save_to_binary() const override { return save_json(Any(executable)); }
+  std::string save_to_binary() const override { return save_binary(Any(executable)); }
   std::string inspect_source(const std::string& format) const override {
     if (format == "bytecode") return disassemble();
     return ModuleNode::inspect_source(format);
@@ -811,7 +811,7 @@ const VMModuleNode& vm_node(const Module& vm, const char* what) {
 
 const bool vm_loader_registered = [] {
   ModuleLoaderRegistry::register_loader("vm", Function::typed([](std::string bytes) {
-                                          return make_vm_module(load_json(bytes, "<vm executable>").as_object_ref());
+                                          return make_vm_module(load_document(bytes, "<vm executable>").as_object_ref());
                                         }, "vm.load"));
   return true;
 }();

@@ -366,7 +366,7 @@ TEST(VM, SavedAndLoadedThroughExportLibrary) {
 TEST(VM, MalformedExecutablesAreRefused) {
   Module vm = compile(kChain);
   auto tampered = [&](const std::function<void(VMExecutableNode&, VMFunctionDefNode&)>& change) {
-    ObjectRef exe = load_json(vm->save_to_binary(), "<vm>").as_object_ref();
+    ObjectRef exe = load_document(vm->save_to_binary(), "<vm>").as_object_ref();
     auto& node = const_cast<VMExecutableNode&>(*exe.as<VMExecutableNode>());
     change(node, const_cast<VMFunctionDefNode&>(*node.functions[0].as_object_ref().as<VMFunctionDefNode>()));
     return error_of([&] { make_vm_module(exe); });
@@ -393,7 +393,7 @@ TEST(VM, MalformedExecutablesAreRefused) {
   EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.num_threads = int64_t{1} << 40; }),
             "a pool of 1099511627776 threads is more than Loom runs (at most 1024)");
   // A symbolic storage too small for its tensor is caught when it runs.
-  ObjectRef exe = load_json(vm->save_to_binary(), "<vm>").as_object_ref();
+  ObjectRef exe = load_document(vm->save_to_binary(), "<vm>").as_object_ref();
   auto& f = const_cast<VMFunctionDefNode&>(
       *exe.as<VMExecutableNode>()->functions[0].as_object_ref().as<VMFunctionDefNode>());
   f.storage_sizes = Array({Any(ShapeExpr::binary(ShapeOp::kAdd, ShapeExpr::constant(4), ShapeExpr::constant(0))),

@@ -4,11 +4,13 @@
 // loaded as one object).  The format (docs/json-format.md):
 //
 //   {"loom_json": 1, "loom_version": "0.1.0", "root": VALUE, "nodes": [NODE, ...]}
-//   NODE  = {"type": KEY, "fields": {NAME: VALUE, ...}, "bytes": BASE64?}
+//   NODE  = {"type": KEY, "fields": {NAME: VALUE, ...}, "bytes": BYTES?}
 //         | {"type": "Array", "items": [VALUE, ...]}
 //         | {"type": "Map", "items": {KEY: VALUE, ...}}
 //   VALUE = null | true | false | INTEGER | "string" | {"float": "1.5"}
 //         | {"dtype": "float32"} | {"device": "cpu:0"} | {"ref": INDEX}
+//
+//   BYTES = "BASE64" | {"offset": N, "size": N, ...}  (a blob reference)
 //
 // Nodes come children first, so a reference always points to an earlier
 // node; the loader enforces it, which also rules out cycles.  Functions and
@@ -16,20 +18,49 @@
 #ifndef LOOM_OBJECT_SERIALIZATION_H_
 #define LOOM_OBJECT_SERIALIZATION_H_
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "loom/object/any.h"
 
 namespace loom {
 
+class JsonWriter;
+struct JsonValue;
+
 constexpr int kJsonFormatVersion = 1;
 
-std::string save_json(const Any& root);
+// Where raw payloads (an NDArray's data) go instead of base64 text: the
+// sink stores the bytes and writes the node's "bytes" value, a JSON object
+// that describes where they are ({"offset": .., "size": .., ...}), and
+// returns true; returning false writes them inline as base64.
+using BlobSink = std::function<bool(std::string_view bytes, JsonWriter& json)>;
+// The other direction: the bytes a "bytes" object describes.  An Error it
+// throws is reported at that object's position.
+using BlobSource = std::function<std::string(const JsonValue& reference)>;
+
+std::string save_json(const Any& root, const BlobSink& sink = nullptr);
 
 // Throws ParseError ("SOURCE:LINE:COL: ...") for malformed or truncated
 // text, a newer format version, unknown types or fields (with a
-// suggestion), missing fields, wrong field types and bad references.
-Any load_json(const std::string& text, const std::string& source = "<json>");
+// suggestion), missing fields, wrong field types and bad references.  A
+// "bytes" object is resolved through `blobs`; without one it is an error.
+Any load_json(const std::string& text, const std::string& source = "<json>", const BlobSource& blobs = nullptr);
+
+// The binary form (docs/json-format.md, "Binary form"): a header, the JSON
+// document, and every raw payload as bytes in a trailing, 64-byte aligned
+// blob section that the JSON references by offset and size.  What runtime
+// modules save (VM executables and their constants): no base64, no
+// payload in the JSON parser.
+std::string save_binary(const Any& root);
+bool is_binary_document(std::string_view bytes);
+// Errors name `source`: a bad header, a section past the end, a reference
+// outside the blob section, and everything load_json refuses.
+Any load_binary(const std::string& bytes, const std::string& source = "<binary>");
+// load_binary for a binary document, else load_json: what a runtime
+// module's loader calls, so payloads saved as JSON by earlier Loom still load.
+Any load_document(const std::string& bytes, const std::string& source);
 
 }  // namespace loom
 
