@@ -19,6 +19,19 @@ def parse(text, source="<string>"):
     return _core.parse(text, source)
 
 
+def save(module, path):
+    """Write `module` to the file `path` as text; constants over 1 KiB go,
+    as raw bytes, to `path + ".weights"` beside it (docs/ir-text-format.md,
+    "Weights beside the text")."""
+    _core.save_module_file(module, str(path))
+
+
+def load(path):
+    """The module in the file `path` (text, with its weights file if any);
+    ParseError with file:line:col."""
+    return _core.load_module_file(str(path))
+
+
 def make(type_key, **fields):
     """A node of type `type_key` with the given fields (by reflection)."""
     return _core.make_node(type_key, **fields)

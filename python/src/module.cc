@@ -133,6 +133,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("parse", [](const std::string& text, const std::string& source) { return to_py(Any(ir::parse_module(text, source))); },
         py::arg("text"), py::arg("source") = "<string>");
   m.def("print_module", [](const ObjectRef& mod) { return ir::print_module(as_module(mod)); }, py::arg("module"));
+  m.def("save_module_file", [](const ObjectRef& mod, const std::string& path) {
+    py::gil_scoped_release release;
+    ir::save_module_file(as_module(mod), path);
+  }, py::arg("module"), py::arg("path"));
+  m.def("load_module_file", [](const std::string& path) {
+    ir::IRModule module;
+    {
+      py::gil_scoped_release release;
+      module = ir::load_module_file(path);
+    }
+    return to_py(Any(module));
+  }, py::arg("path"));
   m.def("to_text", [](py::handle node) { return ir::to_text(to_any(node)); }, py::arg("node"));
   m.def("structural_equal", [](py::handle a, py::handle b) { return structural_equal(to_any(a), to_any(b)); });
   m.def("structural_hash", [](py::handle a) { return structural_hash(to_any(a)); });

@@ -27,6 +27,7 @@
 #include "loom/support/registration.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
+#include "import_command.h"
 #include "run_command.h"
 
 namespace {
@@ -67,6 +68,11 @@ Commands:
   check FILE.yaml             check a config (keys, types, plugins, passes and their
                               options, config keys, target attributes) without
                               loading any plugin: from the plugins' declarations
+  import MODEL.onnx -o OUT.loom [--shape NAME=D0,D1,...]...
+                              import an ONNX model (through the Python package):
+                              the module as text to OUT.loom, weights over 1 KiB as
+                              raw bytes to OUT.loom.weights; a dimension given by a
+                              name stays symbolic
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
   run LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME] [--input X.npy]...
@@ -360,7 +366,18 @@ std::string read_text_file(const std::string& path) {
   return loom::read_file(path);
 }
 
-loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::parse_module(read_text_file(path), path); }
+// A .loom file, with its weights file when it has one.
+loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::load_module_file(path); }
+
+// A transformed module: on stdout (constants inline), or to OUTPUT with
+// large constants in OUTPUT.weights.
+void write_module(const loom::ir::IRModule& module, const std::string& output) {
+  if (output.empty()) {
+    std::cout << loom::ir::print_module(module);
+  } else {
+    loom::ir::save_module_file(module, output);
+  }
+}
 
 // A YAML config, checked without loading any plugin (names, keys, types,
 // options, against the registries and the plugins' declarations).
@@ -386,7 +403,12 @@ int check(const std::string& path) {
 
 int fmt(const std::string& path, bool check_only) {
   std::string text = read_text_file(path);
-  std::string canonical = loom::ir::print_module(loom::ir::parse_module(text, path));
+  std::string weights;
+  loom::ir::IRModule module = loom::ir::load_module_file(path, &weights);
+  // A file with weights beside it is canonical with the references the
+  // same module would be saved with.
+  std::string canonical = weights.empty() ? loom::ir::print_module(module)
+                                          : loom::ir::module_file_contents(module, weights).text;
   if (!check_only) {
     std::cout << canonical;
     return 0;
@@ -518,15 +540,7 @@ int build(const BuildOptions& o) {
     if (o.timing) std::cerr << timing->report();
     return 0;
   }
-  loom::ir::IRModule result = config.pipeline()(module, config.context);
-  std::string text = loom::ir::print_module(result);
-  if (o.output.empty()) {
-    std::cout << text;
-  } else {
-    std::ofstream out(o.output);
-    out << text;
-    if (!out) LOOM_THROW(Error) << "cannot write " << o.output;
-  }
+  write_module(config.pipeline()(module, config.context), o.output);
   if (o.timing) std::cerr << timing->report();
   return 0;
 }
@@ -549,15 +563,7 @@ int opt(const std::string& input, const std::string& passes, const std::string& 
   for (const std::string& name : loom::split(passes, ',', false)) {
     if (!loom::trim(name).empty()) list.push_back(loom::transform::PassRegistry::get(loom::trim(name)));
   }
-  loom::ir::IRModule result = loom::transform::sequential(list, "opt")(module, context);
-  std::string text = loom::ir::print_module(result);
-  if (output.empty()) {
-    std::cout << text;
-    return 0;
-  }
-  std::ofstream out(output);
-  out << text;
-  if (!out) LOOM_THROW(Error) << "cannot write " << output;
+  write_module(loom::transform::sequential(list, "opt")(module, context), output);
   return 0;
 }
 
@@ -600,6 +606,8 @@ int inspect(const std::string& path, const std::string& source_format) {
 int run(std::vector<std::string> args) {
   // Everything after `call FUNCTION` is an argument of the call, verbatim
   // (negative numbers look like options).
+  // `import`'s options are the Python importer's (it parses them).
+  if (!args.empty() && args[0] == "import") return loomc::import_model({args.begin() + 1, args.end()});
   std::vector<std::string> call_args;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "call") {
@@ -725,7 +733,7 @@ int run(std::vector<std::string> args) {
   }
   return usage_error("unknown command '" + command + "'" +
                      loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
-                                                  "targets", "build", "opt", "inspect", "run"}));
+                                                  "targets", "build", "opt", "inspect", "run", "import"}));
 }
 
 }  // namespace

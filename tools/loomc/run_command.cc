@@ -106,8 +106,7 @@ int run_model(const RunOptions& o) {
     if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
     loom::config::Config config = loom::config::load_config(o.config);
     for (const auto& warning : config.warnings) std::cerr << warning << "\n";
-    std::string text = loom::read_file(o.input);
-    module = loom::driver::build(loom::ir::parse_module(text, o.input), config);
+    module = loom::driver::build(loom::ir::load_module_file(o.input), config);
   } else {
     if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";
     module = loom::runtime::load_module(o.input);

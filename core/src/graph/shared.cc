@@ -88,7 +88,8 @@ class Uses {
 
 class Binder {
  public:
-  Binder(const Expr& body, const Uses& uses) : uses_(uses) {
+  Binder(const Expr& body, const Uses& uses, std::unordered_set<const Object*>* introduced)
+      : uses_(uses), introduced_(introduced) {
     parent_.push_back(-1);
     depth_.push_back(0);
     scope_[body.get()] = 0;
@@ -218,11 +219,13 @@ class Binder {
   Var bind(int scope, const Expr& original, const Expr& value) {
     Var var("v");
     const_cast<VarNode*>(var.get())->checked_type = original->checked_type;
+    if (introduced_) introduced_->insert(var.get());
     bindings_[scope].emplace_back(var, value);
     return var;
   }
 
   const Uses& uses_;
+  std::unordered_set<const Object*>* introduced_;
   std::unordered_map<const Object*, int> scope_;
   std::unordered_map<const Object*, std::pair<int, int>> branches_;
   std::vector<int> parent_, depth_;
@@ -234,10 +237,12 @@ class Binder {
 
 bool has_shared_values(const Expr& body) { return Uses(body).any_shared(); }
 
-Expr bind_shared_values(const Expr& body) {
+Expr bind_shared_values(const Expr& body) { return bind_shared_values(body, nullptr); }
+
+Expr bind_shared_values(const Expr& body, std::unordered_set<const Object*>* introduced) {
   Uses uses(body);
   if (!uses.any_shared()) return body;
-  return Binder(body, uses).run(body);
+  return Binder(body, uses, introduced).run(body);
 }
 
 }  // namespace loom::graph

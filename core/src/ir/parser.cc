@@ -194,7 +194,8 @@ class Lexer {
 
 class Parser {
  public:
-  Parser(const std::string& text, const std::string& source) : text_(text), source_(source) {}
+  Parser(const std::string& text, const std::string& source, const BlobSource& blobs)
+      : text_(text), source_(source), blobs_(blobs) {}
 
   IRModule module() {
     tokens_ = Lexer(text_, source_).run();
@@ -300,7 +301,7 @@ class Parser {
           tokens_[i + 1].text == "{") {
         const Token& start = tokens_[i + 1];
         try {
-          Any entries = load_json(text_.substr(start.offset), source_);
+          Any entries = load_json(text_.substr(start.offset), source_, blobs_);
           if (!entries.object() || !entries.object()->is_instance<ArrayNode>()) fail(start, "the meta section must hold an array");
           meta_ = entries.cast<Array>();
         } catch (const ParseError& e) {
@@ -1094,10 +1095,23 @@ class Parser {
   // let-chains then a result, up to a closing '}'.  A loop, not a
   // recursion: a chain is as long as the model (each binding is one level
   // of nesting in the IR and opens a scope for the rest).
+  // `%v = value;` names a value used in several places: %v then reads as
+  // that node itself (shared), with no let.
   Expr graph_sequence() {
-    std::vector<std::pair<graph::Var, Expr>> bindings;
-    while (is_ident("let")) {
+    std::vector<std::pair<graph::Var, Expr>> bindings;  // no var: a shared value
+    while (is_ident("let") || (peek().kind == Tok::kLocal && is("=", 1))) {
       check_depth(peek(), static_cast<int64_t>(bindings.size()) + 1);
+      if (!is_ident("let")) {
+        const Token& name = next();
+        if (lookup(name.text)) fail(name, "'%" + name.text + "' is already declared");
+        expect("=");
+        Expr value = graph();
+        expect(";");
+        push();
+        bind(name.text, value);
+        bindings.emplace_back(graph::Var(), value);
+        continue;
+      }
       next();
       graph::Var var = graph_decl(false);
       expect("=");
@@ -1110,7 +1124,7 @@ class Parser {
     Expr body = graph();
     for (size_t i = bindings.size(); i-- > 0;) {
       pop();
-      body = graph::Let(bindings[i].first, bindings[i].second, body);
+      if (bindings[i].first.defined()) body = graph::Let(bindings[i].first, bindings[i].second, body);
     }
     return body;
   }
@@ -1180,10 +1194,10 @@ class Parser {
       next();
       const Any* found = lookup(t.text);
       if (!found) undefined(t);
-      if (!found->object() || !found->object()->is_instance<graph::VarNode>()) {
+      if (!found->object() || !found->object()->is_instance<ExprNode>()) {
         fail(t, "'%" + t.text + "' is a prim variable, not a graph expression");
       }
-      return found->cast<graph::Var>();
+      return found->cast<Expr>();  // a variable, or a shared value
     }
     if (t.kind == Tok::kGlobal) return GlobalVar(next().text);
     if (is("(")) {
@@ -1354,6 +1368,7 @@ class Parser {
 
   const std::string& text_;
   std::string source_;
+  const BlobSource& blobs_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   size_t end_ = 0;
@@ -1365,6 +1380,12 @@ class Parser {
 
 }  // namespace
 
-IRModule parse_module(const std::string& text, const std::string& source) { return Parser(text, source).module(); }
+IRModule parse_module(const std::string& text, const std::string& source) {
+  return Parser(text, source, nullptr).module();
+}
+
+IRModule parse_module(const std::string& text, const std::string& source, const BlobSource& blobs) {
+  return Parser(text, source, blobs).module();
+}
 
 }  // namespace loom::ir

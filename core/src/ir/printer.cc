@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "loom/graph/function.h"
+#include "loom/graph/shared.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
@@ -88,8 +89,8 @@ bool is_identifier(const std::string& s) {
 
 class Printer {
  public:
-  explicit Printer(bool with_meta, uint64_t elide_bytes = UINT64_MAX)
-      : with_meta_(with_meta), elide_bytes_(elide_bytes) {}
+  explicit Printer(bool with_meta, uint64_t elide_bytes = UINT64_MAX, BlobSink sink = nullptr)
+      : with_meta_(with_meta), elide_bytes_(elide_bytes), sink_(std::move(sink)) {}
 
   std::string module(const IRModule& mod) {
     const IRModuleNode* m = mod.get();
@@ -121,7 +122,7 @@ class Printer {
     } else if (o->is_instance<PrimExprNode>()) {
       out_ << prim(v.cast<PrimExpr>());
     } else if (o->is_instance<ExprNode>()) {
-      graph_body(v.cast<Expr>());
+      graph_body(shared_body(v.cast<Expr>()));
     } else if (o->is_instance<TypeNode>()) {
       out_ << type(v.cast<Type>());
     } else if (o->is_instance<BufferNode>()) {
@@ -205,7 +206,7 @@ class Printer {
       out_ << "\n# " << elided << " constant" << (elided == 1 ? "" : "s") << " (" << readable_bytes(elided_bytes)
            << ") elided; print with show_meta=True to include them (only then does the text parse back)";
     }
-    out_ << "\nmeta " << save_json(Array(shown)) << "\n";
+    out_ << "\nmeta " << save_json(Array(shown), sink_) << "\n";
   }
 
   // ---- values and types ----------------------------------------------------
@@ -566,6 +567,18 @@ class Printer {
   // A graph variable that prints as plain "%name" (not its first use).
   bool is_named_var(const Expr& e) const { return e.as<graph::VarNode>() && known_name(e.get()); }
 
+  // "let %v: T" for a let; "%v" for a value the body shares, bound by
+  // shared_body() (parsed back as the shared node, with no let).
+  std::string binding(const graph::Var& v) {
+    if (shared_.count(v.get())) return declare(v.get(), v->name, "v");
+    return "let " + graph_decl(v);
+  }
+
+  // A graph body with each value used in several places bound once, so a
+  // DAG prints (and parses back) as a DAG, not as a tree that computes the
+  // value at every use.
+  Expr shared_body(const Expr& body) { return graph::bind_shared_values(body, &shared_); }
+
   std::string graph_decl(const graph::Var& v) {
     std::string decl = declare(v.get(), v->name, "v");
     return v->annotation.defined() ? decl + ": " + type(v->annotation) : decl;
@@ -655,7 +668,7 @@ class Printer {
   void graph_inline_body_here(std::string& o, const Expr& e) {
     Expr cur = e;
     while (const auto* let = cur.as<graph::LetNode>()) {
-      o += "let " + graph_decl(let->var) + " = ";
+      o += binding(let->var) + " = ";
       graph_to(o, let->value);
       o += "; ";
       cur = let->body;
@@ -680,8 +693,8 @@ class Printer {
   void graph_body_here(const Expr& e) {
     Expr cur = e;
     while (const auto* let = cur.as<graph::LetNode>()) {
-      std::string var = graph_decl(let->var);
-      line(cat({"let ", var, " = ", graph(let->value), ";"}));
+      std::string var = binding(let->var);
+      line(cat({var, " = ", graph(let->value), ";"}));
       cur = let->body;
     }
     if (const auto* p = cur.as<graph::IfNode>()) {
@@ -712,7 +725,7 @@ class Printer {
       if (f->ret_type.defined()) out_ << " -> " << type(f->ret_type);  // << is sequenced left to right
       out_ << attrs_suffix(f) << " {\n";
       ++indent_;
-      graph_body(f->body);
+      graph_body(shared_body(f->body));
       --indent_;
       out_ << "}";
     } else if (const auto* f = dynamic_cast<const PrimFuncNode*>(o)) {
@@ -753,6 +766,8 @@ class Printer {
 
   bool with_meta_;
   uint64_t elide_bytes_;
+  BlobSink sink_;
+  std::unordered_set<const Object*> shared_;  // variables shared_body() introduced
   std::ostringstream out_;
   int indent_ = 0;
   std::unordered_map<const Object*, std::string> names_;
@@ -769,6 +784,8 @@ std::string print_module(const IRModule& module) { return Printer(true).module(m
 std::string print_module(const IRModule& module, uint64_t elide_constants_over) {
   return Printer(true, elide_constants_over).module(module);
 }
+
+std::string print_module(const IRModule& module, const BlobSink& sink) { return Printer(true, UINT64_MAX, sink).module(module); }
 
 std::string to_text(const Any& node) {
   // Used in diagnostics about IR that may be broken: never fail.

@@ -113,7 +113,13 @@ def _load(model_or_path):
     import onnx.numpy_helper
     if isinstance(model_or_path, onnx.ModelProto):
         return model_or_path
-    return onnx.load(str(model_or_path))
+    path = str(model_or_path)
+    try:
+        return onnx.load(path)
+    except OSError as e:
+        raise _core.LoomError(f"cannot read {path}: {e.strerror or e}") from None
+    except Exception as e:  # protobuf's DecodeError and its kin
+        raise _core.ParseError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from None
 
 
 def _opset(model):

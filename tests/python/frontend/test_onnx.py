@@ -6,6 +6,7 @@ import io
 import os
 import pathlib
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import loom
 from loom import frontend
 from loom.frontend import onnx as lonnx
 
-from conftest import ROOT
+from conftest import LOOMC, ROOT
 from model_util import randomize_batch_norms
 
 onnx = pytest.importorskip("onnx")
@@ -160,6 +161,57 @@ def test_unsupported_operators_are_one_error_listing_each_type_count_and_first_n
     assert "  com.vendor.MyOp (domain 'com.vendor'): 1 node, first 'custom'" in message, message
     assert "  LayerNormalization (opset 16; the converter takes opsets 17-17): 1 node, first 'norm'" in message
     assert "Relu" not in message
+
+
+def loomc_import(*args):
+    return subprocess.run([str(LOOMC), "import", *map(str, args)], capture_output=True, text=True)
+
+
+def test_loomc_import_writes_the_text_and_its_weights(tmp_path):
+    x, w, b = f32(2, 8, 10, 10), f32(16, 8, 3, 3), f32(16)
+    m = model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+               helper.make_node("Relu", ["c"], ["y"])], [("x", ("n", 8, 10, 10))], [("y", None)],
+              [("w", w), ("b", b)])
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    done = loomc_import(tmp_path / "m.onnx", "-o", tmp_path / "m.loom", "--shape", "x=2,8,10,10")
+    assert done.returncode == 0, done.stderr
+    assert f"{tmp_path / 'm.loom'}: 1 function, weights in {tmp_path / 'm.loom.weights'}" in done.stdout
+    # The 4.5 KiB weight is raw bytes beside the text; the 64-byte bias inline.
+    assert w.tobytes() in (tmp_path / "m.loom.weights").read_bytes()
+    text = (tmp_path / "m.loom").read_text()
+    assert text.startswith("@main = fn(%x: Tensor[(2, 8, 10, 10), float32])"), text
+    lib = loom.build(loom.ir.load(tmp_path / "m.loom"), HOST)
+    want = np.maximum(conv_ref(x, w, 1, [1, 1, 1, 1]) + b.reshape(-1, 1, 1), 0)
+    np.testing.assert_allclose(lib["main"](x).numpy(), want, rtol=1e-4, atol=1e-4)
+    # Without --shape the batch stays symbolic; loomc builds and runs the file.
+    assert loomc_import(tmp_path / "m.onnx", "-o", tmp_path / "n.loom").returncode == 0
+    assert (tmp_path / "n.loom").read_text().startswith("@main = fn(%x: Tensor[(%n: int64, 8, 10, 10), float32])")
+    np.save(tmp_path / "x.npy", x)
+    done = subprocess.run([str(LOOMC), "run", str(tmp_path / "n.loom"), "--config", HOST, "--input",
+                           str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
+
+
+def test_loomc_import_errors(tmp_path):
+    m = model([helper.make_node("LSTM", ["x", "w", "r"], ["h"], name="lstm_1", hidden_size=4)],
+              [("x", (1, 2, 3)), ("w", (1, 16, 3)), ("r", (1, 16, 4))], [("h", None)])
+    onnx.save(m, str(tmp_path / "lstm.onnx"))
+    done = loomc_import(tmp_path / "lstm.onnx", "-o", tmp_path / "m.loom")
+    assert done.returncode == 1 and done.stderr.startswith(
+        "loomc import: the ONNX model uses 1 operator type Loom cannot import"), done.stderr
+    assert "LSTM: 1 node, first 'lstm_1'" in done.stderr and not (tmp_path / "m.loom").exists()
+    (tmp_path / "junk.onnx").write_bytes(b"\x08junk")
+    done = loomc_import(tmp_path / "junk.onnx", "-o", tmp_path / "m.loom")
+    assert done.returncode == 1 and "junk.onnx: not an ONNX model" in done.stderr, done.stderr
+    done = loomc_import(tmp_path / "missing.onnx", "-o", tmp_path / "m.loom")
+    assert done.returncode == 1 and "cannot read" in done.stderr and "missing.onnx" in done.stderr, done.stderr
+    done = loomc_import(tmp_path / "model.pt", "-o", tmp_path / "m.loom")
+    assert done.returncode == 2 and "loomc import reads ONNX models (.onnx)" in done.stderr, done.stderr
+    done = loomc_import(tmp_path / "lstm.onnx", "-o", tmp_path / "m.loom", "--shape", "x=1,2-3")
+    assert done.returncode == 2 and "dimension '2-3' is neither a count nor a name" in done.stderr, done.stderr
+    done = loomc_import(tmp_path / "lstm.onnx")
+    assert done.returncode == 2 and "required: -o/--output" in done.stderr, done.stderr
 
 
 def test_unsupported_attribute_names_the_node():

@@ -14,6 +14,8 @@
 #ifndef LOOM_GRAPH_SHARED_H_
 #define LOOM_GRAPH_SHARED_H_
 
+#include <unordered_set>
+
 #include "loom/graph/expr.h"
 
 namespace loom::graph {
@@ -25,6 +27,10 @@ bool has_shared_values(const Expr& body);
 // `body` with each such value bound once by a let (see above); the same
 // object when there is none.  Linear in the number of distinct nodes.
 Expr bind_shared_values(const Expr& body);
+// The same, adding to `introduced` each variable it binds (not the lets
+// the body already had): the printer writes those bindings as
+// `%v = value;`, which the parser reads back as the shared node itself.
+Expr bind_shared_values(const Expr& body, std::unordered_set<const Object*>* introduced);
 
 }  // namespace loom::graph
 

@@ -1,0 +1,18 @@
+// `loomc import MODEL.onnx -o OUT.loom`: runs the Python ONNX importer
+// (python3 -m loom.frontend import ...) with the package this loomc
+// belongs to (docs/frontends.md, "From the command line").
+#ifndef LOOM_TOOLS_LOOMC_IMPORT_COMMAND_H_
+#define LOOM_TOOLS_LOOMC_IMPORT_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+namespace loomc {
+
+// `args` are the words after "import"; returns only when the interpreter
+// cannot be started (exit status 1, the reason on stderr).
+int import_model(const std::vector<std::string>& args);
+
+}  // namespace loomc
+
+#endif  // LOOM_TOOLS_LOOMC_IMPORT_COMMAND_H_
