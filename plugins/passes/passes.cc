@@ -7,6 +7,7 @@
 #include "convert_layout.h"
 #include "dead_code_elimination.h"
 #include "eliminate_common_subexpr.h"
+#include "fold_batch_norm.h"
 #include "fold_constant.h"
 #include "fuse_ops.h"
 #include "fuse_tir.h"
@@ -24,6 +25,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::CanonicalizeBindings());
   PassRegistry::register_pass(loom::passes::EliminateCommonSubexpr());
   PassRegistry::register_pass(loom::passes::FoldConstant());
+  PassRegistry::register_pass(loom::passes::FoldBatchNorm());
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());
@@ -37,7 +39,7 @@ LOOM_PLUGIN_INIT(ctx) {
                                        {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline(
       PassInfo{"default", "graph clean-ups and folding, fusion, lowering, then the loop passes"},
-      {"InferType", "CanonicalizeBindings", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
+      {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
        "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
 }

@@ -1,0 +1,219 @@
+#include "fold_batch_norm.h"
+
+#include <cmath>
+
+#include "graph_util.h"
+#include "loom/graph/function.h"
+#include "loom/ir/op.h"
+#include "loom/object/traversal.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/tir/expr.h"
+
+namespace loom::passes {
+
+namespace {
+
+using runtime::NDArray;
+
+const runtime::NDArrayNode* constant_array(const ir::Expr& e) {
+  const auto* c = e.as<graph::ConstantNode>();
+  return c ? c->data.get() : nullptr;
+}
+
+bool is_call_of(const ir::Expr& e, const char* name) {
+  const auto* call = e.as<graph::CallNode>();
+  const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
+  return op && op->name == name;
+}
+
+// Element k of a float32/float64 array as a double.
+double element(const runtime::NDArrayNode* a, int64_t k) {
+  if (a->dtype == DataType::Float(32)) return static_cast<const float*>(a->data())[k];
+  return static_cast<const double*>(a->data())[k];
+}
+
+// A new array of `shape` and `dtype` with element k = value(k).
+template <class F>
+NDArray make_array(const std::vector<int64_t>& shape, DataType dtype, F&& value) {
+  NDArray out = NDArray::empty(shape, dtype);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  for (int64_t k = 0; k < n; ++k) {
+    if (dtype == DataType::Float(32)) out.data_as<float>()[k] = static_cast<float>(value(k));
+    else out.data_as<double>()[k] = value(k);
+  }
+  return out;
+}
+
+int64_t numel(const runtime::NDArrayNode* a) {
+  int64_t n = 1;
+  for (const Any& d : a->shape) n *= d.as_int();
+  return n;
+}
+
+// Whether `a` broadcasts against a rank-`rank` result as one value per
+// element of `axis` (a vector of `channels` along it, ones elsewhere).
+bool per_channel(const runtime::NDArrayNode* a, int64_t rank, int64_t axis, int64_t channels) {
+  int64_t r = static_cast<int64_t>(a->shape.size());
+  if (r > rank || r < rank - axis) return false;
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t d = a->shape[i].as_int(), at = rank - r + i;
+    if (d != (at == axis ? channels : 1)) return false;
+  }
+  return true;
+}
+
+// How often each expression is used (edges from distinct parents).
+std::unordered_map<const Object*, int> uses(const ir::Expr& body) {
+  std::unordered_map<const Object*, int> count;
+  Visitor v;
+  auto use = [&](const Any& e) {
+    if (e.kind() == AnyKind::kObject) ++count[e.object()];
+    v.visit(e);
+  };
+  v.on<graph::CallNode>([&](const graph::CallNode* c) {
+    use(Any(c->callee));
+    for (const Any& a : c->args) use(a);
+  });
+  v.on<graph::TupleNode>([&](const graph::TupleNode* t) {
+    for (const Any& f : t->fields) use(f);
+  });
+  v.on<graph::TupleGetItemNode>([&](const graph::TupleGetItemNode* g) { use(Any(g->tuple)); });
+  v.on<graph::LetNode>([&](const graph::LetNode* l) {
+    use(Any(l->value));
+    use(Any(l->body));
+  });
+  v.on<graph::IfNode>([&](const graph::IfNode* i) {
+    use(Any(i->cond));
+    use(Any(i->then_branch));
+    use(Any(i->else_branch));
+  });
+  v.visit(Any(body));
+  return count;
+}
+
+ir::Expr call(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std::map<std::string, Any>{})) {
+  return graph::Call(ir::Op::get(op), std::move(args), std::move(attrs));
+}
+
+class Folder {
+ public:
+  explicit Folder(const ir::Expr& body) : uses_(uses(body)) {
+    m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
+      ObjectRef mutated = m_.mutate_children(self);
+      if (!is_call_of(downcast<ir::Expr>(self), "batch_norm")) return Any(mutated);
+      ir::Expr folded = fold(*original, *mutated.as<graph::CallNode>());
+      return folded.defined() ? Any(folded) : Any(mutated);
+    });
+  }
+
+  ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
+
+ private:
+  // batch_norm(x, gamma, beta, mean, var) with constant statistics is
+  // x * s + t per channel, s = gamma / sqrt(var + eps), t = beta - mean * s;
+  // after a convolution with a constant weight used only here, s goes into
+  // the weight and t into the bias.
+  ir::Expr fold(const graph::CallNode& original, const graph::CallNode& bn) {
+    const auto* x_type = original.args[0].cast<ir::Expr>()->checked_type.as<ir::TensorTypeNode>();
+    if (!x_type || x_type->unknown_rank()) return ir::Expr();
+    DataType dtype = x_type->dtype;
+    if (dtype != DataType::Float(32) && dtype != DataType::Float(64)) return ir::Expr();
+    const runtime::NDArrayNode* p[4];
+    for (int i = 0; i < 4; ++i) {
+      p[i] = constant_array(bn.args[i + 1].cast<ir::Expr>());
+      if (!p[i] || p[i]->dtype != dtype || p[i]->shape.size() != 1) return ir::Expr();
+    }
+    Map attrs = ir::OpRegistry::check_attrs("batch_norm", bn.attrs);
+    int64_t rank = static_cast<int64_t>(x_type->shape.size());
+    int64_t axis = attrs.at("axis").as_int();
+    if (axis < 0) axis += rank;
+    double eps = attrs.at("epsilon").as_float();
+    int64_t channels = numel(p[0]);
+    std::vector<double> s(channels), t(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      s[c] = element(p[0], c) / std::sqrt(element(p[3], c) + eps);
+      t[c] = element(p[1], c) - element(p[2], c) * s[c];
+    }
+    // A per-channel vector shaped to broadcast along `axis`.
+    std::vector<int64_t> along(rank - axis, 1);
+    along[0] = channels;
+    ir::Expr x = bn.args[0].cast<ir::Expr>(), x_original = original.args[0].cast<ir::Expr>();
+    if (ir::Expr conv = conv_with_bias(x, x_original, axis, rank, channels); conv.defined()) {
+      const auto& c = *conv.as<graph::CallNode>();
+      const runtime::NDArrayNode* w = constant_array(c.args[1].cast<ir::Expr>());
+      int64_t per_out = numel(w) / channels;
+      std::vector<int64_t> w_shape;
+      for (const Any& d : w->shape) w_shape.push_back(d.as_int());
+      NDArray scaled = make_array(w_shape, dtype,
+                                  [&](int64_t k) { return element(w, k) * s[k / per_out]; });
+      const runtime::NDArrayNode* bias = bias_;
+      NDArray shift = make_array(along, dtype, [&](int64_t k) { return (bias ? element(bias, k) * s[k] : 0.0) + t[k]; });
+      return call("add", {graph::Call(c.callee, {c.args[0].cast<ir::Expr>(), graph::Constant(scaled)}, c.attrs),
+                          graph::Constant(shift)});
+    }
+    NDArray scale = make_array(along, dtype, [&](int64_t k) { return s[k]; });
+    NDArray shift = make_array(along, dtype, [&](int64_t k) { return t[k]; });
+    return call("add", {call("multiply", {x, graph::Constant(scale)}), graph::Constant(shift)});
+  }
+
+  // The conv2d that `x` is (or that `x` adds a constant per-channel bias
+  // to, which goes to bias_), when its weight is constant, its output
+  // channels are `axis`, and nothing else uses it; else undefined.
+  ir::Expr conv_with_bias(const ir::Expr& x, const ir::Expr& x_original, int64_t axis, int64_t rank,
+                          int64_t channels) {
+    bias_ = nullptr;
+    ir::Expr conv = x, conv_original = x_original;
+    if (is_call_of(x, "add") && used_once(x_original)) {
+      const auto& add = *x.as<graph::CallNode>();
+      const auto& add_original = *x_original.as<graph::CallNode>();
+      for (int side = 0; side < 2; ++side) {
+        const runtime::NDArrayNode* b = constant_array(add.args[1 - side].cast<ir::Expr>());
+        if (b && is_call_of(add.args[side].cast<ir::Expr>(), "conv2d") && per_channel(b, rank, axis, channels)) {
+          bias_ = b;
+          conv = add.args[side].cast<ir::Expr>();
+          conv_original = add_original.args[side].cast<ir::Expr>();
+          break;
+        }
+      }
+    }
+    if (!is_call_of(conv, "conv2d") || !used_once(conv_original)) return ir::Expr();
+    const auto& c = *conv.as<graph::CallNode>();
+    const runtime::NDArrayNode* w = constant_array(c.args[1].cast<ir::Expr>());
+    Map attrs = ir::OpRegistry::check_attrs("conv2d", c.attrs);
+    int64_t channel_axis = attrs.at("data_layout").as_string() == "NHWC" ? 3 : 1;
+    if (!w || rank != 4 || axis != channel_axis || w->shape.size() == 0 || w->shape[0].as_int() != channels) {
+      return ir::Expr();
+    }
+    if (bias_ && bias_->dtype != w->dtype) return ir::Expr();
+    return conv;
+  }
+
+  bool used_once(const ir::Expr& e) const {
+    auto found = uses_.find(e.get());
+    return found != uses_.end() && found->second == 1;
+  }
+
+  std::unordered_map<const Object*, int> uses_;
+  const runtime::NDArrayNode* bias_ = nullptr;  // the conv's constant bias, found by conv_with_bias
+  Mutator m_;
+};
+
+}  // namespace
+
+transform::Pass FoldBatchNorm() {
+  transform::PassInfo info{"FoldBatchNorm",
+                           "batch_norm with constant statistics becomes a per-channel scale and shift, folded into "
+                           "the weight and bias of a convolution with constant weights that it follows",
+                           1, {}, {},
+                           {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  return transform::function_pass<graph::FunctionNode>(
+      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
+        const auto* f = func.as<graph::FunctionNode>();
+        ir::Expr body = Folder(f->body).run(f->body);
+        if (body.same_as(f->body)) return func;
+        return with_body(*f, body);
+      });
+}
+
+}  // namespace loom::passes
