@@ -7,7 +7,8 @@ loom.frontend.onnx and built with configs/host.yaml (num-threads set to
 1 or 2); the peer is torch.jit.trace + torch.jit.freeze under no_grad with
 torch.set_num_threads to the same count.  Same inputs, medians of RUNS
 calls after warm-up, ratio Loom / TorchScript (below 1: Loom is faster).
-Also: ResNet-18 from the .onnx file on disk to a loaded library.
+Also: ResNet-18 from the .onnx file on disk to a loaded library, then
+export_library of it and load_module of the file.
 
     PYTHONPATH=python /usr/bin/python3 bench/models.py [RUNS] [MODEL...]
 """
@@ -82,6 +83,16 @@ def main():
                 start = time.perf_counter()
                 lib = loom.build(lonnx.from_onnx(path), config(1))
                 print(f"resnet18: the .onnx file to a loaded library in {time.perf_counter() - start:.2f} s")
+                so = pathlib.Path(tmp) / "resnet18.so"
+                start = time.perf_counter()
+                lib.export_library(str(so))
+                exported_s = time.perf_counter() - start
+                start = time.perf_counter()
+                loaded = loom.runtime.load_module(str(so))
+                loaded_s = time.perf_counter() - start
+                error = np.abs(loaded["main"](x.numpy()).numpy() - want).max() / np.abs(want).max()
+                print(f"resnet18: export_library {exported_s:.2f} s ({so.stat().st_size / 2**20:.1f} MiB), "
+                      f"load_module {loaded_s:.2f} s (max error / scale {error:.1e})")
         mod = lonnx.from_onnx(onnx.load_from_string(data))
         xs = x.numpy()
         for threads in (1, 2):

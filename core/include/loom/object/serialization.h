@@ -48,11 +48,11 @@ std::string save_json(const Any& root, const BlobSink& sink = nullptr);
 // "bytes" object is resolved through `blobs`; without one it is an error.
 Any load_json(const std::string& text, const std::string& source = "<json>", const BlobSource& blobs = nullptr);
 
-// The binary form (docs/json-format.md, "Binary form"): a header, the JSON
-// document, and every raw payload as bytes in a trailing, 64-byte aligned
-// blob section that the JSON references by offset and size.  What runtime
-// modules save (VM executables and their constants): no base64, no
-// payload in the JSON parser.
+// The binary form (docs/json-format.md, "Blob references and the binary
+// form"): a header, the JSON document, and every raw payload as bytes in a
+// trailing, 64-byte aligned blob section that the JSON references by
+// offset and size.  What runtime modules save (VM executables and their
+// constants): no base64, no payload in the JSON parser.
 std::string save_binary(const Any& root);
 bool is_binary_document(std::string_view bytes);
 // Errors name `source`: a bad header, a section past the end, a reference
