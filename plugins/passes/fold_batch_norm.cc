@@ -4,6 +4,7 @@
 
 #include "graph_util.h"
 #include "loom/graph/function.h"
+#include "loom/graph/shared.h"
 #include "loom/ir/op.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
@@ -36,19 +37,11 @@ double element(const runtime::NDArrayNode* a, int64_t k) {
 template <class F>
 NDArray make_array(const std::vector<int64_t>& shape, DataType dtype, F&& value) {
   NDArray out = NDArray::empty(shape, dtype);
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  for (int64_t k = 0; k < n; ++k) {
+  for (int64_t k = 0, n = out->numel(); k < n; ++k) {
     if (dtype == DataType::Float(32)) out.data_as<float>()[k] = static_cast<float>(value(k));
     else out.data_as<double>()[k] = value(k);
   }
   return out;
-}
-
-int64_t numel(const runtime::NDArrayNode* a) {
-  int64_t n = 1;
-  for (const Any& d : a->shape) n *= d.as_int();
-  return n;
 }
 
 // Whether `a` broadcasts against a rank-`rank` result as one value per
@@ -63,42 +56,13 @@ bool per_channel(const runtime::NDArrayNode* a, int64_t rank, int64_t axis, int6
   return true;
 }
 
-// How often each expression is used (edges from distinct parents).
-std::unordered_map<const Object*, int> uses(const ir::Expr& body) {
-  std::unordered_map<const Object*, int> count;
-  Visitor v;
-  auto use = [&](const Any& e) {
-    if (e.kind() == AnyKind::kObject) ++count[e.object()];
-    v.visit(e);
-  };
-  v.on<graph::CallNode>([&](const graph::CallNode* c) {
-    use(Any(c->callee));
-    for (const Any& a : c->args) use(a);
-  });
-  v.on<graph::TupleNode>([&](const graph::TupleNode* t) {
-    for (const Any& f : t->fields) use(f);
-  });
-  v.on<graph::TupleGetItemNode>([&](const graph::TupleGetItemNode* g) { use(Any(g->tuple)); });
-  v.on<graph::LetNode>([&](const graph::LetNode* l) {
-    use(Any(l->value));
-    use(Any(l->body));
-  });
-  v.on<graph::IfNode>([&](const graph::IfNode* i) {
-    use(Any(i->cond));
-    use(Any(i->then_branch));
-    use(Any(i->else_branch));
-  });
-  v.visit(Any(body));
-  return count;
-}
-
 ir::Expr call(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std::map<std::string, Any>{})) {
   return graph::Call(ir::Op::get(op), std::move(args), std::move(attrs));
 }
 
 class Folder {
  public:
-  explicit Folder(const ir::Expr& body) : uses_(uses(body)) {
+  explicit Folder(const ir::Expr& body) : uses_(graph::use_counts(body)) {
     m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
       ObjectRef mutated = m_.mutate_children(self);
       if (!is_call_of(downcast<ir::Expr>(self), "batch_norm")) return Any(mutated);
@@ -129,7 +93,7 @@ class Folder {
     int64_t axis = attrs.at("axis").as_int();
     if (axis < 0) axis += rank;
     double eps = attrs.at("epsilon").as_float();
-    int64_t channels = numel(p[0]);
+    int64_t channels = p[0]->numel();
     std::vector<double> s(channels), t(channels);
     for (int64_t c = 0; c < channels; ++c) {
       s[c] = element(p[0], c) / std::sqrt(element(p[3], c) + eps);
@@ -142,7 +106,7 @@ class Folder {
     if (ir::Expr conv = conv_with_bias(x, x_original, axis, rank, channels); conv.defined()) {
       const auto& c = *conv.as<graph::CallNode>();
       const runtime::NDArrayNode* w = constant_array(c.args[1].cast<ir::Expr>());
-      int64_t per_out = numel(w) / channels;
+      int64_t per_out = w->numel() / channels;
       std::vector<int64_t> w_shape;
       for (const Any& d : w->shape) w_shape.push_back(d.as_int());
       NDArray scaled = make_array(w_shape, dtype,

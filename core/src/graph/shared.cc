@@ -80,6 +80,7 @@ class Uses {
     return false;
   }
   const std::vector<const Object*>& post_order() const { return post_order_; }
+  std::unordered_map<const Object*, int> take_counts() { return std::move(uses_); }
 
  private:
   std::unordered_map<const Object*, int> uses_;
@@ -234,6 +235,8 @@ class Binder {
 };
 
 }  // namespace
+
+std::unordered_map<const Object*, int> use_counts(const Expr& body) { return Uses(body).take_counts(); }
 
 bool has_shared_values(const Expr& body) { return Uses(body).any_shared(); }
 

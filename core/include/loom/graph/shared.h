@@ -14,11 +14,17 @@
 #ifndef LOOM_GRAPH_SHARED_H_
 #define LOOM_GRAPH_SHARED_H_
 
+#include <unordered_map>
 #include <unordered_set>
 
 #include "loom/graph/expr.h"
 
 namespace loom::graph {
+
+// How many places use each node of `body` (an edge from each distinct
+// parent; the body itself counts once).  The walk does not enter nested
+// functions, as bind_shared_values does not.
+std::unordered_map<const Object*, int> use_counts(const Expr& body);
 
 // Whether some call, tuple, tuple item, if or let in `body` is used in more
 // than one place.
