@@ -169,8 +169,8 @@ ModuleFileContents module_file_contents(const IRModule& module, const std::strin
     json.null();  // this pass's text is thrown away
     return true;
   };
-  print_module(module, layout);
-  if (placed.empty()) return {print_module(module), ""};
+  std::string text = print_module(module, layout);
+  if (placed.empty()) return {text, ""};  // no constant went to the sink: the plain text
   uint64_t sum = checksum(data);
   size_t next = 0;
   BlobSink refer = [&](std::string_view bytes, JsonWriter& json) {
@@ -181,7 +181,7 @@ ModuleFileContents module_file_contents(const IRModule& module, const std::strin
     return true;
   };
   ModuleFileContents out;
-  out.text = print_module(module, refer);
+  out.text = print_module(module, refer);  // the references, now that the checksum is known
   out.weights.assign(kHeader, '\0');
   std::memcpy(out.weights.data(), kMagic, sizeof(kMagic));
   std::memcpy(out.weights.data() + 8, &kVersion, 4);
