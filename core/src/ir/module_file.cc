@@ -14,6 +14,7 @@
 #include <map>
 
 #include "loom/ir/text.h"
+#include "loom/support/bytes.h"
 #include "loom/support/file.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
@@ -37,11 +38,7 @@ uint64_t checksum(std::string_view data) {
     h = ((h << 31) | (h >> 33)) * k2;
   };
   size_t i = 0;
-  for (; i + 8 <= data.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, data.data() + i, 8);
-    step(w);
-  }
+  for (; i + 8 <= data.size(); i += 8) step(load_le<uint64_t>(data, i));
   if (i < data.size()) {
     uint64_t w = 0;
     std::memcpy(&w, data.data() + i, data.size() - i);
@@ -60,13 +57,6 @@ std::string hex(uint64_t v) {
   return text;
 }
 
-template <class T>
-T get_at(const std::string& in, size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof(T));
-  return v;
-}
-
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -74,13 +64,10 @@ void write_file(const std::string& path, const std::string& bytes) {
   if (!out) LOOM_THROW(Error) << "cannot write " << path << ": " << std::strerror(errno);
 }
 
-const JsonValue& field(const JsonValue& reference, const char* key, JsonValue::Kind kind) {
+const std::string& string_field(const JsonValue& reference, const char* key) {
   const JsonValue* v = reference.find(key);
-  if (!v || v->kind != kind || (kind == JsonValue::Kind::kInt && v->integer < 0)) {
-    LOOM_THROW(Error) << "a weights reference needs \"" << key << "\", "
-                      << (kind == JsonValue::Kind::kInt ? "a non-negative integer" : "a string");
-  }
-  return *v;
+  if (!v || v->kind != JsonValue::Kind::kString) LOOM_THROW(Error) << "a weights reference needs \"" << key << "\", a string";
+  return v->string;
 }
 
 // The weights files a text refers to, each read and checked once.
@@ -89,16 +76,8 @@ class WeightsReader {
   explicit WeightsReader(std::string folder) : folder_(std::move(folder)) {}
 
   std::string operator()(const JsonValue& reference) {
-    for (const auto& item : reference.object) {
-      if (item.first != "file" && item.first != "checksum" && item.first != "offset" && item.first != "size") {
-        LOOM_THROW(Error) << "unknown key \"" << item.first
-                          << "\" in a weights reference (keys: file, checksum, offset, size)";
-      }
-    }
-    const std::string& name = field(reference, "file", JsonValue::Kind::kString).string;
-    const std::string& want = field(reference, "checksum", JsonValue::Kind::kString).string;
-    uint64_t offset = field(reference, "offset", JsonValue::Kind::kInt).integer;
-    uint64_t size = field(reference, "size", JsonValue::Kind::kInt).integer;
+    const std::string& name = string_field(reference, "file");
+    const std::string& want = string_field(reference, "checksum");
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
       LOOM_THROW(Error) << "weights file '" << name << "': a weights file is named by a plain file name, beside the text";
     }
@@ -108,12 +87,9 @@ class WeightsReader {
                         << ", the text expects " << want
                         << ": the text and its weights were not saved together (save both again)";
     }
-    uint64_t data_size = file.bytes.size() - kHeader;
-    if (offset > data_size || size > data_size - offset) {
-      LOOM_THROW(Error) << "weights reference of " << size << " bytes at " << offset << " is outside " << file.path
-                        << " (" << data_size << " bytes of data)";
-    }
-    return file.bytes.substr(kHeader + offset, size);
+    BlobRange range =
+        blob_range(reference, "weights", {"file", "checksum"}, file.bytes.size() - kHeader, "the data of " + file.path);
+    return file.bytes.substr(kHeader + range.offset, range.size);
   }
 
   std::string first_name() const { return files_.empty() ? "" : files_.begin()->first; }
@@ -133,18 +109,18 @@ class WeightsReader {
     if (file.bytes.size() < kHeader || std::memcmp(file.bytes.data(), kMagic, sizeof(kMagic)) != 0) {
       LOOM_THROW(Error) << file.path << " is not a Loom weights file (bad magic or shorter than its header)";
     }
-    uint32_t version = get_at<uint32_t>(file.bytes, 8);
+    uint32_t version = load_le<uint32_t>(file.bytes, 8);
     if (version != kVersion) {
       LOOM_THROW(Error) << "weights file " << file.path << ": format version " << version
                         << " is not supported (this Loom reads version " << kVersion << ")";
     }
-    uint64_t data_size = get_at<uint64_t>(file.bytes, 16);
+    uint64_t data_size = load_le<uint64_t>(file.bytes, 16);
     if (data_size != file.bytes.size() - kHeader) {
       LOOM_THROW(Error) << "weights file " << file.path << " is truncated or has trailing bytes: its header says "
                         << data_size << " bytes of data, it holds " << (file.bytes.size() - kHeader);
     }
     file.checksum = checksum(std::string_view(file.bytes).substr(kHeader));
-    if (file.checksum != get_at<uint64_t>(file.bytes, 24)) {
+    if (file.checksum != load_le<uint64_t>(file.bytes, 24)) {
       LOOM_THROW(Error) << "weights file " << file.path << " is corrupt: its data does not match its checksum";
     }
     return files_.emplace(name, std::move(file)).first->second;
@@ -163,7 +139,7 @@ ModuleFileContents module_file_contents(const IRModule& module, const std::strin
   std::vector<std::pair<uint64_t, uint64_t>> placed;
   BlobSink layout = [&](std::string_view bytes, JsonWriter& json) {
     if (bytes.size() <= kWeightsFileOver) return false;
-    data.resize((data.size() + kAlign - 1) / kAlign * kAlign, '\0');
+    data.resize(align_up(data.size(), kAlign), '\0');
     placed.emplace_back(data.size(), bytes.size());
     data.append(bytes);
     json.null();  // this pass's text is thrown away
@@ -184,10 +160,9 @@ ModuleFileContents module_file_contents(const IRModule& module, const std::strin
   out.text = print_module(module, refer);  // the references, now that the checksum is known
   out.weights.assign(kHeader, '\0');
   std::memcpy(out.weights.data(), kMagic, sizeof(kMagic));
-  std::memcpy(out.weights.data() + 8, &kVersion, 4);
-  uint64_t data_size = data.size();
-  std::memcpy(out.weights.data() + 16, &data_size, 8);
-  std::memcpy(out.weights.data() + 24, &sum, 8);
+  store_le<uint32_t>(out.weights, 8, kVersion);
+  store_le<uint64_t>(out.weights, 16, data.size());
+  store_le<uint64_t>(out.weights, 24, sum);
   out.weights += data;
   return out;
 }

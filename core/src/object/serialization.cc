@@ -3,6 +3,7 @@
 // heap, not stack.
 #include "loom/object/serialization.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "loom/object/containers.h"
 #include "loom/object/function.h"
 #include "loom/object/reflection.h"
+#include "loom/support/bytes.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
@@ -291,28 +293,6 @@ constexpr uint32_t kBinaryVersion = 1;
 constexpr size_t kBinaryHeader = 40;
 constexpr size_t kBlobAlign = 64;
 
-template <class T>
-void put_at(std::string& out, size_t at, T v) {
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-template <class T>
-T get_at(const std::string& in, size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof(T));
-  return v;
-}
-
-size_t aligned(size_t n) { return (n + kBlobAlign - 1) / kBlobAlign * kBlobAlign; }
-
-// An integer field of a blob reference, checked.
-uint64_t reference_field(const JsonValue& reference, const char* key) {
-  const JsonValue* v = reference.find(key);
-  if (!v || v->kind != JsonValue::Kind::kInt || v->integer < 0) {
-    LOOM_THROW(Error) << "a blob reference needs \"" << key << "\", a non-negative integer";
-  }
-  return static_cast<uint64_t>(v->integer);
-}
-
 }  // namespace
 
 std::string save_json(const Any& root, const BlobSink& sink) { return Saver(sink).save(root); }
@@ -321,23 +301,48 @@ Any load_json(const std::string& text, const std::string& source, const BlobSour
   return Loader(source, blobs).load(text);
 }
 
+BlobRange blob_range(const JsonValue& reference, const std::string& kind, const std::vector<std::string>& other_keys,
+                     uint64_t section_bytes, const std::string& section) {
+  std::vector<std::string> keys = other_keys;
+  keys.insert(keys.end(), {"offset", "size"});
+  for (const auto& item : reference.object) {
+    if (std::find(keys.begin(), keys.end(), item.first) == keys.end()) {
+      LOOM_THROW(Error) << "unknown key \"" << item.first << "\" in a " << kind << " reference (keys: " << join(keys, ", ")
+                        << ")";
+    }
+  }
+  auto field = [&](const char* key) {
+    const JsonValue* v = reference.find(key);
+    if (!v || v->kind != JsonValue::Kind::kInt || v->integer < 0) {
+      LOOM_THROW(Error) << "a " << kind << " reference needs \"" << key << "\", a non-negative integer";
+    }
+    return static_cast<uint64_t>(v->integer);
+  };
+  BlobRange range{field("offset"), field("size")};
+  if (range.offset > section_bytes || range.size > section_bytes - range.offset) {
+    LOOM_THROW(Error) << kind << " reference of " << range.size << " bytes at " << range.offset << " is outside "
+                      << section << " (" << section_bytes << " bytes)";
+  }
+  return range;
+}
+
 std::string save_binary(const Any& root) {
   std::string blob;
   BlobSink sink = [&](std::string_view bytes, JsonWriter& json) {
-    blob.resize(aligned(blob.size()), '\0');
+    blob.resize(align_up(blob.size(), kBlobAlign), '\0');
     json.begin_object().key("offset").value(static_cast<int64_t>(blob.size()));
     json.key("size").value(static_cast<int64_t>(bytes.size())).end_object();
     blob.append(bytes);
     return true;
   };
   std::string json = save_json(root, sink);
-  size_t blob_offset = aligned(kBinaryHeader + json.size());
+  size_t blob_offset = align_up(kBinaryHeader + json.size(), kBlobAlign);
   std::string out(kBinaryHeader, '\0');
   std::memcpy(out.data(), kBinaryMagic, sizeof(kBinaryMagic));
-  put_at<uint32_t>(out, 8, kBinaryVersion);
-  put_at<uint64_t>(out, 16, json.size());
-  put_at<uint64_t>(out, 24, blob_offset);
-  put_at<uint64_t>(out, 32, blob.size());
+  store_le<uint32_t>(out, 8, kBinaryVersion);
+  store_le<uint64_t>(out, 16, json.size());
+  store_le<uint64_t>(out, 24, blob_offset);
+  store_le<uint64_t>(out, 32, blob.size());
   out.reserve(blob_offset + blob.size());
   out += json;
   out.resize(blob_offset, '\0');
@@ -355,13 +360,13 @@ Any load_binary(const std::string& bytes, const std::string& source) {
     LOOM_THROW(Error) << source << ": truncated binary document (" << bytes.size() << " bytes, the header alone is "
                       << kBinaryHeader << ")";
   }
-  uint32_t version = get_at<uint32_t>(bytes, 8);
+  uint32_t version = load_le<uint32_t>(bytes, 8);
   if (version != kBinaryVersion) {
     LOOM_THROW(Error) << source << ": binary document format version " << version << " is not supported (this Loom ("
                       << LOOM_VERSION << ") reads version " << kBinaryVersion << ")";
   }
-  uint64_t json_size = get_at<uint64_t>(bytes, 16), blob_offset = get_at<uint64_t>(bytes, 24),
-           blob_size = get_at<uint64_t>(bytes, 32);
+  uint64_t json_size = load_le<uint64_t>(bytes, 16), blob_offset = load_le<uint64_t>(bytes, 24),
+           blob_size = load_le<uint64_t>(bytes, 32);
   uint64_t total = bytes.size();
   if (json_size > total - kBinaryHeader || blob_offset < kBinaryHeader + json_size || blob_offset > total ||
       blob_size != total - blob_offset) {
@@ -370,16 +375,8 @@ Any load_binary(const std::string& bytes, const std::string& source) {
                       << total << " bytes";
   }
   BlobSource blobs = [&](const JsonValue& reference) {
-    for (const auto& item : reference.object) {
-      if (item.first != "offset" && item.first != "size")
-        LOOM_THROW(Error) << "unknown key \"" << item.first << "\" in a blob reference (keys: offset, size)";
-    }
-    uint64_t offset = reference_field(reference, "offset"), size = reference_field(reference, "size");
-    if (offset > blob_size || size > blob_size - offset) {
-      LOOM_THROW(Error) << "blob reference of " << size << " bytes at " << offset << " is outside the blob section ("
-                        << blob_size << " bytes)";
-    }
-    return bytes.substr(blob_offset + offset, size);
+    BlobRange range = blob_range(reference, "blob", {}, blob_size, "the blob section");
+    return bytes.substr(blob_offset + range.offset, range.size);
   };
   return load_json(bytes.substr(kBinaryHeader, json_size), source, blobs);
 }

@@ -95,9 +95,15 @@ def test_missing_foreign_or_damaged_weights_are_errors_at_the_reference(tmp_path
     assert "is truncated or has trailing bytes" in error(path)
     weights.write_bytes(b"not weights" * 10)
     assert "is not a Loom weights file" in error(path)
-    # A reference may only name a file beside the text.
+    # A reference outside the data, or with a key it does not have.
     weights.write_bytes(good)
     text = path.read_text()
+    path.write_text(text.replace('"size":16384', '"size":99999'))
+    assert re.search(r"weights reference of 99999 bytes at 0 is outside the data of \S*m\.loom\.weights "
+                     r"\(16384 bytes\)", error(path)), error(path)
+    path.write_text(text.replace('"size":16384', '"size":16384,"stride":4'))
+    assert 'unknown key "stride" in a weights reference (keys: file, checksum, offset, size)' in error(path)
+    # A reference may only name a file beside the text.
     path.write_text(text.replace('"file":"m.loom.weights"', '"file":"../m.loom.weights"'))
     assert "a weights file is named by a plain file name, beside the text" in error(path)
     # Text with references parsed from a string has no folder to look in.

@@ -21,6 +21,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "loom/object/any.h"
 
@@ -41,6 +42,17 @@ using BlobSink = std::function<bool(std::string_view bytes, JsonWriter& json)>;
 using BlobSource = std::function<std::string(const JsonValue& reference)>;
 
 std::string save_json(const Any& root, const BlobSink& sink = nullptr);
+
+// What a BlobSource reads from a reference: the checked offset and size of
+// a `kind` reference ("blob", "weights") whose keys are `other_keys`,
+// "offset" and "size" (non-negative integers), inside a section of
+// `section_bytes` bytes described by `section` in messages.  Error for an
+// unknown key, a missing or negative field, or a range outside the section.
+struct BlobRange {
+  uint64_t offset = 0, size = 0;
+};
+BlobRange blob_range(const JsonValue& reference, const std::string& kind, const std::vector<std::string>& other_keys,
+                     uint64_t section_bytes, const std::string& section);
 
 // Throws ParseError ("SOURCE:LINE:COL: ...") for malformed or truncated
 // text, a newer format version, unknown types or fields (with a
