@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+from timing import median_ms
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
 CONFIG = ROOT / "configs" / "host.yaml"
@@ -30,17 +32,6 @@ def loom_median_ms(model, runs, threads):
     out = subprocess.run([str(LOOMC), "run", str(model), "--config", str(CONFIG), "--seed", "1", "--bench", str(runs)],
                          capture_output=True, text=True, env=env, check=True).stdout
     return float(re.search(r"median ([0-9.e+-]+) ms", out).group(1))
-
-
-def median_ms(f, runs, warmup=3):
-    for _ in range(warmup):
-        f()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
 
 
 def line(name, loom, peer, unit, ratio, target):

@@ -14,7 +14,6 @@ export_library of it and load_module of the file.
 """
 import io
 import pathlib
-import statistics
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ import torchvision
 
 import loom
 from loom.frontend import onnx as lonnx
+from timing import median_ms
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 20
@@ -44,17 +44,6 @@ def config(threads):
     text = (ROOT / "configs" / "host.yaml").read_text().replace("num-threads: 0", f"num-threads: {threads}")
     assert f"num-threads: {threads}" in text
     return loom.Config.parse(text, f"host.yaml (num-threads {threads})")
-
-
-def median_ms(fn):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def exported(module, x):
@@ -101,8 +90,8 @@ def main():
             error = np.abs(got - want).max() / np.abs(want).max()
             torch.set_num_threads(threads)
             with torch.no_grad():
-                peer = median_ms(lambda: scripted(x))
-            ours = median_ms(lambda: lib["main"](xs))
+                peer = median_ms(lambda: scripted(x), RUNS)
+            ours = median_ms(lambda: lib["main"](xs), RUNS)
             rows.append((name, threads, ours, peer, error))
             print(f"{name:13s} {threads} thread{'s' if threads > 1 else ' '}  loom {ours:8.2f}  "
                   f"torchscript {peer:8.2f}  ratio {ours / peer:5.2f}  (max error / scale {error:.1e})")
