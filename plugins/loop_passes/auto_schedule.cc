@@ -33,14 +33,16 @@
 #include "auto_schedule.h"
 
 #include <loom/arith/simplify.h>
+#include <loom/graph/calls.h>
 #include <loom/ir/text.h>
 #include <loom/support/stack.h>
 #include <loom/object/traversal.h>
 #include <loom/target/target.h>
 #include <loom/tir/functor.h>
+#include <loom/tir/layout.h>
 #include <loom/tir/schedule.h>
 #include <loom/tir/util.h>
-#include <loom/transform/prim_pass.h>
+#include <loom/transform/pass.h>
 
 #include <algorithm>
 #include <functional>
@@ -195,7 +197,10 @@ std::vector<const BufferLoadNode*> right_operands(const Stmt& body, const VarNod
 
 class StageScheduler {
  public:
-  StageScheduler(Schedule& s, int vector_bits) : s_(s), vector_bits_(vector_bits) {}
+  // `constant`: the buffer parameters every caller passes a constant,
+  // which may take a layout instead of being packed per call.
+  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant)
+      : s_(s), vector_bits_(vector_bits), constant_(std::move(constant)) {}
 
   void run(const std::string& root) {
     const ForNode* top = find(s_, root);
@@ -345,8 +350,13 @@ class StageScheduler {
         if (by_i && uses_var(Any(l->indices), jv)) shared = false;
         loads.visit_children(l);
       });
-      loads.visit(Any(j->body));
-      if (shared && used && const_int(chain[k]->extent)) i = chain[k];
+      // The reduction's operands only: an epilogue (a residual added
+      // elementwise) reads at the output's own indices.
+      for (const Any& st : j->body.as<SeqStmtNode>()->seq)
+        if (st.cast<Stmt>().as<ForNode>()) loads.visit(st);
+      // A loop of extent 1 (a batch of one) gives no rows: look further out.
+      auto extent = const_int(chain[k]->extent);
+      if (shared && used && extent && *extent > 1) i = chain[k];
     }
     bool rows = i != nullptr;
     if (!i) i = chain[spatial - 2];
@@ -389,17 +399,24 @@ class StageScheduler {
     }
     if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
     std::set<std::string> panels;
+    bool relaid = false;
     for (const auto& [name, strided] : operands) {
+      auto panel_layout = [&, strided = strided](const std::vector<PrimExpr>& v) {
+        PrimExpr c = IntImm(DataType::Int(64), panel);
+        const PrimExpr &jv = strided ? v[0] : v[1], &rv = strided ? v[1] : v[0];
+        return std::vector<PrimExpr>{FloorDiv(jv, c), rv, FloorMod(jv, c)};
+      };
+      // A constant operand takes the panel layout itself: the caller's
+      // constant is packed once, at compile time.
+      if (constant_.count(name) && attempt([&] { s_.transform_layout(name, panel_layout); })) {
+        panels.insert(name);
+        relaid = true;
+        continue;
+      }
       if (!strided && *ei < 4 * ti) continue;
       std::vector<std::string> before;
       roots(s_.func()->body, before);
-      bool packed = attempt([&] {
-        panels.insert(s_.cache_read(name, [&](const std::vector<PrimExpr>& v) {
-          PrimExpr c = IntImm(DataType::Int(64), panel);
-          const PrimExpr &jv = strided ? v[0] : v[1], &rv = strided ? v[1] : v[0];
-          return std::vector<PrimExpr>{FloorDiv(jv, c), rv, FloorMod(jv, c)};
-        }));
-      });
+      bool packed = attempt([&] { panels.insert(s_.cache_read(name, panel_layout)); });
       if (strided && !packed) return false;
       std::vector<std::string> after;
       roots(s_.func()->body, after);
@@ -412,7 +429,7 @@ class StageScheduler {
     auto [io, ii] = s_.split(iname, ti);
     auto [jo, ji] = s_.split(jname, lanes);
     auto [joo, joi] = s_.split(jo, tj);
-    if (!copies_.empty() || window) return tile_panels(root, joo, io, ii, joi, ji);
+    if (!copies_.empty() || relaid || window) return tile_panels(root, joo, io, ii, joi, ji);
     s_.reorder({io, joo, ii, joi, ji});
     // Without packed panels: init, reduction and epilogue become nests of
     // their own over the whole output, so the reduction can be blocked: a
@@ -496,6 +513,7 @@ class StageScheduler {
 
   Schedule& s_;
   int vector_bits_;
+  std::set<std::string> constant_;
   std::vector<std::string> copies_;  // the roots of the packing copies tile() made
   std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
 };
@@ -509,35 +527,61 @@ int vector_bits_of(const ir::IRModule& module) {
   return static_cast<int>(t.defined() ? target::vector_bits(t) : 128);
 }
 
+// One function's schedule; `constant` as for StageScheduler.
+PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& constant) {
+  Schedule s(f);
+  // Each inlining walks the function: the first kMaxInlined temporaries
+  // are tried, so the pass stays linear in a function with very many
+  // (docs/passes.md, "AutoSchedule"; docs/reliability.md, "Cost").
+  std::vector<std::string> temporaries = allocated(s);
+  if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
+  for (const std::string& b : temporaries)
+    if (!read_by_reduction(s, b)) attempt([&] { s.compute_inline(b); });
+  temporaries = allocated(s);
+  if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
+  for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });
+  std::vector<std::string> nests;
+  roots(s.func()->body, nests);
+  StageScheduler stages(s, bits, constant);
+  for (const std::string& n : nests) stages.run(n);
+  return with_body(*s.func().get(), simplify(s.func()->body));
+}
+
 }  // namespace
 
 transform::Pass AutoSchedule() {
   transform::PassInfo info{
       "AutoSchedule",
       "a schedule for each prim function from its shape: elementwise temporaries inlined, epilogues moved into "
-      "reductions, matmul-like reductions register-tiled, inner loops vectorized, outer loops parallel",
+      "reductions, matmul-like reductions register-tiled (constant weights packed at compile time), inner loops "
+      "vectorized, outer loops parallel",
       2,
       {},
       {},
                            {}, {}, {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
-    Schedule s(downcast<PrimFunc>(ObjectRef(ObjectPtr<Object>(const_cast<tir::PrimFuncNode*>(&f)))));
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     int bits = vector_bits_of(module);
-    // Each inlining walks the function: the first kMaxInlined temporaries
-    // are tried, so the pass stays linear in a function with very many
-    // (docs/passes.md, "AutoSchedule"; docs/reliability.md, "Cost").
-    std::vector<std::string> temporaries = allocated(s);
-    if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
-    for (const std::string& b : temporaries)
-      if (!read_by_reduction(s, b)) attempt([&] { s.compute_inline(b); });
-    temporaries = allocated(s);
-    if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
-    for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });
-    std::vector<std::string> nests;
-    roots(s.func()->body, nests);
-    StageScheduler stages(s, bits);
-    for (const std::string& n : nests) stages.run(n);
-    return simplify(s.func()->body);
+    std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
+    std::map<std::string, Any> changed;
+    std::set<std::string> relaid;  // functions that gave an input a layout
+    for (const std::string& name : module.names()) {
+      const auto* f = module.lookup(name).as<PrimFuncNode>();
+      if (!f) continue;
+      PrimFunc func = downcast<PrimFunc>(ObjectRef(ObjectPtr<Object>(const_cast<PrimFuncNode*>(f))));
+      std::set<std::string> constant_buffers;
+      std::vector<Buffer> params = func.buffer_params();
+      for (size_t k : constant[name])
+        if (k < params.size()) constant_buffers.insert(params[k]->name);
+      PrimFunc after;
+      try {
+        after = schedule(func, bits, constant_buffers);
+      } catch (const Error& e) {
+        LOOM_THROW(Error) << "@" << name << ": " << e.what();
+      }
+      if (param_layouts(*after.get()) != param_layouts(*f)) relaid.insert(name);
+      if (!after->body.same_as(f->body) || relaid.count(name)) changed[name] = Any(after);
+    }
+    return graph::relayout_constant_inputs(module.with_functions(changed), relaid);
   });
 }
 

@@ -16,6 +16,7 @@
 #include "loom/support/strings.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/functor.h"
+#include "loom/tir/layout.h"
 #include "loom/tir/util.h"
 
 namespace loom::tir {
@@ -615,16 +616,11 @@ std::optional<int64_t> step_along(const PrimExpr& e, const VarNode* v) {
 }  // namespace
 
 namespace {
-// One index of a cache_read layout: axis `axis` whole, or its quotient or
-// remainder by `factor`.
-struct LayoutIndex {
-  enum Kind { kWhole, kDiv, kMod } kind;
-  int axis;
-  int64_t factor;
-};
-
-std::vector<LayoutIndex> classify_layout(const PrimFunc& func, const Buffer& buffer,
-                                         const Schedule::IndexMap& layout) {
+// The layout `layout` gives, from its results on fresh index variables;
+// refuses (as `primitive`) what is not an axis v, v // c or v % c, and
+// what is not a layout.
+Layout classify_layout(const PrimFunc& func, const Buffer& buffer, const Schedule::IndexMap& layout,
+                       const std::string& primitive) {
   size_t rank = buffer->shape.size();
   std::vector<Var> fresh = fresh_vars(func, "v", rank);
   std::vector<PrimExpr> vars(fresh.begin(), fresh.end());
@@ -633,9 +629,8 @@ std::vector<LayoutIndex> classify_layout(const PrimFunc& func, const Buffer& buf
       if (e.same_as(vars[k])) return static_cast<int>(k);
     return -1;
   };
-  std::vector<LayoutIndex> out;
-  std::vector<PrimExpr> exprs = layout(vars);
-  for (const PrimExpr& e : exprs) {
+  Layout out;
+  for (const PrimExpr& e : layout(vars)) {
     std::optional<LayoutIndex> index;
     if (int a = axis_of(e); a >= 0) index = LayoutIndex{LayoutIndex::kWhole, a, 1};
     const auto* b = e.as<BinaryOpNode>();
@@ -645,35 +640,30 @@ std::vector<LayoutIndex> classify_layout(const PrimFunc& func, const Buffer& buf
       if (c && *c > 0 && a >= 0) index = LayoutIndex{e.as<FloorDivNode>() ? LayoutIndex::kDiv : LayoutIndex::kMod, a, *c};
     }
     if (!index) {
-      refuse("cache_read", "index " + std::to_string(out.size()) + " of the layout of '" + buffer->name + "', " +
-                               ir::to_text(Any(e)) + ", is not an axis v, v // c or v % c");
+      refuse(primitive, "index " + std::to_string(out.size()) + " of the layout of '" + buffer->name + "', " +
+                            ir::to_text(Any(e)) + ", is not an axis v, v // c or v % c");
     }
     out.push_back(*index);
   }
-  for (size_t a = 0; a < rank; ++a) {
-    std::vector<LayoutIndex> uses;
-    for (const LayoutIndex& i : out)
-      if (i.axis == static_cast<int>(a)) uses.push_back(i);
-    bool whole = uses.size() == 1 && uses[0].kind == LayoutIndex::kWhole;
-    bool split = uses.size() == 2 && uses[0].factor == uses[1].factor &&
-                 ((uses[0].kind == LayoutIndex::kDiv && uses[1].kind == LayoutIndex::kMod) ||
-                  (uses[0].kind == LayoutIndex::kMod && uses[1].kind == LayoutIndex::kDiv));
-    if (!whole && !split) {
-      refuse("cache_read", "axis " + std::to_string(a) + " of '" + buffer->name + "' must appear in the layout once, " +
-                               "or as the pair v // c and v % c");
-    }
-  }
+  if (std::string why = layout_problem(out, rank); !why.empty()) refuse(primitive, "'" + buffer->name + "': " + why);
   return out;
 }
 
-std::vector<PrimExpr> apply_layout(const std::vector<LayoutIndex>& layout, const std::vector<PrimExpr>& indices) {
-  std::vector<PrimExpr> out;
-  for (const LayoutIndex& l : layout) {
-    const PrimExpr& i = indices[l.axis];
-    PrimExpr c = IntImm(i.dtype(), l.factor);
-    out.push_back(l.kind == LayoutIndex::kWhole ? i : l.kind == LayoutIndex::kDiv ? PrimExpr(FloorDiv(i, c)) : PrimExpr(FloorMod(i, c)));
-  }
-  return out;
+std::vector<PrimExpr> simplified(std::vector<PrimExpr> exprs) {
+  for (PrimExpr& e : exprs) e = simplify(e);
+  return exprs;
+}
+
+// Every load of `buffer` in `s` reads `to` at the indices the layout gives.
+Stmt redirect_loads(const Stmt& s, const Buffer& buffer, const Buffer& to, const Layout& layout) {
+  ExprRule redirect = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
+    const auto* load = e.as<BufferLoadNode>();
+    if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
+    std::vector<PrimExpr> indices;
+    for (const Any& i : load->indices) indices.push_back(rewrite(i.cast<PrimExpr>(), redirect));
+    return BufferLoad(to, apply_layout(layout, indices));
+  };
+  return rewrite(s, redirect, nullptr);
 }
 }  // namespace
 
@@ -681,25 +671,11 @@ std::string Schedule::cache_read(const std::string& name, const IndexMap& layout
   Buffer buffer = find_buffer(func_, "cache_read", name, false);
   if (touches(func_->body, buffer.get(), true)) refuse("cache_read", "'" + name + "' is written by the function");
   refuse_views(func_->body, buffer.get(), "cache_read", "is read through a view; cache before FlattenBuffer");
-  std::vector<LayoutIndex> layout = classify_layout(func_, buffer, layout_map);
+  Layout layout = classify_layout(func_, buffer, layout_map, "cache_read");
   size_t rank = buffer->shape.size();
-  std::vector<PrimExpr> shape;
-  for (const LayoutIndex& l : layout) {
-    auto extent = Cast(DataType::Int(64), buffer->shape[l.axis].cast<PrimExpr>());
-    PrimExpr c = IntImm(DataType::Int(64), l.factor);
-    if (l.kind == LayoutIndex::kWhole) shape.push_back(simplify(extent));
-    if (l.kind == LayoutIndex::kDiv) shape.push_back(simplify(FloorDiv(Add(extent, IntImm(DataType::Int(64), l.factor - 1)), c)));
-    if (l.kind == LayoutIndex::kMod) shape.push_back(c);
-  }
+  std::vector<PrimExpr> shape = simplified(layout_shape(layout, buffer_shape(buffer)));
   Buffer copy(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
-  ExprRule redirect = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
-    const auto* load = e.as<BufferLoadNode>();
-    if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
-    std::vector<PrimExpr> indices;
-    for (const Any& i : load->indices) indices.push_back(rewrite(i.cast<PrimExpr>(), redirect));
-    return BufferLoad(copy, apply_layout(layout, indices));
-  };
-  Stmt body = rewrite(func_->body, redirect, nullptr);
+  Stmt body = redirect_loads(func_->body, buffer, copy, layout);
   // The copy, in its own order: for c0, c1..: copy[c0, c1, ..] =
   // buffer[inverse layout], guarded where a split pads.
   std::vector<Var> loop_vars = fresh_vars(func_, "c", layout.size());
@@ -728,6 +704,28 @@ std::string Schedule::cache_read(const std::string& name, const IndexMap& layout
   fill = loop_nest(loop_vars, shape, fill);
   func_ = with_new_body(func_, Allocate(copy, seq({simplify(fill), body})));
   return copy->name;
+}
+
+void Schedule::transform_layout(const std::string& name, const IndexMap& layout_map) {
+  Buffer buffer = find_buffer(func_, "transform_layout", name, false);
+  if (touches(func_->body, buffer.get(), true)) refuse("transform_layout", "'" + name + "' is written by the function");
+  refuse_views(func_->body, buffer.get(), "transform_layout", "is read through a view; transform before FlattenBuffer");
+  std::vector<Buffer> inputs = func_.buffer_params();
+  size_t input = 0;
+  while (input < inputs.size() && !inputs[input].same_as(buffer)) ++input;
+  std::map<std::string, std::string> layouts = param_layouts(*func_.get());
+  if (layouts.count(std::to_string(input)))
+    refuse("transform_layout", "'" + name + "' already has the layout " + layouts[std::to_string(input)]);
+  Layout layout = classify_layout(func_, buffer, layout_map, "transform_layout");
+  Buffer laid(buffer->name, buffer->dtype, simplified(layout_shape(layout, buffer_shape(buffer))), buffer->scope);
+  std::vector<Any> params;
+  for (const Any& p : func_->params)
+    params.push_back(p.as_object_ref().same_as(buffer) ? Any(laid) : p);
+  layouts[std::to_string(input)] = layout_to_string(layout);
+  std::map<std::string, Any> attrs = func_->attrs.get() ? func_->attrs->items : std::map<std::string, Any>{};
+  std::map<std::string, Any> entries(layouts.begin(), layouts.end());
+  attrs["param_layouts"] = Any(Map(entries));
+  func_ = PrimFunc(params, redirect_loads(func_->body, buffer, laid, layout), func_->ret, Map(attrs));
 }
 
 std::string Schedule::cache_read(const std::string& name, const std::vector<int>& axes) {

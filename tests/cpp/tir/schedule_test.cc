@@ -11,6 +11,7 @@
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
+#include "loom/tir/layout.h"
 #include "loom/tir/schedule.h"
 #include "test_util.h"
 
@@ -169,6 +170,49 @@ TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
   EXPECT_EQ(run(rows.func()), want) << text;
 }
 
+// transform_layout: the weight parameter itself takes the panel layout;
+// a caller that passes it re-laid out (tir::relayout) gets the same numbers.
+TEST(Schedule, TransformLayoutMakesTheCallerPassTheParameterReLaidOut) {
+  std::vector<float> want = run(original());
+  tir::Schedule s(original());
+  auto panels = [](const std::vector<tir::PrimExpr>& v) {
+    tir::PrimExpr four = tir::IntImm(DataType::Int(64), 4);
+    return std::vector<tir::PrimExpr>{tir::FloorDiv(v[0], four), v[1], tir::FloorMod(v[0], four)};
+  };
+  s.transform_layout("W", panels);
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("%W: Buffer[(3, 5, 4), float32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("param_layouts: {\"1\": \"0 // 4, 1, 0 % 4\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("%W[%j // 4, %k, %j % 4]"), std::string::npos) << text;
+  EXPECT_EQ(tir::param_layouts(*s.func().get()), (std::map<std::string, std::string>{{"1", "0 // 4, 1, 0 % 4"}}));
+  // The padded panel (rows 10 and 11) is zero.
+  NDArray w = floats({10, 5}, 2);
+  NDArray laid = tir::relayout(w, tir::parse_layout("0 // 4, 1, 0 % 4", 2));
+  EXPECT_EQ(laid.shape_vector(), (std::vector<int64_t>{3, 5, 4}));
+  const float* in = w.data_as<float>();
+  const float* out = laid.data_as<float>();
+  for (int j = 0; j < 12; ++j)
+    for (int k = 0; k < 5; ++k) EXPECT_EQ(out[(j / 4) * 20 + k * 4 + j % 4], j < 10 ? in[j * 5 + k] : 0.0f) << j << ", " << k;
+  ir::IRModule m = ir::parse_module(kModule, "mm.loom").with_function("mm", s.func());
+  NDArray result = NDArray::empty({6, 10}, DataType::Float(32));
+  driver::build_kernels(m, target::Target("ref")).get_function("mm")(floats({6, 5}, 1), laid, floats({10}, 3), result);
+  EXPECT_EQ(std::vector<float>(result.data_as<float>(), result.data_as<float>() + 60), want) << text;
+  // Refused: a second layout, an output, what is not a layout.
+  auto expect = [&](const std::function<void()>& f, const std::string& message) {
+    std::string got = error_of(f);
+    EXPECT_NE(got.find(message), std::string::npos) << got;
+  };
+  expect([&] { s.transform_layout("W", panels); },
+         "schedule.transform_layout: 'W' already has the layout 0 // 4, 1, 0 % 4");
+  expect([&] { s.transform_layout("Out", panels); }, "schedule.transform_layout: 'Out' is written by the function");
+  expect([&] { s.transform_layout("A", [](const std::vector<tir::PrimExpr>& v) { return std::vector<tir::PrimExpr>{v[0]}; }); },
+         "schedule.transform_layout: 'A': axis 1 must appear in the layout once");
+  expect([&] { tir::parse_layout("0 // 4, 1", 2); }, "layout '0 // 4, 1': axis 0 must appear in the layout once");
+  expect([&] { tir::parse_layout("0 * 4, 1", 2); }, "layout '0 * 4, 1': '0 * 4' is not 'A', 'A // F' or 'A % F'");
+  expect([&] { tir::parse_layout("1, 2", 2); }, "layout '1, 2': axis 2 is out of range for 2 axes");
+  EXPECT_EQ(tir::layout_to_string(tir::parse_layout("1,0 % 8, 0 // 8", 2)), "1, 0 % 8, 0 // 8");
+}
+
 TEST(Schedule, RFactorSumsPerLaneThenAddsThePartialSums) {
   std::vector<float> want = run(original());
   tir::Schedule s(original());
@@ -203,8 +247,8 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
                                            "element once at its loop variables (a reduction, or a partial write)");
   expect([&] { s.compute_inline("nothing"); }, "schedule.compute_inline: no allocated buffer 'nothing'");
   expect([&] { s.cache_read("W", {0, 0}); },
-         "schedule.cache_read: axis 0 of 'W' must appear in the layout once, or as the pair v // c and v % c");
-  expect([&] { s.cache_read("W", {1}); }, "schedule.cache_read: axis 0 of 'W' must appear in the layout once, or as");
+         "schedule.cache_read: 'W': axis 0 must appear in the layout once, or as the pair v // c and v % c");
+  expect([&] { s.cache_read("W", {1}); }, "schedule.cache_read: 'W': axis 0 must appear in the layout once, or as");
   expect([&] { s.cache_read("W", {2, 0}); }, "schedule.cache_read: axis 2 is out of range for the 2 axes of 'W'");
   expect([&] {
     s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {

@@ -83,6 +83,14 @@ class Schedule {
   // the copy's name.
   using IndexMap = std::function<std::vector<PrimExpr>(const std::vector<PrimExpr>& indices)>;
   std::string cache_read(const std::string& buffer, const IndexMap& layout);
+  // The parameter `buffer` itself (an input the function does not write)
+  // takes `layout` (the forms of cache_read; a split that does not divide
+  // pads): its shape becomes the layout's and every load is rewritten.
+  // The function's attribute param_layouts records it ({"K": "0 // 16, 1,
+  // 0 % 16"} for input K, loom/tir/layout.h), a contract: every caller
+  // passes that input re-laid out (docs/target-llvm.md, "Parameter
+  // layouts").  Refuses a parameter that already has a layout.
+  void transform_layout(const std::string& buffer, const IndexMap& layout);
   // The copy's axis k is buffer's axis axes[k].
   std::string cache_read(const std::string& buffer, const std::vector<int>& axes);
   // The loop nest that writes `buffer` (a parameter or allocation; one
