@@ -142,21 +142,37 @@ bool read_by_reduction(const Schedule& s, const std::string& buffer) {
   return false;
 }
 
-// How far the element `indices` moves per step of `j`, when only the
-// innermost index uses j and moves by a constant (0: invariant, 1:
-// contiguous).
-std::optional<int64_t> stride_along(const Array& indices, const VarNode* j) {
+// How far the element `indices` of `buffer` moves in memory per step of
+// `j` when that is a constant (0: invariant, 1: contiguous): along the
+// innermost index, or, where outer indices use j too (loops fused over
+// several axes: [f // 7, f % 7]), along the row-major offset of a buffer
+// of constant shape.
+std::optional<int64_t> stride_along(const Buffer& buffer, const Array& indices, const VarNode* j) {
   if (indices.size() == 0) return std::nullopt;
-  for (size_t k = 0; k + 1 < indices.size(); ++k)
-    if (uses_var(indices[k], j)) return std::nullopt;
-  auto last = indices[indices.size() - 1].cast<PrimExpr>();
-  PrimExpr next = substitute(last, {{j, Add(ref_var(j), IntImm(j->dtype, 1))}});
-  return const_int(simplify(Sub(next, last)));
+  PrimExpr offset = indices[indices.size() - 1].cast<PrimExpr>();
+  bool outer = false;
+  for (size_t k = 0; k + 1 < indices.size(); ++k) outer = outer || uses_var(indices[k], j);
+  if (outer) {
+    if (buffer->shape.size() != indices.size()) return std::nullopt;
+    offset = IntImm(DataType::Int(64), 0);
+    for (size_t k = 0; k < indices.size(); ++k) {
+      auto extent = const_int(buffer->shape[k].cast<PrimExpr>());
+      if (!extent) return std::nullopt;
+      offset = Add(Mul(offset, IntImm(DataType::Int(64), *extent)), Cast(DataType::Int(64), indices[k].cast<PrimExpr>()));
+    }
+  }
+  PrimExpr next = substitute(offset, {{j, Add(ref_var(j), IntImm(j->dtype, 1))}});
+  return const_int(simplify(Sub(next, offset)));
+}
+template <class Access>
+std::optional<int64_t> stride_along(const Access* a, const VarNode* j) {
+  return stride_along(a->buffer, a->indices, j);
 }
 
 // The accesses along j are contiguous, or invariant (a broadcast).
-bool contiguous_along(const Array& indices, const VarNode* j) {
-  std::optional<int64_t> step = stride_along(indices, j);
+template <class Access>
+bool contiguous_along(const Access* a, const VarNode* j) {
+  std::optional<int64_t> step = stride_along(a, j);
   return step && (*step == 0 || *step == 1);
 }
 
@@ -165,7 +181,7 @@ std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode
   std::vector<const BufferLoadNode*> out;
   Visitor v;
   v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
-    if (uses_var(Any(l->indices), j) && !contiguous_along(l->indices, j)) out.push_back(l);
+    if (uses_var(Any(l->indices), j) && !contiguous_along(l, j)) out.push_back(l);
     v.visit_children(l);
   });
   v.visit(Any(body));
@@ -251,7 +267,7 @@ class StageScheduler {
     auto extent = const_int(inner->extent);
     if (lanes < 2 || !extent || *extent < lanes) return root;
     const auto* store = inner->body.as<BufferStoreNode>();
-    if (!store || !contiguous_along(store->indices, inner->loop_var.get()) ||
+    if (!store || !contiguous_along(store, inner->loop_var.get()) ||
         !uses_var(Any(store->indices), inner->loop_var.get())) {
       return root;
     }
@@ -313,7 +329,37 @@ class StageScheduler {
     return false;
   }
 
-  bool tile(const std::string& root) {
+  // The two innermost spatial loops fused when the inner one is short
+  // (a few vectors or not whole ones) and every access moves contiguously
+  // along the fused loop: a 1x1 convolution over a 7x7 map (NCHW) then has
+  // a vector axis of 49 values instead of 7.  Returns the nest's root.
+  std::string fuse_short_rows(const std::string& root) {
+    std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
+    if (chain.size() < 3 || chain.back()->body.as<SeqStmtNode>() == nullptr) return root;
+    const ForNode *h = chain[chain.size() - 2], *w = chain.back();
+    int lanes = lanes_for(w->body);
+    auto eh = const_int(h->extent), ew = const_int(w->extent);
+    if (!eh || !ew || *eh < 2 || (*ew % lanes == 0 && *ew >= 4 * lanes)) return root;
+    Schedule saved = s_;
+    std::string hname = h->loop_var->name;
+    std::string fused = s_.fuse(hname, w->loop_var->name);
+    const ForNode* f = find(s_, fused);
+    bool contiguous = strided_loads(f->body, f->loop_var.get()).empty();
+    Visitor stores;
+    stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+      contiguous = contiguous && (!uses_var(Any(st->indices), f->loop_var.get()) || stride_along(st, f->loop_var.get()) == 1);
+      stores.visit_children(st);
+    });
+    stores.visit(Any(f->body));
+    if (!contiguous) {
+      s_ = saved;
+      return root;
+    }
+    return hname == root ? fused : root;
+  }
+
+  bool tile(const std::string& nest) {
+    std::string root = fuse_short_rows(nest);
     std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
     // The spatial loops end where the body becomes a sequence (init, ...).
     size_t spatial = chain.size();
@@ -327,7 +373,7 @@ class StageScheduler {
     std::set<const Object*> written;
     Visitor stores;
     stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
-      stores_along_j = stores_along_j && stride_along(st->indices, jv) == 1;
+      stores_along_j = stores_along_j && stride_along(st, jv) == 1;
       written.insert(st->buffer->data.get());
       stores.visit_children(st);
     });
@@ -393,7 +439,7 @@ class StageScheduler {
     if (!window && (*ej % lanes != 0 || ti * tj < 4)) return false;
     if (window) {
       for (const BufferLoadNode* l : strided_loads(j->body, jv)) {
-        auto step = stride_along(l->indices, jv);
+        auto step = stride_along(l, jv);
         if (!step || *step < 0 || *step > 4) return false;
       }
     }
@@ -429,7 +475,12 @@ class StageScheduler {
     auto [io, ii] = s_.split(iname, ti);
     auto [jo, ji] = s_.split(jname, lanes);
     auto [joo, joi] = s_.split(jo, tj);
-    if (!copies_.empty() || relaid || window) return tile_panels(root, joo, io, ii, joi, ji);
+    // A window nest with more rows than columns (a convolution over a small
+    // map with many channels: its weights outweigh its input) runs the row
+    // tiles outside, so each row tile's weights stay in cache while every
+    // column tile uses them.
+    bool rows_outer = window && *ei > *ej;
+    if (!copies_.empty() || relaid || window) return tile_panels(root, joo, io, ii, joi, ji, rows_outer);
     s_.reorder({io, joo, ii, joi, ji});
     // Without packed panels: init, reduction and epilogue become nests of
     // their own over the whole output, so the reduction can be blocked: a
@@ -485,8 +536,12 @@ class StageScheduler {
   // init, the whole reduction (over the panels while they are in cache)
   // and its epilogue.
   bool tile_panels(const std::string& root, const std::string& joo, const std::string& io, const std::string& ii,
-                   const std::string& joi, const std::string& ji) {
-    s_.reorder({joo, io, ii, joi, ji});
+                   const std::string& joi, const std::string& ji, bool rows_outer) {
+    if (rows_outer) {
+      s_.reorder({io, joo, ii, joi, ji});
+    } else {
+      s_.reorder({joo, io, ii, joi, ji});
+    }
     for (const auto& nest : s_.decompose_reduction(ii)) {
       const std::string &tii = nest[0], &tji = nest[1], &tv = nest[2];
       std::vector<std::string> order = register_tile(tii, tji, tv);

@@ -59,7 +59,7 @@ void binary(const std::string& name, Operands operands, bool to_bool, const std:
         tir::Buffer y = b.param(tensor_arg(call, 1), "B");
         tir::Buffer out = b.param(result_type(call), "C");
         return b.finish(compute(out, [&](const Indices& i) {
-          return f(tir::BufferLoad(x, broadcast_indices(x, i)), tir::BufferLoad(y, broadcast_indices(y, i)));
+          return f(tir::BufferLoad(x, broadcast_indices(x, out, i)), tir::BufferLoad(y, broadcast_indices(y, out, i)));
         }));
       });
 }
@@ -117,8 +117,8 @@ void register_elementwise_ops() {
         tir::Buffer y = b.param(tensor_arg(call, 2), "Y");
         tir::Buffer out = b.param(result_type(call), "Out");
         return b.finish(compute(out, [&](const Indices& i) {
-          return tir::Select(tir::BufferLoad(c, broadcast_indices(c, i)), tir::BufferLoad(x, broadcast_indices(x, i)),
-                             tir::BufferLoad(y, broadcast_indices(y, i)));
+          return tir::Select(tir::BufferLoad(c, broadcast_indices(c, out, i)), tir::BufferLoad(x, broadcast_indices(x, out, i)),
+                             tir::BufferLoad(y, broadcast_indices(y, out, i)));
         }));
       });
 

@@ -310,7 +310,7 @@ void register_shape_ops() {
         PrimBuilder b;
         tir::Buffer x = b.param(tensor_arg(call, 0), "X");
         tir::Buffer y = b.param(result_type(call), "Y");
-        return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, i))); }));
+        return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, y, i))); }));
       });
 
   define(

@@ -1,7 +1,9 @@
 // The arithmetic simplifier (loom/arith/simplify.h).
 #include "loom/arith/simplify.h"
 
+#include <algorithm>
 #include <climits>
+#include <optional>
 
 #include "int_math.h"
 #include "loom/object/structural.h"
@@ -74,6 +76,43 @@ void to_linear(const PrimExpr& e, int64_t scale, Linear* l) {
   add_term(l, e, scale);
 }
 
+// Whether `q` is `a // c`: written so, or, for a = y // c1, as y // (c1 c).
+bool is_quotient(const PrimExpr& q, const PrimExpr& a, int64_t c) {
+  const auto* div = q.as<FloorDivNode>();
+  auto dc = div ? const_int(div->b) : std::nullopt;
+  if (!dc) return false;
+  if (*dc == c && same_atom(div->a, a)) return true;
+  const auto* inner = a.as<FloorDivNode>();
+  auto c1 = inner ? const_int(inner->b) : std::nullopt;
+  int64_t product;
+  return c1 && *c1 > 0 && c > 0 && checked_mul(*c1, c, &product) && product == *dc && same_atom(div->a, inner->a);
+}
+
+// (x // c) * c * k + (x % c) * k is x * k for any x and constant c != 0
+// (floor division and modulo): such pairs of terms become x's terms, until
+// none is left (a flattened index of loops fused over several axes,
+// ((f // 7) * 7 + f % 7), is f again).
+void merge_div_mod(Linear* l) {
+  for (bool merged = true; merged && l->ok;) {
+    merged = false;
+    for (size_t m = 0; m < l->terms.size() && !merged; ++m) {
+      const auto* mod = l->terms[m].first.as<FloorModNode>();
+      auto c = mod ? const_int(mod->b) : std::nullopt;
+      if (!c || *c == 0) continue;
+      int64_t k = l->terms[m].second, kc;
+      if (!checked_mul(k, *c, &kc)) continue;
+      for (size_t d = 0; d < l->terms.size() && !merged; ++d) {
+        if (l->terms[d].second != kc || !is_quotient(l->terms[d].first, mod->a, *c)) continue;
+        PrimExpr x = mod->a;
+        l->terms.erase(l->terms.begin() + static_cast<std::ptrdiff_t>(std::max(m, d)));
+        l->terms.erase(l->terms.begin() + static_cast<std::ptrdiff_t>(std::min(m, d)));
+        to_linear(x, k, l);
+        merged = true;
+      }
+    }
+  }
+}
+
 PrimExpr from_linear(const Linear& l, DataType t) {
   PrimExpr acc;
   int64_t constant = l.constant;
@@ -108,6 +147,7 @@ class ExprSimplifier {
     if (int_scalar && (e.as<AddNode>() || e.as<SubNode>() || e.as<MulNode>())) {
       Linear l;
       to_linear(e, 1, &l);
+      merge_div_mod(&l);
       if (!l.ok) return e;
       PrimExpr out = from_linear(l, t);
       return same_expression(Any(out), Any(e)) ? e : out;

@@ -85,14 +85,15 @@ Stmt reduction(const Buffer& out, const Indices& extents, const PrimExpr& init,
   });
 }
 
-Indices broadcast_indices(const Buffer& in, const Indices& out_indices) {
-  Indices shape = buffer_shape(in), out;
+Indices broadcast_indices(const Buffer& in, const Buffer& out, const Indices& out_indices) {
+  Indices shape = buffer_shape(in), out_shape = buffer_shape(out), indices;
   size_t offset = out_indices.size() - shape.size();
+  auto is_one = [](const PrimExpr& d) { return constant_dim(Any(d)) == std::optional<int64_t>(1); };
   for (size_t k = 0; k < shape.size(); ++k) {
-    bool one = constant_dim(Any(shape[k])) == std::optional<int64_t>(1);
-    out.push_back(one ? PrimExpr(int64_t{0}) : out_indices[offset + k]);
+    bool broadcast = is_one(shape[k]) && !(offset + k < out_shape.size() && is_one(out_shape[offset + k]));
+    indices.push_back(broadcast ? PrimExpr(int64_t{0}) : out_indices[offset + k]);
   }
-  return out;
+  return indices;
 }
 
 PrimExpr make_const(DataType t, double value) {

@@ -75,9 +75,12 @@ Stmt reduction(const Buffer& out, const Indices& extents, const PrimExpr& init,
                const std::function<PrimExpr(const Indices&, const Indices&)>& value,
                const std::function<PrimExpr(const PrimExpr&)>& finalize = nullptr);
 
-// The indices into `in` for output indices `out_indices` under NumPy
-// broadcasting (aligned on the right; dimensions of extent 1 read index 0).
-Indices broadcast_indices(const Buffer& in, const Indices& out_indices);
+// The indices into `in` for the indices `out_indices` of `out` under NumPy
+// broadcasting (aligned on the right): a dimension of extent 1 read at
+// index 0 where `out`'s is not 1 too (where both are 1, at the output's
+// index, so a reader and the producer of `in` index it alike and the
+// schedule can fuse them).
+Indices broadcast_indices(const Buffer& in, const Buffer& out, const Indices& out_indices);
 
 // A constant of `t`: a FloatImm for float types, an IntImm otherwise,
 // broadcast when `t` has lanes.
