@@ -27,6 +27,14 @@ std::vector<int64_t> shape_of(const tir::Buffer& buffer) {
   }
   return out;
 }
+// Whether an array of `shape` fits a parameter of `param` (-1: a symbolic
+// dimension, any extent).
+bool fits(const std::vector<int64_t>& shape, const std::vector<int64_t>& param) {
+  if (shape.size() != param.size()) return false;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (param[k] != -1 && param[k] != shape[k]) return false;
+  return true;
+}
 }  // namespace
 
 std::map<std::string, std::set<size_t>> constant_inputs(const ir::IRModule& module) {
@@ -84,7 +92,7 @@ ir::IRModule relayout_constant_inputs(const ir::IRModule& module, const std::set
       auto found = done.find(key);
       if (found == done.end()) {
         Constant laid(tir::relayout(c->data, layout));
-        if (laid->data.shape_vector() != shape_of(params[k])) {
+        if (!fits(laid->data.shape_vector(), shape_of(params[k]))) {
           LOOM_THROW(Error) << where() << ": the constant of shape " << ir::to_text(Any(c->data->shape))
                             << " in the layout " << text << " does not fit the parameter '" << params[k]->name << "'";
         }
