@@ -342,7 +342,8 @@ class StageScheduler {
     if (!eh || !ew || *eh < 2 || (*ew % lanes == 0 && *ew >= 4 * lanes)) return root;
     Schedule saved = s_;
     std::string hname = h->loop_var->name;
-    std::string fused = s_.fuse(hname, w->loop_var->name);
+    std::string fused;
+    if (!attempt([&] { fused = s_.fuse(hname, w->loop_var->name); })) return root;
     const ForNode* f = find(s_, fused);
     bool contiguous = strided_loads(f->body, f->loop_var.get()).empty();
     Visitor stores;
