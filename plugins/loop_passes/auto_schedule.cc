@@ -42,7 +42,7 @@
 #include <loom/tir/layout.h>
 #include <loom/tir/schedule.h>
 #include <loom/tir/util.h>
-#include <loom/transform/pass.h>
+#include <loom/transform/prim_pass.h>
 
 #include <algorithm>
 #include <functional>
@@ -600,7 +600,9 @@ PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& cons
   roots(s.func()->body, nests);
   StageScheduler stages(s, bits, constant);
   for (const std::string& n : nests) stages.run(n);
-  return with_body(*s.func().get(), simplify(s.func()->body));
+  Stmt body = simplify(s.func()->body);
+  if (s.func().same_as(f) && body.same_as(f->body)) return f;
+  return with_body(*s.func().get(), body);
 }
 
 }  // namespace
@@ -618,25 +620,17 @@ transform::Pass AutoSchedule() {
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     int bits = vector_bits_of(module);
     std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
-    std::map<std::string, Any> changed;
     std::set<std::string> relaid;  // functions that gave an input a layout
-    for (const std::string& name : module.names()) {
-      const auto* f = module.lookup(name).as<PrimFuncNode>();
-      if (!f) continue;
-      PrimFunc func = downcast<PrimFunc>(ObjectRef(ObjectPtr<Object>(const_cast<PrimFuncNode*>(f))));
-      std::set<std::string> constant_buffers;
-      std::vector<Buffer> params = func.buffer_params();
-      for (size_t k : constant[name])
-        if (k < params.size()) constant_buffers.insert(params[k]->name);
-      PrimFunc after;
-      try {
-        after = schedule(func, bits, constant_buffers);
-      } catch (const Error& e) {
-        LOOM_THROW(Error) << "@" << name << ": " << e.what();
-      }
-      if (param_layouts(*after.get()) != param_layouts(*f)) relaid.insert(name);
-      if (!after->body.same_as(f->body) || relaid.count(name)) changed[name] = Any(after);
-    }
+    std::map<std::string, Any> changed =
+        transform::rewrite_prim_funcs(module, [&](const std::string& name, const PrimFunc& f) {
+          std::set<std::string> constant_buffers;
+          std::vector<Buffer> params = f.buffer_params();
+          for (size_t k : constant[name])
+            if (k < params.size()) constant_buffers.insert(params[k]->name);
+          PrimFunc after = schedule(f, bits, constant_buffers);
+          if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
+          return after;
+        });
     return graph::relayout_constant_inputs(module.with_functions(changed), relaid);
   });
 }

@@ -87,11 +87,10 @@ ir::IRModule relayout_constant_inputs(const ir::IRModule& module, const std::set
         LOOM_THROW(Error) << where() << " must be a constant: @" << callee->name << " takes it in the layout " << text
                           << ", and only constants are re-laid out";
       }
-      tir::Layout layout = tir::parse_layout(text, c->data.shape_vector().size());
       auto key = std::make_pair(static_cast<const Object*>(c->data.get()), text);
       auto found = done.find(key);
       if (found == done.end()) {
-        Constant laid(tir::relayout(c->data, layout));
+        Constant laid(tir::relayout(c->data, tir::parse_layout(text, c->data.shape_vector().size())));
         if (!fits(laid->data.shape_vector(), shape_of(params[k]))) {
           LOOM_THROW(Error) << where() << ": the constant of shape " << ir::to_text(Any(c->data->shape))
                             << " in the layout " << text << " does not fit the parameter '" << params[k]->name << "'";

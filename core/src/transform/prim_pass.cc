@@ -5,21 +5,29 @@
 
 namespace loom::transform {
 
+std::map<std::string, Any> rewrite_prim_funcs(const ir::IRModule& module, const PrimFuncRewrite& rewrite) {
+  std::map<std::string, Any> changed;
+  for (const std::string& name : module.names()) {
+    ir::BaseFunc func = module.lookup(name);
+    if (!func.as<tir::PrimFuncNode>()) continue;
+    auto f = downcast<tir::PrimFunc>(ObjectRef(func));
+    tir::PrimFunc after;
+    try {
+      after = rewrite(name, f);
+    } catch (const Error& e) {
+      LOOM_THROW(Error) << "@" << name << ": " << e.what();
+    }
+    if (!after.same_as(f)) changed[name] = Any(after);
+  }
+  return changed;
+}
+
 Pass prim_pass(PassInfo info, PrimBodyFn body_of) {
   return module_pass(info, [body_of](const ir::IRModule& module, const PassContext& ctx) {
-    std::map<std::string, Any> changed;
-    for (const std::string& name : module.names()) {
-      const auto* f = module.lookup(name).as<tir::PrimFuncNode>();
-      if (!f) continue;
-      tir::Stmt body;
-      try {
-        body = body_of(*f, module, ctx);
-      } catch (const Error& e) {
-        LOOM_THROW(Error) << "@" << name << ": " << e.what();
-      }
-      if (!body.same_as(f->body)) changed[name] = tir::with_body(*f, body);
-    }
-    return module.with_functions(changed);
+    return module.with_functions(rewrite_prim_funcs(module, [&](const std::string&, const tir::PrimFunc& f) {
+      tir::Stmt body = body_of(*f.get(), module, ctx);
+      return body.same_as(f->body) ? f : tir::with_body(*f.get(), body);
+    }));
   });
 }
 

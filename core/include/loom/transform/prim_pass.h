@@ -4,6 +4,8 @@
 #define LOOM_TRANSFORM_PRIM_PASS_H_
 
 #include <functional>
+#include <map>
+#include <string>
 
 #include "loom/tir/function.h"
 #include "loom/transform/pass.h"
@@ -15,6 +17,14 @@ namespace loom::transform {
 // "@name: ".
 using PrimBodyFn = std::function<tir::Stmt(const tir::PrimFuncNode&, const ir::IRModule&, const PassContext&)>;
 Pass prim_pass(PassInfo info, PrimBodyFn body_of);
+
+// The walk under prim_pass, for module passes that change more than a
+// body (parameters, attributes): `rewrite(name, f)` for each prim function
+// of `module`, returning the function (the same object when unchanged);
+// an Error from it is re-thrown prefixed with "@name: ".  Returns the
+// changed functions by name, for IRModule::with_functions.
+using PrimFuncRewrite = std::function<tir::PrimFunc(const std::string& name, const tir::PrimFunc& f)>;
+std::map<std::string, Any> rewrite_prim_funcs(const ir::IRModule& module, const PrimFuncRewrite& rewrite);
 
 }  // namespace loom::transform
 
