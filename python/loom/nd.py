@@ -17,5 +17,11 @@ def from_dlpack(value):
 
 
 def empty(shape, dtype="float32"):
-    """A new zeroed host array."""
+    """A new host array whose elements are not initialised (as
+    numpy.empty)."""
     return _core.ndarray_empty(list(shape), _core.DataType(str(dtype)))
+
+
+def zeros(shape, dtype="float32"):
+    """A new host array of zeros."""
+    return _core.ndarray_zeros(list(shape), _core.DataType(str(dtype)))

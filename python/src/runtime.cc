@@ -111,6 +111,10 @@ void bind_runtime(py::module_& m) {
       "ndarray_empty",
       [](const std::vector<int64_t>& shape, const DataType& dtype) { return NDArray::empty(shape, dtype); },
       py::arg("shape"), py::arg("dtype"));
+  m.def(
+      "ndarray_zeros",
+      [](const std::vector<int64_t>& shape, const DataType& dtype) { return NDArray::zeros(shape, dtype); },
+      py::arg("shape"), py::arg("dtype"));
 
   py::class_<runtime::Module, ObjectRef>(m, "Module", "a compiled module: functions by name, imports")
       .def_property_readonly("kind", [](const runtime::Module& mod) { return mod.node()->type_key(); })

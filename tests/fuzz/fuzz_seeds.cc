@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     for (const std::vector<int64_t>& shape : {std::vector<int64_t>{}, {3}, {2, 3}, {1, 2, 0}}) {
       fs::path file = out / "npy" / ("a" + std::to_string(n++) + ".npy");
       fs::create_directories(file.parent_path());
-      runtime::save_npy(runtime::NDArray::empty(shape, DataType::parse(dtype)), file.string());
+      runtime::save_npy(runtime::NDArray::zeros(shape, DataType::parse(dtype)), file.string());
     }
   }
   write(out / "manifest" / "good.bin",

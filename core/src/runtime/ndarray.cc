@@ -112,7 +112,6 @@ void NDArrayNode::allocate(size_t alignment) {
   }
   tensor_.byte_offset = 0;
   storage_ = Storage::kOwned;
-  if (device.device_type == Device::kCPU && bytes) std::memset(tensor_.data, 0, bytes);
 }
 
 namespace {
@@ -156,6 +155,12 @@ NDArray NDArray::empty(const std::vector<int64_t>& shape, DataType dtype, Device
   node->device = device;
   node->allocate(alignment);
   return NDArray(node);
+}
+
+NDArray NDArray::zeros(const std::vector<int64_t>& shape, DataType dtype, size_t alignment) {
+  NDArray out = empty(shape, dtype, Device(), alignment);
+  if (size_t bytes = out->nbytes()) std::memset(out.data_as<char>(), 0, bytes);
+  return out;
 }
 
 NDArray NDArray::from_bytes(const std::vector<int64_t>& shape, DataType dtype, const std::string& bytes) {

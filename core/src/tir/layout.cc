@@ -114,7 +114,7 @@ runtime::NDArray relayout(const runtime::NDArray& x, const Layout& layout) {
     LOOM_THROW(Error) << "relayout: " << why;
   if (!x->is_contiguous()) LOOM_THROW(Error) << "relayout: the array is not contiguous";
   std::vector<int64_t> out_shape = layout_shape(layout, shape);
-  runtime::NDArray out = runtime::NDArray::empty(out_shape, x->dtype);  // zeroed: the padding
+  runtime::NDArray out = runtime::NDArray::zeros(out_shape, x->dtype);  // the padding is zero
   size_t element = (x->dtype.bits * x->dtype.lanes + 7) / 8;
   // Strides of the new layout, then every source element in order, its
   // index counted like an odometer.

@@ -237,7 +237,7 @@ TEST(HostLibrary, TreesWithoutHostCodeExportToo) {
   export_library(twice, path);
   Module loaded = load_module(path);
   EXPECT_EQ(loaded->type_key(), "test_scale");
-  NDArray x = NDArray::empty({2}, DataType::Float(32)), y = NDArray::empty({2}, DataType::Float(32));
+  NDArray x = NDArray::zeros({2}, DataType::Float(32)), y = NDArray::empty({2}, DataType::Float(32));
   x.data_as<float>()[1] = 3;
   loaded.get_function("twice")(x, y);
   EXPECT_EQ(y.data_as<float>()[1], 6.0f);

@@ -36,8 +36,8 @@ class NDArrayNode : public Object {
   const DLTensor& dl_tensor() const { return tensor_; }
   bool is_contiguous() const;
 
-  // Allocates storage for the current dtype, shape and device (zeroed on
-  // the CPU).  Throws for a negative dimension or a dtype that is not a
+  // Allocates storage for the current dtype, shape and device, not
+  // initialised.  Throws for a negative dimension or a dtype that is not a
   // whole number of bytes.
   void allocate(size_t alignment = 64);
 
@@ -60,8 +60,12 @@ class NDArrayNode : public Object {
 class NDArray : public ObjectRef {
  public:
   LOOM_OBJECT_REF(NDArray, ObjectRef, NDArrayNode)
+  // A new array whose elements are not initialised (as numpy.empty): for
+  // outputs a kernel writes completely (docs/runtime.md, "NDArray").
   static NDArray empty(const std::vector<int64_t>& shape, DataType dtype, Device device = Device(),
                        size_t alignment = 64);
+  // A new host array of zeros.
+  static NDArray zeros(const std::vector<int64_t>& shape, DataType dtype, size_t alignment = 64);
   // Copies `bytes` (exactly nbytes()) into a new host array.
   static NDArray from_bytes(const std::vector<int64_t>& shape, DataType dtype, const std::string& bytes);
   // Takes a DLPack producer's tensor without copying; its deleter runs
