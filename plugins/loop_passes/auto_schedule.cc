@@ -101,6 +101,31 @@ bool has_reduction(const ForNode* top) {
   return found;
 }
 
+// The work of a nest: each store counted once per iteration of the loops
+// around it; nullopt when a loop's extent is not a constant.
+std::optional<int64_t> work_of(const ForNode* top) {
+  constexpr int64_t kMany = int64_t{1} << 40;  // saturates: more is as much
+  int64_t total = 0;
+  bool known = true;
+  std::function<void(const ForNode*, int64_t)> loop = [&](const ForNode* f, int64_t times) {
+    auto extent = const_int(f->extent);
+    if (!extent) known = false;
+    int64_t n = extent ? std::max<int64_t>(*extent, 1) : 1;
+    times = times > kMany / n ? kMany : times * n;
+    pre_order(f->body, [&](const Stmt& st) {
+      if (const auto* inner = st.as<ForNode>()) {
+        with_stack([&] { loop(inner, times); });  // one level per loop (docs/reliability.md, "Depth")
+        return false;
+      }
+      if (st.as<BufferStoreNode>()) total = std::min(total + times, kMany);
+      return true;
+    });
+  };
+  loop(top, 1);
+  if (!known) return std::nullopt;
+  return total;
+}
+
 PrimExpr ref_var(const VarNode* v) { return downcast<PrimExpr>(ObjectRef(ObjectPtr<Object>(const_cast<VarNode*>(v)))); }
 
 template <class F>
@@ -215,11 +240,14 @@ class StageScheduler {
  public:
   // `constant`: the buffer parameters every caller passes a constant,
   // which may take a layout instead of being packed per call.
-  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant)
-      : s_(s), vector_bits_(vector_bits), constant_(std::move(constant)) {}
+  // `min_work`: a nest with less work (work_of) runs on one thread.
+  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work)
+      : s_(s), vector_bits_(vector_bits), min_work_(min_work), constant_(std::move(constant)) {}
 
   void run(const std::string& root) {
     const ForNode* top = find(s_, root);
+    std::optional<int64_t> work = work_of(top);
+    parallel_ = !work || *work >= min_work_;
     if (has_reduction(top)) {
       if (!tile_reduction(root)) {
         vector_reduction(root);
@@ -254,7 +282,7 @@ class StageScheduler {
     const ForNode* f = find(s_, outer);
     auto extent = const_int(f->extent);
     if (extent && *extent < 2) return;
-    attempt([&] { s_.parallel(outer); });
+    if (parallel_) attempt([&] { s_.parallel(outer); });
   }
 
   // Returns the nest's root afterwards (the split's outer loop when the
@@ -512,7 +540,7 @@ class StageScheduler {
       std::string tiles = outer_block.empty() ? tio : tjo;
       std::string second = outer_block.empty() ? tjo : tio;
       attempt([&] { tiles = s_.fuse(tiles, second); });
-      attempt([&] { s_.parallel(tiles); });
+      if (parallel_) attempt([&] { s_.parallel(tiles); });
     }
     return true;
   }
@@ -562,13 +590,15 @@ class StageScheduler {
     if (find(s_, root)) {
       parallel_outer(root);
     } else {
-      attempt([&] { s_.parallel(joo); });
+      if (parallel_) attempt([&] { s_.parallel(joo); });
     }
     return true;
   }
 
   Schedule& s_;
   int vector_bits_;
+  int64_t min_work_;
+  bool parallel_ = true;  // the nest being scheduled has work enough for threads
   std::set<std::string> constant_;
   std::vector<std::string> copies_;  // the roots of the packing copies tile() made
   std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
@@ -583,8 +613,8 @@ int vector_bits_of(const ir::IRModule& module) {
   return static_cast<int>(t.defined() ? target::vector_bits(t) : 128);
 }
 
-// One function's schedule; `constant` as for StageScheduler.
-PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& constant) {
+// One function's schedule; `constant` and `min_work` as for StageScheduler.
+PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work) {
   Schedule s(f);
   // Each inlining walks the function: the first kMaxInlined temporaries
   // are tried, so the pass stays linear in a function with very many
@@ -598,7 +628,7 @@ PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& cons
   for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });
   std::vector<std::string> nests;
   roots(s.func()->body, nests);
-  StageScheduler stages(s, bits, constant);
+  StageScheduler stages(s, bits, constant, min_work);
   for (const std::string& n : nests) stages.run(n);
   Stmt body = simplify(s.func()->body);
   if (s.func().same_as(f) && body.same_as(f->body)) return f;
@@ -615,9 +645,13 @@ transform::Pass AutoSchedule() {
       "vectorized, outer loops parallel",
       2,
       {},
-      {},
+      {{"parallel_min_work", "int", Any(int64_t{32768}),
+        "a loop nest with fewer stores (each counted once per iteration of the loops around it) runs on one thread: "
+        "a parallel region costs a few microseconds",
+        0, std::nullopt}},
                            {}, {}, {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
-  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
+    int64_t min_work = context.get_config("AutoSchedule.parallel_min_work").as_int();
     int bits = vector_bits_of(module);
     std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
     std::set<std::string> relaid;  // functions that gave an input a layout
@@ -627,7 +661,7 @@ transform::Pass AutoSchedule() {
           std::vector<Buffer> params = f.buffer_params();
           for (size_t k : constant[name])
             if (k < params.size()) constant_buffers.insert(params[k]->name);
-          PrimFunc after = schedule(f, bits, constant_buffers);
+          PrimFunc after = schedule(f, bits, constant_buffers, min_work);
           if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
           return after;
         });

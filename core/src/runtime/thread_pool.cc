@@ -1,9 +1,13 @@
 #include "loom/runtime/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <system_error>
 
@@ -14,10 +18,20 @@ namespace loom::runtime {
 namespace {
 thread_local bool in_region = false;
 
-int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+// Chunks per thread: enough that a thread slowed by another process on its
+// core leaves its share to the others, few enough that a chunk stays long.
+constexpr int64_t kChunksPerThread = 4;
+// How long a thread spins before it sleeps, and how often should_spin
+// reads the machine's load.
+constexpr std::chrono::microseconds kSpinTime{50};
+constexpr int64_t kLoadCheckNs = 5'000'000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Spins until `ready()` or for kSpinTime; whether it became ready.
-constexpr std::chrono::microseconds kSpinTime{200};
 template <class F>
 bool spin_until(F&& ready) {
   auto until = std::chrono::steady_clock::now() + kSpinTime;
@@ -36,7 +50,67 @@ struct RegionScope {
   RegionScope() { in_region = true; }
   ~RegionScope() { in_region = previous; }
 };
+
+// A cgroup's CPU limit in CPUs (rounded up), or 0 for none: cgroup v2's
+// "QUOTA PERIOD" in cpu.max ("max": none), v1's cfs_quota_us (-1: none)
+// and cfs_period_us.
+int quota_cpus(const std::string& dir) {
+  long long quota = 0, period = 0;
+  std::ifstream v2(dir + "/cpu.max");
+  std::string q;
+  if (v2 >> q >> period) {
+    if (q == "max") return 0;
+    quota = std::atoll(q.c_str());
+  } else {
+    std::ifstream qf(dir + "/cpu.cfs_quota_us"), pf(dir + "/cpu.cfs_period_us");
+    if (!(qf >> quota) || !(pf >> period)) return 0;
+  }
+  if (quota <= 0 || period <= 0) return 0;
+  return static_cast<int>((quota + period - 1) / period);
+}
+
+// The tightest CPU limit of the cgroups this process is in, and their
+// ancestors (a parent's limit applies to its children), or 0 for none.
+int cgroup_cpus() {
+  int limit = 0;
+  auto tighten = [&](int n) {
+    if (n > 0 && (limit == 0 || n < limit)) limit = n;
+  };
+  std::ifstream self("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(self, line)) {
+    // "ID:CONTROLLERS:PATH": v2 has ID 0 and no controllers; v1's cpu
+    // controller is listed as "cpu" or "cpu,cpuacct".
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    std::string root;
+    if (controllers.empty()) {
+      root = "/sys/fs/cgroup";
+    } else if (("," + controllers + ",").find(",cpu,") != std::string::npos) {
+      root = "/sys/fs/cgroup/" + controllers;
+    } else {
+      continue;
+    }
+    for (std::string p = path;; p = p.substr(0, p.rfind('/'))) {
+      tighten(quota_cpus(root + p));
+      if (p.empty() || p == "/") break;
+    }
+    tighten(quota_cpus(root));  // a namespaced cgroup mounted as the root
+  }
+  return limit;
+}
 }  // namespace
+
+int available_cpus() {
+  int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = std::max(1, CPU_COUNT(&set));
+  int quota = cgroup_cpus();
+  if (quota > 0) n = std::min(n, quota);
+  return n;
+}
 
 std::optional<int> threads_from_environment() {
   const char* env = std::getenv("LOOM_NUM_THREADS");
@@ -70,8 +144,9 @@ ThreadPool& ThreadPool::global() {
 bool ThreadPool::in_parallel_region() { return in_region; }
 
 void ThreadPool::start(int threads) {
-  threads_ = threads > 0 ? std::min(threads, kMaxThreads) : cores();
-  spin_ = threads_ <= cores();
+  cpus_ = available_cpus();
+  threads_ = threads > 0 ? std::min(threads, kMaxThreads) : cpus_;
+  spin_ = threads_ <= cpus_;
   stopping_ = false;
   for (int i = 1; i < threads_; ++i) {
     try {
@@ -110,46 +185,86 @@ void ThreadPool::set_num_threads(int64_t threads) {
   if (environment_fixed_) return;
   std::lock_guard<std::mutex> busy(busy_);
   if (shut_down_) return;
-  int wanted = threads > 0 ? static_cast<int>(threads) : cores();
+  int wanted = threads > 0 ? static_cast<int>(threads) : available_cpus();
   if (wanted == threads_) return;
   stop();
   start(wanted);
 }
 
-// `seen`: the last region's generation when the worker was started, so a
-// worker started by a resize waits for the next region instead of taking
-// the last one's chunk (whose body is gone: found by bench/models.py
-// building for 1, then 2 threads).  It is read by start(), which no region
-// overlaps; read by the worker, a region started meanwhile would be missed.
-void ThreadPool::worker(int index, uint64_t seen) {
-  while (true) {
-    std::pair<int64_t, int64_t> chunk;
-    const std::function<void(int64_t, int64_t)>* body;
-    auto woken = [&] { return stopping_ || generation_ != seen; };
-    if (spin_) spin_until(woken);
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ++sleepers_;
-      wake_.wait(lock, woken);
-      --sleepers_;
-      if (stopping_) return;
-      seen = generation_;
-      if (index >= static_cast<int>(chunks_.size())) continue;  // fewer chunks than threads
-      chunk = chunks_[index];
-      body = body_;
+// The machine is crowded when its runnable threads, with this pool's
+// sleeping workers counted as if they ran, outnumber the CPUs: then a
+// spinning thread takes a core from one that has work (ours or another
+// process's), so threads sleep at once.  /proc/loadavg's fourth field
+// counts the runnable threads (this one included); it is read at most
+// every kLoadCheckNs.
+bool ThreadPool::should_spin() {
+  if (!spin_) return false;
+  int64_t t = now_ns();
+  int64_t last = spin_checked_.load(std::memory_order_relaxed);
+  if (t - last > kLoadCheckNs && spin_checked_.compare_exchange_strong(last, t)) {
+    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+      double l1, l5, l15;
+      int runnable = 0, total = 0;
+      if (std::fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &runnable, &total) == 5) {
+        crowded_ = runnable + sleepers_.load(std::memory_order_relaxed) > cpus_;
+      }
+      std::fclose(f);
     }
+  }
+  return !crowded_.load(std::memory_order_relaxed);
+}
+
+// Claims chunks of region `generation` until none is left, runs each and
+// counts it finished; the last one wakes a sleeping caller.  A claim
+// succeeds only while claim_ still holds this generation, so the region's
+// body and bounds are alive for every chunk claimed.
+bool ThreadPool::run_chunks(uint64_t generation) {
+  bool ran = false;
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  while ((c >> 32) == (generation & 0xffffffffu) && (c & 0xffffffffu) < parts_.load(std::memory_order_relaxed)) {
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    ran = true;
+    int64_t part = static_cast<int64_t>(c & 0xffffffffu), parts = parts_.load(std::memory_order_relaxed);
+    int64_t b = begin_ + count_ * part / parts, e = begin_ + count_ * (part + 1) / parts;
     std::exception_ptr error;
     {
       RegionScope region;
       try {
-        (*body)(chunk.first, chunk.second);
+        (*body_)(b, e);
       } catch (...) {
         error = std::current_exception();
       }
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (error && !error_) error_ = error;
-    if (--pending_ == 0) done_.notify_all();
+    if (error) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = error;
+    }
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts_.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (caller_sleeping_) done_.notify_all();
+    }
+    c = claim_.load(std::memory_order_acquire);
+  }
+  return ran;
+}
+
+// `seen`: the last region's generation when the worker was started, so a
+// worker started by a resize waits for the next region (found by
+// bench/models.py building for 1, then 2 threads: a new worker took the
+// last region's chunk, whose body was gone).  It is read by start(), which
+// no region overlaps.
+void ThreadPool::worker(int, uint64_t seen) {
+  while (true) {
+    auto woken = [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; };
+    if (!(should_spin() && spin_until(woken))) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ++sleepers_;
+      wake_.wait(lock, woken);
+      --sleepers_;
+    }
+    if (stopping_) return;
+    seen = generation_.load(std::memory_order_acquire);
+    run_chunks(seen);
   }
 }
 
@@ -162,37 +277,36 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
     body(begin, end);
     return;
   }
-  int parts = static_cast<int>(std::min<int64_t>(threads_, count));
-  std::vector<std::pair<int64_t, int64_t>> chunks;
-  for (int i = 0; i < parts; ++i) {
-    chunks.emplace_back(begin + count * i / parts, begin + count * (i + 1) / parts);
-  }
+  uint64_t generation;
   bool sleeping;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    chunks_ = chunks;
     body_ = &body;
-    pending_ = parts - 1;
+    begin_ = begin;
+    count_ = count;
+    parts_ = static_cast<uint32_t>(std::min<int64_t>(count, threads_ * kChunksPerThread));
+    finished_ = 0;
     error_ = nullptr;
-    ++generation_;
+    generation = generation_ + 1;
+    claim_.store((generation & 0xffffffffu) << 32, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
     sleeping = sleepers_ > 0;
   }
   if (sleeping) wake_.notify_all();
-  std::exception_ptr mine;
-  {
-    RegionScope region;
-    try {
-      body(chunks[0].first, chunks[0].second);
-    } catch (...) {
-      mine = std::current_exception();
-    }
+  run_chunks(generation);
+  auto done = [&] { return finished_.load(std::memory_order_acquire) == parts_.load(std::memory_order_relaxed); };
+  if (!done() && !(should_spin() && spin_until(done))) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    caller_sleeping_ = true;
+    done_.wait(lock, done);
+    caller_sleeping_ = false;
   }
-  if (spin_) spin_until([&] { return pending_ == 0; });
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-  std::exception_ptr error = mine ? mine : error_;
-  body_ = nullptr;
-  lock.unlock();
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error = error_;
+    body_ = nullptr;
+  }
   if (error) std::rethrow_exception(error);
 }
 

@@ -2,6 +2,7 @@
 #include "loom/runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -105,6 +106,42 @@ TEST(ThreadPool, WorkersStartedByAResizeWaitForTheNextRegion) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for a stale worker to run
   pool.parallel_for(0, 10, [&](int64_t b, int64_t e) { sum += e - b; });
   EXPECT_EQ(sum.load(), 210);
+}
+
+TEST(ThreadPool, AThreadSlowedDownLeavesItsChunksToTheOthers) {
+  // A worker that shares its core with another process runs slowly: the
+  // caller claims the chunks it has not started (a static split made the
+  // caller wait for the slow thread's whole share).
+  ThreadPool pool(2);
+  auto caller = std::this_thread::get_id();
+  std::atomic<int> by_caller{0}, by_worker{0};
+  pool.parallel_for(0, 800, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() == caller) {
+      by_caller += static_cast<int>(e - b);
+    } else {
+      by_worker += static_cast<int>(e - b);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  EXPECT_EQ(by_caller + by_worker, 800);
+  EXPECT_LE(by_worker.load(), 200) << "the slow worker ran more than two of its chunks";
+  EXPECT_GE(by_caller.load(), 600);
+}
+
+TEST(ThreadPool, DefaultThreadsFollowTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_EQ(available_cpus(), std::min(CPU_COUNT(&saved), static_cast<int>(std::thread::hardware_concurrency())));
+  // Pinned to one CPU, the process may use one: a default pool has one thread.
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(available_cpus(), 1);
+  EXPECT_EQ(ThreadPool(0).num_threads(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
 }
 
 TEST(ThreadPool, EnvironmentOverride) {

@@ -119,3 +119,30 @@ def test_a_pointwise_convolution_over_a_small_map_vectorizes_the_whole_map_with_
     assert re.search(r"%Out\[[^\]]*\] = min\(max\(%t\d+\[", fused), fused
     want = np.clip(np.einsum("nchw,oc->nohw", x, w[:, :, 0, 0]) + b, 0, 6)
     close(loom.build(mod, CONFIG)["main"](x).numpy(), want)
+
+
+def scheduled_with(mod, config):
+    with transform.PassContext(opt_level=2, config=config):
+        return transform.Sequential(UP_TO_SCHEDULE)(mod).script(show_meta=True)
+
+
+@pytest.mark.parametrize("n,parallel", [(1024, False), (8192, False), (1 << 16, True)])
+def test_a_nest_is_parallel_only_when_its_work_pays_for_a_region(n, parallel):
+    a, b = f32(n), f32(n)
+    av, bv = graph.Var("a", shape=a.shape), graph.Var("b", shape=b.shape)
+    mod = loom.IRModule({"main": graph.Function([av, bv], op.add(av, bv))})
+    text = scheduled(mod)
+    assert ("parallel" in text) == parallel, text
+    assert "vectorized" in text, text
+    # The threshold is the pass's option: 0 makes every nest parallel.
+    assert "parallel" in scheduled_with(mod, {"AutoSchedule.parallel_min_work": 0})
+    np.testing.assert_array_equal(loom.build(mod, CONFIG)["main"](a, b).numpy(), a + b)
+
+
+def test_the_work_counts_every_loop_around_a_store():
+    # 64 rows of 512: the row loop alone is short, the nest is not.
+    x = f32(64, 512)
+    xv = graph.Var("x", shape=x.shape)
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(xv))})
+    assert "parallel" in scheduled(mod)
+    assert "parallel" not in scheduled_with(mod, {"AutoSchedule.parallel_min_work": 64 * 512 + 1})

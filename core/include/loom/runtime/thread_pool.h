@@ -1,16 +1,18 @@
-// The thread pool for parallel loops (docs/runtime.md).
+// The thread pool for parallel loops (docs/runtime.md, "Thread pool").
 //
-// parallel_for splits [begin, end) into one contiguous chunk per thread; the
-// caller runs a chunk too and returns when all are done, rethrowing the
-// first exception a chunk threw.  A parallel_for inside a parallel region,
-// or while the pool is busy with another caller's loop, runs serially on the
-// calling thread: nested or concurrent loops never oversubscribe the cores.
+// parallel_for splits [begin, end) into contiguous chunks, a few per
+// thread, which the caller and the workers claim one at a time (so a
+// thread that shares its core with another process takes fewer); the
+// caller returns when all are done, rethrowing the first exception a chunk
+// threw.  A parallel_for inside a parallel region, or while the pool is
+// busy with another caller's loop, runs serially on the calling thread:
+// nested or concurrent loops never oversubscribe the cores.
 //
 // Threads: LOOM_NUM_THREADS if set (for the whole process), else what the
-// target asks for (set_num_threads), else one per core; at most kMaxThreads.
-// If the system refuses a thread, the pool runs with those it has.  The
-// global pool's threads are joined at exit; a parallel_for after that runs
-// serially.
+// target asks for (set_num_threads), else one per CPU this process may run
+// on (available_cpus); at most kMaxThreads.  If the system refuses a
+// thread, the pool runs with those it has.  The global pool's threads are
+// joined at exit; a parallel_for after that runs serially.
 #ifndef LOOM_RUNTIME_THREAD_POOL_H_
 #define LOOM_RUNTIME_THREAD_POOL_H_
 
@@ -31,7 +33,7 @@ constexpr int kMaxThreads = 1024;
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // threads <= 0: one per core
+  explicit ThreadPool(int threads);  // threads <= 0: available_cpus()
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -40,7 +42,7 @@ class ThreadPool {
 
   int num_threads() const { return threads_; }
   // Resizes the pool (the target's num-threads); ignored for the global
-  // pool when LOOM_NUM_THREADS is set, or after shutdown.  0: one per core;
+  // pool when LOOM_NUM_THREADS is set, or after shutdown.  0: one per CPU;
   // more than kMaxThreads is an Error.
   void set_num_threads(int64_t threads);
   // Joins the threads; later loops run serially on their caller.
@@ -62,19 +64,30 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the caller whose loop the pool runs
 
-  // Workers, and a caller waiting for them, spin for a short while before
-  // they sleep on the condition variables (not when there are more threads
-  // than cores): a model calls parallel_for many times in a row, and
-  // waking a sleeping thread costs tens of microseconds.
+  // Whether threads spin before they sleep: not with more threads than
+  // CPUs, nor while the machine has more runnable threads than CPUs
+  // (sampled from /proc/loadavg every few milliseconds).
+  bool should_spin();
+  bool run_chunks(uint64_t generation);  // claims and runs chunks; whether it ran any
+
+  // A region: generation_ counts regions; claim_ holds the generation in
+  // its high 32 bits and the next unclaimed chunk in its low 32, so that a
+  // worker that wakes late can claim nothing from a region that ended.
   bool spin_ = false;
+  int cpus_ = 1;
+  std::atomic<int64_t> spin_checked_{0};  // when should_spin last read the load (ns)
+  std::atomic<bool> crowded_{false};
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> claim_{0};
   std::atomic<bool> stopping_{false};
-  int sleepers_ = 0;  // workers waiting on wake_ (under mutex_)
+  std::atomic<int> sleepers_{0};  // workers waiting on wake_ (changed under mutex_)
+  bool caller_sleeping_ = false;  // under mutex_
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
-  std::vector<std::pair<int64_t, int64_t>> chunks_;
-  std::atomic<int> pending_{0};
+  int64_t begin_ = 0, count_ = 0;
+  std::atomic<uint32_t> parts_{0};  // atomic: a worker holding a stale claim reads it
+  std::atomic<uint32_t> finished_{0};
   std::exception_ptr error_;
 
   friend ThreadPool& make_global_pool();
@@ -83,6 +96,11 @@ class ThreadPool {
 // LOOM_NUM_THREADS as a positive number; nullopt when unset; Error when set
 // to anything else.
 std::optional<int> threads_from_environment();
+
+// The CPUs this process may run on: its affinity mask (sched_getaffinity),
+// lowered to the cgroup's CPU quota (cpu.max, or cfs_quota_us /
+// cfs_period_us under cgroup v1) rounded up; at least 1.
+int available_cpus();
 
 }  // namespace loom::runtime
 
