@@ -21,6 +21,7 @@ PACKAGES=(
   libopenblas0-pthread           # NumPy's BLAS: the peer of the matmul benchmark
   python3-torch                  # the peer of the MLP benchmark (bench/); models for the importers
   python3-onnx python3-torchvision  # the ONNX importer (docs/frontends.md) and its test models
+  python3-threadpoolctl          # which OpenBLAS kernel the benchmarks' NumPy runs (bench/)
 )
 
 missing=()

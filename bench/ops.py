@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""Operators off the beaten path, Loom against its peers in one run
+(bench/README.md, "Operators"; issue 22).
+
+Every case is built in Python (constants for weights, as an importer
+makes them), saved with loom.ir.save and timed by `loomc run --bench N`
+(the runtime's call, no Python in the loop) with configs/host.yaml, at 1
+and at 2 threads (LOOM_NUM_THREADS).  Its peer runs in this process with
+the same thread count: PyTorch eager under no_grad, NumPy, or another
+Loom form of the same computation.  Each thread count runs in a child
+process so that OpenBLAS and PyTorch see their settings before they
+start.  The table gives medians, the ratio and the target; the 2-thread
+section also gives each case's 2-thread time over its 1-thread time.
+
+    /usr/bin/python3 bench/ops.py [--runs N] [--busy] [CASE...]
+
+--busy keeps one core busy with a spinning process for the whole run
+(the "second core is busy" situation of issue 22, point 4).
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from timing import median_ms
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
+HOST = (ROOT / "configs" / "host.yaml").read_text()
+# ConvertLayout ahead of the default pipeline (docs/passes.md).
+CHANNELS_LAST = HOST.replace("    - default", "    - ConvertLayout\n    - default")
+assert CHANNELS_LAST != HOST
+rng = np.random.default_rng(22)
+
+
+def f32(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def loom_ms(tmp, name, mod, threads, runs, config=HOST):
+    import loom
+    path = tmp / f"{name}.loom"
+    if not path.exists():
+        loom.ir.save(mod, str(path))
+    cfg = tmp / f"{name}.yaml"
+    cfg.write_text(config)
+    env = dict(os.environ, LOOM_NUM_THREADS=str(threads))
+    out = subprocess.run([str(LOOMC), "run", str(path), "--config", str(cfg), "--seed", "1", "--bench", str(runs)],
+                         capture_output=True, text=True, env=env)
+    if out.returncode:
+        sys.exit(f"loomc run {name}: {out.stderr}")
+    return float(re.search(r"median ([0-9.e+-]+) ms", out.stdout).group(1))
+
+
+# ---- the cases: each yields (figure, loom ms, peer ms, how the ratio reads, target) ----
+
+def mlp_cases(tmp, threads, runs):
+    import torch
+    from loom import graph, op
+    import loom
+    sizes = [784, 512, 512, 10]
+    ws = [f32(n, k, scale=k ** -0.5) for k, n in zip(sizes, sizes[1:])]
+    bs = [f32(n) for n in sizes[1:]]
+    layers = []
+    for w, b in zip(ws, bs):
+        lin = torch.nn.Linear(w.shape[1], w.shape[0])
+        lin.weight.data, lin.bias.data = torch.from_numpy(w), torch.from_numpy(b)
+        layers.append(lin)
+    for batch in (1, 64):
+        x = graph.Var("x", shape=(batch, 784))
+        h = x
+        for i, (w, b) in enumerate(zip(ws, bs)):
+            h = op.add(op.dense(h, graph.Constant(w)), graph.Constant(b))
+            h = op.relu(h) if i < 2 else op.softmax(h)
+        mod = loom.IRModule({"main": graph.Function([x], h)})
+        loom_t = loom_ms(tmp, f"mlp{batch}", mod, threads, runs * 4)
+        xt = torch.randn(batch, 784)
+
+        def eager():
+            with torch.no_grad():
+                y = torch.relu(layers[0](xt))
+                y = torch.relu(layers[1](y))
+                return torch.softmax(layers[2](y), dim=-1)
+
+        yield f"MLP 784-512-512-10 batch {batch} (ms)", loom_t, median_ms(eager, runs * 4), "vs torch", "<= 0.8"
+
+
+def matmul_cases(tmp, threads, runs):
+    import loom
+    from loom import graph, op
+    for shape, name in [((1024, 1024, 1024), "1024^3"), ((4, 128, 64, 128), "attn [4,128,64]x[4,64,128]")]:
+        *batch, m, k, n = shape if len(shape) == 4 else (None, *shape)
+        batch = [b for b in batch if b]
+        times = {}
+        for ta, tb in [(False, False), (False, True), (True, False)]:
+            a = graph.Var("a", shape=(*batch, k, m) if ta else (*batch, m, k))
+            b = graph.Var("b", shape=(*batch, n, k) if tb else (*batch, k, n))
+            mod = loom.IRModule({"main": graph.Function([a, b], op.matmul(a, b, transpose_a=ta, transpose_b=tb))})
+            times[ta, tb] = loom_ms(tmp, f"mm{len(batch)}{int(ta)}{int(tb)}", mod, threads, runs)
+        for (ta, tb), label in [((False, True), "transpose_b"), ((True, False), "transpose_a")]:
+            # Same FLOPs: the GFLOP/s ratio is the inverse of the time ratio.
+            yield f"matmul {name} {label} (ms)", times[ta, tb], times[False, False], "vs plain", "<= 1.25"
+
+
+def conv_block_cases(tmp, threads, runs):
+    import loom
+    from loom import graph, op
+
+    def conv(x, cin, cout, k, groups=1, relu=True):
+        w = graph.Constant(f32(cout, cin // groups, k, k, scale=(cin // groups * k * k) ** -0.5))
+        y = op.add(op.conv2d(x, w, padding=[k // 2] * 4, groups=groups), graph.Constant(f32(cout, 1, 1)))
+        return op.relu(y) if relu else y
+
+    x = graph.Var("x", shape=(1, 64, 56, 56))
+    basic = op.relu(op.add(conv(conv(x, 64, 64, 3), 64, 64, 3, relu=False), x))
+    x2 = graph.Var("x", shape=(1, 24, 56, 56))
+    inverted = op.add(conv(conv(conv(x2, 24, 144, 1), 144, 144, 3, groups=144), 144, 24, 1, relu=False), x2)
+    for name, x, body in [("ResNet basic block 64x56x56", x, basic), ("MobileNetV2 block 24-144-24 56x56", x2, inverted)]:
+        mod = loom.IRModule({"main": graph.Function([x], body)})
+        key = "resnet" if "ResNet" in name else "mbv2"
+        nchw = loom_ms(tmp, f"{key}_nchw", mod, threads, runs)
+        nhwc = loom_ms(tmp, f"{key}_nhwc", mod, threads, runs, CHANNELS_LAST)
+        yield f"{name} ConvertLayout (ms)", nhwc, nchw, "vs NCHW", "<= 1.0 (conv <= 1.2)"
+
+
+def reduction_cases(tmp, threads, runs):
+    import torch
+    import loom
+    from loom import graph, op
+    for shape in [(128, 1024), (1, 128, 256)]:
+        xt = torch.randn(*shape)
+        g, b = f32(shape[-1]), f32(shape[-1])
+        gt, bt = torch.from_numpy(g), torch.from_numpy(b)
+        for name, build, peer in [
+                ("softmax", lambda x: op.softmax(x), lambda: torch.softmax(xt, -1)),
+                ("log_softmax", lambda x: op.log_softmax(x), lambda: torch.log_softmax(xt, -1)),
+                ("layer_norm", lambda x: op.layer_norm(x, graph.Constant(g), graph.Constant(b)),
+                 lambda: torch.nn.functional.layer_norm(xt, (shape[-1],), gt, bt))]:
+            x = graph.Var("x", shape=shape)
+            mod = loom.IRModule({"main": graph.Function([x], build(x))})
+
+            def eager():
+                with torch.no_grad():
+                    return peer()
+
+            label = "x".join(map(str, shape))
+            yield (f"{name} [{label}] (ms)", loom_ms(tmp, f"{name}{len(shape)}", mod, threads, runs * 4),
+                   median_ms(eager, runs * 4), "vs torch", "<= 1.0")
+
+
+def elementwise_cases(tmp, threads, runs):
+    import loom
+    from loom import graph, op
+    n = 1024
+    a, b = graph.Var("a", shape=(n,)), graph.Var("b", shape=(n,))
+    loom_t = loom_ms(tmp, "add1k", loom.IRModule({"main": graph.Function([a, b], op.add(a, b))}), threads, runs * 20)
+    x, y = f32(n), f32(n)
+    out = np.empty_like(x)
+    yield "add 1K elements (ms)", loom_t, median_ms(lambda: np.add(x, y, out=out), runs * 20), "vs np.add out=", "<= 2.0"
+    n = 1 << 24
+    a, b = graph.Var("a", shape=(n,)), graph.Var("b", shape=(n,))
+    loom_t = loom_ms(tmp, "relu16m", loom.IRModule({"main": graph.Function([a, b], op.relu(op.add(a, b)))}),
+                     threads, runs)
+    src = f32(n)
+    dst = np.empty_like(src)
+    # Bandwidth: relu(a + b) moves 3 arrays, np.copyto 2; the ratio is of
+    # times per byte moved (below 1: Loom moves bytes faster).
+    yield ("relu(a+b) 16M, ms per 2 arrays moved", loom_t * 2 / 3, median_ms(lambda: np.copyto(dst, src), runs),
+           "vs np.copyto", "<= 1.0")
+
+
+CASES = {"mlp": mlp_cases, "matmul": matmul_cases, "conv": conv_block_cases, "reduce": reduction_cases,
+         "elementwise": elementwise_cases}
+
+
+def child(threads, runs, wanted):
+    import torch
+    torch.set_num_threads(threads)
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for key, cases in CASES.items():
+            if wanted and key not in wanted:
+                continue
+            for figure, loom_t, peer_t, versus, target in cases(pathlib.Path(d), threads, runs):
+                rows.append([figure, loom_t, peer_t, versus, target])
+                print(f"  {figure:<48} loom {loom_t:9.4f} | peer {peer_t:9.4f} | {versus:<14} {loom_t / peer_t:5.2f} "
+                      f"| target {target}", file=sys.stderr, flush=True)
+    print(json.dumps(rows))
+
+
+def blas_kernel():
+    try:
+        from threadpoolctl import threadpool_info
+        return ", ".join(f"{i.get('internal_api')} {i.get('version')} kernel {i.get('architecture')}"
+                         for i in threadpool_info() if i.get("user_api") == "blas") or "no BLAS found"
+    except ImportError:
+        return "threadpoolctl missing"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--child", type=int, default=0)
+    parser.add_argument("--busy", action="store_true")
+    parser.add_argument("cases", nargs="*", choices=[[]] + list(CASES))
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.runs, args.cases)
+        return
+    if not LOOMC.exists():
+        sys.exit(f"{LOOMC} is missing: run 'bash scripts/setup.sh' first")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
+    try:
+        results = {}
+        for threads in (1, 2):
+            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+            for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # they slow OpenBLAS on some machines
+                env.pop(var, None)
+            print(f"threads: {threads}", file=sys.stderr, flush=True)
+            out = subprocess.run([sys.executable, __file__, "--child", str(threads), "--runs", str(args.runs),
+                                  *args.cases], env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+            results[threads] = json.loads(out.strip().splitlines()[-1])
+    finally:
+        if busy:
+            busy.kill()
+    import numpy
+    print(f"\nOperators, medians of {args.runs}+ runs (ms){' with one core kept busy' if args.busy else ''}; "
+          f"NumPy {numpy.__version__}: {blas_kernel()}")
+    print(f"| figure | threads | Loom | peer | ratio | target | 2 thr / 1 thr |")
+    print("|---|---|---|---|---|---|---|")
+    for threads in (1, 2):
+        for k, (figure, loom_t, peer_t, versus, target) in enumerate(results[threads]):
+            scaling = f"{loom_t / results[1][k][1]:.2f}" if threads == 2 else ""
+            print(f"| {figure} | {threads} | {loom_t:.4g} | {peer_t:.4g} | {loom_t / peer_t:.2f} {versus} | {target} "
+                  f"| {scaling} |")
+
+
+if __name__ == "__main__":
+    main()
