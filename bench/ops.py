@@ -103,7 +103,7 @@ def matmul_cases(tmp, threads, runs):
             a = graph.Var("a", shape=(*batch, k, m) if ta else (*batch, m, k))
             b = graph.Var("b", shape=(*batch, n, k) if tb else (*batch, k, n))
             mod = loom.IRModule({"main": graph.Function([a, b], op.matmul(a, b, transpose_a=ta, transpose_b=tb))})
-            times[ta, tb] = loom_ms(tmp, f"mm{len(batch)}{int(ta)}{int(tb)}", mod, threads, runs)
+            times[ta, tb] = loom_ms(tmp, f"mm{len(batch)}{int(ta)}{int(tb)}", mod, threads, runs if m >= 1024 else runs * 20)
         for (ta, tb), label in [((False, True), "transpose_b"), ((True, False), "transpose_a")]:
             # Same FLOPs: the GFLOP/s ratio is the inverse of the time ratio.
             yield f"matmul {name} {label} (ms)", times[ta, tb], times[False, False], "vs plain", "<= 1.25"

@@ -213,27 +213,63 @@ std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode
   return out;
 }
 
-// Loads in `body` of a 2-D buffer at [r, j] or [j, r], where r uses
-// neither i nor j (the right operand of a matmul or dense); one per buffer.
-std::vector<const BufferLoadNode*> right_operands(const Stmt& body, const VarNode* i, const VarNode* j) {
+// Loads in `body` whose last two indices are [r, v] or [v, r], where r
+// uses neither i nor j, and whose leading indices (a batch) use neither;
+// one per buffer.  With v = j: the right operand of a matmul or dense
+// (B[r, j], a dense weight W[j, r], a batched B[b, j, r]); with v = i:
+// the left one read transposed (A[r, i], matmul's transpose_a).
+std::vector<const BufferLoadNode*> operands_along(const Stmt& body, const VarNode* i, const VarNode* j,
+                                                  const VarNode* v) {
+  // r is indexed by the reduction: the loops inside `body` (a 1x1
+  // convolution's input X[n, c, h, w] is read at an outer loop, h, there).
+  std::vector<const VarNode*> reduction;
+  pre_order(body, [&](const Stmt& st) {
+    if (const auto* f = st.as<ForNode>()) reduction.push_back(f->loop_var.get());
+    return true;
+  });
+  auto by_reduction = [&](const Any& e) {
+    for (const VarNode* r : reduction)
+      if (uses_var(e, r)) return true;
+    return false;
+  };
   std::vector<const BufferLoadNode*> out;
-  Visitor v;
-  v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+  Visitor vis;
+  vis.on<BufferLoadNode>([&](const BufferLoadNode* l) {
     bool seen = false;
     for (const BufferLoadNode* o : out) seen = seen || o->buffer.get() == l->buffer.get();
-    if (!seen && l->indices.size() == 2) {
-      for (int k = 0; k < 2; ++k) {
-        const Any& other = l->indices[1 - k];
-        if (l->indices[k].object() == j && !uses_var(other, i) && !uses_var(other, j)) {
+    size_t rank = l->indices.size();
+    bool batch_free = rank >= 2;
+    for (size_t k = 0; k + 2 < rank; ++k)
+      batch_free = batch_free && !uses_var(l->indices[k], i) && !uses_var(l->indices[k], j);
+    if (!seen && batch_free) {
+      for (size_t k = rank - 2; k < rank; ++k) {
+        const Any& other = l->indices[2 * rank - 3 - k];  // the other of the last two
+        if (l->indices[k].object() == v && !uses_var(other, i) && !uses_var(other, j) && by_reduction(other)) {
           out.push_back(l);
           break;
         }
       }
     }
-    v.visit_children(l);
+    vis.visit_children(l);
   });
-  v.visit(Any(body));
+  vis.visit(Any(body));
   return out;
+}
+
+// The layout (leading axes..., v // c, r, v % c) of a buffer read at
+// [..., v, r] (`v_first`) or [..., r, v]: panels of c values of v, each
+// read along r contiguously.
+Schedule::IndexMap panel_layout(int64_t c, bool v_first) {
+  return [c, v_first](const std::vector<PrimExpr>& idx) {
+    size_t rank = idx.size();
+    PrimExpr width = IntImm(DataType::Int(64), c);
+    const PrimExpr &v = v_first ? idx[rank - 2] : idx[rank - 1], &r = v_first ? idx[rank - 1] : idx[rank - 2];
+    std::vector<PrimExpr> out(idx.begin(), idx.end() - 2);
+    out.push_back(FloorDiv(v, width));
+    out.push_back(r);
+    out.push_back(FloorMod(v, width));
+    return out;
+  };
 }
 
 class StageScheduler {
@@ -250,7 +286,8 @@ class StageScheduler {
     parallel_ = !work || *work >= min_work_;
     if (has_reduction(top)) {
       if (!tile_reduction(root)) {
-        vector_reduction(root);
+        vector_reductions(root);
+        vectorize_leaves(root);
         parallel_outer(root);
       }
     } else {
@@ -306,18 +343,42 @@ class StageScheduler {
     return name == root ? outer : root;
   }
 
-  // A reduction that is not tiled but whose innermost loop reads along
-  // it contiguously: its partial sums per lane (rfactor) in a few
-  // independent vector accumulators.  This changes the order of the sum.
-  void vector_reduction(const std::string& root) {
-    const ForNode* r = nullptr;
+  // The loops of a nest whose body is one store (no loop inside), in order;
+  // `reduction`: those whose store does not use their variable.
+  std::vector<std::string> leaves(const std::string& root, bool reduction) {
+    std::vector<std::string> out;
     Visitor v;
     v.on<ForNode>([&](const ForNode* f) {
       const auto* store = f->body.as<BufferStoreNode>();
-      if (store && !uses_var(Any(store->indices), f->loop_var.get())) r = f;
+      if (store && f->for_kind() == ForKind::kSerial &&
+          uses_var(Any(store->indices), f->loop_var.get()) != reduction) {
+        out.push_back(f->loop_var->name);
+      }
       v.visit_children(f);
     });
     v.visit(Any(find(s_, root)->body));
+    return out;
+  }
+
+  // Each reduction that is not tiled but whose innermost loop reads along
+  // it contiguously (a row's sum, a row's max: softmax has both): its
+  // partial results per lane (rfactor) in a few independent vector
+  // accumulators.  This changes the order of a sum.
+  void vector_reductions(const std::string& root) {
+    for (const std::string& name : leaves(root, true)) vector_reduction(name);
+  }
+
+  // The other one-store loops of a nest that is not one perfect nest (a
+  // row's steps: normalise after the sums), vectorized where their stores
+  // and loads are contiguous.
+  void vectorize_leaves(const std::string& root) {
+    for (const std::string& name : leaves(root, false)) {
+      if (name != root) vectorize_inner(name);
+    }
+  }
+
+  void vector_reduction(const std::string& loop) {
+    const ForNode* r = find(s_, loop);
     if (!r) return;
     int lanes = lanes_for(r->body);
     auto extent = const_int(r->extent);
@@ -346,9 +407,18 @@ class StageScheduler {
     try {
       copies_.clear();
       moved_.clear();
+      row_copies_.clear();
       if (tile(root)) {
         // The packing copies, now inside the column-tile loop.
         for (const std::string& c : moved_) vectorize_inner(c);
+        // The left operand's copies, nests of their own.
+        bool parallel = parallel_;
+        for (const std::string& c : row_copies_) {
+          std::optional<int64_t> work = work_of(find(s_, c));
+          parallel_ = !work || *work >= min_work_;
+          parallel_outer(vectorize_inner(c));
+        }
+        parallel_ = parallel;
         return true;
       }
     } catch (const ScheduleError&) {
@@ -456,9 +526,9 @@ class StageScheduler {
     // must be packed to be read along j at all; a [r, j] one is packed
     // when enough row tiles reuse each panel.
     int64_t panel = tj * lanes;
-    std::vector<std::pair<std::string, bool>> operands;  // name, indexed [j, r]
-    for (const BufferLoadNode* l : right_operands(j->body, i->loop_var.get(), j->loop_var.get()))
-      operands.emplace_back(l->buffer->name, l->indices[0].object() == j->loop_var.get());
+    std::vector<std::pair<std::string, bool>> operands;  // name, indexed [..., j, r]
+    for (const BufferLoadNode* l : operands_along(j->body, i->loop_var.get(), j->loop_var.get(), j->loop_var.get()))
+      operands.emplace_back(l->buffer->name, l->indices[l->indices.size() - 2].object() == j->loop_var.get());
     // A matmul-like nest: whole vectors, and a tile large enough to pay
     // (otherwise vector_reduction's partial sums do better).  Other nests
     // (a convolution, a pool: every operand read along j is at least 3-D)
@@ -476,14 +546,10 @@ class StageScheduler {
     std::set<std::string> panels;
     bool relaid = false;
     for (const auto& [name, strided] : operands) {
-      auto panel_layout = [&, strided = strided](const std::vector<PrimExpr>& v) {
-        PrimExpr c = IntImm(DataType::Int(64), panel);
-        const PrimExpr &jv = strided ? v[0] : v[1], &rv = strided ? v[1] : v[0];
-        return std::vector<PrimExpr>{FloorDiv(jv, c), rv, FloorMod(jv, c)};
-      };
+      Schedule::IndexMap layout = panel_layout(panel, strided);
       // A constant operand takes the panel layout itself: the caller's
       // constant is packed once, at compile time.
-      if (constant_.count(name) && attempt([&] { s_.transform_layout(name, panel_layout); })) {
+      if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
         panels.insert(name);
         relaid = true;
         continue;
@@ -491,7 +557,7 @@ class StageScheduler {
       if (!strided && *ei < 4 * ti) continue;
       std::vector<std::string> before;
       roots(s_.func()->body, before);
-      bool packed = attempt([&] { panels.insert(s_.cache_read(name, panel_layout)); });
+      bool packed = attempt([&] { panels.insert(s_.cache_read(name, layout)); });
       if (strided && !packed) return false;
       std::vector<std::string> after;
       roots(s_.func()->body, after);
@@ -501,6 +567,29 @@ class StageScheduler {
     // A panel is read along j contiguously within a tile (j % F).
     for (const BufferLoadNode* l : strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()))
       if (!panels.count(l->buffer->name) && !window) return false;
+    // The left operand read transposed, A[..., r, i] (matmul's
+    // transpose_a): each step of the reduction would read the tile's ti
+    // rows from a new cache line, a whole row of A apart.  It is packed
+    // once per call into (..., i // ti, r, i % ti), so a tile reads A
+    // along r contiguously.
+    if (!window && rows && ti > 1) {
+      const VarNode* iv = find(s_, iname)->loop_var.get();
+      for (const BufferLoadNode* l : operands_along(find(s_, jname)->body, iv, find(s_, jname)->loop_var.get(), iv)) {
+        if (l->indices[l->indices.size() - 1].object() != iv) continue;  // A[..., i, r]: already along r
+        std::string name = l->buffer->name;
+        Schedule::IndexMap layout = panel_layout(ti, false);
+        if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
+          relaid = true;
+          continue;
+        }
+        std::vector<std::string> before, after;
+        roots(s_.func()->body, before);
+        if (!attempt([&] { s_.cache_read(name, layout); })) continue;
+        roots(s_.func()->body, after);
+        for (const std::string& n : after)
+          if (std::find(before.begin(), before.end(), n) == before.end()) row_copies_.push_back(n);
+      }
+    }
     auto [io, ii] = s_.split(iname, ti);
     auto [jo, ji] = s_.split(jname, lanes);
     auto [joo, joi] = s_.split(jo, tj);
@@ -601,6 +690,7 @@ class StageScheduler {
   bool parallel_ = true;  // the nest being scheduled has work enough for threads
   std::set<std::string> constant_;
   std::vector<std::string> copies_;  // the roots of the packing copies tile() made
+  std::vector<std::string> row_copies_;  // the roots of the left operand's copies
   std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
 };
 

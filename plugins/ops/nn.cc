@@ -62,21 +62,33 @@ void softmax_like(const std::string& name, bool log, const std::string& doc) {
         DataType t = x->dtype;
         tir::Buffer m = scratch("max", t), s = scratch("sum", t);
         Indices zero{PrimExpr(int64_t{0})};
+        // One row: its max; softmax stores exp(x - max) once and sums what
+        // it stored, then scales the row by 1 / sum; log_softmax sums
+        // exp(x - max) and writes x - (max + log(sum)).  Each step is a
+        // loop over the row with one store (AutoSchedule vectorizes each;
+        // the max and the sum become per-lane partial results).
         tir::Stmt body = per_row(b, shape, axis, [&](const std::function<Indices(const PrimExpr&)>& at) {
           PrimExpr mx = tir::BufferLoad(m, zero), sum = tir::BufferLoad(s, zero);
           auto shifted = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mx)); };
+          auto row = [&](const std::function<PrimExpr(const PrimExpr&)>& value, const tir::Buffer& to, bool along) {
+            return over(shape[axis], [&](const PrimExpr& a) {
+              return tir::Stmt(tir::BufferStore(to, value(a), along ? at(a) : zero));
+            }, "a");
+          };
           std::vector<tir::Stmt> steps{
               tir::BufferStore(m, make_const(t, -std::numeric_limits<double>::infinity()), zero),
-              over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(m, tir::Max(mx, tir::BufferLoad(x, at(a))), zero)); }, "a"),
-              tir::BufferStore(s, make_const(t, 0), zero),
-              over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(s, tir::Add(sum, call1("exp", shifted(a))), zero)); }, "a"),
-              over(shape[axis],
-                   [&](const PrimExpr& a) {
-                     PrimExpr v = log ? PrimExpr(tir::Sub(shifted(a), call1("log", sum)))
-                                      : PrimExpr(tir::Div(call1("exp", shifted(a)), sum));
-                     return tir::Stmt(tir::BufferStore(y, v, at(a)));
-                   },
-                   "a")};
+              row([&](const PrimExpr& a) { return PrimExpr(tir::Max(mx, tir::BufferLoad(x, at(a)))); }, m, false),
+              tir::BufferStore(s, make_const(t, 0), zero)};
+          if (log) {
+            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Add(sum, call1("exp", shifted(a)))); }, s, false));
+            steps.push_back(tir::BufferStore(s, tir::Add(mx, call1("log", sum)), zero));
+            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), sum)); }, y, true));
+          } else {
+            steps.push_back(row([&](const PrimExpr& a) { return call1("exp", shifted(a)); }, y, true));
+            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Add(sum, tir::BufferLoad(y, at(a)))); }, s, false));
+            steps.push_back(tir::BufferStore(s, tir::Div(make_const(t, 1), sum), zero));
+            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Mul(tir::BufferLoad(y, at(a)), sum)); }, y, true));
+          }
           return tir::Stmt(tir::Allocate(m, tir::Allocate(s, tir::SeqStmt(steps))));
         });
         return b.finish(body);
@@ -116,6 +128,8 @@ void register_nn_ops() {
         tir::Buffer mean = scratch("mean", t), var = scratch("var", t);
         Indices zero{PrimExpr(int64_t{0})};
         return b.finish(per_row(b, shape, axis, [&](const std::function<Indices(const PrimExpr&)>& at) {
+          // The mean, the variance (a second pass over the row, in cache),
+          // then var holds 1 / sqrt(variance + epsilon) for the last pass.
           PrimExpr mu = tir::BufferLoad(mean, zero), v = tir::BufferLoad(var, zero);
           auto centered = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mu)); };
           std::vector<tir::Stmt> steps{
@@ -124,10 +138,10 @@ void register_nn_ops() {
               tir::BufferStore(mean, tir::Div(mu, n), zero),
               tir::BufferStore(var, make_const(t, 0), zero),
               over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(var, tir::Add(v, tir::Mul(centered(a), centered(a))), zero)); }, "a"),
-              tir::BufferStore(var, tir::Div(v, n), zero),
+              tir::BufferStore(var, call1("rsqrt", tir::Add(tir::Div(v, n), eps)), zero),
               over(shape[axis],
                    [&](const PrimExpr& a) {
-                     PrimExpr norm = tir::Mul(centered(a), call1("rsqrt", tir::Add(v, eps)));
+                     PrimExpr norm = tir::Mul(centered(a), v);
                      return tir::Stmt(tir::BufferStore(y, tir::Add(tir::Mul(norm, tir::BufferLoad(g, {a})), tir::BufferLoad(bt, {a})), at(a)));
                    },
                    "a")};

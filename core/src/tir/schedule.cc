@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <map>
 #include <set>
@@ -190,6 +191,10 @@ std::string fresh_name(const PrimFunc& func, const std::string& base, const std:
   std::set<std::string> used = taken;
   Visitor v;
   v.on<VarNode>([&](const VarNode* var) { used.insert(var->name); });
+  v.on<BufferNode>([&](const BufferNode* b) {  // buffers are named apart from their data
+    used.insert(b->name);
+    v.visit_children(b);
+  });
   v.visit(Any(func));
   if (!used.count(base)) return base;
   for (int k = 1;; ++k)
@@ -1056,15 +1061,33 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
   const Stmt& inner = below.back()->body;
   const auto* guard = inner.as<IfThenElseNode>();
   const auto* store = (guard && !guard->else_case.defined() ? guard->then_case : inner).as<BufferStoreNode>();
-  const AddNode* add = store ? store->value.as<AddNode>() : nullptr;
-  const auto* self = add ? add->a.as<BufferLoadNode>() : nullptr;
-  if (!self || self->buffer.get() != store->buffer.get() || !same_expression(Any(self->indices), Any(store->indices))) {
-    refuse("rfactor", "the body of the perfect nest at %" + loop_name + " is not one update B[i] = B[i] + e");
+  // The update B[i] = op(B[i], e) with op one of +, max, min: its operands
+  // and how two partial results combine.
+  enum class Op { kAdd, kMax, kMin } op = Op::kAdd;
+  PrimExpr a, term;
+  if (store) {
+    if (const auto* n = store->value.as<AddNode>()) {
+      a = n->a, term = n->b;
+    } else if (const auto* n = store->value.as<MaxNode>()) {
+      a = n->a, term = n->b, op = Op::kMax;
+    } else if (const auto* n = store->value.as<MinNode>()) {
+      a = n->a, term = n->b, op = Op::kMin;
+    }
   }
+  const auto* self = a.defined() ? a.as<BufferLoadNode>() : nullptr;
+  if (!self || self->buffer.get() != store->buffer.get() || !same_expression(Any(self->indices), Any(store->indices))) {
+    refuse("rfactor", "the body of the perfect nest at %" + loop_name +
+                          " is not one update B[i] = B[i] + e (or max(B[i], e), min(B[i], e))");
+  }
+  auto combine = [op](const PrimExpr& x, const PrimExpr& y) -> PrimExpr {
+    if (op == Op::kMax) return Max(x, y);
+    if (op == Op::kMin) return Min(x, y);
+    return Add(x, y);
+  };
   DataType t = store->buffer->dtype;
   bool is_float = t.code == DataType::kFloat || t.code == DataType::kBFloat;
-  if (!is_float && !is_int(t)) refuse("rfactor", "the sum is not of numbers");
-  if (touches(Evaluate(add->b), store->buffer.get())) refuse("rfactor", "the summand reads '" + store->buffer->name + "'");
+  if (!is_float && !is_int(t)) refuse("rfactor", "the reduction is not of numbers");
+  if (touches(Evaluate(term), store->buffer.get())) refuse("rfactor", "the term reads '" + store->buffer->name + "'");
   const ForNode* top = loop;
   for (size_t k = path.size() - 1; k-- > 0;) {
     const auto* f = path[k].as<ForNode>();
@@ -1084,15 +1107,28 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
   Var init(fresh_name(func_, loop_name + "_init", taken), index_type);
   taken.insert(init->name);
   Var final(fresh_name(func_, loop_name + "_final", taken), index_type);
-  PrimExpr zero = is_float ? PrimExpr(FloatImm(t, 0.0)) : PrimExpr(IntImm(t, 0));
+  // The identity of the reduction: 0, or the lowest (highest) value.
+  auto extreme = [&](bool low) -> PrimExpr {
+    if (is_float) return FloatImm(t, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+    bool is_signed = t.code == DataType::kInt;
+    if (t.bits >= 64) {
+      if (!is_signed && !low) refuse("rfactor", "min of uint64 has no partial start Loom can write");
+      if (!is_signed) return IntImm(t, 0);
+      return IntImm(t, low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+    }
+    int64_t span = int64_t{1} << (is_signed ? t.bits - 1 : t.bits);
+    return IntImm(t, is_signed ? (low ? -span : span - 1) : (low ? 0 : span - 1));
+  };
+  PrimExpr zero = op == Op::kMax ? extreme(true) : op == Op::kMin ? extreme(false)
+                  : is_float     ? PrimExpr(FloatImm(t, 0.0)) : PrimExpr(IntImm(t, 0));
   PrimExpr v = simplify(Cast(index_type, Sub(loop->loop_var, loop->min)));
-  Stmt update = BufferStore(rf, Add(BufferLoad(rf, {v}), add->b), {v});
+  Stmt update = BufferStore(rf, combine(BufferLoad(rf, {v}), term), {v});
   Stmt nest = replace(ref_of<Stmt>(top), store, update);
   Stmt set = For(init, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
                  BufferStore(rf, zero, {PrimExpr(init)}));
   std::vector<PrimExpr> at = exprs_of(store->indices);
   Stmt sum = For(final, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
-                 BufferStore(store->buffer, Add(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
+                 BufferStore(store->buffer, combine(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
   func_ = with_new_body(func_, replace(func_->body, top, Allocate(rf, seq({set, nest, sum}))));
   return {rf->name, init->name, final->name};
 }

@@ -231,6 +231,45 @@ TEST(Schedule, RFactorSumsPerLaneThenAddsThePartialSums) {
   for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-6f * (1 + std::abs(want[k]))) << k;
 }
 
+TEST(Schedule, RFactorOfAMaxOrAMinStartsFromInfinityAndIsExact) {
+  // A row's max and min (softmax's first step), per lane then combined.
+  const char* text = R"(
+@mm = prim_func(%A: Buffer[(6, 5), float32], %W: Buffer[(10, 5), float32], %B: Buffer[(10), float32], %Out: Buffer[(6, 10), float32]) {
+  for %i: int64 from 0 extent 6 {
+    for %j: int64 from 0 extent 10 {
+      %Out[%i, %j] = float32("-inf");
+      for %k: int64 from 0 extent 5 {
+        %Out[%i, %j] = max(%Out[%i, %j], %A[%i, %k] * %W[%j, %k]);
+      }
+      for %k2: int64 from 0 extent 5 {
+        %Out[%i, %j] = min(%Out[%i, %j], %A[%i, %k2] + %W[%j, %k2] + %B[%j]);
+      }
+    }
+  }
+}
+)";
+  auto f = downcast<tir::PrimFunc>(ir::parse_module(text, "max.loom").lookup("mm"));
+  auto run_text = [&](const tir::PrimFunc& g) {
+    ir::IRModule m = ir::parse_module(text, "max.loom").with_function("mm", g);
+    NDArray out = NDArray::empty({6, 10}, DataType::Float(32));
+    driver::build_kernels(m, target::Target("ref")).get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2),
+                                                                        floats({10}, 3), out);
+    return std::vector<float>(out.data_as<float>(), out.data_as<float>() + 60);
+  };
+  std::vector<float> want = run_text(f);
+  tir::Schedule s(f);
+  tir::Schedule::RFactor hi = s.rfactor("k");
+  tir::Schedule::RFactor lo = s.rfactor("k2");
+  std::string printed = ir::to_text(Any(s.func()));
+  EXPECT_NE(printed.find("%Out_rf[%" + hi.init + "] = float32(\"-inf\")"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("= max(%Out_rf[%k], %A[%i, %k] * %W[%j, %k])"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("%Out[%i, %j] = max(%Out[%i, %j], %Out_rf[%" + hi.final + "])"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("= float32(\"inf\")"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("%Out[%i, %j] = min(%Out[%i, %j], %" + lo.buffer + "[%" + lo.final + "])"), std::string::npos)
+      << printed;
+  EXPECT_EQ(run_text(s.func()), want);  // max and min do not round
+}
+
 TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   tir::Schedule s(original());
   auto expect = [&](const std::function<void()>& f, const std::string& message) {
@@ -260,7 +299,8 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   expect([&] { s.compute_at("i2", "i"); }, "schedule.compute_at: %i is not in a statement after the nest %i2 in one sequence");
   expect([&] { s.compute_at("i3", "i2"); }, "schedule.compute_at: %i2 comes before the nest %i3");
   expect([&] { s.compute_at("k", "i3"); }, "schedule.compute_at: %i3 is not in a statement after the nest %k");
-  expect([&] { s.rfactor("j"); }, "schedule.rfactor: the body of the perfect nest at %j is not one update B[i] = B[i] + e");
+  expect([&] { s.rfactor("j"); }, "schedule.rfactor: the body of the perfect nest at %j is not one update B[i] = B[i] + e "
+                                  "(or max(B[i], e), min(B[i], e))");
   expect([&] { s.cache_read("Out", {1, 0}); }, "schedule.cache_read: 'Out' is written by the function");
   expect([&] { s.decompose_reduction("k"); }, "schedule.decompose_reduction: the innermost body of the nest at %k is not a sequence");
   // A refusal leaves the schedule as it was.

@@ -146,3 +146,62 @@ def test_the_work_counts_every_loop_around_a_store():
     mod = loom.IRModule({"main": graph.Function([xv], op.relu(xv))})
     assert "parallel" in scheduled(mod)
     assert "parallel" not in scheduled_with(mod, {"AutoSchedule.parallel_min_work": 64 * 512 + 1})
+
+
+def softmax_ref(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [(128, 1024), (1, 128, 256), (3, 37), (2, 1000)])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm"])
+def test_row_reductions_run_each_pass_over_the_row_in_vectors(name, shape):
+    x = f32(*shape) * 4
+    g, b = f32(shape[-1]), f32(shape[-1])
+    xv = graph.Var("x", shape=x.shape)
+    body = op.layer_norm(xv, graph.Constant(g), graph.Constant(b)) if name == "layer_norm" else getattr(op, name)(xv)
+    mod = loom.IRModule({"main": graph.Function([xv], body)})
+    text = scheduled(mod)
+    # Every loop over a row of 16 or more is in vectors: the max and the
+    # sums as per-lane partial results, the other steps vectorized.
+    if shape[-1] >= 16:
+        assert "_rf" in text, text
+        scalar_rows = re.findall(rf"for %a\w*: int64 from 0 extent {shape[-1]} \{{", text)
+        assert not scalar_rows, text
+    if name != "layer_norm":
+        assert ("max_rf" in text) == (shape[-1] >= 16), text
+        # exp is computed once per element.
+        assert text.count('"exp"') == 1, text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    xd = x.astype(np.float64)
+    if name == "softmax":
+        want = softmax_ref(xd)
+    elif name == "log_softmax":
+        want = np.log(softmax_ref(xd))
+    else:
+        mu = xd.mean(-1, keepdims=True)
+        want = (xd - mu) / np.sqrt(((xd - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+    close(got, want)
+
+
+@pytest.mark.parametrize("batch", [(), (4,)])
+@pytest.mark.parametrize("ta,tb", [(False, True), (True, False), (True, True)])
+def test_transposed_matmuls_are_register_tiled_like_the_plain_form(batch, ta, tb):
+    m, k, n = 64, 48, 32
+    a = f32(*batch, *((k, m) if ta else (m, k)))
+    b = f32(*batch, *((n, k) if tb else (k, n)))
+    av, bv = graph.Var("a", shape=a.shape), graph.Var("b", shape=b.shape)
+    mod = loom.IRModule({"main": graph.Function([av, bv], op.matmul(av, bv, transpose_a=ta, transpose_b=tb))})
+    text = scheduled(mod)
+    # A register tile (unrolled rows of whole vectors), not a dot product
+    # per element (partial sums per lane, "_rf").
+    assert "_rf" not in text and "unrolled" in text, text
+    if tb:  # B read [..., j, r]: packed into panels per column tile
+        assert "B_local" in text, text
+    if ta:  # A read [..., r, i]: packed once per call, rows of a tile together
+        packed = re.search(r"alloc %A_local: Buffer\[\(" + ("4, " if batch else "") + rf"(\d+), {k}, (\d+)\)", text)
+        assert packed and int(packed.group(1)) * int(packed.group(2)) == m, text
+    got = loom.build(mod, CONFIG)["main"](a, b).numpy()
+    at = np.swapaxes(a, -1, -2) if ta else a
+    bt = np.swapaxes(b, -1, -2) if tb else b
+    close(got, at.astype(np.float64) @ bt.astype(np.float64))

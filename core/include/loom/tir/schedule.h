@@ -117,8 +117,11 @@ class Schedule {
   // constant-extent reduction loop `loop` (variable v), which are set to
   // zero before the nest and added into B[idx] after it, so `loop` can be
   // vectorized or run in parallel.  This primitive changes the order of
-  // the floating-point sum.  Returns the partial-sum buffer and the loops
-  // that set and add it.
+  // the floating-point sum.  Updates B[idx] = max(B[idx], e) and min
+  // work the same way, the partial results starting from -inf and +inf
+  // (the lowest and highest integers), combined with max or min (the
+  // result is exact).  Returns the partial buffer and the loops that set
+  // and combine it.
   struct RFactor {
     std::string buffer, init, final;
   };
