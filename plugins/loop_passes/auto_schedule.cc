@@ -213,15 +213,20 @@ std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode
   return out;
 }
 
-// Loads in `body` whose last two indices are [r, v] or [v, r], where r
-// uses neither i nor j, and whose leading indices (a batch) use neither;
-// one per buffer.  With v = j: the right operand of a matmul or dense
-// (B[r, j], a dense weight W[j, r], a batched B[b, j, r]); with v = i:
-// the left one read transposed (A[r, i], matmul's transpose_a).
-std::vector<const BufferLoadNode*> operands_along(const Stmt& body, const VarNode* i, const VarNode* j,
-                                                  const VarNode* v) {
-  // r is indexed by the reduction: the loops inside `body` (a 1x1
-  // convolution's input X[n, c, h, w] is read at an outer loop, h, there).
+// An operand of a tile: a load with one index exactly v (a row or a
+// column of the tile), leading batch indices that use no reduction loop
+// (the loops inside the tile's body) nor i or j, and the rest indexed by
+// the reduction only (or constants), at least one of them.  With v = j:
+// the right operand of a matmul (B[r, j]), a dense weight W[j, r], a
+// batched B[b, j, r], a channels-last convolution's weight W[co, kh, kw,
+// ci]; with v = i: the left operand read transposed (A[r, i]).
+struct Operand {
+  const BufferLoadNode* load;
+  size_t at;     // the index that is v
+  size_t batch;  // leading batch indices
+};
+
+std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const VarNode* j, const VarNode* v) {
   std::vector<const VarNode*> reduction;
   pre_order(body, [&](const Stmt& st) {
     if (const auto* f = st.as<ForNode>()) reduction.push_back(f->loop_var.get());
@@ -232,42 +237,46 @@ std::vector<const BufferLoadNode*> operands_along(const Stmt& body, const VarNod
       if (uses_var(e, r)) return true;
     return false;
   };
-  std::vector<const BufferLoadNode*> out;
+  std::vector<Operand> out;
   Visitor vis;
   vis.on<BufferLoadNode>([&](const BufferLoadNode* l) {
-    bool seen = false;
-    for (const BufferLoadNode* o : out) seen = seen || o->buffer.get() == l->buffer.get();
-    size_t rank = l->indices.size();
-    bool batch_free = rank >= 2;
-    for (size_t k = 0; k + 2 < rank; ++k)
-      batch_free = batch_free && !uses_var(l->indices[k], i) && !uses_var(l->indices[k], j);
-    if (!seen && batch_free) {
-      for (size_t k = rank - 2; k < rank; ++k) {
-        const Any& other = l->indices[2 * rank - 3 - k];  // the other of the last two
-        if (l->indices[k].object() == v && !uses_var(other, i) && !uses_var(other, j) && by_reduction(other)) {
-          out.push_back(l);
-          break;
-        }
+    vis.visit_children(l);
+    for (const Operand& o : out)
+      if (o.load->buffer.get() == l->buffer.get()) return;
+    size_t rank = l->indices.size(), at = rank, batch = 0;
+    bool reduced = false;
+    for (size_t k = 0; k < rank; ++k) {
+      const Any& e = l->indices[k];
+      if (e.object() == v && at == rank) {
+        at = k;
+        continue;
+      }
+      if (uses_var(e, i) || uses_var(e, j)) return;
+      if (by_reduction(e)) {
+        reduced = true;
+      } else if (!reduced && at == rank && !const_int(e.cast<PrimExpr>())) {
+        batch = k + 1;  // leading: a batch index
+      } else if (!const_int(e.cast<PrimExpr>())) {
+        return;  // an outer loop's index among the reduction's (a convolution's input row)
       }
     }
-    vis.visit_children(l);
+    if (at < rank && reduced && batch <= at) out.push_back(Operand{l, at, batch});
   });
   vis.visit(Any(body));
   return out;
 }
 
-// The layout (leading axes..., v // c, r, v % c) of a buffer read at
-// [..., v, r] (`v_first`) or [..., r, v]: panels of c values of v, each
-// read along r contiguously.
-Schedule::IndexMap panel_layout(int64_t c, bool v_first) {
-  return [c, v_first](const std::vector<PrimExpr>& idx) {
-    size_t rank = idx.size();
+// The layout of an operand: its batch indices, v // c, its other indices
+// in order, v % c -- panels of c values of v, each read along the
+// reduction contiguously.
+Schedule::IndexMap panel_layout(int64_t c, const Operand& o) {
+  return [c, at = o.at, batch = o.batch](const std::vector<PrimExpr>& idx) {
     PrimExpr width = IntImm(DataType::Int(64), c);
-    const PrimExpr &v = v_first ? idx[rank - 2] : idx[rank - 1], &r = v_first ? idx[rank - 1] : idx[rank - 2];
-    std::vector<PrimExpr> out(idx.begin(), idx.end() - 2);
-    out.push_back(FloorDiv(v, width));
-    out.push_back(r);
-    out.push_back(FloorMod(v, width));
+    std::vector<PrimExpr> out(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(batch));
+    out.push_back(FloorDiv(idx[at], width));
+    for (size_t k = batch; k < idx.size(); ++k)
+      if (k != at) out.push_back(idx[k]);
+    out.push_back(FloorMod(idx[at], width));
     return out;
   };
 }
@@ -526,16 +535,26 @@ class StageScheduler {
     // must be packed to be read along j at all; a [r, j] one is packed
     // when enough row tiles reuse each panel.
     int64_t panel = tj * lanes;
-    std::vector<std::pair<std::string, bool>> operands;  // name, indexed [..., j, r]
-    for (const BufferLoadNode* l : operands_along(j->body, i->loop_var.get(), j->loop_var.get(), j->loop_var.get()))
-      operands.emplace_back(l->buffer->name, l->indices[l->indices.size() - 2].object() == j->loop_var.get());
+    // Each operand read along j; `strided` when j is not its last index.
+    std::vector<Operand> operands = operands_along(j->body, i->loop_var.get(), jv, jv);
     // A matmul-like nest: whole vectors, and a tile large enough to pay
     // (otherwise vector_reduction's partial sums do better).  Other nests
     // (a convolution, a pool: every operand read along j is at least 3-D)
     // take a tail guard where the row is not whole vectors, and read along
     // j with a small constant stride (a pool's window).
     bool window = operands.empty();
-    if (!window && (*ej % lanes != 0 || ti * tj < 4)) return false;
+    // vector_reduction's per-lane partial sums need an innermost reduction
+    // loop that reads contiguously (a dense with few columns); where none
+    // does (a depthwise convolution, channels last: its window is short
+    // and strided) even a small tile is better.
+    bool partial_sums_fit = false;
+    pre_order(j->body, [&](const Stmt& st) {
+      const auto* f = st.as<ForNode>();
+      if (f && f->body.as<BufferStoreNode>())
+        partial_sums_fit = partial_sums_fit || strided_loads(f->body, f->loop_var.get()).empty();
+      return true;
+    });
+    if (!window && (*ej % lanes != 0 || (ti * tj < 4 && partial_sums_fit))) return false;
     if (window) {
       for (const BufferLoadNode* l : strided_loads(j->body, jv)) {
         auto step = stride_along(l, jv);
@@ -545,8 +564,10 @@ class StageScheduler {
     if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
     std::set<std::string> panels;
     bool relaid = false;
-    for (const auto& [name, strided] : operands) {
-      Schedule::IndexMap layout = panel_layout(panel, strided);
+    for (const Operand& o : operands) {
+      std::string name = o.load->buffer->name;
+      bool strided = o.at + 1 != o.load->indices.size();
+      Schedule::IndexMap layout = panel_layout(panel, o);
       // A constant operand takes the panel layout itself: the caller's
       // constant is packed once, at compile time.
       if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
@@ -574,10 +595,10 @@ class StageScheduler {
     // along r contiguously.
     if (!window && rows && ti > 1) {
       const VarNode* iv = find(s_, iname)->loop_var.get();
-      for (const BufferLoadNode* l : operands_along(find(s_, jname)->body, iv, find(s_, jname)->loop_var.get(), iv)) {
-        if (l->indices[l->indices.size() - 1].object() != iv) continue;  // A[..., i, r]: already along r
-        std::string name = l->buffer->name;
-        Schedule::IndexMap layout = panel_layout(ti, false);
+      for (const Operand& o : operands_along(find(s_, jname)->body, iv, find(s_, jname)->loop_var.get(), iv)) {
+        if (o.at + 1 != o.load->indices.size()) continue;  // A[..., i, r]: already along r
+        std::string name = o.load->buffer->name;
+        Schedule::IndexMap layout = panel_layout(ti, o);
         if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
           relaid = true;
           continue;

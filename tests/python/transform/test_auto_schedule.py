@@ -205,3 +205,39 @@ def test_transposed_matmuls_are_register_tiled_like_the_plain_form(batch, ta, tb
     at = np.swapaxes(a, -1, -2) if ta else a
     bt = np.swapaxes(b, -1, -2) if tb else b
     close(got, at.astype(np.float64) @ bt.astype(np.float64))
+
+
+def conv_ref(x, w, pad, groups=1):
+    # NCHW / OIHW, stride 1, float64.
+    n, c, h, wd = x.shape
+    co, ci, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.zeros((n, co, h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1))
+    per = co // groups
+    for o in range(co):
+        g = o // per
+        for a in range(kh):
+            for b in range(kw):
+                patch = xp[:, g * ci:(g + 1) * ci, a:a + out.shape[2], b:b + out.shape[3]]
+                out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, a, b])
+    return out
+
+
+@pytest.mark.parametrize("cin,cout,k,groups", [(16, 32, 3, 1), (24, 48, 1, 1), (32, 32, 3, 32)])
+def test_channels_last_convolutions_are_tiled_with_their_weights_packed(cin, cout, k, groups):
+    x = f32(1, 14, 14, cin)
+    w = f32(cout, k, k, cin // groups)  # OHWI
+    xv = graph.Var("x", shape=x.shape)
+    conv = op.conv2d(xv, graph.Constant(w), padding=[k // 2] * 4, groups=groups, data_layout="NHWC",
+                     kernel_layout="OHWI")
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(conv))})
+    text = scheduled(mod)
+    # Channels are the vector axis; the constant weight takes panels of
+    # them at compile time (output channels last), so no kernel reads it
+    # one strided element at a time.
+    assert "vectorized" in text and "unrolled" in text, text
+    layout = re.search(r'param_layouts: \{"1": "0 // (\d+), 1, 2, 3, 0 % \1"\}', text)
+    assert layout, text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    want = conv_ref(x.transpose(0, 3, 1, 2), w.transpose(0, 3, 1, 2), k // 2, groups).transpose(0, 2, 3, 1)
+    close(got, np.maximum(want, 0))
