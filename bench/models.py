@@ -88,10 +88,14 @@ def main():
             lib = loom.build(mod, config(threads))
             got = lib["main"](xs).numpy()
             error = np.abs(got - want).max() / np.abs(want).max()
+            # Loom first: PyTorch's OpenMP threads keep spinning for a while
+            # after its last call and took the second core from Loom's
+            # worker when Loom ran right after it (2.9 ms -> 5.8 ms for the
+            # encoder at 2 threads); Loom's threads spin 50 us at most.
+            ours = median_ms(lambda: lib["main"](xs), RUNS)
             torch.set_num_threads(threads)
             with torch.no_grad():
                 peer = median_ms(lambda: scripted(x), RUNS)
-            ours = median_ms(lambda: lib["main"](xs), RUNS)
             rows.append((name, threads, ours, peer, error))
             print(f"{name:13s} {threads} thread{'s' if threads > 1 else ' '}  loom {ours:8.2f}  "
                   f"torchscript {peer:8.2f}  ratio {ours / peer:5.2f}  (max error / scale {error:.1e})")
