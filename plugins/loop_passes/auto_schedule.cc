@@ -291,8 +291,7 @@ class StageScheduler {
 
   void run(const std::string& root) {
     const ForNode* top = find(s_, root);
-    std::optional<int64_t> work = work_of(top);
-    parallel_ = !work || *work >= min_work_;
+    parallel_ = worth_threads(top);
     if (has_reduction(top)) {
       if (!tile_reduction(root)) {
         vector_reductions(root);
@@ -305,6 +304,35 @@ class StageScheduler {
   }
 
  private:
+  // Whether a nest has work enough for a parallel region (work_of; a
+  // symbolic extent counts as enough).
+  bool worth_threads(const ForNode* nest) const {
+    std::optional<int64_t> work = work_of(nest);
+    return !work || *work >= min_work_;
+  }
+
+  // The operand `name` in `layout`: a constant parameter takes the layout
+  // itself (packed once, at compile time; `relaid` set); any other, when
+  // `copy` allows, is copied into it per call (cache_read), the copy's
+  // nests appended to `copies`.  Returns the buffer the nest now reads
+  // (`name` or the copy), "" when neither happened.
+  std::string pack(const std::string& name, const Schedule::IndexMap& layout, bool copy,
+                   std::vector<std::string>& copies, bool& relaid) {
+    if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
+      relaid = true;
+      return name;
+    }
+    if (!copy) return "";
+    std::vector<std::string> before, after;
+    roots(s_.func()->body, before);
+    std::string local;
+    if (!attempt([&] { local = s_.cache_read(name, layout); })) return "";
+    roots(s_.func()->body, after);
+    for (const std::string& n : after)
+      if (std::find(before.begin(), before.end(), n) == before.end()) copies.push_back(n);
+    return local;
+  }
+
   int lanes_for(const Stmt& body) const {
     int bits = 32;
     Visitor v;
@@ -435,8 +463,7 @@ class StageScheduler {
         // The left operand's copies, nests of their own.
         bool parallel = parallel_;
         for (const std::string& c : row_copies_) {
-          std::optional<int64_t> work = work_of(find(s_, c));
-          parallel_ = !work || *work >= min_work_;
+          parallel_ = worth_threads(find(s_, c));
           parallel_outer(vectorize_inner(c));
         }
         parallel_ = parallel;
@@ -577,25 +604,16 @@ class StageScheduler {
     std::set<std::string> panels;
     bool relaid = false;
     for (const Operand& o : operands) {
-      std::string name = o.load->buffer->name;
-      bool strided = o.at + 1 != o.load->indices.size();
-      Schedule::IndexMap layout = panel_layout(panel, o);
       // A constant operand takes the panel layout itself: the caller's
-      // constant is packed once, at compile time.
-      if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
-        panels.insert(name);
-        relaid = true;
-        continue;
+      // constant is packed once, at compile time.  Any other is copied
+      // per call when it must be (strided) or enough row tiles share it.
+      bool strided = o.at + 1 != o.load->indices.size();
+      std::string read = pack(o.load->buffer->name, panel_layout(panel, o), strided || *ei >= 4 * ti, copies_, relaid);
+      if (!read.empty()) {
+        panels.insert(read);
+      } else if (strided) {
+        return false;
       }
-      if (!strided && *ei < 4 * ti) continue;
-      std::vector<std::string> before;
-      roots(s_.func()->body, before);
-      bool packed = attempt([&] { panels.insert(s_.cache_read(name, layout)); });
-      if (strided && !packed) return false;
-      std::vector<std::string> after;
-      roots(s_.func()->body, after);
-      for (const std::string& n : after)
-        if (std::find(before.begin(), before.end(), n) == before.end()) copies_.push_back(n);
     }
     // A panel is read along j contiguously within a tile (j % F).
     for (const BufferLoadNode* l : strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()))
@@ -609,18 +627,7 @@ class StageScheduler {
       const VarNode* iv = find(s_, iname)->loop_var.get();
       for (const Operand& o : operands_along(find(s_, jname)->body, iv, find(s_, jname)->loop_var.get(), iv)) {
         if (o.at + 1 != o.load->indices.size()) continue;  // A[..., i, r]: already along r
-        std::string name = o.load->buffer->name;
-        Schedule::IndexMap layout = panel_layout(ti, o);
-        if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
-          relaid = true;
-          continue;
-        }
-        std::vector<std::string> before, after;
-        roots(s_.func()->body, before);
-        if (!attempt([&] { s_.cache_read(name, layout); })) continue;
-        roots(s_.func()->body, after);
-        for (const std::string& n : after)
-          if (std::find(before.begin(), before.end(), n) == before.end()) row_copies_.push_back(n);
+        pack(o.load->buffer->name, panel_layout(ti, o), true, row_copies_, relaid);
       }
     }
     auto [io, ii] = s_.split(iname, ti);
