@@ -5,8 +5,12 @@ torchvision's ResNet-18 and MobileNetV2 (random weights, eval mode, batch
 1024, sequence 128, batch 1) are exported to ONNX, imported with
 loom.frontend.onnx and built with configs/host.yaml (num-threads set to
 1 or 2); the peer is torch.jit.trace + torch.jit.freeze under no_grad with
-torch.set_num_threads to the same count.  Same inputs, medians of RUNS
-calls after warm-up, ratio Loom / TorchScript (below 1: Loom is faster).
+torch.set_num_threads to the same count, and OpenBLAS (which torch's
+linear layers call, with a thread pool of its own that set_num_threads
+does not limit) held to it with threadpoolctl.  Same inputs, medians of
+RUNS calls after warm-up, ratio Loom / TorchScript (below 1: Loom is
+faster); "cores" is the CPU time over the wall time of each side's timed
+calls, which shows how many cores it kept busy.
 Also: ResNet-18 from the .onnx file on disk to a loaded library, then
 export_library of it and load_module of the file.
 
@@ -22,6 +26,7 @@ import numpy as np
 import onnx
 import torch
 import torchvision
+from threadpoolctl import threadpool_limits
 
 import loom
 from loom.frontend import onnx as lonnx
@@ -44,6 +49,14 @@ def config(threads):
     text = (ROOT / "configs" / "host.yaml").read_text().replace("num-threads: 0", f"num-threads: {threads}")
     assert f"num-threads: {threads}" in text
     return loom.Config.parse(text, f"host.yaml (num-threads {threads})")
+
+
+def timed(f):
+    """The median of RUNS calls in ms, and the cores they kept busy (CPU
+    time over wall time of all of them)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    ms = median_ms(f, RUNS)
+    return ms, (time.process_time() - cpu) / (time.perf_counter() - wall)
 
 
 def exported(module, x):
@@ -92,13 +105,14 @@ def main():
             # after its last call and took the second core from Loom's
             # worker when Loom ran right after it (2.9 ms -> 5.8 ms for the
             # encoder at 2 threads); Loom's threads spin 50 us at most.
-            ours = median_ms(lambda: lib["main"](xs), RUNS)
+            ours, our_cores = timed(lambda: lib["main"](xs))
             torch.set_num_threads(threads)
-            with torch.no_grad():
-                peer = median_ms(lambda: scripted(x), RUNS)
+            with torch.no_grad(), threadpool_limits(limits=threads, user_api="blas"):
+                peer, peer_cores = timed(lambda: scripted(x))
             rows.append((name, threads, ours, peer, error))
-            print(f"{name:13s} {threads} thread{'s' if threads > 1 else ' '}  loom {ours:8.2f}  "
-                  f"torchscript {peer:8.2f}  ratio {ours / peer:5.2f}  (max error / scale {error:.1e})")
+            print(f"{name:13s} {threads} thread{'s' if threads > 1 else ' '}  loom {ours:8.2f} ({our_cores:.1f} cores)  "
+                  f"torchscript {peer:8.2f} ({peer_cores:.1f} cores)  ratio {ours / peer:5.2f}  "
+                  f"(max error / scale {error:.1e})")
     return rows
 
 
