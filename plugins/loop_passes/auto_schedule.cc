@@ -281,6 +281,38 @@ Schedule::IndexMap panel_layout(int64_t c, const Operand& o) {
   };
 }
 
+// The loops of a tile's body (init; reduction loops; epilogue): its
+// reduction nests.
+std::vector<Stmt> reduction_loops(const Stmt& body) {
+  std::vector<Stmt> out;
+  if (const auto* seq = body.as<SeqStmtNode>()) {
+    for (const Any& st : seq->seq)
+      if (st.cast<Stmt>().as<ForNode>()) out.push_back(st.cast<Stmt>());
+  }
+  return out;
+}
+
+// The stores of a tile's body that accumulate: those in its reduction
+// loops, and the init stores of the same buffers.  (The others are the
+// epilogue's.)
+std::vector<const BufferStoreNode*> accumulator_stores(const Stmt& body) {
+  std::vector<const BufferStoreNode*> inside;
+  for (const Stmt& r : reduction_loops(body))
+    pre_order(r, [&](const Stmt& st) {
+      if (const auto* store = st.as<BufferStoreNode>()) inside.push_back(store);
+      return true;
+    });
+  std::vector<const BufferStoreNode*> out = inside;
+  if (const auto* seq = body.as<SeqStmtNode>()) {
+    for (const Any& st : seq->seq) {
+      const auto* store = st.cast<Stmt>().as<BufferStoreNode>();
+      if (store && std::any_of(inside.begin(), inside.end(), [&](const BufferStoreNode* r) { return r->buffer.get() == store->buffer.get(); }))
+        out.push_back(store);
+    }
+  }
+  return out;
+}
+
 class StageScheduler {
  public:
   // `constant`: the buffer parameters every caller passes a constant,
@@ -512,20 +544,20 @@ class StageScheduler {
     size_t spatial = chain.size();
     if (chain.back()->body.as<SeqStmtNode>() == nullptr) return false;
     if (spatial < 2) return false;
-    // j, the innermost spatial loop, is the vector axis: every store moves
-    // along it contiguously.
+    // j, the innermost spatial loop, is the vector axis: the accumulators
+    // move along it contiguously.  (An epilogue may store along it with a
+    // stride, lane by lane, once per element: channel_tile's output.)
     const ForNode* j = chain[spatial - 1];
     const VarNode* jv = j->loop_var.get();
-    bool stores_along_j = true;
     std::set<const Object*> written;
     Visitor stores;
     stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
-      stores_along_j = stores_along_j && stride_along(st, jv) == 1;
       written.insert(st->buffer->data.get());
       stores.visit_children(st);
     });
     stores.visit(Any(j->body));
-    if (!stores_along_j) return false;
+    for (const BufferStoreNode* st : accumulator_stores(j->body))
+      if (stride_along(st, jv) != 1) return false;
     // i, the rows of the tile: the innermost other spatial loop that the
     // operand read along j does not use, so that one vector of it serves
     // every row (matmul's rows; a convolution's output channels, with the
@@ -559,14 +591,12 @@ class StageScheduler {
     while (lanes > 1 && lanes > *ej) lanes /= 2;  // a short row: narrower vectors (ends for any extent)
     if (lanes < 2) return false;
     std::string iname = i->loop_var->name, jname = j->loop_var->name;
-    // The tile's accumulators, a row of B and a broadcast of A fit the
-    // vector registers (16; 32 with 512-bit vectors).
-    int64_t registers = vector_bits_ >= 512 ? 32 : 16;
     int64_t vectors = (*ej + lanes - 1) / lanes;
-    int64_t tj = vectors % 4 == 0 && registers >= 32 ? 4 : vectors % 2 == 0 ? 2 : 1;
-    int64_t ti = 1;
-    for (int64_t candidate : {8, 6, 4, 3, 2})
-      if (rows && ti == 1 && *ei % candidate == 0 && candidate * tj + tj + 1 <= registers) ti = candidate;
+    // Without rows (a dense at batch 1) the tile is one row of one or two
+    // vectors (four with 512-bit ones), which the test below leaves to
+    // vector_reduction's partial sums where they fit.
+    auto [ti, tj] = rows ? tile_shape(*ei, vectors)
+                         : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4 : vectors % 2 == 0 ? 2 : 1};
     // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
     // packed into panels, (j // F, r, j % F) with F the tile's width, so
     // that the tile reads one contiguous panel (rows of B a power of two
@@ -593,6 +623,14 @@ class StageScheduler {
         partial_sums_fit = partial_sums_fit || strided_loads(f->body, f->loop_var.get()).empty();
       return true;
     });
+    if (window && !channel_mode_) {
+      // This tile's rate by tile_shape's model, for vectors of `lanes` of
+      // the full width, the row's last vector partly used, loads along j
+      // with a stride (a wide load and a shuffle) at half speed.
+      double rate = tile_rate(ti, tj) * lanes / lanes_for(j->body) * static_cast<double>(*ej) / static_cast<double>(vectors * lanes);
+      if (!strided_loads(j->body, jv).empty()) rate /= 2;
+      if (channel_tile(root, rate)) return true;
+    }
     if (!window && (*ej % lanes != 0 || (ti * tj < 4 && partial_sums_fit))) return false;
     if (window) {
       for (const BufferLoadNode* l : strided_loads(j->body, jv)) {
@@ -615,9 +653,12 @@ class StageScheduler {
         return false;
       }
     }
-    // A panel is read along j contiguously within a tile (j % F).
-    for (const BufferLoadNode* l : strided_loads(find(s_, jname)->body, find(s_, jname)->loop_var.get()))
-      if (!panels.count(l->buffer->name) && !window) return false;
+    // A panel is read along j contiguously within a tile (j % F); the
+    // reduction's other operands are contiguous or invariant along j (an
+    // epilogue may gather: once per element).
+    for (const Stmt& r : reduction_loops(find(s_, jname)->body))
+      for (const BufferLoadNode* l : strided_loads(r, find(s_, jname)->loop_var.get()))
+        if (!panels.count(l->buffer->name) && !window) return false;
     // The left operand read transposed, A[..., r, i] (matmul's
     // transpose_a): each step of the reduction would read the tile's ti
     // rows from a new cache line, a whole row of A apart.  It is packed
@@ -674,6 +715,151 @@ class StageScheduler {
     return true;
   }
 
+  // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
+  static double tile_rate(int64_t ti, int64_t tj) {
+    double fmas = static_cast<double>(ti * tj);
+    return std::min({2.0, 2.0 * fmas / static_cast<double>(ti + tj), fmas / 5.0});
+  }
+
+  // A window nest (a convolution in NCHW) vectorizes along its output
+  // row, which is poor where the row is short or strided: over a 7x7 map
+  // 4-lane vectors and a tail, with stride 2 a wide load and a shuffle per
+  // vector.  The alternative: an outer spatial loop c (the output
+  // channels) as the vector axis, where a constant operand is read along
+  // c (the weight, W[c, ci, kh, kw]) and every other load of the
+  // reduction is invariant along c (the input).  The accumulators, which
+  // the function allocates, are laid out with c last, c moves innermost,
+  // and the nest is tiled like a channels-last convolution: pixels x
+  // channel vectors, the weight in panels at compile time, the epilogue
+  // storing its output lane by lane (a scatter, once per element).  Taken
+  // when the model gives it more than the current tile's `rate` (on a tie
+  // the row tile stays: a 1x1 convolution over a 7x7 map, whose short
+  // reduction pays the scatter more often, measured 62 GFLOP/s as a row
+  // tile and 49 as a channel tile); false (schedule unchanged) otherwise.
+  bool channel_tile(const std::string& root, double rate) {
+    std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
+    size_t spatial = chain.size();
+    const Stmt& body = chain.back()->body;
+    std::vector<const BufferStoreNode*> accumulators = accumulator_stores(body);
+    if (accumulators.empty()) return false;
+    std::set<std::string> allocations;
+    for (const std::string& a : allocated(s_)) allocations.insert(a);
+    int lanes = lanes_for(body);
+    for (size_t k = spatial - 1; k-- > 0;) {
+      const VarNode* cv = chain[k]->loop_var.get();
+      auto ec = const_int(chain[k]->extent);
+      if (!ec || *ec % lanes != 0) continue;
+      bool fits = true;
+      // The accumulators: allocated, indexed by c exactly once.
+      std::vector<std::pair<std::string, size_t>> relayout;
+      for (const BufferStoreNode* st : accumulators) {
+        size_t at = st->indices.size(), uses = 0;
+        for (size_t m = 0; m < st->indices.size(); ++m) {
+          if (st->indices[m].object() == cv) at = m;
+          if (uses_var(st->indices[m], cv)) ++uses;
+        }
+        fits = fits && allocations.count(st->buffer->name) && at < st->indices.size() && uses == 1;
+        if (fits && std::find_if(relayout.begin(), relayout.end(), [&](const auto& r) { return r.first == st->buffer->name; }) == relayout.end())
+          relayout.emplace_back(st->buffer->name, at);
+      }
+      if (!fits) continue;
+      // A constant operand along c; every other load of the reduction
+      // invariant along c, and one of them gives the rows.
+      std::set<std::string> written;
+      for (const BufferStoreNode* st : accumulators) written.insert(st->buffer->name);
+      bool constant = false;
+      std::vector<Operand> operands;
+      for (const Stmt& r : reduction_loops(body))
+        for (const Operand& o : operands_along(r, cv, cv, cv)) {
+          operands.push_back(o);
+          constant = constant || constant_.count(o.load->buffer->name);
+        }
+      if (!constant) continue;
+      const ForNode* rows = nullptr;
+      for (size_t m = spatial; m-- > 0 && !rows;) {
+        if (m == k) continue;
+        auto extent = const_int(chain[m]->extent);
+        if (!extent || *extent < 2) continue;
+        for (const Stmt& r : reduction_loops(body))
+          pre_order(r, [&](const Stmt&) { return true; }, [&](const PrimExpr& e) {
+            const auto* l = e.as<BufferLoadNode>();
+            if (l && !written.count(l->buffer->name) && uses_var(Any(l->indices), chain[m]->loop_var.get())) rows = chain[m];
+            return true;
+          });
+      }
+      for (const Stmt& r : reduction_loops(body))
+        pre_order(r, [&](const Stmt&) { return true; }, [&](const PrimExpr& e) {
+          const auto* l = e.as<BufferLoadNode>();
+          if (!l || written.count(l->buffer->name)) return true;
+          bool operand = std::any_of(operands.begin(), operands.end(), [&](const Operand& o) { return o.load->buffer.get() == l->buffer.get(); });
+          if (!operand && uses_var(Any(l->indices), cv)) fits = false;
+          return true;
+        });
+      if (!fits || !rows) continue;
+      auto [ti, tj] = tile_shape(*const_int(rows->extent), *ec / lanes);
+      if (tile_rate(ti, tj) <= rate + 1e-9) continue;
+      Schedule saved = s_;
+      try {
+        for (const auto& [name, at] : relayout) {
+          s_.transform_layout(name, [at = at](const std::vector<PrimExpr>& v) {
+            std::vector<PrimExpr> out;
+            for (size_t m = 0; m < v.size(); ++m)
+              if (m != at) out.push_back(v[m]);
+            out.push_back(v[at]);
+            return out;
+          });
+        }
+        std::vector<std::string> order;
+        for (size_t m = k + 1; m < spatial; ++m) order.push_back(chain[m]->loop_var->name);
+        order.push_back(chain[k]->loop_var->name);
+        s_.reorder(order);
+        channel_mode_ = true;
+        bool done = tile(root);
+        channel_mode_ = false;
+        if (done) return true;
+      } catch (const ScheduleError&) {
+        channel_mode_ = false;
+      }
+      s_ = saved;
+    }
+    return false;
+  }
+
+  // The register tile, ti rows by tj vectors, for `extent` rows and
+  // `vectors` vectors (ti and tj divide them).  Its accumulators, tj
+  // vectors of the right operand and a broadcast of the left fit the
+  // vector registers (16; 32 with 512-bit vectors), and of those shapes
+  // it is the one with the most multiply-adds per cycle by a simple model
+  // of the core: at most 2 per cycle, at most 2 loads per cycle (a tile
+  // step loads ti + tj values for ti x tj multiply-adds), and each
+  // accumulator's chain waits a multiply-add's latency, 5 cycles, per
+  // step (so a tile needs about 10 accumulators to keep both units
+  // busy).  Ties go to the larger tile, then to fewer loads per step, then
+  // to more rows.  A 1024-wide matmul gets 6 x 2 (12 accumulators), a
+  // 7-pixel row of a channels-last convolution 7 x 1, a 14-pixel row
+  // 2 x 4, 8 rows of 8 vectors 4 x 2.
+  std::pair<int64_t, int64_t> tile_shape(int64_t extent, int64_t vectors) const {
+    int64_t registers = vector_bits_ >= 512 ? 32 : 16;
+    std::pair<int64_t, int64_t> best{1, 1};
+    double best_rate = 0;
+    for (int64_t tj : {1, 2, 3, 4}) {
+      if (vectors % tj != 0) continue;
+      for (int64_t ti : {1, 2, 3, 4, 5, 6, 7, 8}) {
+        if (extent % ti != 0 || ti * tj + tj + 1 > registers) continue;
+        double rate = tile_rate(ti, tj);
+        int64_t size = ti * tj, best_size = best.first * best.second;
+        int64_t loads = ti + tj, best_loads = best.first + best.second;
+        bool tie = rate > best_rate - 1e-9;
+        if (rate > best_rate + 1e-9 || (tie && size > best_size) ||
+            (tie && size == best_size && (loads < best_loads || (loads == best_loads && ti > best.first)))) {
+          best = {ti, tj};
+          best_rate = rate;
+        }
+      }
+    }
+    return best;
+  }
+
   // The tile's loops (rows, vectors, lanes) unrolled, unrolled and
   // vectorized; returns the reduction loops below the lanes, if any,
   // outermost first.
@@ -699,6 +885,18 @@ class StageScheduler {
       s_.reorder({io, joo, ii, joi, ji});
     } else {
       s_.reorder({joo, io, ii, joi, ji});
+    }
+    if (channel_mode_) {
+      // Each panel of weights (a column tile) serves every row of the
+      // output while it is in cache: the column tiles go outside the
+      // spatial loops above the tile's rows (those longer than 1).
+      std::vector<std::string> order{joo};
+      for (const ForNode* f : perfect_nest(find(s_, root))) {
+        if (f->loop_var->name == joo) break;
+        auto extent = const_int(f->extent);
+        if (!extent || *extent > 1) order.push_back(f->loop_var->name);
+      }
+      s_.reorder(order);
     }
     for (const auto& nest : s_.decompose_reduction(ii)) {
       const std::string &tii = nest[0], &tji = nest[1], &tv = nest[2];
@@ -726,6 +924,7 @@ class StageScheduler {
 
   Schedule& s_;
   int vector_bits_;
+  bool channel_mode_ = false;  // tiling the nest channel_tile reordered
   int64_t min_work_;
   bool parallel_ = true;  // the nest being scheduled has work enough for threads
   std::set<std::string> constant_;

@@ -659,16 +659,28 @@ std::vector<PrimExpr> simplified(std::vector<PrimExpr> exprs) {
   return exprs;
 }
 
-// Every load of `buffer` in `s` reads `to` at the indices the layout gives.
-Stmt redirect_loads(const Stmt& s, const Buffer& buffer, const Buffer& to, const Layout& layout) {
+// Every load of `buffer` in `s` reads `to` at the indices the layout
+// gives; with `stores`, every store writes it there too, and the
+// allocation of `buffer` allocates `to`.
+Stmt redirect_loads(const Stmt& s, const Buffer& buffer, const Buffer& to, const Layout& layout, bool stores = false) {
+  auto moved = [&](const Array& indices, const ExprRule& inner) {
+    std::vector<PrimExpr> out;
+    for (const Any& i : indices) out.push_back(rewrite(i.cast<PrimExpr>(), inner));
+    return apply_layout(layout, out);
+  };
   ExprRule redirect = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
     const auto* load = e.as<BufferLoadNode>();
     if (!load || load->buffer.get() != buffer.get()) return std::nullopt;
-    std::vector<PrimExpr> indices;
-    for (const Any& i : load->indices) indices.push_back(rewrite(i.cast<PrimExpr>(), redirect));
-    return BufferLoad(to, apply_layout(layout, indices));
+    return BufferLoad(to, moved(load->indices, redirect));
   };
-  return rewrite(s, redirect, nullptr);
+  StmtRule redirect_stores = [&](const Stmt& st) -> std::optional<Stmt> {
+    if (const auto* a = st.as<AllocateNode>(); a && a->buffer.same_as(buffer))
+      return Allocate(to, rewrite(a->body, redirect, redirect_stores));
+    const auto* store = st.as<BufferStoreNode>();
+    if (!store || store->buffer.get() != buffer.get()) return std::nullopt;
+    return BufferStore(to, rewrite(store->value, redirect), moved(store->indices, redirect));
+  };
+  return rewrite(s, redirect, stores ? redirect_stores : StmtRule());
 }
 }  // namespace
 
@@ -712,10 +724,19 @@ std::string Schedule::cache_read(const std::string& name, const IndexMap& layout
 }
 
 void Schedule::transform_layout(const std::string& name, const IndexMap& layout_map) {
-  Buffer buffer = find_buffer(func_, "transform_layout", name, false);
+  Buffer buffer = find_buffer(func_, "transform_layout", name, true);
+  std::vector<Buffer> inputs = func_.buffer_params();
+  if (std::find_if(inputs.begin(), inputs.end(), [&](const Buffer& b) { return b.same_as(buffer); }) == inputs.end()) {
+    // An allocation: private to the function, so every store and load of
+    // it moves to the new layout and nothing is recorded.
+    refuse_views(func_->body, buffer.get(), "transform_layout", "is accessed through a view; transform before FlattenBuffer");
+    Layout layout = classify_layout(func_, buffer, layout_map, "transform_layout");
+    Buffer laid(buffer->name, buffer->dtype, simplified(layout_shape(layout, buffer_shape(buffer))), buffer->scope);
+    func_ = with_new_body(func_, redirect_loads(func_->body, buffer, laid, layout, true));
+    return;
+  }
   if (touches(func_->body, buffer.get(), true)) refuse("transform_layout", "'" + name + "' is written by the function");
   refuse_views(func_->body, buffer.get(), "transform_layout", "is read through a view; transform before FlattenBuffer");
-  std::vector<Buffer> inputs = func_.buffer_params();
   size_t input = 0;
   while (input < inputs.size() && !inputs[input].same_as(buffer)) ++input;
   std::map<std::string, std::string> layouts = param_layouts(*func_.get());

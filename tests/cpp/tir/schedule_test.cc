@@ -170,6 +170,30 @@ TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
   EXPECT_EQ(run(rows.func()), want) << text;
 }
 
+// transform_layout of an allocation: the accumulator transposed and split
+// (its stores and loads move with it, nothing is recorded) gives the same
+// numbers; a padded split's extra elements are never read.
+TEST(Schedule, TransformLayoutOfAnAllocationRewritesItsStoresAndLoads) {
+  std::vector<float> want = run(original());
+  tir::Schedule s(original());
+  s.transform_layout("acc", [](const std::vector<tir::PrimExpr>& v) {
+    tir::PrimExpr four = tir::IntImm(DataType::Int(64), 4);
+    return std::vector<tir::PrimExpr>{tir::FloorDiv(v[1], four), v[0], tir::FloorMod(v[1], four)};
+  });
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("alloc %acc: Buffer[(3, 6, 4), float32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%acc[%j // 4, %i, %j % 4] = %acc[%j // 4, %i, %j % 4] + %A[%i, %k]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%biased[%i2, %j2] = %acc[%j2 // 4, %i2, %j2 % 4] + %B[%j2]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("param_layouts"), std::string::npos) << text;
+  EXPECT_EQ(run(s.func()), want) << text;
+  std::string got = error_of([&] {
+    s.transform_layout("acc", [](const std::vector<tir::PrimExpr>& v) { return std::vector<tir::PrimExpr>{v[1]}; });
+  });
+  EXPECT_NE(got.find("schedule.transform_layout: 'acc': axis 0 must appear in the layout once"), std::string::npos) << got;
+  got = error_of([&] { s.transform_layout("acx", [](const std::vector<tir::PrimExpr>& v) { return v; }); });
+  EXPECT_NE(got.find("no buffer 'acx'"), std::string::npos) << got;
+}
+
 // transform_layout: the weight parameter itself takes the panel layout;
 // a caller that passes it re-laid out (tir::relayout) gets the same numbers.
 TEST(Schedule, TransformLayoutMakesTheCallerPassTheParameterReLaidOut) {

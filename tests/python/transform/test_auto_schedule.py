@@ -241,3 +241,40 @@ def test_channels_last_convolutions_are_tiled_with_their_weights_packed(cin, cou
     got = loom.build(mod, CONFIG)["main"](x).numpy()
     want = conv_ref(x.transpose(0, 3, 1, 2), w.transpose(0, 3, 1, 2), k // 2, groups).transpose(0, 2, 3, 1)
     close(got, np.maximum(want, 0))
+
+
+def conv_stride_ref(x, w, pad, stride):
+    full = conv_ref(x, w, pad)
+    return full[:, :, ::stride, ::stride]
+
+
+@pytest.mark.parametrize("cin,cout,k,hw,stride,residual", [
+    (32, 64, 3, 7, 1, True),    # ResNet's last stage: a 7-pixel row is 4-lane vectors and a tail
+    (16, 32, 3, 14, 1, False),  # 14 pixels: 8 lanes and 6
+    (3, 16, 7, 32, 2, False),   # the stem: stride 2, a wide load and a shuffle per vector
+])
+def test_nchw_convolutions_over_short_or_strided_rows_vectorize_output_channels(cin, cout, k, hw, stride, residual):
+    # The channel tile (docs/passes.md, AutoSchedule): the output channels
+    # are the vector axis, the constant weight takes panels of them at
+    # compile time, the accumulator is laid out with channels last, and
+    # the epilogue (bias, residual, relu) stores the NCHW output lane by
+    # lane.
+    x, w, b = f32(1, cin, hw, hw), f32(cout, cin, k, k), f32(cout, 1, 1)
+    out_hw = (hw + 2 * (k // 2) - k) // stride + 1
+    r = f32(1, cout, out_hw, out_hw)
+    xv, rv = graph.Var("x", shape=x.shape), graph.Var("r", shape=r.shape)
+    y = op.add(op.conv2d(xv, graph.Constant(w), strides=[stride] * 2, padding=[k // 2] * 4), graph.Constant(b))
+    if residual:
+        y = op.add(y, rv)
+    params = [xv, rv] if residual else [xv]
+    mod = loom.IRModule({"main": graph.Function(params, op.relu(y))})
+    # The choice depends on the vector width: scheduled for AVX2 (8 lanes)
+    # whatever this machine has; the numbers on this machine's own.
+    text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
+    fused = text[text.index("@fused_conv2d"):text.index("@main")]
+    assert re.search(r'param_layouts: \{"1": "0 // (8|16|24|32), 1, 2, 3, 0 % \1"\}', fused), fused
+    assert re.search(rf"alloc %t\d*: Buffer\[\(1, {out_hw}, {out_hw}, {cout}\), float32\]", fused), fused
+    assert "unrolled" in fused and "vectorized" in fused, fused
+    want = np.maximum(conv_stride_ref(x, w, k // 2, stride) + b + (r if residual else 0), 0)
+    got = loom.build(mod, CONFIG)["main"](*([x, r] if residual else [x])).numpy()
+    close(got, want)

@@ -89,7 +89,10 @@ class Schedule {
   // The function's attribute param_layouts records it ({"K": "0 // 16, 1,
   // 0 % 16"} for input K, loom/tir/layout.h), a contract: every caller
   // passes that input re-laid out (docs/target-llvm.md, "Parameter
-  // layouts").  Refuses a parameter that already has a layout.
+  // layouts").  Refuses a parameter that already has a layout.  An
+  // allocated buffer may take a layout too: its stores and loads are
+  // rewritten and nothing is recorded (a reduction's accumulator laid
+  // out so that the tile's vector axis is its last).
   void transform_layout(const std::string& buffer, const IndexMap& layout);
   // The copy's axis k is buffer's axis axes[k].
   std::string cache_read(const std::string& buffer, const std::vector<int>& axes);
