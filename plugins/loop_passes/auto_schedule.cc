@@ -321,6 +321,35 @@ class StageScheduler {
   StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work)
       : s_(s), vector_bits_(vector_bits), min_work_(min_work), constant_(std::move(constant)) {}
 
+  // The elementwise nest `producer` computed per iteration of the
+  // already scheduled nest `consumer`'s outer loop (compute_at), when every
+  // iteration reads a part of its buffer no other iteration reads, so that
+  // nothing is computed twice: a depthwise convolution reads one channel
+  // of its padded input per iteration, which is then written and read
+  // while it is in cache instead of in a pass over the whole input (a
+  // stride-2 depthwise 3x3 over 96x112x112 copied 5 MB before reading
+  // it).  Its inner loop is vectorized.  False (schedule unchanged) when
+  // it does not fit.
+  bool localize(const std::string& producer, const std::string& consumer) {
+    auto work = work_of(find(s_, producer));
+    if (!work) return false;
+    Schedule saved = s_;
+    try {
+      s_.compute_at(producer, consumer);
+      const auto* body = find(s_, consumer)->body.as<SeqStmtNode>();
+      const auto* moved = body ? body->seq[0].cast<Stmt>().as<ForNode>() : nullptr;
+      auto part = moved ? work_of(moved) : std::nullopt;
+      auto extent = const_int(find(s_, consumer)->extent);
+      if (part && extent && *part * *extent <= *work) {
+        vectorize_inner(moved->loop_var->name);
+        return true;
+      }
+    } catch (const ScheduleError&) {
+    }
+    s_ = saved;
+    return false;
+  }
+
   void run(const std::string& root) {
     const ForNode* top = find(s_, root);
     parallel_ = worth_threads(top);
@@ -958,7 +987,25 @@ PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& cons
   std::vector<std::string> nests;
   roots(s.func()->body, nests);
   StageScheduler stages(s, bits, constant, min_work);
-  for (const std::string& n : nests) stages.run(n);
+  for (size_t k = 0; k < nests.size(); ++k) {
+    // An elementwise nest right before a reduction (a convolution's padded
+    // input) is scheduled after it, so that it can move into the
+    // reduction's outer loop when each iteration reads its own part.
+    bool before_reduction = k + 1 < nests.size() && !has_reduction(find(s, nests[k])) &&
+                            has_reduction(find(s, nests[k + 1]));
+    if (!before_reduction) {
+      stages.run(nests[k]);
+      continue;
+    }
+    std::vector<std::string> before;
+    roots(s.func()->body, before);
+    stages.run(nests[k + 1]);
+    std::vector<std::string> after;
+    roots(s.func()->body, after);
+    std::string consumer = after.size() == before.size() ? after[k + 1] : "";
+    if (consumer.empty() || !stages.localize(nests[k], consumer)) stages.run(nests[k]);
+    ++k;
+  }
   Stmt body = simplify(s.func()->body);
   if (s.func().same_as(f) && body.same_as(f->body)) return f;
   return with_body(*s.func().get(), body);

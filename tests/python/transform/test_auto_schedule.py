@@ -278,3 +278,29 @@ def test_nchw_convolutions_over_short_or_strided_rows_vectorize_output_channels(
     want = np.maximum(conv_stride_ref(x, w, k // 2, stride) + b + (r if residual else 0), 0)
     got = loom.build(mod, CONFIG)["main"](*([x, r] if residual else [x])).numpy()
     close(got, want)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_depthwise_convolution_pads_each_channel_right_before_reading_it(stride):
+    # Each iteration of the depthwise convolution's channel loop reads one
+    # channel of the padded input: the padding nest moves into that loop
+    # (compute_at), cut to the part it reads, instead of a pass over the
+    # whole input before the convolution.  A dense convolution reads every
+    # channel per iteration: its padding stays a nest of its own.
+    x, w = f32(1, 16, 20, 20), f32(16, 1, 3, 3)
+    xv = graph.Var("x", shape=x.shape)
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(op.conv2d(
+        xv, graph.Constant(w), strides=[stride] * 2, padding=[1] * 4, groups=16)))})
+    text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
+    fused = text[text.index("@fused_conv2d"):text.index("@main")]
+    loops = re.findall(r"for %(\w+): int64 from 0 extent (\d+)", fused)
+    assert loops[0][0].startswith("i"), fused  # the convolution's loop is outermost...
+    assert re.search(r"%X_pad\[[^\]]*\] = select", fused), fused
+    assert fused.index("%X_pad[") > fused.index("for %" + loops[0][0]), fused  # ...and pads inside it
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    for c in range(16):
+        want = np.maximum(conv_stride_ref(x[:, c:c + 1], w[c:c + 1], 1, stride), 0)
+        close(got[:, c:c + 1], want)
+    dense = loom.IRModule({"main": graph.Function([xv], op.conv2d(xv, graph.Constant(f32(16, 16, 3, 3)), padding=[1] * 4))})
+    text = scheduled(loom.ir.with_attr(dense, "target", loom.target.Target("llvm", mcpu="haswell")))
+    assert re.search(r"for %p\w*: int64 from 0 extent \d+", text.split("alloc %X_pad")[1].split("\n")[1]), text
