@@ -773,6 +773,16 @@ class StageScheduler {
     if (accumulators.empty()) return false;
     std::set<std::string> allocations;
     for (const std::string& a : allocated(s_)) allocations.insert(a);
+    std::set<std::string> written;
+    for (const BufferStoreNode* st : accumulators) written.insert(st->buffer->name);
+    // The reduction's loads of what it does not write (its operands).
+    std::vector<const BufferLoadNode*> loads;
+    for (const Stmt& r : reduction_loops(body))
+      pre_order(r, [&](const Stmt&) { return true; }, [&](const PrimExpr& e) {
+        const auto* l = e.as<BufferLoadNode>();
+        if (l && !written.count(l->buffer->name)) loads.push_back(l);
+        return true;
+      });
     int lanes = lanes_for(body);
     for (size_t k = spatial - 1; k-- > 0;) {
       const VarNode* cv = chain[k]->loop_var.get();
@@ -794,8 +804,6 @@ class StageScheduler {
       if (!fits) continue;
       // A constant operand along c; every other load of the reduction
       // invariant along c, and one of them gives the rows.
-      std::set<std::string> written;
-      for (const BufferStoreNode* st : accumulators) written.insert(st->buffer->name);
       bool constant = false;
       std::vector<Operand> operands;
       for (const Stmt& r : reduction_loops(body))
@@ -806,24 +814,15 @@ class StageScheduler {
       if (!constant) continue;
       const ForNode* rows = nullptr;
       for (size_t m = spatial; m-- > 0 && !rows;) {
-        if (m == k) continue;
         auto extent = const_int(chain[m]->extent);
-        if (!extent || *extent < 2) continue;
-        for (const Stmt& r : reduction_loops(body))
-          pre_order(r, [&](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-            const auto* l = e.as<BufferLoadNode>();
-            if (l && !written.count(l->buffer->name) && uses_var(Any(l->indices), chain[m]->loop_var.get())) rows = chain[m];
-            return true;
-          });
+        if (m == k || !extent || *extent < 2) continue;
+        for (const BufferLoadNode* l : loads)
+          if (uses_var(Any(l->indices), chain[m]->loop_var.get())) rows = chain[m];
       }
-      for (const Stmt& r : reduction_loops(body))
-        pre_order(r, [&](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-          const auto* l = e.as<BufferLoadNode>();
-          if (!l || written.count(l->buffer->name)) return true;
-          bool operand = std::any_of(operands.begin(), operands.end(), [&](const Operand& o) { return o.load->buffer.get() == l->buffer.get(); });
-          if (!operand && uses_var(Any(l->indices), cv)) fits = false;
-          return true;
-        });
+      for (const BufferLoadNode* l : loads) {
+        bool operand = std::any_of(operands.begin(), operands.end(), [&](const Operand& o) { return o.load->buffer.get() == l->buffer.get(); });
+        if (!operand && uses_var(Any(l->indices), cv)) fits = false;
+      }
       if (!fits || !rows) continue;
       auto [ti, tj] = tile_shape(*const_int(rows->extent), *ec / lanes);
       if (tile_rate(ti, tj) <= rate + 1e-9) continue;
