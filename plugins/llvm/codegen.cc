@@ -18,6 +18,7 @@
 #include <loom/runtime/c_backend_api.h>
 #include <loom/support/stack.h>
 #include <loom/tir/function.h>
+#include <loom/tir/util.h>
 
 #include "math.h"
 
@@ -363,13 +364,13 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
     while (i < num_params && params[i].object() != v) ++i;
     llvm::Type* t = type(v->dtype);
     Value* from_shape = nullptr;
-    for (size_t k = 0; k < buffers.size() && !from_shape; ++k) {
-      for (size_t d = 0; d < buffers[k]->shape.size(); ++d) {
-        if (buffers[k]->shape[d].object() != v) continue;
-        Value* shape = field(tensors[k], kTensorShape, p);
-        from_shape = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
-        break;
-      }
+    if (auto bound = tir::bind_from_shapes(buffers, v)) {
+      Value* shape = field(tensors[bound->buffer], kTensorShape, p);
+      from_shape = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, bound->dim));
+      if (bound->offset != 0) from_shape = b_.CreateSub(from_shape, b_.getInt64(bound->offset));
+      // The division is exact when the shapes are right, which every
+      // dimension's check below confirms.
+      if (bound->scale != 1) from_shape = b_.CreateSDiv(from_shape, b_.getInt64(bound->scale));
     }
     if (i == num_params) {  // bound only by a shape
       values_[v] = b_.CreateSExtOrTrunc(from_shape, t);

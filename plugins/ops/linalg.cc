@@ -8,11 +8,6 @@ namespace loom::ops {
 namespace {
 using tir::PrimExpr;
 
-bool same_dim(const Any& a, const Any& b) {
-  auto ca = constant_dim(a), cb = constant_dim(b);
-  return ca && cb ? *ca == *cb : a.object() == b.object();
-}
-
 void check_dtypes(const ir::TensorTypeNode& a, const ir::TensorTypeNode& b) {
   if (a.dtype != b.dtype) {
     LOOM_THROW(TypeError) << "operands have dtypes " << a.dtype.to_string() << " and " << b.dtype.to_string();

@@ -1,6 +1,7 @@
 #include "lowering.h"
 
 #include "loom/ir/text.h"
+#include "loom/object/structural.h"
 #include "loom/support/error.h"
 
 namespace loom::ops {
@@ -8,6 +9,13 @@ namespace loom::ops {
 namespace {
 std::optional<int64_t> constant(const Any& d) { return constant_dim(d); }
 }  // namespace
+
+bool same_dim(const Any& a, const Any& b) {
+  // -1 for a symbolic dimension, as in broadcast_shapes below.
+  int64_t ca = constant_dim(a).value_or(-1), cb = constant_dim(b).value_or(-1);
+  if (ca >= 0 || cb >= 0) return ca == cb;
+  return same_expression(a, b);
+}
 
 std::optional<int64_t> constant_dim(const Any& d) {
   if (const auto* i = dynamic_cast<const tir::IntImmNode*>(d.object())) return i->value;
@@ -87,7 +95,7 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b) {
       result = db;
     } else if (cb == 1) {
       result = da;
-    } else if (ca >= 0 && cb >= 0 ? ca == cb : da.object() == db.object()) {
+    } else if (same_dim(da, db)) {
       result = da;
     } else {
       LOOM_THROW(TypeError) << "shapes " << shape_text(a) << " and " << shape_text(b)

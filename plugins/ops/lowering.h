@@ -54,6 +54,9 @@ std::string shape_text(const Array& shape);
 bool is_float(DataType t);
 // The constant value of a dimension, if it is one.
 std::optional<int64_t> constant_dim(const Any& d);
+// Whether two dimensions are the same: equal constants, or the same
+// expression over the same variables (two reshapes' %n * 4).
+bool same_dim(const Any& a, const Any& b);
 // `axis` normalised against `rank` (negative counts from the end); Error
 // naming the axis and the rank when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);

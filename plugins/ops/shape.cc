@@ -1,6 +1,7 @@
 // Shape operators: reshape, transpose, flatten, expand_dims, squeeze,
 // broadcast_to, concat, split, slice, pad (pattern: injective;
 // docs/operators.md).
+#include "loom/arith/simplify.h"
 #include "loom/ir/text.h"
 #include "lowering.h"
 
@@ -16,17 +17,6 @@ std::vector<int64_t> ints(const Any& value) {
 }
 
 Any dim_of(int64_t v) { return Any(tir::IntImm(DataType::Int(64), v)); }
-
-// Constant dimensions of a type; Error naming `what` when one is symbolic.
-std::vector<int64_t> static_shape(const ir::TensorTypeNode& t, const std::string& what) {
-  std::vector<int64_t> out;
-  for (const Any& d : t.shape) {
-    auto c = constant_dim(d);
-    if (!c) LOOM_THROW(TypeError) << what << " needs a static shape, got " << shape_text(t.shape);
-    out.push_back(*c);
-  }
-  return out;
-}
 
 // Row-major unravel of `flat` over `shape`.
 Indices unravel(PrimExpr flat, const Indices& shape) {
@@ -140,13 +130,31 @@ std::vector<int64_t> pad_widths(const graph::CallNode& call, size_t rank) {
 void register_shape_ops() {
   const auto injective = ir::PatternKind::kInjective;
   define(
-      "reshape", 1, {{"shape", "Array", Any(), "the new shape; one entry may be -1 (inferred)"}}, injective,
+      "reshape", 1, {{"shape", "Array", Any(), "the new shape; one entry may be -1 (inferred, and the only one that may take symbolic dimensions)"}}, injective,
       "the same elements in a new shape (row-major)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
-        std::vector<int64_t> in = static_shape(x, "reshape"), out = ints(attrs_of(call).at("shape"));
+        std::vector<int64_t> out = ints(attrs_of(call).at("shape"));
+        // The input's element count: a constant part times the product of
+        // its symbolic dimensions (a dynamic batch), which only the -1
+        // entry can take.
         int64_t count = 1, known = 1, infer = -1;
-        for (int64_t d : in) count *= d;
+        std::optional<PrimExpr> symbolic;
+        for (const Any& d : x.shape) {
+          if (auto c = constant_dim(d)) {
+            count *= *c;
+          } else {
+            // Constant factors (%n * 128) count with the constant part.
+            PrimExpr e = d.cast<PrimExpr>();
+            while (const auto* m = e.as<tir::MulNode>()) {
+              auto ca = constant_dim(Any(m->a)), cb = constant_dim(Any(m->b));
+              if (!ca && !cb) break;
+              count *= ca ? *ca : *cb;
+              e = ca ? m->b : m->a;
+            }
+            symbolic = symbolic ? PrimExpr(tir::Mul(*symbolic, e)) : e;
+          }
+        }
         for (size_t k = 0; k < out.size(); ++k) {
           if (out[k] == -1) {
             if (infer >= 0) LOOM_THROW(TypeError) << "only one dimension of the new shape may be -1";
@@ -157,20 +165,27 @@ void register_shape_ops() {
             known *= out[k];
           }
         }
+        std::vector<Any> shape;
+        for (int64_t d : out) shape.push_back(dim_of(d));
+        if (symbolic && infer < 0) {
+          LOOM_THROW(TypeError) << "cannot reshape " << shape_text(x.shape)
+                                << " to a static shape: one entry of the new shape must be -1, for the symbolic part";
+        }
         if (infer >= 0) {
           if (known == 0 || count % known != 0) {
-            LOOM_THROW(TypeError) << "cannot infer the -1 of the new shape: " << count << " elements are not a multiple of "
-                                  << known;
+            LOOM_THROW(TypeError) << "cannot infer the -1 of the new shape: " << shape_text(x.shape) << " has "
+                                  << count << (symbolic ? " * " + ir::to_text(Any(*symbolic)) : std::string())
+                                  << " elements, not a multiple of " << known;
           }
-          out[infer] = count / known;
-          known *= out[infer];
+          int64_t factor = count / known;
+          known *= factor;
+          shape[infer] = symbolic ? Any(arith::simplify(factor == 1 ? *symbolic : PrimExpr(tir::Mul(*symbolic, PrimExpr(factor)))))
+                                  : dim_of(factor);
         }
-        if (known != count) {
+        if (!symbolic && known != count) {
           LOOM_THROW(TypeError) << "cannot reshape " << shape_text(x.shape) << " (" << count << " elements) to "
                                 << known << " elements";
         }
-        std::vector<Any> shape;
-        for (int64_t d : out) shape.push_back(dim_of(d));
         return ir::TensorType(Array(shape), x.dtype);
       },
       [](const graph::CallNode& call) { return gather(call, reshape_index); });
@@ -330,8 +345,7 @@ void register_shape_ops() {
           }
           for (size_t k = 0; k < rank; ++k) {
             if (static_cast<int64_t>(k) == axis) continue;
-            auto a = constant_dim(t.shape[k]), b = constant_dim(first.shape[k]);
-            if (a && b ? *a != *b : t.shape[k].object() != first.shape[k].object()) {
+            if (!same_dim(t.shape[k], first.shape[k])) {
               LOOM_THROW(TypeError) << "argument " << i << " " << shape_text(t.shape) << " differs from "
                                     << shape_text(first.shape) << " in axis " << k;
             }

@@ -5,11 +5,13 @@
 #include <unordered_map>
 
 #include "graph_util.h"
+#include "loom/arith/simplify.h"
 #include "loom/ir/op.h"
 #include "loom/object/structural.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/function.h"
 #include "loom/tir/functor.h"
+#include "loom/tir/util.h"
 
 namespace loom::passes {
 
@@ -77,17 +79,10 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
     for (const Any& p : kernel->params) {
       const auto* scalar = p.as_object_ref().as<tir::VarNode>();
       if (!scalar) continue;
-      std::optional<tir::PrimExpr> value;
-      for (size_t k = 0; k < kernel_buffers.size() && !value; ++k) {
-        for (size_t d = 0; d < kernel_buffers[k]->shape.size(); ++d) {
-          if (kernel_buffers[k]->shape[d].object() == scalar) {
-            value = actual[k]->shape[d].cast<tir::PrimExpr>();
-            break;
-          }
-        }
-      }
-      if (!value) return std::nullopt;
-      dimension[scalar] = *value;
+      auto bound = tir::bind_from_shapes(kernel_buffers, scalar);
+      if (!bound) return std::nullopt;
+      dimension[scalar] =
+          arith::simplify(tir::solve_binding(*bound, actual[bound->buffer]->shape[bound->dim].cast<tir::PrimExpr>()));
     }
     Mutator m;
     m.on<tir::BufferNode>([&](const tir::BufferNode* b, const ObjectRef& self) -> Any {

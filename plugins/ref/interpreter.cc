@@ -11,6 +11,7 @@
 #include "loom/runtime/ndarray.h"
 #include "loom/support/stack.h"
 #include "loom/support/strings.h"
+#include "loom/tir/util.h"
 
 namespace loom::ref {
 
@@ -600,7 +601,7 @@ Any run_prim_func(const tir::PrimFunc& func, const std::string& name, const Any*
     keep.push_back(arg.cast<NDArray>());
   };
   // Buffers first, then scalars: a scalar parameter of a call_dps call is
-  // bound from the first buffer dimension that is that variable.
+  // bound from the buffers' shapes (tir::bind_from_shapes).
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i].as_object_ref().as<tir::BufferNode>()) {
       size_t arg = dps ? next++ : i;
@@ -624,19 +625,11 @@ Any run_prim_func(const tir::PrimFunc& func, const std::string& name, const Any*
       in.bind(var, v);
       continue;
     }
-    bool bound = false;
-    size_t k = 0;
-    for (const tir::Buffer& b : buffers) {
-      const auto* array = static_cast<const NDArrayNode*>(args[k++].object());
-      for (size_t d = 0; d < b->shape.size() && !bound; ++d) {
-        if (b->shape[d].object() == var) {
-          in.bind_int(var, var->dtype, array->shape[d].as_int());
-          bound = true;
-        }
-      }
-      if (bound) break;
-    }
+    auto bound = tir::bind_from_shapes(buffers, var);
     if (!bound) in.fail("%" + var->name + " is not a dimension of any buffer, so call_dps cannot pass it");
+    const auto* array = static_cast<const NDArrayNode*>(args[bound->buffer].object());
+    // Exact when the shapes are right, which the checks below confirm.
+    in.bind_int(var, var->dtype, (array->shape[bound->dim].as_int() - bound->offset) / bound->scale);
   }
   // Every buffer dimension must agree with the tensor (variables are bound
   // now, so composite dimensions can be evaluated too).

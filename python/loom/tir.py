@@ -77,6 +77,12 @@ def logical_not(a):
     return call("tir.Not", expr(a))
 
 
+def simplify(e):
+    """`e` simplified: constants folded, like terms combined (an IntImm when
+    the value is known)."""
+    return call("tir.simplify", expr(e))
+
+
 def Var(name, dtype="int64"):
     """A scalar variable (a loop variable, a scalar parameter)."""
     return call("tir.Var", name, _dtype(dtype))

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "int_math.h"
+#include "loom/object/function.h"
 #include "loom/object/structural.h"
 #include "loom/support/stack.h"
 #include "loom/tir/builder.h"
@@ -314,5 +315,21 @@ class StmtSimplifier {
 
 PrimExpr simplify(const PrimExpr& e, const Analyzer& analyzer) { return ExprSimplifier(analyzer).run(e); }
 Stmt simplify(const Stmt& s, Analyzer analyzer) { return StmtSimplifier(std::move(analyzer)).run(s); }
+
+namespace {
+// For frontends (loom.tir.simplify in Python).
+const bool registered = [] {
+  FunctionRegistry::register_function(
+      "tir.simplify",
+      Function::typed(
+          [](PrimExpr e) {
+            if (!e.defined()) LOOM_THROW(TypeError) << "tir.simplify: e must be a tir expression, got none";
+            return simplify(e);
+          },
+          "tir.simplify"),
+      "tir.simplify(e): e simplified (constants folded, like terms combined; loom/arith/simplify.h)");
+  return true;
+}();
+}  // namespace
 
 }  // namespace loom::arith

@@ -16,6 +16,8 @@
 #include "loom/runtime/vm.h"
 #include "loom/support/stack.h"
 #include "loom/target/target.h"
+#include "loom/tir/functor.h"
+#include "loom/tir/stmt.h"
 #include "memory_planner.h"
 
 namespace loom::driver {
@@ -128,6 +130,19 @@ class FunctionCompiler {
       for (const Any& d : t->shape) {
         const auto* var = dynamic_cast<const tir::VarNode*>(d.object());
         if (var && !slot_of(var)) add_shape_var(var);
+      }
+      // The variables of composite dimensions too (%n in (%n * 128, 256)):
+      // the VM binds them from a dimension linear in them.
+      for (const Any& d : t->shape) {
+        if (dynamic_cast<const tir::VarNode*>(d.object()) || !dynamic_cast<const tir::PrimExprNode*>(d.object())) {
+          continue;
+        }
+        tir::pre_order(tir::Evaluate(d.cast<tir::PrimExpr>()), [](const tir::Stmt&) { return true; },
+                       [&](const tir::PrimExpr& e) {
+                         const auto* var = e.as<tir::VarNode>();
+                         if (var && !slot_of(var)) add_shape_var(var);
+                         return true;
+                       });
       }
     } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
       for (const Any& f : t->fields) bind_shape_vars(f.cast<Type>());

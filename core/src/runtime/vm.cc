@@ -495,6 +495,58 @@ struct InputChecker {
     }
   }
 
+  // A composite dimension as scale * %var + offset where %var is the one
+  // unbound variable in it (the others count as constants): {slot, scale,
+  // offset}, or nullopt.
+  struct Linear {
+    int64_t slot = -1, scale = 0, offset = 0;
+  };
+  std::optional<Linear> linear(const ShapeExprNode* e) const {
+    switch (e->shape_op()) {
+      case ShapeOp::kConst: return Linear{-1, 0, e->value};
+      case ShapeOp::kVar:
+        if (bound[e->value] != INT64_MIN) return Linear{-1, 0, bound[e->value]};
+        return Linear{e->value, 1, 0};
+      default: break;
+    }
+    auto a = linear(static_cast<const ShapeExprNode*>(e->a.get()));
+    auto b = linear(static_cast<const ShapeExprNode*>(e->b.get()));
+    if (!a || !b || (a->slot >= 0 && b->slot >= 0 && a->slot != b->slot)) return std::nullopt;
+    int64_t slot = std::max(a->slot, b->slot);
+    switch (e->shape_op()) {
+      case ShapeOp::kAdd: return Linear{slot, a->scale + b->scale, a->offset + b->offset};
+      case ShapeOp::kSub: return Linear{slot, a->scale - b->scale, a->offset - b->offset};
+      case ShapeOp::kMul:
+        if (a->scale != 0 && b->scale != 0) return std::nullopt;
+        return Linear{slot, a->scale * b->offset + b->scale * a->offset, a->offset * b->offset};
+      default: return std::nullopt;
+    }
+  }
+
+  // Binds a variable that only composite dimensions mention (a fused
+  // function over a reshape's (%n * 128, 256)) from the first such
+  // dimension that is linear in it; the checks of check_composite follow.
+  void bind_linear(const Any& value, const VMType& type) {
+    const VMTypeNode* t = type.get();
+    if (t->type_kind() == VMTypeKind::kTuple) {
+      const auto* a = static_cast<const ArrayNode*>(value.object());
+      for (size_t i = 0; i < t->fields.size(); ++i) bind_linear(a->items[i], t->fields[i].cast<VMType>());
+      return;
+    }
+    if (t->type_kind() != VMTypeKind::kTensor || !t->shape.defined()) return;
+    const auto* a = static_cast<const NDArrayNode*>(value.object());
+    for (size_t i = 0; i < t->shape.size(); ++i) {
+      const auto* dim = static_cast<const ShapeExprNode*>(t->shape[i].object());
+      if (dim->shape_op() == ShapeOp::kConst || dim->shape_op() == ShapeOp::kVar) continue;
+      auto form = linear(dim);
+      if (!form || form->slot < 0 || form->scale == 0) continue;
+      int64_t rest = a->dl_tensor().shape[i] - form->offset;
+      // An inexact division is left to check_composite, which names the
+      // dimension and what it should be.
+      if (rest % form->scale == 0) bound[form->slot] = rest / form->scale;
+    }
+  }
+
   // Composite dimensions (not a constant or a lone variable), once every
   // variable is bound.
   void check_composite(const Any& value, const VMType& type, const Label& what) {
@@ -505,6 +557,12 @@ struct InputChecker {
       for (size_t i = 0; i < t->shape.size(); ++i) {
         ShapeExpr dim = t->shape[i].cast<ShapeExpr>();
         if (dim->shape_op() == ShapeOp::kConst || dim->shape_op() == ShapeOp::kVar) continue;
+        auto form = linear(dim.get());
+        if (!form || form->slot >= 0) {
+          LOOM_THROW(Error) << what() << ": dimension " << i << " is " << a->dl_tensor().shape[i]
+                            << ", which is not " << shape_expr_text(dim, f.shape_vars)
+                            << " for any whole value of its variables";
+        }
         int64_t want = evaluate(dim, bound), got = a->dl_tensor().shape[i];
         if (want != got) {
           LOOM_THROW(Error) << what() << ": dimension " << i << " is " << got << "; expected "
@@ -628,6 +686,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   for (int32_t i = 0; i < count; ++i) {
     checker.check(args[i], f.param_types[i], [&] { return checker.argument(i); }, i);
   }
+  for (int32_t i = 0; i < count; ++i) checker.bind_linear(args[i], f.param_types[i]);
   for (int32_t i = 0; i < count; ++i) {
     checker.check_composite(args[i], f.param_types[i], [&] { return checker.argument(i); });
   }

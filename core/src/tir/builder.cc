@@ -2,6 +2,7 @@
 #include "loom/tir/builder.h"
 
 #include "loom/ir/text.h"
+#include "loom/tir/functor.h"
 
 namespace loom::tir {
 
@@ -14,17 +15,24 @@ std::optional<int64_t> constant_dim(const Any& d) {
 
 PrimExpr PrimBuilder::dim(const Any& graph_dim) {
   if (auto c = constant_dim(graph_dim)) return PrimExpr(*c);
-  const auto* var = dynamic_cast<const VarNode*>(graph_dim.object());
-  if (!var) {
-    LOOM_THROW(Error) << "dimension " << ir::to_text(graph_dim)
-                      << " is an expression; a prim function is built over constant or variable dimensions";
+  if (const auto* var = dynamic_cast<const VarNode*>(graph_dim.object())) {
+    auto found = vars_.find(var);
+    if (found != vars_.end()) return found->second;
+    Var v(var->name, DataType::Int(64));
+    vars_.emplace(var, v);
+    scalars_.push_back(Any(v));
+    return v;
   }
-  auto found = vars_.find(var);
-  if (found != vars_.end()) return found->second;
-  Var v(var->name, DataType::Int(64));
-  vars_.emplace(var, v);
-  scalars_.push_back(Any(v));
-  return v;
+  // A composite dimension (a reshape's n * 4): the same arithmetic over
+  // the scalars of its variables.
+  const auto* e = dynamic_cast<const PrimExprNode*>(graph_dim.object());
+  if (!e) LOOM_THROW(Error) << "dimension " << ir::to_text(graph_dim) << " is not an integer expression";
+  return Rewriter()
+      .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
+        if (part.as<VarNode>()) return dim(Any(part));
+        return std::nullopt;
+      })
+      .run(graph_dim.cast<PrimExpr>());
 }
 
 Buffer PrimBuilder::buffer(const ir::TensorTypeNode& type, const std::string& name, const std::string& scope) {

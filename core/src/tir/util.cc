@@ -24,6 +24,44 @@ std::vector<const ForNode*> perfect_nest(const ForNode* top) {
   return nest;
 }
 
+namespace {
+// e as scale * v + offset with constants, when it is one.
+std::optional<std::pair<int64_t, int64_t>> linear_in(const PrimExpr& e, const VarNode* v) {
+  if (e.get() == v) return std::make_pair(int64_t{1}, int64_t{0});
+  if (auto c = const_int(e)) return std::make_pair(int64_t{0}, *c);
+  const auto* b = dynamic_cast<const BinaryOpNode*>(e.get());
+  if (!b) return std::nullopt;
+  auto l = linear_in(b->a, v), r = linear_in(b->b, v);
+  if (!l || !r) return std::nullopt;
+  if (e.as<AddNode>()) return std::make_pair(l->first + r->first, l->second + r->second);
+  if (e.as<SubNode>()) return std::make_pair(l->first - r->first, l->second - r->second);
+  if (e.as<MulNode>() && (l->first == 0 || r->first == 0)) {
+    return std::make_pair(l->first * r->second + r->first * l->second, l->second * r->second);
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<ShapeBinding> bind_from_shapes(const std::vector<Buffer>& buffers, const VarNode* var) {
+  for (size_t k = 0; k < buffers.size(); ++k)
+    for (size_t d = 0; d < buffers[k]->shape.size(); ++d)
+      if (buffers[k]->shape[d].object() == var) return ShapeBinding{k, d, 1, 0};
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    for (size_t d = 0; d < buffers[k]->shape.size(); ++d) {
+      auto form = linear_in(buffers[k]->shape[d].cast<PrimExpr>(), var);
+      if (form && form->first != 0) return ShapeBinding{k, d, form->first, form->second};
+    }
+  }
+  return std::nullopt;
+}
+
+PrimExpr solve_binding(const ShapeBinding& b, const PrimExpr& extent) {
+  PrimExpr e = extent;
+  if (b.offset != 0) e = Sub(e, PrimExpr(b.offset));
+  if (b.scale != 1) e = FloorDiv(e, PrimExpr(b.scale));
+  return e;
+}
+
 tir::PrimFunc with_body(const tir::PrimFuncNode& f, const Stmt& body) {
   std::vector<Any> params(f.params.begin(), f.params.end());
   return tir::PrimFunc(params, body, f.ret, f.attrs);

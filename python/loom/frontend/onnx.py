@@ -5,7 +5,11 @@ registered with `@converter(op_type, opsets=(first, last))`.  A converter
 gets the context, the node and the node's inputs as values: a NumPy array
 when the importer knows the value (initializers, constants and anything
 computed from them only: the shape arithmetic of exported models), a Loom
-graph expression otherwise, None for an omitted optional input.  It
+graph expression otherwise, None for an omitted optional input.  The shape
+of a tensor with a symbolic dimension (a dynamic batch) is known too: a
+NumPy array of dtype object whose entries are ints or tir expressions over
+the dimension's variable ("symbolic shape"); the folds of the operators in
+SYMBOLIC_FOLDS compute with it, and Reshape takes it as a target.  It
 returns a value or a tuple of values.  `fold=` computes the node with NumPy
 when all inputs are known.
 
@@ -83,6 +87,9 @@ class Context:
         """A value as a graph expression: known arrays become constants."""
         if not isinstance(value, np.ndarray):
             return value
+        if _is_symbolic(value):
+            raise _core.TypeError(f"the shape {_shape_text(value)} has a symbolic dimension and is used as a "
+                                  "tensor, which is not supported (docs/frontends.md, \"Dynamic shapes\")")
         if dtype is not None and str(value.dtype) != str(dtype):
             value = value.astype(dtype)
         cached = self._constants.get(id(value))
@@ -198,13 +205,14 @@ def from_onnx(model_or_path, shapes=None, *, params="constants"):
                 raise _core.LookupError(f"{node.op_type} '{node.name}': input '{name}' is not defined before it")
         convert, fold = REGISTRY.find(node.op_type, opset)
         with naming(f"{node.op_type} '{node.name}'"):
-            if fold is not None and all(a is None or isinstance(a, np.ndarray) for a in args):
-                out = fold(node, *args)
-            else:
-                out = convert(ctx, node, *args)
+            known = fold is not None and all(a is None or isinstance(a, np.ndarray) for a in args)
+            if known and any(_is_symbolic(a) for a in args) and node.op_type not in SYMBOLIC_FOLDS:
+                known = False  # the converter decides (Reshape takes a symbolic target)
+            out = fold(node, *args) if known else convert(ctx, node, *args)
             outs = out if isinstance(out, tuple) else (out,)
-            # NumPy gives scalars (np.int64) for 0-d results: known values too.
-            outs = tuple(np.asarray(o) if isinstance(o, np.generic) else o for o in outs)
+            # A fold's 0-d results come as scalars (np.int64, or an entry of
+            # a symbolic shape): known values too.
+            outs = tuple(_known_array(o) if known or isinstance(o, (np.generic, np.ndarray)) else o for o in outs)
             for o in outs:
                 if not isinstance(o, np.ndarray) and o is not None:
                     ctx.type(o)  # types each new node now: errors name the node
@@ -225,10 +233,65 @@ def _ints(value):
     return [int(v) for v in np.asarray(value).reshape(-1)]
 
 
-def _known(node, value, what):
+def _known(node, value, what, symbolic=False):
+    """`value`, which must be known (and, unless `symbolic`, free of
+    symbolic dimensions)."""
     if value is not None and not isinstance(value, np.ndarray):
         node.unsupported(f"a {what} computed at run time")
+    if value is not None and not symbolic and _is_symbolic(value):
+        node.unsupported(f"a {what} with a symbolic dimension ({_shape_text(value)})")
     return value
+
+
+# ------------------------------------------------------- symbolic shapes
+
+# The operators whose fold computes with a symbolic shape as it does with
+# integers: indexing, joining and integer arithmetic.  Any other operator
+# given a symbolic shape goes to its converter, which refuses it unless it
+# takes one (Reshape).
+SYMBOLIC_FOLDS = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Identity", "Add", "Sub", "Mul", "Div",
+                  "Cast"}
+
+
+def _is_symbolic(value):
+    return isinstance(value, np.ndarray) and value.dtype == object
+
+
+def _dim(v):
+    """One entry of a shape: an int, or a simplified tir expression."""
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    v = tir.simplify(v)
+    return int(v.value) if v.type_key == "tir.IntImm" else v
+
+
+def _normalised(value):
+    """A symbolic shape with every entry simplified, or an int64 array when
+    no entry is symbolic any more."""
+    if not _is_symbolic(value):
+        return value
+    dims = [_dim(v) for v in value.reshape(-1)]
+    if all(isinstance(d, int) for d in dims):
+        return np.asarray(dims, dtype=np.int64).reshape(value.shape)
+    out = np.empty(len(dims), dtype=object)
+    out[:] = dims
+    return out.reshape(value.shape)
+
+
+def _known_array(value):
+    """A known value (a fold's result) as an array: a symbolic shape's entry
+    becomes a 0-d symbolic shape."""
+    if value is None or isinstance(value, np.ndarray):
+        return value if value is None else _normalised(value)
+    if isinstance(value, (int, float, bool, np.generic)):
+        return np.asarray(value)
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return _normalised(out)
+
+
+def _shape_text(value):
+    return "[" + ", ".join(str(d) for d in np.asarray(value).reshape(-1)) + "]"
 
 
 def _axis(axis, rank):
@@ -296,7 +359,8 @@ for _name, _loom, _fn in [("Add", "add", np.add), ("Sub", "subtract", np.subtrac
 
 
 def _divide(a, b):
-    return np.floor_divide(a, b) if np.issubdtype(np.result_type(a, b), np.integer) else np.divide(a, b)
+    integer = _is_symbolic(a) or _is_symbolic(b) or np.issubdtype(np.result_type(a, b), np.integer)
+    return np.floor_divide(a, b) if integer else np.divide(a, b)
 
 
 _binary("Div", "divide", _divide)
@@ -343,7 +407,16 @@ def _clip(ctx, node, x, low=None, high=None):
     return op.clip(x, a_min=-big if low is None else low, a_max=big if high is None else high)
 
 
-@converter("Cast", fold=lambda node, x: x.astype(_dtype(node.attr("to"), f"Cast '{node.name}'")))
+def _cast_fold(node, x):
+    dtype = _dtype(node.attr("to"), f"Cast '{node.name}'")
+    if _is_symbolic(x):
+        if not dtype.startswith(("int", "uint")):
+            node.unsupported(f"casting the symbolic shape {_shape_text(x)} to {dtype}")
+        return x
+    return x.astype(dtype)
+
+
+@converter("Cast", fold=_cast_fold)
 def _cast(ctx, node, x):
     return op.cast(x, dtype=_dtype(node.attr("to"), f"Cast '{node.name}'"))
 
@@ -520,24 +593,30 @@ def _reduce_sum(ctx, node, x, axes=None):
 @converter("Shape")
 def _shape(ctx, node, x):
     shape = ctx.shape(x)
-    if not all(isinstance(d, int) for d in shape):
-        node.unsupported("the shape of a tensor with a symbolic dimension")
     start, end = node.attr("start", 0), node.attr("end", len(shape))
-    return np.asarray(shape, dtype=np.int64)[start:end]
+    out = np.empty(len(shape), dtype=object)
+    out[:] = shape
+    return _normalised(out[start:end])
 
 
 def _reshape_target(node, shape, target):
-    target = _ints(target)
+    target = [_dim(t) for t in np.asarray(target).reshape(-1)]
     if not node.attr("allowzero", 0):
-        target = [shape[k] if t == 0 else t for k, t in enumerate(target)]
+        target = [shape[k] if isinstance(t, int) and t == 0 else t for k, t in enumerate(target)]
     return target
 
 
 @converter("Reshape", fold=lambda node, x, s: x.reshape(_reshape_target(node, x.shape, s)))
 def _reshape(ctx, node, x, target):
-    target = _reshape_target(node, ctx.shape(x), _known(node, target, "target shape"))
-    if not all(isinstance(t, int) for t in target):
-        node.unsupported("a reshape keeping a symbolic dimension")
+    target = _reshape_target(node, ctx.shape(x), _known(node, target, "target shape", symbolic=True))
+    symbolic = [k for k, t in enumerate(target) if not isinstance(t, int)]
+    if symbolic:
+        # Loom's reshape takes integers: the one symbolic entry becomes the
+        # -1 that the element count determines (the same value).
+        if len(symbolic) > 1 or any(isinstance(t, int) and t == -1 for t in target):
+            node.unsupported(f"a reshape to {_shape_text(target)}, with more than one dimension not known "
+                             "until run time")
+        target[symbolic[0]] = -1
     return op.reshape(x, shape=target)
 
 

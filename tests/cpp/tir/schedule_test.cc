@@ -13,6 +13,7 @@
 #include "loom/target/target.h"
 #include "loom/tir/layout.h"
 #include "loom/tir/schedule.h"
+#include "loom/tir/util.h"
 #include "test_util.h"
 
 namespace loom {
@@ -375,6 +376,34 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   expect([&] { rewrites.compute_at("a", "i"); }, "schedule.compute_at: %i writes 'T' too");
   expect([&] { t.compute_at("a", "i"); }, "schedule.compute_at: the regions of 'T' that iterations of the parallel loop %i "
                                           "read may overlap, so they would race to write them");
+}
+
+}  // namespace loom
+
+namespace loom {
+
+// A composite dimension (a reshape's %n * 4) binds its variable when no
+// dimension is the variable alone; a plain dimension wins over it.
+TEST(PrimBuilder, ScalarsBindFromALinearDimension) {
+  tir::Var n("n", DataType::Int(64)), m("m", DataType::Int(64));
+  auto buffer = [](const std::string& name, std::vector<tir::PrimExpr> shape) {
+    return tir::Buffer(name, DataType::Float(32), shape, "global");
+  };
+  tir::PrimExpr four_n_plus_2 = tir::Add(tir::Mul(tir::PrimExpr(int64_t{4}), n), tir::PrimExpr(int64_t{2}));
+  std::vector<tir::Buffer> composite{buffer("X", {four_n_plus_2, 8}), buffer("Y", {tir::Mul(n, m), 8})};
+  auto bound = tir::bind_from_shapes(composite, n.get());
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(bound->buffer, 0u);
+  EXPECT_EQ(bound->scale, 4);
+  EXPECT_EQ(bound->offset, 2);
+  EXPECT_EQ(ir::to_text(Any(tir::solve_binding(*bound, tir::PrimExpr(int64_t{14})))), "(14 - 2) // 4");
+  EXPECT_FALSE(tir::bind_from_shapes(composite, m.get()));  // only in %n * %m: not linear
+  composite.push_back(buffer("Z", {8, n}));
+  bound = tir::bind_from_shapes(composite, n.get());
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(bound->buffer, 2u);
+  EXPECT_EQ(bound->dim, 1u);
+  EXPECT_EQ(bound->scale, 1);
 }
 
 }  // namespace loom

@@ -167,6 +167,42 @@ def loomc_import(*args):
     return subprocess.run([str(LOOMC), "import", *map(str, args)], capture_output=True, text=True)
 
 
+def shape_chain(n_name="n"):
+    """x (n, 6) reshaped to (n * 2, 3) by the shape arithmetic exporters
+    write: Shape, Gather, Mul, Unsqueeze, Concat, Cast, Reshape."""
+    def const(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value)))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), const("i0", np.int64(0)),
+             helper.make_node("Gather", ["s", "i0"], ["n"], axis=0), const("two", np.int64(2)),
+             helper.make_node("Mul", ["n", "two"], ["n2"]), const("ax", np.asarray([0], np.int64)),
+             helper.make_node("Unsqueeze", ["n2", "ax"], ["n2v"]), const("three", np.asarray([3], np.int64)),
+             helper.make_node("Concat", ["n2v", "three"], ["target0"], axis=0),
+             helper.make_node("Cast", ["target0"], ["target"], to=TensorProto.INT64),
+             helper.make_node("Reshape", ["x", "target"], ["r"]), helper.make_node("Relu", ["r"], ["y"])]
+    return model(nodes, [("x", (n_name, 6))], [("y", None)])
+
+
+def test_shape_arithmetic_of_a_dynamic_batch_stays_symbolic():
+    mod = lonnx.from_onnx(shape_chain())
+    assert str(loom.ir.infer_type(mod.functions["main"].body)) == "Tensor[(%n * 2, 3), float32]"
+    lib = loom.build(mod, HOST)
+    for n in (1, 4):
+        x = f32(n, 6)
+        np.testing.assert_array_equal(lib["main"](x).numpy(), np.maximum(x.reshape(-1, 3), 0))
+
+
+def test_a_symbolic_shape_used_as_a_tensor_is_refused():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT,
+                                                                        name="to_float")]
+    with pytest.raises(loom.LoomError, match=re.escape("Cast 'to_float': casting the symbolic shape [%n, 6] to float32 "
+                                                       "is not supported")):
+        lonnx.from_onnx(model(nodes, [("x", ("n", 6))], [("sf", None)]))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Equal", ["s", "s"], ["e"], name="eq")]
+    with pytest.raises(loom.LoomError, match=re.escape("Equal 'eq': the shape [%n, 6] has a symbolic dimension and "
+                                                       "is used as a tensor")):
+        lonnx.from_onnx(model(nodes, [("x", ("n", 6))], [("e", None)]))
+
+
 def test_loomc_import_writes_the_text_and_its_weights(tmp_path):
     x, w, b = f32(2, 8, 10, 10), f32(16, 8, 3, 3), f32(16)
     m = model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
@@ -326,6 +362,34 @@ def test_models_agree_with_pytorch(name, make, shape, opset):
     assert got.shape == want.shape
     scale = np.abs(want).max()
     assert np.abs(got - want).max() <= 1e-4 * scale, (np.abs(got - want).max(), scale)
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_a_transformer_with_a_dynamic_batch(opset):
+    # Its attention reshapes (seq, batch, d) to (seq, batch * heads, d / heads):
+    # the shape arithmetic stays symbolic and the reshape takes it as -1.
+    torch.manual_seed(0)
+    module = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 2).eval()
+    m = exported(module, torch.randn(2, 16, 32), opset, input_names=["input"], dynamic_axes={"input": {0: "batch"}})
+    mod = lonnx.from_onnx(m)
+    assert str(mod.functions["main"].params[0].annotation) == "Tensor[(%batch, 16, 32), float32]"
+    lib = loom.build(mod, HOST)
+    for n in (1, 3):
+        x = torch.randn(n, 16, 32)
+        with torch.no_grad():
+            want = module(x).numpy()
+        got = lib["main"](x.numpy()).numpy()
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_a_dynamic_sequence_too_is_refused_at_the_reshape():
+    module = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 1).eval()
+    m = exported(module, torch.randn(2, 16, 32), 13, input_names=["input"],
+                 dynamic_axes={"input": {0: "batch", 1: "seq"}})
+    with pytest.raises(loom.LoomError, match=re.escape("a reshape to [%seq, %batch * 4, 8], with more than one "
+                                                       "dimension not known until run time is not supported")):
+        lonnx.from_onnx(m)
 
 
 def test_a_dynamic_batch_stays_symbolic():

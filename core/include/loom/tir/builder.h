@@ -28,11 +28,14 @@ using Indices = std::vector<PrimExpr>;
 // A prim function over graph-level tensor types, in the call_dps
 // convention: its buffer parameters in the order they were made, then one
 // int64 scalar per symbolic dimension (the same graph variable gives the
-// same scalar), bound at run time from the buffers' shapes.
+// same scalar), bound at run time from the buffers' shapes
+// (loom/tir/util.h, bind_from_shapes).
 class PrimBuilder {
  public:
   // A parameter buffer for a tensor type of known rank whose dimensions
-  // are constants or variables; Error naming the dimension otherwise.
+  // are constants, variables or integer arithmetic over variables (n * 4,
+  // the same arithmetic over the variables' scalars); Error naming the
+  // dimension otherwise.
   Buffer param(const ir::TensorTypeNode& type, const std::string& name);
   // A buffer of such a type that is not a parameter (an intermediate to
   // allocate), its dimensions mapped the same way.

@@ -22,6 +22,20 @@ Stmt serial_with_note(const ForNode& loop, const std::string& key, const std::st
 // whole body of the one before.
 std::vector<const ForNode*> perfect_nest(const ForNode* top);
 
+// Where the shapes of `buffers` (a prim function's buffer parameters)
+// give the value of the scalar `var` at run time: the first dimension that
+// is `var` itself, else the first that is scale * var + offset with
+// constants (scale != 0; a reshape's n * 4), so var = (extent - offset) /
+// scale.  nullopt when no dimension does.  The code generators, the
+// interpreter and FuseTIR bind a prim function's scalars this way.
+struct ShapeBinding {
+  size_t buffer = 0, dim = 0;
+  int64_t scale = 1, offset = 0;
+};
+std::optional<ShapeBinding> bind_from_shapes(const std::vector<Buffer>& buffers, const VarNode* var);
+// The value of the bound variable given the dimension's value.
+PrimExpr solve_binding(const ShapeBinding& b, const PrimExpr& extent);
+
 // A prim function with a new body (parameters, result and attributes kept).
 PrimFunc with_body(const PrimFuncNode& f, const Stmt& body);
 

@@ -1,0 +1,88 @@
+"""Composite symbolic dimensions (docs/operators.md, "Symbolic shapes"):
+a reshape of a tensor with a dynamic batch, dimensions such as %n * 4
+compared by structure, kernels and graph functions whose parameters only
+have composite dimensions, and the errors when a shape does not fit."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, ir, op, tir
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIGS = [str(ROOT / "configs" / "host.yaml"), str(ROOT / "configs" / "ref.yaml")]
+
+
+def module(params, body):
+    return ir.IRModule({"main": graph.Function(params, body)})
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_reshape_puts_the_symbolic_part_in_the_minus_one():
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(16, n, 32), dtype="float32")
+    assert str(ir.infer_type(op.reshape(x, shape=[16, -1, 8]))) == "Tensor[(16, %n * 4, 8), float32]"
+    assert str(ir.infer_type(op.reshape(x, shape=[-1, 32]))) == "Tensor[(%n * 16, 32), float32]"
+    # constant factors of a composite dimension count with the constant part
+    y = graph.Var("y", shape=(n * 16, 32), dtype="float32")
+    assert str(ir.infer_type(op.reshape(y, shape=[16, -1, 32]))) == "Tensor[(16, %n, 32), float32]"
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([16, 4, 8], "one entry of the new shape must be -1, for the symbolic part"),
+    ([-1, 3], "(16, %n, 32) has 512 * %n elements, not a multiple of 3"),
+])
+def test_a_reshape_that_cannot_take_the_symbolic_part_is_refused(shape, message):
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(16, n, 32), dtype="float32")
+    with pytest.raises(loom.LoomError, match=re.escape(message)):
+        ir.infer_type(op.reshape(x, shape=shape))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref"])
+def test_attention_heads_over_a_dynamic_batch(config):
+    # Two reshapes each make their own %n * 4; the batched matmul of the
+    # two must see one dimension, and kernels whose parameters only have
+    # %n * 4 must bind %n from it.
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(16, n, 32), dtype="float32")
+    q = op.transpose(op.reshape(x, shape=[16, -1, 8]), axes=[1, 0, 2])
+    k = op.transpose(op.reshape(op.multiply(x, graph.Constant(np.float32(0.5))), shape=[16, -1, 8]), axes=[1, 2, 0])
+    scores = op.softmax(op.matmul(q, k), axis=-1)
+    out = op.reshape(op.transpose(op.matmul(scores, q), axes=[1, 0, 2]), shape=[16, -1, 32])
+    mod = module([x], out)
+    assert str(ir.infer_type(out)) == "Tensor[(16, %n, 32), float32]"
+    lib = loom.build(mod, config)
+    rng = np.random.default_rng(7)
+    for b in (1, 3):
+        a = rng.standard_normal((16, b, 32)).astype(np.float32)
+        qa = a.reshape(16, -1, 8).transpose(1, 0, 2)
+        ka = (a * 0.5).reshape(16, -1, 8).transpose(1, 2, 0)
+        want = (softmax(qa @ ka) @ qa).transpose(1, 0, 2).reshape(16, -1, 32)
+        got = lib["main"](a).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_parameter_with_only_a_composite_dimension_binds_its_variable():
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(n * 2 + 1, 3), dtype="float32")
+    lib = loom.build(module([x], op.relu(x)), CONFIGS[0])
+    a = np.random.default_rng(1).standard_normal((7, 3)).astype(np.float32)
+    np.testing.assert_array_equal(lib["main"](a).numpy(), np.maximum(a, 0))
+    with pytest.raises(loom.LoomError, match=re.escape("dimension 0 is 6, which is not %n * 2 + 1 for any whole value")):
+        lib["main"](np.zeros((6, 3), np.float32))
+
+
+def test_tir_simplify_combines_what_shape_arithmetic_builds():
+    n = tir.Var("n")
+    assert str(tir.simplify(n * 2 * 2)) == "%n * 4"
+    assert str(tir.simplify((n * 4) // 4)) == "%n"
+    twelve = tir.simplify(tir.const(3) * 4)
+    assert twelve.type_key == "tir.IntImm" and twelve.value == 12
