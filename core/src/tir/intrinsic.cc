@@ -11,7 +11,6 @@
 namespace loom::tir {
 
 namespace {
-bool float_type(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
 
 PrimExpr arg(const CallNode& c, size_t i) { return c.args[i].cast<PrimExpr>(); }
 PrimExpr call(DataType t, const std::string& op, std::vector<PrimExpr> args) { return Call(t, op, std::move(args)); }
