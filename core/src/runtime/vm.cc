@@ -523,6 +523,14 @@ struct InputChecker {
     }
   }
 
+  // Whether `e` mentions a variable that no input has bound (bind_linear
+  // found no dimension linear in it that fits).
+  bool unbound(const ShapeExprNode* e) const {
+    if (e->shape_op() == ShapeOp::kConst) return false;
+    if (e->shape_op() == ShapeOp::kVar) return bound[e->value] == INT64_MIN;
+    return unbound(static_cast<const ShapeExprNode*>(e->a.get())) || unbound(static_cast<const ShapeExprNode*>(e->b.get()));
+  }
+
   // Binds a variable that only composite dimensions mention (a fused
   // function over a reshape's (%n * 128, 256)) from the first such
   // dimension that is linear in it; the checks of check_composite follow.
@@ -557,8 +565,7 @@ struct InputChecker {
       for (size_t i = 0; i < t->shape.size(); ++i) {
         ShapeExpr dim = t->shape[i].cast<ShapeExpr>();
         if (dim->shape_op() == ShapeOp::kConst || dim->shape_op() == ShapeOp::kVar) continue;
-        auto form = linear(dim.get());
-        if (!form || form->slot >= 0) {
+        if (unbound(dim.get())) {
           LOOM_THROW(Error) << what() << ": dimension " << i << " is " << a->dl_tensor().shape[i]
                             << ", which is not " << shape_expr_text(dim, f.shape_vars)
                             << " for any whole value of its variables";

@@ -86,3 +86,15 @@ def test_tir_simplify_combines_what_shape_arithmetic_builds():
     assert str(tir.simplify((n * 4) // 4)) == "%n"
     twelve = tir.simplify(tir.const(3) * 4)
     assert twelve.type_key == "tir.IntImm" and twelve.value == 12
+
+
+def test_a_composite_dimension_that_is_not_linear_is_checked_once_its_variable_is_bound():
+    # %n is bound by x; y's %n // 2 is only checked (bind_linear leaves it).
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(n, 3), dtype="float32")
+    y = graph.Var("y", shape=(n // 2, 3), dtype="float32")
+    lib = loom.build(module([x, y], op.relu(x)), CONFIGS[0])
+    a = np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(lib["main"](a, np.zeros((2, 3), np.float32)).numpy(), np.maximum(a, 0))
+    with pytest.raises(loom.LoomError, match=re.escape("argument 1 (%y): dimension 0 is 3; expected %n // 2 = 2")):
+        lib["main"](a, np.zeros((3, 3), np.float32))
