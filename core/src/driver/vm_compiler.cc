@@ -127,16 +127,10 @@ class FunctionCompiler {
   void bind_shape_vars(const Type& type) {
     if (const auto* t = type.as<ir::TensorTypeNode>()) {
       if (t->unknown_rank()) return;
-      for (const Any& d : t->shape) {
-        const auto* var = dynamic_cast<const tir::VarNode*>(d.object());
-        if (var && !slot_of(var)) add_shape_var(var);
-      }
       // The variables of composite dimensions too (%n in (%n * 128, 256)):
       // the VM binds them from a dimension linear in them.
       for (const Any& d : t->shape) {
-        if (dynamic_cast<const tir::VarNode*>(d.object()) || !dynamic_cast<const tir::PrimExprNode*>(d.object())) {
-          continue;
-        }
+        if (!dynamic_cast<const tir::PrimExprNode*>(d.object())) continue;
         tir::pre_order(tir::Evaluate(d.cast<tir::PrimExpr>()), [](const tir::Stmt&) { return true; },
                        [&](const tir::PrimExpr& e) {
                          const auto* var = e.as<tir::VarNode>();

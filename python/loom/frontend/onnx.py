@@ -273,21 +273,27 @@ def _normalised(value):
     dims = [_dim(v) for v in value.reshape(-1)]
     if all(isinstance(d, int) for d in dims):
         return np.asarray(dims, dtype=np.int64).reshape(value.shape)
-    out = np.empty(len(dims), dtype=object)
-    out[:] = dims
-    return out.reshape(value.shape)
+    return _object_array(dims).reshape(value.shape)
+
+
+def _object_array(items):
+    """A 1-D array of dtype object holding `items` as they are (NumPy would
+    try to broadcast tir expressions)."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
 def _known_array(value):
     """A known value (a fold's result) as an array: a symbolic shape's entry
     becomes a 0-d symbolic shape."""
-    if value is None or isinstance(value, np.ndarray):
-        return value if value is None else _normalised(value)
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return _normalised(value)
     if isinstance(value, (int, float, bool, np.generic)):
         return np.asarray(value)
-    out = np.empty((), dtype=object)
-    out[()] = value
-    return _normalised(out)
+    return _normalised(_object_array([value]).reshape(()))
 
 
 def _shape_text(value):
@@ -594,9 +600,7 @@ def _reduce_sum(ctx, node, x, axes=None):
 def _shape(ctx, node, x):
     shape = ctx.shape(x)
     start, end = node.attr("start", 0), node.attr("end", len(shape))
-    out = np.empty(len(shape), dtype=object)
-    out[:] = shape
-    return _normalised(out[start:end])
+    return _normalised(_object_array(shape)[start:end])
 
 
 def _reshape_target(node, shape, target):
