@@ -295,7 +295,9 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
   if (sleeping) wake_.notify_all();
   run_chunks(generation);
   auto done = [&] { return finished_.load(std::memory_order_acquire) == parts_.load(std::memory_order_relaxed); };
-  if (!done() && !(should_spin() && spin_until(done))) {
+  // The caller spins even on a crowded machine: the threads it waits for
+  // run its chunks, and a wake-up would cost more than the short wait.
+  if (!done() && !(spin_ && spin_until(done))) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_sleeping_ = true;
     done_.wait(lock, done);
