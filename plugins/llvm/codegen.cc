@@ -159,20 +159,6 @@ class FunctionCodegen {
   }
 
   // ---- the ABI entry -----------------------------------------------------------
-  // The scalar parameters, then the variables that only buffer shapes
-  // bind (`Buffer[(%n: int64, 8)]`), in order.
-  static std::vector<const tir::VarNode*> scalars(const tir::PrimFunc& func) {
-    std::vector<const tir::VarNode*> out;
-    for (const Any& p : func->params)
-      if (const auto* v = p.as_object_ref().as<tir::VarNode>()) out.push_back(v);
-    for (const tir::Buffer& b : func.buffer_params()) {
-      for (const Any& d : b->shape) {
-        const auto* v = d.as_object_ref().as<tir::VarNode>();
-        if (v && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-      }
-    }
-    return out;
-  }
   void emit_entry(const tir::PrimFunc& func, const std::string& symbol, llvm::Function* body);
 
   // ---- statements --------------------------------------------------------------
@@ -251,7 +237,7 @@ void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol)
     }
   }
   size_t num_buffers = types.size();
-  for (const tir::VarNode* v : scalars(func)) {
+  for (const tir::VarNode* v : tir::entry_scalars(func)) {
     types.push_back(type(v->dtype));
     order.push_back(v);
   }
@@ -359,7 +345,7 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
   }
   // Scalars: from the arguments (all parameters given) or from the first
   // buffer dimension that is the variable.
-  for (const tir::VarNode* v : scalars(func)) {
+  for (const tir::VarNode* v : tir::entry_scalars(func)) {
     size_t i = 0;
     while (i < num_params && params[i].object() != v) ++i;
     llvm::Type* t = type(v->dtype);
@@ -432,7 +418,7 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
   // Run the body; it stores a result (ret) itself.
   std::vector<Value*> call_args;
   for (const tir::Buffer& buffer : buffers) call_args.push_back(values_.at(buffer->data.get()));
-  for (const tir::VarNode* v : scalars(func)) call_args.push_back(values_.at(v));
+  for (const tir::VarNode* v : tir::entry_scalars(func)) call_args.push_back(values_.at(v));
   b_.CreateStore(b_.getInt32(kLoomNull), ret_code);
   call_args.push_back(ret);
   call_args.push_back(ret_code);
@@ -556,15 +542,8 @@ void FunctionCodegen::loop(const tir::ForNode* op) {
 // run by the runtime's parallel_for; the values it uses are passed in a
 // struct on the caller's stack.
 void FunctionCodegen::parallel_loop(const tir::ForNode* op) {
-  std::vector<const tir::VarNode*> captured;
-  {
-    std::unordered_set<const tir::VarNode*> seen;
-    Visitor collect;
-    collect.on<tir::VarNode>([&](const tir::VarNode* v) {
-      if (values_.count(v) && seen.insert(v).second) captured.push_back(v);
-    });
-    collect.visit(Any(op->body));
-  }
+  std::vector<const tir::VarNode*> captured =
+      tir::used_vars(Any(op->body), [&](const tir::VarNode* v) { return values_.count(v) > 0; });
   Value* begin = b_.CreateSExtOrTrunc(expr(op->min), b_.getInt64Ty());
   Value* extent = b_.CreateSExtOrTrunc(expr(op->extent), b_.getInt64Ty());
   std::vector<llvm::Type*> fields;
@@ -818,20 +797,33 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
     Value* pick_a = min ? b_.CreateFCmpOLT(a, b) : b_.CreateFCmpOGT(a, b);
     return b_.CreateSelect(b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a)), a, b);
   }
-  // Integer division by zero gives 0 (as NumPy's), never a trap.
+  // Integer division by zero gives 0 (as NumPy's), never a trap; so does
+  // the signed MIN / -1 overflow, which wraps to MIN (as NumPy's): the
+  // hardware divides by 1 instead and the quotient is negated.
+  auto is_constant = [](Value* v, int64_t value) {
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(v);
+    return c && c->getSExtValue() == value;
+  };
+  bool may_be_minus_one = !un && (!llvm::isa<llvm::Constant>(b) || is_constant(b, -1));
   auto safe = [&](Value* divisor) {
-    if (llvm::isa<llvm::Constant>(divisor) && !llvm::cast<llvm::Constant>(divisor)->isNullValue()) return divisor;
-    return b_.CreateSelect(b_.CreateICmpEQ(divisor, llvm::Constant::getNullValue(divisor->getType())),
-                           llvm::ConstantInt::get(divisor->getType(), 1), divisor);
+    if (llvm::isa<llvm::Constant>(divisor) && !is_constant(divisor, 0) && !is_constant(divisor, -1)) return divisor;
+    Value* one = llvm::ConstantInt::get(divisor->getType(), 1);
+    Value* bad = b_.CreateICmpEQ(divisor, llvm::Constant::getNullValue(divisor->getType()));
+    if (may_be_minus_one) bad = b_.CreateOr(bad, b_.CreateICmpEQ(divisor, llvm::Constant::getAllOnesValue(divisor->getType())));
+    return b_.CreateSelect(bad, one, divisor);
   };
   auto zero_if_div0 = [&](Value* result) {
-    if (llvm::isa<llvm::Constant>(b)) return result;
+    if (llvm::isa<llvm::Constant>(b) && !is_constant(b, 0)) return result;
     return b_.CreateSelect(b_.CreateICmpEQ(b, llvm::Constant::getNullValue(b->getType())),
                            llvm::Constant::getNullValue(result->getType()), result);
   };
+  auto negated_if_minus_one = [&](Value* quotient) {
+    if (!may_be_minus_one) return quotient;
+    return b_.CreateSelect(b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(b->getType())), b_.CreateNeg(a), quotient);
+  };
   if (is(tir::DivNode::runtime_type_index())) {
     if (fl) return b_.CreateFDiv(a, b);
-    return zero_if_div0(un ? b_.CreateUDiv(a, safe(b)) : b_.CreateSDiv(a, safe(b)));
+    return zero_if_div0(un ? b_.CreateUDiv(a, safe(b)) : negated_if_minus_one(b_.CreateSDiv(a, safe(b))));
   }
   if (is(tir::FloorDivNode::runtime_type_index()) || is(tir::FloorModNode::runtime_type_index())) {
     bool div = is(tir::FloorDivNode::runtime_type_index());
@@ -848,7 +840,7 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
     // and its sign differs from the divisor's.
     Value* adjust = b_.CreateAnd(b_.CreateICmpNE(m, zero),
                                  b_.CreateICmpNE(b_.CreateICmpSLT(m, zero), b_.CreateICmpSLT(b, zero)));
-    return zero_if_div0(div ? b_.CreateSub(d, b_.CreateZExt(adjust, a->getType()))
+    return zero_if_div0(div ? negated_if_minus_one(b_.CreateSub(d, b_.CreateZExt(adjust, a->getType())))
                             : b_.CreateSelect(adjust, b_.CreateAdd(m, b), m));
   }
   using P = llvm::CmpInst::Predicate;

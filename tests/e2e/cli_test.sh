@@ -102,7 +102,7 @@ rm -rf "$tmpir"
 expect_output passes-list 0 "^InferType +opt 0 +from core" -- "$LOOMC" passes list
 expect_output targets-list 0 "attributes: mcpu: str = \"native\", num-threads: int \(0 to 1024\) = 0" -- "$LOOMC" targets list
 expect_output targets-list-plugin 0 "null_target +from null +a target that generates nothing" -- "$LOOMC" targets list
-$PY -c 'import json,sys; k=json.loads(sys.argv[1])["kinds"]; assert k[0]["name"]=="cpu" and k[0]["attributes"][0]["name"]=="mcpu", k' \
+$PY -c 'import json,sys; k={x["name"]: x for x in json.loads(sys.argv[1])["kinds"]}; assert k["cpu"]["attributes"][0]["name"]=="mcpu" and k["c"]["owner"]=="c", k' \
   "$("$LOOMC" targets list --json)" || fail "targets list --json content"
 tmpb=$(mktemp -d)
 expect_output build-timing 0 "InferType +1 " -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$SOURCE_DIR/tests/fixtures/config/cpu_infer_type.yaml" \

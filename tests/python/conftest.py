@@ -21,7 +21,7 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
-CONFIGS = ["configs/ref.yaml", "configs/host.yaml"]
+CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml"]
 
 
 class Runner:

@@ -475,20 +475,6 @@ int run(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::string c_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == ' ') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\%03o", c);
-      out += buf;
-    }
-  }
-  return out + "\"";
-}
-
 // The table, ABI marker and runtime slots of c_backend_api.h.
 std::string table_source(const std::vector<std::pair<std::string, std::string>>& functions) {
   std::ostringstream c;
@@ -503,14 +489,14 @@ std::string table_source(const std::vector<std::pair<std::string, std::string>>&
     << "const LoomHostApi* __loom_host_api = 0;\n"
     << "void* __loom_module_ctx = 0;\n"
     << "const LoomFunctionEntry __loom_function_table[] = {\n";
-  for (const auto& f : functions) c << "  {sizeof(LoomFunctionEntry), " << c_string(f.first) << ", " << f.second << "},\n";
+  for (const auto& f : functions) c << "  {sizeof(LoomFunctionEntry), " << c_string_literal(f.first) << ", " << f.second << "},\n";
   c << "  {sizeof(LoomFunctionEntry), 0, 0}};\n";
   // The names again, in a section of their own with no relocations, so
   // that inspect_library reads them from the file without loading it.
   std::string names;
   for (const auto& f : functions) names += f.first + '\0';
   c << "__attribute__((section(\"" << kNamesSection << "\"), used)) static const char loom_function_names[] = "
-    << c_string(names) << ";\n";
+    << c_string_literal(names) << ";\n";
   return c.str();
 }
 
@@ -539,11 +525,45 @@ std::string blob_assembly(const fs::path& blob_file, size_t size) {
 }
 }  // namespace
 
+namespace {
+// The system C compiler: $CC, else `cc`.
+std::string c_compiler() {
+  const char* cc = std::getenv("CC");
+  return cc && *cc ? cc : "cc";
+}
+
+// The host ABI's headers, as the runtime was compiled with them, under
+// DIR/include for every generated C file (#include
+// "loom/runtime/c_backend_api.h"); the -I flag that finds them.
+std::string write_abi_headers(const fs::path& dir) {
+  write_file(dir / "include" / "loom" / "runtime" / "c_backend_api.h", kCBackendApiHeader);
+  write_file(dir / "include" / "dlpack" / "dlpack.h", kDLPackHeader);
+  return "-I" + (dir / "include").string();
+}
+}  // namespace
+
+std::string compile_c_object(const std::string& name, const std::string& source, const std::vector<std::string>& flags) {
+  TempDir dir;
+  fs::path file = dir.path() / fs::path(name).filename();
+  write_file(file, source);
+  fs::path object = dir.path() / "out.o";
+  std::vector<std::string> argv{c_compiler(), "-c", "-fPIC"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back(write_abi_headers(dir.path()));
+  for (const std::string& a : {std::string("-o"), object.string(), file.string()}) argv.push_back(a);
+  fs::path log = dir.path() / "compile.log";
+  int status = run(argv, log);
+  if (status < 0) LOOM_THROW(Error) << "cannot run the C compiler '" << argv[0] << "' (set CC to one that exists)";
+  if (status != 0) {
+    LOOM_THROW(Error) << "'" << argv[0] << "' failed (exit " << status << ") compiling " << name << ":\n" << read_file(log);
+  }
+  return read_file(object);
+}
+
 void link_host_library(const std::vector<LinkedCode>& code, const std::string& blob, const std::string& output) {
   TempDir dir;
   std::vector<std::string> argv;
-  const char* cc = std::getenv("CC");
-  argv.push_back(cc && *cc ? cc : "cc");
+  argv.push_back(c_compiler());
   for (const char* flag : {"-shared", "-fPIC", "-O2", "-Wl,--no-undefined", "-o"}) argv.push_back(flag);
   fs::path out = fs::absolute(output);
   fs::path partial = out.parent_path() / ("." + out.filename().string() + ".partial");
@@ -568,11 +588,7 @@ void link_host_library(const std::vector<LinkedCode>& code, const std::string& b
       functions.emplace_back(name, symbol_name);
     }
   }
-  // The host ABI's headers, as the runtime was compiled with them, for
-  // every generated C file (#include "loom/runtime/c_backend_api.h").
-  write_file(dir.path() / "include" / "loom" / "runtime" / "c_backend_api.h", kCBackendApiHeader);
-  write_file(dir.path() / "include" / "dlpack" / "dlpack.h", kDLPackHeader);
-  argv.push_back("-I" + (dir.path() / "include").string());
+  argv.push_back(write_abi_headers(dir.path()));
   write_file(dir.path() / "loom_table.c", table_source(functions));
   argv.push_back((dir.path() / "loom_table.c").string());
   if (!blob.empty()) {

@@ -44,6 +44,20 @@ bool is_c_identifier(std::string_view text) {
   return true;
 }
 
+std::string c_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c >= 32 && c < 127 && c != '"' && c != '\\' && c != '?') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\%03o", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }

@@ -1,7 +1,11 @@
 // Small prim IR utilities (loom/tir/util.h).
 #include "loom/tir/util.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_set>
+
+#include "loom/object/traversal.h"
 
 namespace loom::tir {
 
@@ -41,6 +45,30 @@ std::optional<std::pair<int64_t, int64_t>> linear_in(const PrimExpr& e, const Va
   return std::nullopt;
 }
 }  // namespace
+
+std::vector<const VarNode*> used_vars(const Any& node, const std::function<bool(const VarNode*)>& keep) {
+  std::vector<const VarNode*> out;
+  std::unordered_set<const VarNode*> seen;
+  Visitor collect;
+  collect.on<VarNode>([&](const VarNode* v) {
+    if (keep(v) && seen.insert(v).second) out.push_back(v);
+  });
+  collect.visit(node);
+  return out;
+}
+
+std::vector<const VarNode*> entry_scalars(const PrimFunc& func) {
+  std::vector<const VarNode*> out;
+  for (const Any& p : func->params)
+    if (const auto* v = p.as_object_ref().as<VarNode>()) out.push_back(v);
+  for (const Buffer& b : func.buffer_params()) {
+    for (const Any& d : b->shape) {
+      const auto* v = d.as_object_ref().as<VarNode>();
+      if (v && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
+  }
+  return out;
+}
 
 std::optional<ShapeBinding> bind_from_shapes(const std::vector<Buffer>& buffers, const VarNode* var) {
   for (size_t k = 0; k < buffers.size(); ++k)

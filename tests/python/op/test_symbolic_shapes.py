@@ -12,7 +12,7 @@ import loom
 from loom import graph, ir, op, tir
 
 ROOT = Path(__file__).resolve().parents[3]
-CONFIGS = [str(ROOT / "configs" / "host.yaml"), str(ROOT / "configs" / "ref.yaml")]
+CONFIGS = [str(ROOT / "configs" / "host.yaml"), str(ROOT / "configs" / "ref.yaml"), str(ROOT / "configs" / "c.yaml")]
 
 
 def module(params, body):
@@ -45,7 +45,7 @@ def test_a_reshape_that_cannot_take_the_symbolic_part_is_refused(shape, message)
         ir.infer_type(op.reshape(x, shape=shape))
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref"])
+@pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref", "c"])
 def test_attention_heads_over_a_dynamic_batch(config):
     # Two reshapes each make their own %n * 4; the batched matmul of the
     # two must see one dimension, and kernels whose parameters only have

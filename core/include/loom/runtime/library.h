@@ -77,6 +77,12 @@ class LibraryModuleNode : public ModuleNode {
 // same name.
 void link_host_library(const std::vector<LinkedCode>& code, const std::string& blob, const std::string& output);
 
+// Compiles the C file `source` (named `name` in messages) to a relocatable
+// object (-fPIC) with the system C compiler ($CC, else `cc`) and `flags`,
+// the host ABI's headers on the include path; the object's bytes.  Error
+// with the compiler's output when it fails.
+std::string compile_c_object(const std::string& name, const std::string& source, const std::vector<std::string>& flags);
+
 // Links `code` into a private temporary library, opens it and binds it to
 // `context`: the in-memory path of a module kind whose host code the
 // system compiler builds.

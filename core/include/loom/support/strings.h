@@ -17,6 +17,10 @@ bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 // A C identifier: a letter or '_', then letters, digits and '_'.
 bool is_c_identifier(std::string_view text);
+// `text` as a C string literal, quotes included: printable ASCII as it
+// is, but for '"', '\\' and '?' (trigraphs), which are octal escapes like
+// every other byte.
+std::string c_string_literal(std::string_view text);
 
 // "\n  <line LINE of text>\n  <spaces>^": the source line and a caret under
 // COLUMN (1-based), appended to located error messages.

@@ -3,6 +3,7 @@
 #ifndef LOOM_TIR_UTIL_H_
 #define LOOM_TIR_UTIL_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,13 @@ struct ShapeBinding {
 std::optional<ShapeBinding> bind_from_shapes(const std::vector<Buffer>& buffers, const VarNode* var);
 // The value of the bound variable given the dimension's value.
 PrimExpr solve_binding(const ShapeBinding& b, const PrimExpr& extent);
+// The variables `node` uses for which `keep` holds, each once, in order
+// of first use (a parallel loop's captured values: those bound outside it).
+std::vector<const VarNode*> used_vars(const Any& node, const std::function<bool(const VarNode*)>& keep);
+// The scalars a compiled prim function binds on entry: its scalar
+// parameters, then the variables that only its buffers' shapes name
+// (`Buffer[(%n: int64, 8)]`), in order.
+std::vector<const VarNode*> entry_scalars(const PrimFunc& func);
 
 // A prim function with a new body (parameters, result and attributes kept).
 PrimFunc with_body(const PrimFuncNode& f, const Stmt& body);
