@@ -45,9 +45,9 @@ static_assert(sizeof(DLDataType) == 4, "the dtype check compares DLDataType as o
 // Allocations of at most this many constant bytes live on the stack.
 constexpr int64_t kMaxStackBytes = 64 * 1024;
 
-bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
-bool is_unsigned(DataType t) { return t.code == DataType::kUInt || t.code == DataType::kBool; }
-DataType scalar_of(DataType t) { return DataType(static_cast<DataType::Code>(t.code), t.bits, 1); }
+using tir::is_float;
+using tir::is_unsigned;
+using tir::scalar_of;
 
 std::string symbol_for(const std::string& name) {
   std::string out = "__loom_fn_";

@@ -22,9 +22,6 @@ std::optional<int64_t> constant_dim(const Any& d) {
   return std::nullopt;
 }
 
-bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
-
-
 int64_t normalize_axis(int64_t axis, size_t rank) {
   int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r) {

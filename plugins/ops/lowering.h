@@ -14,6 +14,7 @@
 #include "loom/ir/op.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/function.h"
+#include "loom/tir/util.h"
 
 namespace loom::ops {
 
@@ -51,7 +52,7 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b);
 
 std::string shape_text(const Array& shape);
 
-bool is_float(DataType t);
+using tir::is_float;
 // The constant value of a dimension, if it is one.
 std::optional<int64_t> constant_dim(const Any& d);
 // Whether two dimensions are the same: equal constants, or the same

@@ -19,7 +19,7 @@ namespace {
 using runtime::NDArray;
 using runtime::NDArrayNode;
 
-bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
+using tir::is_float;
 
 // One lane: `i` for int, uint and bool types, `f` for floats.
 struct Lane {

@@ -523,9 +523,7 @@ std::string blob_assembly(const fs::path& blob_file, size_t size) {
     << "  .section .note.GNU-stack,\"\",%progbits\n";
   return s.str();
 }
-}  // namespace
 
-namespace {
 // The system C compiler: $CC, else `cc`.
 std::string c_compiler() {
   const char* cc = std::getenv("CC");

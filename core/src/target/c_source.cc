@@ -17,9 +17,9 @@
 namespace loom::target {
 namespace {
 
-bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
-bool is_unsigned(DataType t) { return t.code == DataType::kUInt || t.code == DataType::kBool; }
-DataType scalar_of(DataType t) { return DataType(static_cast<DataType::Code>(t.code), t.bits, 1); }
+using tir::is_float;
+using tir::is_unsigned;
+using tir::scalar_of;
 
 // A message for loom_fail's format: '%' doubled except at the one "%lld".
 std::string format_of(const std::string& message) {
@@ -684,7 +684,6 @@ std::string CSourcePrinter::print_expr(const tir::PrimExpr& e) {
 
 std::string CSourcePrinter::print_binary(const tir::BinaryOpNode* op) {
   DataType t = op->a.dtype();
-  if (t.lanes > 1) vector_type(t);
   std::string a = print_expr(op->a), b = print_expr(op->b);
   bool fl = is_float(t);
   auto is = [op](uint32_t index) { return op->type_index() == index; };

@@ -10,6 +10,9 @@
 namespace loom::tir {
 
 bool is_int(DataType t) { return t.code == DataType::kInt || t.code == DataType::kUInt; }
+bool is_float(DataType t) { return t.code == DataType::kFloat || t.code == DataType::kBFloat; }
+bool is_unsigned(DataType t) { return t.code == DataType::kUInt || t.code == DataType::kBool; }
+DataType scalar_of(DataType t) { return DataType(static_cast<DataType::Code>(t.code), t.bits, 1); }
 
 std::optional<int64_t> const_int(const PrimExpr& e) {
   if (const auto* i = e.as<IntImmNode>()) return i->value;
