@@ -22,6 +22,8 @@ PACKAGES=(
   python3-torch                  # the peer of the MLP benchmark (bench/); models for the importers
   python3-onnx python3-torchvision  # the ONNX importer (docs/frontends.md) and its test models
   python3-threadpoolctl          # which OpenBLAS kernel the benchmarks' NumPy runs (bench/)
+  opencl-headers ocl-icd-opencl-dev  # the opencl plugin (docs/target-opencl.md): OpenCL over the ICD loader
+  pocl-opencl-icd clinfo         # PoCL: OpenCL on this CPU, for the tests
 )
 
 missing=()

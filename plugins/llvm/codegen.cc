@@ -16,6 +16,7 @@
 #include <loom/ir/text.h>
 #include <loom/object/traversal.h>
 #include <loom/runtime/c_backend_api.h>
+#include <loom/runtime/device_api.h>
 #include <loom/support/stack.h>
 #include <loom/tir/function.h>
 #include <loom/tir/util.h>
@@ -32,6 +33,8 @@ using llvm::Value;
 // generated code and the runtime cannot disagree.
 constexpr uint64_t kSetLastError = offsetof(LoomHostApi, set_last_error);
 constexpr uint64_t kParallelFor = offsetof(LoomHostApi, parallel_for);
+constexpr uint64_t kGetFunction = offsetof(LoomHostApi, get_function);
+constexpr uint64_t kCallFunction = offsetof(LoomHostApi, call_function);
 constexpr uint64_t kAllocWorkspace = offsetof(LoomHostApi, alloc_workspace);
 constexpr uint64_t kFreeWorkspace = offsetof(LoomHostApi, free_workspace);
 constexpr uint64_t kTensorData = offsetof(DLTensor, data);
@@ -170,6 +173,7 @@ class FunctionCodegen {
   void serial_loop(Value* begin, Value* end, const tir::ForNode* op, const std::function<void(Value*)>& body);
   void parallel_loop(const tir::ForNode* op);
   void allocate(const tir::AllocateNode* op);
+  void launch(const tir::CallNode* op);
   void store(const tir::BufferStoreNode* op);
 
   // ---- expressions -------------------------------------------------------------
@@ -215,6 +219,7 @@ class FunctionCodegen {
   mutable llvm::IRBuilder<> b_;
   std::string name_;
   llvm::Function* fn_ = nullptr;
+  int device_type_ = kDLCPU;  // where the buffers are (tir::device_type_of)
   llvm::BasicBlock* entry_block_ = nullptr;
   std::unordered_map<const tir::VarNode*, Value*> values_;
   std::map<std::string, llvm::Constant*> strings_;
@@ -227,6 +232,7 @@ class FunctionCodegen {
 
 
 void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol) {
+  device_type_ = tir::device_type_of(*func.get());
   // The body: buffer pointers (noalias), then scalar parameters.
   std::vector<llvm::Type*> types;
   std::vector<const tir::VarNode*> order;
@@ -245,7 +251,8 @@ void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol)
   types.push_back(b_.getPtrTy());  // ret_code: int32_t*
   llvm::FunctionType* body_type = llvm::FunctionType::get(b_.getInt32Ty(), types, false);
   llvm::Function* body = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, symbol + ".body", module_);
-  for (size_t i = 0; i < num_buffers; ++i) {
+  // (A host function's device buffers are handles it passes to launches.)
+  for (size_t i = 0; i < num_buffers && device_type_ == kDLCPU; ++i) {
     body->addParamAttr(i, llvm::Attribute::NoAlias);
     body->addParamAttr(i, llvm::Attribute::NoCapture);
   }
@@ -306,8 +313,14 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
     check(b_.CreateICmpEQ(code_at(index), b_.getInt32(kLoomDLTensor)),
           [&] { emit_fail(what + " must be a tensor", index); });
     Value* tensor = b_.CreateLoad(p, arg_at(index));
-    check(b_.CreateICmpEQ(field(tensor, kTensorDeviceType, b_.getInt32Ty()), b_.getInt32(kDLCPU)),
-          [&] { emit_fail(what + " is not on the CPU", index); });
+    std::string device = runtime::device_name(device_type_);
+    check(b_.CreateICmpEQ(field(tensor, kTensorDeviceType, b_.getInt32Ty()), b_.getInt32(device_type_)), [&] {
+      emit_fail(what + (device_type_ == kDLCPU ? " is not on the CPU" : " is not on the " + device + " device"), index);
+    });
+    if (device_type_ != kDLCPU) {
+      check(b_.CreateICmpEQ(field(tensor, kTensorByteOffset, b_.getInt64Ty()), b_.getInt64(0)),
+            [&] { emit_fail(what + " has a byte offset, which a " + device + " buffer cannot have", index); });
+    }
     DataType dt = buffer->dtype;
     uint32_t packed = dt.code | (uint32_t{dt.bits} << 8) | (uint32_t{dt.lanes} << 16);
     check(b_.CreateICmpEQ(field(tensor, kTensorDtype, b_.getInt32Ty()), b_.getInt32(packed)),
@@ -458,6 +471,7 @@ void FunctionCodegen::stmt_here(const tir::Stmt& s) {
     b_.SetInsertPoint(done);
   } else if (const auto* op = s.as<tir::EvaluateNode>()) {
     const auto* c = op->value.as<tir::CallNode>();
+    if (c && c->op == "tir.launch") return launch(c);
     if (c && c->op == "ret") {
       if (!ret_) fail("ret inside a parallel loop");
       if (c->args.size() != 1) fail("ret takes one value");
@@ -607,6 +621,56 @@ void FunctionCodegen::parallel_loop(const tir::ForNode* op) {
   check(b_.CreateICmpEQ(status, b_.getInt32(0)), [&] { b_.CreateRet(status); });
 }
 
+// tir.launch("kernel", grid x/y/z, block x/y/z, args...): the kernel,
+// found by name among the module's imports (get_function), called through
+// call_function with the six sizes and the arguments as LoomValues
+// (buffers as their device handles).
+void FunctionCodegen::launch(const tir::CallNode* op) {
+  const auto* kernel = op->args.size() >= 7 ? op->args[0].as_object_ref().as<tir::StringImmNode>() : nullptr;
+  if (!kernel) fail("tir.launch takes the kernel's name, six launch sizes and the kernel's arguments");
+  uint64_t n = op->args.size() - 1;
+  llvm::AllocaInst* values = entry_alloca(llvm::ArrayType::get(b_.getInt64Ty(), n), 8);  // LoomValue: 8 bytes
+  llvm::AllocaInst* codes = entry_alloca(llvm::ArrayType::get(b_.getInt32Ty(), n), 4);
+  llvm::AllocaInst* result = entry_alloca(b_.getInt64Ty(), 8);
+  llvm::AllocaInst* result_code = entry_alloca(b_.getInt32Ty(), 4);
+  llvm::AllocaInst* function = entry_alloca(b_.getPtrTy(), 8);
+  static_assert(sizeof(LoomValue) == 8, "a LoomValue is one 64-bit word");
+  for (uint64_t k = 0; k < n; ++k) {
+    auto arg = op->args[k + 1].cast<tir::PrimExpr>();
+    DataType t = arg.dtype();
+    Value* v = expr(arg);
+    Value* slot = b_.CreateConstGEP1_64(b_.getInt64Ty(), values, k);
+    int32_t code = kLoomInt;
+    if (t.code == DataType::kHandle) {
+      code = kLoomHandle;
+      b_.CreateStore(v, slot);
+    } else if (is_float(t)) {
+      code = kLoomFloat;
+      b_.CreateStore(b_.CreateFPCast(v, b_.getDoubleTy()), slot);
+    } else {
+      b_.CreateStore(is_unsigned(t) ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty()) : b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
+                     slot);
+    }
+    b_.CreateStore(b_.getInt32(code), b_.CreateConstGEP1_64(b_.getInt32Ty(), codes, k));
+  }
+  llvm::GlobalVariable* context = module_.getGlobalVariable("__loom_module_ctx");
+  if (!context) {
+    context = new llvm::GlobalVariable(module_, b_.getPtrTy(), false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                       "__loom_module_ctx");
+  }
+  llvm::FunctionType* get_type =
+      llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy()}, false);
+  Value* status = b_.CreateCall(get_type, api_function(kGetFunction),
+                                {b_.CreateLoad(b_.getPtrTy(), context), string_constant(kernel->value), function});
+  check(b_.CreateICmpEQ(status, b_.getInt32(0)), [&] { b_.CreateRet(status); });
+  llvm::FunctionType* call_type = llvm::FunctionType::get(
+      b_.getInt32Ty(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getPtrTy()}, false);
+  status = b_.CreateCall(call_type, api_function(kCallFunction),
+                         {b_.CreateLoad(b_.getPtrTy(), function), values, codes, b_.getInt32(static_cast<int32_t>(n)),
+                          result, result_code});
+  check(b_.CreateICmpEQ(status, b_.getInt32(0)), [&] { b_.CreateRet(status); });
+}
+
 void FunctionCodegen::allocate(const tir::AllocateNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
   if (buffer->scope != "global" && buffer->scope != "local") {
@@ -627,7 +691,9 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
     count = b_.CreateMul(count, b_.CreateSExtOrTrunc(expr(dim), b_.getInt64Ty()));
   }
   Value* bytes = b_.CreateMul(count, b_.getInt64(element_bytes));
-  if (constant && elements * static_cast<int64_t>(element_bytes) <= kMaxStackBytes) {
+  // A host function that launches kernels allocates its intermediate
+  // buffers on their device.
+  if (device_type_ == kDLCPU && constant && elements * static_cast<int64_t>(element_bytes) <= kMaxStackBytes) {
     llvm::AllocaInst* memory =
         entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), elements * element_bytes), 64);
     values_[buffer->data.get()] = memory;
@@ -637,7 +703,7 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
   llvm::FunctionType* alloc_type =
       llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt64Ty()}, false);
   llvm::CallInst* memory =
-      b_.CreateCall(alloc_type, api_function(kAllocWorkspace), {b_.getInt32(kDLCPU), b_.getInt32(0), bytes});
+      b_.CreateCall(alloc_type, api_function(kAllocWorkspace), {b_.getInt32(device_type_), b_.getInt32(0), bytes});
   memory->addRetAttr(llvm::Attribute::NoAlias);  // fresh memory, as malloc's
   memory->addRetAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
   check(b_.CreateIsNotNull(memory), [&] { b_.CreateRet(b_.getInt32(-1)); });
@@ -646,7 +712,7 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
   if (b_.GetInsertBlock()->getTerminator()) return;  // a ret inside: the runtime frees workspaces it owns
   llvm::FunctionType* free_type =
       llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), b_.getInt32Ty(), b_.getPtrTy()}, false);
-  b_.CreateCall(free_type, api_function(kFreeWorkspace), {b_.getInt32(kDLCPU), b_.getInt32(0), memory});
+  b_.CreateCall(free_type, api_function(kFreeWorkspace), {b_.getInt32(device_type_), b_.getInt32(0), memory});
 }
 
 Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Array& indices, int lanes,

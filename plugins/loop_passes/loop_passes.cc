@@ -4,17 +4,20 @@
 #include <loom/plugin_sdk.h>
 
 #include "auto_schedule.h"
+#include "default_device_schedule.h"
 #include "flatten_buffer.h"
 #include "loop_partition.h"
 #include "lower_intrinsics.h"
 #include "simplify.h"
+#include "split_host_device.h"
 #include "storage_rewrite.h"
 #include "unroll_loop.h"
 #include "vectorize_loop.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Loop passes: auto-scheduling, simplification, flattening, vectorizing, unrolling, "
-                                             "partitioning, storage reuse, intrinsic lowering"));
+                                             "partitioning, storage reuse, intrinsic lowering, the default device "
+                                             "schedule and the host/device split"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
@@ -26,4 +29,6 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::loop::LoopPartition());
   PassRegistry::register_pass(loom::loop::StorageRewrite());
   PassRegistry::register_pass(loom::loop::LowerIntrinsics());
+  PassRegistry::register_pass(loom::loop::DefaultDeviceSchedule());
+  PassRegistry::register_pass(loom::loop::SplitHostDevice());
 }

@@ -30,7 +30,7 @@ class Lowerer {
       IntrinsicRegistry::get(c->op);           // loads a provider, or throws naming the closest
       entry = IntrinsicRegistry::entry(c->op);
     }
-    if (static_cast<int>(c->args.size()) != entry->num_args) {
+    if (entry->num_args >= 0 && static_cast<int>(c->args.size()) != entry->num_args) {
       LOOM_THROW(Error) << "intrinsic '" << c->op << "' takes " << entry->num_args << " argument(s), got " << c->args.size();
     }
     if (entry->float_only && c->dtype.code != DataType::kFloat && c->dtype.code != DataType::kBFloat) {

@@ -42,4 +42,12 @@ LOOM_PLUGIN_INIT(ctx) {
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
        "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
+  // A device target's (docs/devices.md): the same graph passes, then a
+  // thread binding for every nest and the host/device split.
+  PassRegistry::register_pass(pipeline(
+      PassInfo{"device", "graph clean-ups and folding, fusion, lowering, then the default device schedule and the "
+                         "host/device split"},
+      {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination",
+       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "DefaultDeviceSchedule", "LowerIntrinsics", "Simplify",
+       "SplitHostDevice", "Simplify"}));
 }

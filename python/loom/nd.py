@@ -4,11 +4,13 @@ from . import _core
 NDArray = _core.NDArray
 
 
-def array(value):
+def array(value, device="cpu"):
     """An NDArray over a NumPy array's memory (a copy only when NumPy
-    cannot share it: read-only or not C-contiguous)."""
+    cannot share it: read-only or not C-contiguous); with another device
+    ("opencl", "opencl:1"), a copy on that device."""
     import numpy as np
-    return _core.ndarray_from_dlpack(value if hasattr(value, "__dlpack__") else np.asarray(value))
+    host = _core.ndarray_from_dlpack(value if hasattr(value, "__dlpack__") else np.asarray(value))
+    return host if device in ("cpu", "cpu:0") else host.copyto(device)
 
 
 def from_dlpack(value):

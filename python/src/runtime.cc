@@ -100,8 +100,19 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape_vector())); })
       .def_property_readonly("dtype", [](const NDArray& a) { return a->dtype; })
       .def_property_readonly("device", [](const NDArray& a) { return a->device; })
-      .def("numpy", [](const NDArray& self) { return to_numpy(self); },
-           "a NumPy array over the same memory (no copy)")
+      .def("numpy", [](const NDArray& self) {
+             if (self->device.device_type != Device::kCPU) {
+               throw Error("NDArray.numpy(): the array is on " + self->device.to_string() +
+                           "; copy it to the host first (array.copyto(\"cpu\"))");
+             }
+             return to_numpy(self);
+           },
+           "a NumPy array over the same memory (no copy); the array must be on the CPU")
+      .def("copyto", [](const NDArray& self, const std::string& device) {
+             py::gil_scoped_release release;
+             return self.copy_to(Device::parse(device));
+           },
+           py::arg("device"), "a copy on `device` (\"cpu\", \"opencl\", \"opencl:1\", ...)")
       .def(
           "__dlpack__", [](const NDArray& a, py::object stream) { return make_capsule(a); }, py::arg("stream") = py::none())
       .def("__dlpack_device__",

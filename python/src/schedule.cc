@@ -33,6 +33,7 @@ void bind_schedule(py::module_& m) {
       .def("tile", &Schedule::tile, py::arg("x"), py::arg("y"), py::arg("fx"), py::arg("fy"))
       .def("parallel", &Schedule::parallel, py::arg("loop"))
       .def("vectorize", &Schedule::vectorize, py::arg("loop"))
+      .def("bind", &Schedule::bind, py::arg("loop"), py::arg("axis"))
       .def("unroll", &Schedule::unroll, py::arg("loop"))
       .def("decompose_reduction", &Schedule::decompose_reduction, py::arg("loop"))
       .def("compute_inline", &Schedule::compute_inline, py::arg("buffer"))

@@ -12,9 +12,33 @@
 
 namespace loom::driver {
 
+namespace {
+// The host target of a module whose target runs on a device: the module's
+// attribute "host" (the config's target.host), which must be a CPU.
+target::Target host_of(const ir::IRModule& module, const target::Target& target) {
+  target::Target host = module->attrs.contains("host") ? module->attrs.at("host").cast<target::Target>() : target::Target();
+  if (!host.defined()) {
+    LOOM_THROW(Error) << "build: target kind '" << target->kind << "' runs kernels on a device and needs a host target "
+                      << "for the code that launches them: set target.host in the config (for example "
+                      << "{kind: " << target->kind << ", host: {kind: llvm}})";
+  }
+  if (target::traits_of(host).device_type != kDLCPU) {
+    LOOM_THROW(Error) << "build: the host target (kind '" << host->kind << "') does not run on the CPU";
+  }
+  return host;
+}
+}  // namespace
+
 runtime::Module build_kernels(const ir::IRModule& module, const target::Target& target) {
   // Prim functions, and extern functions whose kind builds nothing itself,
   // go to the target's codegen; each other extern kind builds its own.
+  // For a device target, the kernels (SplitHostDevice's device_kernel
+  // functions) go to its codegen and the other prim functions, which
+  // launch them, to the host target's: the host module is the root and
+  // imports the device module, so a launch finds its kernel by name.
+  bool device = target::traits_of(target).device_type != kDLCPU;
+  target::Target host = device ? host_of(module, target) : target;
+  const std::string kHost = "host";
   std::map<std::string, std::map<std::string, Any>> groups;  // builder ("" = codegen) -> functions
   std::map<std::string, Function> builders;
   for (const std::string& name : module.names()) {
@@ -24,24 +48,32 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
     if (const auto* e = f.as<ir::ExternFuncNode>()) {
       ir::ExternKindEntry kind = ir::ExternKindRegistry::get(e->kind);
       if (kind.build.defined()) builders[builder = "extern kind '" + e->kind + "'"] = kind.build;
+    } else if (device && !f->attrs.contains("device_kernel")) {
+      builders[builder = kHost] = target::CodegenRegistry::get(host->kind);
     }
     groups[builder][name] = f;
   }
   std::vector<runtime::Module> built;
+  size_t root = 0;
   for (const auto& [builder, functions] : groups) {
     ir::IRModule part(functions, module->attrs, module->global_infos);
     Function make = builder.empty() ? target::CodegenRegistry::get(target->kind) : builders.at(builder);
-    runtime::Module out = make(part, target).cast<runtime::Module>();
+    runtime::Module out = make(part, builder == kHost ? host : target).cast<runtime::Module>();
     if (!out.defined()) {
-      LOOM_THROW(Error) << (builder.empty() ? "the codegen for '" + target->kind + "'" : builder) << " returned no module";
+      LOOM_THROW(Error) << (builder.empty() ? "the codegen for '" + target->kind + "'"
+                            : builder == kHost ? "the codegen for the host target '" + host->kind + "'"
+                                               : builder)
+                        << " returned no module";
     }
+    if (builder == kHost || (builder.empty() && !device)) root = built.size();
     built.push_back(out);
   }
-  // One root (the codegen's module when there is one); the rest are its
-  // imports, so every kernel is found through it.
+  // One root (the codegen's module, or the host module, when there is
+  // one); the rest are its imports, so every kernel is found through it.
   if (built.empty()) return runtime::Module();
-  for (size_t k = 1; k < built.size(); ++k) built[0].import_module(built[k]);
-  return built[0];
+  for (size_t k = 0; k < built.size(); ++k)
+    if (k != root) built[root].import_module(built[k]);
+  return built[root];
 }
 
 namespace {
@@ -60,6 +92,7 @@ void check_target_needs(const ir::IRModule& module, const target::Target& target
     }
   }
   runtime::DeviceAPIRegistry::get(Device{traits.device_type, 0});
+  if (traits.device_type != kDLCPU) check_target_needs(module, host_of(module, target));
 }
 
 runtime::Module link(const ir::IRModule& module, const target::Target& target) {

@@ -53,6 +53,15 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
   primitive("isnan", 1, "x is NaN (bool result)");
   primitive("isinf", 1, "x is infinite (bool result)");
   primitive("ret", 1, "ends the prim function with x as its result", false);
+  // The device path (docs/devices.md): SplitHostDevice writes launches
+  // into host functions, whose codegen implements them; a device codegen
+  // implements the barrier.
+  primitive("tir.launch", -1,
+            "launches a device kernel: (kernel name, grid x/y/z, block x/y/z, its arguments...), any number of "
+            "arguments",
+            false);
+  primitive("tir.barrier", 0, "waits until every thread of the block reaches it (shared memory is then consistent)",
+            false);
   expanded("rsqrt", "1 / sqrt(x)", [](const CallNode& c) {
     return PrimExpr(Div(make_const(c.dtype, 1), call(c.dtype, "sqrt", {arg(c, 0)})));
   });

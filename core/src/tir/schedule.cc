@@ -301,20 +301,29 @@ std::vector<std::string> Schedule::tile(const std::string& x, const std::string&
   return {xo, yo, xi, yi};
 }
 
-void Schedule::parallel(const std::string& loop) {
-  const ForNode* f = find_loop(func_, "parallel", loop);
+namespace {
+// The precondition of parallel and bind: every buffer written in `f` (and
+// not allocated inside it) is written at indices that use its variable.
+void refuse_races(const ForNode* f, const std::string& primitive) {
   std::unordered_set<const Object*> local;
   pre_order(f->body, [&](const Stmt& s) {
     if (const auto* a = s.as<AllocateNode>()) local.insert(a->buffer->data.get());
     return true;
   });
+  const std::string& loop = f->loop_var->name;
   for (const Access& a : accesses(f->body)) {
     if (!a.store || local.count(a.buffer->data.get())) continue;
     if (!uses_var(Any(a.indices), f->loop_var.get())) {
-      refuse("parallel", "%" + loop + ": buffer '" + a.buffer->name + "' is written at " + indices_text(a.indices) +
-                             ", which does not depend on %" + loop + ", so iterations would race");
+      refuse(primitive, "%" + loop + ": buffer '" + a.buffer->name + "' is written at " + indices_text(a.indices) +
+                            ", which does not depend on %" + loop + ", so iterations would race");
     }
   }
+}
+}  // namespace
+
+void Schedule::parallel(const std::string& loop) {
+  const ForNode* f = find_loop(func_, "parallel", loop);
+  refuse_races(f, "parallel");
   func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kParallel, f->body)));
 }
 
@@ -1152,6 +1161,33 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
                  BufferStore(store->buffer, combine(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
   func_ = with_new_body(func_, replace(func_->body, top, Allocate(rf, seq({set, nest, sum}))));
   return {rf->name, init->name, final->name};
+}
+
+bool is_thread_axis(const std::string& axis) {
+  static const std::set<std::string> axes{"blockIdx.x", "blockIdx.y", "blockIdx.z",
+                                          "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  return axes.count(axis) > 0;
+}
+
+void Schedule::bind(const std::string& loop, const std::string& axis) {
+  const ForNode* f = find_loop(func_, "bind", loop);
+  if (!is_thread_axis(axis)) {
+    refuse("bind", "'" + axis + "' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z)");
+  }
+  if (const_int(f->min) != 0) refuse("bind", "%" + loop + " does not start at 0 (split or normalise it first)");
+  if (f->for_kind() != ForKind::kSerial) refuse("bind", "%" + loop + " is not a serial loop");
+  // The axis may not be bound twice on one path from the root.
+  std::vector<Stmt> path;
+  path_to(func_->body, f, path);
+  for (const Stmt& above : path) {
+    const auto* a = above.as<ForNode>();
+    if (a && a != f && a->for_kind() == ForKind::kThreadBinding && a->thread == axis) {
+      refuse("bind", "%" + loop + " is inside %" + a->loop_var->name + ", already bound to " + axis);
+    }
+  }
+  refuse_races(f, "bind");
+  func_ = with_new_body(func_, replace(func_->body, f, For(f->loop_var, f->min, f->extent, ForKind::kThreadBinding,
+                                                           f->body, axis, f->annotations)));
 }
 
 }  // namespace loom::tir

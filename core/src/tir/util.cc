@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "loom/object/traversal.h"
+#include "loom/tir/functor.h"
 
 namespace loom::tir {
 
@@ -58,6 +59,20 @@ std::vector<const VarNode*> used_vars(const Any& node, const std::function<bool(
   });
   collect.visit(node);
   return out;
+}
+
+bool has_thread_binding(const Stmt& body) {
+  bool bound = false;
+  pre_order(body, [&](const Stmt& s) {
+    const auto* f = s.as<ForNode>();
+    if (f && f->for_kind() == ForKind::kThreadBinding) bound = true;
+    return !bound;
+  });
+  return bound;
+}
+
+int device_type_of(const PrimFuncNode& f) {
+  return f.attrs.contains("device_type") ? static_cast<int>(f.attrs.at("device_type").as_int()) : 1;
 }
 
 std::vector<const VarNode*> entry_scalars(const PrimFunc& func) {

@@ -295,6 +295,24 @@ TEST(Schedule, RFactorOfAMaxOrAMinStartsFromInfinityAndIsExact) {
   EXPECT_EQ(run_text(s.func()), want);  // max and min do not round
 }
 
+// bind marks a loop as a thread axis (SplitHostDevice reads it); an axis
+// is bound once on a path from the root.
+TEST(Schedule, BindMarksThreadAxesOncePerPath) {
+  tir::Schedule s(original());
+  auto [io, ii] = s.split("i", 2);
+  s.bind(io, "blockIdx.x");
+  s.bind(ii, "threadIdx.x");
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("for %i_o: int64 from 0 extent 3 thread(\"blockIdx.x\")"), std::string::npos) << text;
+  EXPECT_NE(text.find("for %i_i: int64 from 0 extent 2 thread(\"threadIdx.x\")"), std::string::npos) << text;
+  std::string twice = error_of([&] { s.bind("j", "threadIdx.x"); });
+  EXPECT_NE(twice.find("schedule.bind: %j is inside %i_i, already bound to threadIdx.x"), std::string::npos) << twice;
+  std::string serial = error_of([&] { s.bind(io, "blockIdx.y"); });
+  EXPECT_NE(serial.find("schedule.bind: %i_o is not a serial loop"), std::string::npos) << serial;
+  EXPECT_TRUE(tir::is_thread_axis("threadIdx.z"));
+  EXPECT_FALSE(tir::is_thread_axis("threadIdx.w"));
+}
+
 TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   tir::Schedule s(original());
   auto expect = [&](const std::function<void()>& f, const std::string& message) {
@@ -328,6 +346,9 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
                                   "(or max(B[i], e), min(B[i], e))");
   expect([&] { s.cache_read("Out", {1, 0}); }, "schedule.cache_read: 'Out' is written by the function");
   expect([&] { s.decompose_reduction("k"); }, "schedule.decompose_reduction: the innermost body of the nest at %k is not a sequence");
+  expect([&] { s.bind("i", "warp.x"); }, "schedule.bind: 'warp.x' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z)");
+  expect([&] { s.bind("k", "threadIdx.x"); }, "schedule.bind: %k: buffer 'acc' is written at [%i, %j], which does not "
+                                              "depend on %k, so iterations would race");
   // A refusal leaves the schedule as it was.
   EXPECT_EQ(ir::to_text(Any(s.func())), ir::to_text(Any(original())));
 

@@ -96,6 +96,7 @@ class CSourcePrinter {
   virtual void print_allocate(const tir::AllocateNode* op);
   virtual void print_store(const tir::BufferStoreNode* op);
   virtual void print_evaluate(const tir::EvaluateNode* op);
+  virtual void print_launch(const tir::CallNode* op);
   virtual std::string print_expr(const tir::PrimExpr& e);
   virtual std::string print_binary(const tir::BinaryOpNode* op);
   virtual std::string print_cast(DataType to, const tir::PrimExpr& value);
@@ -128,6 +129,9 @@ class CSourcePrinter {
   void close_block();
 
   std::string function_name_;  // the prim function being printed, for errors
+  // Where its buffers are (DLPack device type): the CPU, or for a host
+  // function that launches kernels (SplitHostDevice) their device.
+  int device_type_ = 1;
   std::ostringstream* out_ = nullptr;
   int indent_ = 0;
 

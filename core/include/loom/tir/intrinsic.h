@@ -20,7 +20,7 @@ namespace loom::tir {
 
 struct IntrinsicEntry {
   std::string name;
-  int num_args = 1;
+  int num_args = 1;  // -1: any number (the core's tir.launch)
   bool float_only = true;  // the arguments and result are floats
   std::string doc;
   // The call rewritten into simpler prim IR (the same dtype, scalar or

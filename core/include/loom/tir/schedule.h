@@ -29,6 +29,9 @@ class ScheduleError : public Error {
 
 namespace loom::tir {
 
+// Whether `axis` names a thread axis (blockIdx.x/y/z, threadIdx.x/y/z).
+bool is_thread_axis(const std::string& axis);
+
 class Schedule {
  public:
   explicit Schedule(PrimFunc func);
@@ -53,6 +56,13 @@ class Schedule {
   // vectorize / unroll: a constant extent (VectorizeLoop and UnrollLoop do
   // the work, and say so in an annotation when they cannot).
   void parallel(const std::string& loop);
+  // Binds `loop` to a thread axis of a parallel device (blockIdx.x/y/z,
+  // threadIdx.x/y/z): each iteration runs on its own thread, and
+  // SplitHostDevice makes the loop's extent the launch's size along that
+  // axis.  The loop starts at 0, is serial, is not inside another loop
+  // bound to the same axis, and its iterations do not race (parallel's
+  // condition).
+  void bind(const std::string& loop, const std::string& axis);
   void vectorize(const std::string& loop);
   void unroll(const std::string& loop);
   // Loop distribution: the perfect nest from `loop` down, whose innermost

@@ -47,6 +47,12 @@ std::vector<const VarNode*> used_vars(const Any& node, const std::function<bool(
 // (`Buffer[(%n: int64, 8)]`), in order.
 std::vector<const VarNode*> entry_scalars(const PrimFunc& func);
 
+// Whether a loop in `body` is bound to a thread axis (a device kernel's).
+bool has_thread_binding(const Stmt& body);
+// Where the buffers of `f` are: its attribute "device_type" (a DLPack
+// device type; SplitHostDevice sets it on a host function that launches
+// kernels), else the CPU (1).
+int device_type_of(const PrimFuncNode& f);
 // A prim function with a new body (parameters, result and attributes kept).
 PrimFunc with_body(const PrimFuncNode& f, const Stmt& body);
 

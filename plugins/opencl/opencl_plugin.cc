@@ -1,0 +1,60 @@
+// The opencl plugin (docs/target-opencl.md): target kind `opencl`, whose
+// codegen prints the device kernels SplitHostDevice makes as OpenCL C
+// (OpenCLPrinter, derived from the SDK's C printer) and builds them into
+// the runtime module `opencl`; device:opencl, the DeviceAPI over the ICD
+// loader; and the module's loader, so an exported library restores it.
+// The host code that launches the kernels is built by the host target
+// (target.host) and imports this module.
+#include <loom/plugin_sdk.h>
+#include <loom/runtime/device_api.h>
+#include <loom/runtime/module.h>
+#include <loom/target/codegen.h>
+#include <loom/target/target.h>
+
+#include "opencl_printer.h"
+#include "opencl_runtime.h"
+
+namespace {
+using loom::Function;
+using loom::Map;
+using loom::ir::IRModule;
+
+loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
+  int device = loom::opencl::find_device(target.attr("platform").as_string(),
+                                         static_cast<int>(target.attr("device").as_int()));
+  loom::opencl::OpenCLPrinter printer;
+  std::vector<loom::opencl::KernelSignature> kernels;
+  std::string source = printer.print_program(module, &kernels);
+  return loom::opencl::make_module(std::move(source), std::move(kernels), device);
+}
+}  // namespace
+
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("opencl") LOOM_PLUGIN_VERSION("0.1.0")
+                     LOOM_PLUGIN_DESCRIPTION("OpenCL: target kind opencl (OpenCL C from the C printer), "
+                                             "device:opencl over the ICD loader, runtime module opencl"));
+
+LOOM_PLUGIN_INIT(ctx) {
+  loom::target::TargetTraits traits;
+  traits.vector_bits = [](const loom::target::Target&) -> int64_t { return 0; };  // scalar kernels
+  traits.native_intrinsics = loom::target::CSourcePrinter::intrinsics();
+  traits.native_intrinsics.insert("tir.barrier");
+  traits.device_type = kDLOpenCL;
+  traits.default_pipeline = {"device"};
+  traits.codegen_needs = {"intrinsics_lowered"};
+  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
+      "opencl",
+      {{"platform", "str", std::string(""), "the first platform whose name contains this ('' for any)"},
+       {"device", "int", int64_t{0}, "the device's index among that platform's devices", 0, std::nullopt},
+       {"max-work-group-size", "int", int64_t{256},
+        "the most threads a block (work-group) of the default device schedule has", 1, std::nullopt}},
+      Function(),
+      "OpenCL C kernels run through the ICD loader (PoCL on the CPU); needs target.host for the launching code",
+      "",
+      traits});
+  loom::target::CodegenRegistry::register_codegen(
+      "opencl", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
+                                "opencl.codegen"));
+  loom::runtime::DeviceAPIRegistry::register_api("opencl", loom::opencl::make_device_api());
+  loom::runtime::ModuleLoaderRegistry::register_loader(
+      "opencl", Function::typed([](std::string bytes) { return loom::opencl::load_module(bytes); }, "opencl.load"));
+}
