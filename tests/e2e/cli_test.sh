@@ -131,6 +131,17 @@ expect_output inspect-missing 1 "inspect: no file" -- "$LOOMC" inspect "$tmpb/no
 printf 'target:\n  kind: cpu\n  vector-bits: 0\npipeline:\n  config: {tir.vectorize: true}\n' > "$tmpb/scalar.yaml"
 expect_output build-warning 0 "scalar.yaml:5:12: warning: pipeline config 'tir.vectorize: true' contradicts the target" -- \
   "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpb/scalar.yaml" -o "$tmpb/x.loom"
+# A device target (docs/target-opencl.md): host code from target.host
+# importing the OpenCL kernels, in one file; the kernels as OpenCL C.
+printf 'target:\n  kind: opencl\n  host: {kind: llvm}\n' > "$tmpb/opencl.yaml"
+printf '@twice = prim_func(%%A: Buffer[(%%n: int64), float32], %%B: Buffer[(%%n), float32]) {\n  for %%i: int64 from 0 extent %%n {\n    %%B[%%i] = %%A[%%i] * 2.0;\n  }\n}\n' > "$tmpb/twice.loom"
+expect_output build-opencl 0 "^$" -- "$LOOMC" build "$tmpb/twice.loom" --config "$tmpb/opencl.yaml" -o "$tmpb/twice.so"
+expect_output inspect-opencl-tree 0 "^    opencl: 1 function \(twice_kernel0\)$" -- "$LOOMC" inspect "$tmpb/twice.so"
+expect_output inspect-opencl-source 0 "^__kernel void twice_kernel0\(__global float\* restrict B_data, __global float\* restrict A_data, int64_t n\)" -- \
+  "$LOOMC" inspect "$tmpb/twice.so" --source opencl
+printf 'target:\n  kind: opencl\n' > "$tmpb/opencl_no_host.yaml"
+expect_output build-opencl-no-host 1 "target kind 'opencl' runs kernels on a device and needs a host target" -- \
+  "$LOOMC" build "$tmpb/twice.loom" --config "$tmpb/opencl_no_host.yaml" -o "$tmpb/nohost.so"
 rm -rf "$tmpb"
 
 # loomc opt: the module after the passes named (or the config's pipeline),
