@@ -60,17 +60,14 @@ Stmt on_one_thread(const Stmt& s, const std::string& name) {
   return For(Var(name, i64), IntImm(i64, 0), IntImm(i64, 1), ForKind::kThreadBinding, s, "blockIdx.x");
 }
 
-// The nests not inside a loop, by their loop's name; statements outside
-// any loop, and nests with no spatial loop, are put on one thread.
-Stmt collect_roots(const Stmt& s, const PrimFunc& f, std::set<std::string>& taken, std::vector<std::string>& roots) {
+// Statements outside any loop that touch memory, and nests with no
+// spatial loop, put on one thread; `taken` holds the loop names in use.
+Stmt bind_loose_work(const Stmt& s, std::set<std::string>& taken) {
   if (const auto* loop = s.as<ForNode>()) {
-    if (is_spatial(loop)) {
-      roots.push_back(loop->loop_var->name);
-      return s;
-    }
+    if (is_spatial(loop)) return s;
   } else if (!s.as<BufferStoreNode>() && !s.as<EvaluateNode>()) {
     return map_children(s, [](const PrimExpr& e) { return e; },
-                        [&](const Stmt& c) { return collect_roots(c, f, taken, roots); });
+                        [&](const Stmt& c) { return bind_loose_work(c, taken); });
   } else if (s.as<EvaluateNode>()) {
     bool loads = false;
     pre_order(s, [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
@@ -85,6 +82,19 @@ Stmt collect_roots(const Stmt& s, const PrimFunc& f, std::set<std::string>& take
   return on_one_thread(s, name);
 }
 
+// The names of the spatial loops not inside a loop (after bind_loose_work,
+// every other loop not inside a loop is bound).
+void spatial_roots(const Stmt& s, std::vector<std::string>& roots) {
+  if (const auto* loop = s.as<ForNode>()) {
+    if (loop->for_kind() != ForKind::kThreadBinding) roots.push_back(loop->loop_var->name);
+    return;
+  }
+  map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) {
+    spatial_roots(c, roots);
+    return c;
+  });
+}
+
 PrimFunc schedule(const PrimFunc& f, int64_t block) {
   if (has_thread_binding(f->body)) return f;
   std::set<std::string> taken;
@@ -92,12 +102,11 @@ PrimFunc schedule(const PrimFunc& f, int64_t block) {
     if (const auto* loop = s.as<ForNode>()) taken.insert(loop->loop_var->name);
     return true;
   });
-  std::vector<std::string> roots;
-  Stmt body = collect_roots(f->body, f, taken, roots);
-  // (The schedule may rename loops apart: the roots are found again in it.)
+  Stmt body = bind_loose_work(f->body, taken);
+  // (The schedule may rename loops apart: the roots are named in it.)
   Schedule sch(body.same_as(f->body) ? f : with_body(*f.get(), body));
-  roots.clear();
-  collect_roots(sch.func()->body, sch.func(), taken, roots);
+  std::vector<std::string> roots;
+  spatial_roots(sch.func()->body, roots);
   for (const std::string& root : roots) {
     // The leading spatial loops of the perfect nest, fused into one.
     const ForNode* top = nullptr;

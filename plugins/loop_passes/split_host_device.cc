@@ -52,7 +52,7 @@ const char* const kAxes[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadId
 class Splitter {
  public:
   Splitter(std::string name, const PrimFunc& f, std::set<std::string>& names)
-      : name_(std::move(name)), func_(f), names_(names) {
+      : name_(std::move(name)), names_(names) {
     for (const Any& p : f->params) {
       if (const auto* v = p.as_object_ref().as<VarNode>()) host_vars_.insert(v);
       if (const auto* b = p.as_object_ref().as<BufferNode>()) add_buffer_vars(b);
@@ -164,7 +164,6 @@ class Splitter {
   }
 
   std::string name_;
-  PrimFunc func_;
   std::set<std::string>& names_;
   std::unordered_set<const VarNode*> host_vars_;  // bound outside any kernel
 };

@@ -5,12 +5,24 @@ arrays.  Every test that takes `run` runs once per config of CONFIGS."""
 import os
 import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
+
+
+def run_fresh(script, *args):
+    """Runs `script` (Python source, with `args` in sys.argv[1:]) in a new
+    interpreter that imports loom from this tree and has loaded nothing
+    else, and asserts it exits cleanly: an exported library must load
+    there as in the process that built it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    done = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def tensor_type(a):

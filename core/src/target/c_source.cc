@@ -288,6 +288,7 @@ std::string CSourcePrinter::print_host_module(const ir::IRModule& module,
 
 void CSourcePrinter::begin_function(const std::string& name) {
   function_name_ = name;
+  device_type_ = kDLCPU;
   names_.clear();
   var_types_.clear();
   used_names_.clear();

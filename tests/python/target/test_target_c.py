@@ -5,17 +5,12 @@ IR's integer and float semantics (against Python's own arithmetic, on the
 llvm target too), control flow, parallel loops, workspaces, let, a scalar
 result, the argument checks, export to a library run in a fresh process,
 and the errors."""
-import os
-import pathlib
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import loom
+from conftest import ROOT, run_fresh
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 C_CONFIG = str(ROOT / "configs" / "c.yaml")
 LOWER_ONLY = {"passes": ["LowerIntrinsics"]}
 
@@ -165,10 +160,7 @@ def test_exported_library_runs_in_a_fresh_process(tmp_path, rng):
         "lib = loom.runtime.load_module(sys.argv[1])\n"
         "d = sys.argv[2]\n"
         "np.save(d + '/y.npy', lib['main'](np.load(d + '/a.npy'), np.load(d + '/b.npy')).numpy())\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    done = subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path)], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_fresh(script, path, tmp_path)
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-5, atol=1e-6)
 
 

@@ -4,17 +4,11 @@ by the llvm or the c target, target.host) and OpenCL C kernels, run on
 device arrays against NumPy; export to one library run in a fresh
 process; the errors.  The llvm plugin and PoCL (which carries its own
 LLVM) share this process: plugins load with RTLD_LOCAL."""
-import os
-import pathlib
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import loom
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from conftest import run_fresh
 
 KERNELS = """
 @ew = prim_func(%A: Buffer[(%n: int64, 3), float32], %B: Buffer[(%n, 3), float32], %C: Buffer[(%n, 3), float32]) {
@@ -135,10 +129,7 @@ def test_exported_library_runs_in_a_fresh_process(tmp_path, rng):
         "c = loom.nd.array(np.zeros_like(a), device='opencl')\n"
         "lib['ew'](loom.nd.array(a, device='opencl'), loom.nd.array(a, device='opencl'), c)\n"
         "np.save(sys.argv[2] + '/c.npy', c.copyto('cpu').numpy())\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    done = subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path)], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
+    run_fresh(script, path, tmp_path)
     np.testing.assert_allclose(np.load(tmp_path / "c.npy"), np.exp(a) + np.maximum(a, 0), rtol=1e-6, atol=1e-6)
 
 
