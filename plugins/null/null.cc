@@ -13,6 +13,9 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null")
                      LOOM_PLUGIN_DESCRIPTION("The null target: generates nothing; for tests and dispatch"));
 
 LOOM_PLUGIN_INIT(ctx) {
+  loom::target::TargetTraits traits;
+  traits.vector_bits = loom::target::TargetTraits::vector_bits_from_attr("vector-bits");
+  traits.threads_attr = "num-threads";
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "null_target",
       {{"num-threads", "int", int64_t{1}, "threads (only checked, nothing runs)", 0, loom::runtime::kMaxThreads},
@@ -20,5 +23,5 @@ LOOM_PLUGIN_INIT(ctx) {
       loom::Function(),
       "a target that generates nothing",
       "",
-      loom::target::TargetTraits{loom::target::TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads"}});
+      traits});
 }

@@ -20,8 +20,7 @@ using loom::Map;
 using loom::ir::IRModule;
 
 loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
-  int device = loom::opencl::find_device(target.attr("platform").as_string(),
-                                         static_cast<int>(target.attr("device").as_int()));
+  int device = loom::target::device_of(target).device_id;
   loom::opencl::OpenCLPrinter printer;
   std::vector<loom::opencl::KernelSignature> kernels;
   std::string source = printer.print_program(module, &kernels);
@@ -39,6 +38,9 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.native_intrinsics = loom::target::CSourcePrinter::intrinsics();
   traits.native_intrinsics.insert("tir.barrier");
   traits.device_type = kDLOpenCL;
+  traits.device_id = [](const loom::target::Target& target) {
+    return loom::opencl::find_device(target.attr("platform").as_string(), static_cast<int>(target.attr("device").as_int()));
+  };
   traits.default_pipeline = {"device"};
   traits.codegen_needs = {"intrinsics_lowered"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{

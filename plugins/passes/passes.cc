@@ -12,6 +12,7 @@
 #include "fuse_ops.h"
 #include "fuse_tir.h"
 #include "legalize_ops.h"
+#include "plan_devices.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
@@ -29,6 +30,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());
+  PassRegistry::register_pass(loom::passes::PlanDevices());
   // A named pipeline is a pass like any other, so a YAML pipeline, the CLI
   // and Python select it by name; its passes are looked up when it runs (so
   // the loop passes' plugin loads only then), and each still obeys the
@@ -42,12 +44,13 @@ LOOM_PLUGIN_INIT(ctx) {
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
        "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
-  // A device target's (docs/devices.md): the same graph passes, then a
-  // thread binding for every nest and the host/device split.
+  // A device target's (docs/devices.md): the same graph passes, the
+  // device plan, then a thread binding for every nest and the host/device
+  // split.
   PassRegistry::register_pass(pipeline(
-      PassInfo{"device", "graph clean-ups and folding, fusion, lowering, then the default device schedule and the "
-                         "host/device split"},
+      PassInfo{"device", "graph clean-ups and folding, fusion, lowering, the device plan, then the default device "
+                         "schedule and the host/device split"},
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination",
-       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "DefaultDeviceSchedule", "LowerIntrinsics", "Simplify",
+       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "DefaultDeviceSchedule", "LowerIntrinsics", "Simplify",
        "SplitHostDevice", "Simplify"}));
 }

@@ -33,7 +33,7 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
-CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml"]
+CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml"]
 
 
 class Runner:

@@ -579,6 +579,9 @@ void print_module_tree(const loom::runtime::Module& m, int depth, const std::str
       std::cout << indent << "  @" << name << ": " << plan.planned_tensors << " planned tensors in " << plan.storages
                 << " storages, peak " << plan.peak_bytes << " bytes (one buffer each: " << plan.naive_bytes
                 << "), " << plan.output_tensors << " outputs\n";
+      for (const auto& [device, bytes] : plan.device_peak_bytes) {
+        std::cout << indent << "    on " << device << ": peak " << bytes << " bytes\n";
+      }
     }
   }
   if (!source_format.empty()) {

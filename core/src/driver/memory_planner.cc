@@ -35,6 +35,7 @@ struct Storage {
   std::string key;               // symbolic size, compared by structure
   ShapeExpr size;
   size_t busy_until;
+  int32_t device;
 };
 
 int64_t assign(std::vector<Storage>& storages, const Allocation& a, size_t start, size_t end) {
@@ -44,7 +45,7 @@ int64_t assign(std::vector<Storage>& storages, const Allocation& a, size_t start
   int best = -1;
   for (size_t i = 0; i < storages.size(); ++i) {
     const Storage& s = storages[i];
-    if (s.busy_until >= start) continue;
+    if (s.busy_until >= start || s.device != a.device) continue;
     if (bytes && s.bytes) {
       // Best fit: the smallest that holds it, else the largest (grown).
       if (best < 0) {
@@ -62,7 +63,7 @@ int64_t assign(std::vector<Storage>& storages, const Allocation& a, size_t start
     }
   }
   if (best < 0) {
-    storages.push_back(Storage{bytes, key, size, end});
+    storages.push_back(Storage{bytes, key, size, end, a.device});
     return static_cast<int64_t>(storages.size() - 1);
   }
   Storage& s = storages[best];
@@ -97,7 +98,7 @@ StoragePlan plan_storage(const std::vector<Instr>& code, int32_t num_registers,
     if (in.dst >= 0) touch(in.dst, pos);
     for (int32_t r : in.args) touch(r, pos);
     if (in.op == runtime::kVMMove || in.op == runtime::kVMGetItem || in.op == runtime::kVMIfNot ||
-        in.op == runtime::kVMRet) {
+        in.op == runtime::kVMRet || in.op == runtime::kVMCopy) {
       touch(in.a, pos);
     }
     if (in.op == runtime::kVMRet) escapes[find(parent, in.a)] = true;
@@ -109,7 +110,10 @@ StoragePlan plan_storage(const std::vector<Instr>& code, int32_t num_registers,
     int c = find(parent, a.reg);
     plan.storage_of.push_back(escapes[c] ? -1 : assign(storages, a, first[c], last[c]));
   }
-  for (const Storage& s : storages) plan.storage_bytes.push_back(s.size);
+  for (const Storage& s : storages) {
+    plan.storage_bytes.push_back(s.size);
+    plan.storage_device.push_back(s.device);
+  }
   return plan;
 }
 

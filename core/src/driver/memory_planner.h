@@ -4,7 +4,8 @@
 // return an argument); a class lives from its first to its last appearance
 // in the code, which only jumps forward, so no path uses a tensor outside
 // that interval.  Tensors of classes that never escape (are not returned)
-// are placed, best fit, in storages no other live tensor uses.
+// are placed, best fit, in storages no other live tensor uses; a storage
+// holds the tensors of one device (a plan per device).
 #ifndef LOOM_SRC_DRIVER_MEMORY_PLANNER_H_
 #define LOOM_SRC_DRIVER_MEMORY_PLANNER_H_
 
@@ -26,11 +27,13 @@ struct Allocation {
   DataType dtype;
   std::vector<runtime::ShapeExpr> shape;
   int32_t reg;
+  int32_t device = 0;  // in the executable's device table
 };
 
 struct StoragePlan {
   std::vector<int64_t> storage_of;                  // per allocation; -1: an output, allocated on its own
   std::vector<runtime::ShapeExpr> storage_bytes;  // per storage
+  std::vector<int32_t> storage_device;            // per storage
 };
 
 StoragePlan plan_storage(const std::vector<Instr>& code, int32_t num_registers,

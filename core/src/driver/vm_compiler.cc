@@ -17,6 +17,7 @@
 #include "loom/support/stack.h"
 #include "loom/target/target.h"
 #include "loom/tir/functor.h"
+#include "loom/tir/function.h"
 #include "loom/tir/stmt.h"
 #include "memory_planner.h"
 
@@ -31,6 +32,28 @@ using vm::Instr;
 
 class ExecutableBuilder {
  public:
+  explicit ExecutableBuilder(const ir::IRModule& module) : module_(module) {}
+
+  // The index of `d` in the device table (0: the host).
+  int32_t device(const Device& d) {
+    auto found = std::find(devices.begin(), devices.end(), d);
+    if (found != devices.end()) return static_cast<int32_t>(found - devices.begin());
+    devices.push_back(d);
+    return static_cast<int32_t>(devices.size() - 1);
+  }
+  // Where a call_dps of @name runs, as PlanDevices placed it: a prim
+  // function on its target's device, an extern function on the host.
+  int32_t callee_device(const std::string& name) {
+    auto found = callee_devices_.find(name);
+    if (found != callee_devices_.end()) return found->second;
+    Device d;
+    if (module_.contains(name) && module_.lookup(name).as<tir::PrimFuncNode>()) {
+      target::Target t = target::function_target(module_, name);
+      if (t.defined()) d = target::device_of(t);
+    }
+    return callee_devices_[name] = device(d);
+  }
+
   int constant(const Any& c) {
     constants.push_back(c);
     return static_cast<int>(constants.size() - 1);
@@ -43,6 +66,11 @@ class ExecutableBuilder {
   }
   std::vector<Any> constants;
   std::vector<std::string> callees;
+  std::vector<Device> devices{Device()};
+
+ private:
+  const ir::IRModule& module_;
+  std::map<std::string, int32_t> callee_devices_;
 };
 
 class FunctionCompiler {
@@ -81,10 +109,15 @@ class FunctionCompiler {
       node->dtype = allocations_[k].dtype;
       node->shape = Array(std::vector<Any>(allocations_[k].shape.begin(), allocations_[k].shape.end()));
       node->storage = plan.storage_of[k];
+      node->device = allocations_[k].device;
       allocs.push_back(Any(ObjectRef(node)));
     }
     def->allocs = Array(allocs);
     def->storage_sizes = Array(std::vector<Any>(plan.storage_bytes.begin(), plan.storage_bytes.end()));
+    if (std::any_of(plan.storage_device.begin(), plan.storage_device.end(), [](int32_t d) { return d != 0; })) {
+      def->storage_devices = Array(std::vector<Any>(plan.storage_device.begin(), plan.storage_device.end()));
+    }
+    def->param_devices = param_devices(fn.params.size());
     std::vector<Any> flat;
     for (const Instr& in : code_) {
       for (int32_t v : {in.op, in.dst, in.a, in.b, static_cast<int32_t>(in.args.size())}) flat.push_back(v);
@@ -104,6 +137,37 @@ class FunctionCompiler {
   size_t emit(int32_t op, int32_t dst, int32_t a, int32_t b, std::vector<int32_t> args) {
     code_.push_back(Instr{op, dst, a, b, std::move(args)});
     return code_.size() - 1;
+  }
+
+  // The devices each parameter may be passed on besides the host: the one
+  // device it is copied to, when copying it there is all the function does
+  // with it (the copy then uses the caller's array as it is).  Empty when
+  // no parameter has one.
+  Array param_devices(size_t count) const {
+    std::vector<Any> out;
+    bool any = false;
+    for (size_t p = 0; p < count; ++p) {
+      std::optional<int32_t> only;
+      bool copied_only = true;
+      auto use = [&](const Instr& in, int32_t r) {
+        if (r != static_cast<int32_t>(p)) return;
+        int32_t d = in.op == runtime::kVMCopy ? allocations_[alloc_of_.at(in.dst)].device : -1;
+        if (d < 0 || (only && *only != d)) copied_only = false;
+        only = d;
+      };
+      for (const Instr& in : code_) {
+        for (int32_t r : in.args) use(in, r);
+        if (in.op == runtime::kVMMove || in.op == runtime::kVMGetItem || in.op == runtime::kVMIfNot ||
+            in.op == runtime::kVMRet || in.op == runtime::kVMCopy) {
+          use(in, in.a);
+        }
+      }
+      std::vector<Any> devices;
+      if (copied_only && only) devices.push_back(int64_t{*only});
+      any |= !devices.empty();
+      out.push_back(Array(devices));
+    }
+    return any ? Array(out) : Array(std::vector<Any>{});
   }
 
   // ---- shapes and types ----
@@ -250,7 +314,7 @@ class FunctionCompiler {
     return out;
   }
 
-  int32_t alloc(const Type& type, const std::string& what) {
+  int32_t alloc(const Type& type, const std::string& what, int32_t device = 0) {
     const auto* t = type.as<ir::TensorTypeNode>();
     if (!t) fail(what + " must be a tensor, got " + ir::to_text(Any(type)));
     if (t->unknown_rank()) fail(what + " has no known shape (" + ir::to_text(Any(type)) + ")");
@@ -258,7 +322,8 @@ class FunctionCompiler {
     for (const Any& d : t->shape) dims.push_back(shape(d, what, false));
     int32_t r = new_register();
     emit(runtime::kVMAlloc, r, static_cast<int32_t>(allocations_.size()), 0, {});
-    allocations_.push_back(vm::Allocation{t->dtype, std::move(dims), r});
+    alloc_of_[r] = allocations_.size();
+    allocations_.push_back(vm::Allocation{t->dtype, std::move(dims), r, device});
     return r;
   }
 
@@ -270,21 +335,23 @@ class FunctionCompiler {
         std::string what = "the output of call_dps @" + g->name;
         std::vector<int32_t> args = tuple_fields(call.args[1].cast<ir::Expr>(), "the inputs of call_dps @" + g->name);
         Type out = call.type_args[0].cast<Type>();
+        int32_t device = exe_.callee_device(g->name);
         int32_t result;
         if (const auto* tuple = out.as<ir::TupleTypeNode>()) {
           std::vector<int32_t> outs;
-          for (const Any& f : tuple->fields) outs.push_back(alloc(f.cast<Type>(), what));
+          for (const Any& f : tuple->fields) outs.push_back(alloc(f.cast<Type>(), what, device));
           args.insert(args.end(), outs.begin(), outs.end());
           result = new_register();
           emit(runtime::kVMCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
           emit(runtime::kVMTuple, result, 0, 0, outs);
         } else {
-          result = alloc(out, what);
+          result = alloc(out, what, device);
           args.push_back(result);
           emit(runtime::kVMCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
         }
         return result;
       }
+      if (op->name == "device_copy") return device_copy(call);
       if (op->name == "call_packed") {
         std::string name = call.attrs.at("name").as_string();
         std::vector<int32_t> args = tuple_fields(call.args[0].cast<ir::Expr>(), "the arguments of call_packed");
@@ -310,6 +377,24 @@ class FunctionCompiler {
     fail("calls of local function values are not supported; call global functions");
   }
 
+  // device_copy(x, src, dst): a constant is placed on dst once (kVMConst
+  // with a device); another value is copied into a tensor allocated on
+  // dst from dst's plan.
+  int32_t device_copy(const graph::CallNode& call) {
+    ir::Expr x = call.args[0].cast<ir::Expr>();
+    int32_t dst = exe_.device(call.attrs.at("dst").as_device());
+    if (const auto* c = x.as<graph::ConstantNode>()) {
+      int32_t r = new_register();
+      emit(runtime::kVMConst, r, exe_.constant(Any(c->data)), dst, {});
+      return r;
+    }
+    int32_t src = expr(x);
+    if (call.attrs.at("src").as_device() == call.attrs.at("dst").as_device()) return src;
+    int32_t r = alloc(call.checked_type, "the result of device_copy", dst);
+    emit(runtime::kVMCopy, r, src, 0, {});
+    return r;
+  }
+
   std::string name_;
   ExecutableBuilder& exe_;
   const std::map<std::string, int>& graph_functions_;
@@ -317,6 +402,7 @@ class FunctionCompiler {
   std::vector<std::pair<const Object*, std::string>> shape_vars_;  // by slot
   std::vector<Instr> code_;
   std::vector<vm::Allocation> allocations_;
+  std::unordered_map<int32_t, size_t> alloc_of_;  // register -> allocation
   std::vector<Any> types_;
   int32_t num_registers_ = 0;
 };
@@ -344,7 +430,7 @@ runtime::Module vm_compile(const ir::IRModule& input) {
     }
   }
   if (names.empty()) LOOM_THROW(Error) << "VM: the module has no graph function to compile";
-  ExecutableBuilder builder;
+  ExecutableBuilder builder(module);
   std::vector<Any> functions;
   for (const std::string& name : names) {
     FunctionCompiler compiler(name, builder, graph_functions);
@@ -354,6 +440,7 @@ runtime::Module vm_compile(const ir::IRModule& input) {
   exe->functions = Array(functions);
   exe->constants = Array(builder.constants);
   exe->callees = Array(std::vector<Any>(builder.callees.begin(), builder.callees.end()));
+  if (builder.devices.size() > 1) exe->devices = Array(std::vector<Any>(builder.devices.begin(), builder.devices.end()));
   exe->num_threads = threads_of(module);
   return runtime::make_vm_module(ObjectRef(exe));
 }

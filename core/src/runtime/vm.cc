@@ -17,6 +17,7 @@
 #include <climits>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -223,6 +224,7 @@ struct AllocSite {
   Array static_shape_array;  // shared by every tensor of a static site
   int32_t storage;
   uint64_t static_bytes = 0;  // of a static shape
+  int32_t device = 0;         // in the device table
 };
 
 struct FunctionRt {
@@ -233,9 +235,14 @@ struct FunctionRt {
   std::vector<Instr> code;
   std::vector<AllocSite> allocs;
   std::vector<ShapeExpr> storage_sizes;
+  // Each storage's device; the host's are placed in one arena, each of
+  // another device's is a buffer of its own (a kernel takes no offset).
+  std::vector<int32_t> storage_device;
+  bool device_storages = false;
   std::vector<size_t> static_offsets;  // when every storage size is constant
   size_t static_arena = 0;
   bool static_plan = true;
+  std::vector<std::vector<int32_t>> param_devices;  // besides the host, per parameter
   std::vector<VMType> types;
   std::vector<std::string> shape_vars;
 };
@@ -244,7 +251,7 @@ struct FunctionRt {
 // and fields the interpreter relies on.
 class Decoder {
  public:
-  explicit Decoder(const VMFunctionDefNode& def) : def_(def) {}
+  Decoder(const VMFunctionDefNode& def, size_t num_devices) : def_(def), num_devices_(num_devices) {}
 
   FunctionRt decode() {
     FunctionRt f;
@@ -277,7 +284,7 @@ class Decoder {
       if (n < 0 || static_cast<size_t>(n) > flat.size() - pc - 5) bad("bad argument count at " + std::to_string(pc));
       in.args.assign(flat.begin() + pc + 5, flat.begin() + pc + 5 + n);
       for (int32_t r : in.args) check_reg(r);
-      if (in.op < kVMConst || in.op > kVMRet) bad("unknown opcode " + std::to_string(in.op));
+      if (in.op < kVMConst || in.op > kVMCopy) bad("unknown opcode " + std::to_string(in.op));
       if (in.op != kVMCallDPS && in.op != kVMIfNot && in.op != kVMGoto && in.op != kVMRet) check_reg(in.dst);
       f.code.push_back(std::move(in));
       pc += 5 + n;
@@ -290,6 +297,10 @@ class Decoder {
       if (in.op == kVMMove || in.op == kVMGetItem || in.op == kVMIfNot || in.op == kVMRet) check_reg(in.a);
     }
     if (f.code.empty() || f.code.back().op != kVMRet) bad("the code does not end with a return");
+    for (const Instr& in : f.code) {
+      if (in.op == kVMCopy) check_reg(in.a);
+      if (in.op == kVMConst) device(in.b);
+    }
     for (const Any& s : def_.storage_sizes) {
       f.storage_sizes.push_back(shape(s));
       if (auto bytes = f.storage_sizes.back().as_constant()) {
@@ -300,10 +311,30 @@ class Decoder {
         f.static_plan = false;
       }
     }
+    f.storage_device.assign(f.storage_sizes.size(), 0);
+    if (def_.storage_devices.defined() && def_.storage_devices.size()) {
+      if (def_.storage_devices.size() != f.storage_sizes.size()) bad("storage devices and sizes differ in number");
+      for (size_t k = 0; k < f.storage_sizes.size(); ++k) {
+        f.storage_device[k] = device(def_.storage_devices[k]);
+        f.device_storages |= f.storage_device[k] != 0;
+      }
+    }
+    if (def_.param_devices.defined() && def_.param_devices.size()) {
+      if (def_.param_devices.size() != f.param_names.size()) bad("parameter devices and names differ in number");
+      for (const Any& list : def_.param_devices) {
+        const auto* a = dynamic_cast<const ArrayNode*>(list.object());
+        if (!a) bad("a parameter's devices are not a list");
+        f.param_devices.emplace_back();
+        for (const Any& d : a->items) f.param_devices.back().push_back(device(d));
+      }
+    } else {
+      f.param_devices.resize(f.param_names.size());
+    }
     if (f.static_plan) {
-      for (const ShapeExpr& s : f.storage_sizes) {
+      for (size_t k = 0; k < f.storage_sizes.size(); ++k) {
         f.static_offsets.push_back(f.static_arena);
-        f.static_arena += align_up(static_cast<size_t>(*s.as_constant()));
+        if (f.storage_device[k] != 0) continue;  // a buffer of its own
+        f.static_arena += align_up(static_cast<size_t>(*f.storage_sizes[k].as_constant()));
         if (f.static_arena > kMaxTensorBytes) bad("the storages add up to more than Loom allocates");
       }
     }
@@ -313,6 +344,10 @@ class Decoder {
       AllocSite site{node->dtype, {}, std::vector<int64_t>{}, Array(), static_cast<int32_t>(node->storage)};
       if (node->storage < -1 || node->storage >= static_cast<int64_t>(f.storage_sizes.size())) {
         bad("an allocation names a missing storage");
+      }
+      site.device = device(Any(node->device));
+      if (node->storage >= 0 && f.storage_device[node->storage] != site.device) {
+        bad("an allocation is on another device than its storage " + std::to_string(node->storage));
       }
       for (const Any& d : node->shape) {
         site.shape.push_back(shape(d));
@@ -346,6 +381,13 @@ class Decoder {
  private:
   [[noreturn]] void bad(const std::string& why) const { LOOM_THROW(Error) << "VM function '" << def_.name << "': " << why; }
 
+  int32_t device(const Any& index) const {
+    if (index.kind() != AnyKind::kInt || index.as_int() < 0 || static_cast<uint64_t>(index.as_int()) >= num_devices_) {
+      bad("device " + index.describe() + " is not in the device table of " + std::to_string(num_devices_));
+    }
+    return static_cast<int32_t>(index.as_int());
+  }
+
   // Shape expressions the compiler writes are a few levels deep; the
   // interpreter evaluates them recursively.
   static constexpr int kMaxShapeDepth = 64;
@@ -376,15 +418,22 @@ class Decoder {
   }
 
   const VMFunctionDefNode& def_;
+  size_t num_devices_;
 };
 
-// An arena: the storages of one call, in one workspace block.
+// An arena: the storages of one call, as workspace blocks (one on the
+// host, one per storage on another device).
 class ArenaNode : public Object {
  public:
-  Device device;
-  void* data = nullptr;
+  std::vector<std::pair<Device, void*>> blocks;
   ~ArenaNode() override {
-    if (data) DeviceAPIRegistry::get(device).free_workspace(device, data);
+    for (const auto& [device, data] : blocks) DeviceAPIRegistry::get(device).free_workspace(device, data);
+  }
+  void* add(Device device, size_t bytes) {
+    blocks.reserve(blocks.size() + 1);
+    void* data = DeviceAPIRegistry::get(device).alloc_workspace(device, bytes);
+    blocks.emplace_back(device, data);
+    return data;
   }
   LOOM_OBJECT(ArenaNode, Object, "runtime.VMArena");
 };
@@ -418,19 +467,22 @@ using Label = std::function<std::string()>;
 
 struct InputChecker {
   const FunctionRt& f;
+  const std::vector<Device>& devices;
   std::vector<int64_t> bound;
   std::vector<int> bound_by;
 
-  explicit InputChecker(const FunctionRt& fn) : f(fn), bound(fn.shape_vars.size(), INT64_MIN), bound_by(fn.shape_vars.size(), -1) {}
+  InputChecker(const FunctionRt& fn, const std::vector<Device>& table)
+      : f(fn), devices(table), bound(fn.shape_vars.size(), INT64_MIN), bound_by(fn.shape_vars.size(), -1) {}
 
   std::string argument(int i) const { return "@" + f.name + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")"; }
   std::string text(const VMType& type) const { return vm_type_text(type, f.shape_vars); }
 
-  void check(const Any& value, const VMType& type, const Label& what, int arg) {
+  // `top`: the value is the argument itself (not a field of it).
+  void check(const Any& value, const VMType& type, const Label& what, int arg, bool top = true) {
     const VMTypeNode* t = type.get();
     switch (t->type_kind()) {
       case VMTypeKind::kAny: return;
-      case VMTypeKind::kTensor: return check_tensor(value, type, what, arg);
+      case VMTypeKind::kTensor: return check_tensor(value, type, what, arg, top);
       case VMTypeKind::kTuple: {
         const auto* a = dynamic_cast<const ArrayNode*>(value.object());
         if (!a || a->items.size() != t->fields.size()) {
@@ -439,7 +491,8 @@ struct InputChecker {
         }
         for (size_t i = 0; i < t->fields.size(); ++i) {
           with_stack([&] {
-            check(a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg);
+            check(a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg,
+                  false);
           });
         }
         return;
@@ -455,7 +508,7 @@ struct InputChecker {
     }
   }
 
-  void check_tensor(const Any& value, const VMType& type, const Label& what, int arg) {
+  void check_tensor(const Any& value, const VMType& type, const Label& what, int arg, bool top) {
     const VMTypeNode* t = type.get();
     const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
     if (!a) LOOM_THROW(TypeError) << what() << " must be a tensor of " << text(type) << ", got " << value.describe();
@@ -463,7 +516,16 @@ struct InputChecker {
       LOOM_THROW(TypeError) << what() << " has dtype " << a->dtype.to_string() << "; expected " << t->dtype.to_string();
     }
     if (a->device.device_type != Device::kCPU) {
-      LOOM_THROW(Error) << what() << " is on " << a->device.to_string() << "; @" << f.name << " runs on cpu:0";
+      // On the one device the function only copies it to: used as it is.
+      const std::vector<int32_t> none;
+      const std::vector<int32_t>& also = top ? f.param_devices[arg] : none;
+      bool ok = std::any_of(also.begin(), also.end(), [&](int32_t d) { return devices[d] == a->device; });
+      if (!ok) {
+        std::string where = "cpu:0";
+        for (int32_t d : also) where += " or " + devices[d].to_string();
+        LOOM_THROW(Error) << what() << " is on " << a->device.to_string() << "; @" << f.name << " takes it on "
+                          << where;
+      }
     }
     if (!a->is_contiguous()) {
       LOOM_THROW(Error) << what() << " is not contiguous; compiled code needs compact row-major tensors";
@@ -617,6 +679,7 @@ class VMModuleNode : public ModuleNode {
   std::vector<FunctionRt> functions;
   std::vector<Any> constants;
   std::vector<std::string> callees;
+  std::vector<Device> devices;  // the device table; devices[0] is the host
 
   std::string type_key() const override { return "vm"; }
   std::vector<std::string> function_names() const override {
@@ -652,6 +715,10 @@ class VMModuleNode : public ModuleNode {
 
  private:
   void resolve() const;
+  // Constant `index` on devices[device], copied there on first use.
+  Any constant_on(int32_t index, int32_t device) const;
+  mutable std::mutex constants_mutex_;
+  mutable std::map<std::pair<int32_t, int32_t>, Any> device_constants_;
   mutable std::mutex resolve_mutex_;
   mutable std::atomic<bool> resolved_{false};
   mutable std::vector<Function> callee_functions_;
@@ -681,6 +748,20 @@ void VMModuleNode::resolve() const {
   resolved_.store(true, std::memory_order_release);
 }
 
+Any VMModuleNode::constant_on(int32_t index, int32_t device) const {
+  std::lock_guard<std::mutex> lock(constants_mutex_);
+  Any& placed = device_constants_[{index, device}];
+  if (placed.is_none()) placed = constants[index].cast<NDArray>().copy_to(devices[device]);
+  return placed;
+}
+
+// `from` copied into `to` (another device): the source device's stream is
+// synchronised first, so the kernels that wrote it have finished.
+void copy_across(const NDArray& from, const NDArray& to) {
+  if (from->device.device_type != Device::kCPU) DeviceAPIRegistry::get(from->device).synchronize(from->device, nullptr);
+  to.copy_from(from);
+}
+
 Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   if (!resolved_.load(std::memory_order_acquire)) resolve();
   const FunctionRt& f = functions[index];
@@ -689,7 +770,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
     LOOM_THROW(TypeError) << where() << " takes " << f.param_types.size() << " argument"
                           << (f.param_types.size() == 1 ? "" : "s") << ", got " << count;
   }
-  InputChecker checker(f);
+  InputChecker checker(f, devices);
   for (int32_t i = 0; i < count; ++i) {
     checker.check(args[i], f.param_types[i], [&] { return checker.argument(i); }, i);
   }
@@ -706,6 +787,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   const Device device{Device::kCPU, 0};
   ObjectRef arena;
   char* base = nullptr;
+  std::vector<void*> device_buffers;  // by storage, for those on another device
   std::vector<size_t> dynamic_offsets;
   std::vector<uint64_t> dynamic_sizes;
   const std::vector<size_t>* offsets = &f.static_offsets;
@@ -720,7 +802,7 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
       }
       dynamic_offsets.push_back(arena_bytes);
       dynamic_sizes.push_back(static_cast<uint64_t>(bytes));
-      arena_bytes += align_up(static_cast<size_t>(bytes));
+      if (f.storage_device[dynamic_sizes.size() - 1] == 0) arena_bytes += align_up(static_cast<size_t>(bytes));
     }
     offsets = &dynamic_offsets;
   }
@@ -734,13 +816,29 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
                         << " bytes) does not fit its storage " << site.storage << " (" << room << " bytes)";
     }
   };
-  if (arena_bytes) {
+  if (arena_bytes || f.device_storages) {
     auto node = make_object<ArenaNode>();
-    node->device = device;
-    node->data = DeviceAPIRegistry::get(device).alloc_workspace(device, arena_bytes);
-    base = static_cast<char*>(node->data);
+    if (arena_bytes) base = static_cast<char*>(node->add(device, arena_bytes));
+    if (f.device_storages) {
+      device_buffers.assign(f.storage_sizes.size(), nullptr);
+      for (size_t k = 0; k < f.storage_sizes.size(); ++k) {
+        if (f.storage_device[k] == 0) continue;
+        size_t bytes = f.static_plan ? static_cast<size_t>(*f.storage_sizes[k].as_constant()) : dynamic_sizes[k];
+        try {
+          device_buffers[k] = node->add(devices[f.storage_device[k]], std::max<size_t>(bytes, 1));
+        } catch (const std::exception& e) {
+          LOOM_THROW(Error) << where() << ": storage " << k << " (" << readable_bytes(bytes) << " on "
+                            << devices[f.storage_device[k]].to_string() << "): " << e.what();
+        }
+      }
+    }
     arena = ObjectRef(node);
   }
+  // Where a storage's tensors start: in the host arena, or a device buffer.
+  auto storage_data = [&](int32_t storage) -> void* {
+    if (f.device_storages && f.storage_device[storage] != 0) return device_buffers[storage];
+    return base + (*offsets)[storage];
+  };
 
   std::vector<Any> scratch;
   std::vector<int64_t> shape;
@@ -748,14 +846,27 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
     const Instr& in = f.code[pc];
     switch (in.op) {
       case kVMConst:
-        regs[in.dst] = constants[in.a];
+        regs[in.dst] = in.b == 0 ? constants[in.a] : constant_on(in.a, in.b);
         ++pc;
         break;
+      case kVMCopy: {
+        const auto* from = dynamic_cast<const NDArrayNode*>(regs[in.a].object());
+        if (!from) LOOM_THROW(Error) << where() << ": device_copy of " << regs[in.a].describe() << ", not a tensor";
+        NDArray to = regs[in.dst].cast<NDArray>();
+        if (from->device == to->device) {
+          regs[in.dst] = regs[in.a];  // an argument already on the device
+        } else {
+          copy_across(regs[in.a].cast<NDArray>(), to);
+        }
+        ++pc;
+        break;
+      }
       case kVMAlloc: {
         const AllocSite& site = f.allocs[in.a];
+        const Device on = site.device == 0 ? device : devices[site.device];
         if (site.static_shape && site.storage >= 0) {
           if (!f.static_plan) check_fits(site, site.static_bytes, *site.static_shape);
-          regs[in.dst] = NDArray::wrap_shape(base + (*offsets)[site.storage], site.static_shape_array, site.dtype, device, arena);
+          regs[in.dst] = NDArray::wrap_shape(storage_data(site.storage), site.static_shape_array, site.dtype, on, arena);
           ++pc;
           break;
         }
@@ -768,9 +879,8 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         if (site.storage >= 0) {
           check_fits(site, checked_nbytes(shape, static_cast<int>(element_bytes(site.dtype)), where()), shape);
         }
-        regs[in.dst] = site.storage < 0 ? NDArray::empty(shape, site.dtype, device)
-                                        : NDArray::wrap(base + (*offsets)[site.storage], shape, site.dtype, device,
-                                                        arena);
+        regs[in.dst] = site.storage < 0 ? NDArray::empty(shape, site.dtype, on)
+                                        : NDArray::wrap(storage_data(site.storage), shape, site.dtype, on, arena);
         ++pc;
         break;
       }
@@ -833,7 +943,8 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
 
 std::string VMModuleNode::disassemble() const {
   static const char* names[] = {"const", "alloc", "call_dps", "call_packed", "call", "tuple",
-                                "get_item", "move", "if_not", "goto", "ret"};
+                                "get_item", "move", "if_not", "goto", "ret", "copy"};
+  auto on = [&](int32_t d) { return d == 0 ? std::string() : " on " + devices[d].to_string(); };
   std::ostringstream out;
   for (const FunctionRt& f : functions) {
     out << "@" << f.name << ": " << f.num_registers << " registers, " << f.storage_sizes.size() << " storages\n";
@@ -841,11 +952,12 @@ std::string VMModuleNode::disassemble() const {
       const Instr& in = f.code[pc];
       out << "  " << pc << ": " << names[in.op];
       switch (in.op) {
-        case kVMConst: out << " r" << in.dst << " <- constant " << in.a; break;
+        case kVMConst: out << " r" << in.dst << " <- constant " << in.a << on(in.b); break;
+        case kVMCopy: out << " r" << in.dst << " <- r" << in.a; break;
         case kVMAlloc: {
           const AllocSite& s = f.allocs[in.a];
           out << " r" << in.dst << " <- " << s.dtype.to_string() << " ";
-          out << (s.storage < 0 ? "output" : "storage " + std::to_string(s.storage));
+          out << (s.storage < 0 ? "output" : "storage " + std::to_string(s.storage)) << on(s.device);
           break;
         }
         case kVMCallDPS: out << " " << callees[in.a]; break;
@@ -895,6 +1007,15 @@ Module make_vm_module(const ObjectRef& executable) {
   }
   auto node = make_object<VMModuleNode>();
   node->executable = executable;
+  node->devices.push_back(Device());
+  if (exe->devices.defined() && exe->devices.size()) {
+    node->devices.clear();
+    for (const Any& d : exe->devices) {
+      if (d.kind() != AnyKind::kDevice) LOOM_THROW(Error) << "a VM device is not a device: " << d.describe();
+      node->devices.push_back(d.as_device());
+    }
+    if (node->devices[0] != Device()) LOOM_THROW(Error) << "the VM's device table does not start with the host (cpu:0)";
+  }
   for (const Any& c : exe->constants) {
     if (!dynamic_cast<const NDArrayNode*>(c.object())) LOOM_THROW(Error) << "a VM constant is not an NDArray";
     node->constants.push_back(c);
@@ -908,7 +1029,7 @@ Module make_vm_module(const ObjectRef& executable) {
   for (const Any& fn : exe->functions) {
     const auto* def = dynamic_cast<const VMFunctionDefNode*>(fn.object());
     if (!def) LOOM_THROW(Error) << "a VM function is not a runtime.VMFunctionDef";
-    node->functions.push_back(Decoder(*def).decode());
+    node->functions.push_back(Decoder(*def, node->devices.size()).decode());
   }
   // Operands that index the executable's tables.
   for (const FunctionRt& f : node->functions) {
@@ -935,7 +1056,8 @@ VMSignature signature(const Module& vm, const std::string& function) {
 }
 
 MemoryPlan memory_plan(const Module& vm, const std::string& function) {
-  const FunctionRt& f = vm_node(vm, "memory_plan").function(function);
+  const VMModuleNode& node = vm_node(vm, "memory_plan");
+  const FunctionRt& f = node.function(function);
   MemoryPlan plan;
   plan.storages = static_cast<int64_t>(f.storage_sizes.size());
   // Sums as expressions, folded while constant; constant sizes aligned as
@@ -951,7 +1073,15 @@ MemoryPlan memory_plan(const Module& vm, const std::string& function) {
     return ShapeExpr::binary(ShapeOp::kAdd, total, term);
   };
   ShapeExpr peak = ShapeExpr::constant(0), naive = peak;
-  for (const ShapeExpr& s : f.storage_sizes) peak = add(peak, aligned(s));
+  std::map<std::string, ShapeExpr> by_device;
+  for (size_t k = 0; k < f.storage_sizes.size(); ++k) {
+    const ShapeExpr& s = f.storage_sizes[k];
+    peak = add(peak, aligned(s));
+    if (!f.device_storages) continue;
+    std::string device = node.devices[f.storage_device[k]].to_string();
+    by_device[device] = add(by_device.count(device) ? by_device[device] : ShapeExpr::constant(0), aligned(s));
+  }
+  for (const auto& [device, bytes] : by_device) plan.device_peak_bytes[device] = shape_expr_text(bytes, f.shape_vars);
   for (const AllocSite& site : f.allocs) {
     if (site.storage < 0) {
       ++plan.output_tensors;

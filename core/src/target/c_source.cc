@@ -644,6 +644,7 @@ std::string CSourcePrinter::element_index(const tir::BufferNode* buffer, const A
         flat = flat.empty() ? index : "(" + flat + ") * (int64_t)" + print_expr(buffer->shape[d].cast<tir::PrimExpr>()) + " + " + index;
       }
     }
+    if (flat.empty()) flat = "0";  // a 0-d buffer's one element
   }
   const auto* zero = buffer->elem_offset.as<tir::IntImmNode>();
   if (buffer->elem_offset.defined() && !(zero && zero->value == 0)) flat = print_expr(buffer->elem_offset) + " + " + flat;

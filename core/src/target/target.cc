@@ -146,6 +146,20 @@ int64_t vector_bits(const Target& target) {
   return answer;
 }
 
+Device device_of(const Target& target) {
+  TargetTraits traits = traits_of(target);
+  Device device;
+  device.device_type = traits.device_type;
+  device.device_id = traits.device_id ? traits.device_id(target) : 0;
+  return device;
+}
+
+Target function_target(const ir::IRModule& module, const std::string& name) {
+  ir::BaseFunc f = module.lookup(name);
+  if (f->attrs.contains("target")) return f->attrs.at("target").cast<Target>();
+  return target_of(module);
+}
+
 int64_t num_threads(const Target& target) {
   std::string attr = traits_of(target).threads_attr;
   return attr.empty() ? 0 : target->attrs.at(attr).as_int();
@@ -224,7 +238,7 @@ const bool cpu_kind_registered = [] {
           "cpu.validate"),
       "the CPU of the machine Loom runs on",
       "",
-      TargetTraits{TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads", 1, {}, {}}});
+      TargetTraits{TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads", 1, {}, {}, {}}});
   return true;
 }();
 }  // namespace

@@ -280,7 +280,7 @@ TEST(VM, InputsAreCheckedAtTheBoundary) {
             "from @pair: argument 0 (%p))");
   float storage[32];
   NDArray on_gpu = NDArray::wrap(storage, {4, 8}, DataType::Float(32), Device{Device::kOpenCL, 0});
-  EXPECT_EQ(error_of([&] { main(on_gpu); }), "@main: argument 0 (%x) is on opencl:0; @main runs on cpu:0");
+  EXPECT_EQ(error_of([&] { main(on_gpu); }), "@main: argument 0 (%x) is on opencl:0; @main takes it on cpu:0");
   // A transposed view from a DLPack producer.
   int64_t shape[2] = {4, 8}, strides[2] = {1, 4};
   DLManagedTensor managed{};
@@ -390,6 +390,23 @@ TEST(VM, MalformedExecutablesAreRefused) {
               f.storage_sizes = Array({Any(deep), Any(ShapeExpr::constant(128))});
             }),
             "VM function 'main': a shape expression nests deeper than 64");
+  // Devices index the device table, and a storage's tensors share its device.
+  EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
+              const_cast<VMAllocNode&>(*f.allocs[0].as_object_ref().as<VMAllocNode>()).device = 3;
+            }),
+            "VM function 'main': device int 3 is not in the device table of 1");
+  EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode& f) {
+              e.devices = Array({Any(Device()), Any(Device::parse("opencl:0"))});
+              f.storage_devices = Array({Any(int64_t{1})});
+            }),
+            "VM function 'main': storage devices and sizes differ in number");
+  EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode& f) {
+              e.devices = Array({Any(Device()), Any(Device::parse("opencl:0"))});
+              f.storage_devices = Array({Any(int64_t{1}), Any(int64_t{0})});
+            }),
+            "VM function 'main': an allocation is on another device than its storage 0");
+  EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.devices = Array({Any(Device::parse("opencl:0"))}); }),
+            "the VM's device table does not start with the host (cpu:0)");
   EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.num_threads = int64_t{1} << 40; }),
             "a pool of 1099511627776 threads is more than Loom runs (at most 1024)");
   // A symbolic storage too small for its tensor is caught when it runs.

@@ -15,6 +15,7 @@
 #ifndef LOOM_RUNTIME_VM_H_
 #define LOOM_RUNTIME_VM_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,12 +28,13 @@ namespace loom::runtime {
 
 // The version of the executable format; a library whose executable has
 // another is refused with a message that says to rebuild it.
-constexpr int64_t kVMExecutableFormat = 2;
+constexpr int64_t kVMExecutableFormat = 3;
 
 // The instruction set.  Each instruction is op, dst, a, b, the number of
-// argument registers, then the registers.
+// argument registers, then the registers.  Devices are indices into the
+// executable's device table, whose entry 0 is the host (cpu:0).
 enum VMOpcode : int32_t {
-  kVMConst = 0,       // dst <- constants[a]
+  kVMConst = 0,       // dst <- constants[a], on device b (copied there once)
   kVMAlloc = 1,       // dst <- a tensor of allocation site a
   kVMCallDPS = 2,     // callees[a](args...): inputs then outputs
   kVMCallPacked = 3,  // dst <- callees[a](args...), checked against types[b]
@@ -43,6 +45,7 @@ enum VMOpcode : int32_t {
   kVMIfNot = 8,       // if not a: jump to b
   kVMGoto = 9,        // jump to a
   kVMRet = 10,        // return a
+  kVMCopy = 11,       // a copied into dst (a tensor allocated on its device); dst <- a when a is on that device
 };
 
 // ---- shapes ------------------------------------------------------------------------
@@ -121,9 +124,13 @@ class VMAllocNode : public Object {
   DataType dtype;
   Array shape;           // of ShapeExpr
   int64_t storage = -1;  // -1: an output, allocated on its own
+  int64_t device = 0;    // in the device table; a storage's allocations share its device
   LOOM_OBJECT(VMAllocNode, Object, "runtime.VMAlloc");
   static void reflect(ReflectionBuilder<VMAllocNode>& r) {
-    r.field("dtype", &VMAllocNode::dtype).field("shape", &VMAllocNode::shape).field("storage", &VMAllocNode::storage);
+    r.field("dtype", &VMAllocNode::dtype)
+        .field("shape", &VMAllocNode::shape)
+        .field("storage", &VMAllocNode::storage)
+        .field("device", &VMAllocNode::device);
   }
 };
 
@@ -136,6 +143,10 @@ class VMFunctionDefNode : public Object {
   Array code;           // of int
   Array allocs;         // of runtime.VMAlloc
   Array storage_sizes;  // of ShapeExpr: bytes of each storage
+  Array storage_devices = Array(std::vector<Any>{});  // of int: each storage's device (none: all on the host)
+  // of Array of int: the devices each parameter may be passed on besides
+  // the host (a parameter only ever copied to one device; none: the host)
+  Array param_devices = Array(std::vector<Any>{});
   Array types;          // of VMType: results of call_packed
   Array shape_vars;     // of str: the names of the shape variables, by slot
   LOOM_OBJECT(VMFunctionDefNode, Object, "runtime.VMFunctionDef");
@@ -147,6 +158,8 @@ class VMFunctionDefNode : public Object {
         .field("code", &VMFunctionDefNode::code)
         .field("allocs", &VMFunctionDefNode::allocs)
         .field("storage_sizes", &VMFunctionDefNode::storage_sizes)
+        .field("storage_devices", &VMFunctionDefNode::storage_devices, "", kOptional)
+        .field("param_devices", &VMFunctionDefNode::param_devices, "", kOptional)
         .field("types", &VMFunctionDefNode::types)
         .field("shape_vars", &VMFunctionDefNode::shape_vars);
   }
@@ -158,6 +171,7 @@ class VMExecutableNode : public Object {
   Array functions;  // of runtime.VMFunctionDef
   Array constants;  // of runtime.NDArray
   Array callees;    // of str: "dps:NAME" or "packed:NAME"
+  Array devices = Array(std::vector<Any>{});  // of device: the device table (entry 0 the host; none: only the host)
   int64_t num_threads = 0;
   LOOM_OBJECT(VMExecutableNode, Object, "runtime.VMExecutable");
   static void reflect(ReflectionBuilder<VMExecutableNode>& r) {
@@ -165,6 +179,7 @@ class VMExecutableNode : public Object {
         .field("functions", &VMExecutableNode::functions)
         .field("constants", &VMExecutableNode::constants)
         .field("callees", &VMExecutableNode::callees)
+        .field("devices", &VMExecutableNode::devices, "", kOptional)
         .field("num_threads", &VMExecutableNode::num_threads);
   }
 };
@@ -185,6 +200,9 @@ struct MemoryPlan {
   // variables (for example "%n * 64").
   std::string peak_bytes, naive_bytes;
   std::optional<int64_t> static_peak_bytes, static_naive_bytes;
+  // The peak per device ("opencl:0" -> "1024"), when a storage is on a
+  // device other than the host (a plan per device).
+  std::map<std::string, std::string> device_peak_bytes;
 };
 
 // The plan of `function` of a VM module; LookupError for an unknown name,

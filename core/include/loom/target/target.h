@@ -45,6 +45,9 @@ struct TargetTraits {
   // IR properties its codegen needs of the module it builds, checked by
   // driver::build before codegen (loom/transform/property.h).
   std::vector<std::string> codegen_needs;
+  // Which device of its device type a target of this kind runs on (the DLPack
+  // device id; may depend on the target's attributes).  Empty: 0.
+  std::function<int(const Target&)> device_id;
 
   // A vector_bits trait that reads an int attribute (-1: this machine's
   // width, detect_vector_bits()).
@@ -128,6 +131,11 @@ TargetTraits traits_of(const Target& target);
 // one).  Asked once per target object and thread (the llvm plugin builds
 // a target machine to answer).
 int64_t vector_bits(const Target& target);
+// The device `target`'s code runs on: its kind's device type and id.
+Device device_of(const Target& target);
+// The target prim function `name` of `module` is built for: its attribute
+// "target" when it has one, else the module's (undefined without either).
+Target function_target(const ir::IRModule& module, const std::string& name);
 // The target's thread count (its kind's threads attribute; 0 without one).
 int64_t num_threads(const Target& target);
 // The intrinsics the codegen of `target` implements natively (none for an
