@@ -24,6 +24,7 @@ PACKAGES=(
   python3-threadpoolctl          # which OpenBLAS kernel the benchmarks' NumPy runs (bench/)
   opencl-headers ocl-icd-opencl-dev  # the opencl plugin (docs/target-opencl.md): OpenCL over the ICD loader
   pocl-opencl-icd clinfo         # PoCL: OpenCL on this CPU, for the tests
+  libclblast-dev                 # CLBlast: the peer of the OpenCL matmul benchmark (bench/opencl_bench.cc)
 )
 
 missing=()

@@ -250,7 +250,7 @@ class OpenCLModuleNode : public runtime::ModuleNode {
   int device_id = 0;
 
   ~OpenCLModuleNode() override {
-    for (auto& [name, k] : cl_kernels_) clReleaseKernel(k);
+    for (cl_kernel k : cl_kernels_) clReleaseKernel(k);
     if (program_) clReleaseProgram(program_);
   }
   std::string type_key() const override { return "opencl"; }
@@ -289,9 +289,23 @@ class OpenCLModuleNode : public runtime::ModuleNode {
     LOOM_THROW(Error) << "opencl module: no source format '" << format << "' (it has: opencl)";
   }
 
-  // Builds the program for device_id: from the binary when it was built
-  // for this device and the driver takes it, else from the source.
+  // Builds the program for device_id (from the binary when it was built
+  // for this device and the driver takes it, else from the source) and
+  // makes its kernels, with their arguments' kinds read once.
   void build() {
+    build_program();
+    for (const KernelSignature& sig : kernels) {
+      cl_int e = CL_SUCCESS;
+      cl_kernel k = clCreateKernel(program_, sig.name.c_str(), &e);
+      check(e, "cannot create kernel '" + sig.name + "'");
+      cl_kernels_.push_back(k);
+      std::vector<ArgKind> kinds;
+      for (size_t i = 0; i < sig.args.size(); ++i) kinds.push_back(arg_kind(sig, i));
+      arg_kinds_.push_back(std::move(kinds));
+    }
+  }
+
+  void build_program() {
     DeviceState& s = Devices::get().open(device_id);
     cl_int e = CL_SUCCESS;
     if (!binary.empty() && binary_device == s.describe()) {
@@ -358,14 +372,20 @@ class OpenCLModuleNode : public runtime::ModuleNode {
     return found.empty() ? "the program of kernels " + names : "kernel '" + found + "' (an IR function of that name)";
   }
 
-  cl_kernel kernel(size_t index) const {
-    auto found = cl_kernels_.find(kernels[index].name);
-    if (found != cl_kernels_.end()) return found->second;
-    cl_int e = CL_SUCCESS;
-    cl_kernel k = clCreateKernel(program_, kernels[index].name.c_str(), &e);
-    check(e, "cannot create kernel '" + kernels[index].name + "'");
-    cl_kernels_[kernels[index].name] = k;
-    return k;
+  // How a kernel argument is set: a buffer's handle, or a scalar of a size.
+  enum class ArgKind { kBuffer, kFloat32, kFloat64, kInt64, kInt32, kInt16, kInt8 };
+  static ArgKind arg_kind(const KernelSignature& sig, size_t i) {
+    static const std::map<std::string, ArgKind> kinds = {
+        {"buffer", ArgKind::kBuffer}, {"float32", ArgKind::kFloat32}, {"float64", ArgKind::kFloat64},
+        {"int64", ArgKind::kInt64},   {"uint64", ArgKind::kInt64},    {"int32", ArgKind::kInt32},
+        {"uint32", ArgKind::kInt32},  {"int16", ArgKind::kInt16},     {"uint16", ArgKind::kInt16},
+        {"int8", ArgKind::kInt8},     {"uint8", ArgKind::kInt8}};
+    auto found = kinds.find(sig.args[i]);
+    if (found == kinds.end()) {
+      LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': argument " << i << " has the unknown kind '" << sig.args[i]
+                        << "'";
+    }
+    return found->second;
   }
 
   // (grid x, y, z, block x, y, z, arguments...): the kernel on the
@@ -389,38 +409,26 @@ class OpenCLModuleNode : public runtime::ModuleNode {
     }
     DeviceState& s = Devices::get().open(device_id);
     std::lock_guard<std::mutex> lock(mutex_);  // a kernel's arguments are state: one launch at a time
-    cl_kernel k = kernel(index);
-    for (size_t i = 0; i < sig.args.size(); ++i) {
+    cl_kernel k = cl_kernels_[index];
+    const std::vector<ArgKind>& kinds = arg_kinds_[index];
+    for (size_t i = 0; i < kinds.size(); ++i) {
       const Any& a = args[6 + i];
-      const std::string& kind = sig.args[i];
       cl_int e;
-      if (kind == "buffer") {
-        cl_mem m = static_cast<cl_mem>(a.as_opaque_ptr());
-        e = clSetKernelArg(k, i, sizeof m, &m);
-      } else if (kind == "float32") {
-        cl_float v = static_cast<cl_float>(a.as_float());
-        e = clSetKernelArg(k, i, sizeof v, &v);
-      } else if (kind == "float64") {
-        cl_double v = a.as_float();
-        e = clSetKernelArg(k, i, sizeof v, &v);
-      } else if (kind == "int64" || kind == "uint64") {
-        cl_long v = a.as_int();
-        e = clSetKernelArg(k, i, sizeof v, &v);
-      } else if (kind == "int32" || kind == "uint32") {
-        cl_int v = static_cast<cl_int>(a.as_int());
-        e = clSetKernelArg(k, i, sizeof v, &v);
-      } else if (kind == "int16" || kind == "uint16") {
-        cl_short v = static_cast<cl_short>(a.as_int());
-        e = clSetKernelArg(k, i, sizeof v, &v);
-      } else if (kind == "int8" || kind == "uint8") {
-        cl_char v = static_cast<cl_char>(a.as_int());
-        e = clSetKernelArg(k, i, sizeof v, &v);
-      } else {
-        LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': argument " << i << " has the unknown kind '" << kind << "'";
+      switch (kinds[i]) {
+        case ArgKind::kBuffer: e = set_arg<cl_mem>(k, i, static_cast<cl_mem>(a.as_opaque_ptr())); break;
+        case ArgKind::kFloat32: e = set_arg<cl_float>(k, i, static_cast<cl_float>(a.as_float())); break;
+        case ArgKind::kFloat64: e = set_arg<cl_double>(k, i, a.as_float()); break;
+        case ArgKind::kInt64: e = set_arg<cl_long>(k, i, a.as_int()); break;
+        case ArgKind::kInt32: e = set_arg<cl_int>(k, i, static_cast<cl_int>(a.as_int())); break;
+        case ArgKind::kInt16: e = set_arg<cl_short>(k, i, static_cast<cl_short>(a.as_int())); break;
+        case ArgKind::kInt8: e = set_arg<cl_char>(k, i, static_cast<cl_char>(a.as_int())); break;
       }
-      check(e, "kernel '" + sig.name + "': cannot set argument " + std::to_string(i));
+      if (e != CL_SUCCESS) check(e, "kernel '" + sig.name + "': cannot set argument " + std::to_string(i));
     }
-    cl_int e = clEnqueueNDRangeKernel(s.queue, k, 3, nullptr, global, local, 0, nullptr, nullptr);
+    // The fewest dimensions that hold the launch (a driver may do less
+    // work per launch for fewer).
+    cl_uint dims = local[2] > 1 || global[2] > 1 ? 3 : local[1] > 1 || global[1] > 1 ? 2 : 1;
+    cl_int e = clEnqueueNDRangeKernel(s.queue, k, dims, nullptr, global, local, 0, nullptr, nullptr);
     if (e == CL_INVALID_WORK_GROUP_SIZE || e == CL_INVALID_WORK_ITEM_SIZE) {
       fail("kernel '" + sig.name + "': a block of " + std::to_string(local[0]) + "x" + std::to_string(local[1]) + "x" +
                std::to_string(local[2]) + " threads is more than " + s.describe() + " runs in one work-group (at most " +
@@ -430,9 +438,15 @@ class OpenCLModuleNode : public runtime::ModuleNode {
     check(e, "cannot launch kernel '" + sig.name + "'");
   }
 
+  template <class T>
+  static cl_int set_arg(cl_kernel k, size_t i, T value) {
+    return clSetKernelArg(k, static_cast<cl_uint>(i), sizeof value, &value);
+  }
+
   mutable std::mutex mutex_;
   cl_program program_ = nullptr;
-  mutable std::map<std::string, cl_kernel> cl_kernels_;
+  std::vector<cl_kernel> cl_kernels_;            // by kernel index
+  std::vector<std::vector<ArgKind>> arg_kinds_;  // by kernel index
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <boost/dll/shared_library.hpp>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -93,10 +94,18 @@ Any from_value(const LoomValue& v, int32_t code) {
 int32_t api_call_function(void* function, const LoomValue* args, const int32_t* codes, int32_t num_args,
                           LoomValue* ret, int32_t* ret_code) {
   try {
-    std::vector<Any> packed;
-    packed.reserve(num_args);
-    for (int32_t i = 0; i < num_args; ++i) packed.push_back(from_value(args[i], codes[i]));
-    Any result = static_cast<const FunctionNode*>(function)->body(packed.data(), num_args);
+    // On the stack for the usual few arguments (a kernel launch: six sizes
+    // and its buffers), so a call allocates nothing.
+    constexpr int32_t kInline = 16;
+    std::array<Any, kInline> inline_args;
+    std::vector<Any> many;
+    Any* packed = inline_args.data();
+    if (num_args > kInline) {
+      many.resize(num_args);
+      packed = many.data();
+    }
+    for (int32_t i = 0; i < num_args; ++i) packed[i] = from_value(args[i], codes[i]);
+    Any result = static_cast<const FunctionNode*>(function)->body(packed, num_args);
     if (result.kind() == AnyKind::kStr) {
       LOOM_THROW(TypeError) << "a function called from compiled code returned a str, which it cannot take";
     }
