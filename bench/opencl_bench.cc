@@ -13,7 +13,7 @@
 //    CLBlast's SGEMM on the same device (libclblast-dev), both checked
 //    against each other.  GFLOP/s; the issue aims at 0.8x CLBlast.
 //
-// Prints medians and ratios.  Usage: loom_bench_opencl [RUNS [launch|matmul]]
+// Prints medians and ratios.  Usage: [LOOM_BENCH_HOST=c] loom_bench_opencl [RUNS [launch|matmul]]
 #include <CL/cl.h>
 #include <clblast_c.h>
 
@@ -39,14 +39,13 @@ namespace {
 using loom::bench::median;
 using loom::bench::time_ns;
 
-const char* kConfig = R"(
-target:
-  kind: opencl
-  host:
-    kind: llvm
-pipeline:
-  passes: [device]
-)";
+// The host target: llvm, or another from LOOM_BENCH_HOST (c where the
+// llvm plugin's LLVM is not installed).
+std::string config_text() {
+  const char* host = std::getenv("LOOM_BENCH_HOST");
+  return std::string("target:\n  kind: opencl\n  host:\n    kind: ") + (host && *host ? host : "llvm") +
+         "\npipeline:\n  passes: [device]\n";
+}
 
 void check(cl_int status, const char* what) {
   if (status != CL_SUCCESS) {
@@ -56,7 +55,7 @@ void check(cl_int status, const char* what) {
 }
 
 Module build(const std::string& text) {
-  return driver::build(ir::parse_module(text, "<bench>"), config::parse_config(kConfig, "<bench config>"));
+  return driver::build(ir::parse_module(text, "<bench>"), config::parse_config(config_text(), "<bench config>"));
 }
 
 // The raw OpenCL side: the first device of the first platform that has
