@@ -10,7 +10,6 @@
 #include "loom/ir/text.h"
 #include "loom/support/stack.h"
 #include "loom/target/target.h"
-#include "loom/tir/function.h"
 
 namespace loom::passes {
 
@@ -81,17 +80,11 @@ class Planner {
   bool changed() const { return changed_; }
 
  private:
-  // The device a call_dps of @callee runs on: its target's for a prim
-  // function, the host for an extern function.
+  // The device a call_dps of @callee runs on (target::call_device).
   Device device_of_callee(const std::string& callee) {
     auto found = callee_devices_.find(callee);
     if (found != callee_devices_.end()) return found->second;
-    Device d = kHost;
-    if (module_.lookup(callee).as<tir::PrimFuncNode>()) {
-      target::Target t = target::function_target(module_, callee);
-      if (t.defined()) d = target::device_of(t);
-    }
-    return callee_devices_[callee] = d;
+    return callee_devices_[callee] = target::call_device(module_, callee);
   }
 
   std::pair<ir::Expr, Place> visit(const ir::Expr& e) {
@@ -166,7 +159,7 @@ class Planner {
     }
     if (op && op->name == "call_dps") {
       const auto* g = call.args[0].as_object_ref().as<ir::GlobalVarNode>();
-      Device d = g && module_.contains(g->name) ? device_of_callee(g->name) : kHost;
+      Device d = g ? device_of_callee(g->name) : kHost;
       args.push_back(call.args[0].cast<ir::Expr>());
       const auto* inputs = call.args[1].as_object_ref().as<graph::TupleNode>();
       if (inputs) {

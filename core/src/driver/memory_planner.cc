@@ -97,10 +97,7 @@ StoragePlan plan_storage(const std::vector<Instr>& code, int32_t num_registers,
     const Instr& in = code[pos];
     if (in.dst >= 0) touch(in.dst, pos);
     for (int32_t r : in.args) touch(r, pos);
-    if (in.op == runtime::kVMMove || in.op == runtime::kVMGetItem || in.op == runtime::kVMIfNot ||
-        in.op == runtime::kVMRet || in.op == runtime::kVMCopy) {
-      touch(in.a, pos);
-    }
+    if (runtime::reads_register_a(in.op)) touch(in.a, pos);
     if (in.op == runtime::kVMRet) escapes[find(parent, in.a)] = true;
   }
 

@@ -17,7 +17,6 @@
 #include "loom/support/stack.h"
 #include "loom/target/target.h"
 #include "loom/tir/functor.h"
-#include "loom/tir/function.h"
 #include "loom/tir/stmt.h"
 #include "memory_planner.h"
 
@@ -41,17 +40,12 @@ class ExecutableBuilder {
     devices.push_back(d);
     return static_cast<int32_t>(devices.size() - 1);
   }
-  // Where a call_dps of @name runs, as PlanDevices placed it: a prim
-  // function on its target's device, an extern function on the host.
+  // Where a call_dps of @name runs (target::call_device, as PlanDevices
+  // placed it), in the device table.
   int32_t callee_device(const std::string& name) {
     auto found = callee_devices_.find(name);
     if (found != callee_devices_.end()) return found->second;
-    Device d;
-    if (module_.contains(name) && module_.lookup(name).as<tir::PrimFuncNode>()) {
-      target::Target t = target::function_target(module_, name);
-      if (t.defined()) d = target::device_of(t);
-    }
-    return callee_devices_[name] = device(d);
+    return callee_devices_[name] = device(target::call_device(module_, name));
   }
 
   int constant(const Any& c) {
@@ -157,10 +151,7 @@ class FunctionCompiler {
       };
       for (const Instr& in : code_) {
         for (int32_t r : in.args) use(in, r);
-        if (in.op == runtime::kVMMove || in.op == runtime::kVMGetItem || in.op == runtime::kVMIfNot ||
-            in.op == runtime::kVMRet || in.op == runtime::kVMCopy) {
-          use(in, in.a);
-        }
+        if (runtime::reads_register_a(in.op)) use(in, in.a);
       }
       std::vector<Any> devices;
       if (copied_only && only) devices.push_back(int64_t{*only});

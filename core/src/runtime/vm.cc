@@ -294,13 +294,10 @@ class Decoder {
           (in.op == kVMGoto && (in.a < 0 || in.a >= static_cast<int32_t>(f.code.size())))) {
         bad("jump out of range");
       }
-      if (in.op == kVMMove || in.op == kVMGetItem || in.op == kVMIfNot || in.op == kVMRet) check_reg(in.a);
-    }
-    if (f.code.empty() || f.code.back().op != kVMRet) bad("the code does not end with a return");
-    for (const Instr& in : f.code) {
-      if (in.op == kVMCopy) check_reg(in.a);
+      if (reads_register_a(in.op)) check_reg(in.a);
       if (in.op == kVMConst) device(in.b);
     }
+    if (f.code.empty() || f.code.back().op != kVMRet) bad("the code does not end with a return");
     for (const Any& s : def_.storage_sizes) {
       f.storage_sizes.push_back(shape(s));
       if (auto bytes = f.storage_sizes.back().as_constant()) {

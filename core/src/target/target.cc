@@ -160,6 +160,12 @@ Target function_target(const ir::IRModule& module, const std::string& name) {
   return target_of(module);
 }
 
+Device call_device(const ir::IRModule& module, const std::string& name) {
+  if (!module.contains(name) || !module.lookup(name).as<tir::PrimFuncNode>()) return Device();
+  Target t = function_target(module, name);
+  return t.defined() ? device_of(t) : Device();
+}
+
 int64_t num_threads(const Target& target) {
   std::string attr = traits_of(target).threads_attr;
   return attr.empty() ? 0 : target->attrs.at(attr).as_int();

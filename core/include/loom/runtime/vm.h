@@ -48,6 +48,12 @@ enum VMOpcode : int32_t {
   kVMCopy = 11,       // a copied into dst (a tensor allocated on its device); dst <- a when a is on that device
 };
 
+// Whether the instruction `op` reads register a (the others use a as a
+// table index or a jump target, or not at all).
+inline bool reads_register_a(int32_t op) {
+  return op == kVMMove || op == kVMGetItem || op == kVMIfNot || op == kVMRet || op == kVMCopy;
+}
+
 // ---- shapes ------------------------------------------------------------------------
 // Integer arithmetic over a function's shape variables (the symbolic
 // dimensions its parameters bind).

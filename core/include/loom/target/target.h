@@ -136,6 +136,10 @@ Device device_of(const Target& target);
 // The target prim function `name` of `module` is built for: its attribute
 // "target" when it has one, else the module's (undefined without either).
 Target function_target(const ir::IRModule& module, const std::string& name);
+// Where a call_dps of @name runs (PlanDevices and the VM compiler agree
+// through this): a prim function on its target's device, an extern
+// function (or a name the module lacks) on the host.
+Device call_device(const ir::IRModule& module, const std::string& name);
 // The target's thread count (its kind's threads attribute; 0 without one).
 int64_t num_threads(const Target& target);
 // The intrinsics the codegen of `target` implements natively (none for an
