@@ -4,21 +4,31 @@
 // runs AutoSchedule (docs/devices.md, "The default device schedule").
 //
 // It runs after FuseTIR (one nest per operator, multi-dimensional
-// buffers) and before SplitHostDevice.  For each nest not inside a loop:
-//   - the leading loops of its perfect nest whose iterations write
-//     disjoint elements (every store outside their own allocations uses
-//     the loop's variable: the spatial loops of an elementwise operator,
-//     the rows of a reduction) are fused into one, split by the block
-//     size and bound to blockIdx.x and threadIdx.x; what is below them
-//     (a reduction loop) runs serially in each thread;
-//   - a nest with no such loop (a reduction to one value) and a store
-//     outside any loop run on one thread, in a loop of extent one bound to
-//     blockIdx.x.
+// buffers) and before SplitHostDevice.  For each nest not inside a loop,
+// the first of these that applies:
+//   - a contraction (C[i] = 0; C[i] += x * y over reduction loops: matmul,
+//     dense, conv2d) with at least 16 x 16 outputs gets shared-memory
+//     tiles (tiled_contraction, device_kernels.h);
+//   - a nest with fewer outputs (rows) than elements in its largest
+//     reduction gets a block per row, its reductions across the block's
+//     threads (cross_thread_rows);
+//   - otherwise the leading loops of its perfect nest whose iterations
+//     write disjoint elements (every store outside their own allocations
+//     uses the loop's variable: the spatial loops of an elementwise
+//     operator, the rows of a reduction) are fused into one, split by the
+//     block size and bound to blockIdx.x and threadIdx.x; what is below
+//     them (a reduction loop) runs serially in each thread;
+//   - a nest with no such loop (a reduction to one value) runs on one
+//     block (across its threads where cross_thread_rows takes it, else on
+//     one thread), and a store outside any loop on one thread.
 // A function that already has a bound loop was scheduled by hand and is
-// left as it is.  Every step is a schedule primitive, whose checks hold;
-// results are bit-identical to the unscheduled function (no reduction is
-// reordered).  Leaves every store of every function under a bound loop.
+// left as it is.  The tiles and the thread-per-output schedule keep each
+// output's summation order (bit-identical results); a cross-thread sum
+// adds in another order, as rfactor does.  Leaves every store of every
+// function under a bound loop.
 #include "default_device_schedule.h"
+
+#include "device_kernels.h"
 
 #include <loom/arith/simplify.h>
 #include <loom/target/target.h>
@@ -30,29 +40,12 @@
 
 #include <algorithm>
 #include <set>
-#include <unordered_set>
 
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
 
 namespace {
-
-// Whether the iterations of `f` write disjoint elements: every store in
-// it, to a buffer not allocated inside it, has an index that uses its
-// variable.
-bool is_spatial(const ForNode* f) {
-  std::unordered_set<const Object*> local;
-  bool spatial = true;
-  pre_order(f->body, [&](const Stmt& s) {
-    if (const auto* a = s.as<AllocateNode>()) local.insert(a->buffer->data.get());
-    if (const auto* store = s.as<BufferStoreNode>()) {
-      if (!local.count(store->buffer->data.get()) && !uses_var(Any(store->indices), f->loop_var.get())) spatial = false;
-    }
-    return spatial;
-  });
-  return spatial;
-}
 
 // A loop of extent one bound to blockIdx.x around `s`: one thread runs it.
 Stmt on_one_thread(const Stmt& s, const std::string& name) {
@@ -61,13 +54,21 @@ Stmt on_one_thread(const Stmt& s, const std::string& name) {
 }
 
 // Statements outside any loop that touch memory, and nests with no
-// spatial loop, put on one thread; `taken` holds the loop names in use.
-Stmt bind_loose_work(const Stmt& s, std::set<std::string>& taken) {
+// spatial loop, put on one block (of `threads` threads where the
+// reductions can be spread over them); `taken` holds the names in use.
+Stmt bind_loose_work(const Stmt& s, std::set<std::string>& taken, int64_t threads) {
   if (const auto* loop = s.as<ForNode>()) {
-    if (is_spatial(loop)) return s;
+    if (writes_disjoint(loop)) return s;
+    FreshNames names(taken);
+    if (largest_reduction(s) > 1) {
+      if (std::optional<Stmt> rows = cross_thread_rows(s, threads, names)) {
+        return For(Var(names("single"), DataType::Int(64)), IntImm(DataType::Int(64), 0), IntImm(DataType::Int(64), 1),
+                   ForKind::kThreadBinding, *rows, "blockIdx.x");
+      }
+    }
   } else if (!s.as<BufferStoreNode>() && !s.as<EvaluateNode>()) {
     return map_children(s, [](const PrimExpr& e) { return e; },
-                        [&](const Stmt& c) { return bind_loose_work(c, taken); });
+                        [&](const Stmt& c) { return bind_loose_work(c, taken, threads); });
   } else if (s.as<EvaluateNode>()) {
     bool loads = false;
     pre_order(s, [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
@@ -76,10 +77,7 @@ Stmt bind_loose_work(const Stmt& s, std::set<std::string>& taken) {
     });
     if (!loads) return s;  // no memory touched: stays on the host
   }
-  std::string name = "single";
-  for (int k = 1; taken.count(name); ++k) name = "single_" + std::to_string(k);
-  taken.insert(name);
-  return on_one_thread(s, name);
+  return on_one_thread(s, FreshNames(taken)("single"));
 }
 
 // The names of the spatial loops not inside a loop (after bind_loose_work,
@@ -95,38 +93,78 @@ void spatial_roots(const Stmt& s, std::vector<std::string>& roots) {
   });
 }
 
-PrimFunc schedule(const PrimFunc& f, int64_t block) {
+const ForNode* find_loop(const Stmt& body, const std::string& name) {
+  const ForNode* found = nullptr;
+  pre_order(body, [&](const Stmt& s) {
+    const auto* loop = s.as<ForNode>();
+    if (loop && loop->loop_var->name == name) found = loop;
+    return !found;
+  });
+  return found;
+}
+
+Stmt replace(const Stmt& body, const Object* node, const Stmt& with) {
+  return Rewriter().pre_stmt([&](const Stmt& s) -> std::optional<Stmt> {
+    if (s.get() == node) return with;
+    return std::nullopt;
+  }).run(body);
+}
+
+// The largest power of two at most n (at least 1).
+int64_t pow2_floor(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
   if (has_thread_binding(f->body)) return f;
+  // Loop and buffer names in use: new ones are fresh.
   std::set<std::string> taken;
+  for (const Buffer& b : f.buffer_params()) taken.insert(b->name);
   pre_order(f->body, [&](const Stmt& s) {
     if (const auto* loop = s.as<ForNode>()) taken.insert(loop->loop_var->name);
+    if (const auto* a = s.as<AllocateNode>()) taken.insert(a->buffer->name);
     return true;
   });
-  Stmt body = bind_loose_work(f->body, taken);
+  int64_t row_threads = pow2_floor(block);
+  Stmt body = bind_loose_work(f->body, taken, row_threads);
   // (The schedule may rename loops apart: the roots are named in it.)
   Schedule sch(body.same_as(f->body) ? f : with_body(*f.get(), body));
   std::vector<std::string> roots;
   spatial_roots(sch.func()->body, roots);
+  FreshNames names(taken);
   for (const std::string& root : roots) {
-    // The leading spatial loops of the perfect nest, fused into one.
-    const ForNode* top = nullptr;
-    pre_order(sch.func()->body, [&](const Stmt& s) {
-      const auto* loop = s.as<ForNode>();
-      if (loop && loop->loop_var->name == root) top = loop;
-      return !top;
-    });
-    std::vector<const ForNode*> nest = perfect_nest(top);
-    std::vector<std::string> spatial;
-    for (const ForNode* loop : nest) {
-      if (!is_spatial(loop)) break;
-      spatial.push_back(loop->loop_var->name);
+    const ForNode* top = find_loop(sch.func()->body, root);
+    std::vector<const ForNode*> spatial_loops;
+    for (const ForNode* loop : perfect_nest(top)) {
+      if (!writes_disjoint(loop)) break;
+      spatial_loops.push_back(loop);
     }
+    if (std::optional<Stmt> tiles = tiled_contraction(spatial_loops, tile_threads, names)) {
+      sch = Schedule(with_body(*sch.func().get(), replace(sch.func()->body, top, *tiles)));
+      continue;
+    }
+    // The leading spatial loops of the perfect nest, fused into one.
+    std::vector<std::string> spatial;
+    for (const ForNode* loop : spatial_loops) spatial.push_back(loop->loop_var->name);
     std::string fused = spatial[0];
-    for (size_t k = 1; k < spatial.size(); ++k) {
+    size_t fused_count = 1;
+    for (; fused_count < spatial.size(); ++fused_count) {
       try {
-        fused = sch.fuse(fused, spatial[k]);
+        fused = sch.fuse(fused, spatial[fused_count]);
       } catch (const ScheduleError&) {
         break;  // bounds that depend on an outer loop: the rest runs in each thread
+      }
+    }
+    // A block per row where there are fewer rows than reduced elements.
+    const ForNode* row = find_loop(sch.func()->body, fused);
+    std::optional<int64_t> rows = const_int(row->extent);
+    if (fused_count == spatial.size() && rows && *rows < largest_reduction(row->body)) {
+      if (std::optional<Stmt> kernel = cross_thread_rows(row->body, row_threads, names)) {
+        Stmt bound = For(row->loop_var, row->min, row->extent, ForKind::kThreadBinding, *kernel, "blockIdx.x");
+        sch = Schedule(with_body(*sch.func().get(), replace(sch.func()->body, row, bound)));
+        continue;
       }
     }
     auto [outer, inner] = sch.split(fused, block);
@@ -141,24 +179,31 @@ PrimFunc schedule(const PrimFunc& f, int64_t block) {
 transform::Pass DefaultDeviceSchedule() {
   transform::PassInfo info{
       "DefaultDeviceSchedule",
-      "a thread binding for each loop nest, for a parallel device: the leading loops that write disjoint elements "
-      "fused, split by the block size and bound to blockIdx.x and threadIdx.x; the rest serial in each thread",
+      "a thread binding for each loop nest, for a parallel device: contractions (matmul, dense, conv2d) in "
+      "shared-memory tiles; nests with fewer rows than reduced elements a block per row with cross-thread "
+      "reductions; otherwise the leading loops that write disjoint elements fused, split by the block size and "
+      "bound to blockIdx.x and threadIdx.x, the rest serial in each thread",
       0,
       {},
       {{"block_size", "int", Any(int64_t{128}),
-        "threads per block (work-group), at most the target's max-work-group-size where it has one", 1, std::nullopt}},
+        "threads per block (work-group), at most the target's max-work-group-size where it has one", 1, std::nullopt},
+       {"tile_threads", "int", Any(int64_t{64}),
+        "threads per block of a contraction's shared-memory tiles: 64 (8 x 8 threads, 64 x 64 outputs; best on "
+        "PoCL) or 256 (16 x 16 threads, 128 x 128 outputs; GPUs), at most the target's max-work-group-size; below 64, "
+        "no tiles", 1, std::nullopt}},
       {},
       {},
       {"*"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t block = context.get_config("DefaultDeviceSchedule.block_size").as_int();
+    int64_t tile_threads = context.get_config("DefaultDeviceSchedule.tile_threads").as_int();
     target::Target target = target::target_of(module);
     if (target.defined() && target->attrs.contains("max-work-group-size")) {
       int64_t most = target.attr("max-work-group-size").as_int();
-      if (most > 0) block = std::min(block, most);
+      if (most > 0) block = std::min(block, most), tile_threads = std::min(tile_threads, most);
     }
-    std::map<std::string, Any> changed =
-        transform::rewrite_prim_funcs(module, [&](const std::string&, const PrimFunc& f) { return schedule(f, block); });
+    std::map<std::string, Any> changed = transform::rewrite_prim_funcs(
+        module, [&](const std::string&, const PrimFunc& f) { return schedule(f, block, tile_threads); });
     return module.with_functions(changed);
   });
 }

@@ -27,6 +27,8 @@ class OpenCLPrinter : public target::CSourcePrinter {
   std::string print_program(const ir::IRModule& module, std::vector<KernelSignature>* kernels);
 
  protected:
+  // `func` with its shared-memory allocations at the top of its body.
+  static tir::PrimFunc shared_at_top(const tir::PrimFunc& func);
   std::string preamble() override;
   std::string function_head(const std::string& name, const std::vector<std::string>& params) override;
   std::string function_tail() override { return ""; }

@@ -1091,33 +1091,16 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
   const Stmt& inner = below.back()->body;
   const auto* guard = inner.as<IfThenElseNode>();
   const auto* store = (guard && !guard->else_case.defined() ? guard->then_case : inner).as<BufferStoreNode>();
-  // The update B[i] = op(B[i], e) with op one of +, max, min: its operands
-  // and how two partial results combine.
-  enum class Op { kAdd, kMax, kMin } op = Op::kAdd;
-  PrimExpr a, term;
-  if (store) {
-    if (const auto* n = store->value.as<AddNode>()) {
-      a = n->a, term = n->b;
-    } else if (const auto* n = store->value.as<MaxNode>()) {
-      a = n->a, term = n->b, op = Op::kMax;
-    } else if (const auto* n = store->value.as<MinNode>()) {
-      a = n->a, term = n->b, op = Op::kMin;
-    }
-  }
-  const auto* self = a.defined() ? a.as<BufferLoadNode>() : nullptr;
-  if (!self || self->buffer.get() != store->buffer.get() || !same_expression(Any(self->indices), Any(store->indices))) {
+  std::optional<ReductionUpdate> matched = store ? match_reduction_update(store) : std::nullopt;
+  if (!matched) {
     refuse("rfactor", "the body of the perfect nest at %" + loop_name +
-                          " is not one update B[i] = B[i] + e (or max(B[i], e), min(B[i], e))");
+                          " is not one update B[i] = B[i] + e (or max(B[i], e), min(B[i], e)) of numbers, e not "
+                          "reading B");
   }
-  auto combine = [op](const PrimExpr& x, const PrimExpr& y) -> PrimExpr {
-    if (op == Op::kMax) return Max(x, y);
-    if (op == Op::kMin) return Min(x, y);
-    return Add(x, y);
-  };
+  ReduceOp op = matched->op;
+  PrimExpr term = matched->term;
+  auto combine = [op](const PrimExpr& x, const PrimExpr& y) { return reduce_combine(op, x, y); };
   DataType t = store->buffer->dtype;
-  bool is_float = t.code == DataType::kFloat || t.code == DataType::kBFloat;
-  if (!is_float && !is_int(t)) refuse("rfactor", "the reduction is not of numbers");
-  if (touches(Evaluate(term), store->buffer.get())) refuse("rfactor", "the term reads '" + store->buffer->name + "'");
   const ForNode* top = loop;
   for (size_t k = path.size() - 1; k-- > 0;) {
     const auto* f = path[k].as<ForNode>();
@@ -1137,20 +1120,9 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
   Var init(fresh_name(func_, loop_name + "_init", taken), index_type);
   taken.insert(init->name);
   Var final(fresh_name(func_, loop_name + "_final", taken), index_type);
-  // The identity of the reduction: 0, or the lowest (highest) value.
-  auto extreme = [&](bool low) -> PrimExpr {
-    if (is_float) return FloatImm(t, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
-    bool is_signed = t.code == DataType::kInt;
-    if (t.bits >= 64) {
-      if (!is_signed && !low) refuse("rfactor", "min of uint64 has no partial start Loom can write");
-      if (!is_signed) return IntImm(t, 0);
-      return IntImm(t, low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
-    }
-    int64_t span = int64_t{1} << (is_signed ? t.bits - 1 : t.bits);
-    return IntImm(t, is_signed ? (low ? -span : span - 1) : (low ? 0 : span - 1));
-  };
-  PrimExpr zero = op == Op::kMax ? extreme(true) : op == Op::kMin ? extreme(false)
-                  : is_float     ? PrimExpr(FloatImm(t, 0.0)) : PrimExpr(IntImm(t, 0));
+  std::optional<PrimExpr> identity = reduce_identity(op, t);
+  if (!identity) refuse("rfactor", "min of uint64 has no partial start Loom can write");
+  PrimExpr zero = *identity;
   PrimExpr v = simplify(Cast(index_type, Sub(loop->loop_var, loop->min)));
   Stmt update = BufferStore(rf, combine(BufferLoad(rf, {v}), term), {v});
   Stmt nest = replace(ref_of<Stmt>(top), store, update);

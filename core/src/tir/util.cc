@@ -2,9 +2,11 @@
 #include "loom/tir/util.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_set>
 
+#include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/tir/functor.h"
 
@@ -111,6 +113,59 @@ PrimExpr solve_binding(const ShapeBinding& b, const PrimExpr& extent) {
 tir::PrimFunc with_body(const tir::PrimFuncNode& f, const Stmt& body) {
   std::vector<Any> params(f.params.begin(), f.params.end());
   return tir::PrimFunc(params, body, f.ret, f.attrs);
+}
+
+}  // namespace loom::tir
+
+namespace loom::tir {
+
+std::optional<ReductionUpdate> match_reduction_update(const BufferStoreNode* store) {
+  DataType t = store->buffer->dtype;
+  if (!is_float(t) && !is_int(t)) return std::nullopt;
+  ReductionUpdate update;
+  PrimExpr self;
+  if (const auto* n = store->value.as<AddNode>()) {
+    self = n->a, update.term = n->b;
+  } else if (const auto* n = store->value.as<MaxNode>()) {
+    self = n->a, update.term = n->b, update.op = ReduceOp::kMax;
+  } else if (const auto* n = store->value.as<MinNode>()) {
+    self = n->a, update.term = n->b, update.op = ReduceOp::kMin;
+  } else {
+    return std::nullopt;
+  }
+  const auto* load = self.as<BufferLoadNode>();
+  if (!load || load->buffer.get() != store->buffer.get() || !same_expression(Any(load->indices), Any(store->indices))) {
+    return std::nullopt;
+  }
+  bool reads_itself = false;
+  pre_order(Evaluate(update.term), [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
+    const auto* l = e.as<BufferLoadNode>();
+    reads_itself = reads_itself || (l && l->buffer.get() == store->buffer.get());
+    return !reads_itself;
+  });
+  if (reads_itself) return std::nullopt;
+  return update;
+}
+
+PrimExpr reduce_combine(ReduceOp op, const PrimExpr& a, const PrimExpr& b) {
+  if (op == ReduceOp::kMax) return Max(a, b);
+  if (op == ReduceOp::kMin) return Min(a, b);
+  return Add(a, b);
+}
+
+std::optional<PrimExpr> reduce_identity(ReduceOp op, DataType t) {
+  bool low = op == ReduceOp::kMax;
+  if (op == ReduceOp::kAdd) return is_float(t) ? PrimExpr(FloatImm(t, 0.0)) : PrimExpr(IntImm(t, 0));
+  if (is_float(t)) {
+    return PrimExpr(FloatImm(t, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity()));
+  }
+  bool is_signed = t.code == DataType::kInt;
+  if (t.bits >= 64) {
+    if (!is_signed) return low ? std::optional<PrimExpr>(IntImm(t, 0)) : std::nullopt;
+    return PrimExpr(IntImm(t, low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max()));
+  }
+  int64_t span = int64_t{1} << (is_signed ? t.bits - 1 : t.bits);
+  return PrimExpr(IntImm(t, is_signed ? (low ? -span : span - 1) : (low ? 0 : span - 1)));
 }
 
 }  // namespace loom::tir

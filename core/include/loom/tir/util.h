@@ -56,6 +56,22 @@ int device_type_of(const PrimFuncNode& f);
 // A prim function with a new body (parameters, result and attributes kept).
 PrimFunc with_body(const PrimFuncNode& f, const Stmt& body);
 
+// One step of a reduction: the store `B[i] = op(B[i], term)` with op one
+// of +, max, min, the term not reading B (what rfactor and the default
+// device schedule's cross-thread reduction take apart).
+enum class ReduceOp { kAdd, kMax, kMin };
+struct ReductionUpdate {
+  ReduceOp op = ReduceOp::kAdd;
+  PrimExpr term;
+};
+// The update `store` is, or nullopt (another form, or not of numbers).
+std::optional<ReductionUpdate> match_reduction_update(const BufferStoreNode* store);
+// op(a, b).
+PrimExpr reduce_combine(ReduceOp op, const PrimExpr& a, const PrimExpr& b);
+// Where partial results of op over t start: 0, the lowest value (-inf
+// for floats) for max, the highest for min; nullopt for min of uint64.
+std::optional<PrimExpr> reduce_identity(ReduceOp op, DataType t);
+
 }  // namespace loom::tir
 
 #endif  // LOOM_TIR_UTIL_H_
