@@ -312,6 +312,7 @@ bool contiguous_in(const PrimExpr& x, const std::vector<const ForNode*>& group) 
 
 std::optional<Stmt> tiled_contraction(const std::vector<const ForNode*>& spatial, int64_t threads, FreshNames& names) {
   // C[i] = init; reduction nest.
+  if (spatial.empty()) return std::nullopt;
   std::vector<Stmt> body = flatten_seq(spatial.back()->body);
   if (body.size() != 2) return std::nullopt;
   const auto* init = body[0].as<BufferStoreNode>();
