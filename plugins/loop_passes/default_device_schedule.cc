@@ -47,7 +47,8 @@ using namespace tir;  // NOLINT: the prim IR and its utilities read best unquali
 
 namespace {
 
-// A loop of extent one bound to blockIdx.x around `s`: one thread runs it.
+// A loop of extent one bound to blockIdx.x around `s`: one block runs it
+// (one thread, unless `s` binds threads itself).
 Stmt on_one_thread(const Stmt& s, const std::string& name) {
   DataType i64 = DataType::Int(64);
   return For(Var(name, i64), IntImm(i64, 0), IntImm(i64, 1), ForKind::kThreadBinding, s, "blockIdx.x");
@@ -61,10 +62,7 @@ Stmt bind_loose_work(const Stmt& s, std::set<std::string>& taken, int64_t thread
     if (writes_disjoint(loop)) return s;
     FreshNames names(taken);
     if (largest_reduction(s) > 1) {
-      if (std::optional<Stmt> rows = cross_thread_rows(s, threads, names)) {
-        return For(Var(names("single"), DataType::Int(64)), IntImm(DataType::Int(64), 0), IntImm(DataType::Int(64), 1),
-                   ForKind::kThreadBinding, *rows, "blockIdx.x");
-      }
+      if (std::optional<Stmt> rows = cross_thread_rows(s, threads, names)) return on_one_thread(*rows, names("single"));
     }
   } else if (!s.as<BufferStoreNode>() && !s.as<EvaluateNode>()) {
     return map_children(s, [](const PrimExpr& e) { return e; },
@@ -110,13 +108,6 @@ Stmt replace(const Stmt& body, const Object* node, const Stmt& with) {
   }).run(body);
 }
 
-// The largest power of two at most n (at least 1).
-int64_t pow2_floor(int64_t n) {
-  int64_t p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
 PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
   if (has_thread_binding(f->body)) return f;
   // Loop and buffer names in use: new ones are fresh.
@@ -127,8 +118,7 @@ PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
     if (const auto* a = s.as<AllocateNode>()) taken.insert(a->buffer->name);
     return true;
   });
-  int64_t row_threads = pow2_floor(block);
-  Stmt body = bind_loose_work(f->body, taken, row_threads);
+  Stmt body = bind_loose_work(f->body, taken, block);
   // (The schedule may rename loops apart: the roots are named in it.)
   Schedule sch(body.same_as(f->body) ? f : with_body(*f.get(), body));
   std::vector<std::string> roots;
@@ -161,7 +151,7 @@ PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
     const ForNode* row = find_loop(sch.func()->body, fused);
     std::optional<int64_t> rows = const_int(row->extent);
     if (fused_count == spatial.size() && rows && *rows < largest_reduction(row->body)) {
-      if (std::optional<Stmt> kernel = cross_thread_rows(row->body, row_threads, names)) {
+      if (std::optional<Stmt> kernel = cross_thread_rows(row->body, block, names)) {
         Stmt bound = For(row->loop_var, row->min, row->extent, ForKind::kThreadBinding, *kernel, "blockIdx.x");
         sch = Schedule(with_body(*sch.func().get(), replace(sch.func()->body, row, bound)));
         continue;

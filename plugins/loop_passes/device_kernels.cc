@@ -40,6 +40,13 @@ Stmt bound(const Var& v, int64_t extent, const std::string& axis, Stmt body) {
   return For(v, c64(0), c64(extent), ForKind::kThreadBinding, std::move(body), axis);
 }
 
+// The largest power of two at most min(n, cap) (at least 1).
+int64_t pow2_at_most(int64_t n, int64_t cap) {
+  int64_t p = 1;
+  while (p * 2 <= std::min(n, cap)) p *= 2;
+  return p;
+}
+
 // The values of the variables of a row-major index space of `extents`
 // at the flat index `flat`.
 std::vector<PrimExpr> unflatten(const PrimExpr& flat, const std::vector<PrimExpr>& extents) {
@@ -263,7 +270,8 @@ int64_t largest_reduction(const Stmt& row_body) {
 }
 
 std::optional<Stmt> cross_thread_rows(const Stmt& row_body, int64_t threads, FreshNames& names) {
-  if (threads < 2 || (threads & (threads - 1))) return std::nullopt;
+  threads = pow2_at_most(threads, threads);
+  if (threads < 2) return std::nullopt;
   return Rows(threads, names).run(row_body);
 }
 
@@ -283,12 +291,6 @@ std::unordered_set<const ForNode*> loops_used(const PrimExpr& x, const std::vect
 int64_t const_product(const std::vector<const ForNode*>& loops) {
   int64_t p = 1;
   for (const ForNode* f : loops) p *= *const_int(f->extent);
-  return p;
-}
-
-int64_t pow2_at_most(int64_t n, int64_t cap) {
-  int64_t p = 1;
-  while (p * 2 <= std::min(n, cap)) p *= 2;
   return p;
 }
 
@@ -357,8 +359,7 @@ std::optional<Stmt> tiled_contraction(const std::vector<const ForNode*>& spatial
   // a K chunk of kc.
   const int64_t side = threads >= 256 ? 16 : 8, kc = 16;
   const int64_t rm = pow2_at_most((m_extent + side - 1) / side, 8), rn = pow2_at_most((n_extent + side - 1) / side, 8);
-  const int64_t tm = side * rm, tn = side * rn;
-  threads = side * side;
+  const int64_t tm = side * rm, tn = side * rn, block_threads = side * side;
   DataType t = r->store->buffer->dtype;
   Buffer as(names("A_shared"), x.dtype(), {c64(kc * tm)}, "shared");
   Buffer bs(names("B_shared"), y.dtype(), {c64(kc * tn)}, "shared");
@@ -374,7 +375,7 @@ std::optional<Stmt> tiled_contraction(const std::vector<const ForNode*>& spatial
   auto load = [&](const Buffer& tile, const PrimExpr& value, const std::vector<const ForNode*>& group, int64_t width,
                   const PrimExpr& block, int64_t extent, const std::string& base) {
     Var l(names(base), kI64);
-    PrimExpr e = Add(Mul(l, c64(threads)), tid);
+    PrimExpr e = Add(Mul(l, c64(block_threads)), tid);
     bool group_fast = contiguous_in(value, group);
     PrimExpr k_in = group_fast ? PrimExpr(FloorDiv(e, c64(width))) : PrimExpr(FloorMod(e, c64(kc)));
     PrimExpr g_in = group_fast ? PrimExpr(FloorMod(e, c64(width))) : PrimExpr(FloorDiv(e, c64(kc)));
@@ -385,7 +386,7 @@ std::optional<Stmt> tiled_contraction(const std::vector<const ForNode*>& spatial
     PrimExpr where = Add(Mul(k_in, c64(width)), g_in);
     Stmt fill = IfThenElse(And(LT(k, c64(k_extent)), LT(g, c64(extent))), BufferStore(tile, substitute(value, with), {where}),
                            BufferStore(tile, make_const(value.dtype(), 0), {where}));
-    return serial(l, c64(kc * width / threads), fill);
+    return serial(l, c64(kc * width / block_threads), fill);
   };
   PrimExpr a_at = BufferLoad(as, {Add(Mul(kk, c64(tm)), Add(Mul(i, c64(side)), ty))});
   PrimExpr b_at = BufferLoad(bs, {Add(Mul(kk, c64(tn)), Add(Mul(j, c64(side)), tx))});

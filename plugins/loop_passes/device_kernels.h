@@ -38,9 +38,9 @@ bool writes_disjoint(const tir::ForNode* loop);
 
 // A block per row: `row_body` (what runs for one row, the body under the
 // fused spatial loops, or a whole nest with no spatial loop) on `threads`
-// threads of one block (a power of two).  Each reduction loop nest in it
-// (an update B[i] = op(B[i], e), op +, max or min) becomes a cross-thread
-// reduction: each thread combines a strided share, then a tree in shared
+// threads of one block, rounded down to a power of two (at least 2).
+// Each reduction loop nest in it (an update B[i] = op(B[i], e), op +,
+// max or min) becomes a cross-thread reduction: each thread combines a strided share, then a tree in shared
 // memory with barriers; each loop whose iterations write disjoint
 // elements is spread over the threads; stores to the row's private
 // (local) buffers run on every thread alike, other stores on thread 0,
