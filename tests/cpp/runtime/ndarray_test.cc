@@ -203,4 +203,21 @@ TEST(DeviceAPI, RegistryAndWorkspacePool) {
             "free_workspace of a pointer the workspace pool did not hand out");
 }
 
+// An output of a model comes and goes on every call: from 64 KiB the block
+// is kept and handed out again, not given back to the kernel (whose fresh
+// pages cost a fault each); small blocks go to malloc as they are.
+TEST(DeviceAPI, CpuKeepsFreedBlocksFrom64KiB) {
+  DeviceAPI& cpu = DeviceAPIRegistry::get(Device());
+  for (size_t bytes : {size_t{64} << 10, size_t{512} << 10, size_t{3} << 20}) {
+    void* p = cpu.alloc(Device(), bytes, 64);
+    cpu.free(Device(), p);
+    void* other = cpu.alloc(Device(), bytes, 128);  // another alignment: another block
+    void* q = cpu.alloc(Device(), bytes, 64);
+    EXPECT_EQ(p, q) << bytes;
+    EXPECT_NE(other, q) << bytes;
+    cpu.free(Device(), q);
+    cpu.free(Device(), other);
+  }
+}
+
 }  // namespace loom::runtime
