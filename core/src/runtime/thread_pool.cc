@@ -25,6 +25,11 @@ constexpr int64_t kChunksPerThread = 4;
 // reads the machine's load.
 constexpr std::chrono::microseconds kSpinTime{50};
 constexpr int64_t kLoadCheckNs = 5'000'000;
+// On a crowded machine, how long a caller runs its region alone before it
+// wakes sleeping workers: about what a wake-up costs there, so a short
+// region never waits for a thread that shares its core with another
+// process, and a long one loses at most this much.
+constexpr int64_t kRecruitAfterNs = 100'000;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -218,7 +223,7 @@ bool ThreadPool::should_spin() {
 // counts it finished; the last one wakes a sleeping caller.  A claim
 // succeeds only while claim_ still holds this generation, so the region's
 // body and bounds are alive for every chunk claimed.
-bool ThreadPool::run_chunks(uint64_t generation) {
+bool ThreadPool::run_chunks(uint64_t generation, int64_t recruit_at) {
   bool ran = false;
   uint64_t c = claim_.load(std::memory_order_acquire);
   while ((c >> 32) == (generation & 0xffffffffu) && (c & 0xffffffffu) < parts_.load(std::memory_order_relaxed)) {
@@ -243,6 +248,10 @@ bool ThreadPool::run_chunks(uint64_t generation) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (caller_sleeping_) done_.notify_all();
     }
+    if (recruit_at && now_ns() >= recruit_at) {
+      recruit_at = 0;
+      if (sleepers_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
+    }
     c = claim_.load(std::memory_order_acquire);
   }
   return ran;
@@ -264,7 +273,7 @@ void ThreadPool::worker(int, uint64_t seen) {
     }
     if (stopping_) return;
     seen = generation_.load(std::memory_order_acquire);
-    run_chunks(seen);
+    run_chunks(seen, 0);
   }
 }
 
@@ -279,6 +288,10 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
   }
   uint64_t generation;
   bool sleeping;
+  // Workers that sleep rather than spin (a crowded machine) are woken only
+  // once the region has run for kRecruitAfterNs: until then the caller
+  // claims chunks alone (a spinning worker may still join at once).
+  bool lazy = !should_spin();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     body_ = &body;
@@ -292,8 +305,8 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
     generation_.store(generation, std::memory_order_release);
     sleeping = sleepers_ > 0;
   }
-  if (sleeping) wake_.notify_all();
-  run_chunks(generation);
+  if (sleeping && !lazy) wake_.notify_all();
+  run_chunks(generation, sleeping && lazy ? now_ns() + kRecruitAfterNs : 0);
   auto done = [&] { return finished_.load(std::memory_order_acquire) == parts_.load(std::memory_order_relaxed); };
   // The caller spins even on a crowded machine: the threads it waits for
   // run its chunks, and a wake-up would cost more than the short wait.

@@ -30,21 +30,49 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
 }
 
 TEST(ThreadPool, ChunksRunOnSeveralThreads) {
+  // Chunks of 5 ms: the workers join a long region whether they spin or
+  // sleep (on a crowded machine they are woken once the region has run
+  // for 100 us; no chunk waits for another, as in generated code).
   ThreadPool pool(2);
   std::mutex m;
   std::set<std::thread::id> ids;
-  std::atomic<int> arrived{0};
-  pool.parallel_for(0, 2, [&](int64_t, int64_t) {
+  pool.parallel_for(0, 8, [&](int64_t, int64_t) {
     {
       std::lock_guard<std::mutex> lock(m);
       ids.insert(std::this_thread::get_id());
     }
-    // Both chunks must be in flight at once: a serial pool would hang here.
-    arrived++;
-    while (arrived.load() < 2) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   EXPECT_EQ(ids.size(), 2u);
   EXPECT_FALSE(ThreadPool::in_parallel_region());
+}
+
+TEST(ThreadPool, ACrowdedPoolWakesItsWorkersOnlyForLongRegions) {
+  // More threads than CPUs: the workers sleep, and a caller wakes them
+  // only once its region has run for 100 us.  A region of about 30 us
+  // (long enough for a woken worker to join) runs on the caller alone
+  // (allowed twice in 20 for a caller preempted mid-region); a region of
+  // 2 ms chunks gets help.
+  ThreadPool pool(available_cpus() + 1);
+  auto caller = std::this_thread::get_id();
+  int alone = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> foreign{0};
+    pool.parallel_for(0, 64, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() != caller) foreign++;
+      auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(500);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+    alone += foreign.load() == 0;
+  }
+  EXPECT_GE(alone, 18);
+  std::atomic<int> foreign{0};
+  pool.parallel_for(0, 16, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != caller) foreign++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  EXPECT_GE(foreign.load(), 1);
 }
 
 TEST(ThreadPool, NestedLoopsRunSeriallyOnTheCallingThread) {

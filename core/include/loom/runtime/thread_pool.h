@@ -6,7 +6,10 @@
 // caller returns when all are done, rethrowing the first exception a chunk
 // threw.  A parallel_for inside a parallel region, or while the pool is
 // busy with another caller's loop, runs serially on the calling thread:
-// nested or concurrent loops never oversubscribe the cores.
+// nested or concurrent loops never oversubscribe the cores.  Workers spin
+// briefly for the next region, unless the machine is crowded: then they
+// sleep, and a caller wakes them only once its region has run for about a
+// wake-up's cost (a short region runs on the caller alone).
 //
 // Threads: LOOM_NUM_THREADS if set (for the whole process), else what the
 // target asks for (set_num_threads), else one per CPU this process may run
@@ -68,7 +71,10 @@ class ThreadPool {
   // CPUs, nor while the machine has more runnable threads than CPUs
   // (sampled from /proc/loadavg every few milliseconds).
   bool should_spin();
-  bool run_chunks(uint64_t generation);  // claims and runs chunks; whether it ran any
+  // Claims and runs chunks of a region; whether it ran any.  recruit_at
+  // (steady-clock ns, 0: never): when to wake the sleeping workers, checked
+  // after each chunk.
+  bool run_chunks(uint64_t generation, int64_t recruit_at);
 
   // A region: generation_ counts regions; claim_ holds the generation in
   // its high 32 bits and the next unclaimed chunk in its low 32, so that a
