@@ -10,7 +10,8 @@ the same thread count: PyTorch eager under no_grad, NumPy, or another
 Loom form of the same computation.  Each thread count runs in a child
 process so that OpenBLAS and PyTorch see their settings before they
 start.  The table gives medians, the ratio and the target; the 2-thread
-section also gives each case's 2-thread time over its 1-thread time.
+section also gives each case's 2-thread time over its 1-thread time,
+measured alternately in the same rounds (loom_ms).
 
     /usr/bin/python3 bench/ops.py [--runs N] [--busy] [CASE...]
 
@@ -44,19 +45,56 @@ def f32(*shape, scale=1.0):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-def loom_ms(tmp, name, mod, threads, runs, config=HOST):
+def build_library(tmp, name, mod, config):
+    """The case built once into a library (the thread count is read when it runs)."""
     import loom
-    path = tmp / f"{name}.loom"
-    if not path.exists():
+    lib = tmp / f"{name}.so"
+    if not lib.exists():
+        path, cfg = tmp / f"{name}.loom", tmp / f"{name}.yaml"
         loom.ir.save(mod, str(path))
-    cfg = tmp / f"{name}.yaml"
-    cfg.write_text(config)
+        cfg.write_text(config)
+        out = subprocess.run([str(LOOMC), "build", str(path), "--config", str(cfg), "-o", str(lib)],
+                             capture_output=True, text=True)
+        if out.returncode:
+            sys.exit(f"loomc build {name}: {out.stderr}")
+    return lib
+
+
+def run_ms(lib, threads, runs):
     env = dict(os.environ, LOOM_NUM_THREADS=str(threads))
-    out = subprocess.run([str(LOOMC), "run", str(path), "--config", str(cfg), "--seed", "1", "--bench", str(runs)],
+    out = subprocess.run([str(LOOMC), "run", str(lib), "--seed", "1", "--bench", str(runs)],
                          capture_output=True, text=True, env=env)
     if out.returncode:
-        sys.exit(f"loomc run {name}: {out.stderr}")
+        sys.exit(f"loomc run {lib.name}: {out.stderr}")
     return float(re.search(r"median ([0-9.e+-]+) ms", out.stdout).group(1))
+
+
+class Paired(float):
+    """A 2-thread median that carries `scaling`, its ratio to the 1-thread
+    time measured in the same rounds."""
+
+
+ROUNDS = 5
+
+
+def loom_ms(tmp, name, mod, threads, runs, config=HOST):
+    """Loom's median time.  At 2 threads the 1-thread time is measured again,
+    alternating with the 2-thread one in ROUNDS rounds (which goes first
+    alternates too), so that a change in the machine's load between them
+    cancels out of `scaling`, the median of the rounds' ratios."""
+    lib = build_library(tmp, name, mod, config)
+    if threads == 1:
+        return run_ms(lib, 1, runs)
+    per = max(runs // ROUNDS, 3)
+    two, ratios = [], []
+    for r in range(ROUNDS):
+        order = (1, 2) if r % 2 == 0 else (2, 1)
+        t = {n: run_ms(lib, n, per) for n in order}
+        two.append(t[2])
+        ratios.append(t[2] / t[1])
+    result = Paired(np.median(two))
+    result.scaling = float(np.median(ratios))
+    return result
 
 
 # ---- the cases: each yields (figure, loom ms, peer ms, how the ratio reads, target) ----
@@ -172,7 +210,9 @@ def elementwise_cases(tmp, threads, runs):
     dst = np.empty_like(src)
     # Bandwidth: relu(a + b) moves 3 arrays, np.copyto 2; the ratio is of
     # times per byte moved (below 1: Loom moves bytes faster).
-    yield ("relu(a+b) 16M, ms per 2 arrays moved", loom_t * 2 / 3, median_ms(lambda: np.copyto(dst, src), runs),
+    per_two = Paired(loom_t * 2 / 3)
+    per_two.scaling = getattr(loom_t, "scaling", None)
+    yield ("relu(a+b) 16M, ms per 2 arrays moved", per_two, median_ms(lambda: np.copyto(dst, src), runs),
            "vs np.copyto", "<= 1.0")
 
 
@@ -189,9 +229,10 @@ def child(threads, runs, wanted):
             if wanted and key not in wanted:
                 continue
             for figure, loom_t, peer_t, versus, target in cases(pathlib.Path(d), threads, runs):
-                rows.append([figure, loom_t, peer_t, versus, target])
+                scaling = getattr(loom_t, "scaling", None)
+                rows.append([figure, float(loom_t), peer_t, versus, target, scaling])
                 print(f"  {figure:<48} loom {loom_t:9.4f} | peer {peer_t:9.4f} | {versus:<14} {loom_t / peer_t:5.2f} "
-                      f"| target {target}", file=sys.stderr, flush=True)
+                      f"| target {target}" + (f" | 2t/1t {scaling:.2f}" if scaling else ""), file=sys.stderr, flush=True)
     print(json.dumps(rows))
 
 
@@ -236,10 +277,9 @@ def main():
     print(f"| figure | threads | Loom | peer | ratio | target | 2 thr / 1 thr |")
     print("|---|---|---|---|---|---|---|")
     for threads in (1, 2):
-        for k, (figure, loom_t, peer_t, versus, target) in enumerate(results[threads]):
-            scaling = f"{loom_t / results[1][k][1]:.2f}" if threads == 2 else ""
+        for figure, loom_t, peer_t, versus, target, scaling in results[threads]:
             print(f"| {figure} | {threads} | {loom_t:.4g} | {peer_t:.4g} | {loom_t / peer_t:.2f} {versus} | {target} "
-                  f"| {scaling} |")
+                  f"| {f'{scaling:.2f}' if scaling else ''} |")
 
 
 if __name__ == "__main__":
