@@ -177,6 +177,7 @@ void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    sleepers_ = 0;
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -211,12 +212,25 @@ bool ThreadPool::should_spin() {
       double l1, l5, l15;
       int runnable = 0, total = 0;
       if (std::fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &runnable, &total) == 5) {
-        crowded_ = runnable + sleepers_.load(std::memory_order_relaxed) > cpus_;
+        bool crowded = runnable + sleepers_.load(std::memory_order_relaxed) > cpus_;
+        crowded_ = crowded;
+        crowded_streak_ = crowded ? crowded_streak_.load(std::memory_order_relaxed) + 1 : 0;
       }
       std::fclose(f);
     }
   }
   return !crowded_.load(std::memory_order_relaxed);
+}
+
+// Wakes the sleeping workers and counts them out of sleepers_ at once, so
+// that should_spin never counts a worker both as runnable and as asleep.
+void ThreadPool::wake_workers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (sleepers_ == 0) return;
+    sleepers_ = 0;
+  }
+  wake_.notify_all();
 }
 
 // Claims chunks of region `generation` until none is left, runs each and
@@ -250,7 +264,7 @@ bool ThreadPool::run_chunks(uint64_t generation, int64_t recruit_at) {
     }
     if (recruit_at && now_ns() >= recruit_at) {
       recruit_at = 0;
-      if (sleepers_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
+      wake_workers();
     }
     c = claim_.load(std::memory_order_acquire);
   }
@@ -267,9 +281,8 @@ void ThreadPool::worker(int, uint64_t seen) {
     auto woken = [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; };
     if (!(should_spin() && spin_until(woken))) {
       std::unique_lock<std::mutex> lock(mutex_);
-      ++sleepers_;
+      ++sleepers_;  // set back to 0 by wake_workers: a woken worker runs before it could count itself out
       wake_.wait(lock, woken);
-      --sleepers_;
     }
     if (stopping_) return;
     seen = generation_.load(std::memory_order_acquire);
@@ -288,10 +301,12 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
   }
   uint64_t generation;
   bool sleeping;
-  // Workers that sleep rather than spin (a crowded machine) are woken only
-  // once the region has run for kRecruitAfterNs: until then the caller
-  // claims chunks alone (a spinning worker may still join at once).
-  bool lazy = !should_spin();
+  // Workers that sleep rather than spin are woken only once the region has
+  // run for kRecruitAfterNs, when the pool has more threads than CPUs or
+  // the machine was crowded at the last two reads of its load (one read
+  // may catch a passing thread): until then the caller claims chunks
+  // alone (a spinning worker may still join at once).
+  bool lazy = !should_spin() && (!spin_ || crowded_streak_.load(std::memory_order_relaxed) >= 2);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     body_ = &body;
@@ -305,7 +320,7 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
     generation_.store(generation, std::memory_order_release);
     sleeping = sleepers_ > 0;
   }
-  if (sleeping && !lazy) wake_.notify_all();
+  if (sleeping && !lazy) wake_workers();
   run_chunks(generation, sleeping && lazy ? now_ns() + kRecruitAfterNs : 0);
   auto done = [&] { return finished_.load(std::memory_order_acquire) == parts_.load(std::memory_order_relaxed); };
   // The caller spins even on a crowded machine: the threads it waits for

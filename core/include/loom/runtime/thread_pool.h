@@ -71,6 +71,7 @@ class ThreadPool {
   // CPUs, nor while the machine has more runnable threads than CPUs
   // (sampled from /proc/loadavg every few milliseconds).
   bool should_spin();
+  void wake_workers();
   // Claims and runs chunks of a region; whether it ran any.  recruit_at
   // (steady-clock ns, 0: never): when to wake the sleeping workers, checked
   // after each chunk.
@@ -83,12 +84,13 @@ class ThreadPool {
   int cpus_ = 1;
   std::atomic<int64_t> spin_checked_{0};  // when should_spin last read the load (ns)
   std::atomic<bool> crowded_{false};
+  std::atomic<int> crowded_streak_{0};  // reads in a row that found the machine crowded
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> claim_{0};
   std::atomic<bool> stopping_{false};
-  std::atomic<int> sleepers_{0};  // workers waiting on wake_ (changed under mutex_)
+  std::atomic<int> sleepers_{0};  // workers waiting on wake_ and not yet woken (changed under mutex_)
   bool caller_sleeping_ = false;  // under mutex_
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t begin_ = 0, count_ = 0;
