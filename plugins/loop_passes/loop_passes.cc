@@ -10,6 +10,7 @@
 #include "lower_intrinsics.h"
 #include "simplify.h"
 #include "split_host_device.h"
+#include "thread_sync.h"
 #include "storage_rewrite.h"
 #include "unroll_loop.h"
 #include "vectorize_loop.h"
@@ -31,4 +32,5 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::loop::LowerIntrinsics());
   PassRegistry::register_pass(loom::loop::DefaultDeviceSchedule());
   PassRegistry::register_pass(loom::loop::SplitHostDevice());
+  PassRegistry::register_pass(loom::loop::ThreadSync());
 }

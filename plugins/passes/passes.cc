@@ -51,6 +51,6 @@ LOOM_PLUGIN_INIT(ctx) {
       PassInfo{"device", "graph clean-ups and folding, fusion, lowering, the device plan, then the default device "
                          "schedule and the host/device split"},
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination",
-       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "DefaultDeviceSchedule", "LowerIntrinsics", "Simplify",
+       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "DefaultDeviceSchedule", "ThreadSync", "LowerIntrinsics", "Simplify",
        "SplitHostDevice", "Simplify"}));
 }

@@ -40,9 +40,12 @@ void bind_schedule(py::module_& m) {
       .def("reverse_compute_inline", &Schedule::reverse_compute_inline, py::arg("buffer"))
       .def(
           "cache_read",
-          [](Schedule& s, const std::string& buffer, py::object layout) {
+          [](Schedule& s, const std::string& buffer, py::object layout, const std::string& scope) {
+            if (layout.is_none()) {
+              return s.cache_read(buffer, [](const std::vector<tir::PrimExpr>& indices) { return indices; }, scope);
+            }
             if (py::isinstance<py::list>(layout) || py::isinstance<py::tuple>(layout)) {
-              return s.cache_read(buffer, layout.cast<std::vector<int>>());
+              return s.cache_read(buffer, layout.cast<std::vector<int>>(), scope);
             }
             if (!PyCallable_Check(layout.ptr())) {
               throw py::type_error("cache_read's layout is a list of axes or a function of the indices");
@@ -53,12 +56,13 @@ void bind_schedule(py::module_& m) {
               std::vector<tir::PrimExpr> out;
               for (py::handle item : layout(*args)) out.push_back(to_any(item, "a layout's index").cast<tir::PrimExpr>());
               return out;
-            });
+            }, scope);
           },
-          py::arg("buffer"), py::arg("layout"),
-          "a packed copy of a read-only parameter: layout is the copy's axes as buffer axes, or a function "
-          "from buffer indices to the copy's (v, v // c, v % c)")
-      .def("cache_write", &Schedule::cache_write, py::arg("buffer"))
+          py::arg("buffer"), py::arg("layout") = py::none(), py::arg("scope") = "global",
+          "a copy of a read-only parameter in a memory scope (global, shared, local): layout is the copy's "
+          "axes as buffer axes, or a function from buffer indices to the copy's (v, v // c, v % c); None "
+          "keeps the buffer's")
+      .def("cache_write", &Schedule::cache_write, py::arg("buffer"), py::arg("scope") = "global")
       .def("compute_at", &Schedule::compute_at, py::arg("nest"), py::arg("loop"))
       .def(
           "rfactor",

@@ -693,14 +693,24 @@ Stmt redirect_loads(const Stmt& s, const Buffer& buffer, const Buffer& to, const
 }
 }  // namespace
 
-std::string Schedule::cache_read(const std::string& name, const IndexMap& layout_map) {
+namespace {
+// A memory scope a cache may take.
+void check_scope(const std::string& primitive, const std::string& scope) {
+  if (scope != "global" && scope != "shared" && scope != "local") {
+    refuse(primitive, "'" + scope + "' is not a memory scope (global, shared, local)");
+  }
+}
+}  // namespace
+
+std::string Schedule::cache_read(const std::string& name, const IndexMap& layout_map, const std::string& scope) {
+  check_scope("cache_read", scope);
   Buffer buffer = find_buffer(func_, "cache_read", name, false);
   if (touches(func_->body, buffer.get(), true)) refuse("cache_read", "'" + name + "' is written by the function");
   refuse_views(func_->body, buffer.get(), "cache_read", "is read through a view; cache before FlattenBuffer");
   Layout layout = classify_layout(func_, buffer, layout_map, "cache_read");
   size_t rank = buffer->shape.size();
   std::vector<PrimExpr> shape = simplified(layout_shape(layout, buffer_shape(buffer)));
-  Buffer copy(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
+  Buffer copy(fresh_name(func_, name + "_" + (scope == "global" ? "local" : scope)), buffer->dtype, shape, scope);
   Stmt body = redirect_loads(func_->body, buffer, copy, layout);
   // The copy, in its own order: for c0, c1..: copy[c0, c1, ..] =
   // buffer[inverse layout], guarded where a split pads.
@@ -763,7 +773,7 @@ void Schedule::transform_layout(const std::string& name, const IndexMap& layout_
   func_ = PrimFunc(params, redirect_loads(func_->body, buffer, laid, layout), func_->ret, Map(attrs));
 }
 
-std::string Schedule::cache_read(const std::string& name, const std::vector<int>& axes) {
+std::string Schedule::cache_read(const std::string& name, const std::vector<int>& axes, const std::string& scope) {
   return cache_read(name, [&](const std::vector<PrimExpr>& v) {
     std::vector<PrimExpr> out;
     for (int a : axes) {
@@ -774,10 +784,11 @@ std::string Schedule::cache_read(const std::string& name, const std::vector<int>
       out.push_back(v[a]);
     }
     return out;
-  });
+  }, scope);
 }
 
-std::string Schedule::cache_write(const std::string& name) {
+std::string Schedule::cache_write(const std::string& name, const std::string& scope) {
+  check_scope("cache_write", scope);
   Buffer buffer = find_buffer(func_, "cache_write", name, true);
   refuse_views(func_->body, buffer.get(), "cache_write", "is accessed through a view; cache before FlattenBuffer");
   // The one outermost loop nest that writes the buffer.
@@ -876,7 +887,7 @@ std::string Schedule::cache_write(const std::string& name) {
     refuse("cache_write", "the nest writing '" + name + "' does not write every element at its loop variables, so the "
                           "copy back would overwrite the others");
   }
-  Buffer local(fresh_name(func_, name + "_local"), buffer->dtype, shape, "global");
+  Buffer local(fresh_name(func_, name + "_" + (scope == "global" ? "local" : scope)), buffer->dtype, shape, scope);
   // Loads and stores of the buffer, in the writer, go to the local copy.
   ExprRule load_local = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
     const auto* load = e.as<BufferLoadNode>();
@@ -1036,10 +1047,22 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
     }
   }
   if (!lo.empty() && !lo[0].defined()) refuse("compute_at", "%" + loop_name + " does not read '" + buffer->name + "'");
-  // Under a parallel loop, each iteration's region must be its own: some
-  // dimension's region starts a * v + b with its extent at most a.
+  // Under a parallel loop, or one bound to a thread axis, each iteration's
+  // region must be its own: some dimension's region starts a * v + b with
+  // its extent at most a.  A shared or local buffer is allocated in `loop`
+  // (so one per iteration of the loops around it), except that a shared
+  // one is one per block: the threads of a block would all fill the one
+  // array.
+  bool scoped = buffer->scope == "shared" || buffer->scope == "local";
   for (const ForNode* f : outer) {
-    if (f->for_kind() != ForKind::kParallel) continue;
+    if (buffer->scope == "shared" && f->for_kind() == ForKind::kThreadBinding && f->thread.rfind("threadIdx.", 0) == 0) {
+      refuse("compute_at", "%" + loop_name + " is inside the " + f->thread + " loop %" + f->loop_var->name +
+                               ", whose threads would all fill the one shared '" + buffer->name +
+                               "' of their block (compute_at into a loop outside the thread loops)");
+    }
+  }
+  for (const ForNode* f : outer) {
+    if (scoped || (f->for_kind() != ForKind::kParallel && f->for_kind() != ForKind::kThreadBinding)) continue;
     bool own = false;
     for (size_t d = 0; d < rank; ++d) {
       auto step = step_along(lo[d], f->loop_var.get());
@@ -1047,9 +1070,92 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       own = own || (step && extent && *step >= *extent && *extent > 0);
     }
     if (!own) {
-      refuse("compute_at", "the regions of '" + buffer->name + "' that iterations of the parallel loop %" + f->loop_var->name +
-                               " read may overlap, so they would race to write them");
+      refuse("compute_at", "the regions of '" + buffer->name + "' that iterations of the " +
+                               (f->for_kind() == ForKind::kParallel ? "parallel loop" : f->thread + " loop") + " %" +
+                               f->loop_var->name + " read may overlap, so they would race to write them");
     }
+  }
+  if (scoped) {
+    // A shared or local buffer holds the region only: its shape becomes
+    // the region's extents (constants), every index is taken from the
+    // region's start, the producer's loops run from 0 over the region (so
+    // they can be bound to threads), guarded where the region passes their
+    // range, and the allocation moves into `loop`.
+    const Stmt* alloc_found = nullptr;
+    pre_order(func_->body, [&](const Stmt& st) {
+      if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer) alloc_found = &st;
+      return !alloc_found;
+    });
+    if (!alloc_found) refuse("compute_at", "'" + buffer->name + "' is in the " + buffer->scope + " scope but not allocated");
+    std::vector<PrimExpr> shape;
+    for (size_t d = 0; d < rank; ++d) {
+      PrimExpr extent = simplify(Add(Sub(hi[d], lo[d]), IntImm(hi[d].dtype(), 1)), an);
+      if (auto c = const_int(extent); !c || *c <= 0) {
+        refuse("compute_at", "the region of '" + buffer->name + "' that one iteration of %" + loop_name + " reads along axis " +
+                                 std::to_string(d) + " (" + ir::to_text(Any(lo[d])) + " to " + ir::to_text(Any(hi[d])) +
+                                 ") has no constant extent, which a " + buffer->scope + " buffer needs");
+      }
+      shape.push_back(extent);
+    }
+    Buffer compact(buffer->name, buffer->dtype, shape, buffer->scope);
+    ExprRule load_rule;
+    auto relative = [&](const Array& indices) {
+      std::vector<PrimExpr> out;
+      for (size_t d = 0; d < rank; ++d) out.push_back(simplify(Sub(rewrite(indices[d].cast<PrimExpr>(), load_rule), lo[d]), an));
+      return out;
+    };
+    load_rule = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
+      const auto* l = e.as<BufferLoadNode>();
+      if (!l || l->buffer.get() != buffer) return std::nullopt;
+      return BufferLoad(compact, relative(l->indices));
+    };
+    StmtRule store_rule = [&](const Stmt& st) -> std::optional<Stmt> {
+      if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer) return rewrite(a->body, load_rule, store_rule);
+      const auto* store = st.as<BufferStoreNode>();
+      if (!store || store->buffer.get() != buffer) return std::nullopt;
+      return BufferStore(compact, rewrite(store->value, load_rule), relative(store->indices));
+    };
+    // The producer: loop v of axis d runs over [0, extent) at v + lo[d].
+    std::unordered_map<const Object*, PrimExpr> shifted;
+    PrimExpr in_range;
+    for (size_t d = 0; d < rank; ++d) {
+      const ForNode* f = nullptr;
+      for (const ForNode* c : chain)
+        if (c->loop_var.get() == store_vars[d]) f = c;
+      PrimExpr at = Add(f->loop_var, Cast(f->loop_var->dtype, lo[d]));
+      shifted[f->loop_var.get()] = at;
+      PrimExpr cond = And(GE(at, f->min), LT(at, Add(f->min, f->extent)));
+      in_range = in_range.defined() ? PrimExpr(And(in_range, cond)) : cond;
+    }
+    Stmt body = rewrite(substitute(chain.back()->body, shifted), load_rule, store_rule);
+    Stmt moved = IfThenElse(in_range, body);
+    for (size_t k = chain.size(); k-- > 0;) {
+      const ForNode* f = chain[k];
+      PrimExpr min = f->min, extent = f->extent;
+      for (size_t d = 0; d < rank; ++d) {
+        if (f->loop_var.get() == store_vars[d]) {
+          min = IntImm(f->loop_var->dtype, 0);
+          extent = Cast(f->loop_var->dtype, shape[d]);
+        }
+      }
+      moved = For(f->loop_var, simplify(min), simplify(extent), f->for_kind(), moved, f->thread, f->annotations);
+    }
+    moved = simplify(moved, an);  // drops the guard where the region is in range
+    Stmt inside = Allocate(compact, seq({moved, rewrite(loop->body, load_rule, store_rule)}));
+    Stmt new_loop = with_kind_and_body(*loop, loop->for_kind(), inside);
+    std::vector<Stmt> rest;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (k == p_index) continue;
+      rest.push_back(k == l_index ? replace(parts[k], loop, new_loop) : parts[k]);
+    }
+    Stmt rebuilt = replace(func_->body, to_producer[parent].get(), seq(rest));
+    StmtRule drop_alloc = [&](const Stmt& st) -> std::optional<Stmt> {
+      const auto* a = st.as<AllocateNode>();
+      if (!a || a->buffer.get() != buffer) return std::nullopt;
+      return rewrite(a->body, nullptr, drop_alloc);
+    };
+    func_ = with_new_body(func_, rewrite(rebuilt, nullptr, drop_alloc));
+    return;
   }
   // The producer's loops cut to the region (and kept within their range).
   std::unordered_map<const Object*, std::pair<PrimExpr, PrimExpr>> cut;

@@ -90,9 +90,10 @@ class Schedule {
   // (a transposed weight) and split them (a packed panel,
   // `(k, n) -> (n // 16, k, n % 16)`).  A split whose factor does not
   // divide the extent pads the copy; the padding is never read.  Returns
-  // the copy's name.
+  // the copy's name.  `scope`: the copy's memory scope, global (the
+  // default), or shared or local for a device kernel (see compute_at).
   using IndexMap = std::function<std::vector<PrimExpr>(const std::vector<PrimExpr>& indices)>;
-  std::string cache_read(const std::string& buffer, const IndexMap& layout);
+  std::string cache_read(const std::string& buffer, const IndexMap& layout, const std::string& scope = "global");
   // The parameter `buffer` itself (an input the function does not write)
   // takes `layout` (the forms of cache_read; a split that does not divide
   // pads): its shape becomes the layout's and every load is rewritten.
@@ -105,14 +106,16 @@ class Schedule {
   // out so that the tile's vector axis is its last).
   void transform_layout(const std::string& buffer, const IndexMap& layout);
   // The copy's axis k is buffer's axis axes[k].
-  std::string cache_read(const std::string& buffer, const std::vector<int>& axes);
+  std::string cache_read(const std::string& buffer, const std::vector<int>& axes, const std::string& scope = "global");
   // The loop nest that writes `buffer` (a parameter or allocation; one
   // nest not inside another loop, writing every element, reading none it
   // has not written) writes, and reads back, a new local buffer of the
   // same shape instead; a nest right after it copies that into `buffer`.
   // With reverse_compute_inline of the copy, each element is written out
-  // once, when it is complete.  Returns the local buffer's name.
-  std::string cache_write(const std::string& buffer);
+  // once, when it is complete.  Returns the local buffer's name.  `scope`
+  // as for cache_read (a local accumulator: compute_at the writing nest
+  // into the copy's loops).
+  std::string cache_write(const std::string& buffer, const std::string& scope = "global");
   // The nest rooted at loop `nest` (a producer: every store in it writes
   // one buffer at indices that are its own loop variables) moves to the
   // top of `loop`'s body, its loops cut down to the region of the buffer
@@ -121,8 +124,17 @@ class Schedule {
   // The producer must come before the statement holding `loop` in one
   // sequence; only `loop` may read its buffer, and may not write it;
   // nothing between them may write what the producer reads; under a
-  // parallel loop the regions of different iterations must not overlap.
-  // The buffer keeps its shape.
+  // parallel loop, or one bound to a thread axis whose threads share the
+  // buffer, the regions of different iterations must not overlap.  A
+  // global buffer keeps its shape.  A shared or local one (cache_read or
+  // cache_write into that scope) holds the region only: its shape becomes
+  // the region's extents, which must be constants; its indices are taken
+  // from the region's start; the producer's loops run from 0 over the
+  // region (guarded where it passes their range), so they can be bound to
+  // threads that fill it together; and its allocation moves into `loop`.
+  // A shared buffer is one per block (iterations of blockIdx loops may
+  // read overlapping regions), a local one one per thread.  Barriers
+  // between a shared buffer's writes and reads are ThreadSync's.
   void compute_at(const std::string& nest, const std::string& loop);
   // Reduction factoring: a reduction `B[idx] = B[idx] + e` inside a
   // perfect nest of reduction loops (whose variables idx does not use)
