@@ -3,15 +3,17 @@
 (bench/README.md, "Operators"; issue 22).
 
 Every case is built in Python (constants for weights, as an importer
-makes them), saved with loom.ir.save and timed by `loomc run --bench N`
-(the runtime's call, no Python in the loop) with configs/host.yaml, at 1
-and at 2 threads (LOOM_NUM_THREADS).  Its peer runs in this process with
-the same thread count: PyTorch eager under no_grad, NumPy, or another
-Loom form of the same computation.  Each thread count runs in a child
-process so that OpenBLAS and PyTorch see their settings before they
-start.  The table gives medians, the ratio and the target; the 2-thread
-section also gives each case's 2-thread time over its 1-thread time,
-measured alternately in the same rounds (loom_ms).
+makes them), built once into a library with `loomc build` and
+configs/host.yaml, and timed by `loomc run LIB.so --bench N` (the
+runtime's call, no Python in the loop) at 1 and at 2 threads
+(LOOM_NUM_THREADS).  Its peer runs in this process with the same thread
+count: PyTorch eager under no_grad, NumPy, or another Loom form of the
+same computation.  Each thread count runs in a child process so that
+OpenBLAS and PyTorch see their settings before they start.  Loom and its
+peer are timed alternately in rounds (in_rounds): the table gives their
+medians and the median of the rounds' ratios, and the target; the
+2-thread section also gives each case's 2-thread time over its 1-thread
+time, measured the same way.
 
     /usr/bin/python3 bench/ops.py [--runs N] [--busy] [CASE...]
 
@@ -69,35 +71,45 @@ def run_ms(lib, threads, runs):
     return float(re.search(r"median ([0-9.e+-]+) ms", out.stdout).group(1))
 
 
-class Paired(float):
-    """A 2-thread median that carries `scaling`, its ratio to the 1-thread
-    time measured in the same rounds."""
+class LoomTimer:
+    """Loom's median time (ms) over a number of runs of a case built once,
+    at `threads` threads; `scale` multiplies it (a time per byte moved)."""
+
+    def __init__(self, tmp, name, mod, threads, config=HOST, scale=1.0):
+        self.lib, self.threads, self.scale = build_library(tmp, name, mod, config), threads, scale
+
+    def __call__(self, runs, threads=None):
+        return run_ms(self.lib, threads or self.threads, runs) * self.scale
+
+
+def peer_timer(f):
+    return lambda runs: median_ms(f, runs)
 
 
 ROUNDS = 5
 
 
-def loom_ms(tmp, name, mod, threads, runs, config=HOST):
-    """Loom's median time.  At 2 threads the 1-thread time is measured again,
-    alternating with the 2-thread one in ROUNDS rounds (which goes first
-    alternates too), so that a change in the machine's load between them
-    cancels out of `scaling`, the median of the rounds' ratios."""
-    lib = build_library(tmp, name, mod, config)
-    if threads == 1:
-        return run_ms(lib, 1, runs)
+def in_rounds(first, second, runs):
+    """The medians of `first` and `second` (functions of a number of runs)
+    and the median of their ratio, timed alternately in ROUNDS rounds of
+    runs // ROUNDS each (which goes first alternates too), so that a change
+    in the machine's load between rounds cancels out of the ratio."""
     per = max(runs // ROUNDS, 3)
-    two, ratios = [], []
+    a, b, ratios = [], [], []
     for r in range(ROUNDS):
-        order = (1, 2) if r % 2 == 0 else (2, 1)
-        t = {n: run_ms(lib, n, per) for n in order}
-        two.append(t[2])
-        ratios.append(t[2] / t[1])
-    result = Paired(np.median(two))
-    result.scaling = float(np.median(ratios))
-    return result
+        if r % 2 == 0:
+            x = first(per)
+            y = second(per)
+        else:
+            y = second(per)
+            x = first(per)
+        a.append(x)
+        b.append(y)
+        ratios.append(x / y)
+    return float(np.median(a)), float(np.median(b)), float(np.median(ratios))
 
 
-# ---- the cases: each yields (figure, loom ms, peer ms, how the ratio reads, target) ----
+# ---- the cases: each yields (figure, Loom's timer, the peer's, how the ratio reads, target, runs) ----
 
 def mlp_cases(tmp, threads, runs):
     import torch
@@ -118,7 +130,7 @@ def mlp_cases(tmp, threads, runs):
             h = op.add(op.dense(h, graph.Constant(w)), graph.Constant(b))
             h = op.relu(h) if i < 2 else op.softmax(h)
         mod = loom.IRModule({"main": graph.Function([x], h)})
-        loom_t = loom_ms(tmp, f"mlp{batch}", mod, threads, runs * 4)
+        loom_t = LoomTimer(tmp, f"mlp{batch}", mod, threads)
         xt = torch.randn(batch, 784)
 
         def eager():
@@ -127,7 +139,7 @@ def mlp_cases(tmp, threads, runs):
                 y = torch.relu(layers[1](y))
                 return torch.softmax(layers[2](y), dim=-1)
 
-        yield f"MLP 784-512-512-10 batch {batch} (ms)", loom_t, median_ms(eager, runs * 4), "vs torch", "<= 0.8"
+        yield f"MLP 784-512-512-10 batch {batch} (ms)", loom_t, peer_timer(eager), "vs torch", "<= 0.8", runs * 4
 
 
 def matmul_cases(tmp, threads, runs):
@@ -141,10 +153,11 @@ def matmul_cases(tmp, threads, runs):
             a = graph.Var("a", shape=(*batch, k, m) if ta else (*batch, m, k))
             b = graph.Var("b", shape=(*batch, n, k) if tb else (*batch, k, n))
             mod = loom.IRModule({"main": graph.Function([a, b], op.matmul(a, b, transpose_a=ta, transpose_b=tb))})
-            times[ta, tb] = loom_ms(tmp, f"mm{len(batch)}{int(ta)}{int(tb)}", mod, threads, runs if m >= 1024 else runs * 20)
+            times[ta, tb] = LoomTimer(tmp, f"mm{len(batch)}{int(ta)}{int(tb)}", mod, threads)
         for (ta, tb), label in [((False, True), "transpose_b"), ((True, False), "transpose_a")]:
             # Same FLOPs: the GFLOP/s ratio is the inverse of the time ratio.
-            yield f"matmul {name} {label} (ms)", times[ta, tb], times[False, False], "vs plain", "<= 1.25"
+            yield (f"matmul {name} {label} (ms)", times[ta, tb], times[False, False], "vs plain", "<= 1.25",
+                   runs if m >= 1024 else runs * 20)
 
 
 def conv_block_cases(tmp, threads, runs):
@@ -163,9 +176,9 @@ def conv_block_cases(tmp, threads, runs):
     for name, x, body in [("ResNet basic block 64x56x56", x, basic), ("MobileNetV2 block 24-144-24 56x56", x2, inverted)]:
         mod = loom.IRModule({"main": graph.Function([x], body)})
         key = "resnet" if "ResNet" in name else "mbv2"
-        nchw = loom_ms(tmp, f"{key}_nchw", mod, threads, runs)
-        nhwc = loom_ms(tmp, f"{key}_nhwc", mod, threads, runs, CHANNELS_LAST)
-        yield f"{name} ConvertLayout (ms)", nhwc, nchw, "vs NCHW", "<= 1.0 (conv <= 1.2)"
+        nchw = LoomTimer(tmp, f"{key}_nchw", mod, threads)
+        nhwc = LoomTimer(tmp, f"{key}_nhwc", mod, threads, CHANNELS_LAST)
+        yield f"{name} ConvertLayout (ms)", nhwc, nchw, "vs NCHW", "<= 1.0 (conv <= 1.2)", runs
 
 
 def reduction_cases(tmp, threads, runs):
@@ -189,8 +202,8 @@ def reduction_cases(tmp, threads, runs):
                     return peer()
 
             label = "x".join(map(str, shape))
-            yield (f"{name} [{label}] (ms)", loom_ms(tmp, f"{name}{len(shape)}", mod, threads, runs * 4),
-                   median_ms(eager, runs * 4), "vs torch", "<= 1.0")
+            yield (f"{name} [{label}] (ms)", LoomTimer(tmp, f"{name}{len(shape)}", mod, threads), peer_timer(eager),
+                   "vs torch", "<= 1.0", runs * 4)
 
 
 def elementwise_cases(tmp, threads, runs):
@@ -198,22 +211,21 @@ def elementwise_cases(tmp, threads, runs):
     from loom import graph, op
     n = 1024
     a, b = graph.Var("a", shape=(n,)), graph.Var("b", shape=(n,))
-    loom_t = loom_ms(tmp, "add1k", loom.IRModule({"main": graph.Function([a, b], op.add(a, b))}), threads, runs * 20)
+    loom_t = LoomTimer(tmp, "add1k", loom.IRModule({"main": graph.Function([a, b], op.add(a, b))}), threads)
     x, y = f32(n), f32(n)
     out = np.empty_like(x)
-    yield "add 1K elements (ms)", loom_t, median_ms(lambda: np.add(x, y, out=out), runs * 20), "vs np.add out=", "<= 2.0"
+    yield ("add 1K elements (ms)", loom_t, peer_timer(lambda: np.add(x, y, out=out)), "vs np.add out=", "<= 2.0",
+           runs * 20)
     n = 1 << 24
     a, b = graph.Var("a", shape=(n,)), graph.Var("b", shape=(n,))
-    loom_t = loom_ms(tmp, "relu16m", loom.IRModule({"main": graph.Function([a, b], op.relu(op.add(a, b)))}),
-                     threads, runs)
-    src = f32(n)
-    dst = np.empty_like(src)
     # Bandwidth: relu(a + b) moves 3 arrays, np.copyto 2; the ratio is of
     # times per byte moved (below 1: Loom moves bytes faster).
-    per_two = Paired(loom_t * 2 / 3)
-    per_two.scaling = getattr(loom_t, "scaling", None)
-    yield ("relu(a+b) 16M, ms per 2 arrays moved", per_two, median_ms(lambda: np.copyto(dst, src), runs),
-           "vs np.copyto", "<= 1.0")
+    loom_t = LoomTimer(tmp, "relu16m", loom.IRModule({"main": graph.Function([a, b], op.relu(op.add(a, b)))}),
+                       threads, scale=2 / 3)
+    src = f32(n)
+    dst = np.empty_like(src)
+    yield ("relu(a+b) 16M, ms per 2 arrays moved", loom_t, peer_timer(lambda: np.copyto(dst, src)), "vs np.copyto",
+           "<= 1.0", runs)
 
 
 CASES = {"mlp": mlp_cases, "matmul": matmul_cases, "conv": conv_block_cases, "reduce": reduction_cases,
@@ -228,10 +240,12 @@ def child(threads, runs, wanted):
         for key, cases in CASES.items():
             if wanted and key not in wanted:
                 continue
-            for figure, loom_t, peer_t, versus, target in cases(pathlib.Path(d), threads, runs):
-                scaling = getattr(loom_t, "scaling", None)
-                rows.append([figure, float(loom_t), peer_t, versus, target, scaling])
-                print(f"  {figure:<48} loom {loom_t:9.4f} | peer {peer_t:9.4f} | {versus:<14} {loom_t / peer_t:5.2f} "
+            for figure, loom, peer, versus, target, n in cases(pathlib.Path(d), threads, runs):
+                loom_t, peer_t, ratio = in_rounds(loom, peer, n)
+                # 2 threads against 1: Loom's 1-thread time again, in rounds with its 2-thread time.
+                scaling = in_rounds(loom, lambda k: loom(k, threads=1), n)[2] if threads == 2 else None
+                rows.append([figure, loom_t, peer_t, ratio, versus, target, scaling])
+                print(f"  {figure:<48} loom {loom_t:9.4f} | peer {peer_t:9.4f} | {versus:<14} {ratio:5.2f} "
                       f"| target {target}" + (f" | 2t/1t {scaling:.2f}" if scaling else ""), file=sys.stderr, flush=True)
     print(json.dumps(rows))
 
@@ -277,8 +291,8 @@ def main():
     print(f"| figure | threads | Loom | peer | ratio | target | 2 thr / 1 thr |")
     print("|---|---|---|---|---|---|---|")
     for threads in (1, 2):
-        for figure, loom_t, peer_t, versus, target, scaling in results[threads]:
-            print(f"| {figure} | {threads} | {loom_t:.4g} | {peer_t:.4g} | {loom_t / peer_t:.2f} {versus} | {target} "
+        for figure, loom_t, peer_t, ratio, versus, target, scaling in results[threads]:
+            print(f"| {figure} | {threads} | {loom_t:.4g} | {peer_t:.4g} | {ratio:.2f} {versus} | {target} "
                   f"| {f'{scaling:.2f}' if scaling else ''} |")
 
 
