@@ -73,13 +73,25 @@ def run_ms(lib, threads, runs):
 
 class LoomTimer:
     """Loom's median time (ms) over a number of runs of a case built once,
-    at `threads` threads; `scale` multiplies it (a time per byte moved)."""
+    at `threads` threads; `scale` multiplies it (a time per byte moved).
+    Each `loomc run` times at least MIN_MS of runs: in a process younger
+    than a few milliseconds the scheduler has often not yet moved the
+    pool's new threads off the caller's CPU, and a short case measured
+    there (softmax [1x128x256]: 24 runs, 1 ms) showed no gain from a
+    second thread that a longer-lived process has."""
+
+    MIN_MS = 50.0
 
     def __init__(self, tmp, name, mod, threads, config=HOST, scale=1.0):
         self.lib, self.threads, self.scale = build_library(tmp, name, mod, config), threads, scale
+        self.estimate = {}  # threads -> the last median (ms)
 
     def __call__(self, runs, threads=None):
-        return run_ms(self.lib, threads or self.threads, runs) * self.scale
+        threads = threads or self.threads
+        if threads in self.estimate:
+            runs = max(runs, int(self.MIN_MS / max(self.estimate[threads], 1e-3)) + 1)
+        self.estimate[threads] = run_ms(self.lib, threads, runs)
+        return self.estimate[threads] * self.scale
 
 
 def peer_timer(f):
