@@ -176,39 +176,42 @@ std::string CSourcePrinter::helper_call(const std::string& helper, DataType t, c
   std::string U = is_float(t) ? T : "uint" + std::to_string(t.bits) + "_t";  // the unsigned twin
   std::string body;
   bool signed_int = t.code == DataType::kInt;
+  // The type's zero, and -a wrapping as the IR says (through the unsigned twin).
+  std::string zero = cast_text(T, "0"), negate = cast_text(T, "(" + cast_text(U, "0") + " - " + cast_text(U, "a") + ")");
   if (helper == "min" || helper == "max") {
     const char* op = helper == "min" ? "<" : ">";
     // NumPy's minimum/maximum propagate NaN: a NaN a is kept, a NaN b
     // loses every ordered comparison.
     body = is_float(t) ? std::string("return (a ") + op + " b || a != a) ? a : b;" : std::string("return a ") + op + " b ? a : b;";
   } else if (helper == "div") {  // integer division by zero gives 0, as NumPy's
-    body = signed_int ? "return b == 0 ? 0 : b == -1 ? (" + T + ")(0u - (" + U + ")a) : (" + T + ")(a / b);"
-                      : "return b == 0 ? 0 : (" + T + ")(a / b);";
+    body = signed_int ? "return b == 0 ? " + zero + " : b == -1 ? " + negate + " : " + cast_text(T, "(a / b)") + ";"
+                      : "return b == 0 ? " + zero + " : " + cast_text(T, "(a / b)") + ";";
   } else if (helper == "floordiv") {
     if (is_float(t)) {
       body = "return " + intrinsic_name("floor", t) + "(a / b);";
     } else if (signed_int) {
-      body = "if (b == 0) return 0;\n  if (b == -1) return (" + T + ")(0u - (" + U + ")a);\n  " + T + " q = (" + T +
-             ")(a / b), r = (" + T + ")(a % b);\n  return (r != 0 && ((r < 0) != (b < 0))) ? (" + T + ")(q - 1) : q;";
+      body = "if (b == 0) return " + zero + ";\n  if (b == -1) return " + negate + ";\n  " + T + " q = " +
+             cast_text(T, "(a / b)") + ", r = " + cast_text(T, "(a % b)") + ";\n  return (r != 0 && ((r < 0) != (b < 0))) ? " +
+             cast_text(T, "(q - 1)") + " : q;";
     } else {
-      body = "return b == 0 ? 0 : (" + T + ")(a / b);";
+      body = "return b == 0 ? " + zero + " : " + cast_text(T, "(a / b)") + ";";
     }
   } else if (helper == "floormod") {
     if (is_float(t)) {
       body = "return a - " + intrinsic_name("floor", t) + "(a / b) * b;";
     } else if (signed_int) {
-      body = "if (b == 0 || b == -1) return 0;\n  " + T + " r = (" + T + ")(a % b);\n  return (r != 0 && ((r < 0) != (b < 0))) ? (" +
-             T + ")(r + b) : r;";
+      body = "if (b == 0 || b == -1) return " + zero + ";\n  " + T + " r = " + cast_text(T, "(a % b)") +
+             ";\n  return (r != 0 && ((r < 0) != (b < 0))) ? " + cast_text(T, "(r + b)") + " : r;";
     } else {
-      body = "return b == 0 ? 0 : (" + T + ")(a % b);";
+      body = "return b == 0 ? " + zero + " : " + cast_text(T, "(a % b)") + ";";
     }
   } else if (helper == "abs") {
-    body = "return a < 0 ? (" + T + ")(0u - (" + U + ")a) : a;";
+    body = "return a < 0 ? " + negate + " : a;";
   } else {
     fail("internal error: no helper '" + helper + "'");
   }
   std::string params = args.size() == 1 ? T + " a" : T + " a, " + T + " b";
-  need_helper(name, "static inline " + T + " " + name + "(" + params + ") {\n  " + body + "\n}\n");
+  need_helper(name, helper_qualifiers() + T + " " + name + "(" + params + ") {\n  " + body + "\n}\n");
   std::string call = name + "(";
   for (size_t k = 0; k < args.size(); ++k) call += (k ? ", " : "") + args[k];
   return call + ")";
@@ -487,8 +490,8 @@ void CSourcePrinter::print_for(const tir::ForNode* op) {
   if (op->for_kind() == tir::ForKind::kThreadBinding) {
     std::string index = thread_index(op->thread);
     open_block("");
-    line() << "const " << T << " " << declare(op->loop_var.get(), T) << " = (" << T << ")(" << begin << " + " << index
-           << ");\n";
+    line() << "const " << T << " " << declare(op->loop_var.get(), T) << " = " << cast_text(T, "(" + begin + " + " + index + ")")
+           << ";\n";
   } else {
     std::string i = declare(op->loop_var.get(), T);
     const auto* zero = op->min.as<tir::IntImmNode>();
@@ -597,7 +600,7 @@ void CSourcePrinter::print_store(const tir::BufferStoreNode* op) {
   if (t.lanes > 1) vector_type(t);
   std::string value = print_expr(op->value);
   std::string index = element_index(buffer, op->indices);
-  if (buffer->dtype.code == DataType::kBool) value = "(uint8_t)(" + value + ")";
+  if (buffer->dtype.code == DataType::kBool) value = cast_text(memory_type(buffer->dtype), "(" + value + ")");
   line() << name_of(buffer->data.get()) << "[" << index << "] = " << value << ";\n";
 }
 
@@ -636,12 +639,14 @@ std::string CSourcePrinter::element_index(const tir::BufferNode* buffer, const A
            std::to_string(indices.size()));
     }
     for (size_t d = 0; d < indices.size(); ++d) {
-      std::string index = "(int64_t)" + print_expr(indices[d].cast<tir::PrimExpr>());
+      std::string index = cast_text("int64_t", print_expr(indices[d].cast<tir::PrimExpr>()));
       if (buffer->strides.size() != 0) {
-        std::string term = index + " * (int64_t)" + print_expr(buffer->strides[d].cast<tir::PrimExpr>());
+        std::string term = index + " * " + cast_text("int64_t", print_expr(buffer->strides[d].cast<tir::PrimExpr>()));
         flat = flat.empty() ? term : flat + " + " + term;
       } else {
-        flat = flat.empty() ? index : "(" + flat + ") * (int64_t)" + print_expr(buffer->shape[d].cast<tir::PrimExpr>()) + " + " + index;
+        flat = flat.empty() ? index
+                            : "(" + flat + ") * " + cast_text("int64_t", print_expr(buffer->shape[d].cast<tir::PrimExpr>())) +
+                                  " + " + index;
       }
     }
     if (flat.empty()) flat = "0";  // a 0-d buffer's one element
@@ -665,12 +670,12 @@ std::string CSourcePrinter::print_int(DataType t, int64_t v) {
     auto u = static_cast<uint64_t>(v);
     if (t.bits == 64) return std::to_string(u) + "ULL";
     if (t.bits == 32) return std::to_string(static_cast<uint32_t>(u)) + "U";
-    return "((" + scalar_type(t) + ")" + std::to_string(u) + ")";
+    return "(" + cast_text(scalar_type(t), std::to_string(u)) + ")";
   }
   if (t.bits == 64 && v == INT64_MIN) return "(-9223372036854775807LL - 1)";
   std::string digits = std::to_string(v) + (t.bits == 64 ? "LL" : "");
   if (t.bits == 32 && v == INT32_MIN) digits = "(-2147483647 - 1)";
-  if (t.bits < 32) digits = "(" + scalar_type(t) + ")" + digits;
+  if (t.bits < 32) digits = cast_text(scalar_type(t), digits);
   return v < 0 || t.bits < 32 ? "(" + digits + ")" : digits;
 }
 
@@ -709,7 +714,7 @@ std::string CSourcePrinter::print_binary(const tir::BinaryOpNode* op) {
   // result wraps to the IR's type.
   auto arithmetic = [&](const char* symbol) {
     std::string text = infix(symbol);
-    return !fl && t.bits < 32 ? "((" + scalar_type(t) + ")" + text + ")" : text;
+    return !fl && t.bits < 32 ? "(" + cast_text(scalar_type(t), text) + ")" : text;
   };
   if (is(tir::AddNode::runtime_type_index())) return arithmetic("+");
   if (is(tir::SubNode::runtime_type_index())) return arithmetic("-");
@@ -733,8 +738,10 @@ std::string CSourcePrinter::print_binary(const tir::BinaryOpNode* op) {
 std::string CSourcePrinter::print_cast(DataType to, const tir::PrimExpr& value) {
   std::string v = print_expr(value);
   if (to.code == DataType::kBool) return value.dtype().code == DataType::kBool ? v : "(" + v + " != 0)";
-  return "((" + scalar_type(to) + ")" + v + ")";
+  return "(" + cast_text(scalar_type(to), v) + ")";
 }
+
+std::string CSourcePrinter::cast_text(const std::string& type, const std::string& value) { return "(" + type + ")" + value; }
 
 std::string CSourcePrinter::print_load(const tir::BufferLoadNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();

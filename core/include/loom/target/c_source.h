@@ -104,6 +104,12 @@ class CSourcePrinter {
   virtual std::string print_load(const tir::BufferLoadNode* op);
   virtual std::string print_int(DataType t, int64_t value);
   virtual std::string print_float(DataType t, double value);
+  // `value` converted to `type`, as text: "(type)value" in C (value comes
+  // parenthesized where it needs to be); GLSL writes "type(value)".  Every
+  // conversion the printer writes goes through it.
+  virtual std::string cast_text(const std::string& type, const std::string& value);
+  // What precedes a helper function's definition ("static inline " in C).
+  virtual std::string helper_qualifiers() { return "static inline "; }
 
   // ---- helpers for dialects --------------------------------------------------------
   [[noreturn]] void fail(const std::string& what) const;
