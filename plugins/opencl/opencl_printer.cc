@@ -16,22 +16,8 @@ namespace loom::opencl {
 std::string OpenCLPrinter::print_program(const ir::IRModule& module, std::vector<KernelSignature>* kernels) {
   std::string code;
   for (const std::string& name : module.names()) {
-    ir::BaseFunc f = module.lookup(name);
-    function_name_ = name;
-    const auto* prim = f.as<tir::PrimFuncNode>();
-    if (!prim || !prim->attrs.contains("device_kernel")) {
-      fail("is not a device kernel (SplitHostDevice makes kernels of thread-bound loops; the host code goes to the "
-           "host target)");
-    }
-    auto func = downcast<tir::PrimFunc>(f);
     KernelSignature signature{name, {}};
-    for (size_t k = 0; k < func.buffer_params().size(); ++k) signature.args.push_back("buffer");
-    for (const tir::VarNode* v : tir::entry_scalars(func)) {
-      if (v->dtype.code == DataType::kBool || v->dtype.lanes != 1) {
-        fail("the scalar %" + v->name + " of type " + v->dtype.to_string() + " cannot be a kernel argument");
-      }
-      signature.args.push_back(v->dtype.to_string());
-    }
+    tir::PrimFunc func = device_kernel(module, name, &signature.args);
     code += print_function(shared_at_top(func), name);
     if (kernels) kernels->push_back(signature);
   }
@@ -99,19 +85,11 @@ void OpenCLPrinter::print_parallel_for(const tir::ForNode* op) {
 // kernel), of a constant size.
 void OpenCLPrinter::print_allocate(const tir::AllocateNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
-  int64_t elements = std::max<int>(1, buffer->dtype.lanes);
-  for (const Any& d : buffer->shape) {
-    std::optional<int64_t> n = tir::const_int(d.cast<tir::PrimExpr>());
-    if (!n) {
-      fail("buffer '" + buffer->name + "' is allocated inside a kernel with a size known only at run time; a "
-           "thread's private array needs a constant size");
-    }
-    elements *= *n;
-  }
+  int64_t elements = constant_elements(buffer);
   std::string T = memory_type(buffer->dtype);
   size_t mark = scope_mark();
   std::string name = declare(buffer->data.get(), T + "*");
-  line() << (buffer->scope == "shared" ? "__local " : "") << T << " " << name << "[" << std::max<int64_t>(elements, 1)
+  line() << (buffer->scope == "shared" ? "__local " : "") << T << " " << name << "[" << elements
          << "];\n";
   print_stmt(op->body);
   close_scope(mark);

@@ -224,20 +224,11 @@ class OpenCLDeviceAPI : public runtime::DeviceAPI {
 
 // ---- the module ------------------------------------------------------------------------
 
-void put(std::string& out, const std::string& s) {
-  size_t at = out.size();
-  out.resize(at + 8);
-  store_le<uint64_t>(out, at, s.size());
-  out += s;
-}
+void put(std::string& out, const std::string& s) { put_field(out, s); }
 std::string take(const std::string& in, size_t& at) {
-  if (at + 8 > in.size()) LOOM_THROW(Error) << "opencl module: truncated bytes";
-  uint64_t n = load_le<uint64_t>(in, at);
-  at += 8;
-  if (n > in.size() - at) LOOM_THROW(Error) << "opencl module: truncated bytes";
-  std::string s = in.substr(at, n);
-  at += n;
-  return s;
+  std::string field;
+  if (!take_field(in, at, field)) LOOM_THROW(Error) << "opencl module: truncated bytes";
+  return field;
 }
 constexpr const char* kMagic = "LOOMCL01";
 

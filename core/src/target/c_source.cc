@@ -735,6 +735,39 @@ std::string CSourcePrinter::print_binary(const tir::BinaryOpNode* op) {
   fail("cannot print the operator " + std::string(op->type_key()));
 }
 
+tir::PrimFunc CSourcePrinter::device_kernel(const ir::IRModule& module, const std::string& name,
+                                            std::vector<std::string>* args) {
+  ir::BaseFunc f = module.lookup(name);
+  function_name_ = name;
+  const auto* prim = f.as<tir::PrimFuncNode>();
+  if (!prim || !prim->attrs.contains("device_kernel")) {
+    fail("is not a device kernel (SplitHostDevice makes kernels of thread-bound loops; the host code goes to the "
+         "host target)");
+  }
+  auto func = downcast<tir::PrimFunc>(f);
+  for (size_t k = 0; k < func.buffer_params().size(); ++k) args->push_back("buffer");
+  for (const tir::VarNode* v : tir::entry_scalars(func)) {
+    if (v->dtype.code == DataType::kBool || v->dtype.lanes != 1) {
+      fail("the scalar %" + v->name + " of type " + v->dtype.to_string() + " cannot be a kernel argument");
+    }
+    args->push_back(v->dtype.to_string());
+  }
+  return func;
+}
+
+int64_t CSourcePrinter::constant_elements(const tir::BufferNode* buffer) {
+  int64_t elements = std::max<int>(1, buffer->dtype.lanes);
+  for (const Any& d : buffer->shape) {
+    std::optional<int64_t> n = tir::const_int(d.cast<tir::PrimExpr>());
+    if (!n) {
+      fail("buffer '" + buffer->name + "' is allocated inside a kernel with a size known only at run time; a "
+           "thread's or a block's array needs a constant size");
+    }
+    elements *= *n;
+  }
+  return std::max<int64_t>(elements, 1);
+}
+
 std::string CSourcePrinter::print_cast(DataType to, const tir::PrimExpr& value) {
   std::string v = print_expr(value);
   if (to.code == DataType::kBool) return value.dtype().code == DataType::kBool ? v : "(" + v + " != 0)";

@@ -128,6 +128,16 @@ class CSourcePrinter {
   // The flat element index of buffer[indices] (row-major over its shape,
   // or its strides, plus elem_offset), as C.
   std::string element_index(const tir::BufferNode* buffer, const Array& indices);
+  // Function `name` of `module` as a device kernel (SplitHostDevice's), and
+  // the kind of each of its arguments: "buffer" for each buffer, then each
+  // scalar's dtype; Error naming the function for anything else, or a
+  // scalar a kernel cannot take (bool, a vector).  It becomes the function
+  // errors name.
+  tir::PrimFunc device_kernel(const ir::IRModule& module, const std::string& name, std::vector<std::string>* args);
+  // The elements of an array a kernel declares for `buffer` (its shape's
+  // product, times its lanes, at least 1); Error naming the buffer when a
+  // dimension is not a constant.
+  int64_t constant_elements(const tir::BufferNode* buffer);
   // A helper function of the preamble, written once per file (by name).
   void need_helper(const std::string& name, const std::string& definition);
   std::ostream& line();  // a new line at the current indentation
