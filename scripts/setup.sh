@@ -25,6 +25,10 @@ PACKAGES=(
   opencl-headers ocl-icd-opencl-dev  # the opencl plugin (docs/target-opencl.md): OpenCL over the ICD loader
   pocl-opencl-icd clinfo         # PoCL: OpenCL on this CPU, for the tests
   libclblast-dev                 # CLBlast: the peer of the OpenCL matmul benchmark (bench/opencl_bench.cc)
+  libvulkan-dev                  # the vulkan plugin (docs/target-vulkan.md): the Vulkan loader and headers
+  libshaderc-dev glslang-dev spirv-tools  # GLSL -> SPIR-V in process (static archives) and its validator
+  mesa-vulkan-drivers            # lavapipe: Vulkan on this CPU, for the tests
+  vulkan-validationlayers        # the Khronos validation layers the tests run under
 )
 
 missing=()

@@ -12,6 +12,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
+# Every Vulkan device the tests open runs under the Khronos validation
+# layers (docs/target-vulkan.md); the vulkan tests fail on any message.
+os.environ.setdefault("LOOM_VULKAN_VALIDATION", "1")
 
 
 def run_fresh(script, *args):
@@ -33,7 +36,7 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
-CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml"]
+CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml", "configs/vulkan.yaml"]
 
 
 class Runner:
@@ -58,6 +61,8 @@ class Runner:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"loomc run failed for {call}:\n{done.stderr}")
+        # The vulkan plugin echoes every validation message to stderr.
+        assert "vulkan validation:" not in done.stderr, done.stderr
         results = [np.load(case / f"out{k}.npy") for k in range(outputs)]
         return results[0] if outputs == 1 else results
 

@@ -54,8 +54,8 @@ TEST(NDArray, ErrorsNameTheProblem) {
   EXPECT_EQ(error_of([&] { a.view({3, 5}); }), "view of 64 bytes as 60 bytes: the sizes differ");
   EXPECT_EQ(error_of([&] { a.copy_from(NDArray::empty({4, 4}, DataType::Float(64))); }),
             "copy between NDArrays of different dtype or shape (float64 vs float32)");
-  EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device::parse("vulkan:0")); }),
-            "no device API for 'vulkan' (device vulkan:0): no loaded plugin provides 'device:vulkan'");
+  EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device::parse("metal:0")); }),
+            "no device API for 'metal' (device metal:0): no loaded plugin provides 'device:metal'");
   EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device(), 3); }),
             "a float32 tensor of shape (2,) on cpu:0: alignment 3 is not a power of two of at least 8");
 }
@@ -172,7 +172,9 @@ TEST(DLPack, TensorsLoomCannotDescribeAreRefusedAndReleased) {
       NDArray::from_dlpack(managed);
     } catch (const Error& e) {
       message = e.what();
-      if (c.dtype.code != kDLFloat || c.dtype.bits != 32) EXPECT_TRUE(dynamic_cast<const TypeError*>(&e)) << message;
+      if (c.dtype.code != kDLFloat || c.dtype.bits != 32) {
+        EXPECT_TRUE(dynamic_cast<const TypeError*>(&e)) << message;
+      }
     }
     EXPECT_EQ(message.rfind(c.message, 0), 0u) << message;
     EXPECT_TRUE(p.deleted) << c.message;

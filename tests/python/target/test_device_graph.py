@@ -1,4 +1,5 @@
-"""Graph models on an OpenCL device (docs/devices.md, sections 1 and 2):
+"""Graph models on an OpenCL device (docs/devices.md, sections 1 and 2;
+the examples' MLP and CNN also on Vulkan, docs/target-vulkan.md):
 PlanDevices places the kernels' tensors on the device and makes every
 crossing a device_copy; the VM allocates them from a memory plan per
 device, copies host inputs in and outputs out, and uses inputs that are
@@ -16,6 +17,7 @@ from conftest import LOOMC, ROOT, run_fresh
 from test_package import MLP, mlp_inputs, mlp_reference
 
 OPENCL = str(ROOT / "configs" / "opencl.yaml")
+VULKAN = str(ROOT / "configs" / "vulkan.yaml")
 CNN = (ROOT / "examples" / "cnn.loom").read_text()
 
 
@@ -52,17 +54,30 @@ def max_pool(x):
     return x.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
 
 
-def test_cnn_matches_numpy(rng):
+def test_mlp_matches_numpy_on_vulkan():
+    inputs = mlp_inputs(3)
+    lib = loom.build(loom.parse(MLP, "mlp.loom"), VULKAN)
+    y = lib["main"](*inputs)
+    np.testing.assert_allclose(y.numpy(), mlp_reference(*inputs), rtol=1e-4, atol=1e-6)
+    y = lib["main"](*[loom.nd.array(a, device="vulkan") for a in inputs])
+    np.testing.assert_allclose(y.numpy(), mlp_reference(*inputs), rtol=1e-4, atol=1e-6)
+    assert loom.runtime.get_global_func("vulkan.validation_messages")() == ""
+
+
+@pytest.mark.parametrize("config", [OPENCL, VULKAN], ids=["opencl", "vulkan"])
+def test_cnn_matches_numpy(rng, config):
     shapes = [(8, 1, 28, 28), (8, 1, 3, 3), (8, 1, 1), (16, 8, 3, 3), (16, 1, 1), (10, 784), (10,)]
     x, k1, c1, k2, c2, w, b = (rng.standard_normal(s).astype(np.float32) * (1 if i == 0 else 0.2)
                                for i, s in enumerate(shapes))
-    lib = loom.build(loom.parse(CNN, "cnn.loom"), OPENCL)
+    lib = loom.build(loom.parse(CNN, "cnn.loom"), config)
     y = lib["main"](x, k1, c1, k2, c2, w, b).numpy()
     h = max_pool(np.maximum(conv2d(x.astype(np.float64), k1, 1) + c1, 0))
     h = max_pool(np.maximum(conv2d(h, k2, 1) + c2, 0))
     z = h.reshape(8, -1) @ w.T + b
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(axis=-1, keepdims=True), rtol=1e-4, atol=1e-6)
+    if config == VULKAN:
+        assert loom.runtime.get_global_func("vulkan.validation_messages")() == ""
 
 
 def test_emit_ir_shows_the_copies(tmp_path):

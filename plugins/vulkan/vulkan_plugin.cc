@@ -1,0 +1,88 @@
+// The vulkan plugin (docs/target-vulkan.md): target kind `vulkan`, whose
+// codegen prints the device kernels SplitHostDevice makes as GLSL compute
+// shaders (GLSLPrinter, derived from the SDK's C printer), compiles them to
+// SPIR-V with libshaderc and validates them with SPIRV-Tools into the
+// runtime module `vulkan`; device:vulkan, the DeviceAPI over the Vulkan
+// loader; and the module's loader, so an exported library restores it.
+#include <loom/plugin_sdk.h>
+#include <loom/runtime/device_api.h>
+#include <loom/runtime/module.h>
+#include <loom/target/codegen.h>
+#include <loom/target/target.h>
+
+#include "glsl_printer.h"
+#include "vulkan_runtime.h"
+
+namespace {
+using loom::Function;
+using loom::ir::IRModule;
+
+// A data type the target allows: its attribute (auto: what the device
+// has; true: required of the device; false: refused).
+bool allowed(const loom::target::Target& target, const std::string& attribute, bool device_has, int device) {
+  std::string wanted = target.attr(attribute).as_string();
+  if (wanted == "false") return false;
+  if (wanted == "true" && !device_has) {
+    LOOM_THROW(Error) << "vulkan: the target asks for " << attribute << " (" << attribute << ": true) but "
+                            << loom::vulkan::describe_device(device) << " lacks it; set it to auto or false";
+  }
+  if (wanted != "true" && wanted != "auto") {
+    LOOM_THROW(Error) << "vulkan: the target's " << attribute << " is '" << wanted << "'; it is auto, true or false";
+  }
+  return device_has;
+}
+
+loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
+  int device = loom::target::device_of(target).device_id;
+  loom::vulkan::Features has = loom::vulkan::device_features(device), use;
+  use.fp64 = allowed(target, "fp64", has.fp64, device);
+  use.fp16 = allowed(target, "fp16", has.fp16, device);
+  use.int8 = allowed(target, "int8", has.int8, device);
+  loom::vulkan::GLSLPrinter printer(use);
+  std::vector<loom::vulkan::Kernel> kernels = printer.print_kernels(module);
+  for (loom::vulkan::Kernel& k : kernels) loom::vulkan::compile(k);
+  return loom::vulkan::make_module(std::move(kernels), device);
+}
+}  // namespace
+
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("vulkan") LOOM_PLUGIN_VERSION("0.1.0")
+                     LOOM_PLUGIN_DESCRIPTION("Vulkan: target kind vulkan (GLSL from the C printer, SPIR-V by libshaderc, "
+                                             "checked by SPIRV-Tools), device:vulkan, runtime module vulkan"));
+
+LOOM_PLUGIN_INIT(ctx) {
+  loom::target::TargetTraits traits;
+  traits.vector_bits = [](const loom::target::Target&) -> int64_t { return 0; };  // scalar kernels
+  traits.native_intrinsics = loom::target::CSourcePrinter::intrinsics();
+  traits.native_intrinsics.erase("erf");  // GLSL has none: LowerIntrinsics expands it
+  traits.native_intrinsics.insert("tir.barrier");
+  traits.device_type = kDLVulkan;
+  traits.device_id = [](const loom::target::Target& target) {
+    int device = static_cast<int>(target.attr("device").as_int());
+    loom::vulkan::describe_device(device);  // an Error naming the package when there is none
+    return device;
+  };
+  traits.default_pipeline = {"device"};
+  traits.codegen_needs = {"intrinsics_lowered"};
+  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
+      "vulkan",
+      {{"device", "int", int64_t{0}, "the physical device's index, in the Vulkan loader's order", 0, std::nullopt},
+       {"max-work-group-size", "int", int64_t{256},
+        "the most threads a block (workgroup) of the default device schedule has", 1, std::nullopt},
+       {"fp64", "str", std::string("auto"), "float64 kernels: auto (if the device has shaderFloat64), true, false"},
+       {"fp16", "str", std::string("auto"), "float16 and 16-bit integers: auto, true, false"},
+       {"int8", "str", std::string("auto"), "8-bit integers and bool buffers: auto, true, false"}},
+      Function(),
+      "GLSL compute shaders compiled to SPIR-V, run through the Vulkan loader (lavapipe on the CPU); needs "
+      "target.host for the launching code",
+      "",
+      traits});
+  loom::target::CodegenRegistry::register_codegen(
+      "vulkan", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
+                                "vulkan.codegen"));
+  loom::runtime::DeviceAPIRegistry::register_api("vulkan", loom::vulkan::make_device_api());
+  loom::runtime::ModuleLoaderRegistry::register_loader(
+      "vulkan", Function::typed([](std::string bytes) { return loom::vulkan::load_module(bytes); }, "vulkan.load"));
+  loom::FunctionRegistry::register_function(
+      "vulkan.validation_messages",
+      Function::typed([]() { return loom::vulkan::take_validation_messages(); }, "vulkan.validation_messages"));
+}
