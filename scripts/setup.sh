@@ -27,6 +27,7 @@ PACKAGES=(
   libclblast-dev                 # CLBlast: the peer of the OpenCL matmul benchmark (bench/opencl_bench.cc)
   libvulkan-dev                  # the vulkan plugin (docs/target-vulkan.md): the Vulkan loader and headers
   libshaderc-dev glslang-dev spirv-tools  # GLSL -> SPIR-V in process (static archives) and its validator
+  glslc                          # the raw-Vulkan peer of the dispatch benchmark (bench/vulkan_bench.cc)
   mesa-vulkan-drivers            # lavapipe: Vulkan on this CPU, for the tests
   vulkan-validationlayers        # the Khronos validation layers the tests run under
 )
