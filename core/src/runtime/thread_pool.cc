@@ -178,6 +178,7 @@ void ThreadPool::stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     sleepers_ = 0;
+    ++wakes_;
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -229,6 +230,7 @@ void ThreadPool::wake_workers() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (sleepers_ == 0) return;
     sleepers_ = 0;
+    ++wakes_;
   }
   wake_.notify_all();
 }
@@ -281,8 +283,13 @@ void ThreadPool::worker(int, uint64_t seen) {
     auto woken = [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; };
     if (!(should_spin() && spin_until(woken))) {
       std::unique_lock<std::mutex> lock(mutex_);
-      ++sleepers_;  // set back to 0 by wake_workers: a woken worker runs before it could count itself out
+      // Counted out by the waker (a woken worker runs before it could count
+      // itself out); a worker that wakes on its own (spuriously, to a new
+      // region) counts itself out.
+      ++sleepers_;
+      uint64_t epoch = wakes_;
       wake_.wait(lock, woken);
+      if (wakes_ == epoch) --sleepers_;
     }
     if (stopping_) return;
     seen = generation_.load(std::memory_order_acquire);

@@ -91,6 +91,7 @@ class ThreadPool {
   std::atomic<uint64_t> claim_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<int> sleepers_{0};  // workers waiting on wake_ and not yet woken (changed under mutex_)
+  uint64_t wakes_ = 0;            // how many times wake_workers (or stop) counted them out; under mutex_
   bool caller_sleeping_ = false;  // under mutex_
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t begin_ = 0, count_ = 0;
