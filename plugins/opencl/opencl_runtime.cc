@@ -224,7 +224,6 @@ class OpenCLDeviceAPI : public runtime::DeviceAPI {
 
 // ---- the module ------------------------------------------------------------------------
 
-void put(std::string& out, const std::string& s) { put_field(out, s); }
 std::string take(const std::string& in, size_t& at) {
   std::string field;
   if (!take_field(in, at, field)) LOOM_THROW(Error) << "opencl module: truncated bytes";
@@ -263,15 +262,15 @@ class OpenCLModuleNode : public runtime::ModuleNode {
   }
   std::string save_to_binary() const override {
     std::string out = kMagic;
-    put(out, source);
-    put(out, binary);
-    put(out, binary_device);
-    put(out, std::to_string(device_id));
-    put(out, std::to_string(kernels.size()));
+    put_field(out, source);
+    put_field(out, binary);
+    put_field(out, binary_device);
+    put_field(out, std::to_string(device_id));
+    put_field(out, std::to_string(kernels.size()));
     for (const KernelSignature& k : kernels) {
-      put(out, k.name);
-      put(out, std::to_string(k.args.size()));
-      for (const std::string& a : k.args) put(out, a);
+      put_field(out, k.name);
+      put_field(out, std::to_string(k.args.size()));
+      for (const std::string& a : k.args) put_field(out, a);
     }
     return out;
   }

@@ -97,6 +97,8 @@ struct DeviceState {
 
 constexpr uint32_t kSetsPerBatch = 256, kBuffersPerSet = 16;
 
+void flush(DeviceState& s);  // submits the open batch and waits for it (below)
+
 // The instance and every physical device, found once; kept for the
 // process's life (drivers tear down their own state at exit).
 class Vulkan {
@@ -242,7 +244,10 @@ class Vulkan {
     DeviceState* state = &s;
     s.pool = std::make_unique<runtime::WorkspacePool>(
         [state, id](size_t bytes) { return static_cast<void*>(allocate(*state, id, bytes)); },
-        [state](void* p) { release(*state, static_cast<Buffer*>(p)); });
+        [state](void* p) {
+          flush(*state);  // no recorded command may still use it
+          release(*state, static_cast<Buffer*>(p));
+        });
   }
 
  public:
@@ -432,16 +437,14 @@ class VulkanDeviceAPI : public runtime::DeviceAPI {
   }
   void synchronize(Device d, void*) override { flush(Vulkan::get().open(d.device_id)); }
   void* alloc_workspace(Device d, size_t bytes) override { return Vulkan::get().open(d.device_id).pool->alloc(bytes); }
-  void free_workspace(Device d, void* ptr) override {
-    DeviceState& s = Vulkan::get().open(d.device_id);
-    flush(s);  // the pool may hand it out again at once; what used it must be done
-    s.pool->release(ptr);
-  }
+  // Back to the pool without waiting: a block handed out again is used by
+  // later commands of the same queue, which the barrier after each command
+  // orders after every use of it so far.
+  void free_workspace(Device d, void* ptr) override { Vulkan::get().open(d.device_id).pool->release(ptr); }
 };
 
 // ---- the module ------------------------------------------------------------------------
 
-void put(std::string& out, const std::string& s) { put_field(out, s); }
 std::string take(const std::string& in, size_t& at) {
   std::string field;
   if (!take_field(in, at, field)) LOOM_THROW(Error) << "vulkan module: truncated bytes";
@@ -491,14 +494,14 @@ class VulkanModuleNode : public runtime::ModuleNode {
   }
   std::string save_to_binary() const override {
     std::string out = kMagic;
-    put(out, std::to_string(device_id));
-    put(out, std::to_string(kernels.size()));
+    put_field(out, std::to_string(device_id));
+    put_field(out, std::to_string(kernels.size()));
     for (const Kernel& k : kernels) {
-      put(out, k.name);
-      put(out, k.glsl);
-      put(out, std::string(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * 4));
-      put(out, std::to_string(k.args.size()));
-      for (const std::string& a : k.args) put(out, a);
+      put_field(out, k.name);
+      put_field(out, k.glsl);
+      put_field(out, std::string(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * 4));
+      put_field(out, std::to_string(k.args.size()));
+      for (const std::string& a : k.args) put_field(out, a);
     }
     return out;
   }

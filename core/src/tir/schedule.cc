@@ -1053,6 +1053,16 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   // (so one per iteration of the loops around it), except that a shared
   // one is one per block: the threads of a block would all fill the one
   // array.
+  // The function's body with the producer gone from its sequence and
+  // `loop` replaced by `new_loop`.
+  auto without_producer = [&](const Stmt& new_loop) {
+    std::vector<Stmt> rest;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (k == p_index) continue;
+      rest.push_back(k == l_index ? replace(parts[k], loop, new_loop) : parts[k]);
+    }
+    return replace(func_->body, to_producer[parent].get(), seq(rest));
+  };
   bool scoped = buffer->scope == "shared" || buffer->scope == "local";
   for (const ForNode* f : outer) {
     if (buffer->scope == "shared" && f->for_kind() == ForKind::kThreadBinding && f->thread.rfind("threadIdx.", 0) == 0) {
@@ -1142,13 +1152,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
     }
     moved = simplify(moved, an);  // drops the guard where the region is in range
     Stmt inside = Allocate(compact, seq({moved, rewrite(loop->body, load_rule, store_rule)}));
-    Stmt new_loop = with_kind_and_body(*loop, loop->for_kind(), inside);
-    std::vector<Stmt> rest;
-    for (size_t k = 0; k < parts.size(); ++k) {
-      if (k == p_index) continue;
-      rest.push_back(k == l_index ? replace(parts[k], loop, new_loop) : parts[k]);
-    }
-    Stmt rebuilt = replace(func_->body, to_producer[parent].get(), seq(rest));
+    Stmt rebuilt = without_producer(with_kind_and_body(*loop, loop->for_kind(), inside));
     StmtRule drop_alloc = [&](const Stmt& st) -> std::optional<Stmt> {
       const auto* a = st.as<AllocateNode>();
       if (!a || a->buffer.get() != buffer) return std::nullopt;
@@ -1175,13 +1179,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
     moved = For(f->loop_var, min, extent, f->for_kind(), moved, f->thread, f->annotations);
   }
   moved = simplify(moved, an);  // a loop cut to one iteration goes
-  Stmt new_loop = with_kind_and_body(*loop, loop->for_kind(), seq({moved, loop->body}));
-  std::vector<Stmt> rest;
-  for (size_t k = 0; k < parts.size(); ++k) {
-    if (k == p_index) continue;
-    rest.push_back(k == l_index ? replace(parts[k], loop, new_loop) : parts[k]);
-  }
-  func_ = with_new_body(func_, replace(func_->body, to_producer[parent].get(), seq(rest)));
+  func_ = with_new_body(func_, without_producer(with_kind_and_body(*loop, loop->for_kind(), seq({moved, loop->body}))));
 }
 
 Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
