@@ -975,9 +975,10 @@ class StageScheduler {
 // The most temporaries AutoSchedule tries to inline in one function.
 constexpr size_t kMaxInlined = 64;
 
-// The target's vector width (its kind's trait), 128 bits without a target.
-int vector_bits_of(const ir::IRModule& module) {
-  target::Target t = target::target_of(module);
+// The vector width of the target function `name` is built for (its kind's
+// trait), 128 bits without a target.
+int vector_bits_of(const ir::IRModule& module, const std::string& name) {
+  target::Target t = target::function_target(module, name);
   return static_cast<int>(t.defined() ? target::vector_bits(t) : 128);
 }
 
@@ -1038,7 +1039,6 @@ transform::Pass AutoSchedule() {
                            {}, {}, {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t min_work = context.get_config("AutoSchedule.parallel_min_work").as_int();
-    int bits = vector_bits_of(module);
     std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
     std::set<std::string> relaid;  // functions that gave an input a layout
     std::map<std::string, Any> changed =
@@ -1047,10 +1047,10 @@ transform::Pass AutoSchedule() {
           std::vector<Buffer> params = f.buffer_params();
           for (size_t k : constant[name])
             if (k < params.size()) constant_buffers.insert(params[k]->name);
-          PrimFunc after = schedule(f, bits, constant_buffers, min_work);
+          PrimFunc after = schedule(f, vector_bits_of(module, name), constant_buffers, min_work);
           if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
           return after;
-        });
+        }, target::on_cpu_target);
     return graph::relayout_constant_inputs(module.with_functions(changed), relaid);
   });
 }

@@ -187,13 +187,18 @@ transform::Pass DefaultDeviceSchedule() {
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t block = context.get_config("DefaultDeviceSchedule.block_size").as_int();
     int64_t tile_threads = context.get_config("DefaultDeviceSchedule.tile_threads").as_int();
-    target::Target target = target::target_of(module);
-    if (target.defined() && target->attrs.contains("max-work-group-size")) {
-      int64_t most = target.attr("max-work-group-size").as_int();
-      if (most > 0) block = std::min(block, most), tile_threads = std::min(tile_threads, most);
-    }
     std::map<std::string, Any> changed = transform::rewrite_prim_funcs(
-        module, [&](const std::string&, const PrimFunc& f) { return schedule(f, block, tile_threads); });
+        module,
+        [&](const std::string& name, const PrimFunc& f) {
+          int64_t b = block, tiles = tile_threads;
+          target::Target target = target::function_target(module, name);
+          if (target.defined() && target->attrs.contains("max-work-group-size")) {
+            int64_t most = target.attr("max-work-group-size").as_int();
+            if (most > 0) b = std::min(b, most), tiles = std::min(tiles, most);
+          }
+          return schedule(f, b, tiles);
+        },
+        target::on_device_target);
     return module.with_functions(changed);
   });
 }

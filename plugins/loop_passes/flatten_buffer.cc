@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include <loom/arith/simplify.h>
+#include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/transform/prim_pass.h>
 
@@ -97,7 +98,7 @@ transform::Pass FlattenBuffer() {
                            {}, {"buffers_flat"}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Flattener().run(f.body);
-  });
+  }, target::on_cpu_target);
 }
 
 }  // namespace loom::loop

@@ -2,6 +2,7 @@
 
 #include <loom/arith/simplify.h>
 #include <loom/tir/builder.h>
+#include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
@@ -120,7 +121,7 @@ transform::Pass LoopPartition() {
                            {}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return Partitioner().run(f.body, Analyzer());
-  });
+  }, target::on_cpu_target);
 }
 
 }  // namespace loom::loop

@@ -3,6 +3,7 @@
 #include "loom/support/strings.h"
 #include "loom/target/target.h"
 #include "loom/tir/intrinsic.h"
+#include "loom/tir/util.h"
 #include <loom/tir/functor.h>
 #include <loom/transform/prim_pass.h>
 
@@ -51,8 +52,13 @@ transform::Pass LowerIntrinsics() {
                            "implement are replaced by their expansion",
                            0, {}, {},
                            {}, {"intrinsics_lowered"}, {"*"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule& module, const transform::PassContext&) {
-    return Lowerer(target::native_intrinsics(target::target_of(module))).run(f.body);
+  // Each function against its own target's intrinsics (function_target).
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+    return module.with_functions(
+        transform::rewrite_prim_funcs(module, [&](const std::string& name, const tir::PrimFunc& f) {
+          tir::Stmt body = Lowerer(target::native_intrinsics(target::function_target(module, name))).run(f->body);
+          return body.same_as(f->body) ? f : tir::with_body(*f.get(), body);
+        }));
   });
 }
 

@@ -51,8 +51,10 @@ const char* const kAxes[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadId
 
 class Splitter {
  public:
-  Splitter(std::string name, const PrimFunc& f, std::set<std::string>& names)
-      : name_(std::move(name)), names_(names) {
+  // `placed`: the function's own target (target::placed_target), which its
+  // kernels carry so that target's codegen builds them; may be undefined.
+  Splitter(std::string name, const PrimFunc& f, std::set<std::string>& names, target::Target placed)
+      : name_(std::move(name)), names_(names), placed_(std::move(placed)) {
     for (const Any& p : f->params) {
       if (const auto* v = p.as_object_ref().as<VarNode>()) host_vars_.insert(v);
       if (const auto* b = p.as_object_ref().as<BufferNode>()) add_buffer_vars(b);
@@ -158,6 +160,7 @@ class Splitter {
       }
     }
     Map attrs{{"device_kernel", true}};
+    if (placed_.defined()) attrs = Map{{"device_kernel", true}, {"target", placed_}};
     // Its own variables: a variable is bound in one function.
     kernels[kernel] = fresh_copy(PrimFunc(params, root, ir::Type(), attrs));
     return Evaluate(Call(DataType::Int(32), "tir.launch", args));
@@ -165,6 +168,7 @@ class Splitter {
 
   std::string name_;
   std::set<std::string>& names_;
+  target::Target placed_;
   std::unordered_set<const VarNode*> host_vars_;  // bound outside any kernel
 };
 
@@ -177,14 +181,14 @@ transform::Pass SplitHostDevice() {
       "device_kernel) and, in its place, a tir.launch with its grid and block sizes; the rest stays host code",
       0, {}, {}, {}, {}, {"*"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
-    target::Target target = target::target_of(module);
-    int device_type = target.defined() ? target::traits_of(target).device_type : 1;
     std::set<std::string> names;
     for (const std::string& n : module.names()) names.insert(n);
     std::map<std::string, Any> kernels;
     std::map<std::string, Any> changed =
         transform::rewrite_prim_funcs(module, [&](const std::string& name, const PrimFunc& f) {
           if (f->attrs.contains("device_kernel")) return f;
+          target::Target target = target::function_target(module, name);
+          int device_type = target.defined() ? target::traits_of(target).device_type : 1;
           bool bound = has_thread_binding(f->body);
           if (device_type == 1) {
             if (bound) {
@@ -193,7 +197,7 @@ transform::Pass SplitHostDevice() {
             }
             return f;
           }
-          Splitter split(name, f, names);
+          Splitter split(name, f, names, target::placed_target(module, name));
           Stmt body = split.run(f->body);
           for (auto& [k, v] : split.kernels) kernels[k] = v;
           std::map<std::string, Any> attrs = f->attrs.get() ? f->attrs->items : std::map<std::string, Any>{};

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
@@ -147,7 +148,7 @@ transform::Pass StorageRewrite() {
                            {"buffers_flat"}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
     return StorageSharer().run(f.body);
-  });
+  }, target::on_cpu_target);
 }
 
 }  // namespace loom::loop

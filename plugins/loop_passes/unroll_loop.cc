@@ -2,6 +2,7 @@
 
 #include <loom/arith/simplify.h>
 #include <loom/tir/builder.h>
+#include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
@@ -80,7 +81,7 @@ transform::Pass UnrollLoop() {
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
     return Unroller(ctx.get_config("UnrollLoop.max_extent").as_int(), ctx.get_config("UnrollLoop.auto_max_extent").as_int())
         .run(f.body);
-  });
+  }, target::on_cpu_target);
 }
 
 }  // namespace loom::loop

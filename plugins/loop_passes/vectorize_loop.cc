@@ -1,6 +1,7 @@
 #include "vectorize_loop.h"
 
 #include <loom/arith/simplify.h>
+#include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
@@ -153,7 +154,7 @@ transform::Pass VectorizeLoop() {
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
     int64_t max_lanes = ctx.get_config("VectorizeLoop.max_lanes").as_int();
     return LoopVectorizer(max_lanes).run(f.body);
-  });
+  }, target::on_cpu_target);
 }
 
 }  // namespace loom::loop

@@ -44,13 +44,17 @@ LOOM_PLUGIN_INIT(ctx) {
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
        "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
-  // A device target's (docs/devices.md): the same graph passes, the
-  // device plan, then a thread binding for every nest and the host/device
-  // split.
+  // A device target's, and a module's whose functions are placed on
+  // several targets (docs/devices.md): the same graph passes, the device
+  // plan, then the CPU's loop passes for the functions on a CPU target
+  // and a thread binding for every nest of those on a device, which the
+  // host/device split divides into kernels and launches.
   PassRegistry::register_pass(pipeline(
-      PassInfo{"device", "graph clean-ups and folding, fusion, lowering, the device plan, then the default device "
-                         "schedule and the host/device split"},
+      PassInfo{"device", "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for "
+                         "functions on the CPU, the default device schedule for those on a device, and the "
+                         "host/device split"},
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination",
-       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "DefaultDeviceSchedule", "ThreadSync", "LowerIntrinsics", "Simplify",
-       "SplitHostDevice", "Simplify"}));
+       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "AutoSchedule", "DefaultDeviceSchedule",
+       "ThreadSync", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
+       "StorageRewrite", "SplitHostDevice", "Simplify"}));
 }

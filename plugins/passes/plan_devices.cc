@@ -9,7 +9,11 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/support/stack.h"
+#include "loom/object/structural.h"
+#include "loom/object/traversal.h"
 #include "loom/target/target.h"
+#include "loom/tir/function.h"
+#include "loom/transform/infer_type.h"
 
 namespace loom::passes {
 
@@ -285,6 +289,81 @@ class Planner {
 };
 }  // namespace
 
+namespace {
+// `f` with the attribute "target" set to `target`.
+tir::PrimFunc placed_on(const tir::PrimFunc& f, const target::Target& target) {
+  std::map<std::string, Any> attrs = f->attrs.get() ? f->attrs->items : std::map<std::string, Any>{};
+  attrs["target"] = target;
+  return tir::PrimFunc(std::vector<Any>(f->params.begin(), f->params.end()), f->body, f->ret, Map(attrs));
+}
+
+// The placement of graph functions passed on to the prim functions they
+// call (docs/devices.md, "One module, several devices"): a prim function
+// with no placement of its own that a placed graph function calls takes
+// that function's target (its attribute "target"); one called from graph
+// functions on different targets is copied once per placed target
+// (@f_vulkan), and those callers call their copy.
+ir::IRModule place_callees(const ir::IRModule& module) {
+  // For each unplaced prim function, its callers and their targets (an
+  // undefined target: the module's).
+  std::map<std::string, std::vector<std::pair<std::string, target::Target>>> callers;
+  bool any_placed = false;
+  for (const std::string& name : module.names()) {
+    if (!module.lookup(name).as<graph::FunctionNode>()) continue;
+    target::Target placed = target::placed_target(module, name);
+    any_placed |= placed.defined();
+    std::set<std::string> seen;
+    Visitor v;
+    v.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g) {
+      if (!seen.insert(g->name).second || !module.contains(g->name)) return;
+      if (!module.lookup(g->name).as<tir::PrimFuncNode>() || target::placed_target(module, g->name).defined()) return;
+      callers[g->name].emplace_back(name, placed);
+    });
+    v.visit(Any(module.lookup(name)));
+  }
+  if (!any_placed) return module;
+  FunctionNames names(module);
+  std::map<std::string, Any> changed;
+  std::map<std::string, std::map<std::string, std::string>> renamed;  // caller -> callee -> its copy
+  for (const auto& [callee, by] : callers) {
+    auto f = downcast<tir::PrimFunc>(ObjectRef(module.lookup(callee)));
+    std::vector<target::Target> targets;  // the distinct placed targets
+    bool unplaced_caller = false;
+    for (const auto& [caller, t] : by) {
+      if (!t.defined()) {
+        unplaced_caller = true;
+        continue;
+      }
+      bool known = false;
+      for (const target::Target& have : targets) known |= structural_equal(Any(have), Any(t));
+      if (!known) targets.push_back(t);
+    }
+    if (targets.empty()) continue;
+    if (targets.size() == 1 && !unplaced_caller) {
+      changed[callee] = placed_on(f, targets[0]);
+      continue;
+    }
+    for (const target::Target& t : targets) {
+      std::string copy = names.fresh(callee + "_" + t->kind);
+      changed[copy] = placed_on(f, t);
+      for (const auto& [caller, ct] : by)
+        if (ct.defined() && structural_equal(Any(ct), Any(t))) renamed[caller][callee] = copy;
+    }
+  }
+  for (const auto& [caller, map] : renamed) {
+    Mutator m;
+    m.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g, const ObjectRef& self) -> Any {
+      auto found = map.find(g->name);
+      return found == map.end() ? Any(self) : Any(ir::GlobalVar(found->second));
+    });
+    changed[caller] = m.mutate(Any(module.lookup(caller)));
+  }
+  // A rebuilt call has lost its type (a derived field): inferred again.
+  if (!renamed.empty()) return transform::InferType()(module.with_functions(changed));
+  return module.with_functions(changed);
+}
+}  // namespace
+
 transform::Pass PlanDevices() {
   transform::PassInfo info{"PlanDevices",
                            "every tensor gets the device of the kernel that makes it (a call_dps of a prim function "
@@ -296,14 +375,18 @@ transform::Pass PlanDevices() {
                            {"types_inferred", "ops_lowered"},
                            {},
                            {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
-  return transform::function_pass<graph::FunctionNode>(
-      info, [](const ir::BaseFunc& func, const ir::IRModule& module, const transform::PassContext&) -> ir::BaseFunc {
-        const auto* f = func.as<graph::FunctionNode>();
-        Planner planner(module);
-        ir::Expr body = planner.plan(*f);
-        if (!planner.changed()) return func;
-        return with_body(*f, body);
-      });
+  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext&) {
+    ir::IRModule module = place_callees(input);
+    std::map<std::string, Any> planned;
+    for (const std::string& name : module.names()) {
+      const auto* f = module.lookup(name).as<graph::FunctionNode>();
+      if (!f) continue;
+      Planner planner(module);
+      ir::Expr body = planner.plan(*f);
+      if (planner.changed()) planned[name] = with_body(*f, body);
+    }
+    return planned.empty() ? module : module.with_functions(planned);
+  });
 }
 
 }  // namespace loom::passes

@@ -75,5 +75,16 @@ def run(tmp_path, request):
 
 
 @pytest.fixture
+def vulkan_quiet():
+    """Fails a test during which the Vulkan validation layers (enabled
+    above) said anything: use with pytest.mark.usefixtures."""
+    import loom
+    messages = loom.runtime.get_global_func("vulkan.validation_messages")
+    messages()  # what earlier tests left
+    yield
+    assert messages() == ""
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(20261122)

@@ -73,12 +73,22 @@ class Loader {
     if (YAML::Node pipeline = root["pipeline"]) parse_pipeline(pipeline, config);
     if (!passes_listed_) {
       // No pipeline.passes: the target's default pipeline (C0 defaults
-      // come from the target kind's traits).
-      for (const std::string& name : kind_.traits.default_pipeline) {
+      // come from the target kind's traits); with a function placed on a
+      // device target, that device's kind's, which also serves the
+      // functions on the CPU (docs/devices.md).
+      target::TargetKindEntry kind = kind_;
+      if (config.device_placement.defined()) {
+        for (const auto& item : config.device_placement->items) {
+          if (item.second.kind() == AnyKind::kDevice) continue;
+          target::TargetKindEntry placed = target::TargetKindRegistry::get(item.second.cast<target::Target>()->kind);
+          if (placed.traits.device_type != Device::kCPU) kind = placed;
+        }
+      }
+      for (const std::string& name : kind.traits.default_pipeline) {
         try {
           config.passes.push_back(PassSpec{pass_info(name).name, Map::empty()});
         } catch (const Error& e) {
-          fail(target, "the default pipeline of target kind '" + kind_.name + "': " + e.what());
+          fail(target, "the default pipeline of target kind '" + kind.name + "': " + e.what());
         }
       }
     }
@@ -457,7 +467,17 @@ ir::IRModule Config::constrain(const ir::IRModule& module) const {
                             did_you_mean(name, module.names()));
     }
   }
-  return target::with_target(module, target, host, device_placement);
+  try {
+    return target::with_target(module, target, host, device_placement);
+  } catch (const Error& e) {
+    // A device entry no target runs on: at the entry.
+    for (const auto& [name, at] : device_placement_at) {
+      Any entry = device_placement.at(name);
+      if (!target::placement_target(entry, target, host, device_placement).defined())
+        throw ConfigError(source, at.first, at.second, e.what());
+    }
+    throw;
+  }
 }
 
 transform::Pass Config::pipeline() const {

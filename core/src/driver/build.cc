@@ -4,98 +4,174 @@
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
+#include "loom/object/structural.h"
+#include "loom/object/traversal.h"
 #include "loom/runtime/device_api.h"
 #include "loom/target/codegen.h"
 #include "loom/target/target.h"
+#include "loom/tir/function.h"
 #include "loom/transform/pass.h"
 #include "loom/transform/property.h"
 
 namespace loom::driver {
 
 namespace {
-// The host target of a module whose target runs on a device: the module's
-// attribute "host" (the config's target.host), which must be a CPU.
-target::Target host_of(const ir::IRModule& module, const target::Target& target) {
-  target::Target host = module->attrs.contains("host") ? module->attrs.at("host").cast<target::Target>() : target::Target();
+// The host target of a module with code on a device target `device`: the
+// module's host target (target::host_target: the config's target.host, or
+// the module's target when it is a CPU), which must be a CPU.
+target::Target host_of(const ir::IRModule& module, const target::Target& device) {
+  target::Target host = target::host_target(module);
   if (!host.defined()) {
-    LOOM_THROW(Error) << "build: target kind '" << target->kind << "' runs kernels on a device and needs a host target "
+    LOOM_THROW(Error) << "build: target kind '" << device->kind << "' runs kernels on a device and needs a host target "
                       << "for the code that launches them: set target.host in the config (for example "
-                      << "{kind: " << target->kind << ", host: {kind: llvm}})";
+                      << "{kind: " << device->kind << ", host: {kind: llvm}})";
   }
   if (target::traits_of(host).device_type != kDLCPU) {
     LOOM_THROW(Error) << "build: the host target (kind '" << host->kind << "') does not run on the CPU";
   }
   return host;
 }
+
+bool on_device(const target::Target& t) { return target::traits_of(t).device_type != kDLCPU; }
+
+// The targets the module's prim functions are built for (the module's
+// target first), each once.
+std::vector<target::Target> targets_used(const ir::IRModule& module, const target::Target& target) {
+  std::vector<target::Target> out{target};
+  for (const std::string& name : module.names()) {
+    if (!module.lookup(name).as<tir::PrimFuncNode>()) continue;
+    target::Target t = target::function_target(module, name);
+    bool known = false;
+    for (const target::Target& have : out) known |= structural_equal(Any(have), Any(t));
+    if (!known && t.defined()) out.push_back(t);
+  }
+  return out;
+}
 }  // namespace
 
 runtime::Module build_kernels(const ir::IRModule& module, const target::Target& target) {
-  // Prim functions, and extern functions whose kind builds nothing itself,
-  // go to the target's codegen; each other extern kind builds its own.
-  // For a device target, the kernels (SplitHostDevice's device_kernel
-  // functions) go to its codegen and the other prim functions, which
-  // launch them, to the host target's: the host module is the root and
-  // imports the device module, so a launch finds its kernel by name.
-  bool device = target::traits_of(target).device_type != kDLCPU;
-  target::Target host = device ? host_of(module, target) : target;
-  const std::string kHost = "host";
-  std::map<std::string, std::map<std::string, Any>> groups;  // builder ("" = codegen) -> functions
-  std::map<std::string, Function> builders;
+  // Each prim function goes to the codegen of the target it runs on
+  // (target::function_target: its placement, else the module's target),
+  // and so do extern functions whose kind builds nothing itself; each
+  // other extern kind builds its own.  On a device target, the kernels
+  // (SplitHostDevice's device_kernel functions) go to the device's
+  // codegen and the rest, which launches them, to the host target's.
+  // The host module is the root and imports the others, so a launch
+  // finds its kernel by name and the VM every function.
+  struct Group {
+    std::string label;  // for errors
+    Function make;
+    target::Target target;
+    bool codegen;  // a target's codegen (else an extern kind's builder)
+    std::map<std::string, Any> functions;
+  };
+  std::vector<Group> groups;
+  auto group_for = [&](const target::Target& t) -> Group& {
+    for (Group& g : groups)
+      if (g.codegen && structural_equal(Any(g.target), Any(t))) return g;
+    groups.push_back(Group{"the codegen for '" + t->kind + "'", target::CodegenRegistry::get(t->kind), t, true, {}});
+    return groups.back();
+  };
+  std::map<std::string, size_t> extern_groups;
   for (const std::string& name : module.names()) {
     ir::BaseFunc f = module.lookup(name);
     if (f.as<graph::FunctionNode>()) continue;
-    std::string builder;
     if (const auto* e = f.as<ir::ExternFuncNode>()) {
       ir::ExternKindEntry kind = ir::ExternKindRegistry::get(e->kind);
-      if (kind.build.defined()) builders[builder = "extern kind '" + e->kind + "'"] = kind.build;
-    } else if (device && !f->attrs.contains("device_kernel")) {
-      builders[builder = kHost] = target::CodegenRegistry::get(host->kind);
+      if (kind.build.defined()) {
+        auto [at, added] = extern_groups.emplace(e->kind, groups.size());
+        if (added) groups.push_back(Group{"extern kind '" + e->kind + "'", kind.build, target, false, {}});
+        groups[at->second].functions[name] = f;
+        continue;
+      }
     }
-    groups[builder][name] = f;
+    target::Target t = target::function_target(module, name);
+    if (!t.defined()) t = target;
+    if (on_device(t) && !f->attrs.contains("device_kernel")) t = host_of(module, t);
+    group_for(t).functions[name] = f;
   }
   std::vector<runtime::Module> built;
-  size_t root = 0;
-  for (const auto& [builder, functions] : groups) {
-    ir::IRModule part(functions, module->attrs, module->global_infos);
-    Function make = builder.empty() ? target::CodegenRegistry::get(target->kind) : builders.at(builder);
-    runtime::Module out = make(part, builder == kHost ? host : target).cast<runtime::Module>();
-    if (!out.defined()) {
-      LOOM_THROW(Error) << (builder.empty() ? "the codegen for '" + target->kind + "'"
-                            : builder == kHost ? "the codegen for the host target '" + host->kind + "'"
-                                               : builder)
-                        << " returned no module";
-    }
-    if (builder == kHost || (builder.empty() && !device)) root = built.size();
+  target::Target host = target::host_target(module);
+  size_t root = groups.size();
+  for (const Group& g : groups) {
+    ir::IRModule part(g.functions, module->attrs, module->global_infos);
+    bool is_host = g.codegen && host.defined() && structural_equal(Any(g.target), Any(host));
+    std::string label = is_host && on_device(target) ? "the codegen for the host target '" + host->kind + "'" : g.label;
+    runtime::Module out = g.make(part, g.target).cast<runtime::Module>();
+    if (!out.defined()) LOOM_THROW(Error) << label << " returned no module";
+    if (is_host && root == groups.size()) root = built.size();
     built.push_back(out);
   }
-  // One root (the codegen's module, or the host module, when there is
-  // one); the rest are its imports, so every kernel is found through it.
+  // One root (the host module, when there is one); the rest are its
+  // imports, so every kernel is found through it.
   if (built.empty()) return runtime::Module();
+  if (root == groups.size()) root = 0;
   for (size_t k = 0; k < built.size(); ++k)
     if (k != root) built[root].import_module(built[k]);
   return built[root];
 }
 
 namespace {
-// What the target kind declares its codegen needs (its traits): each
-// property with a check must hold of the module before code is generated,
-// and the kind's device must have a device API.
-void check_target_needs(const ir::IRModule& module, const target::Target& target) {
-  target::TargetTraits traits = target::traits_of(target);
+// What target `t` declares its codegen needs (its traits): each property
+// with a check must hold of the module before code is generated, and the
+// target's device must have a device API.
+void check_needs_of(const ir::IRModule& module, const target::Target& t) {
+  target::TargetTraits traits = target::traits_of(t);
   for (const std::string& name : traits.codegen_needs) {
     transform::PropertyInfo p = transform::PropertyRegistry::get(name);
     if (!p.check) continue;  // only tracked: nothing to look at here
     if (std::optional<std::string> why = p.check(module)) {
-      LOOM_THROW(Error) << "build: the codegen of target kind '" << target->kind << "' needs the property '" << name
+      LOOM_THROW(Error) << "build: the codegen of target kind '" << t->kind << "' needs the property '" << name
                         << "' (" << p.summary << "), which does not hold of the module it is given (" << *why
                         << "); pass '" << p.established_by << "' establishes it: add it to the pipeline";
     }
   }
   runtime::DeviceAPIRegistry::get(Device{traits.device_type, 0});
-  if (traits.device_type != kDLCPU) check_target_needs(module, host_of(module, target));
+}
+
+// The needs of every target the module is built for, and of the host
+// target of each device target.
+void check_target_needs(const ir::IRModule& module, const target::Target& target) {
+  for (const target::Target& t : targets_used(module, target)) {
+    check_needs_of(module, t);
+    if (on_device(t)) check_needs_of(module, host_of(module, t));
+  }
+}
+
+// Every placement was honoured by the pipeline (docs/devices.md, "One
+// module, several devices"), so none is dropped silently: what a placed
+// graph function calls is built for its target (PlanDevices passes the
+// placement on), and the prim functions on a device were split into
+// kernels and the host code that launches them (SplitHostDevice).
+void check_placement(const ir::IRModule& module) {
+  for (const std::string& name : module.names()) {
+    ir::BaseFunc f = module.lookup(name);
+    target::Target placed = target::placed_target(module, name);
+    if (f.as<graph::FunctionNode>() && placed.defined()) {
+      Visitor v;
+      v.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g) {
+        if (!module.contains(g->name) || !module.lookup(g->name).as<tir::PrimFuncNode>()) return;
+        target::Target callee = target::function_target(module, g->name);
+        if (callee.defined() && structural_equal(Any(callee), Any(placed))) return;
+        LOOM_THROW(Error) << "build: @" << name << " is placed on target '" << placed->kind << "', but @" << g->name
+                          << ", which it calls, is built for '" << (callee.defined() ? callee->kind : "none")
+                          << "': the pipeline must run PlanDevices, which passes a graph function's placement on to "
+                          << "the kernels it calls (the 'device' pipeline does)";
+      });
+      v.visit(Any(f));
+    }
+    if (!f.as<tir::PrimFuncNode>() || f->attrs.contains("device_kernel") || f->attrs.contains("device_type")) continue;
+    target::Target t = target::function_target(module, name);
+    if (t.defined() && on_device(t)) {
+      LOOM_THROW(Error) << "build: @" << name << " runs on target '" << t->kind << "' but was not split into kernels "
+                        << "and the host code that launches them: the pipeline must run DefaultDeviceSchedule (or "
+                        << "bind its loops) and SplitHostDevice (the 'device' pipeline does)";
+    }
+  }
 }
 
 runtime::Module link(const ir::IRModule& module, const target::Target& target) {
+  check_placement(module);
   check_target_needs(module, target);
   runtime::Module kernels = build_kernels(module, target);
   bool has_graph = false;

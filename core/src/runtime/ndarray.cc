@@ -299,6 +299,12 @@ void NDArray::copy_from(const NDArray& other) const {
                    element_bytes(from->dtype));
     return;
   }
+  if (from->device.device_type != Device::kCPU && to->device.device_type != Device::kCPU && from->device != to->device) {
+    // Between two devices (OpenCL to Vulkan, or two of one kind): neither
+    // device's API reads the other's memory, so through the host.
+    copy_from(other.copy_to(Device{Device::kCPU, 0}));
+    return;
+  }
   Device api_device = to->device.device_type != Device::kCPU ? to->device : from->device;
   DLTensor target = to->dl_tensor();
   DeviceAPIRegistry::get(api_device).copy(from->dl_tensor(), target, nullptr);

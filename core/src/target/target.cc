@@ -111,6 +111,18 @@ void TargetTagRegistry::register_tag(TargetTag tag) {
 TargetTag TargetTagRegistry::get(const std::string& name) { return tags().get(name); }
 std::vector<std::string> TargetTagRegistry::list() { return tags().names(); }
 
+Target placement_target(const Any& entry, const Target& target, const Target& host, const Map& placement) {
+  if (entry.kind() != AnyKind::kDevice) return entry.cast<Target>();
+  Device wanted = entry.as_device();
+  std::vector<Target> candidates{target, host};
+  if (placement.defined())
+    for (const auto& item : placement->items)
+      if (item.second.kind() != AnyKind::kDevice) candidates.push_back(item.second.cast<Target>());
+  for (const Target& t : candidates)
+    if (t.defined() && device_of(t) == wanted) return t;
+  return Target();
+}
+
 ir::IRModule with_target(const ir::IRModule& module, const Target& target, const Target& host,
                          const Map& device_placement) {
   ir::IRModule out = module.with_attr("target", target);
@@ -120,6 +132,12 @@ ir::IRModule with_target(const ir::IRModule& module, const Target& target, const
       if (!module.contains(item.first)) {
         LOOM_THROW(LookupError) << "device placement names @" << item.first << ", which the module does not define"
                                 << did_you_mean(item.first, module.names());
+      }
+      if (!placement_target(item.second, target, host, device_placement).defined()) {
+        std::string device = item.second.as_device().to_string();
+        LOOM_THROW(Error) << "device placement puts @" << item.first << " on " << device
+                          << ", where none of the module's targets runs: give a target instead (for example {kind: "
+                          << device.substr(0, device.find(':')) << "})";
       }
     }
     out = out.with_attr("device_placement", device_placement);
@@ -154,10 +172,36 @@ Device device_of(const Target& target) {
   return device;
 }
 
-Target function_target(const ir::IRModule& module, const std::string& name) {
+Target placed_target(const ir::IRModule& module, const std::string& name) {
+  if (!module.contains(name)) return Target();
   ir::BaseFunc f = module.lookup(name);
   if (f->attrs.contains("target")) return f->attrs.at("target").cast<Target>();
-  return target_of(module);
+  if (!module->attrs.contains("device_placement")) return Target();
+  Map placement = module->attrs.at("device_placement").cast<Map>();
+  if (!placement.contains(name)) return Target();
+  return placement_target(placement.at(name), target_of(module), host_target(module), placement);
+}
+
+Target function_target(const ir::IRModule& module, const std::string& name) {
+  Target placed = placed_target(module, name);
+  return placed.defined() ? placed : target_of(module);
+}
+
+bool on_cpu_target(const ir::IRModule& module, const std::string& name) {
+  Target t = function_target(module, name);
+  return !t.defined() || traits_of(t).device_type == Device::kCPU;
+}
+
+bool on_device_target(const ir::IRModule& module, const std::string& name) {
+  Target t = function_target(module, name);
+  return !t.defined() || traits_of(t).device_type != Device::kCPU;
+}
+
+Target host_target(const ir::IRModule& module) {
+  if (module->attrs.contains("host")) return module->attrs.at("host").cast<Target>();
+  Target target = target_of(module);
+  if (target.defined() && traits_of(target).device_type == Device::kCPU) return target;
+  return Target();
 }
 
 Device call_device(const ir::IRModule& module, const std::string& name) {
@@ -195,13 +239,13 @@ int64_t detect_vector_bits() {
 }
 
 namespace {
-// intrinsics_lowered: every intrinsic call is one the module's target
+// intrinsics_lowered: every intrinsic call is one the function's target
 // implements natively, or a primitive every target implements.
 std::optional<std::string> unlowered_intrinsic(const ir::IRModule& module) {
-  Target target = target_of(module);
-  std::string kind = target.defined() ? target->kind : "";
-  std::set<std::string> native = native_intrinsics(target);
   return transform::first_problem<tir::PrimFuncNode>(module, [&](const std::string& name, const tir::PrimFuncNode& f) {
+    Target target = function_target(module, name);
+    std::string kind = target.defined() ? target->kind : "";
+    std::set<std::string> native = native_intrinsics(target);
     std::optional<std::string> found;
     Visitor v;
     v.on<tir::CallNode>([&](const tir::CallNode* call) {

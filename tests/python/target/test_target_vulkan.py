@@ -21,12 +21,7 @@ def on_device(a):
     return loom.nd.array(a, device="vulkan")
 
 
-@pytest.fixture(autouse=True)
-def no_validation_messages():
-    messages = loom.runtime.get_global_func("vulkan.validation_messages")
-    messages()  # what earlier tests left
-    yield
-    assert messages() == ""
+pytestmark = pytest.mark.usefixtures("vulkan_quiet")
 
 
 @pytest.mark.parametrize("host", ["llvm", "c"])

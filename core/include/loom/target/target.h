@@ -118,7 +118,9 @@ class TargetTagRegistry {
 };
 
 // The module with its C1 constraints set: "target", optionally "host", and
-// optionally "device_placement" (function name -> Target or device).
+// optionally "device_placement" (function name -> Target or device).  A
+// device entry must be the device of one of the module's targets (the
+// target, the host, or a target of another entry); an Error otherwise.
 ir::IRModule with_target(const ir::IRModule& module, const Target& target, const Target& host = Target(),
                          const Map& device_placement = Map());
 
@@ -133,9 +135,25 @@ TargetTraits traits_of(const Target& target);
 int64_t vector_bits(const Target& target);
 // The device `target`'s code runs on: its kind's device type and id.
 Device device_of(const Target& target);
-// The target prim function `name` of `module` is built for: its attribute
-// "target" when it has one, else the module's (undefined without either).
+// The target a device-placement entry stands for: the entry itself when it
+// is a target; for a device, the first of `target`, `host` and the
+// placement's targets that runs there (undefined when none does).
+Target placement_target(const Any& entry, const Target& target, const Target& host, const Map& placement);
+// The target function `name` of `module` was placed on (docs/devices.md,
+// "One module, several devices"): its attribute "target" when it has one,
+// else its entry in the module's "device_placement"; undefined otherwise.
+Target placed_target(const ir::IRModule& module, const std::string& name);
+// The target function `name` of `module` is built for: placed_target, else
+// the module's (undefined without either).
 Target function_target(const ir::IRModule& module, const std::string& name);
+// Filters for transform::prim_pass and rewrite_prim_funcs: whether
+// function `name` runs on a CPU target, or on a device target
+// (function_target; a function with no target passes both).
+bool on_cpu_target(const ir::IRModule& module, const std::string& name);
+bool on_device_target(const ir::IRModule& module, const std::string& name);
+// The target the host code runs on: the module's attribute "host", else the
+// module's target when it is a CPU (undefined otherwise).
+Target host_target(const ir::IRModule& module);
 // Where a call_dps of @name runs (PlanDevices and the VM compiler agree
 // through this): a prim function on its target's device, an extern
 // function (or a name the module lacks) on the host.
