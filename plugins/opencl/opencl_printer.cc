@@ -9,6 +9,7 @@
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 
+#include <cstring>
 #include <map>
 
 namespace loom::opencl {
@@ -50,6 +51,28 @@ std::string OpenCLPrinter::function_head(const std::string& name, const std::vec
   std::string head = "__kernel void " + name + "(";
   for (size_t k = 0; k < params.size(); ++k) head += (k ? ", " : "") + params[k];
   return head + ")";
+}
+
+// OpenCL C's built-ins the printer calls or that a kernel cannot hide
+// (work-item and synchronisation functions, rint, max and the like), its
+// vector types (float4, uchar16) and conversion functions, besides C's.
+bool OpenCLPrinter::reserved_identifier(const std::string& name) {
+  static const std::set<std::string> words = {
+      "get_group_id", "get_local_id", "get_global_id", "get_num_groups", "get_local_size", "get_global_size",
+      "get_work_dim", "get_global_offset", "barrier", "mem_fence", "rint", "max", "min", "clamp", "mad", "fma",
+      "select", "sign", "mix", "step", "signed", "unsigned", "uchar", "ushort", "uint", "ulong", "event_t",
+      "image2d_t", "sampler_t", "complex", "imaginary", "read_only", "write_only", "read_write", "__kernel"};
+  if (words.count(name) || CSourcePrinter::reserved_identifier(name)) return true;
+  for (const char* prefix : {"convert_", "as_", "CLK_", "vload", "vstore", "atomic_", "atom_"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  for (const char* type : {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half"}) {
+    size_t n = std::strlen(type);
+    if (name.size() > n && name.compare(0, n, type) == 0) {
+      std::string width = name.substr(n);
+      if (width == "2" || width == "3" || width == "4" || width == "8" || width == "16") return true;
+    }
+  }
+  return false;
 }
 
 std::string OpenCLPrinter::intrinsic_name(const std::string& op, DataType t) {

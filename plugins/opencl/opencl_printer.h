@@ -34,6 +34,7 @@ class OpenCLPrinter : public target::CSourcePrinter {
   std::string function_tail() override { return ""; }
   std::string pointer_space(const tir::BufferNode*) override { return "__global"; }
   std::string intrinsic_name(const std::string& op, DataType t) override;
+  bool reserved_identifier(const std::string& name) override;
   std::string thread_index(const std::string& axis) override;
   void print_parallel_for(const tir::ForNode* op) override;
   void print_allocate(const tir::AllocateNode* op) override;

@@ -104,6 +104,46 @@ std::string GLSLPrinter::function_head(const std::string&, const std::vector<std
 
 std::string GLSLPrinter::cast_text(const std::string& type, const std::string& value) { return type + "(" + value + ")"; }
 
+// GLSL 4.50's keywords and reserved words, the built-in functions a
+// shader could call (a variable of that name would hide the function),
+// its vector, matrix and opaque types, the gl_ prefix and the names of the
+// interface blocks this printer writes (Loom...): a variable so named is
+// declared with '_' added, as C's keywords are.
+bool GLSLPrinter::reserved_identifier(const std::string& name) {
+  static const std::set<std::string> words = {
+      // keywords
+      "const", "uniform", "buffer", "shared", "attribute", "varying", "coherent", "volatile", "restrict", "readonly",
+      "writeonly", "atomic_uint", "layout", "centroid", "flat", "smooth", "noperspective", "patch", "sample",
+      "invariant", "precise", "break", "continue", "do", "for", "while", "switch", "case", "default", "if", "else",
+      "subroutine", "in", "out", "inout", "int", "void", "bool", "true", "false", "float", "double", "discard",
+      "return", "uint", "lowp", "mediump", "highp", "precision", "struct",
+      // reserved for future use
+      "common", "partition", "active", "asm", "class", "union", "enum", "typedef", "template", "this", "resource",
+      "goto", "inline", "noinline", "public", "static", "extern", "external", "interface", "long", "short", "half",
+      "fixed", "unsigned", "superp", "input", "output", "filter", "sizeof", "cast", "namespace", "using", "demote",
+      // built-in functions
+      "radians", "degrees", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+      "atanh", "pow", "exp", "log", "exp2", "log2", "sqrt", "inversesqrt", "abs", "sign", "floor", "trunc", "round",
+      "roundEven", "ceil", "fract", "mod", "modf", "min", "max", "clamp", "mix", "step", "smoothstep", "isnan",
+      "isinf", "floatBitsToInt", "floatBitsToUint", "intBitsToFloat", "uintBitsToFloat", "fma", "frexp", "ldexp",
+      "length", "distance", "dot", "cross", "normalize", "reflect", "refract", "lessThan", "lessThanEqual",
+      "greaterThan", "greaterThanEqual", "equal", "notEqual", "any", "all", "not", "uaddCarry", "usubBorrow",
+      "umulExtended", "imulExtended", "bitfieldExtract", "bitfieldInsert", "bitfieldReverse", "bitCount", "findLSB",
+      "findMSB", "atomicAdd", "atomicMin", "atomicMax", "atomicAnd", "atomicOr", "atomicXor", "atomicExchange",
+      "atomicCompSwap", "barrier", "memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer", "groupMemoryBarrier",
+      "main"};
+  if (words.count(name) || CSourcePrinter::reserved_identifier(name)) return true;
+  for (const char* prefix : {"gl_", "Loom", "sampler", "image", "texture", "subpass", "isampler", "usampler",
+                             "iimage", "uimage", "itexture", "utexture"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  // Vector and matrix types (vec4, i64vec2, f16mat3x2) and the explicit
+  // arithmetic types (int64_t, float16_t).
+  size_t at = name.find("vec");
+  if (at == std::string::npos) at = name.find("mat");
+  if (at != std::string::npos && at + 3 < name.size() && name[at + 3] >= '2' && name[at + 3] <= '4') return true;
+  return name.size() > 2 && name.compare(name.size() - 2, 2, "_t") == 0;
+}
+
 std::string GLSLPrinter::intrinsic_name(const std::string& op, DataType t) {
   static const std::set<std::string> any_float = {"sqrt", "floor", "ceil", "trunc"};
   static const std::set<std::string> single = {"exp", "exp2", "log", "log2", "tanh", "sin", "cos", "pow"};

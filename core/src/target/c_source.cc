@@ -122,6 +122,22 @@ std::string CSourcePrinter::thread_index(const std::string& axis) {
 
 std::string CSourcePrinter::type_name(DataType t) { return t.lanes > 1 ? vector_type(t) : scalar_type(t); }
 
+bool CSourcePrinter::reserved_identifier(const std::string& name) {
+  // The functions and macros the printer calls (a variable of that name
+  // would hide them), in their float and double forms.
+  static const std::unordered_set<std::string> called = [] {
+    std::unordered_set<std::string> out = {"NAN", "INFINITY", "isnan", "isinf", "abs"};
+    for (const char* f : {"exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "erf", "floor", "ceil", "trunc", "sin",
+                          "cos", "pow", "fmod", "nearbyint", "fabs", "fmax", "fmin", "round"}) {
+      out.insert(f);
+      out.insert(std::string(f) + "f");
+    }
+    return out;
+  }();
+  return c_keywords().count(name) || called.count(name) || name.rfind("loom_", 0) == 0 || name.rfind("__", 0) == 0 ||
+         (name.size() > 2 && name.compare(name.size() - 2, 2, "_t") == 0);  // a typedef: int64_t, size_t
+}
+
 std::string CSourcePrinter::name_of(const tir::VarNode* v) {
   auto found = names_.find(v);
   if (found == names_.end() || !live_.count(v)) fail("%" + v->name + " is used outside its scope (or is not a parameter)");
@@ -132,7 +148,8 @@ std::string CSourcePrinter::declare(const tir::VarNode* v, const std::string& c_
   std::string base;
   for (char c : v->name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
-  if (c_keywords().count(base) || base.rfind("loom_", 0) == 0 || base.rfind("__", 0) == 0) base += "_";
+  if (reserved_identifier(base)) base += "_";
+  if (reserved_identifier(base)) base = "v_" + base;  // a reserved prefix (GLSL's gl_)
   std::string name = base;
   for (int k = 1; used_names_.count(name); ++k) name = base + "_" + std::to_string(k);
   used_names_.insert(name);

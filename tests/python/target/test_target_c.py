@@ -4,7 +4,8 @@ conftest.CONFIGS; these tests cover what the suite does not reach: the
 IR's integer and float semantics (against Python's own arithmetic, on the
 llvm target too), control flow, parallel loops, workspaces, let, a scalar
 result, the argument checks, export to a library run in a fresh process,
-and the errors."""
+variables named as each dialect's keywords, types and built-ins (c,
+opencl, vulkan), and the errors."""
 import numpy as np
 import pytest
 
@@ -175,6 +176,49 @@ def test_arguments_are_checked(semantics):
         lib["control"](x)
     with pytest.raises(loom.RuntimeError, match=r"argument 2 \(%n\) must be an integer"):
         lib["control"](x, x, 2.5)
+
+
+# Variables named as what C, OpenCL C or GLSL reserve or call: a keyword
+# (in), a prefix (gl_), built-in functions the printers call (exp, expf,
+# max, get_group_id), types (vec4, float4, int64_t).  Each printer renames
+# them (docs/target-c.md, "Names").
+RESERVED_NAMES = """
+@names = prim_func(%sample: Buffer[(%n: int64), float32], %output: Buffer[(%n), float32], %in: float32) {
+  for %i: int64 from 0 extent %n {
+    let %gl_v: float32 = %sample[%i] * %in {
+      let %max: float32 = %gl_v - 0.5 {
+        let %exp: float32 = call(float32, "exp", %max) {
+          let %vec4: float32 = max(%exp, %max) {
+            let %float4: float32 = min(%vec4, 2.0) {
+              let %int64_t: float32 = %float4 + 1.0 {
+                let %get_group_id: float32 = %int64_t * 2.0 {
+                  let %expf: float32 = call(float32, "exp", %get_group_id) {
+                    %output[%i] = %expf;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+@pytest.mark.usefixtures("vulkan_quiet")
+@pytest.mark.parametrize("kind", ["c", "opencl", "vulkan"])
+def test_reserved_names_are_renamed_in_every_dialect(kind, rng):
+    target = {"kind": kind} if kind == "c" else {"kind": kind, "host": {"kind": "llvm"}}
+    lib = loom.build(loom.parse(RESERVED_NAMES), {"target": target})
+    x = rng.uniform(-1, 1, 300).astype(np.float32)
+    device = "cpu" if kind == "c" else kind
+    out = loom.nd.array(np.zeros(300, np.float32), device=device)
+    lib["names"](loom.nd.array(x, device=device), out, 1.5)
+    m = x * 1.5 - 0.5
+    expected = np.exp((np.minimum(np.maximum(np.exp(m), m), 2.0) + 1.0) * 2.0)
+    np.testing.assert_allclose(out.copyto("cpu").numpy(), expected, rtol=1e-5)
 
 
 def test_source_formats():

@@ -110,6 +110,10 @@ class CSourcePrinter {
   virtual std::string cast_text(const std::string& type, const std::string& value);
   // What precedes a helper function's definition ("static inline " in C).
   virtual std::string helper_qualifiers() { return "static inline "; }
+  // Whether `name` may not be a variable's identifier (declare() then adds
+  // '_'): C's keywords and the prefixes of Loom's helpers; a dialect adds
+  // its own (GLSL: its keywords, types and built-in functions, gl_).
+  virtual bool reserved_identifier(const std::string& name);
 
   // ---- helpers for dialects --------------------------------------------------------
   [[noreturn]] void fail(const std::string& what) const;
