@@ -13,6 +13,25 @@
 
 namespace loom::vulkan {
 
+namespace {
+// SPIRV-Tools' validator for Vulkan 1.2 on `words`: Error naming the kernel
+// and the validator's message (which quotes the offending instruction).
+void validate(const std::string& name, const std::vector<uint32_t>& words) {
+  spv_context context = spvContextCreate(SPV_ENV_VULKAN_1_2);
+  spv_const_binary_t binary{words.data(), words.size()};
+  spv_diagnostic diagnostic = nullptr;
+  spv_result_t valid = spvValidate(context, &binary, &diagnostic);
+  std::string why = diagnostic && diagnostic->error ? diagnostic->error : "";
+  spvDiagnosticDestroy(diagnostic);
+  spvContextDestroy(context);
+  if (valid != SPV_SUCCESS) {
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    LOOM_THROW(Error) << "vulkan: kernel '" << name << "' (an IR function of that name): its SPIR-V fails validation: "
+                      << why;
+  }
+}
+}  // namespace
+
 void compile(Kernel& kernel) {
   shaderc_compiler_t compiler = shaderc_compiler_initialize();
   shaderc_compile_options_t options = shaderc_compile_options_initialize();
@@ -36,17 +55,40 @@ void compile(Kernel& kernel) {
     LOOM_THROW(Error) << "vulkan: kernel '" << kernel.name << "' (an IR function of that name) does not compile as GLSL ("
                       << file << ":LINE is a line of inspect_source(\"glsl\")):\n" << message;
   }
+  validate(kernel.name, kernel.spirv);
+}
+
+std::string disassemble(const std::vector<uint32_t>& words) {
   spv_context context = spvContextCreate(SPV_ENV_VULKAN_1_2);
-  spv_const_binary_t binary{kernel.spirv.data(), kernel.spirv.size()};
+  spv_text text = nullptr;
   spv_diagnostic diagnostic = nullptr;
-  spv_result_t valid = spvValidate(context, &binary, &diagnostic);
+  spv_result_t done = spvBinaryToText(context, words.data(), words.size(), SPV_BINARY_TO_TEXT_OPTION_NONE, &text,
+                                      &diagnostic);
+  std::string out = done == SPV_SUCCESS ? std::string(text->str, text->length) : "";
   std::string why = diagnostic && diagnostic->error ? diagnostic->error : "";
+  spvTextDestroy(text);
   spvDiagnosticDestroy(diagnostic);
   spvContextDestroy(context);
-  if (valid != SPV_SUCCESS) {
-    LOOM_THROW(Error) << "vulkan: kernel '" << kernel.name
-                      << "' (an IR function of that name): its SPIR-V fails validation: " << why;
+  if (done != SPV_SUCCESS) LOOM_THROW(Error) << "vulkan: SPIR-V that does not disassemble: " << why;
+  return out;
+}
+
+void validate_assembly(const std::string& name, const std::string& assembly) {
+  spv_context context = spvContextCreate(SPV_ENV_VULKAN_1_2);
+  spv_binary binary = nullptr;
+  spv_diagnostic diagnostic = nullptr;
+  spv_result_t done = spvTextToBinary(context, assembly.data(), assembly.size(), &binary, &diagnostic);
+  std::vector<uint32_t> words = done == SPV_SUCCESS ? std::vector<uint32_t>(binary->code, binary->code + binary->wordCount)
+                                                    : std::vector<uint32_t>();
+  std::string why = diagnostic && diagnostic->error ? diagnostic->error : "";
+  size_t line = diagnostic ? diagnostic->position.line + 1 : 0;
+  spvBinaryDestroy(binary);
+  spvDiagnosticDestroy(diagnostic);
+  spvContextDestroy(context);
+  if (done != SPV_SUCCESS) {
+    LOOM_THROW(Error) << "vulkan: kernel '" << name << "': line " << line << " of its SPIR-V assembly: " << why;
   }
+  validate(name, words);
 }
 
 }  // namespace loom::vulkan

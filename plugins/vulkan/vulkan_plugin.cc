@@ -82,6 +82,25 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::runtime::DeviceAPIRegistry::register_api("vulkan", loom::vulkan::make_device_api());
   loom::runtime::ModuleLoaderRegistry::register_loader(
       "vulkan", Function::typed([](std::string bytes) { return loom::vulkan::load_module(bytes); }, "vulkan.load"));
+  // The shader compiler as the codegen runs it, for checking a shader by
+  // hand (docs/target-vulkan.md, "Checking a shader"): GLSL to validated
+  // SPIR-V, returned as its disassembly; and SPIR-V assembly validated.
+  loom::FunctionRegistry::register_function(
+      "vulkan.compile_glsl", Function::typed(
+                                 [](std::string name, std::string glsl) {
+                                   loom::vulkan::Kernel kernel;
+                                   kernel.name = std::move(name);
+                                   kernel.glsl = std::move(glsl);
+                                   loom::vulkan::compile(kernel);
+                                   return loom::vulkan::disassemble(kernel.spirv);
+                                 },
+                                 "vulkan.compile_glsl"));
+  loom::FunctionRegistry::register_function(
+      "vulkan.validate_spirv", Function::typed(
+                                   [](std::string name, std::string assembly) {
+                                     loom::vulkan::validate_assembly(name, assembly);
+                                   },
+                                   "vulkan.validate_spirv"));
   loom::FunctionRegistry::register_function(
       "vulkan.validation_messages",
       Function::typed([]() { return loom::vulkan::take_validation_messages(); }, "vulkan.validation_messages"));

@@ -43,6 +43,11 @@ std::string take_validation_messages();
 // kernel.spirv; Error naming the kernel, with the compiler's or the
 // validator's message.
 void compile(Kernel& kernel);
+// SPIR-V as text (SPIRV-Tools' disassembler), for the functions below.
+std::string disassemble(const std::vector<uint32_t>& words);
+// Assembles SPIR-V text and validates it as compile() does: Error naming
+// the kernel and the assembler's line or the validator's message.
+void validate_assembly(const std::string& name, const std::string& assembly);
 
 }  // namespace loom::vulkan
 
