@@ -14,6 +14,7 @@
 // is linked into an exported library (linked_code), so both paths run the
 // same machine code.
 #include <loom/ir/analysis.h>
+#include <loom/ir/dps_signature.h>
 #include <loom/ir/op.h>
 #include <loom/ir/text.h>
 #include <loom/plugin_sdk.h>
@@ -78,22 +79,15 @@ std::vector<std::string> isa_names() {
   return out;
 }
 
-// One parameter of the C call: a tensor's data pointer, with what the
-// wrapper checks of the DLTensor.
-struct TensorParam {
-  DataType dtype;
-  std::vector<int64_t> dims;   // the constant extents; -1 for a symbolic one
-  std::vector<int> dim_vars;   // index into Spec::dims for a symbolic extent, else -1
-};
-
 // An asm function, read and checked from its ir.ExternFunc.
 struct Spec {
   std::string name;    // the IR function's global name
   std::string symbol;  // the assembly's entry symbol
   const Isa* isa = nullptr;
   std::vector<std::string> features;  // declared extensions
-  std::vector<TensorParam> params;
-  std::vector<std::string> dims;  // the symbolic dimensions, passed as int64 after the pointers
+  // The tensors (a data pointer each) and the symbolic dimensions, passed
+  // as int64 after the pointers.
+  loom::runtime::DpsSignature signature;
   std::string text;
 
   kind::Machine machine() const {
@@ -109,10 +103,8 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   Spec spec;
   spec.name = name;
   spec.text = f.payload;
-  if (f.convention != "dps") {
-    LOOM_THROW(Error) << "an asm function follows the dps convention (outputs are trailing parameters), not '"
-                      << f.convention << "'";
-  }
+  spec.signature = loom::ir::read_dps_signature(
+      f, "an asm function", "(their data pointers), and its scalars are the symbolic dimensions of their shapes");
   if (f.encoding != "text") LOOM_THROW(Error) << "an asm function's payload is assembly text, not " << f.encoding;
   // isa
   if (!f.attrs.contains("isa") || f.attrs.at("isa").kind() != loom::AnyKind::kStr) {
@@ -158,44 +150,6 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   if (!loom::is_c_identifier(spec.symbol)) {
     LOOM_THROW(Error) << "the entry symbol '" << spec.symbol
                       << "' is not a C identifier; name the function so, or set the attribute global_symbol";
-  }
-  // signature: tensors only, known rank, integer or symbolic extents
-  const auto* tuple = f.signature->ret.as<loom::ir::TupleTypeNode>();
-  if (f.signature->ret.defined() && !(tuple && tuple->fields.size() == 0)) {
-    LOOM_THROW(Error) << "an asm function returns nothing (its outputs are parameters), but the signature returns "
-                      << loom::ir::to_text(f.signature->ret);
-  }
-  std::map<const loom::Object*, int> dim_index;
-  for (size_t i = 0; i < f.signature->params.size(); ++i) {
-    const auto* t = f.signature->params[i].as_object_ref().as<loom::ir::TensorTypeNode>();
-    std::string where = "parameter " + std::to_string(i);
-    if (!t) {
-      LOOM_THROW(Error) << where << " is " << loom::ir::to_text(f.signature->params[i].cast<loom::ir::Type>())
-                        << "; an asm function takes tensors (their data pointers), and its scalars are the "
-                           "symbolic dimensions of their shapes";
-    }
-    if (t->unknown_rank()) LOOM_THROW(Error) << where << " has an unknown rank; the asm function must know its shapes";
-    if (t->dtype.lanes != 1) LOOM_THROW(Error) << where << " has the vector dtype " << t->dtype.to_string();
-    TensorParam p;
-    p.dtype = t->dtype;
-    for (const Any& d : t->shape) {
-      if (const auto* imm = d.as_object_ref().as<loom::tir::IntImmNode>()) {
-        p.dims.push_back(imm->value);
-        p.dim_vars.push_back(-1);
-      } else if (const auto* var = d.as_object_ref().as<loom::tir::VarNode>()) {
-        auto found = dim_index.find(var);
-        if (found == dim_index.end()) {
-          found = dim_index.emplace(var, static_cast<int>(spec.dims.size())).first;
-          spec.dims.push_back(var->name);
-        }
-        p.dims.push_back(-1);
-        p.dim_vars.push_back(found->second);
-      } else {
-        LOOM_THROW(Error) << where << " has the extent " << loom::ir::to_text(d.cast<loom::tir::PrimExpr>())
-                          << "; extents are integers or symbolic dimensions";
-      }
-    }
-    spec.params.push_back(std::move(p));
   }
   return spec;
 }
@@ -358,20 +312,20 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
 }
 )";
   for (const Spec& spec : specs) {
-    size_t n = spec.params.size();
+    size_t n = spec.signature.params.size();
     c << "\n/* @" << spec.name << " (" << spec.isa->name << ") */\n";
     c << "extern void " << spec.symbol << "(";
-    for (size_t i = 0; i < n + spec.dims.size(); ++i) c << (i ? ", " : "") << (i < n ? "void*" : "int64_t");
-    if (n + spec.dims.size() == 0) c << "void";
+    for (size_t i = 0; i < n + spec.signature.dims.size(); ++i) c << (i ? ", " : "") << (i < n ? "void*" : "int64_t");
+    if (n + spec.signature.dims.size() == 0) c << "void";
     c << ");\n";
     c << "int32_t " << wrapper_symbol(spec)
       << "(const LoomValue* args, const int32_t* codes, int32_t num_args, LoomValue* ret, int32_t* ret_code, "
          "void* resource) {\n";
     c << "  static const char* const var_names[] = {";
-    for (size_t k = 0; k < spec.dims.size(); ++k) c << (k ? ", " : "") << "\"" << spec.dims[k] << "\"";
-    c << (spec.dims.empty() ? "0" : "") << "};\n";
-    c << "  int64_t values[" << std::max<size_t>(spec.dims.size(), 1) << "] = {0};\n";
-    c << "  int bound[" << std::max<size_t>(spec.dims.size(), 1) << "] = {0};\n";
+    for (size_t k = 0; k < spec.signature.dims.size(); ++k) c << (k ? ", " : "") << "\"" << spec.signature.dims[k] << "\"";
+    c << (spec.signature.dims.empty() ? "0" : "") << "};\n";
+    c << "  int64_t values[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
+    c << "  int bound[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
     c << "  void* data[" << std::max<size_t>(n, 1) << "];\n";
     c << "  (void)ret; (void)resource; (void)var_names;\n";
     c << "  if (num_args != " << n << ") {\n"
@@ -390,7 +344,7 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
         << "#endif\n";
     }
     for (size_t i = 0; i < n; ++i) {
-      const TensorParam& p = spec.params[i];
+      const loom::runtime::DpsTensor& p = spec.signature.params[i];
       std::string dims, vars;
       for (size_t d = 0; d < p.dims.size(); ++d) {
         dims += (d ? ", " : "") + std::to_string(p.dims[d]) + "LL";
@@ -405,7 +359,7 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
     }
     c << "  " << spec.symbol << "(";
     for (size_t i = 0; i < n; ++i) c << (i ? ", " : "") << "data[" << i << "]";
-    for (size_t k = 0; k < spec.dims.size(); ++k) c << (n + k ? ", " : "") << "values[" << k << "]";
+    for (size_t k = 0; k < spec.signature.dims.size(); ++k) c << (n + k ? ", " : "") << "values[" << k << "]";
     c << ");\n  *ret_code = 0;\n  return 0;\n}\n";
   }
   return c.str();

@@ -161,7 +161,7 @@ TEST(Asm, ValidationNamesTheFunctionAndTheAssemblyLine) {
             "@relu: an asm function returns nothing (its outputs are parameters), but the signature returns "
             "(Tensor[(4), float32],)");
   EXPECT_EQ(problem(kX86, "x", "fn(Tensor[?, float32]) -> none"),
-            "@relu: parameter 0 has an unknown rank; the asm function must know its shapes");
+            "@relu: parameter 0 has an unknown rank; an asm function must know its shapes");
   EXPECT_EQ(problem(kX86, "x", "fn(int64) -> none"),
             "@relu: parameter 0 is int64; an asm function takes tensors (their data pointers), and its scalars are "
             "the symbolic dimensions of their shapes");
