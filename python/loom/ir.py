@@ -6,6 +6,8 @@ Every node is a `loom.Object` whose attributes are its reflected fields;
 of any registered type, a plugin's included.  The builders below go
 through the C++ constructors (so their checks and derived fields apply).
 """
+import base64
+
 from . import _core
 from ._ffi import call, is_node, type_name
 
@@ -109,10 +111,14 @@ def Op(name):
 
 
 def ExternFunc(kind, payload, params, ret=None, convention="dps", attrs=None):
-    """An extern function of a registered kind ("asm", ...): its payload
-    text, the types of its parameters and result, and its calling
-    convention ("dps": outputs are trailing parameters; "packed")."""
-    return call("ir.ExternFunc", kind, payload, FuncType(params, ret), convention, attrs or {})
+    """An extern function of a registered kind ("asm", "torchscript", ...):
+    its payload (text, or bytes, kept base64-encoded), the types of its
+    parameters and result, and its calling convention ("dps": outputs are
+    trailing parameters; "packed")."""
+    encoding = "text"
+    if isinstance(payload, (bytes, bytearray)):
+        payload, encoding = base64.b64encode(bytes(payload)).decode("ascii"), "base64"
+    return call("ir.ExternFunc", kind, payload, FuncType(params, ret), convention, attrs or {}, encoding)
 
 
 def IRModule(functions=None, attrs=None):

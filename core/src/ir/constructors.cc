@@ -77,11 +77,18 @@ void register_types() {
 
 void register_module() {
   def("ir.ExternFunc",
-      [](std::string kind, std::string payload, FuncType signature, std::string convention, Map attrs) {
-        return ExternFunc(std::move(kind), std::move(payload), need(signature, "ir.ExternFunc", "signature"),
-                          std::move(convention), or_empty(attrs));
+      [](std::string kind, std::string payload, FuncType signature, std::string convention, Map attrs,
+         std::string encoding) {
+        if (encoding != "text" && encoding != "base64") {
+          LOOM_THROW(Error) << "ir.ExternFunc: encoding is 'text' or 'base64', not '" << encoding << "'";
+        }
+        ExternFunc f(std::move(kind), std::move(payload), need(signature, "ir.ExternFunc", "signature"),
+                     std::move(convention), or_empty(attrs));
+        const_cast<ExternFuncNode*>(f.get())->encoding = encoding;  // a new node: not shared yet
+        return f;
       },
-      "ir.ExternFunc(kind, payload, signature: FuncType, convention 'dps' or 'packed', attrs)");
+      "ir.ExternFunc(kind, payload, signature: FuncType, convention 'dps' or 'packed', attrs, encoding 'text' or "
+      "'base64')");
   def("ir.IRModule",
       [](Map functions, Map attrs, Map global_infos) {
         std::map<std::string, Any> checked;
