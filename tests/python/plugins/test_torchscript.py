@@ -6,6 +6,7 @@ runs without importing torch; libtorch never loaded by what does not use
 the kind; the signature checks and the errors of a call."""
 import base64
 import io
+import os
 import subprocess
 import sys
 
@@ -216,3 +217,12 @@ def test_call_errors_name_the_function_and_the_argument():
 class CumsumSortOne(torch.nn.Module):
     def forward(self, x):
         return torch.cumsum(x, dim=5)
+
+
+def test_the_example_runs_and_agrees_both_ways():
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "torchscript" / "model.py")], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "1. torchscript inside loom" in run.stdout and "exported and loaded" in run.stdout
+    assert "ok: TorchScript and Loom agree both ways" in run.stdout
