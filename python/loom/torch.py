@@ -2,7 +2,9 @@
 (docs/extern-torchscript.md, "Back to PyTorch").
 
 `compile(module, example_inputs, config=...)` imports a torch.nn.Module
-(loom.frontend.torch.from_fx), builds it, and returns a CompiledModule:
+or a TorchScript module (loom.frontend.torch.from_torchscript: what Loom
+cannot compile stays TorchScript, run by libtorch), builds it, and
+returns a CompiledModule:
 PyTorch code calls it with torch tensors and gets torch tensors back, both
 ways through DLPack without a copy.  `CompiledModule.export(path)` writes
 one shared library; `load(path)` returns a CompiledModule again, in a
@@ -42,13 +44,14 @@ class CompiledModule:
 
 
 def compile(module, example_inputs, config=None):
-    """Imports `module` (a torch.nn.Module) for inputs shaped like
-    `example_inputs` and builds it with `config` (a YAML path, a dict or a
-    loom.Config; the llvm target for this machine without one)."""
-    from .frontend.torch import from_fx
+    """Imports `module` (a torch.nn.Module, scripted first, or a scripted
+    or traced module) for inputs shaped like `example_inputs` and builds it
+    with `config` (a YAML path, a dict or a loom.Config; the llvm target
+    for this machine without one)."""
+    from .frontend.torch import from_torchscript
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
     with _torch.no_grad():
-        imported = from_fx(module, examples)
+        imported = from_torchscript(module, examples)
     return CompiledModule(_build(imported, config if config is not None else DEFAULT_CONFIG))
 
 

@@ -68,11 +68,13 @@ Commands:
   check FILE.yaml             check a config (keys, types, plugins, passes and their
                               options, config keys, target attributes) without
                               loading any plugin: from the plugins' declarations
-  import MODEL.onnx -o OUT.loom [--shape NAME=D0,D1,...]...
-                              import an ONNX model (through the Python package):
-                              the module as text to OUT.loom, weights over 1 KiB as
-                              raw bytes to OUT.loom.weights; a dimension given by a
-                              name stays symbolic
+  import MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...]... [--report]
+                              import an ONNX model or a TorchScript file (through the
+                              Python package): the module as text to OUT.loom, weights
+                              over 1 KiB as raw bytes to OUT.loom.weights; a dimension
+                              given by a name stays symbolic (ONNX); TorchScript needs
+                              every input's shape and keeps what Loom cannot compile as
+                              torchscript functions (--report: which nodes went where)
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
   run LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME] [--input X.npy]...

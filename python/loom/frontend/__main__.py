@@ -1,11 +1,15 @@
-"""`python3 -m loom.frontend import MODEL.onnx -o OUT.loom`: what
-`loomc import` runs (docs/frontends.md, "From the command line").
+"""`python3 -m loom.frontend import MODEL -o OUT.loom`: what `loomc
+import` runs (docs/frontends.md, "From the command line").
 
-Imports an ONNX model with loom.frontend.onnx.from_onnx, weights as
-constants, and writes it with loom.ir.save: the text to OUT, the weights
-over 1 KiB as raw bytes to OUT.weights.  --shape NAME=D0,D1,... fixes an
-input's shape (a dimension that is a name stays symbolic).  Exit status: 0
-written, 1 an error (one line on stderr), 2 a usage error.
+Imports an ONNX model (.onnx) with loom.frontend.onnx.from_onnx, or a
+TorchScript file (.pt, .pth: torch.jit.save's) with
+loom.frontend.torch.from_torchscript, weights as constants, and writes it
+with loom.ir.save: the text to OUT, the weights over 1 KiB as raw bytes to
+OUT.weights.  --shape NAME=D0,D1,... fixes an input's shape (for ONNX, a
+dimension that is a name stays symbolic; TorchScript needs every input's,
+as integers: the importer runs the model once on random float32 inputs of
+those shapes).  --report prints where each TorchScript node went.  Exit
+status: 0 written, 1 an error (one line on stderr), 2 a usage error.
 """
 import argparse
 import pathlib
@@ -30,19 +34,25 @@ def _shape(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="loomc import",
-                                     description="Import an ONNX model as a Loom module file.")
-    parser.add_argument("model", help="the .onnx file")
+                                     description="Import an ONNX model or a TorchScript file as a Loom module file.")
+    parser.add_argument("model", help="the .onnx file, or a .pt/.pth file torch.jit.save wrote")
     parser.add_argument("-o", "--output", required=True, help="the .loom file to write (weights go to OUTPUT.weights)")
     parser.add_argument("--shape", type=_shape, action="append", default=[], metavar="NAME=D0,D1,...",
                         help="an input's shape; a dimension given by a name stays symbolic")
+    parser.add_argument("--report", action="store_true",
+                        help="TorchScript: print which nodes Loom compiles and which stay TorchScript")
     args = parser.parse_args(argv)
-    if not args.model.endswith(".onnx"):
-        parser.error(f"{args.model}: loomc import reads ONNX models (.onnx); import a PyTorch module from "
-                     "Python with loom.frontend.torch.from_fx")
+    torchscript = args.model.endswith((".pt", ".pth"))
+    if not args.model.endswith(".onnx") and not torchscript:
+        parser.error(f"{args.model}: loomc import reads ONNX models (.onnx) and TorchScript files (.pt, .pth); "
+                     "import a PyTorch module from Python with loom.frontend.torch.from_fx")
     import loom
-    from loom.frontend import onnx as lonnx
     try:
-        module = lonnx.from_onnx(args.model, dict(args.shape) or None)
+        if torchscript:
+            module = _torchscript(args)
+        else:
+            from loom.frontend import onnx as lonnx
+            module = lonnx.from_onnx(args.model, dict(args.shape) or None)
         loom.ir.save(module, args.output)
     except loom.LoomError as e:
         print(f"loomc import: {e}", file=sys.stderr)
@@ -53,8 +63,32 @@ def main(argv=None):
     return 0
 
 
+def _torchscript(args):
+    import loom
+    import torch
+    from loom.frontend.torch import from_torchscript
+    try:
+        scripted = torch.jit.load(args.model)
+    except Exception as e:  # libtorch's errors come as RuntimeError or ValueError
+        raise loom.TypeError(f"{args.model}: not a TorchScript file torch.jit.load reads: "
+                             f"{str(e).splitlines()[0]}") from None
+    names = [a.name for a in scripted.forward.schema.arguments[1:]]
+    shapes = dict(args.shape)
+    missing = [n for n in names if n not in shapes]
+    symbolic = [n for n, dims in shapes.items() if not all(isinstance(d, int) for d in dims)]
+    if missing or symbolic or set(shapes) - set(names):
+        raise loom.TypeError(f"{args.model}: a TorchScript file needs each input's shape: --shape NAME=D0,D1,... "
+                             f"with integers for each of {', '.join(names)}")
+    generator = torch.Generator().manual_seed(0)
+    examples = [torch.randn(*shapes[n], generator=generator) for n in names]
+    module, report = from_torchscript(scripted, examples, report=True)
+    if args.report:
+        print(report)
+    return module
+
+
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if not argv or argv[0] != "import":
-        sys.exit("usage: python3 -m loom.frontend import MODEL.onnx -o OUT.loom [--shape NAME=D0,D1,...]")
+        sys.exit("usage: python3 -m loom.frontend import MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...] [--report]")
     sys.exit(main(argv[1:]))

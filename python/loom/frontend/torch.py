@@ -391,3 +391,6 @@ if __name__ == "__main__":
         print(_table())
     else:
         sys.exit("usage: python3 -m loom.frontend.torch --table")
+
+
+from .torchscript import from_torchscript  # noqa: E402,F401 (loom.frontend.torch.from_torchscript)

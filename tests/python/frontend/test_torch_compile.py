@@ -85,3 +85,22 @@ a, b = compiled(data["x"], data["y"])
 torch.testing.assert_close(a, data["a"], rtol=1e-5, atol=1e-5)
 torch.testing.assert_close(b, data["b"], rtol=1e-5, atol=1e-5)
 """, tmp_path)
+
+
+class WithCumsum(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        return torch.relu(self.fc(torch.cumsum(x, dim=1)))
+
+
+def test_what_loom_lacks_stays_torchscript_inside_the_compiled_module():
+    torch.manual_seed(0)
+    model = WithCumsum().eval()
+    x = torch.randn(3, 6)
+    compiled = ltorch.compile(model, [x])
+    assert [m.kind for m in compiled.library.imports[0].imports] == ["torchscript"]
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
