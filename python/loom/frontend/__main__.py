@@ -67,6 +67,8 @@ def _torchscript(args):
     import loom
     import torch
     from loom.frontend.torch import from_torchscript
+    if not pathlib.Path(args.model).is_file():
+        raise loom.TypeError(f"{args.model}: cannot read: no such file")
     try:
         scripted = torch.jit.load(args.model)
     except Exception as e:  # libtorch's errors come as RuntimeError or ValueError

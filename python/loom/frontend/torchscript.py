@@ -341,13 +341,17 @@ def from_torchscript(module, example_inputs, *, report=False):
                     values[o] = item
                 continue
             node = _Node(kind, n.output().debugName())
-            if kind in _ATEN:  # the first argument is the tensor; converters make constants of weights
-                out = _ATEN[kind](ctx, node, *[ctx.expr(a) if k == 0 else a for k, a in enumerate(args)])
-            else:
-                convert, _ = fx.REGISTRY.find(_FX_KEYS[kind], 0)
-                if kind in ("aten::add", "aten::sub"):
-                    args = args[:2]  # alpha is 1 (_accepts)
-                out = convert(ctx, node, *[ctx.expr(a) if isinstance(a, np.ndarray) else a for a in args])
+            try:
+                if kind in _ATEN:  # the first argument is the tensor; converters make constants of weights
+                    out = _ATEN[kind](ctx, node, *[ctx.expr(a) if k == 0 else a for k, a in enumerate(args)])
+                else:
+                    convert, _ = fx.REGISTRY.find(_FX_KEYS[kind], 0)
+                    if kind in ("aten::add", "aten::sub"):
+                        args = args[:2]  # alpha is 1 (_ACCEPTS)
+                    out = convert(ctx, node, *[ctx.expr(a) if isinstance(a, np.ndarray) else a for a in args])
+            except _Unsupported as e:  # _ACCEPTS should have kept it TorchScript
+                raise _core.TypeError(f"from_torchscript: {kind} '{node.name}': {e} is not supported, and the "
+                                      "importer did not keep it TorchScript (_ACCEPTS lacks the case)") from None
             values[n.output()] = bind(n.output().debugName(), ctx.expr(out), ctx.type(out))
             result.compiled[n.output().debugName()] = kind
             continue

@@ -242,8 +242,11 @@ def test_loomc_import_errors(tmp_path):
     assert done.returncode == 1 and "junk.onnx: not an ONNX model" in done.stderr, done.stderr
     done = loomc_import(tmp_path / "missing.onnx", "-o", tmp_path / "m.loom")
     assert done.returncode == 1 and "cannot read" in done.stderr and "missing.onnx" in done.stderr, done.stderr
-    done = loomc_import(tmp_path / "model.pt", "-o", tmp_path / "m.loom")
-    assert done.returncode == 2 and "loomc import reads ONNX models (.onnx)" in done.stderr, done.stderr
+    done = loomc_import(tmp_path / "model.tflite", "-o", tmp_path / "m.loom")
+    assert done.returncode == 2 and "loomc import reads ONNX models (.onnx) and TorchScript files" in done.stderr, \
+        done.stderr
+    done = loomc_import(tmp_path / "missing.pt", "-o", tmp_path / "m.loom")
+    assert done.returncode == 1 and "cannot read" in done.stderr and "missing.pt" in done.stderr, done.stderr
     done = loomc_import(tmp_path / "lstm.onnx", "-o", tmp_path / "m.loom", "--shape", "x=1,2-3")
     assert done.returncode == 2 and "dimension '2-3' is neither a count nor a name" in done.stderr, done.stderr
     done = loomc_import(tmp_path / "lstm.onnx")
