@@ -90,23 +90,34 @@ ir::Expr drop_dead_bindings(const ir::Expr& e) {
 std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
   std::vector<Binding> bindings;
   int fresh = 0;
-  std::function<ir::Expr(const ir::Expr&)> flatten = [&](const ir::Expr& value) -> ir::Expr {
+  std::function<ir::Expr(const ir::Expr&)> flatten;
+  // A call nested in an argument or a tuple field, bound to a variable of
+  // its own (after its own nested calls); anything else as it is.
+  auto bound = [&](const ir::Expr& e, bool* changed) -> ir::Expr {
+    if (!e.as<graph::CallNode>()) return e;
+    graph::Var v("t" + std::to_string(fresh++));
+    ir::Expr inner = with_stack([&] { return flatten(e); });  // one level of stack per level of nesting
+    const_cast<graph::VarNode*>(v.get())->checked_type = e->checked_type;
+    bindings.push_back({v, inner});
+    *changed = true;
+    return v;
+  };
+  flatten = [&](const ir::Expr& value) -> ir::Expr {
+    bool changed = false;
+    if (const auto* tuple = value.as<graph::TupleNode>()) {
+      // A tuple of calls (a function returning two results): each call is
+      // bound too, so the passes over the chain see it.
+      std::vector<ir::Expr> fields;
+      for (const Any& f : tuple->fields) fields.push_back(bound(f.cast<ir::Expr>(), &changed));
+      if (!changed) return value;
+      graph::Tuple rebuilt(fields);
+      const_cast<graph::TupleNode*>(rebuilt.get())->checked_type = value->checked_type;
+      return rebuilt;
+    }
     const auto* call = value.as<graph::CallNode>();
     if (!call) return value;
-    bool changed = false;
     std::vector<ir::Expr> args;
-    for (const Any& a : call->args) {
-      ir::Expr arg = a.cast<ir::Expr>();
-      if (arg.as<graph::CallNode>()) {
-        graph::Var v("t" + std::to_string(fresh++));
-        ir::Expr inner = with_stack([&] { return flatten(arg); });  // one level of stack per level of nesting
-        const_cast<graph::VarNode*>(v.get())->checked_type = arg->checked_type;
-        bindings.push_back({v, inner});
-        arg = v;
-        changed = true;
-      }
-      args.push_back(arg);
-    }
+    for (const Any& a : call->args) args.push_back(bound(a.cast<ir::Expr>(), &changed));
     if (!changed) return value;
     std::vector<ir::Type> type_args;
     for (const Any& t : call->type_args) type_args.push_back(t.cast<ir::Type>());

@@ -39,7 +39,8 @@ struct Binding {
 // The top-level let chain of `body` as bindings, with every call nested
 // inside a binding's value (or the result) bound to a fresh variable of
 // its own, typed as the call was ("t0", "t1", ...): `gelu(add(h, b))`
-// becomes two bindings.  Returns the bindings and the result expression.
+// becomes two bindings, and so does the tuple `(relu(a), tanh(b))`.
+// Returns the bindings and the result expression.
 std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body);
 
 // let b0 = ...; let b1 = ...; result
