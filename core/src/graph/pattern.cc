@@ -112,6 +112,8 @@ Pattern constant() {
 }
 
 Pattern op(const std::string& name, std::vector<Pattern> args) {
+  for (const Pattern& a : args)
+    if (!a.get()) LOOM_THROW(Error) << "op(\"" << name << "\", ...): an empty pattern among its arguments";
   PatternImpl impl;
   impl.kind = PatternImpl::Kind::kOp;
   impl.op = name;
@@ -120,6 +122,7 @@ Pattern op(const std::string& name, std::vector<Pattern> args) {
 }
 
 Pattern Pattern::where(std::function<bool(const ir::Expr&)> pred, std::string what) const {
+  if (!impl_) LOOM_THROW(Error) << "Pattern::where on an empty pattern";
   PatternImpl impl = *impl_;
   impl.predicates.push_back({std::move(pred), std::move(what)});
   return make(std::move(impl));
@@ -177,6 +180,7 @@ Pattern Pattern::has_attr(const std::string& name, Any value) const {
 }
 
 Pattern Pattern::operator|(const Pattern& other) const {
+  if (!impl_ || !other.impl_) LOOM_THROW(Error) << "Pattern::operator|: an empty pattern";
   PatternImpl impl;
   impl.kind = PatternImpl::Kind::kAlt;
   impl.args = {*this, other};
@@ -184,6 +188,7 @@ Pattern Pattern::operator|(const Pattern& other) const {
 }
 
 std::string Pattern::describe() const {
+  if (!impl_) return "(no pattern)";
   const PatternImpl& p = *impl_;
   std::string out;
   switch (p.kind) {
@@ -203,6 +208,7 @@ std::string Pattern::describe() const {
 }
 
 std::optional<Match> match(const Pattern& pattern, const ir::Expr& expr, const Bindings& bindings) {
+  if (!pattern.get()) LOOM_THROW(Error) << "match: an empty pattern (made by Pattern())";
   Matcher m(bindings);
   if (!m.run(pattern, expr)) return std::nullopt;
   return m.result(expr);

@@ -6,13 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
+#include "loom/graph/pattern_table.h"
 #include "loom/runtime/ndarray.h"
+#include "test_util.h"
 
 namespace loom::graph {
 namespace {
@@ -130,6 +133,40 @@ TEST(Pattern, PredicatesOnTypesAndAttributes) {
   EXPECT_EQ(conv(base.has_dtype(DataType::Float(32))).describe(),
             "op(\"relu\", [op(\"add\", [op(\"conv2d\", [*, *]) where dtype float32, *])])");
   EXPECT_EQ((op("relu", {constant()}) | wildcard()).describe(), "(op(\"relu\", [const]) | *)");
+}
+
+TEST(PatternTable, RegisteredOncePerCodegenAndFoundBySuggestion) {
+  Pattern conv = op("conv2d", {wildcard(), wildcard()});
+  PatternTableRegistry::register_table(
+      "test_accel", {{"test_accel.conv_relu", op("relu", {conv}), {}},
+                     {"test_accel.conv", conv, [](const Match& m) { return m.calls.size() == 1; }}});
+  PatternTable table = PatternTableRegistry::get("test_accel");
+  ASSERT_EQ(table.entries.size(), 2u);
+  EXPECT_EQ(table.entries[0].name, "test_accel.conv_relu");  // in the order given: the priority
+  Typed t = typed(kConvBlock);
+  ir::Expr c;  // conv2d's binding
+  for (const auto& [var, value] : t.lets)
+    if (var->name == "c") c = value;
+  std::optional<Match> m = match(table.entries[1].pattern, c, t.bindings());
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(table.entries[1].check(*m));
+  std::vector<std::string> listed = PatternTableRegistry::list();
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "test_accel"), listed.end());
+  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("test_accel", {}); }),
+            "pattern table 'test_accel' is already registered by core; a name is registered once (pass "
+            "allow_override=true to replace it deliberately)");
+  EXPECT_NE(test::error_of([&] { PatternTableRegistry::get("test_acel"); }).find("did you mean 'test_accel'"),
+            std::string::npos);
+  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("other", {{"", conv, {}}}); }),
+            "pattern table 'other': an entry without a name");
+  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("other", {{"a", conv, {}}, {"a", conv, {}}}); }),
+            "pattern table 'other': the entry name 'a' is used twice");
+  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("other", {{"a", Pattern(), {}}}); }),
+            "pattern table 'other': entry 'a' has no pattern");
+  EXPECT_FALSE(PatternTableRegistry::entry("other"));
+  EXPECT_EQ(test::error_of([&] { match(Pattern(), c); }), "match: an empty pattern (made by Pattern())");
+  EXPECT_EQ(test::error_of([&] { op("relu", {Pattern()}); }),
+            "op(\"relu\", ...): an empty pattern among its arguments");
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ class Pattern {
   // The pattern as text: op("relu", [op("add", [*, const])]) where dtype float32.
   std::string describe() const;
 
-  const PatternImpl* get() const { return impl_.get(); }
+  const PatternImpl* get() const { return impl_.get(); }  // null for a default-made pattern
+  Pattern() = default;  // no pattern: match() refuses it
   explicit Pattern(std::shared_ptr<const PatternImpl> impl) : impl_(std::move(impl)) {}
 
  private:
