@@ -311,6 +311,8 @@ ir::IRModule place_callees(const ir::IRModule& module) {
   for (const std::string& name : module.names()) {
     if (!module.lookup(name).as<graph::FunctionNode>()) continue;
     target::Target placed = target::placed_target(module, name);
+    // Placed on the module's own target: nothing to pass on.
+    if (placed.defined() && structural_equal(Any(placed), Any(target::target_of(module)))) placed = target::Target();
     any_placed |= placed.defined();
     std::set<std::string> seen;
     Visitor v;

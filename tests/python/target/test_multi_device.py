@@ -180,6 +180,12 @@ def test_a_kernel_called_from_two_placements_is_copied(rng, tmp_path):
     assert "exp" in lib.imports[0].function_names()  # the CPU's copy
 
 
+def test_a_placement_on_the_modules_own_target_copies_nothing(tmp_path):
+    config = {"target": {"kind": "llvm", "device-placement": {"on_device": "cpu:0"}}}
+    ir = emit_ir(tmp_path, SHARED, config)
+    assert "exp_llvm" not in ir and "device_copy" not in ir
+
+
 def test_a_device_names_one_of_the_modules_targets(rng, tmp_path):
     # cpu:0 is the host's device: @scale is built for the host, the rest for opencl.
     config = {"target": {"kind": "opencl", "host": {"kind": "llvm"}, "device-placement": {"scale": "cpu:0"}}}
