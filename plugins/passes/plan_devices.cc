@@ -1,5 +1,6 @@
 #include "plan_devices.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -9,7 +10,6 @@
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/support/stack.h"
-#include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/target/target.h"
 #include "loom/tir/function.h"
@@ -312,7 +312,7 @@ ir::IRModule place_callees(const ir::IRModule& module) {
     if (!module.lookup(name).as<graph::FunctionNode>()) continue;
     target::Target placed = target::placed_target(module, name);
     // Placed on the module's own target: nothing to pass on.
-    if (placed.defined() && structural_equal(Any(placed), Any(target::target_of(module)))) placed = target::Target();
+    if (target::same_target(placed, target::target_of(module))) placed = target::Target();
     any_placed |= placed.defined();
     std::set<std::string> seen;
     Visitor v;
@@ -336,9 +336,8 @@ ir::IRModule place_callees(const ir::IRModule& module) {
         unplaced_caller = true;
         continue;
       }
-      bool known = false;
-      for (const target::Target& have : targets) known |= structural_equal(Any(have), Any(t));
-      if (!known) targets.push_back(t);
+      auto same = [&](const target::Target& have) { return target::same_target(have, t); };
+      if (std::none_of(targets.begin(), targets.end(), same)) targets.push_back(t);
     }
     if (targets.empty()) continue;
     if (targets.size() == 1 && !unplaced_caller) {
@@ -349,7 +348,7 @@ ir::IRModule place_callees(const ir::IRModule& module) {
       std::string copy = names.fresh(callee + "_" + t->kind);
       changed[copy] = placed_on(f, t);
       for (const auto& [caller, ct] : by)
-        if (ct.defined() && structural_equal(Any(ct), Any(t))) renamed[caller][callee] = copy;
+        if (target::same_target(ct, t)) renamed[caller][callee] = copy;
     }
   }
   for (const auto& [caller, map] : renamed) {

@@ -1,10 +1,11 @@
 #include "loom/driver/build.h"
 
+#include <algorithm>
+
 #include "loom/driver/vm_compiler.h"
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
-#include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/device_api.h"
 #include "loom/target/codegen.h"
@@ -41,9 +42,8 @@ std::vector<target::Target> targets_used(const ir::IRModule& module, const targe
   for (const std::string& name : module.names()) {
     if (!module.lookup(name).as<tir::PrimFuncNode>()) continue;
     target::Target t = target::function_target(module, name);
-    bool known = false;
-    for (const target::Target& have : out) known |= structural_equal(Any(have), Any(t));
-    if (!known && t.defined()) out.push_back(t);
+    auto same = [&](const target::Target& have) { return target::same_target(have, t); };
+    if (t.defined() && std::none_of(out.begin(), out.end(), same)) out.push_back(t);
   }
   return out;
 }
@@ -68,7 +68,7 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
   std::vector<Group> groups;
   auto group_for = [&](const target::Target& t) -> Group& {
     for (Group& g : groups)
-      if (g.codegen && structural_equal(Any(g.target), Any(t))) return g;
+      if (g.codegen && target::same_target(g.target, t)) return g;
     groups.push_back(Group{"the codegen for '" + t->kind + "'", target::CodegenRegistry::get(t->kind), t, true, {}});
     return groups.back();
   };
@@ -95,7 +95,7 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
   size_t root = groups.size();
   for (const Group& g : groups) {
     ir::IRModule part(g.functions, module->attrs, module->global_infos);
-    bool is_host = g.codegen && host.defined() && structural_equal(Any(g.target), Any(host));
+    bool is_host = g.codegen && host.defined() && target::same_target(g.target, host);
     std::string label = is_host && on_device(target) ? "the codegen for the host target '" + host->kind + "'" : g.label;
     runtime::Module out = g.make(part, g.target).cast<runtime::Module>();
     if (!out.defined()) LOOM_THROW(Error) << label << " returned no module";
@@ -152,7 +152,7 @@ void check_placement(const ir::IRModule& module) {
       v.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g) {
         if (!module.contains(g->name) || !module.lookup(g->name).as<tir::PrimFuncNode>()) return;
         target::Target callee = target::function_target(module, g->name);
-        if (callee.defined() && structural_equal(Any(callee), Any(placed))) return;
+        if (target::same_target(callee, placed)) return;
         LOOM_THROW(Error) << "build: @" << name << " is placed on target '" << placed->kind << "', but @" << g->name
                           << ", which it calls, is built for '" << (callee.defined() ? callee->kind : "none")
                           << "': the pipeline must run PlanDevices, which passes a graph function's placement on to "

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/plugin/manager.h"
 #include "loom/runtime/thread_pool.h"
@@ -110,6 +111,11 @@ void TargetTagRegistry::register_tag(TargetTag tag) {
 }
 TargetTag TargetTagRegistry::get(const std::string& name) { return tags().get(name); }
 std::vector<std::string> TargetTagRegistry::list() { return tags().names(); }
+
+bool same_target(const Target& a, const Target& b) {
+  if (!a.defined() || !b.defined()) return a.defined() == b.defined();
+  return a.same_as(b) || structural_equal(Any(a), Any(b));
+}
 
 Target placement_target(const Any& entry, const Target& target, const Target& host, const Map& placement) {
   if (entry.kind() != AnyKind::kDevice) return entry.cast<Target>();

@@ -135,6 +135,9 @@ TargetTraits traits_of(const Target& target);
 int64_t vector_bits(const Target& target);
 // The device `target`'s code runs on: its kind's device type and id.
 Device device_of(const Target& target);
+// Whether `a` and `b` are the same target: the same kind and attributes
+// (structural equality); two undefined targets are the same.
+bool same_target(const Target& a, const Target& b);
 // The target a device-placement entry stands for: the entry itself when it
 // is a target; for a device, the first of `target`, `host` and the
 // placement's targets that runs there (undefined when none does).
