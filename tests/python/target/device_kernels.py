@@ -2,7 +2,8 @@
 elementwise nest over a symbolic dimension, a float64 row reduction, an
 int32 sum to one value with floor division, and two kernels through an
 intermediate buffer with a thread-local accumulator; run_all runs them on
-`device` against NumPy."""
+`device` against NumPy, check_kernels builds them for a device target and
+runs them at three sizes."""
 import numpy as np
 
 import loom
@@ -79,3 +80,18 @@ def run_all(lib, rng, n, device):
     lib["two_steps"](on_device(v), y)
     np.testing.assert_allclose(y.copyto("cpu").numpy(), 2 * v - (2 * v).sum(axis=1, keepdims=True) / 10, rtol=1e-5,
                                atol=1e-6)
+
+
+def device_config(kind, host="llvm", **attrs):
+    """A config for device target `kind` with a `host` target and the kind's attributes."""
+    return {"target": dict({"kind": kind, "host": {"kind": host}}, **attrs)}
+
+
+def check_kernels(kind, host, rng):
+    """KERNELS built for `kind` with `host`: the tree is the host's module
+    importing the device module, and every kernel matches NumPy."""
+    lib = loom.build(loom.parse(KERNELS), device_config(kind, host))
+    assert lib.kind == host
+    assert [m.kind for m in lib.imports] == [kind]
+    for n in (1, 7, 300):  # fewer threads than a block, a remainder, several blocks
+        run_all(lib, rng, n, kind)

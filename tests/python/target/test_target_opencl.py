@@ -4,16 +4,17 @@ by the llvm or the c target, target.host) and OpenCL C kernels, run on
 device arrays against NumPy; export to one library run in a fresh
 process; the errors.  The llvm plugin and PoCL (which carries its own
 LLVM) share this process: plugins load with RTLD_LOCAL."""
+import functools
+
 import numpy as np
 import pytest
 
 import loom
 from conftest import run_fresh
-from device_kernels import KERNELS, run_all
+from device_kernels import KERNELS, check_kernels, device_config, run_all
 
 
-def config(host, **attrs):
-    return {"target": dict({"kind": "opencl", "host": {"kind": host}}, **attrs)}
+config = functools.partial(device_config, "opencl")
 
 
 def on_device(a):
@@ -22,12 +23,7 @@ def on_device(a):
 
 @pytest.mark.parametrize("host", ["llvm", "c"])
 def test_kernels_match_numpy(host, rng):
-    lib = loom.build(loom.parse(KERNELS), config(host))
-    # The tree: host code (the host target's module) importing the kernels.
-    assert lib.kind == host
-    assert [m.kind for m in lib.imports] == ["opencl"]
-    for n in (1, 7, 300):  # fewer threads than a block, a remainder, several blocks
-        run_all(lib, rng, n, "opencl")
+    check_kernels("opencl", host, rng)
 
 
 def test_block_size_follows_the_target(rng):

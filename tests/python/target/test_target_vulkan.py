@@ -5,16 +5,17 @@ float64, int32, a thread-local array), scheduled by DefaultDeviceSchedule
 and split by SplitHostDevice, as GLSL compute shaders compiled to SPIR-V
 and validated, run on device arrays against NumPy; a hand schedule with
 shared tiles; export to one library run in a fresh process; the errors."""
+import functools
+
 import numpy as np
 import pytest
 
 import loom
 from conftest import run_fresh
-from device_kernels import KERNELS, run_all
+from device_kernels import KERNELS, check_kernels, device_config, run_all
 
 
-def config(host="llvm", **attrs):
-    return {"target": dict({"kind": "vulkan", "host": {"kind": host}}, **attrs)}
+config = functools.partial(device_config, "vulkan")
 
 
 def on_device(a):
@@ -26,11 +27,7 @@ pytestmark = pytest.mark.usefixtures("vulkan_quiet")
 
 @pytest.mark.parametrize("host", ["llvm", "c"])
 def test_kernels_match_numpy(host, rng):
-    lib = loom.build(loom.parse(KERNELS), config(host))
-    assert lib.kind == host
-    assert [m.kind for m in lib.imports] == ["vulkan"]
-    for n in (1, 7, 300):  # fewer threads than a block, a remainder, several blocks
-        run_all(lib, rng, n, "vulkan")
+    check_kernels("vulkan", host, rng)
 
 
 def test_block_size_follows_the_target(rng):
