@@ -88,11 +88,9 @@ void check_schema(Spec& spec, const Schema& schema) {
 }
 
 // Checked function: spec read, module loaded, schema compared.
-Spec checked(const loom::ir::ExternFuncNode& f, const std::string& name, std::shared_ptr<Script>* script = nullptr) {
+Spec checked(const loom::ir::ExternFuncNode& f, const std::string& name) {
   Spec spec = read_spec(f, name);
-  auto loaded = std::make_shared<Script>(spec.payload);
-  check_schema(spec, loaded->schema(spec.method));
-  if (script) *script = loaded;
+  check_schema(spec, Script(spec.payload).schema(spec.method));
   return spec;
 }
 

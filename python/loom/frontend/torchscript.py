@@ -283,7 +283,7 @@ def from_torchscript(module, example_inputs, *, report=False):
     # the examples, every region's results added to its outputs.
     crossing = []
     region_of = {n: k for k, r in enumerate(regions) for n in r}
-    for k, r in enumerate(regions):
+    for r in regions:
         members = set(r)
         for n in r:
             for o in n.outputs():
@@ -292,10 +292,9 @@ def from_torchscript(module, example_inputs, *, report=False):
                         raise _core.TypeError(f"from_torchscript: a {o.type()} made by {n.kind()} is read outside "
                                               "its region")
                     crossing.append(o)
-    probed = _probe(g, params, examples, crossing)
+    probed = _probe(g, examples, crossing)
     # Build @main.
     ctx = Context()
-    ctx.weight = lambda name, tensor: tensor.detach().numpy()
     values, inputs = {}, []
     for k, (p, example) in enumerate(zip(params, examples)):
         array = example.detach().numpy()
@@ -400,7 +399,7 @@ def _tuple(g, values):
     return node.output()
 
 
-def _probe(g, params, examples, wanted):
+def _probe(g, examples, wanted):
     """The values `wanted` (tensors of `g`'s top level) computed on the examples."""
     import torch
     if not wanted:
