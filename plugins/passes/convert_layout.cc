@@ -164,7 +164,7 @@ transform::Pass ConvertLayout() {
     std::map<std::string, Any> converted;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
-      if (!f || f->attrs.contains("primitive")) continue;
+      if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
       std::optional<ir::Expr> body = Converter().run(f->body);
       if (!body) continue;
       converted[name] = with_body(*f, *body);

@@ -22,7 +22,7 @@ bool is_primitive(const ir::IRModule& module, const ir::Expr& callee) {
   const auto* g = callee.as<ir::GlobalVarNode>();
   if (!g || !module.contains(g->name)) return false;
   const auto* f = module.lookup(g->name).as<graph::FunctionNode>();
-  return f && f->attrs.contains("primitive") && f->attrs.at("primitive").as_int() == 1;
+  return f && f->attrs.contains("primitive") && f->attrs.at("primitive").as_int() == 1 && !f->attrs.contains("codegen");
 }
 
 // The pattern of a binding's value, or nullopt when it cannot be fused.
@@ -78,7 +78,7 @@ transform::Pass FuseOps() {
     FunctionNames names(module);
     for (const std::string& fname : module.names()) {
       const auto* f = module.lookup(fname).as<graph::FunctionNode>();
-      if (!f || f->attrs.contains("primitive")) continue;
+      if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;  // a codegen's: not ours
       // The top-level chain with nested operator calls bound to variables of
       // their own (so `gelu(add(h, b))` is two members).
       std::vector<Binding> bindings;
@@ -132,36 +132,14 @@ transform::Pass FuseOps() {
         const Group& g = groups[gi];
         if (i != g.members.back()) continue;
         changed = true;
-        std::set<const Object*> inside;
-        for (size_t m : g.members) inside.insert(bindings[m].var.get());
-        // Parameters: the variables the members use that the group does not
-        // define, and the constants they use (weights: passed in like any
-        // tensor, so the group still becomes one kernel), in order of first
-        // use.
-        std::vector<ir::Expr> outer;
-        std::unordered_map<const Object*, ir::Expr> param_of;
-        std::vector<graph::Var> params;
+        // Parameters: what the members read from outside, constants too
+        // (weights: passed in like any tensor, so the group still becomes
+        // one kernel).
+        std::vector<Binding> members;
+        for (size_t m : g.members) members.push_back(bindings[m]);
+        Lifted lifted = lift_free_values(members, true);
         std::vector<Binding> body;
-        auto lift = [&](const ir::ExprNode* node, const std::string& name, const ir::Type& type) {
-          graph::Var p(name, type);
-          param_of[node] = p;
-          params.push_back(p);
-          outer.push_back(downcast<ir::Expr>(ObjectRef(ObjectPtr<Object>(const_cast<ir::ExprNode*>(node)))));
-        };
-        for (size_t m : g.members) {
-          Visitor v;
-          v.on<graph::VarNode>([&](const graph::VarNode* var) {
-            if (inside.count(var) || param_of.count(var)) return;
-            lift(var, var->name, var->checked_type.defined() ? var->checked_type : var->annotation);
-          });
-          v.on<graph::ConstantNode>([&](const graph::ConstantNode* c) {
-            if (param_of.count(c)) return;
-            lift(c, "c", c->checked_type.defined() ? c->checked_type
-                                                   : ir::TensorType::of(c->data.shape_vector(), c->data->dtype));
-          });
-          v.visit(Any(bindings[m].value));
-        }
-        std::unordered_map<const Object*, ir::Expr> renamed = param_of;
+        std::unordered_map<const Object*, ir::Expr> renamed = lifted.param_of;
         for (size_t m : g.members) {
           ir::Expr value = substitute(bindings[m].value, renamed);
           const auto* call = value.as<graph::CallNode>();
@@ -180,9 +158,9 @@ transform::Pass FuseOps() {
         }
         ir::Expr fbody = build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
         std::string unique = names.fresh("fused_" + g.name);
-        out[unique] = graph::Function(params, fbody, bindings[i].value->checked_type,
+        out[unique] = graph::Function(lifted.params, fbody, bindings[i].value->checked_type,
                                       Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
-        rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), outer)});
+        rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), lifted.args)});
       }
       if (!changed) continue;  // (flattening alone is not worth a change)
       if (!rebuilt.empty() && rebuilt.back().var.same_as(result_var)) {  // back to a result expression

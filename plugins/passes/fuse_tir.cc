@@ -125,7 +125,7 @@ transform::Pass FuseTIR() {
     std::unordered_multimap<uint64_t, std::string> by_hash;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
-      if (!f || !f->attrs.contains("primitive")) continue;
+      if (!f || !f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
       if (auto prim = fuse(module, *f)) {
         fused[name] = f->ret_type.defined() ? f->ret_type : f->body->checked_type;
         kernel_of[name] = name;

@@ -135,6 +135,33 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
   return {bindings, result};
 }
 
+Lifted lift_free_values(const std::vector<Binding>& members, bool constants) {
+  Lifted out;
+  std::set<const Object*> inside;
+  for (const Binding& b : members) inside.insert(b.var.get());
+  auto lift = [&](const ir::ExprNode* node, const std::string& name, const ir::Type& type) {
+    graph::Var p(name, type);
+    out.param_of[node] = p;
+    out.params.push_back(p);
+    out.args.push_back(downcast<ir::Expr>(ObjectRef(ObjectPtr<Object>(const_cast<ir::ExprNode*>(node)))));
+  };
+  for (const Binding& b : members) {
+    Visitor v;
+    v.on<graph::VarNode>([&](const graph::VarNode* var) {
+      if (inside.count(var) || out.param_of.count(var)) return;
+      lift(var, var->name, var->checked_type.defined() ? var->checked_type : var->annotation);
+    });
+    if (constants) {
+      v.on<graph::ConstantNode>([&](const graph::ConstantNode* c) {
+        if (out.param_of.count(c)) return;
+        lift(c, "c", c->checked_type.defined() ? c->checked_type : ir::TensorType::of(c->data.shape_vector(), c->data->dtype));
+      });
+    }
+    v.visit(Any(b.value));
+  }
+  return out;
+}
+
 ir::Expr build_chain(const std::vector<Binding>& bindings, const ir::Expr& result) {
   ir::Expr body = result;
   for (size_t k = bindings.size(); k-- > 0;) body = graph::Let(bindings[k].var, bindings[k].value, body);
@@ -168,10 +195,10 @@ std::string FunctionNames::fresh(const std::string& hint) {
   return name;
 }
 
-graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body) {
+graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body, const Map& attrs) {
   std::vector<graph::Var> params;
   for (const Any& p : f.params) params.push_back(p.cast<graph::Var>());
-  return graph::Function(params, body, f.ret_type, f.attrs);
+  return graph::Function(params, body, f.ret_type, attrs.defined() ? attrs : f.attrs);
 }
 
 }  // namespace loom::passes

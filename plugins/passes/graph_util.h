@@ -43,6 +43,17 @@ struct Binding {
 // Returns the bindings and the result expression.
 std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body);
 
+// What a set of bindings reads from outside it, made parameters of the
+// function they become: the variables the values use that no member
+// binds, and, with `constants`, the constants they use (a fused group's
+// weights, passed in like any tensor), each once, in order of first use.
+struct Lifted {
+  std::vector<graph::Var> params;  // typed as what they stand for
+  std::vector<ir::Expr> args;      // what a call of the function passes for each
+  std::unordered_map<const Object*, ir::Expr> param_of;  // outside value -> its parameter
+};
+Lifted lift_free_values(const std::vector<Binding>& members, bool constants);
+
 // let b0 = ...; let b1 = ...; result
 ir::Expr build_chain(const std::vector<Binding>& bindings, const ir::Expr& result);
 
@@ -63,8 +74,9 @@ class FunctionNames {
   std::map<std::string, int64_t> next_suffix_;
 };
 
-// A graph function with a new body (parameters, type and attributes kept).
-graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body);
+// A graph function with a new body (parameters, type and attributes kept,
+// or the attributes `attrs` when given).
+graph::Function with_body(const graph::FunctionNode& f, const ir::Expr& body, const Map& attrs = Map());
 
 }  // namespace loom::passes
 

@@ -26,7 +26,7 @@ transform::Pass LegalizeOps() {
     ir::Op call_dps = ir::Op::get("call_dps");
     for (const std::string& fname : module.names()) {
       auto fn = module.lookup(fname);
-      if (!fn.as<graph::FunctionNode>()) continue;
+      if (!fn.as<graph::FunctionNode>() || !graph::codegen_of(fn).empty()) continue;  // a codegen's: not ours
       Mutator m;
       m.on<graph::CallNode>([&](const graph::CallNode* call, const ObjectRef& self) -> Any {
         ObjectRef mutated = m.mutate_children(self);

@@ -3,6 +3,7 @@
 // One pass per file pair.
 #include <loom/plugin_sdk.h>
 
+#include "annotate_target.h"
 #include "canonicalize_bindings.h"
 #include "convert_layout.h"
 #include "dead_code_elimination.h"
@@ -12,6 +13,8 @@
 #include "fuse_ops.h"
 #include "fuse_tir.h"
 #include "legalize_ops.h"
+#include "merge_composite.h"
+#include "partition_graph.h"
 #include "plan_devices.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
@@ -31,6 +34,9 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());
   PassRegistry::register_pass(loom::passes::PlanDevices());
+  PassRegistry::register_pass(loom::passes::MergeComposite());
+  PassRegistry::register_pass(loom::passes::AnnotateTarget());
+  PassRegistry::register_pass(loom::passes::PartitionGraph());
   // A named pipeline is a pass like any other, so a YAML pipeline, the CLI
   // and Python select it by name; its passes are looked up when it runs (so
   // the loop passes' plugin loads only then), and each still obeys the
@@ -40,9 +46,10 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(pipeline(PassInfo{"O0", "the least that runs: operators lowered, nothing optimised"},
                                        {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline(
-      PassInfo{"default", "graph clean-ups and folding, fusion, lowering, then the loop passes"},
-      {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "FuseOps",
-       "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
+      PassInfo{"default", "graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
+                          "fusion, lowering, then the loop passes"},
+      {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "MergeComposite",
+       "AnnotateTarget", "PartitionGraph", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
   // A device target's, and a module's whose functions are placed on
   // several targets (docs/devices.md): the same graph passes, the device
@@ -54,7 +61,7 @@ LOOM_PLUGIN_INIT(ctx) {
                          "functions on the CPU, the default device schedule for those on a device, and the "
                          "host/device split"},
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination",
-       "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "AutoSchedule", "DefaultDeviceSchedule",
+       "MergeComposite", "AnnotateTarget", "PartitionGraph", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "AutoSchedule", "DefaultDeviceSchedule",
        "ThreadSync", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
        "StorageRewrite", "SplitHostDevice", "Simplify"}));
 }

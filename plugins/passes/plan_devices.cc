@@ -309,7 +309,7 @@ ir::IRModule place_callees(const ir::IRModule& module) {
   std::map<std::string, std::vector<std::pair<std::string, target::Target>>> callers;
   bool any_placed = false;
   for (const std::string& name : module.names()) {
-    if (!module.lookup(name).as<graph::FunctionNode>()) continue;
+    if (!module.lookup(name).as<graph::FunctionNode>() || !graph::codegen_of(module.lookup(name)).empty()) continue;
     target::Target placed = target::placed_target(module, name);
     // Placed on the module's own target: nothing to pass on.
     if (target::same_target(placed, target::target_of(module))) placed = target::Target();
@@ -381,7 +381,7 @@ transform::Pass PlanDevices() {
     std::map<std::string, Any> planned;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
-      if (!f) continue;
+      if (!f || f->attrs.contains("codegen")) continue;  // a codegen's: not ours
       Planner planner(module);
       ir::Expr body = planner.plan(*f);
       if (planner.changed()) planned[name] = with_body(*f, body);

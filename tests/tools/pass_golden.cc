@@ -12,6 +12,8 @@
 //   # passes: FlattenBuffer, Simplify
 //   # target: cpu vector-bits=256          (optional: the module's target)
 //   # config: FuseOps.max_depth=2          (optional, repeatable: context keys)
+//   # partition: acc, acc2                 (optional: the codegens partitioned for,
+//                                          the module's attribute partition)
 //   # ----- flattens a store to a 2-D buffer
 //   # passes: ...                          (optional, overrides the file's)
 //   <input module>
@@ -27,6 +29,10 @@
 // Every pass runs with its contract and the module's well-formedness
 // checked (PassContext::check_well_formed).  A failure names the file, the
 // line and the case; --actual prints each case's output instead.
+//
+// The partitioning passes read pattern tables; this runner registers two,
+// "acc" and "acc2" (register_test_tables below), so their golden files need
+// no plugin.
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -37,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/graph/pattern_table.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
@@ -50,6 +57,7 @@ using loom::ir::IRModule;
 struct Directives {
   std::vector<std::string> passes;
   std::string target;                                      // "KIND key=value ..."
+  std::vector<std::string> partition;                      // codegens
   std::vector<std::pair<std::string, std::string>> config;  // PassContext keys
 };
 
@@ -77,6 +85,12 @@ bool apply_directive(const std::string& line, Directives* d) {
     d->passes.clear();
     for (const std::string& p : loom::split(value, ',', false))
       if (!loom::trim(p).empty()) d->passes.push_back(loom::trim(p));
+    return true;
+  }
+  if (directive(line, "partition", &value)) {
+    d->partition.clear();
+    for (const std::string& p : loom::split(value, ',', false))
+      if (!loom::trim(p).empty()) d->partition.push_back(loom::trim(p));
     return true;
   }
   if (directive(line, "target", &value)) {
@@ -167,6 +181,30 @@ loom::target::Target make_target(const std::string& spec) {
   return loom::target::Target(words.at(0), loom::Map(attrs));
 }
 
+// Two accelerators' pattern tables for the partitioning passes' files
+// (tests/fixtures/passes/merge_composite.loom, annotate_target.loom,
+// partition_graph.loom): acc takes convolutions with their bias and relu,
+// dense with relu, add and relu of float32; acc2 tanh, dense with tanh,
+// dense with relu, relu and exp, and an entry whose check throws.
+void register_test_tables() {
+  using namespace loom::graph;
+  Pattern x = wildcard(), w = wildcard();
+  Pattern conv = op("conv2d", {x, w}).has_attr("groups", loom::Any(int64_t{1}));
+  PatternTableRegistry::register_table(
+      "acc", {{"acc.conv2d_bias_relu", op("relu", {op("add", {conv, constant()})}), {}},
+              {"acc.dense_relu", op("relu", {op("dense", {wildcard(), wildcard()})}), {}},
+              {"acc.conv2d", conv, {}},
+              {"acc.add", op("add", {wildcard(), wildcard()}).has_dtype(loom::DataType::Float(32)), {}},
+              {"acc.relu", op("relu", {wildcard()}).has_dtype(loom::DataType::Float(32)), {}}});
+  PatternTableRegistry::register_table(
+      "acc2", {{"acc2.dense_tanh", op("tanh", {op("dense", {wildcard(), wildcard()})}), {}},
+               {"acc2.dense_relu", op("relu", {op("dense", {wildcard(), wildcard()})}), {}},
+               {"acc2.tanh", op("tanh", {wildcard()}), {}},
+               {"acc2.relu", op("relu", {wildcard()}), {}},
+               {"acc2.exp", op("exp", {wildcard()}), {}},
+               {"acc2.sqrt", op("sqrt", {wildcard()}), [](const Match&) -> bool { throw loom::Error("no sqrt today"); }}});
+}
+
 IRModule functions_of(const IRModule& m) { return IRModule(m->functions->items, loom::Map::empty(), m->global_infos); }
 
 // "" when the case holds, else why not.
@@ -174,6 +212,10 @@ std::string run_case(const Case& c, const std::string& path, bool actual) {
   IRModule input = parse_at(c.input, c.input_line, path);
   IRModule module = input;
   if (!c.directives.target.empty()) module = loom::target::with_target(module, make_target(c.directives.target));
+  if (!c.directives.partition.empty()) {
+    std::vector<loom::Any> names(c.directives.partition.begin(), c.directives.partition.end());
+    module = module.with_attr("partition", loom::Array(names));
+  }
   std::vector<loom::transform::Pass> passes;
   for (const std::string& name : c.directives.passes) passes.push_back(loom::transform::PassRegistry::get(name));
   loom::transform::PassContext context;
@@ -271,6 +313,7 @@ int coverage(const std::string& dir) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
+    register_test_tables();
     if (args.size() == 2 && args[0] == "--coverage") return coverage(args[1]);
     if (args.size() == 1) return run_file(args[0], false);
     if (args.size() == 2 && args[1] == "--actual") return run_file(args[0], true);

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "loom/graph/pattern_table.h"
 #include "loom/plugin/manager.h"
 #include "loom/support/file.h"
 #include "loom/support/registration.h"
@@ -285,12 +286,14 @@ class Loader {
     if (allow_extras) {
       known.push_back("host");
       known.push_back("device-placement");
+      known.push_back("partition");
     }
     for (const auto& field : entry.attrs) known.push_back(field.name);
     std::map<std::string, Any> attrs = preset->items;
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
-      if (key == "kind" || key == "tag" || (allow_extras && (key == "host" || key == "device-placement"))) continue;
+      if (key == "kind" || key == "tag" || (allow_extras && (key == "host" || key == "device-placement" || key == "partition")))
+        continue;
       auto field = std::find_if(entry.attrs.begin(), entry.attrs.end(), [&](const SchemaField& f) { return f.name == key; });
       if (field == entry.attrs.end()) {
         fail(it->first, "target kind '" + kind + "' has no attribute '" + key + "'" + did_you_mean(key, known) +
@@ -324,8 +327,38 @@ class Loader {
         }
         config->device_placement = Map(items);
       }
+      if (YAML::Node partition = node["partition"]) config->partition = parse_partition(partition);
     }
     return result;
+  }
+
+  // partition: [CODEGEN, ...] (docs/partitioning.md): each a codegen with
+  // a pattern table (registered, or, when only checking, declared by a
+  // plugin as patterns:NAME), each once.
+  std::vector<std::string> parse_partition(const YAML::Node& node) {
+    if (!node.IsSequence()) fail(node, "partition is a list of codegens, in priority order, got " + describe_node(node));
+    std::vector<std::string> out;
+    for (const YAML::Node& item : node) {
+      std::string name = scalar(item, "a codegen name");
+      if (std::find(out.begin(), out.end(), name) != out.end()) fail(item, "partition names codegen '" + name + "' twice");
+      out.push_back(name);
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      try {
+        if (validate_only_) {
+          std::vector<std::string> available = with_available(graph::PatternTableRegistry::list(), "patterns");
+          if (std::find(available.begin(), available.end(), out[i]) == available.end()) {
+            LOOM_THROW(LookupError) << "no pattern table named '" << out[i] << "' is registered or provided by a plugin"
+                                    << did_you_mean(out[i], available);
+          }
+        } else {
+          graph::PatternTableRegistry::get(out[i]);
+        }
+      } catch (const Error& e) {
+        fail(node[i], e.what());
+      }
+    }
+    return out;
   }
 
   void parse_target_section(const YAML::Node& node, Config& config) {
@@ -468,7 +501,9 @@ ir::IRModule Config::constrain(const ir::IRModule& module) const {
     }
   }
   try {
-    return target::with_target(module, target, host, device_placement);
+    ir::IRModule out = target::with_target(module, target, host, device_placement);
+    if (!partition.empty()) out = out.with_attr("partition", Array(std::vector<Any>(partition.begin(), partition.end())));
+    return out;
   } catch (const Error& e) {
     // A device entry no target runs on: at the entry.
     for (const auto& [name, at] : device_placement_at) {

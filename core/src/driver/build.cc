@@ -73,8 +73,20 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
     return groups.back();
   };
   std::map<std::string, size_t> extern_groups;
+  // A partitioned region and its composites (docs/partitioning.md) go to
+  // their codegen, given the default target of its kind.
+  std::map<std::string, size_t> partition_groups;
   for (const std::string& name : module.names()) {
     ir::BaseFunc f = module.lookup(name);
+    if (std::string codegen = graph::codegen_of(f); !codegen.empty()) {
+      auto [at, added] = partition_groups.emplace(codegen, groups.size());
+      if (added) {
+        groups.push_back(Group{"the codegen for '" + codegen + "' (partitioned for)", target::CodegenRegistry::get(codegen),
+                               target::Target(codegen, Map::empty()), false, {}});
+      }
+      groups[at->second].functions[name] = f;
+      continue;
+    }
     if (f.as<graph::FunctionNode>()) continue;
     if (const auto* e = f.as<ir::ExternFuncNode>()) {
       ir::ExternKindEntry kind = ir::ExternKindRegistry::get(e->kind);
@@ -175,7 +187,9 @@ runtime::Module link(const ir::IRModule& module, const target::Target& target) {
   check_target_needs(module, target);
   runtime::Module kernels = build_kernels(module, target);
   bool has_graph = false;
-  for (const std::string& name : module.names()) has_graph |= module.lookup(name).as<graph::FunctionNode>() != nullptr;
+  for (const std::string& name : module.names()) {
+    has_graph |= module.lookup(name).as<graph::FunctionNode>() && graph::codegen_of(module.lookup(name)).empty();
+  }
   if (!has_graph) {
     if (!kernels.defined()) LOOM_THROW(Error) << "build: the module has no function";
     return kernels;

@@ -415,7 +415,9 @@ runtime::Module vm_compile(const ir::IRModule& input) {
   std::map<std::string, int> graph_functions;
   std::vector<std::string> names;
   for (const std::string& name : module.names()) {
-    if (module.lookup(name).as<graph::FunctionNode>()) {
+    // A codegen's functions (a partitioned region, its composites) are
+    // built by that codegen and called through call_dps.
+    if (module.lookup(name).as<graph::FunctionNode>() && graph::codegen_of(module.lookup(name)).empty()) {
       graph_functions[name] = static_cast<int>(names.size());
       names.push_back(name);
     }

@@ -11,4 +11,10 @@ Function::Function(std::vector<Var> params, Expr body, Type ret_type, Map attrs)
   node->attrs = std::move(attrs);
   data_ = node;
 }
+
+std::string codegen_of(const ir::BaseFunc& f) {
+  const auto* g = f.as<FunctionNode>();
+  if (!g || !g->attrs.defined() || !g->attrs.contains("codegen")) return "";
+  return g->attrs.at("codegen").as_string();
+}
 }  // namespace loom::graph

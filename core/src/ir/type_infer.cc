@@ -191,6 +191,27 @@ class TypeInferencer {
       }
       return;
     }
+    if (const auto* fn = callee.as<graph::FunctionNode>()) {  // a partitioned region: its parameters and result
+      std::vector<Type> want;
+      for (const Any& param : fn->params) {
+        const auto* v = param.as_object_ref().as<graph::VarNode>();
+        want.push_back(v->checked_type.defined() ? v->checked_type : v->annotation);
+      }
+      Type ret = fn->ret_type;
+      if (const auto* tuple = ret.defined() ? ret.as<TupleTypeNode>() : nullptr) {
+        for (const Any& f : tuple->fields) want.push_back(f.cast<Type>());
+      } else {
+        want.push_back(ret);
+      }
+      for (size_t i = 0; i < passed.size() && i < want.size(); ++i) {
+        if (passed[i].defined() && want[i].defined() && !structural_equal(passed[i], want[i])) {
+          report("call_dps " + role(i) + " of @" + g->name + " has type " + to_text(passed[i]) + " but @" + g->name +
+                     " expects " + to_text(want[i]),
+                 Any(e));
+        }
+      }
+      return;
+    }
     const auto* prim = callee.as<tir::PrimFuncNode>();
     if (!prim) return;
     std::vector<const tir::BufferNode*> buffers;

@@ -383,6 +383,12 @@ class Checker {
       return buffers;
     }
     if (const auto* x = f.as<ExternFuncNode>()) return static_cast<int64_t>(x->signature->params.size());
+    // A partitioned region (docs/partitioning.md): its inputs, then one
+    // output per field of its result.
+    if (const auto* g = f.as<graph::FunctionNode>(); g && !graph::codegen_of(f).empty()) {
+      const auto* tuple = g->ret_type.defined() ? g->ret_type.as<TupleTypeNode>() : nullptr;
+      return static_cast<int64_t>(g->params.size() + (tuple ? tuple->fields.size() : 1));
+    }
     return -1;
   }
 

@@ -3,6 +3,7 @@
 #ifndef LOOM_GRAPH_FUNCTION_H_
 #define LOOM_GRAPH_FUNCTION_H_
 
+#include <string>
 #include <vector>
 
 #include "loom/graph/expr.h"
@@ -25,6 +26,11 @@ class Function : public ir::BaseFunc {
   LOOM_OBJECT_REF(Function, ir::BaseFunc, FunctionNode)
   Function(std::vector<Var> params, Expr body, Type ret_type = Type(), Map attrs = Map::empty());
 };
+
+// The codegen that compiles graph function `f` instead of the graph passes
+// and the VM (its attribute codegen: a partitioned region or a composite,
+// docs/partitioning.md), or "" for any other function.
+std::string codegen_of(const ir::BaseFunc& f);
 
 }  // namespace loom::graph
 
