@@ -28,6 +28,28 @@ def run_fresh(script, *args):
     assert done.returncode == 0, done.stderr
 
 
+def run_exported(path, inputs, tmp_path, tree, check=""):
+    """Calls @main of the library exported at `path` on `inputs` in a fresh
+    process (run_fresh) and returns its output as a NumPy array; there the
+    module tree's kinds must be `tree`, one list per level below the root
+    (["vm"], ["library"], ["opencl"]: each level the imports of the first
+    module of the one above), and `check` (Python source that may read
+    `lib`) must hold after the call."""
+    for i, a in enumerate(inputs):
+        np.save(tmp_path / f"in{i}.npy", a)
+    script = (
+        "import sys, numpy as np, loom\n"
+        "lib = loom.runtime.load_module(sys.argv[1])\n"
+        f"tree, level = {tree!r}, [lib]\n"
+        "for kinds in tree:\n"
+        "    assert [m.kind for m in level] == kinds, (level, kinds)\n"
+        "    level = level[0].imports\n"
+        f"inputs = [np.load(f'{{sys.argv[2]}}/in{{i}}.npy') for i in range({len(inputs)})]\n"
+        "np.save(sys.argv[2] + '/out.npy', lib['main'](*inputs).numpy())\n" + check)
+    run_fresh(script, path, tmp_path)
+    return np.load(tmp_path / "out.npy")
+
+
 def tensor_type(a):
     dims = ", ".join(str(d) for d in a.shape)
     if a.ndim == 1:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import loom
-from conftest import LOOMC, ROOT, run_fresh
+from conftest import LOOMC, ROOT, run_exported, run_fresh
 from test_package import MLP, mlp_inputs, mlp_reference
 
 OPENCL = str(ROOT / "configs" / "opencl.yaml")
@@ -94,17 +94,8 @@ def test_exported_library_runs_in_a_fresh_process(mlp_lib, tmp_path):
     path = tmp_path / "mlp.so"
     mlp_lib.export_library(str(path))
     inputs = mlp_inputs(5)
-    for i, a in enumerate(inputs):
-        np.save(tmp_path / f"in{i}.npy", a)
-    script = (
-        "import sys, numpy as np, loom\n"
-        "lib = loom.runtime.load_module(sys.argv[1])\n"
-        "assert lib.kind == 'vm' and [m.kind for m in lib.imports] == ['library'], lib.imports\n"
-        "assert [m.kind for m in lib.imports[0].imports] == ['opencl']\n"
-        "inputs = [np.load(f'{sys.argv[2]}/in{i}.npy') for i in range(7)]\n"
-        "np.save(sys.argv[2] + '/out.npy', lib['main'](*inputs).numpy())\n")
-    run_fresh(script, path, tmp_path)
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), mlp_reference(*inputs), rtol=1e-4, atol=1e-6)
+    got = run_exported(path, inputs, tmp_path, [["vm"], ["library"], ["opencl"]])
+    np.testing.assert_allclose(got, mlp_reference(*inputs), rtol=1e-4, atol=1e-6)
     # loomc shows the tree, with the memory plan on the device.
     shown = subprocess.run([str(LOOMC), "inspect", str(path)], capture_output=True, text=True, check=True).stdout
     levels = [re.search(rf"^( *){kind}: \d+ function", shown, re.M) for kind in ("vm", "library", "opencl")]
