@@ -1,13 +1,13 @@
 #include "partition_util.h"
 
 #include "loom/graph/function.h"
+#include "loom/target/target.h"
 
 namespace loom::passes {
 
 std::vector<graph::PatternTable> partition_tables(const ir::IRModule& module) {
   std::vector<graph::PatternTable> out;
-  if (!module->attrs.defined() || !module->attrs.contains("partition")) return out;
-  for (const Any& name : module->attrs.at("partition").cast<Array>()) out.push_back(graph::PatternTableRegistry::get(name.as_string()));
+  for (const std::string& name : target::partition_codegens(module)) out.push_back(graph::PatternTableRegistry::get(name));
   return out;
 }
 

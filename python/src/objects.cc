@@ -115,6 +115,8 @@ Any to_any(py::handle value, const char* what) {
   }
   if (py::isinstance<py::float_>(value)) return Any(value.cast<double>());
   if (py::isinstance<py::str>(value)) return Any(value.cast<std::string>());
+  // bytes arrive as a str holding them (a command stream, a payload).
+  if (py::isinstance<py::bytes>(value)) return Any(value.cast<std::string>());
   if (py::isinstance<ObjectRef>(value)) return Any(value.cast<ObjectRef>());
   if (py::isinstance<DataType>(value)) return Any(value.cast<DataType>());
   if (py::isinstance<Device>(value)) return Any(value.cast<Device>());

@@ -133,6 +133,7 @@ void bind_runtime(py::module_& m) {
       .def("__getitem__", &runtime::Module::get_function, py::arg("name"))
       .def("function_names", [](const runtime::Module& mod) { return mod.node()->function_names(); })
       .def_property_readonly("imports", &runtime::Module::imports)
+      .def("profile_json", [](const runtime::Module& mod) { return mod.node()->profile(); })
       .def("inspect_source", [](const runtime::Module& mod, const std::string& format) {
         return mod.node()->inspect_source(format);
       }, py::arg("format"))

@@ -58,7 +58,8 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
-CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml", "configs/vulkan.yaml"]
+CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml", "configs/vulkan.yaml",
+           "configs/npu.yaml"]
 
 
 class Runner:

@@ -78,12 +78,13 @@ Commands:
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
   run LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME] [--input X.npy]...
-      [--seed N] [--output Y.npy]... [--bench N]
+      [--seed N] [--output Y.npy]... [--bench N] [--profile]
                               run a function (default main) of a library, or of a model
                               built in memory with the config, on .npy inputs (in order)
                               or seeded random ones; print each output's type, write them
                               to the --output files (in order); --bench N times N runs
-                              and prints the median latency
+                              and prints the median latency; --profile prints what each
+                              module records of its calls (the npu's cycle report)
   inspect LIBRARY.so [--source FORMAT]
                               read a library written by export_library, without loading
                               it or running any of its code, and print its module tree
@@ -657,6 +658,7 @@ int run(std::vector<std::string> args) {
     else if (a == "--json") as_json = true;
     else if (a == "--load") load_all = true;
     else if (a == "--check") check_only = true;
+    else if (a == "--profile") run_options.profile = true;
     else if (!a.empty() && a[0] == '-') return usage_error("unknown option '" + a + "'");
     else positional.push_back(a);
   }

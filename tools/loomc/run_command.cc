@@ -10,6 +10,7 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
+#include "loom/support/json.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/npy.h"
@@ -100,6 +101,36 @@ void flatten_outputs(const Any& result, std::vector<NDArray>* out) {
 }
 }  // namespace
 
+// A JSON value as indented "key: value" lines.
+void print_json(const loom::JsonValue& v, int depth) {
+  std::string indent(2 * depth, ' ');
+  for (const auto& [key, value] : v.object) {
+    std::cout << indent << key << ":";
+    switch (value.kind) {
+      case loom::JsonValue::Kind::kObject:
+        std::cout << "\n";
+        print_json(value, depth + 1);
+        continue;
+      case loom::JsonValue::Kind::kInt: std::cout << " " << value.integer; break;
+      case loom::JsonValue::Kind::kFloat: std::cout << " " << value.number; break;
+      case loom::JsonValue::Kind::kString: std::cout << " " << value.string; break;
+      case loom::JsonValue::Kind::kBool: std::cout << (value.boolean ? " true" : " false"); break;
+      default: std::cout << " ..."; break;
+    }
+    std::cout << "\n";
+  }
+}
+
+// Every module of the tree that keeps a profile, printed.
+void print_profiles(const loom::runtime::Module& m) {
+  std::string json = m->profile();
+  if (!json.empty()) {
+    std::cout << "profile of the " << m->type_key() << " module:\n";
+    print_json(loom::parse_json(json, m->type_key() + " profile"), 1);
+  }
+  for (const auto& child : m.imports()) print_profiles(child);
+}
+
 int run_model(const RunOptions& o) {
   loom::runtime::Module module;
   if (loom::ends_with(o.input, ".loom")) {
@@ -154,6 +185,7 @@ int run_model(const RunOptions& o) {
     std::cout << "latency: median " << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms over " << runs
               << " runs (after one untimed run)\n";
   }
+  if (o.profile) print_profiles(module);
   return 0;
 }
 

@@ -16,6 +16,7 @@ struct RunOptions {
   std::vector<std::string> inputs, outputs;  // .npy files
   std::string seed = "0";
   std::string bench;  // number of timed runs; empty: none
+  bool profile = false;  // print each module's profile (ModuleNode::profile) after the runs
 };
 
 int run_model(const RunOptions& options);

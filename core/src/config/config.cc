@@ -332,33 +332,43 @@ class Loader {
     return result;
   }
 
-  // partition: [CODEGEN, ...] (docs/partitioning.md): each a codegen with
-  // a pattern table (registered, or, when only checking, declared by a
-  // plugin as patterns:NAME), each once.
-  std::vector<std::string> parse_partition(const YAML::Node& node) {
+  // partition: [CODEGEN, ...] (docs/partitioning.md): each a codegen's
+  // name or a target mapping of its kind (attributes for the codegen),
+  // each with a pattern table (registered, or, when only checking,
+  // declared by a plugin as patterns:NAME), each once.
+  Array parse_partition(const YAML::Node& node) {
     if (!node.IsSequence()) fail(node, "partition is a list of codegens, in priority order, got " + describe_node(node));
-    std::vector<std::string> out;
+    std::vector<std::string> names;
+    std::vector<Any> out;
     for (const YAML::Node& item : node) {
-      std::string name = scalar(item, "a codegen name");
-      if (std::find(out.begin(), out.end(), name) != out.end()) fail(item, "partition names codegen '" + name + "' twice");
-      out.push_back(name);
+      std::string name;
+      if (item.IsMap()) {
+        target::Target t = parse_target(item, "a partition entry", false, nullptr);
+        name = item["kind"] ? item["kind"].Scalar() : t.defined() ? t->kind : "";
+        out.push_back(t.defined() ? Any(t) : Any(name));
+      } else {
+        name = scalar(item, "a codegen name");
+        out.push_back(Any(name));
+      }
+      if (std::find(names.begin(), names.end(), name) != names.end()) fail(item, "partition names codegen '" + name + "' twice");
+      names.push_back(name);
     }
-    for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
       try {
         if (validate_only_) {
           std::vector<std::string> available = with_available(graph::PatternTableRegistry::list(), "patterns");
-          if (std::find(available.begin(), available.end(), out[i]) == available.end()) {
-            LOOM_THROW(LookupError) << "no pattern table named '" << out[i] << "' is registered or provided by a plugin"
-                                    << did_you_mean(out[i], available);
+          if (std::find(available.begin(), available.end(), names[i]) == available.end()) {
+            LOOM_THROW(LookupError) << "no pattern table named '" << names[i] << "' is registered or provided by a plugin"
+                                    << did_you_mean(names[i], available);
           }
         } else {
-          graph::PatternTableRegistry::get(out[i]);
+          graph::PatternTableRegistry::get(names[i]);
         }
       } catch (const Error& e) {
         fail(node[i], e.what());
       }
     }
-    return out;
+    return Array(out);
   }
 
   void parse_target_section(const YAML::Node& node, Config& config) {
@@ -502,7 +512,7 @@ ir::IRModule Config::constrain(const ir::IRModule& module) const {
   }
   try {
     ir::IRModule out = target::with_target(module, target, host, device_placement);
-    if (!partition.empty()) out = out.with_attr("partition", Array(std::vector<Any>(partition.begin(), partition.end())));
+    if (partition.size()) out = out.with_attr("partition", partition);
     return out;
   } catch (const Error& e) {
     // A device entry no target runs on: at the entry.

@@ -82,7 +82,7 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
       auto [at, added] = partition_groups.emplace(codegen, groups.size());
       if (added) {
         groups.push_back(Group{"the codegen for '" + codegen + "' (partitioned for)", target::CodegenRegistry::get(codegen),
-                               target::Target(codegen, Map::empty()), false, {}});
+                               target::partition_target(module, codegen), false, {}});
       }
       groups[at->second].functions[name] = f;
       continue;
@@ -211,6 +211,11 @@ void check_input(const ir::IRModule& module) {
 
 runtime::Module build(const ir::IRModule& module, const config::Config& config) {
   check_input(module);
+  if (config.target.defined() && target::traits_of(config.target).partition_only) {
+    LOOM_THROW(Error) << "build: target kind '" << config.target->kind << "' compiles only the regions partitioning gives "
+                      << "it; build for a CPU target and partition for it: target: {kind: llvm, partition: ["
+                      << config.target->kind << "]} (docs/partitioning.md)";
+  }
   // The config's context (C0), plus the instruments of the context the
   // caller entered (a Python `with PassContext(instruments=...)`).
   transform::PassContext context = config.context;

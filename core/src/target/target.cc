@@ -210,6 +210,24 @@ Target host_target(const ir::IRModule& module) {
   return Target();
 }
 
+std::vector<std::string> partition_codegens(const ir::IRModule& module) {
+  std::vector<std::string> out;
+  if (!module->attrs.defined() || !module->attrs.contains("partition")) return out;
+  for (const Any& entry : module->attrs.at("partition").cast<Array>()) {
+    out.push_back(entry.kind() == AnyKind::kStr ? entry.as_string() : entry.cast<Target>()->kind);
+  }
+  return out;
+}
+
+Target partition_target(const ir::IRModule& module, const std::string& name) {
+  if (module->attrs.defined() && module->attrs.contains("partition")) {
+    for (const Any& entry : module->attrs.at("partition").cast<Array>()) {
+      if (entry.kind() != AnyKind::kStr && entry.cast<Target>()->kind == name) return entry.cast<Target>();
+    }
+  }
+  return Target(name, Map::empty());
+}
+
 Device call_device(const ir::IRModule& module, const std::string& name) {
   if (!module.contains(name) || !module.lookup(name).as<tir::PrimFuncNode>()) return Device();
   Target t = function_target(module, name);

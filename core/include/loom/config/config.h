@@ -35,9 +35,10 @@ struct Config {
   // Where each device-placement entry is in `source` (line, column), so
   // that an entry naming no function of the module is a ConfigError there.
   std::map<std::string, std::pair<int, int>> device_placement_at;
-  // C1: the codegens to partition for, in priority order (the module's
-  // attribute partition; docs/partitioning.md); empty: none.
-  std::vector<std::string> partition;
+  // C1: the codegens to partition for, in priority order, each a name or
+  // a target of its kind (the module's attribute partition;
+  // docs/partitioning.md); empty: none.
+  Array partition;
   transform::PassContext context;  // C0
   std::vector<PassSpec> passes;    // in order
   std::vector<std::string> plugins;

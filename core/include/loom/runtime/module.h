@@ -48,6 +48,11 @@ class ModuleNode : public Object {
   // module that returns code here is stored in the tree blob as a
   // "library" record and comes back as the library module of the file.
   virtual std::optional<LinkedCode> linked_code() const { return std::nullopt; }
+  // What its calls so far did, as one JSON object (a simulator's cycle
+  // counts per function: docs/npu.md, "Profile"); "" when the module keeps
+  // no such record.  `loomc run --profile` prints it, Python's
+  // Module.profile() returns it parsed.
+  virtual std::string profile() const { return ""; }
 
   LOOM_ABSTRACT_OBJECT(ModuleNode, Object, "runtime.Module");
   static void reflect(ReflectionBuilder<ModuleNode>& r) { r.structural(StructuralKind::kUnique); }

@@ -40,6 +40,9 @@ struct TargetTraits {
   std::string threads_attr;
   // Where its code runs: a DLPack device type (kDLCPU = 1).
   int device_type = 1;
+  // Its codegen compiles only the regions partitioning gives it (an
+  // accelerator's: docs/partitioning.md), so it is never a module's target.
+  bool partition_only = false;
   // The passes a config that lists none runs (`pipeline.passes` absent).
   std::vector<std::string> default_pipeline;
   // IR properties its codegen needs of the module it builds, checked by
@@ -157,6 +160,14 @@ bool on_device_target(const ir::IRModule& module, const std::string& name);
 // The target the host code runs on: the module's attribute "host", else the
 // module's target when it is a CPU (undefined otherwise).
 Target host_target(const ir::IRModule& module);
+// The codegens the module partitions for (its attribute partition, set by
+// the config's target.partition: docs/partitioning.md), in priority
+// order.  Each entry is a codegen's name or a target of its kind (with
+// attributes for the codegen).
+std::vector<std::string> partition_codegens(const ir::IRModule& module);
+// The target driver::build gives codegen `name`: its partition entry's
+// target, or one of kind `name` with default attributes.
+Target partition_target(const ir::IRModule& module, const std::string& name);
 // Where a call_dps of @name runs (PlanDevices and the VM compiler agree
 // through this): a prim function on its target's device, an extern
 // function (or a name the module lacks) on the host.
