@@ -6,14 +6,18 @@
 #include <loom/graph/pattern_table.h>
 #include <loom/ir/op.h>
 #include <loom/plugin_sdk.h>
+#include <loom/runtime/device_api.h>
 #include <loom/runtime/dps_signature.h>
 #include <loom/runtime/module.h>
 #include <loom/runtime/ndarray.h>
 #include <loom/support/bytes.h>
 #include <loom/support/json.h>
+#include <loom/support/size.h>
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -122,6 +126,45 @@ void register_pattern_table() {
   };
   PatternTableRegistry::register_table("npu", std::move(entries));
 }
+
+// ---- the device ------------------------------------------------------------
+
+// The NPU's device memory (docs/npu.md, "The device"): DLPack's extension
+// device, ext_dev, whose memory here is host memory, so arrays placed on
+// it are handed to the simulator as they are and copies are memcpy.
+class NpuDeviceAPI : public loom::runtime::DeviceAPI {
+ public:
+  void* alloc(loom::Device, size_t bytes, size_t alignment) override {
+    if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
+      LOOM_THROW(Error) << "ext_dev (npu): alignment " << alignment << " is not a power of two of at least " << sizeof(void*);
+    }
+    if (bytes > loom::kMaxTensorBytes) {
+      LOOM_THROW(Error) << "ext_dev (npu): cannot allocate " << loom::readable_bytes(bytes) << ": more than Loom allocates";
+    }
+    void* p = std::aligned_alloc(alignment, (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment);
+    if (!p) LOOM_THROW(Error) << "ext_dev (npu): cannot allocate " << loom::readable_bytes(bytes) << ": out of memory";
+    return p;
+  }
+  void free(loom::Device, void* ptr) override { std::free(ptr); }
+  void copy(const DLTensor& from, DLTensor& to, void*) override {
+    size_t bytes = (from.dtype.bits * from.dtype.lanes + 7) / 8;
+    for (int i = 0; i < from.ndim; ++i) bytes *= static_cast<size_t>(from.shape[i]);
+    if (bytes) {
+      std::memcpy(static_cast<char*>(to.data) + to.byte_offset, static_cast<const char*>(from.data) + from.byte_offset, bytes);
+    }
+  }
+  void synchronize(loom::Device, void*) override {}  // the simulator runs in the caller's thread
+  void* alloc_workspace(loom::Device, size_t bytes) override { return pool_.alloc(bytes); }
+  void free_workspace(loom::Device, void* ptr) override { pool_.release(ptr); }
+
+ private:
+  loom::runtime::WorkspacePool pool_{[](size_t bytes) {
+                                       void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+                                       if (!p) LOOM_THROW(Error) << "ext_dev (npu): out of memory for a workspace";
+                                       return p;
+                                     },
+                                     [](void* p) { std::free(p); }};
+};
 
 // ---- the runtime module ----------------------------------------------------
 
@@ -237,13 +280,23 @@ class NpuModuleNode : public loom::runtime::ModuleNode {
   void call(size_t k, const Any* args, int32_t count) const {
     const RegionCode& r = regions[k];
     try {
+      // Arrays on the CPU or on the NPU's device (ext_dev, host memory
+      // too), checked as host arrays.
+      std::vector<DLTensor> host(static_cast<size_t>(count));
       std::vector<const DLTensor*> tensors;
       for (int32_t i = 0; i < count; ++i) {
         const auto* array = args[i].object() ? args[i].as_object_ref().as<loom::runtime::NDArrayNode>() : nullptr;
-        tensors.push_back(array ? &array->dl_tensor() : nullptr);
+        if (array && array->dl_tensor().device.device_type == kDLExtDev) {
+          host[i] = array->dl_tensor();
+          host[i].device = DLDevice{kDLCPU, 0};
+          tensors.push_back(&host[i]);
+        } else {
+          tensors.push_back(array ? &array->dl_tensor() : nullptr);
+        }
       }
       loom::runtime::check_dps_arguments(r.signature, tensors.data(), tensors.size(),
-                                         "the npu simulator's device memory is host memory");
+                                         "the npu's device memory (ext_dev) is host memory; arrays on the cpu or "
+                                         "ext_dev");
       std::vector<Region> inputs, outputs;
       for (size_t i = 0; i < tensors.size(); ++i) {
         const DLTensor* t = tensors[i];
@@ -369,6 +422,7 @@ LOOM_PLUGIN_INIT(ctx) {
       "partitioned regions to command streams run by its simulator",
       "",
       traits});
+  loom::runtime::DeviceAPIRegistry::register_api("ext_dev", std::make_shared<NpuDeviceAPI>());
   loom::target::CodegenRegistry::register_codegen(
       "npu", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); }, "npu.codegen"));
   loom::runtime::ModuleLoaderRegistry::register_loader("npu", Function::typed([](std::string bytes) { return load(bytes); }, "npu.load"));

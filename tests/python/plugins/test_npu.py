@@ -162,6 +162,45 @@ def test_an_exported_library_runs_in_a_fresh_process(rng, tmp_path):
     assert "profile of the npu module:" in ran and re.search(r"macs: 2257920\n", ran), ran
 
 
+def test_arrays_on_the_npu_device_are_passed_as_they_are(rng):
+    # The npu's device is DLPack's extension device, ext_dev (its memory is
+    # host memory): an npu function takes its arrays directly.
+    lib = loom.build(loom.parse("@main = fn(%x: Tensor[(4, 6), float32]) { clip(%x, a_min=-0.5, a_max=0.5) }"), NPU)
+    region = npu_module(lib)["npu_region"]
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    on_npu, out = loom.nd.array(x, device="ext_dev"), loom.nd.array(np.zeros((4, 6), np.float32), device="ext_dev")
+    assert str(on_npu.device) == "ext_dev:0"
+    region(on_npu, out)
+    np.testing.assert_array_equal(out.copyto("cpu").numpy(), np.clip(x, -0.5, 0.5))
+    with pytest.raises(loom.LoomError, match="copy"):
+        out.numpy()
+    with pytest.raises(loom.LoomError, match=r"npu: @npu_region: argument 1 has extent 4 in dimension 1, expected 6"):
+        region(on_npu, loom.nd.array(np.zeros((6, 4), np.float32), device="ext_dev"))
+
+
+def test_mobilenet_v2_from_the_importer_runs_on_the_npu_but_flatten(tmp_path):
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    from frontend.model_util import randomize_batch_norms
+    from loom.frontend.torch import from_torchscript
+    torch.manual_seed(0)
+    model = randomize_batch_norms(torchvision.models.mobilenet_v2()).eval()
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        mod = from_torchscript(model, [x])
+        want = model(x).numpy()
+    lib = loom.build(mod, NPU)
+    got = lib["main"](x.numpy()).numpy()
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+    # 52 convolutions (17 of them depthwise), 10 residual adds, the
+    # pooling and the classifier on the npu; only flatten on the CPU.
+    report = lib.profile()["npu"]["regions"]
+    assert len(report) == 2
+    text = npu_module(lib).inspect_source("npu")
+    assert text.count("MATMUL\tdepthwise") >= 17 and text.count("\tadd n=") >= 10
+    assert [m.function_names() for m in lib.imports] == [["flatten"]]
+
+
 # Layers whose command streams are golden files (tests/fixtures/npu/): a
 # convolution with bias and relu6, a depthwise convolution with stride 2,
 # dense with its bias on two chunks of a 4 KiB scratchpad, and max pooling
