@@ -118,9 +118,11 @@ struct PluginManager::Impl {
     return nullptr;
   }
 
-  PluginRecord* find_provider(const std::string& capability) {
+  // A usable plugin that provides `capability`; with `failed`, one that
+  // would have but failed to load.
+  PluginRecord* find_provider(const std::string& capability, bool failed = false) {
     for (auto& r : records) {
-      if (r.state == PluginState::kFailed || !r.manifest) continue;
+      if ((r.state == PluginState::kFailed) != failed || !r.manifest) continue;
       const auto& provides = r.manifest->provides;
       if (std::find(provides.begin(), provides.end(), capability) != provides.end()) return &r;
     }
@@ -490,7 +492,15 @@ std::optional<PluginRecord> PluginManager::load_capability(const std::string& ca
   std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   impl_->ensure_scanned();
   PluginRecord* r = impl_->find_provider(capability);
-  if (!r) return std::nullopt;
+  if (!r) {
+    // Only a plugin that failed to load provides it: say which, and why,
+    // rather than that nothing does (docs/plugins.md, "When a plugin fails").
+    if (PluginRecord* failed = impl_->find_provider(capability, true)) {
+      throw PluginError(failed->path, "'" + capability + "' comes from plugin '" + failed->name +
+                                          "', which failed to load: " + failed->error);
+    }
+    return std::nullopt;
+  }
   return impl_->load(*r);
 }
 

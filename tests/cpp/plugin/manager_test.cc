@@ -151,6 +151,24 @@ TEST(PluginManager, CoreVersionMismatch) {
   expect_host_still_works();
 }
 
+TEST(PluginManager, ACapabilityOfAPluginThatFailedToLoadSaysWhichAndWhy) {
+  PluginManager manager({fixture_dir("throws")});
+  std::string path = fixture("throws", "fx_throws");
+  set_capability_resolver({[&](const std::string& c) { return manager.load_capability(c).has_value(); },
+                           [&](const std::string& kind) { return manager.available(kind); }});
+  // The first request loads it and gets its failure; a later one the same
+  // reason, not "no function named".
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string error = plugin_error([&] { FunctionRegistry::get("fx_throws.leaked"); });
+    EXPECT_EQ(error, attempt == 0 ? "plugin " + path + ": init failed: device firmware not found"
+                                  : "plugin " + path + ": 'function:fx_throws.leaked' comes from plugin 'fx_throws', which "
+                                    "failed to load: init failed: device firmware not found")
+        << attempt;
+  }
+  set_capability_resolver({});
+  expect_host_still_works();
+}
+
 TEST(PluginManager, InitThatThrowsIsRolledBack) {
   PluginManager manager({fixture_dir("throws")});
   std::string path = fixture("throws", "fx_throws");
