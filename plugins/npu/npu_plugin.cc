@@ -450,8 +450,11 @@ LOOM_PLUGIN_INIT(ctx) {
                               Profile p = execute(code.stream, regions(inputs), regions(outputs), code.constants, m);
                               return profile_text(p, m);
                             },
-                            "npu.run_stream"));
+                            "npu.run_stream"),
+      "runs a command stream (bytes) on inputs and outputs (float32 CPU arrays) with a scratchpad of N KiB; "
+      "returns its cycle report as JSON");
   // A command stream checked and disassembled, as loomc inspect shows it.
   loom::FunctionRegistry::register_function(
-      "npu.disassemble", Function::typed([](std::string bytes) { return disassemble(decode(bytes)); }, "npu.disassemble"));
+      "npu.disassemble", Function::typed([](std::string bytes) { return disassemble(decode(bytes)); }, "npu.disassemble"),
+      "a command stream (bytes) checked and disassembled");
 }

@@ -19,6 +19,19 @@ expect_output info 0 "description: +Demo plugin" -- "$LOOMC" plugins info hello
 expect_output info-typo 1 "no plugin named 'helo'; did you mean 'hello'\?" -- "$LOOMC" plugins info helo
 expect_output load 0 "loaded hello 1\.0\.0 .* in [0-9.]+ ms" -- "$LOOMC" plugins load hello
 expect_output load-lists-functions 0 "hello.greet +Greets" -- "$LOOMC" plugins load hello
+# A plugin by its path: info reads the manifest without loading; load lists
+# everything the plugin registered, by kind, after its functions.
+expect_output info-path 0 "state: +discovered" -- "$LOOMC" plugins info "$BINARY_DIR/lib/loom/plugins/loom_hello.so"
+expect_output info-path-missing 1 "no file $BINARY_DIR/nothing/loom_x.so" -- "$LOOMC" plugins info "$BINARY_DIR/nothing/loom_x.so"
+expect_output info-path-failed 0 "reason: +C\+\+ ABI mismatch" -- "$LOOMC" plugins info "$FIXTURES/cxx_abi/loom_fx_cxx_abi.so"
+expect_output load-lists-everything 0 "target: +npu" -- "$LOOMC" plugins load "$BINARY_DIR/lib/loom/plugins/loom_npu.so"
+expect_output load-lists-patterns 0 "patterns: +npu" -- "$LOOMC" plugins load npu
+# Operators, registered or declared, with owner, arity, pattern and schema.
+expect_output ops-list 0 "^conv2d +from ops +2 inputs, output_fusable: 2-D convolution" -- "$LOOMC" ops list
+expect_output ops-list-attrs 0 "attributes: strides: Array = \[1, 1\]" -- "$LOOMC" ops list
+expect_output ops-usage 2 "usage: loomc ops list" -- "$LOOMC" ops show
+$PY -c 'import json,sys; o={x["name"]: x for x in json.loads(sys.argv[1])}; a={f["name"]: f for f in o["conv2d"]["attributes"]}; assert o["conv2d"]["owner"]=="ops" and o["conv2d"]["inputs"]==2 and a["groups"]["default"]=="1", o["conv2d"]' \
+  "$("$LOOMC" ops list --json)" || fail "ops list --json content"
 expect_output call 0 "^hello, Ada!$" -- "$LOOMC" call hello.greet Ada
 expect_output call-negative 0 "^-7$" -- "$LOOMC" call hello.add -10 3
 expect_output call-describe 0 '^2\.5$' -- "$LOOMC" call hello.describe 2.5

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -16,6 +17,8 @@
 #include "loom/driver/build.h"
 #include "loom/driver/declarations.h"
 #include "loom/ir/analysis.h"
+#include "loom/ir/op.h"
+#include "loom/plugin/manifest.h"
 #include "loom/ir/text.h"
 #include "loom/object/function.h"
 #include "loom/object/structural.h"
@@ -43,8 +46,10 @@ Commands:
   plugins list [--json] [--load]
                               list discovered plugins and their state; --load
                               first tries to load each one (runs their init)
-  plugins info NAME [--json]  show one plugin's manifest (does not load it)
+  plugins info NAME|PATH [--json]
+                              show one plugin's manifest (does not load it)
   plugins load NAME|PATH      load a plugin (and what it requires), list its functions
+                              and everything else it registered
   plugins declare NAME|PATH [-o FILE]
                               load a plugin and write its declarations (what it provides,
                               its passes', target kinds', operators' and config keys'
@@ -52,6 +57,8 @@ Commands:
   functions list [--json]     list registered functions (core and loaded plugins)
   passes list [--json]        registered passes: opt level, requirements, options, owner
   targets list [--json]       target kinds with their attributes, and tags
+  ops list [--json]           operators (registered or declared by a plugin): owner,
+                              inputs, pattern, documentation and attributes
   build INPUT.loom --config FILE.yaml [-o OUT] [--emit ir|lib] [--dump-ir DIR] [--timing]
                               store the config's target in the module, run its
                               pipeline and write the result: --emit ir, the
@@ -111,7 +118,7 @@ Usage:
       description, provides, requires, state, error, functions}]}.
       --load tries to load every discovered plugin first, so each ends
       'loaded' (with the functions it registered) or 'failed' (with why).
-  loomc plugins info NAME [--json]
+  loomc plugins info NAME|PATH [--json]
       The manifest of the plugin named NAME, without loading it.
   loomc plugins load NAME|PATH
       Loads the plugin named NAME (or the file PATH, when it contains a '/'),
@@ -234,9 +241,16 @@ int plugins_list(bool as_json, bool load_all) {
   return 0;
 }
 
+// A plugin named by a path rather than a name: one with a '/' or ending in .so.
+bool is_path(const std::string& target) { return target.find('/') != std::string::npos || loom::ends_with(target, ".so"); }
+
 int plugins_info(const std::string& name, bool as_json) {
   PluginManager& manager = PluginManager::global();
-  auto record = manager.info(name);
+  if (is_path(name) && !std::filesystem::exists(name)) {
+    std::cerr << "loomc: error: no file " << name << "\n";
+    return 1;
+  }
+  auto record = is_path(name) ? std::optional<PluginRecord>(manager.read_path(name)) : manager.info(name);
   if (!record) {
     std::vector<std::string> names;
     for (const auto& r : manager.list()) names.push_back(r.name);
@@ -286,12 +300,63 @@ int plugins_info(const std::string& name, bool as_json) {
 
 int plugins_load(const std::string& target) {
   PluginManager& manager = PluginManager::global();
-  PluginRecord r = target.find('/') != std::string::npos ? manager.load_path(target) : manager.load(target);
+  PluginRecord r = is_path(target) ? manager.load_path(target) : manager.load(target);
   std::printf("loaded %s %s from %s in %.2f ms\n", r.name.c_str(), r.manifest->version.c_str(), r.path.c_str(),
               r.load_ms);
   for (const auto& name : r.functions) {
     auto entry = loom::FunctionRegistry::entry(name);
     std::printf("  %-24s %s\n", name.c_str(), entry ? entry->doc.c_str() : "");
+  }
+  // Everything else it registered, by kind (what its init recorded).
+  std::vector<std::string> provides;
+  loom::parse_declarations(loom::driver::plugin_declarations(r.name), r.path, &provides);
+  std::map<std::string, std::vector<std::string>> by_kind;
+  for (const std::string& capability : provides) {
+    size_t colon = capability.find(':');
+    std::string kind = capability.substr(0, colon);
+    if (kind != "function") by_kind[kind].push_back(capability.substr(colon + 1));
+  }
+  for (const auto& [kind, names] : by_kind) std::printf("  %-10s %s\n", (kind + ":").c_str(), loom::join(names, ", ").c_str());
+  return 0;
+}
+
+// Every operator: the registered ones (their plugins loaded) and those the
+// discovered plugins declare, each with its owner, arity, pattern and
+// attribute schema.  Loads nothing.
+int ops_list(bool as_json) {
+  struct Row {
+    std::string name, owner, doc, pattern;
+    int inputs;
+    std::vector<loom::SchemaField> attrs;
+  };
+  std::map<std::string, Row> rows;
+  for (const std::string& name : loom::ir::OpRegistry::list()) {
+    loom::ir::OpEntry e = *loom::ir::OpRegistry::entry(name);
+    rows[name] = Row{name, e.owner, e.def.doc, loom::ir::pattern_kind_name(e.def.pattern), e.def.num_inputs, e.def.attrs};
+  }
+  for (const PluginRecord& r : PluginManager::global().list()) {
+    if (!r.manifest || !r.manifest->declarations) continue;
+    for (const auto& op : r.manifest->declarations->ops)
+      rows.emplace(op.name, Row{op.name, r.name, op.doc, op.pattern, op.num_inputs, op.attrs});
+  }
+  if (as_json) {
+    loom::JsonWriter json;
+    json.begin_array();
+    for (const auto& [name, row] : rows) {
+      json.begin_object().key("name").value(name).key("owner").value(row.owner).key("inputs").value(int64_t{row.inputs});
+      json.key("pattern").value(row.pattern).key("doc").value(row.doc).key("attributes");
+      write_schema_listing(json, row.attrs);
+      json.end_object();
+    }
+    json.end_array();
+    std::cout << json.str() << "\n";
+    return 0;
+  }
+  for (const auto& [name, row] : rows) {
+    std::string arity = row.inputs < 0 ? "any" : std::to_string(row.inputs);
+    std::printf("%-22s from %-8s %s inputs, %s: %s\n", name.c_str(), row.owner.c_str(), arity.c_str(), row.pattern.c_str(),
+                row.doc.c_str());
+    if (!row.attrs.empty()) std::printf("%-22s attributes: %s\n", "", schema_text(row.attrs).c_str());
   }
   return 0;
 }
@@ -685,7 +750,7 @@ int run(std::vector<std::string> args) {
     const std::string& sub = positional[1];
     if (sub == "list") return plugins_list(as_json, load_all);
     if (sub == "info") {
-      if (positional.size() != 3) return usage_error("plugins info takes one plugin name");
+      if (positional.size() != 3) return usage_error("plugins info takes one plugin name or path");
       return plugins_info(positional[2], as_json);
     }
     if (sub == "load") {
@@ -702,6 +767,10 @@ int run(std::vector<std::string> args) {
   if (help) {
     std::cout << kMainHelp;
     return 0;
+  }
+  if (command == "ops") {
+    if (positional.size() != 2 || positional[1] != "list") return usage_error("usage: loomc ops list [--json]");
+    return ops_list(as_json);
   }
   if (command == "functions") {
     if (positional.size() == 2 && positional[1] == "list") return functions_list(as_json);
@@ -740,7 +809,7 @@ int run(std::vector<std::string> args) {
   }
   return usage_error("unknown command '" + command + "'" +
                      loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
-                                                  "targets", "build", "opt", "inspect", "run", "import"}));
+                                                  "targets", "ops", "build", "opt", "inspect", "run", "import"}));
 }
 
 }  // namespace

@@ -463,6 +463,14 @@ std::optional<PluginRecord> PluginManager::info(const std::string& name) {
   return std::nullopt;
 }
 
+PluginRecord PluginManager::read_path(const std::string& path) {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  std::string absolute = absolute_path(path);
+  if (PluginRecord* r = impl_->find_by_path(absolute)) return *r;
+  return Impl::read_record(absolute);
+}
+
 PluginRecord PluginManager::load(const std::string& name) {
   std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   impl_->ensure_scanned();

@@ -70,6 +70,9 @@ class PluginManager {
   void rescan();
   std::vector<PluginRecord> list();
   std::optional<PluginRecord> info(const std::string& name);
+  // The record of the plugin file at `path` (on the search path or not):
+  // its manifest read, nothing loaded; a failed record says why.
+  PluginRecord read_path(const std::string& path);
 
   // Loads a discovered plugin (and what it requires).  Throws PluginError.
   PluginRecord load(const std::string& name);
