@@ -27,7 +27,7 @@ void throw_argument_error(const std::string& name, int index, const std::excepti
 
 namespace {
 NamedRegistry<FunctionEntry>& registry() {
-  static auto* instance = new NamedRegistry<FunctionEntry>("function", "function");  // never destroyed
+  static auto* instance = new NamedRegistry<FunctionEntry>("function", "function", /*overridable=*/true);  // never destroyed
   return *instance;
 }
 }  // namespace

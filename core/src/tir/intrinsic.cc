@@ -89,7 +89,7 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
 
 NamedRegistry<IntrinsicEntry>& registry() {
   static auto* instance = [] {
-    auto* r = new NamedRegistry<IntrinsicEntry>("intrinsic", "intrinsic");
+    auto* r = new NamedRegistry<IntrinsicEntry>("intrinsic", "intrinsic", /*overridable=*/true);
     register_standard(*r);
     return r;
   }();

@@ -24,11 +24,11 @@ LOOM_REGISTER_OBJECT(PassNode);
 
 namespace {
 NamedRegistry<PassEntry>& passes() {
-  static auto* instance = new NamedRegistry<PassEntry>("pass", "pass");
+  static auto* instance = new NamedRegistry<PassEntry>("pass", "pass", /*overridable=*/true);
   return *instance;
 }
 NamedRegistry<ConfigEntry>& configs() {
-  static auto* instance = new NamedRegistry<ConfigEntry>("config option", "config");
+  static auto* instance = new NamedRegistry<ConfigEntry>("config option", "config", /*overridable=*/true);
   return *instance;
 }
 

@@ -107,7 +107,7 @@ std::optional<std::string> structured_buffer(const ir::IRModule& module) {
 // core registers in static initialisers can name them.
 NamedRegistry<PropertyInfo>& properties() {
   static auto* instance = [] {
-    auto* r = new NamedRegistry<PropertyInfo>("IR property", "property");
+    auto* r = new NamedRegistry<PropertyInfo>("IR property", "property", /*overridable=*/true);
     r->add({property::kTypesInferred, "every graph expression has its type and every graph function its result type",
             "InferType", true, untyped, ""});
     r->add({property::kSharedValuesBound,

@@ -152,8 +152,7 @@ TEST(ExternKindRegistry, RegisterValidateAndSuggest) {
   EXPECT_EQ(error_of([] { ir::ExternKindRegistry::get("test_ams"); }),
             "no extern kind named 'test_ams' is registered or provided by a plugin; did you mean 'test_asm'?");
   EXPECT_EQ(error_of([] { ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef, std::string) {})); }),
-            "extern kind 'test_asm' is already registered by core; a name is registered once (pass "
-            "allow_override=true to replace it deliberately)");
+            "extern kind 'test_asm' is already registered by core; a name is registered once");
 }
 
 }  // namespace loom

@@ -28,8 +28,11 @@ template <class Entry>
 class NamedRegistry {
  public:
   // what: "function", "operator", ... (for messages); kind: the capability
-  // kind that a miss requests ("function" -> "function:NAME").
-  NamedRegistry(std::string what, std::string kind) : what_(std::move(what)), kind_(std::move(kind)) {
+  // kind that a miss requests ("function" -> "function:NAME");
+  // overridable: whether its public register call takes allow_override
+  // (so the message for a name registered twice offers it only then).
+  NamedRegistry(std::string what, std::string kind, bool overridable = false)
+      : what_(std::move(what)), kind_(std::move(kind)), overridable_(overridable) {
     // Registries live for the whole process (they are never destroyed).
     register_capability_kind(
         kind_, [this](const std::string& name) { return entry(name).has_value(); },
@@ -47,7 +50,8 @@ class NamedRegistry {
       if (found != entries_.end()) {
         if (!allow_override) {
           LOOM_THROW(Error) << what_ << " '" << name << "' is already registered by " << found->second.owner
-                            << "; a name is registered once (pass allow_override=true to replace it deliberately)";
+                            << "; a name is registered once"
+                            << (overridable_ ? " (pass allow_override=true to replace it deliberately)" : "");
         }
         previous = found->second;
       }
@@ -138,6 +142,7 @@ class NamedRegistry {
 
   std::string what_;
   std::string kind_;
+  bool overridable_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;
 };
