@@ -432,8 +432,7 @@ class Compiler {
     };
     steps.matmul = [&](int64_t ti, int64_t c, int slot, int out) {
       Tile t = tile(ti);
-      auto [c0, ct] = chunk_channels(t, c);
-      (void)c0;
+      int64_t ct = chunk_channels(t, c).second;
       using namespace field;
       int64_t hin = (t.ht - 1) * s[0] + (kh - 1) * d[0] + 1, win = (t.wt - 1) * s[1] + (kw - 1) * d[1] + 1;
       emit(Opcode::kMatmul, {{kMode, static_cast<int64_t>(depthwise ? MatmulMode::kDepthwise : MatmulMode::kConv)},

@@ -74,7 +74,8 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
   };
   std::map<std::string, size_t> extern_groups;
   // A partitioned region and its composites (docs/partitioning.md) go to
-  // their codegen, given the default target of its kind.
+  // their codegen, given its partition entry's target (a target of the
+  // codegen's kind, default attributes unless the entry sets them).
   std::map<std::string, size_t> partition_groups;
   for (const std::string& name : module.names()) {
     ir::BaseFunc f = module.lookup(name);
