@@ -282,17 +282,13 @@ class NpuModuleNode : public loom::runtime::ModuleNode {
     try {
       // Arrays on the CPU or on the NPU's device (ext_dev, host memory
       // too), checked as host arrays.
-      std::vector<DLTensor> host(static_cast<size_t>(count));
-      std::vector<const DLTensor*> tensors;
-      for (int32_t i = 0; i < count; ++i) {
-        const auto* array = args[i].object() ? args[i].as_object_ref().as<loom::runtime::NDArrayNode>() : nullptr;
-        if (array && array->dl_tensor().device.device_type == kDLExtDev) {
-          host[i] = array->dl_tensor();
-          host[i].device = DLDevice{kDLCPU, 0};
-          tensors.push_back(&host[i]);
-        } else {
-          tensors.push_back(array ? &array->dl_tensor() : nullptr);
-        }
+      std::vector<const DLTensor*> tensors = loom::runtime::array_arguments(args, count);
+      std::vector<DLTensor> host(tensors.size());
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (!tensors[i] || tensors[i]->device.device_type != kDLExtDev) continue;
+        host[i] = *tensors[i];
+        host[i].device = DLDevice{kDLCPU, 0};
+        tensors[i] = &host[i];
       }
       loom::runtime::check_dps_arguments(r.signature, tensors.data(), tensors.size(),
                                          "the npu's device memory (ext_dev) is host memory; arrays on the cpu or "

@@ -97,14 +97,17 @@ transform::Pass PartitionGraph() {
           for (size_t k : members) region_of[k] = static_cast<int64_t>(regions.size());
           regions.push_back(Region{codegen[i], std::vector<size_t>(members.begin(), members.end())});
         }
-        // The values read after a region: by a binding outside it, or by the
-        // result.
-        std::set<size_t> read_by_result;
+        // The values read after their region: by a binding outside it, or by
+        // the result.
+        std::vector<bool> read_after(n, false);
+        for (size_t j = 0; j < n; ++j)
+          for (size_t d : reads[j])
+            if (region_of[j] != region_of[d]) read_after[d] = true;
         {
           Visitor v;
           v.on<graph::VarNode>([&](const graph::VarNode* var) {
             auto found = chain.index_of_var.find(var);
-            if (found != chain.index_of_var.end()) read_by_result.insert(found->second);
+            if (found != chain.index_of_var.end()) read_after[found->second] = true;
           });
           v.visit(Any(chain.result));
         }
@@ -116,12 +119,8 @@ transform::Pass PartitionGraph() {
           std::vector<Binding> members;
           for (size_t k : region.members) members.push_back(chain.bindings[k]);
           std::vector<size_t> outputs;
-          for (size_t k : region.members) {
-            bool read = read_by_result.count(k) > 0;
-            for (size_t j = 0; j < n && !read; ++j)
-              if (region_of[j] != static_cast<int64_t>(r) && std::count(reads[j].begin(), reads[j].end(), k)) read = true;
-            if (read) outputs.push_back(k);
-          }
+          for (size_t k : region.members)
+            if (read_after[k]) outputs.push_back(k);
           if (outputs.empty()) outputs.push_back(region.members.back());
           Lifted lifted = lift_free_values(members, false);
           std::unordered_map<const Object*, ir::Expr> renamed = lifted.param_of;

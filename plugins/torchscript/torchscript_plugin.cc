@@ -152,11 +152,7 @@ class TorchScriptModuleNode : public loom::runtime::ModuleNode {
   void call(size_t k, const Any* args, int32_t count) const {
     const Spec& f = functions[k];
     try {
-      std::vector<const DLTensor*> tensors;
-      for (int32_t i = 0; i < count; ++i) {
-        const auto* array = args[i].object() ? args[i].as_object_ref().as<loom::runtime::NDArrayNode>() : nullptr;
-        tensors.push_back(array ? &array->dl_tensor() : nullptr);
-      }
+      std::vector<const DLTensor*> tensors = loom::runtime::array_arguments(args, count);
       loom::runtime::check_dps_arguments(f.signature, tensors.data(), tensors.size(),
                                          "libtorch runs a torchscript function on the CPU");
       std::vector<const DLTensor*> inputs(tensors.begin(), tensors.begin() + f.inputs);

@@ -353,10 +353,11 @@ class Loader {
       if (std::find(names.begin(), names.end(), name) != names.end()) fail(item, "partition names codegen '" + name + "' twice");
       names.push_back(name);
     }
+    std::vector<std::string> available;  // when only checking: registered and declared tables
+    if (validate_only_) available = with_available(graph::PatternTableRegistry::list(), "patterns");
     for (size_t i = 0; i < names.size(); ++i) {
       try {
         if (validate_only_) {
-          std::vector<std::string> available = with_available(graph::PatternTableRegistry::list(), "patterns");
           if (std::find(available.begin(), available.end(), names[i]) == available.end()) {
             LOOM_THROW(LookupError) << "no pattern table named '" << names[i] << "' is registered or provided by a plugin"
                                     << did_you_mean(names[i], available);

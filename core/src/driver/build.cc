@@ -1,6 +1,7 @@
 #include "loom/driver/build.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "loom/driver/vm_compiler.h"
 #include "loom/graph/function.h"
@@ -72,29 +73,32 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
     groups.push_back(Group{"the codegen for '" + t->kind + "'", target::CodegenRegistry::get(t->kind), t, true, {}});
     return groups.back();
   };
-  std::map<std::string, size_t> extern_groups;
-  // A partitioned region and its composites (docs/partitioning.md) go to
-  // their codegen, given its partition entry's target (a target of the
-  // codegen's kind, default attributes unless the entry sets them).
-  std::map<std::string, size_t> partition_groups;
+  // The group of an extern kind's builder or of a partition codegen, by
+  // its label: made by `make` the first time.
+  std::map<std::string, size_t> labelled;
+  auto group_labelled = [&](const std::string& label, const std::function<Group()>& make) -> Group& {
+    auto [at, added] = labelled.emplace(label, groups.size());
+    if (added) groups.push_back(make());
+    return groups[at->second];
+  };
   for (const std::string& name : module.names()) {
     ir::BaseFunc f = module.lookup(name);
+    // A partitioned region and its composites (docs/partitioning.md) go to
+    // their codegen, given its partition entry's target (a target of the
+    // codegen's kind, default attributes unless the entry sets them).
     if (std::string codegen = graph::codegen_of(f); !codegen.empty()) {
-      auto [at, added] = partition_groups.emplace(codegen, groups.size());
-      if (added) {
-        groups.push_back(Group{"the codegen for '" + codegen + "' (partitioned for)", target::CodegenRegistry::get(codegen),
-                               target::partition_target(module, codegen), false, {}});
-      }
-      groups[at->second].functions[name] = f;
+      std::string label = "the codegen for '" + codegen + "' (partitioned for)";
+      group_labelled(label, [&] {
+        return Group{label, target::CodegenRegistry::get(codegen), target::partition_target(module, codegen), false, {}};
+      }).functions[name] = f;
       continue;
     }
     if (f.as<graph::FunctionNode>()) continue;
     if (const auto* e = f.as<ir::ExternFuncNode>()) {
       ir::ExternKindEntry kind = ir::ExternKindRegistry::get(e->kind);
       if (kind.build.defined()) {
-        auto [at, added] = extern_groups.emplace(e->kind, groups.size());
-        if (added) groups.push_back(Group{"extern kind '" + e->kind + "'", kind.build, target, false, {}});
-        groups[at->second].functions[name] = f;
+        std::string label = "extern kind '" + e->kind + "'";
+        group_labelled(label, [&] { return Group{label, kind.build, target, false, {}}; }).functions[name] = f;
         continue;
       }
     }

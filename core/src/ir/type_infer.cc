@@ -3,6 +3,7 @@
 // structural equality, so it is filled in place; a function whose ret_type
 // is missing is rebuilt with it.
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "loom/graph/function.h"
@@ -168,45 +169,42 @@ class TypeInferencer {
     const auto* g = p->args[0].cast<Expr>().as<GlobalVarNode>();
     const auto* inputs = p->args[1].cast<Expr>().as<graph::TupleNode>();
     if (!g || !inputs || !module_.contains(g->name)) return;
+    // A tuple result is one output per field.
+    auto add_outputs = [](std::vector<Type>& to, const Type& t) {
+      if (const auto* tuple = t.defined() ? t.as<TupleTypeNode>() : nullptr) {
+        for (const Any& f : tuple->fields) to.push_back(f.cast<Type>());
+      } else {
+        to.push_back(t);
+      }
+    };
     std::vector<Type> passed;
     for (const Any& a : inputs->fields) passed.push_back(a.cast<Expr>()->checked_type);
-    if (const auto* tuple = out.as<TupleTypeNode>()) {
-      for (const Any& f : tuple->fields) passed.push_back(f.cast<Type>());
-    } else {
-      passed.push_back(out);
-    }
+    add_outputs(passed, out);
     BaseFunc callee = module_.lookup(g->name);
     auto role = [&](size_t i) {
       return i < inputs->fields.size() ? "input " + std::to_string(i)
                                        : "output " + std::to_string(i - inputs->fields.size());
     };
+    // An extern function's signature, or a partitioned region's parameters
+    // and result: each tensor compared as a whole.
+    std::optional<std::vector<Type>> want;
     if (const auto* x = callee.as<ExternFuncNode>()) {
-      for (size_t i = 0; i < passed.size() && i < x->signature->params.size(); ++i) {
-        Type want = x->signature->params[i].cast<Type>();
-        if (passed[i].defined() && want.defined() && !structural_equal(passed[i], want)) {
-          report("call_dps " + role(i) + " of @" + g->name + " has type " + to_text(passed[i]) + " but @" + g->name +
-                     " expects " + to_text(want),
-                 Any(e));
-        }
-      }
-      return;
-    }
-    if (const auto* fn = callee.as<graph::FunctionNode>()) {  // a partitioned region: its parameters and result
-      std::vector<Type> want;
+      want.emplace();
+      for (const Any& t : x->signature->params) want->push_back(t.cast<Type>());
+    } else if (const auto* fn = callee.as<graph::FunctionNode>()) {
+      want.emplace();
       for (const Any& param : fn->params) {
         const auto* v = param.as_object_ref().as<graph::VarNode>();
-        want.push_back(v->checked_type.defined() ? v->checked_type : v->annotation);
+        want->push_back(v->checked_type.defined() ? v->checked_type : v->annotation);
       }
-      Type ret = fn->ret_type;
-      if (const auto* tuple = ret.defined() ? ret.as<TupleTypeNode>() : nullptr) {
-        for (const Any& f : tuple->fields) want.push_back(f.cast<Type>());
-      } else {
-        want.push_back(ret);
-      }
-      for (size_t i = 0; i < passed.size() && i < want.size(); ++i) {
-        if (passed[i].defined() && want[i].defined() && !structural_equal(passed[i], want[i])) {
+      add_outputs(*want, fn->ret_type);
+    }
+    if (want) {
+      for (size_t i = 0; i < passed.size() && i < want->size(); ++i) {
+        const Type& w = (*want)[i];
+        if (passed[i].defined() && w.defined() && !structural_equal(passed[i], w)) {
           report("call_dps " + role(i) + " of @" + g->name + " has type " + to_text(passed[i]) + " but @" + g->name +
-                     " expects " + to_text(want[i]),
+                     " expects " + to_text(w),
                  Any(e));
         }
       }

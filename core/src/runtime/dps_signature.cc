@@ -3,9 +3,19 @@
 
 #include <sstream>
 
+#include "loom/runtime/ndarray.h"
 #include "loom/support/error.h"
 
 namespace loom::runtime {
+
+std::vector<const DLTensor*> array_arguments(const Any* args, int32_t count) {
+  std::vector<const DLTensor*> out;
+  for (int32_t i = 0; i < count; ++i) {
+    const auto* array = args[i].object() ? args[i].as_object_ref().as<NDArrayNode>() : nullptr;
+    out.push_back(array ? &array->dl_tensor() : nullptr);
+  }
+  return out;
+}
 
 std::string DpsSignature::serialize() const {
   // "DIMS n d1 ... PARAMS k dtype rank e1 ... ", a symbolic extent as ~index.

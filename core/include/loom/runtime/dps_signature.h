@@ -33,6 +33,11 @@ struct DpsSignature {
   static DpsSignature parse(const std::string& text);
 };
 
+// The tensors of a packed call's `count` arguments, in order: each
+// NDArray's DLTensor, null for an argument that is not an array (which
+// check_dps_arguments then names).
+std::vector<const DLTensor*> array_arguments(const Any* args, int32_t count);
+
 // Checks `count` arguments against `signature`: the count, each a CPU
 // tensor (`device_note` says why, e.g. "asm code reads host memory") of the
 // dtype, rank and constant extents, one value per symbolic dimension, and
