@@ -61,6 +61,19 @@ bool pool_supported(const std::string& op, const loom::graph::CallNode& c) {
   return true;
 }
 
+// Whether `bias`, broadcast (aligned right) against a result of rank
+// `rank` whose axis 1 is the channels, is one value per channel: extent
+// `channels` on axis 1, 1 on every other axis ((O, 1, 1) and (1, O, 1, 1)
+// for a convolution, (F) and (1, F) for dense; not (O, 1, 1, 1)).
+bool per_channel(const std::vector<int64_t>& bias, size_t rank, int64_t channels) {
+  if (bias.size() > rank) return false;
+  for (size_t j = 0; j < bias.size(); ++j) {
+    size_t axis = rank - bias.size() + j;
+    if (bias[j] != (axis == 1 ? channels : 1)) return false;
+  }
+  return rank - bias.size() <= 1 || channels == 1;  // axis 1 is the bias's, unless there is one channel
+}
+
 // Every call of a match, by its operator: shapes constant, float32, the
 // layouts and groupings the NPU has; an add after a convolution or dense
 // is a per-channel bias.
@@ -81,13 +94,8 @@ bool supported(const loom::graph::Match& m) {
       channels = (*out)[1];
     } else if (op == "add") {
       auto a = shape_of(c->args[0]), b = shape_of(c->args[1]);
-      if (k > 0 && channels > 0) {  // a bias: one value per channel
-        int64_t n = 1;
-        for (int64_t d : *b) n *= d;
-        bool per_channel = n == channels && (b->size() == 1 || (b->size() >= 2 && (*b)[b->size() - 1] == 1) ||
-                                             (b->size() == 2 && (*b)[0] == 1));
-        if (!per_channel || (out->size() == 4 && b->size() < 3)) return false;
-        if (out->size() == 2 && !(b->size() == 1 || (b->size() == 2 && (*b)[0] == 1))) return false;
+      if (k > 0 && channels > 0) {
+        if (!per_channel(*b, out->size(), channels)) return false;
       } else if (*a != *b) {
         return false;  // the NPU adds tensors of one shape
       }

@@ -247,6 +247,20 @@ def test_what_the_npu_lacks_stays_on_the_cpu(tmp_path):
         assert re.search(kept + r"\w* = prim_func", text), kept
 
 
+def test_a_bias_that_broadcasts_beyond_the_channels_is_not_the_npus(rng, tmp_path):
+    # (4, 1, 1, 1) against (1, 4, 6, 6) makes (4, 4, 6, 6): not one value per
+    # channel, so the add stays on the CPU and only the convolution is the npu's.
+    model = ("@main = fn(%x: Tensor[(1, 3, 6, 6), float32], %w: Tensor[(4, 3, 3, 3), float32], "
+             "%b: Tensor[(4, 1, 1, 1), float32]) { add(conv2d(%x, %w, padding=[1]), %b) }\n")
+    text = built_ir(model, NPU, tmp_path)
+    assert 'composite: "npu.conv2d"' in text and "npu.conv2d_bias" not in text, text
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in [(1, 3, 6, 6), (4, 3, 3, 3), (4, 1, 1, 1)])
+    got = loom.build(loom.parse(model), NPU)["main"](x, w, b).numpy()
+    want = conv2d_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) + b
+    assert got.shape == (4, 4, 6, 6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 # ---- a stream by hand (docs/npu-spec.md) -----------------------------------
 
 def header(buffers, instructions, scratchpad, constants=b"", major=1, minor=0, inputs=2, outputs=1):
