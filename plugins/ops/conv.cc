@@ -133,7 +133,7 @@ void pool(const std::string& name, bool is_max) {
   std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"}, kWindowAttrs[0], kWindowAttrs[1],
                                     kLayoutAttr};
   if (!is_max) attrs.push_back({"count_include_pad", "bool", Any(false), "divide by the whole window, padding included"});
-  define(
+  define_operator(
       name, 1, attrs, ir::PatternKind::kOutputFusable,
       is_max ? "maximum over each window (padding is -inf)" : "mean over each window",
       [](const graph::CallNode& call) -> ir::Type {
@@ -199,7 +199,7 @@ void register_conv_ops() {
   conv_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)", 1, std::nullopt});
   conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW or NHWC"});
   conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW or OHWI"});
-  define(
+  define_operator(
       "conv2d", 2, conv_attrs, ir::PatternKind::kOutputFusable,
       "2-D convolution (cross-correlation): x N C H W, w O I KH KW with I = C / groups -> N O H' W' (in the given layouts)",
       [](const graph::CallNode& call) -> ir::Type {
@@ -263,7 +263,7 @@ void register_conv_ops() {
   pool("max_pool2d", true);
   pool("avg_pool2d", false);
 
-  define(
+  define_operator(
       "global_avg_pool2d", 1, {kLayoutAttr}, ir::PatternKind::kReduction,
       "mean over H and W: N C H W -> N C 1 1 (in the given layout)",
       [](const graph::CallNode& call) -> ir::Type {

@@ -17,7 +17,7 @@ PrimExpr intrinsic(const std::string& name, const PrimExpr& x) { return tir::Cal
 // ---- unary ----
 void unary(const std::string& name, bool float_only, const std::string& doc,
            std::function<PrimExpr(const PrimExpr&)> f) {
-  define(
+  define_operator(
       name, 1, {}, PatternKind::kElementwise, doc,
       [name, float_only](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
@@ -40,7 +40,7 @@ enum class Operands { kAny, kFloat };
 
 void binary(const std::string& name, Operands operands, bool to_bool, const std::string& doc,
             std::function<PrimExpr(const PrimExpr&, const PrimExpr&)> f) {
-  define(
+  define_operator(
       name, 2, {}, PatternKind::kBroadcast, doc,
       [operands, to_bool](const graph::CallNode& call) -> ir::Type {
         const auto &a = tensor_arg(call, 0), &b = tensor_arg(call, 1);
@@ -99,7 +99,7 @@ void register_elementwise_ops() {
   binary("greater", Operands::kAny, true, "a > b -> bool", [](auto a, auto b) { return tir::GT(a, b); });
   binary("greater_equal", Operands::kAny, true, "a >= b -> bool", [](auto a, auto b) { return tir::GE(a, b); });
 
-  define(
+  define_operator(
       "where", 3, {}, PatternKind::kBroadcast, "cond ? x : y, broadcasting all three",
       [](const graph::CallNode& call) -> ir::Type {
         const auto &c = tensor_arg(call, 0), &x = tensor_arg(call, 1), &y = tensor_arg(call, 2);
@@ -122,7 +122,7 @@ void register_elementwise_ops() {
         }));
       });
 
-  define(
+  define_operator(
       "clip", 1, {{"a_min", "float", Any(), "lower bound"}, {"a_max", "float", Any(), "upper bound"}},
       PatternKind::kElementwise, "min(max(x, a_min), a_max)",
       [](const graph::CallNode& call) -> ir::Type {
@@ -145,7 +145,7 @@ void register_elementwise_ops() {
         }));
       });
 
-  define(
+  define_operator(
       "cast", 1, {{"dtype", "dtype", Any(), "the result's data type"}}, PatternKind::kElementwise,
       "x converted to dtype (floats to integers truncate)",
       [](const graph::CallNode& call) -> ir::Type {

@@ -39,7 +39,7 @@ Indices operand_index(const PrimBuilder& b, const tir::Buffer& buf, const Indice
 }  // namespace
 
 void register_linalg_ops() {
-  define(
+  define_operator(
       "matmul", 2,
       {{"transpose_a", "bool", Any(false), "use a's last two axes swapped"},
        {"transpose_b", "bool", Any(false), "use b's last two axes swapped"}},
@@ -84,7 +84,7 @@ void register_linalg_ops() {
             }));
       });
 
-  define(
+  define_operator(
       "dense", 2, {}, ir::PatternKind::kOutputFusable, "x @ w^T: x (..., K), w (N, K) -> (..., N)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto &x = tensor_arg(call, 0), &w = tensor_arg(call, 1);

@@ -46,7 +46,7 @@ tir::Stmt over(const PrimExpr& extent, const std::function<tir::Stmt(const PrimE
 }
 
 void softmax_like(const std::string& name, bool log, const std::string& doc) {
-  define(
+  define_operator(
       name, 1, {{"axis", "int", Any(int64_t{-1}), "the axis to normalise over"}}, ir::PatternKind::kOpaque, doc,
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = float_tensor(call, 0);
@@ -100,7 +100,7 @@ void register_nn_ops() {
   softmax_like("softmax", false, "exp(x - max) / sum(exp(x - max)) along an axis");
   softmax_like("log_softmax", true, "x - max - log(sum(exp(x - max))) along an axis");
 
-  define(
+  define_operator(
       "layer_norm", 3, {{"epsilon", "float", Any(1e-5), "added to the variance"}}, ir::PatternKind::kOpaque,
       "(x - mean) / sqrt(var + epsilon) * gamma + beta over the last axis; gamma and beta have its extent",
       [](const graph::CallNode& call) -> ir::Type {
@@ -149,7 +149,7 @@ void register_nn_ops() {
         }));
       });
 
-  define(
+  define_operator(
       "batch_norm", 5, {{"axis", "int", Any(int64_t{1}), "the channel axis"}, {"epsilon", "float", Any(1e-5), "added to the variance"}},
       ir::PatternKind::kBroadcast,
       "inference form: (x - mean[c]) / sqrt(var[c] + epsilon) * gamma[c] + beta[c]; arguments x, gamma, beta, mean, var",

@@ -25,7 +25,7 @@ std::vector<bool> reduced_axes(const graph::CallNode& call, size_t rank) {
 void reduction(const std::string& name, bool float_only, const std::string& doc,
                std::function<PrimExpr(DataType)> init, std::function<PrimExpr(const PrimExpr&, const PrimExpr&)> combine,
                bool mean) {
-  define(
+  define_operator(
       name, 1,
       {{"axis", "Array", Any(Array(std::vector<Any>{})), "axes to reduce (negative from the end); [] reduces all"},
        {"keepdims", "bool", Any(false), "keep reduced axes with extent 1"}},

@@ -129,7 +129,7 @@ std::vector<int64_t> pad_widths(const graph::CallNode& call, size_t rank) {
 
 void register_shape_ops() {
   const auto injective = ir::PatternKind::kInjective;
-  define(
+  define_operator(
       "reshape", 1, {{"shape", "Array", Any(), "the new shape; one entry may be -1 (inferred, and the only one that may take symbolic dimensions)"}}, injective,
       "the same elements in a new shape (row-major)",
       [](const graph::CallNode& call) -> ir::Type {
@@ -190,7 +190,7 @@ void register_shape_ops() {
       },
       [](const graph::CallNode& call) { return gather(call, reshape_index); });
 
-  define(
+  define_operator(
       "flatten", 1, {}, injective, "(d0, d1, ...) -> (d0, d1 * ...); d0 may be symbolic",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
@@ -212,7 +212,7 @@ void register_shape_ops() {
         });
       });
 
-  define(
+  define_operator(
       "transpose", 1, {{"axes", "Array", Any(Array(std::vector<Any>{})), "a permutation; [] reverses the axes"}},
       injective, "permutes the axes: result axis k is x's axis axes[k]",
       [](const graph::CallNode& call) -> ir::Type {
@@ -244,7 +244,7 @@ void register_shape_ops() {
         });
       });
 
-  define(
+  define_operator(
       "expand_dims", 1, {{"axis", "int", Any(), "where the new axis of extent 1 goes (-1: last)"}}, injective,
       "inserts an axis of extent 1",
       [](const graph::CallNode& call) -> ir::Type {
@@ -279,7 +279,7 @@ void register_shape_ops() {
     }
     return drop;
   };
-  define(
+  define_operator(
       "squeeze", 1, {{"axis", "Array", Any(Array(std::vector<Any>{})), "axes of extent 1 to remove; [] removes all"}},
       injective, "removes axes of extent 1",
       [squeezed](const graph::CallNode& call) -> ir::Type {
@@ -300,7 +300,7 @@ void register_shape_ops() {
         });
       });
 
-  define(
+  define_operator(
       "broadcast_to", 1, {{"shape", "Array", Any(), "the target shape (NumPy broadcasting)"}}, ir::PatternKind::kBroadcast,
       "x broadcast to a shape",
       [](const graph::CallNode& call) -> ir::Type {
@@ -328,7 +328,7 @@ void register_shape_ops() {
         return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, y, i))); }));
       });
 
-  define(
+  define_operator(
       "concat", -1, {{"axis", "int", Any(int64_t{0}), "the axis to join along"}}, injective,
       "joins tensors along an axis; the others must agree",
       [](const graph::CallNode& call) -> ir::Type {
@@ -373,7 +373,7 @@ void register_shape_ops() {
         return b.finish(tir::SeqStmt(steps));
       });
 
-  define(
+  define_operator(
       "split", 1,
       {{"indices_or_sections", "Any", Any(), "an int (equal sections) or ascending split indices"},
        {"axis", "int", Any(int64_t{0}), "the axis to split"}},
@@ -413,7 +413,7 @@ void register_shape_ops() {
         return b.finish(tir::SeqStmt(steps));
       });
 
-  define(
+  define_operator(
       "slice", 1,
       {{"begin", "Array", Any(), "start per sliced axis (negative from the end)"},
        {"end", "Array", Any(), "end (exclusive) per sliced axis, clamped"},
@@ -439,7 +439,7 @@ void register_shape_ops() {
         });
       });
 
-  define(
+  define_operator(
       "pad", 1,
       {{"pad_width", "Array", Any(), "(before, after) per axis, flattened: 2 * rank ints"},
        {"pad_value", "float", Any(0.0), "the value of the padding"}},

@@ -1,14 +1,14 @@
-#include "lowering.h"
+// The operator-definition helpers of loom/graph/operator.h.
+#include "loom/graph/operator.h"
+
+#include <algorithm>
 
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/support/error.h"
+#include "loom/tir/expr.h"
 
-namespace loom::ops {
-
-namespace {
-std::optional<int64_t> constant(const Any& d) { return constant_dim(d); }
-}  // namespace
+namespace loom::graph {
 
 bool same_dim(const Any& a, const Any& b) {
   // -1 for a symbolic dimension, as in broadcast_shapes below.
@@ -30,31 +30,33 @@ int64_t normalize_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + r : axis;
 }
 
-void define(const std::string& name, int arity, std::vector<SchemaField> attrs, ir::PatternKind pattern,
-            const std::string& doc, std::function<ir::Type(const graph::CallNode&)> infer,
-            std::function<tir::PrimFunc(const graph::CallNode&)> lower) {
-  auto as_call = [](const ObjectRef& ref) -> const graph::CallNode& { return *ref.as<graph::CallNode>(); };
+void define_operator(const std::string& name, int arity, std::vector<SchemaField> attrs, ir::PatternKind pattern,
+                     const std::string& doc, std::function<ir::Type(const CallNode&)> type_rule,
+                     std::function<tir::PrimFunc(const CallNode&)> lower) {
+  if (!type_rule) LOOM_THROW(Error) << "operator '" << name << "': define_operator needs a type rule";
+  auto as_call = [](const ObjectRef& ref) -> const CallNode& { return *ref.as<CallNode>(); };
   ir::OpRegistry::register_op(ir::OpDef{
       name, arity, std::move(attrs),
-      Function::typed([infer, as_call](ObjectRef call, Any) -> ObjectRef { return infer(as_call(call)); },
+      Function::typed([type_rule, as_call](ObjectRef call, Any) -> ObjectRef { return type_rule(as_call(call)); },
                       name + ".infer_type"),
       pattern, doc});
+  if (!lower) return;
   ir::OpRegistry::set_property(name, "FLower",
                                Function::typed([lower, as_call](ObjectRef call) -> ObjectRef { return lower(as_call(call)); },
                                                name + ".lower"));
 }
 
-Map attrs_of(const graph::CallNode& call) {
+Map attrs_of(const CallNode& call) {
   return ir::OpRegistry::check_attrs(call.callee.as<ir::OpNode>()->name, call.attrs);
 }
 
-const ir::TensorTypeNode& result_type(const graph::CallNode& call) {
+const ir::TensorTypeNode& result_type(const CallNode& call) {
   const auto* t = call.checked_type.as<ir::TensorTypeNode>();
   if (!t) LOOM_THROW(Error) << "the call has no tensor type; run InferType first";
   return *t;
 }
 
-const ir::TensorTypeNode& tensor_arg(const graph::CallNode& call, size_t i) {
+const ir::TensorTypeNode& tensor_arg(const CallNode& call, size_t i) {
   if (i >= call.args.size()) LOOM_THROW(TypeError) << "argument " << i << " is missing";
   ir::Type t = call.args[i].cast<ir::Expr>()->checked_type;
   const auto* tensor = t.as<ir::TensorTypeNode>();
@@ -82,7 +84,7 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b) {
     // -1 for a symbolic dimension (constant ones are not negative).  Not
     // std::optional: GCC merges its flag and value tests into one that
     // reads the value of an empty optional, which valgrind reports.
-    int64_t ca = constant(da).value_or(-1), cb = constant(db).value_or(-1);
+    int64_t ca = constant_dim(da).value_or(-1), cb = constant_dim(db).value_or(-1);
     Any result;
     if (!has_a) {
       result = db;
@@ -104,4 +106,4 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b) {
   return out;
 }
 
-}  // namespace loom::ops
+}  // namespace loom::graph
