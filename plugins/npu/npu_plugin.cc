@@ -35,6 +35,9 @@ using loom::ir::IRModule;
 using namespace loom::npu;
 
 constexpr const char* kMagic = "LOOMNPU1";
+// The device "npu": DLPack has no code for it; the first of the vendor
+// range (docs/runtime.md, "Vendor devices").
+constexpr int32_t kNpuDevice = loom::Device::kVendorFirst;
 
 // ---- what the NPU takes --------------------------------------------------
 
@@ -137,20 +140,20 @@ void register_pattern_table() {
 
 // ---- the device ------------------------------------------------------------
 
-// The NPU's device memory (docs/npu.md, "The device"): DLPack's extension
-// device, ext_dev, whose memory here is host memory, so arrays placed on
-// it are handed to the simulator as they are and copies are memcpy.
+// The NPU's device memory (docs/npu.md, "The device"): the vendor device
+// "npu", whose memory here is host memory, so arrays placed on it are
+// handed to the simulator as they are and copies are memcpy.
 class NpuDeviceAPI : public loom::runtime::DeviceAPI {
  public:
   void* alloc(loom::Device, size_t bytes, size_t alignment) override {
     if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
-      LOOM_THROW(Error) << "ext_dev (npu): alignment " << alignment << " is not a power of two of at least " << sizeof(void*);
+      LOOM_THROW(Error) << "npu: alignment " << alignment << " is not a power of two of at least " << sizeof(void*);
     }
     if (bytes > loom::kMaxTensorBytes) {
-      LOOM_THROW(Error) << "ext_dev (npu): cannot allocate " << loom::readable_bytes(bytes) << ": more than Loom allocates";
+      LOOM_THROW(Error) << "npu: cannot allocate " << loom::readable_bytes(bytes) << ": more than Loom allocates";
     }
     void* p = std::aligned_alloc(alignment, (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment);
-    if (!p) LOOM_THROW(Error) << "ext_dev (npu): cannot allocate " << loom::readable_bytes(bytes) << ": out of memory";
+    if (!p) LOOM_THROW(Error) << "npu: cannot allocate " << loom::readable_bytes(bytes) << ": out of memory";
     return p;
   }
   void free(loom::Device, void* ptr) override { std::free(ptr); }
@@ -168,7 +171,7 @@ class NpuDeviceAPI : public loom::runtime::DeviceAPI {
  private:
   loom::runtime::WorkspacePool pool_{[](size_t bytes) {
                                        void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-                                       if (!p) LOOM_THROW(Error) << "ext_dev (npu): out of memory for a workspace";
+                                       if (!p) LOOM_THROW(Error) << "npu: out of memory for a workspace";
                                        return p;
                                      },
                                      [](void* p) { std::free(p); }};
@@ -288,19 +291,19 @@ class NpuModuleNode : public loom::runtime::ModuleNode {
   void call(size_t k, const Any* args, int32_t count) const {
     const RegionCode& r = regions[k];
     try {
-      // Arrays on the CPU or on the NPU's device (ext_dev, host memory
-      // too), checked as host arrays.
+      // Arrays on the CPU or on the NPU's device (npu, host memory too),
+      // checked as host arrays.
       std::vector<const DLTensor*> tensors = loom::runtime::array_arguments(args, count);
       std::vector<DLTensor> host(tensors.size());
       for (size_t i = 0; i < tensors.size(); ++i) {
-        if (!tensors[i] || tensors[i]->device.device_type != kDLExtDev) continue;
+        if (!tensors[i] || tensors[i]->device.device_type != kNpuDevice) continue;
         host[i] = *tensors[i];
         host[i].device = DLDevice{kDLCPU, 0};
         tensors[i] = &host[i];
       }
       loom::runtime::check_dps_arguments(r.signature, tensors.data(), tensors.size(),
-                                         "the npu's device memory (ext_dev) is host memory; arrays on the cpu or "
-                                         "ext_dev");
+                                         "the npu's device memory is host memory; arrays on the cpu or the "
+                                         "npu");
       std::vector<Region> inputs, outputs;
       for (size_t i = 0; i < tensors.size(); ++i) {
         const DLTensor* t = tensors[i];
@@ -426,7 +429,8 @@ LOOM_PLUGIN_INIT(ctx) {
       "partitioned regions to command streams run by its simulator",
       "",
       traits});
-  loom::runtime::DeviceAPIRegistry::register_api("ext_dev", std::make_shared<NpuDeviceAPI>());
+  loom::Device::register_type("npu", kNpuDevice);
+  loom::runtime::DeviceAPIRegistry::register_api("npu", std::make_shared<NpuDeviceAPI>());
   loom::target::CodegenRegistry::register_codegen(
       "npu", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); }, "npu.codegen"));
   loom::runtime::ModuleLoaderRegistry::register_loader("npu", Function::typed([](std::string bytes) { return load(bytes); }, "npu.load"));

@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "loom/object/containers.h"
 #include "loom/object/function.h"
+#include "loom/support/registration.h"
 #include "loom/support/strings.h"
 
 namespace loom {
@@ -109,12 +112,90 @@ constexpr DeviceName kDeviceNames[] = {{"cpu", Device::kCPU},       {"cuda", Dev
                                        {"cuda_host", Device::kCUDAHost}, {"opencl", Device::kOpenCL},
                                        {"vulkan", Device::kVulkan}, {"metal", Device::kMetal},
                                        {"ext_dev", Device::kExtDev}};
+
+// Vendor devices, by registration.
+struct VendorDevice {
+  std::string name;
+  int32_t type;
+  std::string owner;
+};
+std::mutex& vendor_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::vector<VendorDevice>& vendor_devices() {
+  static auto* v = new std::vector<VendorDevice>;
+  return *v;
+}
+
+}  // namespace
+
+std::optional<int32_t> Device::type_of(const std::string& name) {
+  for (const auto& entry : kDeviceNames)
+    if (name == entry.name) return entry.type;
+  std::lock_guard<std::mutex> lock(vendor_mutex());
+  for (const VendorDevice& v : vendor_devices())
+    if (v.name == name) return v.type;
+  return std::nullopt;
+}
+
+namespace {
+std::vector<std::string> device_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : kDeviceNames) names.push_back(entry.name);
+  std::lock_guard<std::mutex> lock(vendor_mutex());
+  for (const VendorDevice& v : vendor_devices()) names.push_back(v.name);
+  return names;
+}
 }  // namespace
 
 std::string Device::to_string() const {
+  std::string id = ":" + std::to_string(device_id);
   for (const auto& entry : kDeviceNames)
-    if (entry.type == device_type) return std::string(entry.name) + ":" + std::to_string(device_id);
-  return "device" + std::to_string(device_type) + ":" + std::to_string(device_id);
+    if (entry.type == device_type) return std::string(entry.name) + id;
+  {
+    std::lock_guard<std::mutex> lock(vendor_mutex());
+    for (const VendorDevice& v : vendor_devices())
+      if (v.type == device_type) return v.name + id;
+  }
+  return "device" + std::to_string(device_type) + id;
+}
+
+void Device::register_type(const std::string& name, int32_t type) {
+  bool well_formed = !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+                     name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  if (!well_formed) {
+    LOOM_THROW(Error) << "device name '" << name << "': use lower-case letters, digits and '_', starting with a letter";
+  }
+  for (const auto& entry : kDeviceNames) {
+    if (name == entry.name) LOOM_THROW(Error) << "device name '" << name << "' is built in (DLPack's own device)";
+  }
+  if (type < kVendorFirst || type > kVendorLast) {
+    LOOM_THROW(Error) << "device '" << name << "': code " << type << " is not a vendor device code (" << kVendorFirst
+                      << " to " << kVendorLast << "; the codes below are DLPack's)";
+  }
+  std::string owner = RegistrationScope::current_owner();
+  {
+    std::lock_guard<std::mutex> lock(vendor_mutex());
+    for (const VendorDevice& v : vendor_devices()) {
+      if (v.name == name && v.type == type) return;
+      if (v.name == name || v.type == type) {
+        LOOM_THROW(Error) << "device '" << name << "' (code " << type << "): " << (v.name == name ? "the name" : "the code")
+                          << " is already registered by " << v.owner << " as '" << v.name << "' (code " << v.type << ")";
+      }
+    }
+    vendor_devices().push_back(VendorDevice{name, type, owner});
+  }
+  RegistrationScope::record_undo([name] {
+    std::lock_guard<std::mutex> lock(vendor_mutex());
+    auto& all = vendor_devices();
+    for (auto it = all.begin(); it != all.end(); ++it) {
+      if (it->name == name) {
+        all.erase(it);
+        return;
+      }
+    }
+  });
 }
 
 Device Device::parse(const std::string& text) {
@@ -124,23 +205,24 @@ Device Device::parse(const std::string& text) {
     name = text.substr(0, colon);
     id_text = text.substr(colon + 1);
   }
-  std::vector<std::string> names;
-  for (const auto& entry : kDeviceNames) {
-    names.push_back(entry.name);
-    if (name != entry.name) continue;
-    int id = 0;
-    if (colon != std::string::npos) {
-      if (id_text.empty() || id_text.size() > 6 || id_text.find_first_not_of("0123456789") != std::string::npos)
-        LOOM_THROW(Error) << "invalid device '" << text << "': the id after ':' must be a number";
-      id = std::stoi(id_text);
-    }
-    Device device;
-    device.device_type = entry.type;
-    device.device_id = id;
-    return device;
+  std::optional<int32_t> type = type_of(name);
+  // A vendor's device comes with its plugin.
+  if (!type && !name.empty() && request_capability("device:" + name)) type = type_of(name);
+  if (!type) {
+    std::vector<std::string> names = with_available(device_names(), "device");
+    LOOM_THROW(Error) << "unknown device '" << name << "' in '" << text << "'" << did_you_mean(name, names)
+                      << " (known: " << join(names, ", ") << ")";
   }
-  LOOM_THROW(Error) << "unknown device '" << name << "' in '" << text << "'" << did_you_mean(name, names)
-                    << " (known: " << join(names, ", ") << ")";
+  int id = 0;
+  if (colon != std::string::npos) {
+    if (id_text.empty() || id_text.size() > 6 || id_text.find_first_not_of("0123456789") != std::string::npos)
+      LOOM_THROW(Error) << "invalid device '" << text << "': the id after ':' must be a number";
+    id = std::stoi(id_text);
+  }
+  Device device;
+  device.device_type = *type;
+  device.device_id = id;
+  return device;
 }
 
 // ---------------------------------------------------------------------------

@@ -73,6 +73,12 @@ std::string device_name(int32_t device_type) {
 
 void DeviceAPIRegistry::register_api(const std::string& device_name, std::shared_ptr<DeviceAPI> api) {
   if (!api) LOOM_THROW(Error) << "device API for '" << device_name << "' is null";
+  if (!Device::type_of(device_name)) {
+    LOOM_THROW(Error) << "device API for '" << device_name << "': no device is named '" << device_name
+                      << "'; a vendor's device registers its name and code first: Device::register_type(\""
+                      << device_name << "\", CODE) with CODE from " << Device::kVendorFirst << " to "
+                      << Device::kVendorLast;
+  }
   apis().add(DeviceAPIEntry{device_name, std::move(api), ""});
 }
 

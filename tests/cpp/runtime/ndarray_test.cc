@@ -9,6 +9,7 @@
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/runtime/device_api.h"
+#include "loom/support/registration.h"
 #include "test_util.h"
 
 namespace loom::runtime {
@@ -220,6 +221,49 @@ TEST(DeviceAPI, CpuKeepsFreedBlocksFrom64KiB) {
     cpu.free(Device(), q);
     cpu.free(Device(), other);
   }
+}
+
+// A vendor names its device (DLPack has no code for it) before it
+// registers the device's API; a failed init takes both back.
+TEST(DeviceAPI, VendorDevicesAreNamedWithACodeOfTheVendorRange) {
+  class HostMemory : public DeviceAPI {
+   public:
+    void* alloc(Device, size_t bytes, size_t) override { return std::malloc(bytes); }
+    void free(Device, void* p) override { std::free(p); }
+    void copy(const DLTensor&, DLTensor&, void*) override {}
+    void synchronize(Device, void*) override {}
+    void* alloc_workspace(Device, size_t bytes) override { return std::malloc(bytes); }
+    void free_workspace(Device, void* p) override { std::free(p); }
+  };
+  EXPECT_EQ(error_of([] { DeviceAPIRegistry::register_api("dsp", std::make_shared<HostMemory>()); }),
+            "device API for 'dsp': no device is named 'dsp'; a vendor's device registers its name and code first: "
+            "Device::register_type(\"dsp\", CODE) with CODE from 64 to 127");
+  {
+    RegistrationScope scope("vendor_a");
+    Device::register_type("dsp", 90);
+    Device::register_type("dsp", 90);  // again: nothing to do
+    DeviceAPIRegistry::register_api("dsp", std::make_shared<HostMemory>());
+    Device d = Device::parse("dsp:1");
+    EXPECT_EQ(d.device_type, 90);
+    EXPECT_EQ(d.device_id, 1);
+    EXPECT_EQ(d.to_string(), "dsp:1");
+    EXPECT_EQ(device_name(90), "dsp");
+    NDArray a = NDArray::empty({3}, DataType::Float(32), d);
+    EXPECT_EQ(a->device.to_string(), "dsp:1");
+    EXPECT_EQ(error_of([] { Device::register_type("dsp", 91); }),
+              "device 'dsp' (code 91): the name is already registered by vendor_a as 'dsp' (code 90)");
+    EXPECT_EQ(error_of([] { Device::register_type("tpu", 90); }),
+              "device 'tpu' (code 90): the code is already registered by vendor_a as 'dsp' (code 90)");
+    // scope not committed: rolled back here, as after a failed init
+  }
+  EXPECT_FALSE(Device::type_of("dsp").has_value());
+  EXPECT_EQ((Device{90, 0}).to_string(), "device90:0");
+  EXPECT_EQ(error_of([] { Device::parse("dsp:0"); }).substr(0, 26), "unknown device 'dsp' in 'd");
+  EXPECT_EQ(error_of([] { Device::register_type("opencl", 90); }), "device name 'opencl' is built in (DLPack's own device)");
+  EXPECT_EQ(error_of([] { Device::register_type("dsp", 12); }),
+            "device 'dsp': code 12 is not a vendor device code (64 to 127; the codes below are DLPack's)");
+  EXPECT_EQ(error_of([] { Device::register_type("Dsp-1", 90); }),
+            "device name 'Dsp-1': use lower-case letters, digits and '_', starting with a letter");
 }
 
 }  // namespace loom::runtime

@@ -163,19 +163,19 @@ def test_an_exported_library_runs_in_a_fresh_process(rng, tmp_path):
 
 
 def test_arrays_on_the_npu_device_are_passed_as_they_are(rng):
-    # The npu's device is DLPack's extension device, ext_dev (its memory is
-    # host memory): an npu function takes its arrays directly.
+    # The npu's device is the vendor device "npu" (its memory is host
+    # memory): an npu function takes its arrays directly.
     lib = loom.build(loom.parse("@main = fn(%x: Tensor[(4, 6), float32]) { clip(%x, a_min=-0.5, a_max=0.5) }"), NPU)
     region = npu_module(lib)["npu_region"]
     x = rng.standard_normal((4, 6)).astype(np.float32)
-    on_npu, out = loom.nd.array(x, device="ext_dev"), loom.nd.array(np.zeros((4, 6), np.float32), device="ext_dev")
-    assert str(on_npu.device) == "ext_dev:0"
+    on_npu, out = loom.nd.array(x, device="npu"), loom.nd.array(np.zeros((4, 6), np.float32), device="npu")
+    assert str(on_npu.device) == "npu:0"
     region(on_npu, out)
     np.testing.assert_array_equal(out.copyto("cpu").numpy(), np.clip(x, -0.5, 0.5))
     with pytest.raises(loom.LoomError, match="copy"):
         out.numpy()
     with pytest.raises(loom.LoomError, match=r"npu: @npu_region: argument 1 has extent 4 in dimension 1, expected 6"):
-        region(on_npu, loom.nd.array(np.zeros((6, 4), np.float32), device="ext_dev"))
+        region(on_npu, loom.nd.array(np.zeros((6, 4), np.float32), device="npu"))
 
 
 def test_mobilenet_v2_from_the_importer_runs_on_the_npu_but_flatten(tmp_path):

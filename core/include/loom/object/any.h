@@ -13,6 +13,7 @@
 #define LOOM_OBJECT_ANY_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -51,9 +52,25 @@ struct Device {
   int32_t device_type = kCPU;
   int32_t device_id = 0;
 
-  // "cpu:0", "opencl:1", "vulkan", "ext_dev:0"; parse() throws on unknown names.
+  // "cpu:0", "opencl:1", "vulkan", "ext_dev:0", a vendor's "acme:0";
+  // parse() throws on unknown names.  A name no registered device has is
+  // asked of the plugins as the capability "device:NAME" first.
   std::string to_string() const;
   static Device parse(const std::string& text);
+
+  // Vendor devices (docs/runtime.md, "Vendor devices"): DLPack has no code
+  // for a vendor's accelerator, so the plugin that provides one names it
+  // with a code from kVendorFirst to kVendorLast, in its init, before it
+  // registers the device's DeviceAPI.  The code is part of the vendor's
+  // ABI (saved libraries and placements carry it).  Registering the same
+  // name and code again does nothing; a name or code another plugin holds,
+  // a built-in name, a code out of range or a malformed name is an Error
+  // naming the holder.  A failed init removes its names again.
+  static constexpr int32_t kVendorFirst = 64;
+  static constexpr int32_t kVendorLast = 127;
+  static void register_type(const std::string& name, int32_t type);
+  // The code of device `name`, built in or registered; loads nothing.
+  static std::optional<int32_t> type_of(const std::string& name);
   bool operator==(const Device& o) const { return device_type == o.device_type && device_id == o.device_id; }
   bool operator!=(const Device& o) const { return !(*this == o); }
 };
