@@ -365,29 +365,20 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
   return c.str();
 }
 
-class AsmModuleNode : public loom::runtime::ModuleNode {
+class AsmModuleNode : public loom::runtime::HostCodeModuleNode {
  public:
-  std::vector<std::pair<std::string, std::string>> functions;  // (name, wrapper symbol)
   std::vector<std::pair<std::string, std::string>> objects;    // (file name, ELF object)
   std::map<std::string, std::string> texts;                    // name -> assembly
   std::string wrapper_source;
-  std::shared_ptr<loom::runtime::HostLibrary> library;  // null when the code cannot run here
-  std::string not_here;                                 // why, then
+  std::string not_here;  // why the code cannot run here (no library), then
 
   std::string type_key() const override { return "asm"; }
-  std::vector<std::string> function_names() const override {
-    std::vector<std::string> out;
-    for (const auto& f : functions) out.push_back(f.first);
-    return out;
-  }
+  // Without a library (code for another machine), a function that says so.
   std::optional<Function> own_function(const std::string& name) const override {
     bool mine = std::any_of(functions.begin(), functions.end(), [&](const auto& f) { return f.first == name; });
-    if (!mine) return std::nullopt;
-    if (!library) {
-      std::string why = "@" + name + " cannot run in this process: " + not_here;
-      return Function([why](const Any*, int32_t) -> Any { throw Error(why); }, name);
-    }
-    return library->function(name, loom::ObjectRef(loom::ObjectPtr<loom::Object>(const_cast<AsmModuleNode*>(this))));
+    if (!mine || library) return HostCodeModuleNode::own_function(name);
+    std::string why = "@" + name + " cannot run in this process: " + not_here;
+    return Function([why](const Any*, int32_t) -> Any { throw Error(why); }, name);
   }
   std::optional<loom::runtime::LinkedCode> linked_code() const override {
     loom::runtime::LinkedCode code{objects, functions};
@@ -403,7 +394,7 @@ class AsmModuleNode : public loom::runtime::ModuleNode {
     if (format == "c") return wrapper_source;
     LOOM_THROW(Error) << "asm module: no source format '" << format << "' (it has: asm, c)";
   }
-  LOOM_OBJECT(AsmModuleNode, loom::runtime::ModuleNode, "asm.Module");
+  LOOM_OBJECT(AsmModuleNode, loom::runtime::HostCodeModuleNode, "asm.Module");
 };
 
 loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {

@@ -18,22 +18,12 @@ using loom::Function;
 using loom::Map;
 using loom::ir::IRModule;
 
-class CModuleNode : public loom::runtime::ModuleNode {
+class CModuleNode : public loom::runtime::HostCodeModuleNode {
  public:
   std::string source;  // the generated C
   std::string object;  // compiled, as export links it
-  std::vector<std::pair<std::string, std::string>> functions;  // (name, symbol)
-  std::shared_ptr<loom::runtime::HostLibrary> library;
 
   std::string type_key() const override { return "c"; }
-  std::vector<std::string> function_names() const override {
-    std::vector<std::string> out;
-    for (const auto& f : functions) out.push_back(f.first);
-    return out;
-  }
-  std::optional<Function> own_function(const std::string& name) const override {
-    return library->function(name, loom::ObjectRef(loom::ObjectPtr<loom::Object>(const_cast<CModuleNode*>(this))));
-  }
   std::optional<loom::runtime::LinkedCode> linked_code() const override {
     return loom::runtime::LinkedCode{{{"c_kernels.o", object}}, functions};
   }
@@ -41,7 +31,7 @@ class CModuleNode : public loom::runtime::ModuleNode {
     if (format == "c") return source;
     LOOM_THROW(Error) << "c module: no source format '" << format << "' (it has: c)";
   }
-  LOOM_OBJECT(CModuleNode, loom::runtime::ModuleNode, "c.Module");
+  LOOM_OBJECT(CModuleNode, loom::runtime::HostCodeModuleNode, "c.Module");
 };
 
 // The compiler flags: the language and semantics the printer relies on

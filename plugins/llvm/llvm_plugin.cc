@@ -24,23 +24,13 @@ using loom::Map;
 using loom::ir::IRModule;
 namespace backend = loom::llvm_backend;
 
-class LLVMModuleNode : public loom::runtime::ModuleNode {
+class LLVMModuleNode : public loom::runtime::HostCodeModuleNode {
  public:
   std::string object;  // the relocatable object (ELF), as export links it
-  std::vector<std::pair<std::string, std::string>> functions;  // (name, symbol)
   std::string ir;  // the optimised LLVM IR
   backend::MachineOptions options;
-  std::shared_ptr<loom::runtime::HostLibrary> library;  // the object, JIT-loaded
 
   std::string type_key() const override { return "llvm"; }
-  std::vector<std::string> function_names() const override {
-    std::vector<std::string> out;
-    for (const auto& f : functions) out.push_back(f.first);
-    return out;
-  }
-  std::optional<Function> own_function(const std::string& name) const override {
-    return library->function(name, loom::ObjectRef(loom::ObjectPtr<loom::Object>(const_cast<LLVMModuleNode*>(this))));
-  }
   std::optional<loom::runtime::LinkedCode> linked_code() const override {
     return loom::runtime::LinkedCode{{{"llvm_kernels.o", object}}, functions};
   }
@@ -54,7 +44,7 @@ class LLVMModuleNode : public loom::runtime::ModuleNode {
     }
     LOOM_THROW(Error) << "llvm module: no source format '" << format << "' (it has: ll, asm)";
   }
-  LOOM_OBJECT(LLVMModuleNode, loom::runtime::ModuleNode, "llvm.Module");
+  LOOM_OBJECT(LLVMModuleNode, loom::runtime::HostCodeModuleNode, "llvm.Module");
 };
 
 loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {

@@ -1,6 +1,8 @@
 // Host libraries (c_backend_api.h), export_library and load_module.
 #include "loom/runtime/library.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -417,6 +419,19 @@ std::optional<Function> HostLibrary::function(const std::string& name, const Obj
         return from_value(ret, ret_code);
       },
       name);
+}
+
+// ---- host code modules ------------------------------------------------------------
+std::vector<std::string> HostCodeModuleNode::function_names() const {
+  std::vector<std::string> out;
+  for (const auto& f : functions) out.push_back(f.first);
+  return out;
+}
+
+std::optional<Function> HostCodeModuleNode::own_function(const std::string& name) const {
+  bool mine = std::any_of(functions.begin(), functions.end(), [&](const auto& f) { return f.first == name; });
+  if (!mine) return std::nullopt;
+  return library->function(name, ObjectRef(ObjectPtr<Object>(const_cast<HostCodeModuleNode*>(this))));
 }
 
 // ---- the library module -----------------------------------------------------------

@@ -68,6 +68,21 @@ class LibraryModuleNode : public ModuleNode {
   LOOM_OBJECT(LibraryModuleNode, ModuleNode, "runtime.LibraryModule");
 };
 
+// The base of a module kind whose functions are host code a codegen
+// compiled (the c, llvm and asm kinds, a vendor's C dialect): its functions
+// (name, C symbol of the LoomBackendFunc) and the library they run in,
+// bound to this module (so their calls by name look in its imports).  A
+// kind adds its own state, type_key, and linked_code or save_to_binary.
+class HostCodeModuleNode : public ModuleNode {
+ public:
+  std::vector<std::pair<std::string, std::string>> functions;  // (name, symbol)
+  std::shared_ptr<HostLibrary> library;
+  std::vector<std::string> function_names() const override;
+  // Function `name` of the library, or nullopt for a name not in `functions`.
+  std::optional<Function> own_function(const std::string& name) const override;
+  LOOM_ABSTRACT_OBJECT(HostCodeModuleNode, ModuleNode, "runtime.HostCodeModule");
+};
+
 // Compiles and links host code into the shared object `output` with the
 // system C compiler ($CC, else `cc`), adding the table, ABI marker and
 // runtime slots of c_backend_api.h, and `blob` as __loom_module_blob when
