@@ -40,4 +40,34 @@ expect_output vendor-load 0 "loaded template_plugin 0\.1\.0" -- "$prefix/bin/loo
 expect_output vendor-call 0 "^10\.0$" -- "$prefix/bin/loomc" call template_plugin.scale 2.5 4
 # The build tree's loomc loads the same out-of-tree plugin.
 expect_output vendor-build-tree 0 "^10\.0$" -- "$LOOMC" call template_plugin.scale 2.5 4
+
+# The example backend (docs/plugins.md, "Write a backend"), built out of
+# tree like the template, used every way a user would.
+cp -r "$prefix/share/loom/examples/acme" "$work/acme"
+if ! cmake -S "$work/acme" -B "$work/acme/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" >"$work/acme-cfg.log" 2>&1 ||
+   ! cmake --build "$work/acme/build" >"$work/acme-build.log" 2>&1; then
+  cat "$work/acme-cfg.log" "$work/acme-build.log" >&2; fail "build of the out-of-tree acme backend"; finish
+fi
+export LOOM_PLUGIN_PATH="$work/vendor/build:$work/acme/build"
+cd "$work/acme"
+expect_output acme-load 0 "codegen: +acme.*device: +acme.*op: +acme\.swish.*pass: +AcmeFuseSwish.*patterns: +acme.*runtime: +acme.*target: +acme" -- \
+  bash -c "'$prefix/bin/loomc' plugins load acme | tr '\n' ' '"
+expect_output acme-check 0 "" -- "$prefix/bin/loomc" check acme.yaml
+expect_output acme-ir 0 "acme\.swish\(%h\)" -- "$prefix/bin/loomc" opt model.loom --passes AcmeFuseSwish
+# loomc builds the library and runs it on inputs; NumPy checks the output.
+/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(3)
+for n, s in (('x', (4, 16)), ('w', (16, 8)), ('b', (8,))): np.save(n + '.npy', r.standard_normal(s).astype(np.float32))"
+for config in acme.yaml partition.yaml; do
+  expect_output "acme-run-$config" 0 "" -- "$prefix/bin/loomc" run model.loom --config "$config" \
+    --input x.npy --input w.npy --input b.npy --output y.npy
+  /usr/bin/python3 -c "import numpy as np; x, w, b, y = (np.load(n + '.npy') for n in 'xwby'); h = x.astype(np.float64) @ w
+np.testing.assert_allclose(y, h / (1 + np.exp(-h)) + b, rtol=1e-5, atol=1e-5)" || fail "acme-run-$config: output differs from NumPy"
+done
+printf 'target:\n  kind: acme\n  num-thread: 2\n' >typo.yaml
+expect_output acme-yaml-error 1 "typo\.yaml:3:3: .*'num-thread'.*num-threads" -- "$prefix/bin/loomc" check typo.yaml
+# Python, from the installed package: YAML, partitioning, the operator,
+# the device and an exported library in a fresh process, against NumPy.
+PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 check.py >"$work/acme-check.log" 2>&1 ||
+  { cat "$work/acme-check.log" >&2; fail "acme check.py"; }
+cd - >/dev/null
 finish

@@ -1,0 +1,64 @@
+// The Acme plugin: one init registers every extension point a backend
+// has (docs/plugins.md, "Write a backend"), each in its own file:
+//   the device "acme" and its DeviceAPI ............... device.cc
+//   the operator acme.swish (type rule, lowering) ...... swish.cc
+//   the pass AcmeFuseSwish ............................. swish.cc
+//   the target kind acme (attributes, traits, pipeline)  here
+//   the pattern table acme (what partitioning gives it)  here
+//   the codegen acme, derived from the C codegen ....... codegen.cc
+//   the runtime module kind "acme" and its loader ...... codegen.cc
+#include <loom/graph/pattern_table.h>
+#include <loom/plugin_sdk.h>
+#include <loom/runtime/module.h>
+#include <loom/target/c_source.h>
+#include <loom/target/codegen.h>
+#include <loom/target/target.h>
+
+#include "acme.h"
+
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("acme") LOOM_PLUGIN_VERSION("1.0.0")
+                     LOOM_PLUGIN_DESCRIPTION("Acme DSP: an example backend using every extension point"));
+
+LOOM_PLUGIN_INIT(ctx) {
+  using loom::Function;
+  acme::register_device();
+  acme::register_swish();
+
+  // The target kind: its attributes (checked in YAML at file:line:col),
+  // what the core's passes may assume of it (traits), and the pipeline a
+  // config without pipeline.passes runs.
+  loom::target::TargetTraits traits;
+  traits.vector_bits = [](const loom::target::Target&) -> int64_t { return 0; };  // scalar C
+  traits.native_intrinsics = loom::target::CSourcePrinter::intrinsics();
+  traits.threads_attr = "num-threads";
+  traits.default_pipeline = {"AcmeFuseSwish", "default"};
+  traits.codegen_needs = {"intrinsics_lowered"};
+  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
+      "acme",
+      {{"cflags", "str", std::string("-O2"), "flags for Acme's C compiler (the system compiler here)"},
+       {"num-threads", "int", int64_t{1}, "DSP cores for parallel loops", 1, 64}},
+      Function(),
+      "the Acme DSP: C compiled by its compiler",
+      "",
+      traits});
+
+  // The pattern table: what partitioning gives acme when a model is built
+  // for a CPU (target: {kind: llvm, partition: [acme]}): its swish, and
+  // the float32 elementwise work around it.  Its codegen gets each region.
+  using loom::graph::op;
+  using loom::graph::wildcard;
+  auto float32 = [](loom::graph::Pattern p) { return p.has_dtype(loom::DataType::Float(32)); };
+  loom::graph::PatternTableRegistry::register_table(
+      "acme", {{"acme.swish", float32(op("acme.swish", {wildcard()})), nullptr},
+               {"acme.sigmoid", float32(op("sigmoid", {wildcard()})), nullptr},
+               {"acme.multiply", float32(op("multiply", {wildcard(), wildcard()})), nullptr},
+               {"acme.add", float32(op("add", {wildcard(), wildcard()})), nullptr}});
+
+  // The codegen, and the loader that restores its module from a library.
+  acme::register_module_type();
+  loom::target::CodegenRegistry::register_codegen(
+      "acme", Function::typed([](loom::ir::IRModule m, loom::target::Target t) { return acme::codegen(m, t); },
+                              "acme.codegen"));
+  loom::runtime::ModuleLoaderRegistry::register_loader(
+      "acme", Function::typed([](std::string bytes) { return acme::load_module(bytes); }, "acme.load"));
+}
