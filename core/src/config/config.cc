@@ -360,7 +360,7 @@ class Loader {
         if (validate_only_) {
           if (std::find(available.begin(), available.end(), names[i]) == available.end()) {
             LOOM_THROW(LookupError) << "no pattern table named '" << names[i] << "' is registered or provided by a plugin"
-                                    << did_you_mean(names[i], available);
+                                    << did_you_mean(names[i], available) << unknown_providers_note();
           }
         } else {
           graph::PatternTableRegistry::get(names[i]);
@@ -382,14 +382,16 @@ class Loader {
     if (!validate_only_) return target::TargetKindRegistry::get(kind);
     if (auto entry = target::TargetKindRegistry::declaration(kind)) return *entry;
     LOOM_THROW(LookupError) << "no target kind named '" << kind << "' is registered or provided by a plugin"
-                            << did_you_mean(kind, with_available(target::TargetKindRegistry::list(), "target"));
+                            << did_you_mean(kind, with_available(target::TargetKindRegistry::list(), "target"))
+                            << unknown_providers_note();
   }
 
   transform::PassInfo pass_info(const std::string& name) {
     if (!validate_only_) return transform::PassRegistry::get(name).info();
     if (auto declared = transform::PassRegistry::declaration(name)) return declared->info;
     LOOM_THROW(LookupError) << "no pass named '" << name << "' is registered or provided by a plugin"
-                            << did_you_mean(name, with_available(transform::PassRegistry::list(), "pass"));
+                            << did_you_mean(name, with_available(transform::PassRegistry::list(), "pass"))
+                            << unknown_providers_note();
   }
 
   transform::PassInfo lookup_pass(const YAML::Node& node) {

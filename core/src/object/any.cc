@@ -211,7 +211,7 @@ Device Device::parse(const std::string& text) {
   if (!type) {
     std::vector<std::string> names = with_available(device_names(), "device");
     LOOM_THROW(Error) << "unknown device '" << name << "' in '" << text << "'" << did_you_mean(name, names)
-                      << " (known: " << join(names, ", ") << ")";
+                      << " (known: " << join(names, ", ") << ")" << unknown_providers_note();
   }
   int id = 0;
   if (colon != std::string::npos) {

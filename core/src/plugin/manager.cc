@@ -312,10 +312,23 @@ struct PluginManager::Impl {
 
     auto start = std::chrono::steady_clock::now();
     boost::dll::shared_library library;
-    try {
-      library.load(r.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    } catch (const std::exception& e) {
-      fail(r, "cannot load the shared library: " + dl_error_text(e));
+    std::string early;  // what its static initialisers registered
+    {
+      // Opening runs its static initialisers, before the core can check or
+      // roll back anything they register: refuse a plugin that does.
+      RegistrationScope opening(r.name + " (static initialiser)");
+      try {
+        library.load(r.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+      } catch (const std::exception& e) {
+        fail(r, "cannot load the shared library: " + dl_error_text(e));
+      }
+      early = join(capabilities_owned_by(opening.owner()), ", ");
+      if (early.empty()) opening.commit();  // nothing to undo
+    }
+    if (!early.empty()) {
+      library.unload();
+      fail(r, "it registers " + early + " from a static initialiser, while the library is opened; register in "
+                                        "LOOM_PLUGIN_INIT (docs/plugins.md, \"Rules of the boundary\")");
     }
     if (!library.has(LOOM_PLUGIN_INIT_SYMBOL)) {
       fail(r, std::string("not a Loom plugin: it has a manifest but does not export ") + LOOM_PLUGIN_INIT_SYMBOL);
@@ -404,7 +417,8 @@ const bool resolver_installed = [] {
   set_capability_resolver({[](const std::string& capability) {
                              return PluginManager::global().load_capability(capability).has_value();
                            },
-                           [](const std::string& kind) { return PluginManager::global().available(kind); }});
+                           [](const std::string& kind) { return PluginManager::global().available(kind); },
+                           [] { return PluginManager::global().unreadable(); }});
   return true;
 }();
 }  // namespace
@@ -523,6 +537,15 @@ std::vector<std::string> PluginManager::available(const std::string& kind) {
       if (starts_with(capability, prefix)) names.push_back(capability.substr(prefix.size()));
   }
   return names;
+}
+
+std::vector<std::string> PluginManager::unreadable() {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->ensure_scanned();
+  std::vector<std::string> out;
+  for (const auto& r : impl_->records)
+    if (!r.manifest) out.push_back(r.path + " (" + r.error + ")");
+  return out;
 }
 
 std::optional<PluginRecord> PluginManager::provider(const std::string& capability) {

@@ -99,12 +99,15 @@ void set_capability_resolver(CapabilityResolver new_resolver) {
   resolver() = std::move(new_resolver);
 }
 
+namespace {
+CapabilityResolver current_resolver() {
+  std::lock_guard<std::mutex> lock(resolver_mutex());
+  return resolver();
+}
+}  // namespace
+
 bool request_capability(const std::string& capability) {
-  CapabilityResolver current;
-  {
-    std::lock_guard<std::mutex> lock(resolver_mutex());
-    current = resolver();
-  }
+  CapabilityResolver current = current_resolver();
   // A resolver that itself misses a capability must not recurse forever.
   if (!current.request || resolving_depth > 8) return false;
   ++resolving_depth;
@@ -127,12 +130,18 @@ std::vector<std::string> with_available(std::vector<std::string> registered, con
 }
 
 std::vector<std::string> available_capabilities(const std::string& kind) {
-  CapabilityResolver current;
-  {
-    std::lock_guard<std::mutex> lock(resolver_mutex());
-    current = resolver();
-  }
+  CapabilityResolver current = current_resolver();
   return current.available ? current.available(kind) : std::vector<std::string>{};
+}
+
+std::string unknown_providers_note() {
+  CapabilityResolver current = current_resolver();
+  std::vector<std::string> files = current.unknown ? current.unknown() : std::vector<std::string>{};
+  if (files.empty()) return "";
+  std::string out = "; " + std::to_string(files.size()) + " plugin file" + (files.size() == 1 ? "" : "s") +
+                    " that could not be read may provide it: ";
+  for (size_t i = 0; i < files.size(); ++i) out += (i ? ", " : "") + files[i];
+  return out;
 }
 
 }  // namespace loom

@@ -169,6 +169,30 @@ TEST(PluginManager, ACapabilityOfAPluginThatFailedToLoadSaysWhichAndWhy) {
   expect_host_still_works();
 }
 
+TEST(PluginManager, AMissNamesThePluginFilesThatCouldNotBeRead) {
+  // Nothing is known of what an unreadable file provides: a registry miss
+  // says so and why, rather than only that nothing provides the name.
+  PluginManager manager({fixture_dir("good"), fixture_dir("not_plugin")});
+  std::string path = fixture("not_plugin", "not_plugin");
+  set_capability_resolver({[&](const std::string& c) { return manager.load_capability(c).has_value(); },
+                           [&](const std::string& kind) { return manager.available(kind); },
+                           [&] { return manager.unreadable(); }});
+  std::vector<std::string> unreadable = manager.unreadable();
+  ASSERT_EQ(unreadable.size(), 1u);
+  EXPECT_EQ(unreadable[0], path + " (" + by_name(manager.list(), "loom_not_plugin").error + ")");
+  try {
+    FunctionRegistry::get("fx_vendor.kernel");
+    ADD_FAILURE() << "no error";
+  } catch (const LookupError& e) {
+    EXPECT_EQ(std::string(e.what()), "no function named 'fx_vendor.kernel' is registered or provided by a plugin; "
+                                     "1 plugin file that could not be read may provide it: " + unreadable[0]);
+  }
+  // A name a readable plugin provides still loads.
+  EXPECT_EQ(FunctionRegistry::get("fx_good.twice")(21).as_int(), 42);
+  set_capability_resolver({});
+  expect_host_still_works();
+}
+
 TEST(PluginManager, InitThatThrowsIsRolledBack) {
   PluginManager manager({fixture_dir("throws")});
   std::string path = fixture("throws", "fx_throws");
@@ -180,6 +204,17 @@ TEST(PluginManager, InitThatThrowsIsRolledBack) {
   EXPECT_EQ(r.error, "init failed: device firmware not found");
   // A failed plugin stays failed, with the same reason.
   EXPECT_EQ(plugin_error([&] { manager.load("fx_throws"); }), "plugin " + path + ": init failed: device firmware not found");
+  expect_host_still_works();
+}
+
+TEST(PluginManager, RegistrationFromAStaticInitialiserIsRefusedAndRolledBack) {
+  PluginManager manager({fixture_dir("static_register")});
+  std::string path = fixture("static_register", "fx_static_register");
+  EXPECT_EQ(plugin_error([&] { manager.load("fx_static_register"); }),
+            "plugin " + path + ": it registers function:fx_static_register.early from a static initialiser, while the "
+            "library is opened; register in LOOM_PLUGIN_INIT (docs/plugins.md, \"Rules of the boundary\")");
+  EXPECT_FALSE(FunctionRegistry::entry("fx_static_register.early"));
+  EXPECT_EQ(manager.info("fx_static_register")->state, PluginState::kFailed);
   expect_host_still_works();
 }
 

@@ -85,6 +85,9 @@ class PluginManager {
   std::optional<PluginRecord> provider(const std::string& capability);
   // NAMEs of the KIND:NAME capabilities usable plugins provide (no loading).
   std::vector<std::string> available(const std::string& kind);
+  // The plugin files whose manifest could not be read, as "PATH (REASON)":
+  // what they provide is unknown, so a registry miss names them.
+  std::vector<std::string> unreadable();
 
  private:
   struct Impl;

@@ -49,14 +49,22 @@ class RegistrationScope {
 //   request:   loads what provides `capability` ("function:hello.greet",
 //              "target:llvm", ...); true if something was loaded.
 //   available: the NAMEs of every KIND:NAME capability that could be loaded.
-// Either may be empty.
+//   unknown:   the plugin files whose capabilities are unknown because their
+//              manifest could not be read, each as "PATH (REASON)".
+// Any may be empty.
 struct CapabilityResolver {
   std::function<bool(const std::string& capability)> request;
   std::function<std::vector<std::string>(const std::string& kind)> available;
+  std::function<std::vector<std::string>()> unknown;
 };
 void set_capability_resolver(CapabilityResolver resolver);
 bool request_capability(const std::string& capability);
 std::vector<std::string> available_capabilities(const std::string& kind);
+// What a "no KIND named NAME" message adds when some plugin files could not
+// be read, so a capability they would have provided is not simply missing:
+// "; N plugin file(s) that could not be read may provide it: PATH (REASON)".
+// Empty when every plugin file was read.
+std::string unknown_providers_note();
 // `registered` and the names discovered plugins would provide for `kind`,
 // sorted, each once (what a frontend lists: "every operator", ...).
 std::vector<std::string> with_available(std::vector<std::string> registered, const std::string& kind);

@@ -94,7 +94,7 @@ class NamedRegistry {
     std::vector<std::string> candidates = names();
     for (auto& loadable : available_capabilities(kind_)) candidates.push_back(std::move(loadable));
     LOOM_THROW(LookupError) << "no " << what_ << " named '" << name << "' is registered or provided by a plugin"
-                            << did_you_mean(name, candidates);
+                            << did_you_mean(name, candidates) << unknown_providers_note();
   }
 
   std::vector<std::string> names() const {
