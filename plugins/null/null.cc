@@ -3,7 +3,7 @@
 // capability, target validation and the C0/C1 rules are exercised without a
 // real backend (the kind is not called "null": YAML reads that as no value).
 // It has no vector unit, so 'tir.vectorize: true' against it
-// is overridden with a warning.
+// is overridden with a warning; its tag null_wide has one.
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/thread_pool.h>
 #include <loom/target/target.h>
@@ -24,4 +24,8 @@ LOOM_PLUGIN_INIT(ctx) {
       "a target that generates nothing",
       "",
       traits});
+  // A tag: a named preset of the kind's attributes (target: {tag: null_wide}).
+  loom::target::TargetTagRegistry::register_tag(loom::target::TargetTag{
+      "null_wide", "null_target", loom::Map({{"vector-bits", loom::Any(int64_t{512})}}),
+      "the null target with a 512-bit vector unit", ""});
 }

@@ -206,6 +206,25 @@ expect_output passes-declared-options 0 "options: max_depth: int \(1 to 256\) = 
 expect_output passes-declared-contract 0 "needs: buffers_flat" -- "$LOOMC" passes list
 expect_output targets-declared 0 "^llvm +from llvm" -- "$LOOMC" targets list
 expect_output targets-declared-attrs 0 "attributes: mtriple: str = \"\", mcpu: str = \"native\"" -- "$LOOMC" targets list
+# Tags: kind, attributes, owner and doc, from the declarations (the loop
+# above checked that listing loads nothing); a config names one, checked
+# from the declarations too, and overrides an attribute.
+expect_output tags-declared 0 "^tag null_wide +kind null_target \{vector-bits: 512\} from null: the null target with a 512-bit vector unit$" -- \
+  "$LOOMC" targets list
+$PY -c 'import json,sys; t={x["name"]: x for x in json.loads(sys.argv[1])["tags"]}["null_wide"]
+assert t == {"name": "null_wide", "kind": "null_target", "doc": "the null target with a 512-bit vector unit", "owner": "null", "attributes": {"vector-bits": 512}}, t' \
+  "$("$LOOMC" targets list --json)" || fail "targets list --json tags"
+tmpc0=$(mktemp -d)
+printf 'target: {tag: null_wide, vector-bits: 256}\n' > "$tmpc0/tag.yaml"
+expect_output check-config-tag 0 "tag.yaml: ok" -- "$LOOMC" check "$tmpc0/tag.yaml"
+[ "$(plugin_inits check "$tmpc0/tag.yaml")" = 0 ] || fail "loomc check of a tag loaded plugin code"
+printf 'target: {tag: null_wide, vector-bitz: 256}\n' > "$tmpc0/tag_typo.yaml"
+expect_output check-config-tag-attr 1 "tag_typo.yaml:1:26: target kind 'null_target' has no attribute 'vector-bitz'; did you mean 'vector-bits'\?" -- \
+  "$LOOMC" check "$tmpc0/tag_typo.yaml"
+printf 'target: {tag: null_wid}\n' > "$tmpc0/tag_name.yaml"
+expect_output check-config-tag-name 1 "tag_name.yaml:1:15: no target tag named 'null_wid' is registered or provided by a plugin; did you mean 'null_wide'\?" -- \
+  "$LOOMC" check "$tmpc0/tag_name.yaml"
+rm -rf "$tmpc0"
 expect_output info-declared 0 "^pass: +FuseOps \(opt 1\), options: max_depth: int \(1 to 256\) = 8$" -- "$LOOMC" plugins info passes
 expect_output info-declared-kind 0 "^target kind: +llvm: mtriple: str" -- "$LOOMC" plugins info llvm
 expect_output info-declared-ops 0 "^operators: +52: " -- "$LOOMC" plugins info ops

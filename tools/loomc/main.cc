@@ -544,7 +544,10 @@ int targets_list(bool as_json) {
   std::vector<std::string> names;
   for (const auto& k : kinds) names.push_back(k.name);
   std::vector<std::string> others = undeclared("target", names);
-  std::vector<std::string> tags = loom::with_available(loom::target::TargetTagRegistry::list(), "tag");
+  std::vector<loom::target::TargetTag> tags = loom::target::TargetTagRegistry::declarations();
+  std::vector<std::string> tag_names;
+  for (const auto& t : tags) tag_names.push_back(t.name);
+  std::vector<std::string> other_tags = undeclared("tag", tag_names);
   if (as_json) {
     loom::JsonWriter json;
     json.begin_object().key("kinds").begin_array();
@@ -561,7 +564,18 @@ int targets_list(bool as_json) {
       json.end_object();
     }
     for (const auto& name : others) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
-    json.end_array().key("tags").string_array(tags).end_object();
+    json.end_array().key("tags").begin_array();
+    for (const auto& tag : tags) {
+      json.begin_object().key("name").value(tag.name).key("kind").value(tag.kind).key("doc").value(tag.doc);
+      json.key("owner").value(tag.owner).key("attributes").begin_object();
+      for (const auto& item : tag.attrs->items) {
+        json.key(item.first);
+        loom::write_value(json, item.second);
+      }
+      json.end_object().end_object();
+    }
+    for (const auto& name : other_tags) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
+    json.end_array().end_object();
     std::cout << json.str() << "\n";
     return 0;
   }
@@ -579,7 +593,13 @@ int targets_list(bool as_json) {
     if (!t.codegen_needs.empty()) std::printf("%-12s codegen needs: %s\n", "", loom::join(t.codegen_needs, ", ").c_str());
   }
   for (const auto& name : others) std::printf("%-12s (its plugin declares no schema; load it to see one)\n", name.c_str());
-  for (const auto& tag : tags) std::printf("tag %s\n", tag.c_str());
+  for (const auto& tag : tags) {
+    std::vector<std::string> attrs;
+    for (const auto& item : tag.attrs->items) attrs.push_back(item.first + ": " + loom::repr(item.second));
+    std::printf("tag %-10s kind %s {%s} from %s%s%s\n", tag.name.c_str(), tag.kind.c_str(), loom::join(attrs, ", ").c_str(),
+                tag.owner.c_str(), tag.doc.empty() ? "" : ": ", tag.doc.c_str());
+  }
+  for (const auto& name : other_tags) std::printf("tag %-10s (its plugin declares no schema; load it to see one)\n", name.c_str());
   return 0;
 }
 

@@ -253,25 +253,35 @@ class Loader {
     if (tag_node) {
       std::string name = scalar(tag_node, "tag");
       std::vector<std::string> tags = target::TargetTagRegistry::list();
-      if (validate_only_ && !kind_node && std::find(tags.begin(), tags.end(), name) == tags.end()) {
-        // A tag of a plugin that is not loaded: its kind is known once it is.
-        std::vector<std::string> available = with_available(tags, "tag");
-        if (std::find(available.begin(), available.end(), name) == available.end()) {
-          fail(tag_node, "no target tag named '" + name + "' is registered or provided by a plugin" +
-                             did_you_mean(name, available));
+      if (validate_only_ && std::find(tags.begin(), tags.end(), name) == tags.end()) {
+        // A tag of a plugin that is not loaded: its declaration has its kind
+        // and attributes; a plugin that declares none leaves them unknown.
+        std::optional<target::TargetTag> declared;
+        for (target::TargetTag& tag : target::TargetTagRegistry::declarations())
+          if (tag.name == name) declared = std::move(tag);
+        if (declared) {
+          kind = declared->kind;
+          preset = declared->attrs;
+        } else {
+          std::vector<std::string> available = with_available(tags, "tag");
+          if (std::find(available.begin(), available.end(), name) == available.end()) {
+            fail(tag_node, "no target tag named '" + name + "' is registered or provided by a plugin" +
+                               did_you_mean(name, available) + unknown_providers_note());
+          }
+          config_warning(tag_node, "target tag '" + name + "' comes from a plugin that declares no tags; its kind "
+                                   "and attributes are checked when the config is loaded");
+          if (!kind_node) return target::Target();
         }
-        config_warning(tag_node, "target tag '" + name + "' comes from a plugin that is not loaded; its kind and "
-                                 "attributes are checked when the config is loaded");
-        return target::Target();
-      }
-      try {
-        target::TargetTag tag = target::TargetTagRegistry::get(name);
-        kind = tag.kind;
-        preset = tag.attrs;
-      } catch (const ParseError&) {
-        throw;
-      } catch (const Error& e) {
-        fail(tag_node, e.what());
+      } else {
+        try {
+          target::TargetTag tag = target::TargetTagRegistry::get(name);
+          kind = tag.kind;
+          preset = tag.attrs;
+        } catch (const ParseError&) {
+          throw;
+        } catch (const Error& e) {
+          fail(tag_node, e.what());
+        }
       }
     }
     if (kind_node) kind = scalar(kind_node, "kind");

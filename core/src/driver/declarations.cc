@@ -34,6 +34,13 @@ std::string plugin_declarations(const std::string& owner) {
         std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()), t.default_pipeline,
         t.codegen_needs, t.threads_attr, t.device_type});
   }
+  for (const std::string& name : target::TargetTagRegistry::list()) {
+    auto tag = target::TargetTagRegistry::entry(name);
+    if (!tag || tag->owner != owner) continue;
+    DeclaredTag t{tag->name, tag->kind, tag->doc, {}};
+    for (const auto& item : tag->attrs->items) t.attrs.push_back(SchemaField{item.first, "Any", item.second, ""});
+    d.tags.push_back(std::move(t));
+  }
   for (const std::string& name : ir::OpRegistry::list()) {
     auto op = ir::OpRegistry::entry(name);
     if (!op || op->owner != owner) continue;

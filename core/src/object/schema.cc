@@ -103,7 +103,6 @@ Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, cons
   return Map(out);
 }
 
-namespace {
 void write_value(JsonWriter& json, const Any& value) {
   switch (value.kind()) {
     case AnyKind::kNone: json.null(); return;
@@ -132,6 +131,8 @@ void write_value(JsonWriter& json, const Any& value) {
   }
   LOOM_THROW(Error) << "a schema default cannot be " << value.describe();
 }
+
+namespace {
 
 Any read_value(const JsonValue& v, const std::string& type) {
   auto bad = [&]() -> Any { LOOM_THROW(Error) << v.kind_name() << " is not a value of type " << type; };

@@ -180,6 +180,12 @@ std::string write_declarations(const std::vector<std::string>& provides, const P
     write_strings(json, "codegen_needs", k.codegen_needs);
     json.end_object().end_object();
   }
+  json.end_array().key("tags").begin_array();
+  for (const DeclaredTag& t : d.tags) {
+    json.begin_object().key("name").value(t.name).key("kind").value(t.kind).key("doc").value(t.doc).key("attributes");
+    write_schema_json(json, t.attrs);
+    json.end_object();
+  }
   json.end_array().key("ops").begin_array();
   for (const DeclaredOp& op : d.ops) {
     json.begin_object().key("name").value(op.name).key("num_inputs").value(int64_t{op.num_inputs});
@@ -231,6 +237,18 @@ PluginDeclarations parse_declarations(const std::string& text, const std::string
       kind.default_pipeline = in.strings(traits, "default_pipeline");
       kind.codegen_needs = in.strings(traits, "codegen_needs");
       d.target_kinds.push_back(std::move(kind));
+    }
+    // "tags" came later in format 1: a plugin declared before has none.
+    if (root.find("tags")) {
+      for (const JsonValue& t : r.objects(root, "tags")) {
+        DeclaredTag tag;
+        tag.name = r.string(t, "name");
+        Reader in{"tag '" + tag.name + "'"};
+        tag.kind = in.string(t, "kind");
+        tag.doc = in.string(t, "doc");
+        tag.attrs = read_schema_json(in.member(t, "attributes", JsonValue::Kind::kArray, "an array"), in.where);
+        d.tags.push_back(std::move(tag));
+      }
     }
     for (const JsonValue& o : r.objects(root, "ops")) {
       DeclaredOp op;

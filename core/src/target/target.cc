@@ -110,6 +110,23 @@ void TargetTagRegistry::register_tag(TargetTag tag) {
   tags().add(std::move(tag));
 }
 TargetTag TargetTagRegistry::get(const std::string& name) { return tags().get(name); }
+std::optional<TargetTag> TargetTagRegistry::entry(const std::string& name) { return tags().entry(name); }
+
+std::vector<TargetTag> TargetTagRegistry::declarations() {
+  std::map<std::string, TargetTag> out;
+  for (const std::string& name : list()) out.emplace(name, *entry(name));
+  for (const PluginRecord& r : PluginManager::global().list()) {
+    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
+    for (const DeclaredTag& t : r.manifest->declarations->tags) {
+      std::map<std::string, Any> attrs;
+      for (const SchemaField& f : t.attrs) attrs[f.name] = f.default_value;
+      out.emplace(t.name, TargetTag{t.name, t.kind, Map(attrs), t.doc, r.name});
+    }
+  }
+  std::vector<TargetTag> list;
+  for (auto& item : out) list.push_back(std::move(item.second));
+  return list;
+}
 std::vector<std::string> TargetTagRegistry::list() { return tags().names(); }
 
 bool same_target(const Target& a, const Target& b) {

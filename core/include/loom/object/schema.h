@@ -55,6 +55,9 @@ Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, cons
 // {"name", "type", "default", "doc"}, the default plain JSON (null when
 // required; a dtype or device as its text) read back by the field's type.
 void write_schema_json(JsonWriter& json, const std::vector<SchemaField>& schema);
+// One value as a schema default is written: plain JSON (a dtype or device
+// as its text, arrays and maps nested); Error for anything else.
+void write_value(JsonWriter& json, const Any& value);
 // Throws Error naming `where` and the field for anything malformed.
 std::vector<SchemaField> read_schema_json(const JsonValue& value, const std::string& where);
 

@@ -64,9 +64,16 @@ struct DeclaredOp {
   int num_inputs = -1;
   std::vector<SchemaField> attrs;
 };
+// A target tag: a named preset of a target kind's attributes; each
+// attribute's value is the default of a field of type Any.
+struct DeclaredTag {
+  std::string name, kind, doc;
+  std::vector<SchemaField> attrs;
+};
 struct PluginDeclarations {
   std::vector<DeclaredPass> passes;
   std::vector<DeclaredTargetKind> target_kinds;
+  std::vector<DeclaredTag> tags;
   std::vector<DeclaredOp> ops;
   std::vector<SchemaField> config;  // config keys besides the passes' options
 };

@@ -117,7 +117,11 @@ class TargetTagRegistry {
  public:
   static void register_tag(TargetTag tag);
   static TargetTag get(const std::string& name);  // LookupError with a suggestion
+  static std::optional<TargetTag> entry(const std::string& name);  // no loading
   static std::vector<std::string> list();
+  // Every tag registered or declared by a discovered plugin that is not
+  // loaded, by name (what `loomc targets list` shows); loads nothing.
+  static std::vector<TargetTag> declarations();
 };
 
 // The module with its C1 constraints set: "target", optionally "host", and
