@@ -13,6 +13,9 @@ Pass = _core.Pass
 PassInfo = _core.PassInfo
 PassContext = _core.PassContext
 TimingInstrument = _core.TimingInstrument
+DumpIR = _core.DumpIR
+LogInstrument = _core.LogInstrument
+PassInstrument = _core.PassInstrument
 
 
 def get_pass(name):

@@ -12,6 +12,7 @@
 #include "loom/ir/module.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/module.h"
+#include "loom/transform/pass.h"
 
 namespace loom::python {
 
@@ -137,6 +138,14 @@ void bind_runtime(py::module_& m) {
       .def("inspect_source", [](const runtime::Module& mod, const std::string& format) {
         return mod.node()->inspect_source(format);
       }, py::arg("format"))
+      .def("__str__", [](const runtime::Module& mod) {
+        std::string tree = runtime::module_tree(mod);
+        return tree.substr(0, tree.size() - 1);  // print() adds the newline
+      })
+      .def("__repr__", [](const runtime::Module& mod) {
+        std::string tree = runtime::module_tree(mod);
+        return "<loom.runtime.Module\n" + tree.substr(0, tree.size() - 1) + ">";
+      })
       .def("export_library", [](const runtime::Module& mod, const std::string& path) {
         runtime::export_library(mod, path);
       }, py::arg("path"));
@@ -148,12 +157,14 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("target", [](const config::Config& c) { return to_py(Any(c.target)); });
   m.def(
       "build",
-      [](const ObjectRef& module, const config::Config& config) {
+      [](const ObjectRef& module, const config::Config& config, bool verbose) {
         auto mod = downcast<ir::IRModule>(module);
+        config::Config with_log = config;
+        if (verbose) with_log.context.instruments.push_back(std::make_shared<transform::LogInstrument>());
         py::gil_scoped_release release;
-        return driver::build(mod, config);
+        return driver::build(mod, with_log);
       },
-      py::arg("module"), py::arg("config"));
+      py::arg("module"), py::arg("config"), py::arg("verbose") = false);
 }
 
 }  // namespace loom::python

@@ -89,10 +89,8 @@ struct PyPassContext {
     for (const auto& instrument : context.instruments) {
       if (auto* p = dynamic_cast<PyInstrument*>(instrument.get())) {
         out.append(p->object());
-      } else if (auto timing = std::dynamic_pointer_cast<transform::TimingInstrument>(instrument)) {
-        out.append(py::cast(timing));
       } else {
-        out.append(py::str(instrument->name()));
+        out.append(py::cast(instrument));  // its most derived bound class
       }
     }
     return out;
@@ -100,11 +98,11 @@ struct PyPassContext {
   void set_instruments(const py::iterable& items) {
     std::vector<std::shared_ptr<transform::PassInstrument>> made;
     for (py::handle item : items) {
-      if (py::isinstance<transform::TimingInstrument>(item)) {
-        made.push_back(item.cast<std::shared_ptr<transform::TimingInstrument>>());
+      if (py::isinstance<transform::PassInstrument>(item)) {
+        made.push_back(item.cast<std::shared_ptr<transform::PassInstrument>>());
       } else if (py::isinstance<py::str>(item) || item.is_none()) {
-        throw py::type_error("an instrument is an object with should_run/before/after methods or a "
-                             "loom.transform.TimingInstrument, got " +
+        throw py::type_error("an instrument is an object with should_run/before/after methods or one of "
+                             "loom.transform's TimingInstrument, DumpIR and LogInstrument, got " +
                              std::string(py::str(py::type::of(item).attr("__name__"))));
       } else {
         made.push_back(std::make_shared<PyInstrument>(py::reinterpret_borrow<py::object>(item)));
@@ -209,7 +207,18 @@ void bind_transform(py::module_& m) {
         return "PassInfo(name='" + info.name + "', opt_level=" + std::to_string(info.opt_level) + ")";
       });
 
-  py::class_<transform::TimingInstrument, std::shared_ptr<transform::TimingInstrument>>(
+  // The C++ instruments: a PassContext takes any of them as it is.
+  py::class_<transform::PassInstrument, std::shared_ptr<transform::PassInstrument>>(
+      m, "PassInstrument", "an instrument written in C++ (TimingInstrument, DumpIR, LogInstrument)")
+      .def_property_readonly("name", &transform::PassInstrument::name);
+  py::class_<transform::DumpIRInstrument, transform::PassInstrument, std::shared_ptr<transform::DumpIRInstrument>>(
+      m, "DumpIR", "writes the module before and after every pass into a folder: NNN_PASS_before.loom, "
+                   "NNN_PASS_after.loom (created if missing)")
+      .def(py::init<std::string>(), py::arg("folder"));
+  py::class_<transform::LogInstrument, transform::PassInstrument, std::shared_ptr<transform::LogInstrument>>(
+      m, "LogInstrument", "prints one line per pass on stderr as it ends, with its time")
+      .def(py::init<>());
+  py::class_<transform::TimingInstrument, transform::PassInstrument, std::shared_ptr<transform::TimingInstrument>>(
       m, "TimingInstrument", "times every pass; report() after the passes ran")
       .def(py::init<>())
       .def("report", &transform::TimingInstrument::report)

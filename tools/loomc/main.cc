@@ -655,38 +655,11 @@ int opt(const std::string& input, const std::string& passes, const std::string& 
   return 0;
 }
 
-void print_module_tree(const loom::runtime::Module& m, int depth, const std::string& source_format) {
-  std::string indent(2 * depth, ' ');
-  auto names = m->function_names();
-  std::cout << indent << m->type_key() << ": " << names.size() << " function" << (names.size() == 1 ? "" : "s");
-  if (!names.empty()) std::cout << " (" << loom::join(names, ", ") << ")";
-  std::cout << "\n";
-  if (m->type_key() == "vm") {
-    for (const auto& name : names) {
-      auto plan = loom::runtime::memory_plan(m, name);
-      std::cout << indent << "  @" << name << ": " << plan.planned_tensors << " planned tensors in " << plan.storages
-                << " storages, peak " << plan.peak_bytes << " bytes (one buffer each: " << plan.naive_bytes
-                << "), " << plan.output_tensors << " outputs\n";
-      for (const auto& [device, bytes] : plan.device_peak_bytes) {
-        std::cout << indent << "    on " << device << ": peak " << bytes << " bytes\n";
-      }
-    }
-  }
-  if (!source_format.empty()) {
-    try {
-      std::cout << m->inspect_source(source_format);
-    } catch (const std::exception& e) {
-      std::cout << indent << "  (" << loom::error_message(e) << ")\n";
-    }
-  }
-  for (const auto& child : m.imports()) print_module_tree(child, depth + 1, source_format);
-}
-
 int inspect(const std::string& path, const std::string& source_format) {
   try {
     loom::runtime::Module m = loom::runtime::inspect_library(path);  // runs none of the file's code
     std::cout << path << "\n";
-    print_module_tree(m, 1, source_format);
+    std::cout << loom::runtime::module_tree(m, source_format, 1);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "loomc: " << loom::error_message(e) << "\n";

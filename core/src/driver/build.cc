@@ -1,6 +1,8 @@
 #include "loom/driver/build.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <functional>
 
 #include "loom/driver/vm_compiler.h"
@@ -225,8 +227,22 @@ runtime::Module build(const ir::IRModule& module, const config::Config& config) 
   // caller entered (a Python `with PassContext(instruments=...)`).
   transform::PassContext context = config.context;
   for (const auto& instrument : transform::PassContext::current().instruments) context.instruments.push_back(instrument);
+  // LOOM_LOG=info logs each pass, unless the caller asked for that already.
+  bool logging = std::any_of(context.instruments.begin(), context.instruments.end(), [](const auto& i) {
+    return dynamic_cast<const transform::LogInstrument*>(i.get()) != nullptr;
+  });
+  if (!logging && transform::log_level() == transform::LogLevel::kInfo) {
+    context.instruments.push_back(std::make_shared<transform::LogInstrument>());
+    logging = true;
+  }
   ir::IRModule lowered = config.pipeline()(config.constrain(module), context);
-  return link(lowered, config.target);
+  auto start = std::chrono::steady_clock::now();
+  runtime::Module built = link(lowered, config.target);
+  if (logging) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "loom: codegen and link  %.2f ms\n", ms);
+  }
+  return built;
 }
 
 runtime::Module build(const ir::IRModule& module, const target::Target& target) {

@@ -58,6 +58,25 @@ std::vector<Module> Module::imports() const {
   return out;
 }
 
+std::string module_tree(const Module& m, const std::string& source_format, int depth) {
+  std::string indent(2 * depth, ' ');
+  std::vector<std::string> names = m->function_names();
+  std::string out = indent + m->type_key() + ": " + std::to_string(names.size()) + " function" +
+                    (names.size() == 1 ? "" : "s");
+  if (!names.empty()) out += " (" + join(names, ", ") + ")";
+  out += "\n";
+  for (const std::string& line : m->describe()) out += indent + "  " + line + "\n";
+  if (!source_format.empty()) {
+    try {
+      out += m->inspect_source(source_format);
+    } catch (const std::exception& e) {
+      out += indent + "  (" + error_message(e) + ")\n";
+    }
+  }
+  for (const Module& child : m.imports()) out += module_tree(child, source_format, depth + 1);
+  return out;
+}
+
 // ---- loaders ----------------------------------------------------------------------
 namespace {
 struct LoaderEntry {

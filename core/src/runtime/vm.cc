@@ -531,13 +531,13 @@ struct InputChecker {
     const DLTensor& dl = a->dl_tensor();
     auto shape = [&] { return loom::shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)); };
     if (static_cast<size_t>(dl.ndim) != t->shape.size()) {
-      LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type);
+      LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type);
     }
     for (int i = 0; i < dl.ndim; ++i) {
       const auto* dim = static_cast<const ShapeExprNode*>(t->shape[i].object());
       if (dim->shape_op() == ShapeOp::kConst) {
         if (dim->value != dl.shape[i]) {
-          LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
+          LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
                             << " must be " << dim->value << ")";
         }
       } else if (dim->shape_op() == ShapeOp::kVar) {
@@ -546,7 +546,7 @@ struct InputChecker {
           bound[slot] = dl.shape[i];
           bound_by[slot] = arg;
         } else if (bound[slot] != dl.shape[i]) {
-          LOOM_THROW(Error) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
+          LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
                             << " is " << dl.shape[i] << ", but %" << f.shape_vars[slot] << " is " << bound[slot]
                             << " from " << argument(bound_by[slot]) << ")";
         }
@@ -695,6 +695,7 @@ class VMModuleNode : public ModuleNode {
     return std::nullopt;
   }
   std::string save_to_binary() const override { return save_binary(Any(executable)); }
+  std::vector<std::string> describe() const override;
   std::string inspect_source(const std::string& format) const override {
     if (format == "bytecode") return disassemble();
     return ModuleNode::inspect_source(format);
@@ -1092,6 +1093,19 @@ MemoryPlan memory_plan(const Module& vm, const std::string& function) {
   plan.peak_bytes = shape_expr_text(peak, f.shape_vars);
   plan.naive_bytes = shape_expr_text(naive, f.shape_vars);
   return plan;
+}
+
+std::vector<std::string> VMModuleNode::describe() const {
+  std::vector<std::string> out;
+  Module self(ObjectPtr<Object>(const_cast<VMModuleNode*>(this)));
+  for (const FunctionRt& f : functions) {
+    MemoryPlan plan = memory_plan(self, f.name);
+    out.push_back("@" + f.name + ": " + std::to_string(plan.planned_tensors) + " planned tensors in " +
+                  std::to_string(plan.storages) + " storages, peak " + plan.peak_bytes + " bytes (one buffer each: " +
+                  plan.naive_bytes + "), " + std::to_string(plan.output_tensors) + " outputs");
+    for (const auto& [device, bytes] : plan.device_peak_bytes) out.push_back("  on " + device + ": peak " + bytes + " bytes");
+  }
+  return out;
 }
 
 }  // namespace loom::runtime

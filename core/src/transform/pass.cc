@@ -470,6 +470,26 @@ void DumpIRInstrument::after(const PassInfo& info, const IRModule& module) {
   write(prefix + info.name + "_after.loom", module);
 }
 
+void LogInstrument::before(const PassInfo&, const IRModule&) { starts_.push_back(std::chrono::steady_clock::now()); }
+
+void LogInstrument::after(const PassInfo& info, const IRModule&) {
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - starts_.back()).count();
+  starts_.pop_back();
+  char line[512];
+  std::snprintf(line, sizeof(line), "loom: %*spass %s  %.2f ms\n", static_cast<int>(2 * starts_.size()), "",
+                info.name.c_str(), ms);
+  std::fputs(line, stderr);
+}
+
+LogLevel log_level() {
+  const char* env = std::getenv("LOOM_LOG");
+  std::string level = env ? env : "";
+  if (level.empty() || level == "warning") return LogLevel::kWarning;
+  if (level == "info") return LogLevel::kInfo;
+  LOOM_THROW(Error) << "LOOM_LOG='" << level << "' is not a log level" << did_you_mean(level, {"warning", "info"})
+                    << " (levels: warning, the default; info, a line per pass)";
+}
+
 void WellFormedInstrument::after(const PassInfo& info, const IRModule& module) {
   std::vector<ir::Diagnostic> problems = ir::well_formed(module);
   if (problems.empty()) return;

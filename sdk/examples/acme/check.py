@@ -62,9 +62,13 @@ assert regions == [["acme_region"]], regions
 #    type rule refuses an integer tensor.
 def swish_module(dtype, **attrs):
     v = loom.graph.Var("v", shape=(3, 5), dtype=dtype)
-    return loom.ir.IRModule({"main": loom.graph.Function([v], getattr(loom.op, "acme.swish")(v, **attrs))})
+    # A dotted operator name is an attribute path: loom.op.acme.swish.
+    return loom.ir.IRModule({"main": loom.graph.Function([v], loom.op.acme.swish(v, **attrs))})
 
 
+assert loom.op.acme.swish is getattr(loom.op, "acme.swish")
+assert "acme" in dir(loom.op) and dir(loom.op.acme) == ["swish"]
+assert "beta (float = 1.0): the slope inside the sigmoid" in loom.op.acme.swish.__doc__
 z = rng.standard_normal((3, 5)).astype(np.float32)
 out = loom.build(swish_module("float32", beta=2.0), {"target": {"kind": "acme"}})["main"](z).numpy()
 np.testing.assert_allclose(out, z / (1 + np.exp(-2.0 * z)), rtol=1e-5, atol=1e-6)

@@ -53,6 +53,9 @@ class ModuleNode : public Object {
   // no such record.  `loomc run --profile` prints it, Python's
   // Module.profile() returns it parsed.
   virtual std::string profile() const { return ""; }
+  // Lines on its own state beyond its functions, for the module tree (the
+  // VM's memory plan per function); none by default.
+  virtual std::vector<std::string> describe() const { return {}; }
 
   LOOM_ABSTRACT_OBJECT(ModuleNode, Object, "runtime.Module");
   static void reflect(ReflectionBuilder<ModuleNode>& r) { r.structural(StructuralKind::kUnique); }
@@ -71,6 +74,11 @@ class Module : public ObjectRef {
   void import_module(const Module& child) const;
   std::vector<Module> imports() const;
 };
+
+// The module tree as text (`loomc inspect`, a module printed in Python):
+// per module "KIND: N functions (NAMES)", its describe() lines, its source
+// in `source_format` if one is given, then its imports indented.
+std::string module_tree(const Module& m, const std::string& source_format = "", int depth = 0);
 
 // Loaders: (bytes: str) -> Module, one per type_key.
 class ModuleLoaderRegistry {

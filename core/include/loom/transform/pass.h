@@ -186,6 +186,25 @@ class DumpIRInstrument : public PassInstrument {
   std::vector<int> open_;  // indices of passes entered and not left (passes nest)
 };
 
+// One line per pass as it ends, on stderr: "loom: pass NAME  T ms", indented
+// by how deep it nests, so a long build shows its progress
+// (`loom.build(verbose=True)`, LOOM_LOG=info; docs/passes.md, "Instruments").
+class LogInstrument : public PassInstrument {
+ public:
+  std::string name() const override { return "log"; }
+  void before(const PassInfo& info, const IRModule& module) override;
+  void after(const PassInfo& info, const IRModule& module) override;
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> starts_;
+};
+
+// The level LOOM_LOG asks for: "warning" (the default, also when unset or
+// empty) or "info" (a build logs each pass with a LogInstrument).  Anything
+// else is an Error naming the value and the levels.
+enum class LogLevel { kWarning, kInfo };
+LogLevel log_level();
+
 // After every pass: the module must be well formed, or an Error names the pass.
 class WellFormedInstrument : public PassInstrument {
  public:
