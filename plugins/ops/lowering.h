@@ -49,6 +49,7 @@ void register_linalg_ops();
 void register_shape_ops();
 void register_nn_ops();
 void register_conv_ops();
+void register_op_examples();
 
 }  // namespace loom::ops
 

@@ -9,7 +9,8 @@ expect_output help 0 "Usage: loomc" -- "$LOOMC" --help
 expect_output no-args 2 "Commands:" -- "$LOOMC"
 expect_output plugins-help 0 "LOOM_PLUGIN_PATH" -- "$LOOMC" plugins --help
 expect_output version 0 "^loomc [0-9]+\.[0-9]+\.[0-9]+$" -- "$LOOMC" --version
-expect_output bad-command 2 "unknown command 'plugin'; did you mean 'plugins'\?" -- "$LOOMC" plugin list
+expect_output bad-command 2 "unknown command 'plugns'; did you mean 'plugins'\?" -- "$LOOMC" plugns list
+expect_output plugin-alias 0 "^hello +1.0.0 +discovered" -- "$LOOMC" plugin list
 expect_output bad-option 2 "unknown option '--jsn'" -- "$LOOMC" plugins list --jsn
 expect_output bad-sub 2 "unknown plugins command 'lst'; did you mean 'list'\?" -- "$LOOMC" plugins lst
 

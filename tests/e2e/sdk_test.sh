@@ -63,6 +63,19 @@ for config in acme.yaml partition.yaml; do
   /usr/bin/python3 -c "import numpy as np; x, w, b, y = (np.load(n + '.npy') for n in 'xwby'); h = x.astype(np.float64) @ w
 np.testing.assert_allclose(y, h / (1 + np.exp(-h)) + b, rtol=1e-5, atol=1e-5)" || fail "acme-run-$config: output differs from NumPy"
 done
+# The tag, listed without loading the plugin, and used from YAML.
+expect_output acme-tag 0 "^tag acme_quad +kind acme \{num-threads: 4\} from acme: an Acme board with four DSP cores" -- \
+  "$prefix/bin/loomc" targets list
+printf 'target:\n  tag: acme_quad\n' >quad.yaml
+expect_output acme-tag-run 0 "output 0: float32 \(4, 8\)" -- "$prefix/bin/loomc" run model.loom --config quad.yaml \
+  --input x.npy --input w.npy --input b.npy
+# The conformance kit passes the example backend: its operator against the
+# reference interpreter, its own target's operators, the round trip
+# through its loader, its device; the doctor says it loads.
+expect_output acme-kit 0 "^ops acme: acme\.swish +pass +2 examples" -- "$prefix/bin/loomc" plugin test build/loom_acme.so
+expect_output acme-kit-partition 0 "^roundtrip acme +pass" -- "$prefix/bin/loomc" plugin test build/loom_acme.so
+expect_output acme-kit-device 0 "^device acme +pass" -- "$prefix/bin/loomc" plugin test build/loom_acme.so --only device
+expect_output acme-doctor 0 "verdict: +loads$" -- "$prefix/bin/loomc" plugin doctor build/loom_acme.so
 printf 'target:\n  kind: acme\n  num-thread: 2\n' >typo.yaml
 expect_output acme-yaml-error 1 "typo\.yaml:3:3: .*'num-thread'.*num-threads" -- "$prefix/bin/loomc" check typo.yaml
 # Python, from the installed package: YAML, partitioning, the operator,

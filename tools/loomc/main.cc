@@ -31,6 +31,7 @@
 #include "loom/support/strings.h"
 #include "loom/version.h"
 #include "import_command.h"
+#include "plugin_tools.h"
 #include "run_command.h"
 
 namespace {
@@ -54,6 +55,16 @@ Commands:
                               load a plugin and write its declarations (what it provides,
                               its passes', target kinds', operators' and config keys'
                               schemas) as JSON: what loom_add_plugin embeds after linking
+  plugin doctor PATH.so [--timeout S]
+                              explain why a plugin file does not load: manifest and
+                              versions, missing libraries and symbols, conflicts with
+                              installed plugins, then a load in a child process
+  plugin test PATH.so [--json] [--seed N] [--only PREFIX] [--timeout S]
+                              the conformance kit: manifest, init in a child process,
+                              declarations, target kinds, every operator a target claims
+                              against the reference interpreter, export round trip,
+                              devices; a pass/fail table, exit 1 on any failure
+                              ('plugin' and 'plugins' are the same command group)
   functions list [--json]     list registered functions (core and loaded plugins)
   passes list [--json]        registered passes: opt level, requirements, options, owner
   targets list [--json]       target kinds with their attributes, and tags
@@ -130,6 +141,15 @@ Usage:
       this after linking and embeds the text as the plugin's
       .loom_declarations section, which listings and the config validator
       read without loading the plugin.
+  loomc plugin doctor PATH.so [--timeout S]
+      Why the plugin file does not load, without risking this process: its
+      manifest against this core (plugin ABI, core version, C++ ABI), the
+      shared libraries and symbols it needs that do not resolve (ldd -r),
+      installed plugins with its name or capabilities, then a load in a child
+      process (S seconds, default 30).  Exit 0 when it loads.
+  loomc plugin test PATH.so [--json] [--seed N] [--only PREFIX] [--timeout S]
+      The conformance kit (docs/plugin-tools.md): one row per check, pass,
+      fail with the reason, or skip with why; exit 1 when any check fails.
 
 Environment:
   LOOM_PLUGIN_PATH   extra plugin directories, absolute, ':'-separated
@@ -697,6 +717,9 @@ int run(std::vector<std::string> args) {
   valued["--bench"] = &run_options.bench;
   valued["--input"] = &run_input;
   valued["--output"] = &run_output;
+  std::string kit_only, timeout_text = "30";
+  valued["--only"] = &kit_only;
+  valued["--timeout"] = &timeout_text;
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string& a = args[k];
     auto option = valued.find(a);
@@ -735,7 +758,7 @@ int run(std::vector<std::string> args) {
   if (!help && !(command == "plugins" && positional.size() >= 2 && positional[1] == "list")) {
     print_warnings(PluginManager::global());
   }
-  if (command == "plugins") {
+  if (command == "plugins" || command == "plugin") {
     if (help || positional.size() < 2) {
       std::cout << kPluginsHelp;
       return help ? 0 : 2;
@@ -754,8 +777,25 @@ int run(std::vector<std::string> args) {
       if (positional.size() != 3) return usage_error("plugins declare takes one plugin name or path");
       return plugins_declare(positional[2], build_options.output);
     }
+    if (sub == "doctor" || sub == "test") {
+      if (positional.size() != 3) return usage_error("plugin " + sub + " takes one plugin file");
+      int timeout_s = 0;
+      try {
+        timeout_s = std::stoi(timeout_text);
+      } catch (const std::exception&) {
+      }
+      if (timeout_s < 1) return usage_error("--timeout takes a number of seconds, got '" + timeout_text + "'");
+      if (sub == "doctor") return loomc::plugin_doctor(positional[2], timeout_s);
+      loomc::KitOptions kit{as_json, 0, kit_only, timeout_s};
+      try {
+        kit.seed = std::stoull(run_options.seed);
+      } catch (const std::exception&) {
+        return usage_error("--seed takes a non-negative integer, got '" + run_options.seed + "'");
+      }
+      return loomc::plugin_test(positional[2], kit);
+    }
     return usage_error("unknown plugins command '" + sub + "'" +
-                       loom::did_you_mean(sub, {"list", "info", "load", "declare"}));
+                       loom::did_you_mean(sub, {"list", "info", "load", "declare", "doctor", "test"}));
   }
   if (help) {
     std::cout << kMainHelp;

@@ -35,9 +35,10 @@ int64_t parse_count(const std::string& text, const std::string& option) {
   LOOM_THROW(Error) << option << " takes a non-negative integer, got '" << text << "'";
 }
 
-// A random array for a parameter of static tensor type: floats uniform
-// in [-1, 1), integers in [0, 10), bools 0/1.
-NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, std::mt19937_64& rng) {
+}  // namespace
+
+NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, std::mt19937_64& rng,
+                     const InputRange& range) {
   const loom::runtime::VMType& type = signature.param_types[index];
   const loom::runtime::VMTypeNode* t = type.get();
   if (t->type_kind() != loom::runtime::VMTypeKind::kTensor) {
@@ -55,8 +56,8 @@ NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, 
   }
   NDArray a = NDArray::empty(shape, t->dtype);
   int64_t n = a->numel();
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
+  std::uniform_real_distribution<double> real(range.low, range.high);
+  std::uniform_int_distribution<int64_t> small(range.int_low, range.int_high);
   for (int64_t i = 0; i < n; ++i) {
     switch (t->dtype.code) {
       case DataType::kFloat:
@@ -77,12 +78,15 @@ NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, 
   return a;
 }
 
+namespace {
 std::string shape_text(const NDArray& a) {
   std::string s = "(";
   auto shape = a.shape_vector();
   for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
   return s + ")";
 }
+
+}  // namespace
 
 void flatten_outputs(const Any& result, std::vector<NDArray>* out) {
   std::vector<Any> todo{result};  // iterative: tuples nest to any depth
@@ -99,7 +103,6 @@ void flatten_outputs(const Any& result, std::vector<NDArray>* out) {
     }
   }
 }
-}  // namespace
 
 // A JSON value as indented "key: value" lines.
 void print_json(const loom::JsonValue& v, int depth) {
@@ -155,7 +158,7 @@ int run_model(const RunOptions& o) {
     for (const std::string& path : o.inputs) args.push_back(Any(loom::runtime::load_npy(path)));
   } else {
     std::mt19937_64 rng(static_cast<uint64_t>(parse_count(o.seed, "--seed")));
-    for (size_t i = 0; i < types.size(); ++i) args.push_back(Any(random_input(signature, i, rng)));
+    for (size_t i = 0; i < types.size(); ++i) args.push_back(Any(random_input(signature, i, rng, InputRange{})));
   }
   Any result = fn.call(args.data(), static_cast<int32_t>(args.size()));
   std::vector<NDArray> outputs;

@@ -4,8 +4,13 @@
 #ifndef LOOM_TOOLS_LOOMC_RUN_COMMAND_H_
 #define LOOM_TOOLS_LOOMC_RUN_COMMAND_H_
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "loom/runtime/ndarray.h"
+#include "loom/runtime/vm.h"
 
 namespace loomc {
 
@@ -20,6 +25,20 @@ struct RunOptions {
 };
 
 int run_model(const RunOptions& options);
+
+// Where random inputs lie: floats uniform in [low, high), integers uniform
+// in [int_low, int_high], bools 0 or 1.
+struct InputRange {
+  double low = -1, high = 1;
+  int64_t int_low = 0, int_high = 9;
+};
+// A random array for parameter `index` of a VM function's signature, which
+// must be a tensor of static shape (Error naming the input otherwise).
+loom::runtime::NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, std::mt19937_64& rng,
+                                    const InputRange& range);
+// The tensors of a function's result, in order (tuples flattened); Error
+// for anything else.
+void flatten_outputs(const loom::Any& result, std::vector<loom::runtime::NDArray>* out);
 
 }  // namespace loomc
 

@@ -46,6 +46,34 @@ void define_operator(const std::string& name, int arity, std::vector<SchemaField
                                                name + ".lower"));
 }
 
+void set_op_examples(const std::string& op, const std::vector<OpExample>& examples) {
+  std::vector<Any> items;
+  for (const OpExample& e : examples) {
+    if (e.call.empty() || !(e.low <= e.high)) {
+      LOOM_THROW(Error) << "operator '" << op << "': an example needs a call and low <= high";
+    }
+    std::vector<Any> inputs(e.inputs.begin(), e.inputs.end());
+    items.push_back(Map{{"call", e.call}, {"inputs", Array(inputs)}, {"low", e.low}, {"high", e.high}});
+  }
+  ir::OpRegistry::set_property(op, "examples", Array(items), /*allow_override=*/true);
+}
+
+std::vector<OpExample> op_examples(const std::string& op) {
+  std::vector<OpExample> out;
+  std::optional<Any> property = ir::OpRegistry::property(op, "examples");
+  if (!property) return out;
+  for (const Any& item : property->cast<Array>()->items) {
+    Map m = item.cast<Map>();
+    OpExample e;
+    e.call = m.at("call").cast<std::string>();
+    for (const Any& input : m.at("inputs").cast<Array>()->items) e.inputs.push_back(input.cast<std::string>());
+    e.low = m.at("low").cast<double>();
+    e.high = m.at("high").cast<double>();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 Map attrs_of(const CallNode& call) {
   return ir::OpRegistry::check_attrs(call.callee.as<ir::OpNode>()->name, call.attrs);
 }

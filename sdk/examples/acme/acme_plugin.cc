@@ -42,6 +42,12 @@ LOOM_PLUGIN_INIT(ctx) {
       "",
       traits});
 
+  // A tag: a named preset of the kind's attributes, for the boards that
+  // have four DSP cores (target: {tag: acme_quad}; `loomc targets list`).
+  loom::target::TargetTagRegistry::register_tag(loom::target::TargetTag{
+      "acme_quad", "acme", loom::Map({{"num-threads", loom::Any(int64_t{4})}}), "an Acme board with four DSP cores",
+      ""});
+
   // The pattern table: what partitioning gives acme when a model is built
   // for a CPU (target: {kind: llvm, partition: [acme]}): its swish, and
   // the float32 elementwise work around it.  Its codegen gets each region.

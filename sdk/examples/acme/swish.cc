@@ -107,6 +107,10 @@ loom::transform::Pass FuseSwish() {
 
 void register_swish() {
   define_swish();
+  // What `loomc plugin test` checks the operator on, against the reference
+  // interpreter (docs/plugin-tools.md): the default beta, and another.
+  loom::graph::set_op_examples("acme.swish", {{"acme.swish(%a0)", {"Tensor[(3, 5), float32]"}},
+                                              {"acme.swish(%a0, beta=2.0)", {"Tensor[(4, 8), float32]"}, -6, 6}});
   loom::transform::PassRegistry::register_pass(FuseSwish());
 }
 

@@ -128,20 +128,28 @@ typedef int (*LoomPluginInitFn)(const LoomPluginHost* host, char* error,
 #else
 #define LOOM_CXX_ABI_FAMILY "itanium"
 #endif
+/* LOOM_CXX_STDLIB_ID numbers the standard library flavour for the
+ * preprocessor (loom/version.h compares it with the core's): 1
+ * libstdc++-cxx11, 2 libstdc++-cxx98, 3 libc++, 4 msvcprt, 0 unknown. */
 #if defined(_LIBCPP_VERSION)
 #define LOOM__STR2(x) #x
 #define LOOM__STR(x) LOOM__STR2(x)
 #define LOOM_CXX_ABI_STDLIB "libc++" LOOM__STR(_LIBCPP_ABI_VERSION)
+#define LOOM_CXX_STDLIB_ID 3
 #elif defined(__GLIBCXX__)
 #if _GLIBCXX_USE_CXX11_ABI
 #define LOOM_CXX_ABI_STDLIB "libstdc++-cxx11"
+#define LOOM_CXX_STDLIB_ID 1
 #else
 #define LOOM_CXX_ABI_STDLIB "libstdc++-cxx98"
+#define LOOM_CXX_STDLIB_ID 2
 #endif
 #elif defined(_MSC_VER)
 #define LOOM_CXX_ABI_STDLIB "msvcprt"
+#define LOOM_CXX_STDLIB_ID 4
 #else
 #define LOOM_CXX_ABI_STDLIB "unknown"
+#define LOOM_CXX_STDLIB_ID 0
 #endif
 #define LOOM_CXX_ABI_TAG LOOM_CXX_ABI_FAMILY "/" LOOM_CXX_ABI_STDLIB
 #endif /* __cplusplus */

@@ -32,6 +32,22 @@ void define_operator(const std::string& name, int arity, std::vector<SchemaField
                      const std::string& doc, std::function<ir::Type(const CallNode&)> type_rule,
                      std::function<tir::PrimFunc(const CallNode&)> lower);
 
+// An example call of an operator, for the conformance kit (`loomc plugin
+// test`, docs/plugin-tools.md): `call` in the text format over the inputs
+// %a0, %a1, ... whose types `inputs` gives ("Tensor[(3, 5), float32]"),
+// run on random inputs uniform in [low, high] (integers: the whole numbers
+// in it).
+struct OpExample {
+  std::string call;
+  std::vector<std::string> inputs;
+  double low = -3, high = 3;
+};
+// Declares the examples of operator `op` (registered; the property
+// "examples", rolled back with its plugin); a later call replaces them.
+void set_op_examples(const std::string& op, const std::vector<OpExample>& examples);
+// The examples declared for `op`; empty when it declares none.
+std::vector<OpExample> op_examples(const std::string& op);
+
 // The call's attributes checked against its operator's schema, defaults
 // filled in (a call carries only the attributes it was written with).
 Map attrs_of(const CallNode& call);
