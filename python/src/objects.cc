@@ -231,9 +231,20 @@ void bind_objects(py::module_& m) {
       .def("__eq__", &ObjectRef::same_as)
       .def("__hash__", [](const ObjectRef& o) { return reinterpret_cast<intptr_t>(o.get()); })
       .def("__repr__", [](const ObjectRef& ref) { return text_of(ref); })
-      .def("script", &text_of, py::arg("show_meta") = false,
-           "the text format of this node; a module's constants over 1 KiB are described, not written, unless "
-           "show_meta=True (only then does the text parse back)");
+      .def(
+          "script",
+          [](const ObjectRef& ref, bool show_meta, const std::string& format) -> py::object {
+            if (format == "text") return py::str(text_of(ref, show_meta));
+            if (format == "python") {
+              if (!ref.as<ir::IRModuleNode>()) throw TypeError("script(format=\"python\") prints an IRModule");
+              return py::module_::import("loom.script").attr("script")(ref);  // docs/hybrid-script.md
+            }
+            throw TypeError("script's format is \"text\" or \"python\", got \"" + format + "\"");
+          },
+          py::arg("show_meta") = false, py::arg("format") = "text",
+          "the text format of this node; a module's constants over 1 KiB are described, not written, unless "
+          "show_meta=True (only then does the text parse back); format=\"python\": a module as hybrid script, "
+          "everything written (docs/hybrid-script.md)");
 
   py::class_<Array, ObjectRef>(m, "Array", "an immutable sequence of values")
       .def("__len__", &Array::size)
