@@ -58,8 +58,15 @@ class TypeInferencer {
   Type infer(const Expr& e) {
     if (!e.defined()) return Type();
     if (e->checked_type.defined()) return e->checked_type;
+    auto failed = failed_.find(e.get());
+    if (failed != failed_.end()) return failed->second;  // reported once per inference
+    size_t problems = out_.size();
     Type t = with_stack([&] { return compute(e); });  // one level of stack per level of nesting
-    const_cast<ExprNode*>(e.get())->checked_type = t;  // a cache; see the file comment
+    // Only a type found without a problem is cached on the node (see the
+    // file comment): a node whose type came with a problem must be checked
+    // again by the next inference, or a second InferType would accept it.
+    if (out_.size() == problems) const_cast<ExprNode*>(e.get())->checked_type = t;
+    else failed_[e.get()] = t;
     return t;
   }
 
@@ -246,6 +253,7 @@ class TypeInferencer {
   std::string name_;
   std::unordered_map<std::string, Type> function_types_;
   std::unordered_map<const Object*, Type> bound_types_;
+  std::unordered_map<const Object*, Type> failed_;  // nodes typed with a problem, in this inference
 };
 
 }  // namespace

@@ -160,6 +160,22 @@ TEST(TypeInference, FillsCheckedTypesAndResultTypes) {
   EXPECT_TRUE(structural_equal(typed.lookup("pair")->attrs, mod.lookup("pair")->attrs));
 }
 
+TEST(TypeInference, AProblemIsFoundAgainByTheNextInference) {
+  // A type found with a problem is not cached on the node: inferring the
+  // same module again reports it again instead of accepting the cached type.
+  register_kinds();
+  ir::IRModule mod = ir::parse_module(
+      "@double = fn(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n  %x\n}\n"
+      "@main = fn(%x: Tensor[(4), float32]) {\n  @double(%x, %x)\n}\n",
+      "t.loom");
+  for (int run = 0; run < 2; ++run) {
+    std::vector<ir::Diagnostic> out;
+    ir::infer_types(mod, &out);
+    ASSERT_EQ(out.size(), 1u) << "run " << run;
+    EXPECT_EQ(out[0].message, "calls a function of 1 parameter with 2 arguments") << "run " << run;
+  }
+}
+
 TEST(TypeInference, CheckModuleListsEveryProblem) {
   register_kinds();
   ir::IRModule mod = ir::parse_module(
