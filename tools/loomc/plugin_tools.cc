@@ -637,8 +637,13 @@ class Kit {
           }
           continue;
         }
-        if (partition_only && !claims(config, mod, kind)) {
-          ++unclaimed;
+        try {
+          if (partition_only && !claims(config, mod, kind)) {
+            ++unclaimed;
+            continue;
+          }
+        } catch (const std::exception& e) {
+          failure = label + ": partitioning for " + kind + " failed: " + loom::error_message(e);
           continue;
         }
         try {
