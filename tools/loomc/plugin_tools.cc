@@ -120,8 +120,18 @@ ChildResult run_child(const std::vector<std::string>& argv, int timeout_s,
     else if (result.output.size() < (1 << 20)) result.output.append(buffer, static_cast<size_t>(n));
   }
   close(fds[0]);
+  // Its output closed; it may still not exit (a child that closed its
+  // stdout and stderr): the same deadline holds.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    pid_t done = waitpid(pid, &status, result.timed_out ? 0 : WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      kill(pid, SIGKILL);
+    } else if (done == 0) {
+      usleep(10000);
+    }
   }
   if (result.timed_out) return result;
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
