@@ -2,7 +2,8 @@
 `loom.op.relu(x)`, `loom.op.conv2d(x, w, strides=[2, 2])`.  The names
 come from the operator registry and the discovered plugins' manifests, so
 an operator a plugin adds appears here with nothing to bind; the first
-call loads the plugin that provides it.  Inputs are checked against the
+use of loom.op.NAME loads the plugin that provides it (the builder's
+docstring is the operator's documentation).  Inputs are checked against the
 operator's arity and attributes against its schema when the call is made
 (loom.TypeError naming the operator and the attribute, with a suggestion).
 """
