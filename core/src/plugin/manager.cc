@@ -548,6 +548,13 @@ std::vector<std::string> PluginManager::unreadable() {
   return out;
 }
 
+void for_each_declaring_plugin(const std::function<void(const std::string&, const PluginDeclarations&)>& f) {
+  for (const PluginRecord& r : PluginManager::global().list()) {
+    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
+    f(r.name, *r.manifest->declarations);
+  }
+}
+
 std::optional<PluginRecord> PluginManager::provider(const std::string& capability) {
   std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   impl_->ensure_scanned();

@@ -54,18 +54,17 @@ std::optional<TargetKindEntry> TargetKindRegistry::entry(const std::string& name
 std::vector<TargetKindEntry> TargetKindRegistry::declarations() {
   std::map<std::string, TargetKindEntry> out;
   for (const std::string& name : list()) out.emplace(name, *entry(name));
-  for (const PluginRecord& r : PluginManager::global().list()) {
-    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
-    for (const DeclaredTargetKind& k : r.manifest->declarations->target_kinds) {
+  for_each_declaring_plugin([&](const std::string& owner, const PluginDeclarations& d) {
+    for (const DeclaredTargetKind& k : d.target_kinds) {
       TargetTraits traits;
       traits.native_intrinsics = std::set<std::string>(k.native_intrinsics.begin(), k.native_intrinsics.end());
       traits.threads_attr = k.threads_attr;
       traits.device_type = k.device_type;
       traits.default_pipeline = k.default_pipeline;
       traits.codegen_needs = k.codegen_needs;
-      out.emplace(k.name, TargetKindEntry{k.name, k.attrs, Function(), k.doc, r.name, traits});
+      out.emplace(k.name, TargetKindEntry{k.name, k.attrs, Function(), k.doc, owner, traits});
     }
-  }
+  });
   std::vector<TargetKindEntry> list;
   for (auto& item : out) list.push_back(std::move(item.second));
   return list;
@@ -115,14 +114,13 @@ std::optional<TargetTag> TargetTagRegistry::entry(const std::string& name) { ret
 std::vector<TargetTag> TargetTagRegistry::declarations() {
   std::map<std::string, TargetTag> out;
   for (const std::string& name : list()) out.emplace(name, *entry(name));
-  for (const PluginRecord& r : PluginManager::global().list()) {
-    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
-    for (const DeclaredTag& t : r.manifest->declarations->tags) {
+  for_each_declaring_plugin([&](const std::string& owner, const PluginDeclarations& d) {
+    for (const DeclaredTag& t : d.tags) {
       std::map<std::string, Any> attrs;
       for (const SchemaField& f : t.attrs) attrs[f.name] = f.default_value;
-      out.emplace(t.name, TargetTag{t.name, t.kind, Map(attrs), t.doc, r.name});
+      out.emplace(t.name, TargetTag{t.name, t.kind, Map(attrs), t.doc, owner});
     }
-  }
+  });
   std::vector<TargetTag> list;
   for (auto& item : out) list.push_back(std::move(item.second));
   return list;

@@ -275,16 +275,6 @@ Pass PassRegistry::get(const std::string& name) { return passes().get(name).pass
 std::vector<std::string> PassRegistry::list() { return passes().names(); }
 
 namespace {
-// The declarations of the discovered plugins that are not loaded (a loaded
-// plugin's entries are in the registries), with their plugin's name.
-template <class F>
-void for_each_declaring_plugin(F f) {
-  for (const PluginRecord& r : PluginManager::global().list()) {
-    if (r.state != PluginState::kDiscovered || !r.manifest || !r.manifest->declarations) continue;
-    f(r.name, *r.manifest->declarations);
-  }
-}
-
 PassDeclaration declared_pass(const DeclaredPass& p, const std::string& owner) {
   return PassDeclaration{PassInfo{p.name, p.summary, p.opt_level, p.required, p.options, p.needs, p.establishes,
                                   p.preserves},

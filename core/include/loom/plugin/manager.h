@@ -24,6 +24,7 @@
 #ifndef LOOM_PLUGIN_MANAGER_H_
 #define LOOM_PLUGIN_MANAGER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,6 +94,13 @@ class PluginManager {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Calls f(plugin name, its declarations) for each discovered plugin of the
+// global manager that is not loaded and carries declarations (a loaded
+// plugin's entries are in the registries): what listings and the config
+// validator add to the registries.  Loads nothing.
+void for_each_declaring_plugin(const std::function<void(const std::string& owner,
+                                                        const PluginDeclarations& declarations)>& f);
 
 }  // namespace loom
 
