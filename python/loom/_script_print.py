@@ -124,6 +124,17 @@ class Printer:
             raise ValueError(f"expected {text!r} at {t.pos}, got {t.text!r}")
         return t
 
+    def listed(self, close, item):
+        """ITEM, ITEM, ... up to `close` (the opening bracket already read;
+        a trailing comma allowed): the items' results."""
+        out = []
+        while not self.is_(close):
+            out.append(item())
+            if not self.accept(","):
+                break
+        self.expect(close)
+        return out
+
     def wrapped(self, open_="(", close=")"):
         """WORD ( TOKEN ) or WORD [ TOKEN ]: the token's text."""
         self.next()
@@ -299,23 +310,13 @@ class Printer:
             self.next()
             return json.dumps(t.text)
         if self.accept("["):
-            items = []
-            while not self.is_("]"):
-                items.append(self.value())
-                if not self.accept(","):
-                    break
-            self.expect("]")
-            return "[" + ", ".join(items) + "]"
-        if self.is_("{"):
-            self.next()
-            items = []
-            while not self.is_("}"):
-                k = self.next()
+            return "[" + ", ".join(self.listed("]", self.value)) + "]"
+        if self.accept("{"):
+            def item():
+                key = self.next().text
                 self.expect(":")
-                items.append(f"{json.dumps(k.text)}: {self.value()}")
-                if not self.accept(","):
-                    break
-            self.expect("}")
+                return f"{json.dumps(key)}: {self.value()}"
+            items = self.listed("}", item)
             return "{" + ", ".join(items) + "}"
         if self.is_("("):
             return self.type_()
@@ -324,13 +325,7 @@ class Printer:
     def type_(self):
         t = self.peek()
         if self.accept("("):
-            fields = []
-            while not self.is_(")"):
-                fields.append(self.type_())
-                if not self.accept(","):
-                    break
-            self.expect(")")
-            return f"S.Tuple({', '.join(fields)})"
+            return f"S.Tuple({', '.join(self.listed(')', self.type_))})"
         if t.kind == "ident" and t.text == "none":
             self.next()
             return "None"
@@ -350,12 +345,7 @@ class Printer:
         if t.kind == "ident" and t.text == "fn":
             self.next()
             self.expect("(")
-            params = []
-            while not self.is_(")"):
-                params.append(self.type_())
-                if not self.accept(","):
-                    break
-            self.expect(")")
+            params = self.listed(")", self.type_)
             self.expect("->")
             ret = self.type_()
             return f"S.Func([{', '.join(params)}], {ret})"
@@ -370,13 +360,7 @@ class Printer:
         """(d, ...) of a tensor or buffer: ints, or prim expressions as
         Python text in a string."""
         self.expect("(")
-        dims = []
-        while not self.is_(")"):
-            expr = self.prim()
-            dims.append(expr if re.fullmatch(r"-?\d+", expr) else json.dumps(expr))
-            if not self.accept(","):
-                break
-        self.expect(")")
+        dims = [e if re.fullmatch(r"-?\d+", e) else json.dumps(e) for e in self.listed(")", self.prim)]
         return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
     def buffer_type(self):
@@ -417,19 +401,12 @@ class Printer:
             return f"(not {self.prim_unary()})"
         if self.is_("-") and self.peek(1).kind in ("int", "float"):
             self.next()
-            t = self.next()
-            return f"-{t.text}" if t.kind == "int" else f"-{t.text}"
+            return f"-{self.next().text}"
         return self.prim_primary()
 
     def prim_args(self):
         self.expect("(")
-        args = []
-        while not self.is_(")"):
-            args.append(self.prim())
-            if not self.accept(","):
-                break
-        self.expect(")")
-        return args
+        return self.listed(")", self.prim)
 
     def prim_primary(self):
         t = self.peek()
@@ -506,12 +483,7 @@ class Printer:
 
     def indices(self):
         self.expect("[")
-        out = []
-        while not self.is_("]"):
-            out.append(self.prim())
-            if not self.accept(","):
-                break
-        self.expect("]")
+        out = self.listed("]", self.prim)
         return ", ".join(out) if out else "()"  # a 0-d buffer: B[()]
 
     # -- prim statements --
@@ -667,13 +639,7 @@ class Printer:
                 return pre, e
 
     def graph_call(self, callee, depth, pre):
-        type_args = []
-        if self.accept("<"):
-            while not self.is_(">"):
-                type_args.append(self.type_())
-                if not self.accept(","):
-                    break
-            self.expect(">")
+        type_args = self.listed(">", self.type_) if self.accept("<") else []
         self.expect("(")
         args, attrs = [], []
         while not self.is_(")"):
