@@ -36,6 +36,7 @@
 #include "loom/runtime/library.h"
 #include "loom/support/json.h"
 #include "loom/support/registration.h"
+#include "loom/support/size.h"
 #include "loom/support/strings.h"
 #include "loom/target/codegen.h"
 #include "loom/target/target.h"
@@ -550,8 +551,8 @@ class Kit {
       const NDArray &g = got[k], &w = want[k];
       std::string where = "output " + std::to_string(k);
       if (g->dtype != w->dtype || g.shape_vector() != w.shape_vector()) {
-        return where + " is " + g->dtype.to_string() + " " + shape_string(g) + ", the reference's " +
-               w->dtype.to_string() + " " + shape_string(w);
+        return where + " is " + g->dtype.to_string() + " " + loom::shape_text(g.shape_vector()) + ", the reference's " +
+               w->dtype.to_string() + " " + loom::shape_text(w.shape_vector());
       }
       double rtol = 0, atol = 0;
       const loom::DataType& t = w->dtype;
@@ -574,12 +575,6 @@ class Kit {
       }
     }
     return "";
-  }
-
-  static std::string shape_string(const NDArray& a) {
-    std::vector<std::string> dims;
-    for (int64_t d : a.shape_vector()) dims.push_back(std::to_string(d));
-    return "(" + loom::join(dims, ", ") + ")";
   }
 
   static double element(const NDArray& a, int64_t i) {
@@ -628,7 +623,7 @@ class Kit {
       if (!partition_only && !entry.properties.count("FLower")) continue;  // a codegen's own operator
       bool guessed = false;
       std::vector<Case> cases = cases_of(op, entry.def.num_inputs, &guessed);
-      int passed = 0, unclaimed = 0;
+      int passed = 0;
       double max_error = 0;
       std::string failure, skipped;
       for (size_t c = 0; c < cases.size() && failure.empty(); ++c) {
@@ -648,10 +643,7 @@ class Kit {
           continue;
         }
         try {
-          if (partition_only && !claims(config, mod, kind)) {
-            ++unclaimed;
-            continue;
-          }
+          if (partition_only && !claims(config, mod, kind)) continue;  // not an operator it claims
         } catch (const std::exception& e) {
           failure = label + ": partitioning for " + kind + " failed: " + loom::error_message(e);
           continue;
@@ -694,7 +686,6 @@ class Kit {
       }
       // An operator none of whose examples goes to a partition-only kind is
       // not one it claims: no row.
-      (void)unclaimed;
     }
     if (!saved) {
       add("roundtrip " + kind, "skip", "no operator example passed to export");

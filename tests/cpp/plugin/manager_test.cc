@@ -53,7 +53,8 @@ TEST(PluginManager, LoadByPathOutsideTheSearchPath) {
 TEST(PluginManager, LoadByCapabilityIsLazyThroughTheRegistry) {
   PluginManager manager({fixture_dir("good"), fixture_dir("dependent")});
   set_capability_resolver({[&](const std::string& c) { return manager.load_capability(c).has_value(); },
-                           [&](const std::string& kind) { return manager.available(kind); }});
+                           [&](const std::string& kind) { return manager.available(kind); },
+                           [&] { return manager.unreadable(); }});
   EXPECT_EQ(manager.provider("function:fx_dependent.quadruple")->name, "fx_dependent");
   // A typo is answered with a name a plugin would provide, before anything loads.
   try {
@@ -155,7 +156,8 @@ TEST(PluginManager, ACapabilityOfAPluginThatFailedToLoadSaysWhichAndWhy) {
   PluginManager manager({fixture_dir("throws")});
   std::string path = fixture("throws", "fx_throws");
   set_capability_resolver({[&](const std::string& c) { return manager.load_capability(c).has_value(); },
-                           [&](const std::string& kind) { return manager.available(kind); }});
+                           [&](const std::string& kind) { return manager.available(kind); },
+                           [&] { return manager.unreadable(); }});
   // The first request loads it and gets its failure; a later one the same
   // reason, not "no function named".
   for (int attempt = 0; attempt < 2; ++attempt) {
