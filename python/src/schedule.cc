@@ -27,6 +27,25 @@ void bind_schedule(py::module_& m) {
       .def_property_readonly("func", [](const Schedule& s) { return to_py(Any(s.func())); },
                              "the function as scheduled so far")
       .def("loops", &Schedule::loops, "every loop's name, outermost first")
+      .def_property_readonly(
+          "trace", [](const Schedule& s) { return py::module_::import("json").attr("loads")(s.trace_json()); },
+          "the primitives that succeeded, in order, as JSON-ready lists [primitive, args...] "
+          "(docs/tuning.md, \"Traces\")")
+      .def_static(
+          "replay",
+          [](py::handle value, py::object trace) {
+            Any func = to_any(value, "replay's function");
+            if (!func.is_object_like() || !func.as_object_ref().as<tir::PrimFuncNode>()) {
+              throw TypeError("Schedule.replay takes a tir.PrimFunc, got " + func.describe());
+            }
+            std::string text = py::isinstance<py::str>(trace) ? trace.cast<std::string>()
+                                                              : py::module_::import("json").attr("dumps")(trace).cast<std::string>();
+            py::gil_scoped_release release;
+            return Schedule::replay(func.cast<tir::PrimFunc>(), text);
+          },
+          py::arg("func"), py::arg("trace"),
+          "a Schedule of func with a trace's steps applied (a list, or its JSON text); ScheduleError names the "
+          "first step that fails")
       .def("split", &Schedule::split, py::arg("loop"), py::arg("factor"))
       .def("fuse", &Schedule::fuse, py::arg("outer"), py::arg("inner"))
       .def("reorder", &Schedule::reorder, py::arg("order"))

@@ -2,6 +2,7 @@
 #include "loom/tir/schedule.h"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -115,6 +116,53 @@ std::string fresh_name(const PrimFunc& func, const std::string& base, const std:
 PrimFunc with_new_body(const PrimFunc& func, const Stmt& body);
 }  // namespace
 
+// Records a primitive's step when it is the outermost primitive running
+// and it returns without an exception.
+class Schedule::Recorder {
+ public:
+  template <class... Args>
+  Recorder(Schedule& s, const std::string& primitive, const Args&... args)
+      : s_(s), exceptions_(std::uncaught_exceptions()) {
+    ++s_.depth_;
+    step_.kind = JsonValue::Kind::kArray;
+    add(primitive);
+    (add(args), ...);
+  }
+  ~Recorder() {
+    if (--s_.depth_ == 0 && std::uncaught_exceptions() == exceptions_) s_.trace_.push_back(std::move(step_));
+  }
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+  void add(const std::string& text) {
+    JsonValue v;
+    v.kind = JsonValue::Kind::kString;
+    v.string = text;
+    step_.array.push_back(std::move(v));
+  }
+  void add(int64_t number) {
+    JsonValue v;
+    v.kind = JsonValue::Kind::kInt;
+    v.integer = number;
+    step_.array.push_back(std::move(v));
+  }
+  void add(const std::vector<std::string>& names) {
+    JsonValue list;
+    list.kind = JsonValue::Kind::kArray;
+    for (const std::string& n : names) {
+      JsonValue v;
+      v.kind = JsonValue::Kind::kString;
+      v.string = n;
+      list.array.push_back(std::move(v));
+    }
+    step_.array.push_back(std::move(list));
+  }
+
+ private:
+  Schedule& s_;
+  JsonValue step_;
+  int exceptions_;
+};
+
 Schedule::Schedule(PrimFunc func) : func_(std::move(func)) {
   // Loops are named by their variables: a name used twice (the printer
   // shows %i0 and %i0_1) becomes the unique name the printer shows.
@@ -216,6 +264,7 @@ Stmt push_guard(const Stmt& s, const PrimExpr& cond, const std::vector<const Var
 }  // namespace
 
 std::pair<std::string, std::string> Schedule::split(const std::string& loop, int64_t factor) {
+  Recorder record(*this, "split", loop, factor);
   const ForNode* f = find_loop(func_, "split", loop);
   if (factor <= 0) refuse("split", "the factor must be positive, got " + std::to_string(factor));
   DataType t = f->loop_var->dtype;
@@ -236,6 +285,7 @@ std::pair<std::string, std::string> Schedule::split(const std::string& loop, int
 }
 
 std::string Schedule::fuse(const std::string& outer_name, const std::string& inner_name) {
+  Recorder record(*this, "fuse", outer_name, inner_name);
   const ForNode* outer = find_loop(func_, "fuse", outer_name);
   const ForNode* inner = find_loop(func_, "fuse", inner_name);
   if (outer->body.get() != inner) {
@@ -255,6 +305,7 @@ std::string Schedule::fuse(const std::string& outer_name, const std::string& inn
 }
 
 void Schedule::reorder(const std::vector<std::string>& order) {
+  Recorder record(*this, "reorder", order);
   if (order.size() < 2) return;
   std::vector<const ForNode*> named;
   for (const std::string& n : order) {
@@ -322,24 +373,28 @@ void refuse_races(const ForNode* f, const std::string& primitive) {
 }  // namespace
 
 void Schedule::parallel(const std::string& loop) {
+  Recorder record(*this, "parallel", loop);
   const ForNode* f = find_loop(func_, "parallel", loop);
   refuse_races(f, "parallel");
   func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kParallel, f->body)));
 }
 
 void Schedule::vectorize(const std::string& loop) {
+  Recorder record(*this, "vectorize", loop);
   const ForNode* f = find_loop(func_, "vectorize", loop);
   if (!const_int(f->extent)) refuse("vectorize", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
   func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kVectorized, f->body)));
 }
 
 void Schedule::unroll(const std::string& loop) {
+  Recorder record(*this, "unroll", loop);
   const ForNode* f = find_loop(func_, "unroll", loop);
   if (!const_int(f->extent)) refuse("unroll", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
   func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kUnrolled, f->body)));
 }
 
 std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::string& loop) {
+  Recorder record(*this, "decompose_reduction", loop);
   const ForNode* top = find_loop(func_, "decompose_reduction", loop);
   std::vector<const ForNode*> chain = perfect_nest(top);
   // A split's guard around the sequence goes with each part, as far in as
@@ -467,6 +522,7 @@ std::optional<ElementwiseNest> elementwise_nest(const Stmt& s) {
 }  // namespace
 
 void Schedule::compute_inline(const std::string& name) {
+  Recorder record(*this, "compute_inline", name);
   const AllocateNode* alloc = find_alloc(func_, "compute_inline", name);
   const BufferNode* buffer = alloc->buffer.get();
   Scope scope(alloc);
@@ -508,6 +564,7 @@ void Schedule::compute_inline(const std::string& name) {
 }
 
 void Schedule::reverse_compute_inline(const std::string& name) {
+  Recorder record(*this, "reverse_compute_inline", name);
   const AllocateNode* alloc = find_alloc(func_, "reverse_compute_inline", name);
   const BufferNode* buffer = alloc->buffer.get();
   Scope scope(alloc);
@@ -703,11 +760,14 @@ void check_scope(const std::string& primitive, const std::string& scope) {
 }  // namespace
 
 std::string Schedule::cache_read(const std::string& name, const IndexMap& layout_map, const std::string& scope) {
+  Recorder record(*this, "cache_read", name);
   check_scope("cache_read", scope);
   Buffer buffer = find_buffer(func_, "cache_read", name, false);
   if (touches(func_->body, buffer.get(), true)) refuse("cache_read", "'" + name + "' is written by the function");
   refuse_views(func_->body, buffer.get(), "cache_read", "is read through a view; cache before FlattenBuffer");
   Layout layout = classify_layout(func_, buffer, layout_map, "cache_read");
+  record.add(layout_to_string(layout));
+  record.add(scope);
   size_t rank = buffer->shape.size();
   std::vector<PrimExpr> shape = simplified(layout_shape(layout, buffer_shape(buffer)));
   Buffer copy(fresh_name(func_, name + "_" + (scope == "global" ? "local" : scope)), buffer->dtype, shape, scope);
@@ -743,6 +803,7 @@ std::string Schedule::cache_read(const std::string& name, const IndexMap& layout
 }
 
 void Schedule::transform_layout(const std::string& name, const IndexMap& layout_map) {
+  Recorder record(*this, "transform_layout", name);
   Buffer buffer = find_buffer(func_, "transform_layout", name, true);
   std::vector<Buffer> inputs = func_.buffer_params();
   if (std::find_if(inputs.begin(), inputs.end(), [&](const Buffer& b) { return b.same_as(buffer); }) == inputs.end()) {
@@ -750,6 +811,7 @@ void Schedule::transform_layout(const std::string& name, const IndexMap& layout_
     // it moves to the new layout and nothing is recorded.
     refuse_views(func_->body, buffer.get(), "transform_layout", "is accessed through a view; transform before FlattenBuffer");
     Layout layout = classify_layout(func_, buffer, layout_map, "transform_layout");
+    record.add(layout_to_string(layout));
     Buffer laid(buffer->name, buffer->dtype, simplified(layout_shape(layout, buffer_shape(buffer))), buffer->scope);
     func_ = with_new_body(func_, redirect_loads(func_->body, buffer, laid, layout, true));
     return;
@@ -762,6 +824,7 @@ void Schedule::transform_layout(const std::string& name, const IndexMap& layout_
   if (layouts.count(std::to_string(input)))
     refuse("transform_layout", "'" + name + "' already has the layout " + layouts[std::to_string(input)]);
   Layout layout = classify_layout(func_, buffer, layout_map, "transform_layout");
+  record.add(layout_to_string(layout));
   Buffer laid(buffer->name, buffer->dtype, simplified(layout_shape(layout, buffer_shape(buffer))), buffer->scope);
   std::vector<Any> params;
   for (const Any& p : func_->params)
@@ -788,6 +851,7 @@ std::string Schedule::cache_read(const std::string& name, const std::vector<int>
 }
 
 std::string Schedule::cache_write(const std::string& name, const std::string& scope) {
+  Recorder record(*this, "cache_write", name, scope);
   check_scope("cache_write", scope);
   Buffer buffer = find_buffer(func_, "cache_write", name, true);
   refuse_views(func_->body, buffer.get(), "cache_write", "is accessed through a view; cache before FlattenBuffer");
@@ -961,6 +1025,7 @@ std::optional<std::pair<PrimExpr, PrimExpr>> index_range(const PrimExpr& e, cons
 }  // namespace
 
 void Schedule::compute_at(const std::string& nest_name, const std::string& loop_name) {
+  Recorder record(*this, "compute_at", nest_name, loop_name);
   const ForNode* producer = find_loop(func_, "compute_at", nest_name);
   const ForNode* loop = find_loop(func_, "compute_at", loop_name);
   std::vector<Stmt> to_producer, to_loop;
@@ -1183,6 +1248,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
 }
 
 Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
+  Recorder record(*this, "rfactor", loop_name);
   const ForNode* loop = find_loop(func_, "rfactor", loop_name);
   auto extent = const_int(loop->extent);
   if (!extent || *extent <= 0) refuse("rfactor", "%" + loop_name + " has no constant positive extent");
@@ -1246,6 +1312,7 @@ bool is_thread_axis(const std::string& axis) {
 }
 
 void Schedule::bind(const std::string& loop, const std::string& axis) {
+  Recorder record(*this, "bind", loop, axis);
   const ForNode* f = find_loop(func_, "bind", loop);
   if (!is_thread_axis(axis)) {
     refuse("bind", "'" + axis + "' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z)");
@@ -1264,6 +1331,143 @@ void Schedule::bind(const std::string& loop, const std::string& axis) {
   refuse_races(f, "bind");
   func_ = with_new_body(func_, replace(func_->body, f, For(f->loop_var, f->min, f->extent, ForKind::kThreadBinding,
                                                            f->body, axis, f->annotations)));
+}
+
+
+namespace {
+void write_step_value(const JsonValue& v, std::string& out) {
+  switch (v.kind) {
+    case JsonValue::Kind::kString: out += json_quote(v.string); break;
+    case JsonValue::Kind::kInt: out += std::to_string(v.integer); break;
+    case JsonValue::Kind::kArray:
+      out += '[';
+      for (size_t k = 0; k < v.array.size(); ++k) {
+        if (k) out += ", ";
+        write_step_value(v.array[k], out);
+      }
+      out += ']';
+      break;
+    default: out += "null";  // steps hold strings, integers and lists only
+  }
+}
+}  // namespace
+
+std::string Schedule::trace_json() const {
+  std::string out = "[";
+  for (size_t k = 0; k < trace_.size(); ++k) {
+    if (k) out += ", ";
+    write_step_value(trace_[k], out);
+  }
+  return out + "]";
+}
+
+void Schedule::apply(const JsonValue& step) {
+  if (step.kind != JsonValue::Kind::kArray || step.array.empty() || step.array[0].kind != JsonValue::Kind::kString)
+    throw ScheduleError("a trace step is an array [primitive, arguments...], got a " + std::string(step.kind_name()));
+  const std::string& primitive = step.array[0].string;
+  size_t given = step.array.size() - 1;
+  auto arity = [&](size_t lo, size_t hi) {
+    if (given < lo || given > hi) {
+      throw ScheduleError(primitive + " takes " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+                          " arguments in a trace, got " + std::to_string(given));
+    }
+  };
+  auto str = [&](size_t k) -> const std::string& {
+    const JsonValue& v = step.array[k];
+    if (v.kind != JsonValue::Kind::kString)
+      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a string, got a " + v.kind_name());
+    return v.string;
+  };
+  auto integer = [&](size_t k) {
+    const JsonValue& v = step.array[k];
+    if (v.kind != JsonValue::Kind::kInt)
+      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be an integer, got a " + v.kind_name());
+    return v.integer;
+  };
+  auto names = [&](size_t k) {
+    const JsonValue& v = step.array[k];
+    if (v.kind != JsonValue::Kind::kArray)
+      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names, got a " + v.kind_name());
+    std::vector<std::string> out;
+    for (const JsonValue& n : v.array) {
+      if (n.kind != JsonValue::Kind::kString) throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names");
+      out.push_back(n.string);
+    }
+    return out;
+  };
+  // A layout's text, applied to the buffer's indices (its rank is theirs).
+  auto layout = [&](size_t k) {
+    std::string text = str(k);
+    return [text](const std::vector<PrimExpr>& indices) {
+      Layout parsed;
+      try {
+        parsed = parse_layout(text, indices.size());
+      } catch (const Error& e) {
+        throw ScheduleError(e.what());
+      }
+      return apply_layout(parsed, indices);
+    };
+  };
+  if (primitive == "split") {
+    arity(2, 2);
+    split(str(1), integer(2));
+  } else if (primitive == "fuse") {
+    arity(2, 2);
+    fuse(str(1), str(2));
+  } else if (primitive == "reorder") {
+    arity(1, 1);
+    reorder(names(1));
+  } else if (primitive == "parallel" || primitive == "vectorize" || primitive == "unroll") {
+    arity(1, 1);
+    if (primitive == "parallel") parallel(str(1));
+    if (primitive == "vectorize") vectorize(str(1));
+    if (primitive == "unroll") unroll(str(1));
+  } else if (primitive == "bind") {
+    arity(2, 2);
+    bind(str(1), str(2));
+  } else if (primitive == "decompose_reduction") {
+    arity(1, 1);
+    decompose_reduction(str(1));
+  } else if (primitive == "compute_inline" || primitive == "reverse_compute_inline") {
+    arity(1, 1);
+    if (primitive == "compute_inline") compute_inline(str(1));
+    else reverse_compute_inline(str(1));
+  } else if (primitive == "cache_read") {
+    arity(3, 3);
+    cache_read(str(1), layout(2), str(3));
+  } else if (primitive == "transform_layout") {
+    arity(2, 2);
+    transform_layout(str(1), layout(2));
+  } else if (primitive == "cache_write") {
+    arity(2, 2);
+    cache_write(str(1), str(2));
+  } else if (primitive == "compute_at") {
+    arity(2, 2);
+    compute_at(str(1), str(2));
+  } else if (primitive == "rfactor") {
+    arity(1, 1);
+    rfactor(str(1));
+  } else {
+    throw ScheduleError("'" + primitive + "' is not a schedule primitive" +
+                        did_you_mean(primitive, {"split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bind",
+                                                 "decompose_reduction", "compute_inline", "reverse_compute_inline",
+                                                 "cache_read", "transform_layout", "cache_write", "compute_at", "rfactor"}));
+  }
+}
+
+Schedule Schedule::replay(PrimFunc func, const std::string& trace) {
+  JsonValue steps = parse_json(trace, "<trace>");
+  if (steps.kind != JsonValue::Kind::kArray)
+    throw ScheduleError(std::string("a trace is a JSON array of steps, got a ") + steps.kind_name());
+  Schedule s(std::move(func));
+  for (size_t k = 0; k < steps.array.size(); ++k) {
+    try {
+      s.apply(steps.array[k]);
+    } catch (const ScheduleError& e) {
+      throw ScheduleError("step " + std::to_string(k + 1) + " of the trace: " + e.what());
+    }
+  }
+  return s;
 }
 
 }  // namespace loom::tir

@@ -8,6 +8,7 @@
 
 #include "loom/driver/build.h"
 #include "loom/ir/text.h"
+#include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
@@ -90,6 +91,47 @@ TEST(Schedule, EveryPrimitiveKeepsTheNumbers) {
   EXPECT_EQ(run(s.func()), want) << text;
   auto tiles = tir::Schedule(original()).tile("i", "j", 2, 5);
   EXPECT_EQ(tiles, (std::vector<std::string>{"i_o", "j_o", "i_i", "j_i"}));
+}
+
+// A schedule records its trace: each primitive that succeeded (tile as its
+// splits and reorder, a layout as its text), none that failed; replaying
+// the trace on the function gives the same function, and a step that no
+// longer applies is a ScheduleError naming the step.
+TEST(Schedule, TraceRecordsThePrimitivesAndReplaysToTheSameFunction) {
+  tir::Schedule s(original());
+  s.compute_inline("biased");
+  std::string w = s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
+    tir::PrimExpr four = tir::IntImm(DataType::Int(64), 4);
+    return std::vector<tir::PrimExpr>{tir::FloorDiv(v[0], four), v[1], tir::FloorMod(v[0], four)};
+  });
+  EXPECT_THROW(s.split("nope", 2), ScheduleError);
+  s.tile("i", "j", 2, 5);
+  s.transform_layout("A", [](const std::vector<tir::PrimExpr>& v) { return std::vector<tir::PrimExpr>{v[1], v[0]}; });
+  auto rf = s.rfactor("k");
+  s.vectorize(rf.init);
+  s.parallel("i_o");
+  EXPECT_EQ(s.trace_json(),
+            "[[\"compute_inline\", \"biased\"], [\"cache_read\", \"W\", \"0 // 4, 1, 0 % 4\", \"global\"], "
+            "[\"split\", \"i\", 2], [\"split\", \"j\", 5], [\"reorder\", [\"i_o\", \"j_o\", \"i_i\", \"j_i\"]], "
+            "[\"transform_layout\", \"A\", \"1, 0\"], [\"rfactor\", \"k\"], [\"vectorize\", \"k_init\"], "
+            "[\"parallel\", \"i_o\"]]");
+  tir::Schedule again = tir::Schedule::replay(original(), s.trace_json());
+  EXPECT_TRUE(structural_equal(Any(again.func()), Any(s.func())))
+      << ir::to_text(Any(again.func())) << "\nvs\n" << ir::to_text(Any(s.func()));
+  EXPECT_EQ(again.trace_json(), s.trace_json());
+
+  std::string e = error_of([] { tir::Schedule::replay(original(), R"([["split", "i", 2], ["split", "i", 3]])"); });
+  EXPECT_NE(e.find("step 2 of the trace: schedule.split: no loop %i"), std::string::npos) << e;
+  EXPECT_NE(e.find("no loop %i"), std::string::npos) << e;
+  e = error_of([] { tir::Schedule::replay(original(), R"([["splt", "i", 2]])"); });
+  EXPECT_NE(e.find("'splt' is not a schedule primitive; did you mean 'split'?"), std::string::npos) << e;
+  e = error_of([] { tir::Schedule::replay(original(), R"([["split", "i"]])"); });
+  EXPECT_NE(e.find("split takes 2 arguments in a trace, got 1"), std::string::npos) << e;
+  e = error_of([] { tir::Schedule::replay(original(), R"([["split", "i", "2"]])"); });
+  EXPECT_NE(e.find("argument 2 must be an integer"), std::string::npos) << e;
+  e = error_of([] { tir::Schedule::replay(original(), R"([["cache_read", "W", "0 // 0, 1", "global"]])"); });
+  EXPECT_NE(e.find("step 1 of the trace"), std::string::npos) << e;
+  EXPECT_THROW(tir::Schedule::replay(original(), "[[\"split\""), ParseError);
 }
 
 // A split that does not divide leaves a guard around the nest's sequence;

@@ -7,6 +7,9 @@
 // their name.  The primitives keep the function's results, up to the order
 // of floating-point reductions where one says so (rfactor; every other
 // primitive keeps each output's summation order).
+// A schedule records its trace: each primitive that succeeded, with its
+// arguments, as a JSON step (["split", "i", 16]); replaying the trace on
+// the same function gives the same schedule (docs/tuning.md, "Traces").
 #ifndef LOOM_TIR_SCHEDULE_H_
 #define LOOM_TIR_SCHEDULE_H_
 
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "loom/support/error.h"
+#include "loom/support/json.h"
 #include "loom/tir/function.h"
 
 namespace loom {
@@ -152,9 +156,27 @@ class Schedule {
   };
   RFactor rfactor(const std::string& loop);
 
+  // The trace: the primitives that succeeded, in order, each a JSON array
+  // of the primitive's name and its arguments (loop and buffer names,
+  // factors, scopes; a layout as its text, "0 // 16, 1, 0 % 16").  tile
+  // records the splits and the reorder it makes; a primitive called by
+  // another is not recorded twice.
+  const std::vector<JsonValue>& trace() const { return trace_; }
+  std::string trace_json() const;
+  // Applies one step of a trace; a malformed step or a failed primitive
+  // is a ScheduleError naming the step.
+  void apply(const JsonValue& step);
+  // A schedule of `func` with every step of `trace` (JSON text, an array
+  // of steps) applied; ScheduleError naming the first step that fails
+  // ("step 3 (reorder): ..."), ParseError for text that is not JSON.
+  static Schedule replay(PrimFunc func, const std::string& trace);
+
  private:
+  class Recorder;
   void unique_buffer_names();
   PrimFunc func_;
+  std::vector<JsonValue> trace_;
+  int depth_ = 0;  // primitives running: only the outermost records its step
 };
 
 }  // namespace loom::tir
