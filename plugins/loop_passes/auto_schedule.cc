@@ -32,6 +32,11 @@
 // without a target or a trait).
 #include "auto_schedule.h"
 
+#include <cstdio>
+#include <memory>
+
+#include "tuning.h"
+
 #include <loom/arith/simplify.h>
 #include <loom/graph/calls.h>
 #include <loom/ir/text.h>
@@ -318,8 +323,8 @@ class StageScheduler {
   // `constant`: the buffer parameters every caller passes a constant,
   // which may take a layout instead of being packed per call.
   // `min_work`: a nest with less work (work_of) runs on one thread.
-  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work)
-      : s_(s), vector_bits_(vector_bits), min_work_(min_work), constant_(std::move(constant)) {}
+  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work, Decider& decider)
+      : s_(s), decider_(decider), vector_bits_(vector_bits), min_work_(min_work), constant_(std::move(constant)) {}
 
   // The elementwise nest `producer` computed per iteration of the
   // already scheduled nest `consumer`'s outer loop (compute_at), when every
@@ -352,7 +357,7 @@ class StageScheduler {
 
   void run(const std::string& root) {
     const ForNode* top = find(s_, root);
-    parallel_ = worth_threads(top);
+    parallel_ = decide("nest.parallel", worth_threads(top));
     if (has_reduction(top)) {
       if (!tile_reduction(root)) {
         vector_reductions(root);
@@ -409,7 +414,7 @@ class StageScheduler {
     // A short outer loop shares the work badly: fuse it with the next.
     if (chain.size() >= 2 && chain[0]->for_kind() == ForKind::kSerial && chain[1]->for_kind() == ForKind::kSerial) {
       auto extent = const_int(chain[0]->extent);
-      if (extent && *extent < 16) {
+      if (extent && decide("parallel.fuse_outer", *extent < 16)) {
         std::string second = chain[1]->loop_var->name;
         attempt([&] { outer = s_.fuse(root, second); });
       }
@@ -436,8 +441,18 @@ class StageScheduler {
     }
     if (!strided_loads(inner->body, inner->loop_var.get()).empty()) return root;
     std::string name = inner->loop_var->name;
-    auto [outer, vec] = s_.split(name, lanes);
-    s_.vectorize(vec);
+    std::vector<int64_t> unrolls{1};
+    for (int64_t u : {2, 4})
+      if (*extent >= u * lanes) unrolls.push_back(u);
+    int64_t unroll = decider_.choose("elementwise.unroll", unrolls, 1);
+    auto [outer, vec] = s_.split(name, lanes * unroll);
+    if (unroll > 1) {
+      auto [vo, vi] = s_.split(vec, lanes);
+      s_.unroll(vo);
+      s_.vectorize(vi);
+    } else {
+      s_.vectorize(vec);
+    }
     return name == root ? outer : root;
   }
 
@@ -482,7 +497,10 @@ class StageScheduler {
     auto extent = const_int(r->extent);
     if (lanes < 2 || !extent || *extent < 2 * lanes) return;
     if (!strided_loads(r->body, r->loop_var.get()).empty()) return;
-    int64_t chains = *extent >= 8 * lanes ? 4 : *extent >= 4 * lanes ? 2 : 1;
+    std::vector<int64_t> counts{1};
+    for (int64_t c : {2, 4, 8})
+      if (*extent >= 2 * c * lanes) counts.push_back(c);
+    int64_t chains = decider_.choose("reduction.chains", counts, *extent >= 8 * lanes ? 4 : *extent >= 4 * lanes ? 2 : 1);
     Schedule saved = s_;
     try {
       auto [ro, ri] = s_.split(r->loop_var->name, chains * lanes);
@@ -626,6 +644,7 @@ class StageScheduler {
     // vector_reduction's partial sums where they fit.
     auto [ti, tj] = rows ? tile_shape(*ei, vectors)
                          : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4 : vectors % 2 == 0 ? 2 : 1};
+    std::tie(ti, tj) = choose_tile(rows ? *ei : 1, vectors, ti, tj);
     // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
     // packed into panels, (j // F, r, j % F) with F the tile's width, so
     // that the tile reads one contiguous panel (rows of B a power of two
@@ -652,7 +671,7 @@ class StageScheduler {
         partial_sums_fit = partial_sums_fit || strided_loads(f->body, f->loop_var.get()).empty();
       return true;
     });
-    if (window && !channel_mode_) {
+    if (window && !channel_mode_ && decide("conv.try_channel_tile", true)) {
       // This tile's rate by tile_shape's model, for vectors of `lanes` of
       // the full width, the row's last vector partly used, loads along j
       // with a stride (a wide load and a shuffle) at half speed.
@@ -675,7 +694,8 @@ class StageScheduler {
       // constant is packed once, at compile time.  Any other is copied
       // per call when it must be (strided) or enough row tiles share it.
       bool strided = o.at + 1 != o.load->indices.size();
-      std::string read = pack(o.load->buffer->name, panel_layout(panel, o), strided || *ei >= 4 * ti, copies_, relaid);
+      std::string read = pack(o.load->buffer->name, panel_layout(panel, o), strided || decide("matmul.pack", *ei >= 4 * ti),
+                              copies_, relaid);
       if (!read.empty()) {
         panels.insert(read);
       } else if (strided) {
@@ -708,7 +728,8 @@ class StageScheduler {
     // tiles outside, so each row tile's weights stay in cache while every
     // column tile uses them.
     bool rows_outer = window && *ei > *ej;
-    if (!copies_.empty() || relaid || window) return tile_panels(root, joo, io, ii, joi, ji, rows_outer);
+    if (!copies_.empty() || relaid || window)
+      return tile_panels(root, joo, io, ii, joi, ji, decide("tile.rows_outer", rows_outer));
     s_.reorder({io, joo, ii, joi, ji});
     // Without packed panels: init, reduction and epilogue become nests of
     // their own over the whole output, so the reduction can be blocked: a
@@ -725,6 +746,11 @@ class StageScheduler {
         int64_t kb = 0;
         for (int64_t candidate = 256; extent && *extent > 256 && candidate >= 64 && !kb; --candidate)
           if (*extent % candidate == 0) kb = candidate;
+        std::vector<int64_t> blocks{0};
+        for (int64_t b : {32, 64, 128, 256, 512})
+          if (extent && *extent > b && *extent % b == 0) blocks.push_back(b);
+        if (std::find(blocks.begin(), blocks.end(), kb) == blocks.end()) blocks.push_back(kb);
+        kb = decider_.choose("matmul.k_block", blocks, kb);
         if (kb) {
           auto [ro, ri] = s_.split(reduction[0], kb);
           s_.reorder({ro, tjo, tio, ri, tii, tji, tv});
@@ -742,6 +768,25 @@ class StageScheduler {
       if (parallel_) attempt([&] { s_.parallel(tiles); });
     }
     return true;
+  }
+
+  // The tile's shape with the decider's say: tile.vectors among the
+  // counts that divide `vectors`, then tile.rows among those that divide
+  // `extent`, the accumulators and operands within the vector registers.
+  // (ti, tj) is the rules' choice.
+  std::pair<int64_t, int64_t> choose_tile(int64_t extent, int64_t vectors, int64_t ti, int64_t tj) {
+    int64_t registers = vector_bits_ >= 512 ? 32 : 16;
+    std::vector<int64_t> cols;
+    for (int64_t c : {1, 2, 3, 4})
+      if (vectors % c == 0 && 2 * c + 1 <= registers) cols.push_back(c);
+    if (std::find(cols.begin(), cols.end(), tj) == cols.end()) cols.push_back(tj);
+    int64_t chosen_tj = decider_.choose("tile.vectors", cols, tj);
+    std::vector<int64_t> rows;
+    for (int64_t r = 1; r <= 8; ++r)
+      if (extent % r == 0 && r * chosen_tj + chosen_tj + 1 <= registers) rows.push_back(r);
+    if (chosen_tj == tj && std::find(rows.begin(), rows.end(), ti) == rows.end()) rows.push_back(ti);
+    int64_t preferred = std::find(rows.begin(), rows.end(), ti) != rows.end() ? ti : rows.back();
+    return {decider_.choose("tile.rows", rows, preferred), chosen_tj};
   }
 
   // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
@@ -961,7 +1006,11 @@ class StageScheduler {
     return true;
   }
 
+  // A yes/no decision (docs/tuning.md, "Search space").
+  bool decide(const std::string& name, bool preferred) { return decider_.choose(name, {0, 1}, preferred ? 1 : 0) != 0; }
+
   Schedule& s_;
+  Decider& decider_;
   int vector_bits_;
   bool channel_mode_ = false;  // tiling the nest channel_tile reordered
   int64_t min_work_;
@@ -982,8 +1031,12 @@ int vector_bits_of(const ir::IRModule& module, const std::string& name) {
   return static_cast<int>(t.defined() ? target::vector_bits(t) : 128);
 }
 
-// One function's schedule; `constant` and `min_work` as for StageScheduler.
-PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work) {
+}  // namespace
+
+int64_t Decider::choose(const std::string&, const std::vector<int64_t>&, int64_t preferred) { return preferred; }
+
+Schedule schedule_with(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work,
+                       Decider& decider) {
   Schedule s(f);
   // Each inlining walks the function: the first kMaxInlined temporaries
   // are tried, so the pass stays linear in a function with very many
@@ -997,7 +1050,7 @@ PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& cons
   for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });
   std::vector<std::string> nests;
   roots(s.func()->body, nests);
-  StageScheduler stages(s, bits, constant, min_work);
+  StageScheduler stages(s, bits, constant, min_work, decider);
   for (size_t k = 0; k < nests.size(); ++k) {
     // An elementwise nest right before a reduction (a convolution's padded
     // input) is scheduled after it, so that it can move into the
@@ -1017,11 +1070,46 @@ PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& cons
     if (consumer.empty() || !stages.localize(nests[k], consumer)) stages.run(nests[k]);
     ++k;
   }
+  return s;
+}
+
+PrimFunc finish_schedule(const Schedule& s, const PrimFunc& f) {
   Stmt body = simplify(s.func()->body);
   if (s.func().same_as(f) && body.same_as(f->body)) return f;
   return with_body(*s.func().get(), body);
 }
 
+namespace {
+PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work) {
+  Decider rules;
+  return finish_schedule(schedule_with(f, bits, constant, min_work, rules), f);
+}
+
+// The fastest record of @name's task in the database that replays, in the
+// task's form with the function's attributes and "scheduled" naming the
+// record; undefined where none does.  A record that does not replay (the
+// function changed, a step's precondition fails) is a warning and the
+// next one is tried.
+PrimFunc tuned(const TuningDatabase& database, const ir::IRModule& module, const std::string& name, const PrimFunc& f,
+               const std::string& cpu) {
+  std::string hash;
+  PrimFunc task = canonical_task(f, &hash);
+  target::Target t = target::function_target(module, name);
+  for (const TuningRecord* r : database.best(hash, target_key(t.defined() ? Any(t) : Any()), cpu)) {
+    try {
+      PrimFunc done = finish_schedule(Schedule::replay(task, r->trace), task);
+      std::map<std::string, Any> attrs = f->attrs.get() ? f->attrs->items : std::map<std::string, Any>{};
+      if (done->attrs.get())
+        for (const auto& [k, v] : done->attrs->items) attrs[k] = v;  // param_layouts
+      attrs[kScheduledAttr] = Any("tuning database " + database.path() + ":" + std::to_string(r->line));
+      return PrimFunc(std::vector<Any>(done->params.begin(), done->params.end()), done->body, done->ret, Map(attrs));
+    } catch (const Error& e) {
+      std::fprintf(stderr, "loom: warning: tuning database %s:%d: the record of task %s does not replay on @%s (%s); "
+                           "it is skipped\n", database.path().c_str(), r->line, hash.c_str(), name.c_str(), e.what());
+    }
+  }
+  return PrimFunc();
+}
 }  // namespace
 
 transform::Pass AutoSchedule() {
@@ -1041,13 +1129,28 @@ transform::Pass AutoSchedule() {
     int64_t min_work = context.get_config("AutoSchedule.parallel_min_work").as_int();
     std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
     std::set<std::string> relaid;  // functions that gave an input a layout
+    std::string database_path = context.get_config("tuning.database").cast<std::string>();
+    std::shared_ptr<const TuningDatabase> database;
+    std::string cpu;
+    if (!database_path.empty()) {
+      database = TuningDatabase::open(database_path);
+      cpu = target::detect_cpu();
+    }
     std::map<std::string, Any> changed =
         transform::rewrite_prim_funcs(module, [&](const std::string& name, const PrimFunc& f) {
+          // A function scheduled already (by hand, or a tuned one) stays.
+          if (f->attrs.get() && f->attrs->items.count(kScheduledAttr)) return f;
+          PrimFunc after;
+          if (database) after = tuned(*database, module, name, f, cpu);
+          if (after.defined()) {
+            if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
+            return after;
+          }
           std::set<std::string> constant_buffers;
           std::vector<Buffer> params = f.buffer_params();
           for (size_t k : constant[name])
             if (k < params.size()) constant_buffers.insert(params[k]->name);
-          PrimFunc after = schedule(f, vector_bits_of(module, name), constant_buffers, min_work);
+          after = schedule(f, vector_bits_of(module, name), constant_buffers, min_work);
           if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
           return after;
         }, target::on_cpu_target);

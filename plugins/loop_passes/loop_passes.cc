@@ -11,6 +11,7 @@
 #include "simplify.h"
 #include "split_host_device.h"
 #include "thread_sync.h"
+#include "tuning.h"
 #include "storage_rewrite.h"
 #include "unroll_loop.h"
 #include "vectorize_loop.h"
@@ -33,4 +34,5 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::loop::DefaultDeviceSchedule());
   PassRegistry::register_pass(loom::loop::SplitHostDevice());
   PassRegistry::register_pass(loom::loop::ThreadSync());
+  loom::loop::register_tuning_functions();
 }

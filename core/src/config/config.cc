@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,10 @@ namespace {
 const bool core_config_registered = [] {
   transform::ConfigRegistry::register_option(
       SchemaField{"tir.vectorize", "bool", true, "vectorize loops marked vectorizable"});
+  transform::ConfigRegistry::register_option(SchemaField{
+      "tuning.database", "str", std::string(),
+      "a tuning database (JSON lines, docs/tuning.md): AutoSchedule applies its best record per task and schedules "
+      "the other functions itself; pipeline.tuning.database in a YAML config"});
   return true;
 }();
 
@@ -422,7 +427,8 @@ class Loader {
 
   void parse_pipeline(const YAML::Node& node, Config& config) {
     if (!node.IsMap()) fail(node, "pipeline must be a mapping, got " + describe_node(node));
-    check_keys(node, {"opt-level", "passes", "config", "disabled", "required"}, "pipeline");
+    check_keys(node, {"opt-level", "passes", "config", "disabled", "required", "tuning"}, "pipeline");
+    if (YAML::Node tuning = node["tuning"]) parse_tuning(tuning, config);
     if (YAML::Node level = node["opt-level"]) {
       int64_t v = convert(level, "int", "opt-level").as_int();
       if (v < 0 || v > 3) fail(level, "opt-level must be 0, 1, 2 or 3, got " + std::to_string(v));
@@ -468,6 +474,21 @@ class Loader {
     }
     if (YAML::Node disabled = node["disabled"]) config.context.disabled = pass_names(disabled, "pipeline.disabled");
     if (YAML::Node required = node["required"]) config.context.required = pass_names(required, "pipeline.required");
+  }
+
+  // pipeline.tuning: {database: FILE}, the config key tuning.database; a
+  // relative path is the config file's neighbour.
+  void parse_tuning(const YAML::Node& node, Config& config) {
+    if (!node.IsMap()) fail(node, "pipeline.tuning must be a mapping, got " + describe_node(node));
+    check_keys(node, {"database"}, "pipeline.tuning");
+    YAML::Node database = node["database"];
+    if (!database) fail(node, "pipeline.tuning needs a 'database' (a JSON-lines file, docs/tuning.md)");
+    std::string path = convert(database, "str", "pipeline.tuning.database").as_string();
+    if (path.empty()) fail(database, "pipeline.tuning.database is empty");
+    std::filesystem::path file(path);
+    std::filesystem::path dir = std::filesystem::path(source_).parent_path();
+    if (file.is_relative() && !dir.empty() && std::filesystem::is_directory(dir)) file = dir / file;
+    if (!validate_only_) config.context.set_config("tuning.database", file.string());
   }
 
   void set_config(const YAML::Node& key_node, const YAML::Node& value, Config& config) {

@@ -129,6 +129,33 @@ const JsonValue* JsonValue::find(const std::string& key) const {
   return nullptr;
 }
 
+std::string to_json(const JsonValue& v) {
+  switch (v.kind) {
+    case JsonValue::Kind::kNull: return "null";
+    case JsonValue::Kind::kBool: return v.boolean ? "true" : "false";
+    case JsonValue::Kind::kInt: return std::to_string(v.integer);
+    case JsonValue::Kind::kFloat: {
+      if (!std::isfinite(v.number)) return "null";
+      char buffer[32];
+      std::snprintf(buffer, sizeof(buffer), "%.17g", v.number);
+      return buffer;
+    }
+    case JsonValue::Kind::kString: return json_quote(v.string);
+    case JsonValue::Kind::kArray: {
+      std::string out = "[";
+      for (size_t k = 0; k < v.array.size(); ++k) out += (k ? ", " : "") + to_json(v.array[k]);
+      return out + "]";
+    }
+    case JsonValue::Kind::kObject: {
+      std::string out = "{";
+      for (size_t k = 0; k < v.object.size(); ++k)
+        out += (k ? ", " : "") + json_quote(v.object[k].first) + ": " + to_json(v.object[k].second);
+      return out + "}";
+    }
+  }
+  return "null";
+}
+
 const char* JsonValue::kind_name() const {
   switch (kind) {
     case Kind::kNull: return "null";

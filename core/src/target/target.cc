@@ -2,6 +2,7 @@
 #include "loom/target/target.h"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "loom/plugin/manager.h"
 #include "loom/runtime/thread_pool.h"
 #include "loom/support/registry.h"
+#include "loom/support/strings.h"
 #include "loom/tir/function.h"
 #include "loom/tir/intrinsic.h"
 #include "loom/transform/property.h"
@@ -274,6 +276,29 @@ int64_t detect_vector_bits() {
   return 128;  // NEON
 #else
   return 0;
+#endif
+}
+
+std::string detect_cpu() {
+  std::string model;
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; !model.size() && std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon != std::string::npos) model = trim(line.substr(colon + 1));
+  }
+  if (model.empty()) model = "unknown";
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  const char* extension = __builtin_cpu_supports("avx512f") ? "avx512f"
+                          : __builtin_cpu_supports("avx2") ? "avx2"
+                          : __builtin_cpu_supports("avx")  ? "avx"
+                                                           : "sse2";
+  return model + " " + extension;
+#elif defined(__aarch64__)
+  return model + " neon";
+#else
+  return model;
 #endif
 }
 

@@ -1334,31 +1334,11 @@ void Schedule::bind(const std::string& loop, const std::string& axis) {
 }
 
 
-namespace {
-void write_step_value(const JsonValue& v, std::string& out) {
-  switch (v.kind) {
-    case JsonValue::Kind::kString: out += json_quote(v.string); break;
-    case JsonValue::Kind::kInt: out += std::to_string(v.integer); break;
-    case JsonValue::Kind::kArray:
-      out += '[';
-      for (size_t k = 0; k < v.array.size(); ++k) {
-        if (k) out += ", ";
-        write_step_value(v.array[k], out);
-      }
-      out += ']';
-      break;
-    default: out += "null";  // steps hold strings, integers and lists only
-  }
-}
-}  // namespace
-
 std::string Schedule::trace_json() const {
-  std::string out = "[";
-  for (size_t k = 0; k < trace_.size(); ++k) {
-    if (k) out += ", ";
-    write_step_value(trace_[k], out);
-  }
-  return out + "]";
+  JsonValue steps;
+  steps.kind = JsonValue::Kind::kArray;
+  steps.array = trace_;
+  return to_json(steps);
 }
 
 void Schedule::apply(const JsonValue& step) {

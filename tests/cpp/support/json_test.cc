@@ -29,3 +29,15 @@ TEST(Json, NonFiniteNumbersBecomeNull) {
 }
 
 }  // namespace loom
+
+namespace loom {
+// to_json writes a parsed value back: every kind, nesting, escapes; parsing
+// its text again gives the same text.
+TEST(Json, ToJsonWritesAParsedValueBack) {
+  std::string text = R"({"a": [1, -2, 0.5, "x\"y"], "b": {"c": null, "d": true, "e": false}, "f": []})";
+  JsonValue v = parse_json(text);
+  EXPECT_EQ(to_json(v), text);
+  EXPECT_EQ(to_json(parse_json(to_json(v))), text);
+  EXPECT_EQ(to_json(parse_json("[[\"split\",\"i\",16]]")), "[[\"split\", \"i\", 16]]");
+}
+}  // namespace loom

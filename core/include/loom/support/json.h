@@ -37,6 +37,10 @@ struct JsonValue {
 // nesting deeper than `max_depth` are errors.
 JsonValue parse_json(std::string_view text, const std::string& source = "<json>", int max_depth = 256);
 
+// A value as compact JSON text: ", " between array elements and members,
+// ": " after keys; numbers as the writer writes them.
+std::string to_json(const JsonValue& value);
+
 std::string base64_encode(std::string_view bytes);
 // Throws Error for characters outside the alphabet or bad padding.
 std::string base64_decode(std::string_view text);

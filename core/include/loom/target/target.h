@@ -133,6 +133,10 @@ ir::IRModule with_target(const ir::IRModule& module, const Target& target, const
 
 // The CPU's vector width in bits as detected at run time (0 if none known).
 int64_t detect_vector_bits();
+// The CPU this process runs on, as tuning records it (docs/tuning.md,
+// "Tasks"): /proc/cpuinfo's model name and the widest vector extension
+// (avx512f, avx2, avx, sse2, neon), "unknown" where nothing says.
+std::string detect_cpu();
 
 // The traits of `target`'s kind, read by passes and the driver.
 TargetTraits traits_of(const Target& target);
