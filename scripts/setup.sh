@@ -22,6 +22,8 @@ PACKAGES=(
   python3-torch                  # the peer of the MLP benchmark (bench/); models for the importers
   python3-onnx python3-torchvision  # the ONNX importer (docs/frontends.md) and its test models
   python3-threadpoolctl          # which OpenBLAS kernel the benchmarks' NumPy runs (bench/)
+  python3-xgboost                # tuning's cost model (docs/tuning.md)
+  python3-distributed            # tuning on a Dask cluster: dask-scheduler, dask-worker (docs/tuning.md)
   opencl-headers ocl-icd-opencl-dev  # the opencl plugin (docs/target-opencl.md): OpenCL over the ICD loader
   pocl-opencl-icd clinfo         # PoCL: OpenCL on this CPU, for the tests
   libclblast-dev                 # CLBlast: the peer of the OpenCL matmul benchmark (bench/opencl_bench.cc)

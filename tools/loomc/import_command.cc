@@ -1,6 +1,7 @@
-// `loomc import`: the importers are Python (they read models with the
-// onnx package), so loomc replaces itself by the interpreter it was built
-// for, running the package of the same build or installation.
+// `loomc import` and `loomc tune`: the importers and the tuner are Python
+// (they read models with the onnx package; tuning drives worker processes
+// and a cost model), so loomc replaces itself by the interpreter it was
+// built for, running the package of the same build or installation.
 #include "import_command.h"
 
 #include <unistd.h>
@@ -15,7 +16,7 @@ namespace loomc {
 
 namespace fs = std::filesystem;
 
-int import_model(const std::vector<std::string>& args) {
+int run_python(const std::vector<std::string>& module_and_args, const std::string& command, const std::string& needs) {
   const char* chosen = std::getenv("LOOM_PYTHON");
   std::string python = chosen && *chosen ? chosen : LOOM_PYTHON_EXECUTABLE;
   std::error_code ec;
@@ -32,16 +33,27 @@ int import_model(const std::vector<std::string>& args) {
   const char* existing = std::getenv("PYTHONPATH");
   std::string path = existing && *existing ? package + ":" + existing : package;
   setenv("PYTHONPATH", path.c_str(), 1);
-  std::vector<std::string> words = {python, "-m", "loom.frontend", "import"};
-  words.insert(words.end(), args.begin(), args.end());
+  std::vector<std::string> words = {python, "-m"};
+  words.insert(words.end(), module_and_args.begin(), module_and_args.end());
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
   execvp(python.c_str(), argv.data());
-  std::cerr << "loomc import: cannot run " << python << ": " << std::strerror(errno)
-            << " (loomc import runs the Python importer: it needs Python 3 with NumPy and onnx; set LOOM_PYTHON "
-               "to another interpreter)\n";
+  std::cerr << "loomc " << command << ": cannot run " << python << ": " << std::strerror(errno) << " (loomc "
+            << command << " runs Python: it needs Python 3 with " << needs << "; set LOOM_PYTHON to another interpreter)\n";
   return 1;
+}
+
+int import_model(const std::vector<std::string>& args) {
+  std::vector<std::string> words = {"loom.frontend", "import"};
+  words.insert(words.end(), args.begin(), args.end());
+  return run_python(words, "import", "NumPy and onnx");
+}
+
+int tune_model(const std::vector<std::string>& args) {
+  std::vector<std::string> words = {"loom.tune"};
+  words.insert(words.end(), args.begin(), args.end());
+  return run_python(words, "tune", "NumPy, xgboost and (for dask://) distributed");
 }
 
 }  // namespace loomc

@@ -11,7 +11,11 @@ namespace loomc {
 
 // `args` are the words after "import"; returns only when the interpreter
 // cannot be started (exit status 1, the reason on stderr).
+// Replaces loomc by `python -m MODULE ARGS...` (the package of this build
+// or installation); returns only when that cannot start.
+int run_python(const std::vector<std::string>& module_and_args, const std::string& command, const std::string& needs);
 int import_model(const std::vector<std::string>& args);
+int tune_model(const std::vector<std::string>& args);
 
 }  // namespace loomc
 

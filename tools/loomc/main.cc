@@ -93,6 +93,12 @@ Commands:
                               given by a name stays symbolic (ONNX); TorchScript needs
                               every input's shape and keeps what Loom cannot compile as
                               torchscript functions (--report: which nodes went where)
+  tune MODEL.loom --config FILE.yaml --trials N --database FILE.jsonl
+       [--workers local:N|dask://HOST:PORT] [--strategy model|random]
+                              search schedules for the model's prim functions (through
+                              the Python package), measured in N local processes or on a
+                              Dask cluster; results go to the database, which a config
+                              uses with pipeline: {tuning: {database: FILE}}
   fmt FILE.loom [--check]     print the module in canonical form; --check exits 1
                               (printing nothing) if the file is not canonical
   run LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME] [--input X.npy]...
@@ -692,6 +698,7 @@ int run(std::vector<std::string> args) {
   // (negative numbers look like options).
   // `import`'s options are the Python importer's (it parses them).
   if (!args.empty() && args[0] == "import") return loomc::import_model({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "tune") return loomc::tune_model({args.begin() + 1, args.end()});
   std::vector<std::string> call_args;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "call") {
@@ -842,7 +849,7 @@ int run(std::vector<std::string> args) {
   }
   return usage_error("unknown command '" + command + "'" +
                      loom::did_you_mean(command, {"plugins", "functions", "call", "check", "fmt", "passes",
-                                                  "targets", "ops", "build", "opt", "inspect", "run", "import"}));
+                                                  "targets", "ops", "build", "opt", "inspect", "run", "import", "tune"}));
 }
 
 }  // namespace

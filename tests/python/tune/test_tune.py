@@ -1,0 +1,237 @@
+"""loom.tune (docs/tuning.md): tasks, candidates that replay and are
+checked against the unscheduled function, measurement that survives a
+crash or a hang, the database and builds that use it, the cost model."""
+import json
+import os
+import pathlib
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import loom
+import loom.tune
+from loom._ffi import call
+from loom.tune import measure
+from loom.tune.model import CostModel
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+CONFIG = {"target": {"kind": "llvm", "mcpu": "native", "num-threads": 1}, "pipeline": {"passes": ["default"]}}
+
+# A small model: a dense with bias and ReLU, then a row softmax.
+MODEL = """
+@main = fn(%x: Tensor[(16, 64), float32], %w: Tensor[(48, 64), float32], %b: Tensor[(48), float32]) {
+  %0 = dense(%x, %w);
+  %1 = add(%0, %b);
+  %2 = relu(%1);
+  softmax(%2, axis=1)
+}
+"""
+
+
+def model(names=("x", "w", "b")):
+    text = MODEL
+    for old, new in zip(("x", "w", "b"), names):
+        text = text.replace(f"%{old}", f"%{new}")
+    return loom.parse(text)
+
+
+def inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32) for s in ((16, 64), (48, 64), (48,))]
+
+
+def reference(x, w, b):
+    h = np.maximum(x @ w.T + b, 0)
+    e = np.exp(h - h.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_tasks_are_the_prim_functions_and_names_do_not_change_a_task():
+    tasks = loom.tune.tasks(model(), CONFIG)
+    assert len(tasks) >= 1
+    for t in tasks:
+        assert len(t.hash) == 16 and int(t.hash, 16) >= 0
+        assert t.calls == 1
+        assert "llvm" in t.target
+    renamed = loom.tune.tasks(model(("input", "weight", "bias")), CONFIG)
+    assert sorted(t.hash for t in renamed) == sorted(t.hash for t in tasks)
+
+
+def test_candidates_replay_to_the_function_they_were_made_as():
+    task = loom.tune.tasks(model(), CONFIG)[0]
+    traces = set()
+    for seed in [-1] + list(range(12)):
+        trace, decisions, features = task.sample(seed)
+        func, trace_text, _, _ = call("tune.sample", task.func, task.vector_bits, task.constants, seed)
+        again, _ = call("tune.replay", task.func, trace_text)
+        assert loom.ir.structural_equal(func, again)
+        assert len(features) == len(call("tune.feature_names"))
+        traces.add(json.dumps(trace))
+    assert len(traces) > 2, "the search space has more than AutoSchedule's schedule"
+
+
+def _job(task, trace, **extra):
+    return {"task": task.text, "hash": task.hash, "config": json.dumps(CONFIG), "source": "<test>", "trace": trace,
+            **extra}
+
+
+def test_a_candidate_is_timed_only_when_its_results_match():
+    task = loom.tune.tasks(model(), CONFIG)[0]
+    trace, _, _ = task.sample(-1)
+    good = measure.measure_job(_job(task, trace, repeats=3))
+    assert good["median_us"] > 0 and good["runs"] >= 3, good
+    assert good["cpu"] == call("tune.cpu")
+    # A job whose function computes something else than its task's
+    # reference (the reference is the task's unscheduled function) is
+    # refused, whatever its time.
+    other = loom.parse(task.text.replace("max(", "min(", 1))  # ReLU made min(x, 0)
+    assert str(other) != task.text
+    wrong = measure.measure_job({**_job(task, trace), "task": str(other)})
+    assert "wrong results" in wrong["error"] and "median_us" not in wrong
+    # A trace that does not replay is a record with its reason.
+    stale = measure.measure_job(_job(task, [["split", "nope", 4]]))
+    assert "does not replay" in stale["error"] and "no loop %nope" in stale["error"]
+
+
+def test_a_crashed_or_hung_candidate_is_a_record_and_the_next_one_runs():
+    task = loom.tune.tasks(model(), CONFIG)[0]
+    trace, _, _ = task.sample(-1)
+    child = measure._Child()
+    try:
+        # Killed mid-measurement (as a crash would end it).
+        timer = threading.Timer(0.5, lambda: child._proc.kill())
+        timer.start()
+        died = child.run(_job(task, trace, repeats=1000000), timeout=60)
+        timer.cancel()
+        assert "died" in died["error"] and "signal 9" in died["error"], died
+        # A candidate that runs past the limit.
+        hung = child.run(_job(task, trace, repeats=1000000), timeout=1.0)
+        assert hung["error"].startswith("timeout"), hung
+        # The next candidate gets a new process.
+        ok = child.run(_job(task, trace, repeats=3), timeout=60)
+        assert ok["median_us"] > 0, ok
+    finally:
+        child.close()
+
+
+def test_tune_records_a_database_that_builds_apply(tmp_path, capfd):
+    db = tmp_path / "tuned.jsonl"
+    results = loom.tune.tune(model(), CONFIG, trials=8, database=db, workers="local:2", progress=False)
+    assert sum(r["trials"] for r in results) == 8
+    records = [json.loads(line) for line in db.read_text().splitlines()]
+    assert len(records) == 8
+    cpu = call("tune.cpu")
+    for r in records:
+        assert r["format"] == loom.tune.FORMAT and r["cpu"] == cpu and r["worker"].startswith("local:")
+        assert ("median_us" in r) != ("error" in r)
+    for r in results:
+        assert r["best_us"] <= r["baseline_us"]
+        assert r["curve"] == sorted(r["curve"], reverse=True)
+
+    # A second search goes on from the database: no trace measured twice,
+    # AutoSchedule's time taken from its record.
+    again = loom.tune.tune(model(), CONFIG, trials=4, database=db, workers="local:1", progress=False)
+    more = [json.loads(line) for line in db.read_text().splitlines()][len(records):]
+    assert len(more) == sum(r["trials"] for r in again) <= 4
+    traces = [json.dumps([r["task"], r["trace"]]) for r in records + more]
+    assert len(set(traces)) == len(traces)
+    assert [r["baseline_us"] for r in again] == [r["baseline_us"] for r in results]
+    records += more
+
+    seen = {}
+
+    class Capture:
+        def after(self, info, mod):
+            if info.name == "AutoSchedule":
+                seen.update({k: f.attrs for k, f in mod.functions.items() if f.type_key == "tir.PrimFunc"})
+
+    tuned_config = {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {"database": str(db)}}}
+    with loom.transform.PassContext(instruments=[Capture()]):
+        lib = loom.build(model(), tuned_config)
+    assert seen and all(str(a["scheduled"]).startswith(f"tuning database {db}:") for a in seen.values()), seen
+    x, w, b = inputs()
+    np.testing.assert_allclose(lib["main"](x, w, b).numpy(), reference(x, w, b), rtol=1e-4, atol=1e-5)
+    # The fastest record of each task is the one applied.
+    for name, attrs in seen.items():
+        line = int(str(attrs["scheduled"]).rsplit(":", 1)[1])
+        record = records[line - 1]
+        same = [r for r in records if r["task"] == record["task"] and "median_us" in r]
+        assert record["median_us"] == min(r["median_us"] for r in same)
+
+    # Records of another CPU are not this machine's: AutoSchedule schedules.
+    other = tmp_path / "other_cpu.jsonl"
+    other.write_text("".join(json.dumps({**r, "cpu": "Some Other CPU avx2"}) + "\n" for r in records))
+    seen.clear()
+    with loom.transform.PassContext(instruments=[Capture()]):
+        loom.build(model(), {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {"database": str(other)}}})
+    assert seen and not any("scheduled" in a for a in seen.values()), seen
+
+
+def test_malformed_and_stale_records_are_reported_and_skipped(tmp_path, capfd):
+    task = loom.tune.tasks(model(), CONFIG)[0]
+    trace, _, _ = task.sample(-1)
+    good = {"format": 1, "task": task.hash, "target": task.target, "cpu": call("tune.cpu"), "trace": trace,
+            "median_us": 50.0, "worker": "test"}
+    stale = {**good, "trace": [["split", "no_such_loop", 4]], "median_us": 1.0}
+    db = tmp_path / "db.jsonl"
+    db.write_text("not json\n" + json.dumps({**good, "format": 99}) + "\n" + json.dumps(stale) + "\n"
+                  + json.dumps({**good, "median_us": -3}) + "\n" + json.dumps(good) + "\n")
+    seen = {}
+
+    class Capture:
+        def after(self, info, mod):
+            if info.name == "AutoSchedule":
+                seen.update({k: f.attrs for k, f in mod.functions.items() if f.type_key == "tir.PrimFunc"})
+
+    with loom.transform.PassContext(instruments=[Capture()]):
+        lib = loom.build(model(), {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {"database": str(db)}}})
+    err = capfd.readouterr().err
+    assert f"{db}:1:" in err and "the record is skipped" in err, err
+    assert f"{db}:2: format 99 is not this Loom's record format (1)" in err, err
+    assert f"{db}:4: median_us must be a positive time" in err, err
+    assert f"{db}:3: the record of task {task.hash} does not replay" in err and "no loop %no_such_loop" in err, err
+    applied = [a for a in seen.values() if "scheduled" in a]
+    assert len(applied) == 1 and str(applied[0]["scheduled"]) == f"tuning database {db}:5"
+    x, w, b = inputs(1)
+    np.testing.assert_allclose(lib["main"](x, w, b).numpy(), reference(x, w, b), rtol=1e-4, atol=1e-5)
+    # The Python reader skips the same lines.
+    loaded = loom.tune.Database(db)
+    assert len(loaded.records) == 2 and len(loaded.warnings) == 3
+
+
+def test_a_missing_database_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / "missing.jsonl"
+    with pytest.raises(loom.LoomError, match="tuning database '.*missing.jsonl': no such file"):
+        loom.build(model(), {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {"database": str(missing)}}})
+
+
+def test_a_relative_database_path_is_the_config_files_neighbour(tmp_path):
+    (tmp_path / "host.yaml").write_text("target:\n  kind: llvm\npipeline:\n  tuning:\n    database: db.jsonl\n")
+    with pytest.raises(loom.LoomError, match=f"tuning database '{tmp_path}/db.jsonl': no such file"):
+        loom.build(model(), str(tmp_path / "host.yaml"))
+
+
+def test_the_cost_model_learns_which_candidates_are_fast():
+    rng = np.random.default_rng(0)
+    model_ = CostModel()
+    xs = rng.uniform(0, 1, (40, 5))
+    for x in xs:  # time grows with the first feature, the rest is noise
+        model_.add(x, time_us=10 * (1 + 4 * x[0]), baseline_us=20)
+    model_.fit()
+    assert model_.trained
+    test = rng.uniform(0, 1, (20, 5))
+    predicted = model_.predict(list(test))
+    order = np.argsort(predicted)
+    assert np.corrcoef(predicted, test[:, 0])[0, 1] > 0.9
+    assert test[order[0], 0] < 0.3 and test[order[-1], 0] > 0.7
+
+
+def test_workers_spec_errors_name_the_forms():
+    with pytest.raises(ValueError, match="expected local:N or dask://HOST:PORT"):
+        loom.tune.tune(model(), CONFIG, trials=2, workers="bogus", progress=False)
+    with pytest.raises(ValueError, match="local:N takes a number"):
+        loom.tune.tune(model(), CONFIG, trials=2, workers="local:two", progress=False)
+    with pytest.raises(loom.TypeError, match="YAML path or a dict"):
+        loom.tune.tune(model(), loom.Config.parse(json.dumps(CONFIG)), trials=2, progress=False)
