@@ -1087,24 +1087,31 @@ PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& cons
 
 // The fastest record of @name's task in the database that replays, in the
 // task's form with the function's attributes and "scheduled" naming the
-// record; undefined where none does.  A record that does not replay (the
-// function changed, a step's precondition fails) is a warning and the
-// next one is tried.
+// record; undefined where none does.  A record that does not apply (the
+// function changed, a step's precondition fails, it lays out an input
+// that is not a constant here) is a warning and the next one is tried.
 PrimFunc tuned(const TuningDatabase& database, const ir::IRModule& module, const std::string& name, const PrimFunc& f,
-               const std::string& cpu) {
+               const std::string& cpu, const std::set<size_t>& constant) {
   std::string hash;
   PrimFunc task = canonical_task(f, &hash);
   target::Target t = target::function_target(module, name);
   for (const TuningRecord* r : database.best(hash, target_key(t.defined() ? Any(t) : Any()), cpu)) {
     try {
       PrimFunc done = finish_schedule(Schedule::replay(task, r->trace), task);
+      // A layout only for inputs every caller passes a constant (the task
+      // may have been tuned where they were).
+      for (const auto& [input, layout] : param_layouts(*done.get())) {
+        if (!constant.count(static_cast<size_t>(std::stoul(input))))
+          throw Error("it lays out input " + input + " (" + layout + "), which a caller of @" + name +
+                      " passes as a variable, not a constant");
+      }
       std::map<std::string, Any> attrs = f->attrs.get() ? f->attrs->items : std::map<std::string, Any>{};
       if (done->attrs.get())
         for (const auto& [k, v] : done->attrs->items) attrs[k] = v;  // param_layouts
       attrs[kScheduledAttr] = Any("tuning database " + database.path() + ":" + std::to_string(r->line));
       return PrimFunc(std::vector<Any>(done->params.begin(), done->params.end()), done->body, done->ret, Map(attrs));
     } catch (const Error& e) {
-      std::fprintf(stderr, "loom: warning: tuning database %s:%d: the record of task %s does not replay on @%s (%s); "
+      std::fprintf(stderr, "loom: warning: tuning database %s:%d: the record of task %s does not apply to @%s (%s); "
                            "it is skipped\n", database.path().c_str(), r->line, hash.c_str(), name.c_str(), e.what());
     }
   }
@@ -1141,7 +1148,7 @@ transform::Pass AutoSchedule() {
           // A function scheduled already (by hand, or a tuned one) stays.
           if (f->attrs.get() && f->attrs->items.count(kScheduledAttr)) return f;
           PrimFunc after;
-          if (database) after = tuned(*database, module, name, f, cpu);
+          if (database) after = tuned(*database, module, name, f, cpu, constant[name]);
           if (after.defined()) {
             if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
             return after;

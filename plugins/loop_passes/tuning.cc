@@ -57,7 +57,7 @@ PrimFunc canonical_task(const PrimFunc& f, std::string* hash) {
   PrimFunc bare(std::vector<Any>(f->params.begin(), f->params.end()), f->body, f->ret);
   std::string text = ir::print_module(ir::IRModule({{"task", Any(bare)}}));
   // %name tokens (variables and buffers; the printer made them unique)
-  // renamed in order of first appearance.
+  // renamed in order of first appearance; a lone % is the modulo operator.
   std::map<std::string, std::string> names;
   std::string out;
   out.reserve(text.size());
@@ -72,6 +72,11 @@ PrimFunc canonical_task(const PrimFunc& f, std::string* hash) {
     }
     size_t end = k + 1;
     while (end < text.size() && name_char(text[end])) ++end;
+    if (end == k + 1) {  // the modulo operator, not a name
+      out += c;
+      ++k;
+      continue;
+    }
     std::string name = text.substr(k + 1, end - k - 1);
     auto [it, fresh] = names.emplace(name, "v" + std::to_string(names.size()));
     out += "%" + it->second;

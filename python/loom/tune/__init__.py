@@ -122,15 +122,17 @@ def _fmt_time(seconds):
 
 
 def tune(mod, config, trials=64, database=None, workers="local:1", strategy="model", seed=0, timeout=60.0,
-         batch=None, progress=True):
+         batch=None, progress=True, tasks=None):
     """Tunes every task of `mod` (see tasks) for `config`: `trials`
     candidates in all, shared by the tasks, the first of each task
     AutoSchedule's own schedule.  `strategy`: "model" (the cost model
     picks most of each batch) or "random".  `workers`: "local:N",
     "dask://HOST:PORT" or a distributed.Client.  Every measurement is
     appended to `database` (a JSON-lines path; None: kept in memory).
-    Returns one dict per task: name, hash, calls, baseline_us (AutoSchedule),
-    best_us, trials, curve (best time after each trial) and cpu."""
+    `tasks`: some of the tasks loom.tune.tasks(mod, config) gives, to tune
+    those only.  Returns one dict per task: name, hash, calls, baseline_us
+    (AutoSchedule), best_us, trials, curve (best time after each trial)
+    and cpu."""
     if strategy not in ("model", "random"):
         raise ValueError(f"strategy must be 'model' or 'random', got {strategy!r}")
     if trials < 1:
@@ -138,7 +140,7 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
     text, source = _config_text(config)
     pool = workers if isinstance(workers, (LocalWorkers, DaskWorkers)) else workers_from(workers, timeout)
     try:
-        found = tasks(mod, config)
+        found = list(tasks) if tasks is not None else _tasks_of(mod, config)
         db = Database(database) if database is not None else _MemoryDatabase()
     except BaseException:
         if pool is not workers:
@@ -252,6 +254,9 @@ def _choose(task, n, measured, rng, model, first):
         picked += rest[:explore]
         pool = [pool[i] for i in picked]
     return out + pool[:want]
+
+
+_tasks_of = tasks
 
 
 class _MemoryDatabase(Database):

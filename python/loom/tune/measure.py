@@ -3,6 +3,7 @@ function and a trace -- replayed, built for the task's config, checked
 against the unscheduled function on random inputs, then timed.  It runs
 in a child process (a crash or a hang costs that candidate only), which
 a local pool or a Dask worker keeps for many candidates."""
+import contextlib
 import json
 import os
 import queue
@@ -64,39 +65,44 @@ def _reference(job, func):
     return _REFERENCE[key]
 
 
-def measure_job(job, timing_lock=None):
+def measure_job(job, lock=None):
     """One candidate: {"median_us", "runs"} or {"error"}, with "cpu" and
-    "features"."""
+    "features".  `lock` (a _FileLock shared by the processes of one
+    machine): building and checking hold it shared, timing exclusively, so
+    no build runs beside a timing (on a machine whose cores share a core's
+    units or its caches, one doubled the times measured)."""
     import numpy as np
     import loom
     from loom._ffi import call
+    lock = lock or _NoLock()
     out = {"cpu": call("tune.cpu")}
     try:
-        func = loom.parse(job["task"]).functions["task"]
-        inputs, expected = _reference(job, func)
-        try:
-            cand, features = call("tune.replay", func, json.dumps(job["trace"]))
-        except loom.ScheduleError as e:
-            return {**out, "error": f"the trace does not replay: {e}"}
-        out["features"] = list(features)
-        lib = _build(cand, job["config"], job["source"])
-        layouts = dict(cand.attrs["param_layouts"].items()) if "param_layouts" in cand.attrs else {}
-        args = []
-        for k, a in enumerate(inputs):
-            layout = layouts.get(str(k))
-            args.append(call("tune.relayout", loom.nd.array(a), layout) if layout else loom.nd.array(a.copy()))
-        f = lib["task"]
-        f(*args)
-        for k, (got, want) in enumerate(zip(args, expected)):
-            if str(k) in layouts:
-                continue
-            got = got.numpy()
-            scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
-            if got.shape != want.shape or not np.allclose(got, want, rtol=_TOLERANCE, atol=_TOLERANCE * scale):
-                err = float(np.abs(got.astype(np.float64) - want).max()) if got.shape == want.shape else "shape"
-                return {**out, "error": f"wrong results: parameter {k} differs from the unscheduled function's "
-                                         f"(max error {err})"}
-        with timing_lock or _NoLock():
+        with lock.shared():
+            func = loom.parse(job["task"]).functions["task"]
+            inputs, expected = _reference(job, func)
+            try:
+                cand, features = call("tune.replay", func, json.dumps(job["trace"]))
+            except loom.ScheduleError as e:
+                return {**out, "error": f"the trace does not replay: {e}"}
+            out["features"] = list(features)
+            lib = _build(cand, job["config"], job["source"])
+            layouts = dict(cand.attrs["param_layouts"].items()) if "param_layouts" in cand.attrs else {}
+            args = []
+            for k, a in enumerate(inputs):
+                layout = layouts.get(str(k))
+                args.append(call("tune.relayout", loom.nd.array(a), layout) if layout else loom.nd.array(a.copy()))
+            f = lib["task"]
+            f(*args)
+            for k, (got, want) in enumerate(zip(args, expected)):
+                if str(k) in layouts:
+                    continue
+                got = got.numpy()
+                scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
+                if got.shape != want.shape or not np.allclose(got, want, rtol=_TOLERANCE, atol=_TOLERANCE * scale):
+                    err = float(np.abs(got.astype(np.float64) - want).max()) if got.shape == want.shape else "shape"
+                    return {**out, "error": f"wrong results: parameter {k} differs from the unscheduled function's "
+                                             f"(max error {err})"}
+        with lock.exclusive():
             for _ in range(job.get("warmup", 2)):
                 f(*args)
             t = time.perf_counter()
@@ -115,11 +121,11 @@ def measure_job(job, timing_lock=None):
 
 
 class _NoLock:
-    def __enter__(self):
-        return self
+    @contextlib.contextmanager
+    def shared(self):
+        yield
 
-    def __exit__(self, *exc):
-        return False
+    exclusive = shared
 
 
 def _send(stream, obj):
@@ -148,19 +154,25 @@ def _receive(fd, deadline=None):
 
 
 class _FileLock:
+    """flock on a file all the processes of one machine open."""
+
     def __init__(self, path):
         self._path = path
-        self._file = None
 
-    def __enter__(self):
+    @contextlib.contextmanager
+    def _held(self, mode):
         import fcntl
-        self._file = open(self._path, "a")
-        fcntl.flock(self._file, fcntl.LOCK_EX)
-        return self
+        with open(self._path, "a") as f:
+            fcntl.flock(f, mode)
+            yield  # closing the file releases the lock
 
-    def __exit__(self, *exc):
-        self._file.close()  # releases the lock
-        return False
+    def shared(self):
+        import fcntl
+        return self._held(fcntl.LOCK_SH)
+
+    def exclusive(self):
+        import fcntl
+        return self._held(fcntl.LOCK_EX)
 
 
 def child_main(lock_path=None):
@@ -224,8 +236,9 @@ class _Child:
 
 
 class LocalWorkers:
-    """N child processes on this machine; builds run in parallel, timing
-    runs one at a time (a lock), so they do not share the cores."""
+    """N child processes on this machine; builds run in parallel, a timing
+    runs alone (no other timing, no build: a lock), so it has the cores to
+    itself."""
 
     def __init__(self, count, timeout=60.0):
         if count < 1:
@@ -270,11 +283,13 @@ _DASK_CHILD = None
 
 def dask_measure(job, timeout):
     """Runs on a Dask worker: the worker keeps a child process that
-    measures, so a candidate that crashes leaves the worker alive."""
+    measures, so a candidate that crashes leaves the worker alive; the
+    workers of one machine share a lock (see LocalWorkers)."""
     global _DASK_CHILD
     from distributed import get_worker
     if _DASK_CHILD is None:
-        _DASK_CHILD = _Child()
+        # One lock per machine and user: the workers of one machine time in turn.
+        _DASK_CHILD = _Child(os.path.join(tempfile.gettempdir(), f"loom-tune-{os.getuid()}.lock"))
     result = _DASK_CHILD.run(job, timeout)
     return {**result, "worker": get_worker().address}
 

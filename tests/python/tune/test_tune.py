@@ -175,9 +175,12 @@ def test_malformed_and_stale_records_are_reported_and_skipped(tmp_path, capfd):
     good = {"format": 1, "task": task.hash, "target": task.target, "cpu": call("tune.cpu"), "trace": trace,
             "median_us": 50.0, "worker": "test"}
     stale = {**good, "trace": [["split", "no_such_loop", 4]], "median_us": 1.0}
+    # Tuned where the weight was a constant (laid out at compile time);
+    # here it is an input.
+    relaid = {**good, "trace": [["transform_layout", "v1", "1, 0"]], "median_us": 0.5}
     db = tmp_path / "db.jsonl"
     db.write_text("not json\n" + json.dumps({**good, "format": 99}) + "\n" + json.dumps(stale) + "\n"
-                  + json.dumps({**good, "median_us": -3}) + "\n" + json.dumps(good) + "\n")
+                  + json.dumps({**good, "median_us": -3}) + "\n" + json.dumps(good) + "\n" + json.dumps(relaid) + "\n")
     seen = {}
 
     class Capture:
@@ -191,14 +194,16 @@ def test_malformed_and_stale_records_are_reported_and_skipped(tmp_path, capfd):
     assert f"{db}:1:" in err and "the record is skipped" in err, err
     assert f"{db}:2: format 99 is not this Loom's record format (1)" in err, err
     assert f"{db}:4: median_us must be a positive time" in err, err
-    assert f"{db}:3: the record of task {task.hash} does not replay" in err and "no loop %no_such_loop" in err, err
+    assert f"{db}:3: the record of task {task.hash} does not apply" in err and "no loop %no_such_loop" in err, err
+    assert f"{db}:6: the record of task {task.hash} does not apply" in err, err
+    assert "it lays out input 1 (1, 0), which a caller" in err and "passes as a variable, not a constant" in err, err
     applied = [a for a in seen.values() if "scheduled" in a]
     assert len(applied) == 1 and str(applied[0]["scheduled"]) == f"tuning database {db}:5"
     x, w, b = inputs(1)
     np.testing.assert_allclose(lib["main"](x, w, b).numpy(), reference(x, w, b), rtol=1e-4, atol=1e-5)
     # The Python reader skips the same lines.
     loaded = loom.tune.Database(db)
-    assert len(loaded.records) == 2 and len(loaded.warnings) == 3
+    assert len(loaded.records) == 3 and len(loaded.warnings) == 3
 
 
 def test_a_missing_database_is_an_error_naming_it(tmp_path):
@@ -235,3 +240,37 @@ def test_workers_spec_errors_name_the_forms():
         loom.tune.tune(model(), CONFIG, trials=2, workers="local:two", progress=False)
     with pytest.raises(loom.TypeError, match="YAML path or a dict"):
         loom.tune.tune(model(), loom.Config.parse(json.dumps(CONFIG)), trials=2, progress=False)
+
+
+def test_the_task_form_keeps_the_modulo_operator():
+    # `%` is both the sigil of names and the modulo operator in the text
+    # format: only names are renamed.
+    mod = loom.parse("""
+@f = prim_func(%A: Buffer[(8), float32], %B: Buffer[(8), float32]) {
+  for %i: int64 from 0 extent 8 {
+    %B[%i] = %A[%i % 4] * 2.0;
+  }
+}
+""")
+    (task,) = loom.tune.tasks(mod, {"target": {"kind": "llvm"}})
+    assert "%v1[%v2] = %v0[%v2 % 4] * 2.0;" in task.text, task.text
+    assert task.calls == 0 and task.name == "f"
+
+
+def test_a_timing_waits_for_builds_and_builds_wait_for_a_timing(tmp_path):
+    lock = measure._FileLock(str(tmp_path / "lock"))
+    events = []
+
+    def timing():
+        with lock.exclusive():
+            events.append("timing")
+
+    with lock.shared():
+        with lock.shared():  # builds run together
+            events.append("build")
+        runner = threading.Thread(target=timing)
+        runner.start()
+        time.sleep(0.3)
+        assert events == ["build"], "the timing waits while a build holds the lock"
+    runner.join(10)
+    assert events == ["build", "timing"]
