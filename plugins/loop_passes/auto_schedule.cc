@@ -273,15 +273,20 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
 
 // The layout of an operand: its batch indices, v // c, its other indices
 // in order, v % c -- panels of c values of v, each read along the
-// reduction contiguously.
-Schedule::IndexMap panel_layout(int64_t c, const Operand& o) {
-  return [c, at = o.at, batch = o.batch](const std::vector<PrimExpr>& idx) {
+// reduction contiguously.  A copy (cache_read) whose panel is all of v
+// (`extent` at most c) takes the layout without the split (batch, other
+// indices, v): its v // c axis would have one value, which compute_at
+// cannot move with the column tiles (a batched matmul 64 wide, attention
+// times V, went unscheduled and ran 60 times slower).
+Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent = 0) {
+  bool whole = extent > 0 && extent <= c;
+  return [c, at = o.at, batch = o.batch, whole](const std::vector<PrimExpr>& idx) {
     PrimExpr width = IntImm(DataType::Int(64), c);
     std::vector<PrimExpr> out(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(batch));
-    out.push_back(FloorDiv(idx[at], width));
+    if (!whole) out.push_back(FloorDiv(idx[at], width));
     for (size_t k = batch; k < idx.size(); ++k)
       if (k != at) out.push_back(idx[k]);
-    out.push_back(FloorMod(idx[at], width));
+    out.push_back(whole ? idx[at] : FloorMod(idx[at], width));
     return out;
   };
 }
@@ -383,7 +388,7 @@ class StageScheduler {
   // nests appended to `copies`.  Returns the buffer the nest now reads
   // (`name` or the copy), "" when neither happened.
   std::string pack(const std::string& name, const Schedule::IndexMap& layout, bool copy,
-                   std::vector<std::string>& copies, bool& relaid) {
+                   std::vector<std::string>& copies, bool& relaid, const Schedule::IndexMap& copy_layout = nullptr) {
     if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
       relaid = true;
       return name;
@@ -392,7 +397,7 @@ class StageScheduler {
     std::vector<std::string> before, after;
     roots(s_.func()->body, before);
     std::string local;
-    if (!attempt([&] { local = s_.cache_read(name, layout); })) return "";
+    if (!attempt([&] { local = s_.cache_read(name, copy_layout ? copy_layout : layout); })) return "";
     roots(s_.func()->body, after);
     for (const std::string& n : after)
       if (std::find(before.begin(), before.end(), n) == before.end()) copies.push_back(n);
@@ -692,10 +697,12 @@ class StageScheduler {
     for (const Operand& o : operands) {
       // A constant operand takes the panel layout itself: the caller's
       // constant is packed once, at compile time.  Any other is copied
-      // per call when it must be (strided) or enough row tiles share it.
+      // per call when it must be (strided) or enough row tiles share it
+      // (and a panel is not the whole row, which it already is).
       bool strided = o.at + 1 != o.load->indices.size();
-      std::string read = pack(o.load->buffer->name, panel_layout(panel, o), strided || decide("matmul.pack", *ei >= 4 * ti),
-                              copies_, relaid);
+      std::string read = pack(o.load->buffer->name, panel_layout(panel, o),
+                              strided || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)),
+                              copies_, relaid, panel_layout(panel, o, *ej));
       if (!read.empty()) {
         panels.insert(read);
       } else if (strided) {
@@ -717,7 +724,7 @@ class StageScheduler {
       const VarNode* iv = find(s_, iname)->loop_var.get();
       for (const Operand& o : operands_along(find(s_, jname)->body, iv, find(s_, jname)->loop_var.get(), iv)) {
         if (o.at + 1 != o.load->indices.size()) continue;  // A[..., i, r]: already along r
-        pack(o.load->buffer->name, panel_layout(ti, o), true, row_copies_, relaid);
+        pack(o.load->buffer->name, panel_layout(ti, o), true, row_copies_, relaid, panel_layout(ti, o, *ei));
       }
     }
     auto [io, ii] = s_.split(iname, ti);

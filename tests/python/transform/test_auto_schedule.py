@@ -207,6 +207,33 @@ def test_transposed_matmuls_are_register_tiled_like_the_plain_form(batch, ta, tb
     close(got, at.astype(np.float64) @ bt.astype(np.float64))
 
 
+@pytest.mark.parametrize("batch", [(), (4,)])
+@pytest.mark.parametrize("n", [16, 32, 64])
+@pytest.mark.parametrize("tb", [False, True])
+def test_a_matmul_no_wider_than_a_panel_is_register_tiled(batch, n, tb):
+    # Attention's probabilities times V (head dim 64): the right operand's
+    # panel would be the whole row, a copy whose panel axis has one value;
+    # AutoSchedule once gave up the tile there and ran 60 times slower.
+    m, k = 128, 128
+    a = f32(*batch, m, k)
+    b = f32(*batch, *((n, k) if tb else (k, n)))
+    av, bv = graph.Var("a", shape=a.shape), graph.Var("b", shape=b.shape)
+    mod = loom.IRModule({"main": graph.Function([av, bv], op.matmul(av, bv, transpose_b=tb))})
+    seen = []
+
+    class AfterSchedule:  # the schedule for this machine's vector width
+        def after(self, info, module):
+            if info.name == "AutoSchedule":
+                seen.append(module.script(show_meta=True))
+
+    with transform.PassContext(instruments=[AfterSchedule()]):
+        lib = loom.build(mod, CONFIG)
+    text = seen[0]
+    assert "_rf" not in text and "unrolled" in text and "vectorized" in text, text
+    got = lib["main"](a, b).numpy()
+    close(got, a.astype(np.float64) @ (np.swapaxes(b, -1, -2) if tb else b).astype(np.float64))
+
+
 def conv_ref(x, w, pad, groups=1):
     # NCHW / OIHW, stride 1, float64.
     n, c, h, wd = x.shape
