@@ -1045,6 +1045,8 @@ int64_t Decider::choose(const std::string&, const std::vector<int64_t>&, int64_t
 Schedule schedule_with(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work,
                        Decider& decider) {
   Schedule s(f);
+  // The vector width: the target's, or half of it from 256 bits up.
+  if (bits >= 256) bits = static_cast<int>(decider.choose("vector.bits", {bits, bits / 2}, bits));
   // Each inlining walks the function: the first kMaxInlined temporaries
   // are tried, so the pass stays linear in a function with very many
   // (docs/passes.md, "AutoSchedule"; docs/reliability.md, "Cost").

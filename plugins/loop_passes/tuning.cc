@@ -165,10 +165,29 @@ std::shared_ptr<const TuningDatabase> TuningDatabase::open(const std::string& pa
 
 std::vector<const TuningRecord*> TuningDatabase::best(const std::string& task, const std::string& target,
                                                       const std::string& cpu) const {
+  // A trace measured more than once (a search measures its best again)
+  // counts with the median of its times, so one lucky timing does not
+  // decide; its first record stands for it.
+  std::map<std::string, std::vector<const TuningRecord*>> by_trace;
+  std::vector<std::string> order;
+  for (const TuningRecord& r : records_) {
+    if (!(r.median_us > 0 && r.task == task && r.target == target && r.cpu == cpu)) continue;
+    auto& list = by_trace[r.trace];
+    if (list.empty()) order.push_back(r.trace);
+    list.push_back(&r);
+  }
+  std::vector<std::pair<double, const TuningRecord*>> ranked;
+  for (const std::string& trace : order) {
+    std::vector<double> times;
+    for (const TuningRecord* r : by_trace[trace]) times.push_back(r->median_us);
+    std::sort(times.begin(), times.end());
+    size_t n = times.size();
+    double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    ranked.emplace_back(median, by_trace[trace].front());
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<const TuningRecord*> out;
-  for (const TuningRecord& r : records_)
-    if (r.median_us > 0 && r.task == task && r.target == target && r.cpu == cpu) out.push_back(&r);
-  std::stable_sort(out.begin(), out.end(), [](const TuningRecord* a, const TuningRecord* b) { return a->median_us < b->median_us; });
+  for (const auto& [time, r] : ranked) out.push_back(r);
   return out;
 }
 

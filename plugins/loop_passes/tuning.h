@@ -34,8 +34,9 @@ class TuningDatabase {
   // is a warning "PATH:LINE: why" (printed once, on the first read) and
   // is skipped; a missing or unreadable file is an Error.
   static std::shared_ptr<const TuningDatabase> open(const std::string& path);
-  // The records of one task on one target and CPU that carry a time,
-  // fastest first.
+  // The records of one task on one target and CPU that carry a time, one
+  // per trace (its first), fastest first by the median of the trace's
+  // times.
   std::vector<const TuningRecord*> best(const std::string& task, const std::string& target, const std::string& cpu) const;
   const std::string& path() const { return path_; }
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -122,7 +122,7 @@ def _fmt_time(seconds):
 
 
 def tune(mod, config, trials=64, database=None, workers="local:1", strategy="model", seed=0, timeout=60.0,
-         batch=None, progress=True, tasks=None):
+         batch=None, progress=True, tasks=None, verify=3):
     """Tunes every task of `mod` (see tasks) for `config`: `trials`
     candidates in all, shared by the tasks, the first of each task
     AutoSchedule's own schedule.  `strategy`: "model" (the cost model
@@ -130,9 +130,12 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
     "dask://HOST:PORT" or a distributed.Client.  Every measurement is
     appended to `database` (a JSON-lines path; None: kept in memory).
     `tasks`: some of the tasks loom.tune.tasks(mod, config) gives, to tune
-    those only.  Returns one dict per task: name, hash, calls, baseline_us
+    those only.  `verify`: after a task's search, its `verify` fastest
+    traces and AutoSchedule's are measured twice more, in turn (0: not).
+    Returns one dict per task: name, hash, calls, baseline_us
     (AutoSchedule), best_us, trials, curve (best time after each trial)
-    and cpu."""
+    and cpu; with verify, baseline_us and best_us are medians of the
+    traces' times."""
     if strategy not in ("model", "random"):
         raise ValueError(f"strategy must be 'model' or 'random', got {strategy!r}")
     if trials < 1:
@@ -164,6 +167,22 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
             baseline = next((r["median_us"] for r in timed if r["trace"] == auto), None)
             best = min((r["median_us"] for r in timed), default=None)
             curve = []
+
+            def measure_all(traces, task=task):
+                """Measures and records each trace: [(record, result)]."""
+                jobs = [{"task": text_of(task), "hash": task.hash, "config": text, "source": source, "trace": trace}
+                        for trace in traces]
+                out = []
+                for trace, res in zip(traces, pool.map(jobs)):
+                    record = {"task": task.hash, "target": task.target, "cpu": res.get("cpu", cpu), "trace": trace,
+                              "worker": res.get("worker", ""), "name": task.name, "loom": _loom_version()}
+                    if "median_us" in res:
+                        record.update(median_us=res["median_us"], runs=res["runs"])
+                    else:
+                        record["error"] = res.get("error", "no result")
+                    out.append((db.add(record), res))
+                return out
+
             batch_size = batch or max(2 * pool.count, 4)
             first = True
             while len(curve) < budget:
@@ -171,17 +190,9 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
                 chosen = _choose(task, n, measured, rng, model if strategy == "model" else None, first)
                 if not chosen:
                     break  # the task's space is exhausted
-                jobs = [{"task": text_of(task), "hash": task.hash, "config": text, "source": source, "trace": trace}
-                        for trace, _, _ in chosen]
-                for (trace, decisions, features), res in zip(chosen, pool.map(jobs)):
+                for (trace, decisions, features), (record, res) in zip(
+                        chosen, measure_all([trace for trace, _, _ in chosen])):
                     measured.add(json.dumps(trace))
-                    record = {"task": task.hash, "target": task.target, "cpu": res.get("cpu", cpu), "trace": trace,
-                              "worker": res.get("worker", ""), "name": task.name, "loom": _loom_version()}
-                    if "median_us" in res:
-                        record.update(median_us=res["median_us"], runs=res["runs"])
-                    else:
-                        record["error"] = res.get("error", "no result")
-                    db.add(record)
                     t = record.get("median_us") if record["cpu"] == cpu else None
                     if trace == auto:
                         baseline = t
@@ -198,6 +209,16 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
                 _progress(f"[tune] task {k + 1}/{len(found)} {task.name}: trials {len(curve)}/{budget}, best "
                           f"{_us(best)} (AutoSchedule {_us(baseline)}), {done_trials}/{trials} in all, "
                           f"about {_fmt_time(left)} left", stream)
+            if verify and curve:
+                # The search's best few and AutoSchedule's measured again, in
+                # turn, so that the best is not one lucky timing: builds rank
+                # a trace by the median of its times.
+                top = [r["trace"] for _, r in db.ranked(task.hash, task.target, cpu)[:verify]]
+                again = top + ([auto] if auto not in top else [])
+                measure_all([trace for _ in range(2) for trace in again])
+                ranked = db.ranked(task.hash, task.target, cpu)
+                best = ranked[0][0] if ranked else best
+                baseline = next((t for t, r in ranked if r["trace"] == auto), baseline)
             results.append({"name": task.name, "hash": task.hash, "calls": task.calls, "baseline_us": baseline,
                             "best_us": best, "trials": len(curve), "curve": curve, "cpu": cpu})
     finally:

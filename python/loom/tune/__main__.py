@@ -1,5 +1,5 @@
 """loomc tune (docs/tuning.md): python -m loom.tune MODEL.loom --config FILE --trials N --database FILE
-[--workers local:N | dask://HOST:PORT] [--strategy model|random] [--timeout S] [--seed N]."""
+[--workers local:N | dask://HOST:PORT] [--strategy model|random] [--timeout S] [--seed N] [--verify N]."""
 import argparse
 import sys
 
@@ -15,13 +15,16 @@ def main(argv=None):
     parser.add_argument("--strategy", default="model", choices=("model", "random"))
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one candidate may take")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verify", type=int, default=3,
+                        help="after each task, its N fastest traces and AutoSchedule's measured twice more")
     args = parser.parse_args(argv)
     import loom
     import loom.tune
     try:
         mod = loom.ir.load(args.model)
         results = loom.tune.tune(mod, args.config, trials=args.trials, database=args.database, workers=args.workers,
-                                 strategy=args.strategy, seed=args.seed, timeout=args.timeout)
+                                 strategy=args.strategy, seed=args.seed, timeout=args.timeout,
+                                 verify=args.verify)
     except (loom.LoomError, OSError, ValueError) as e:
         print(f"loomc tune: {e}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@ record per measured candidate, appended as results arrive."""
 import datetime
 import json
 import os
+import statistics
 import sys
 
 FORMAT = 1
@@ -72,7 +73,20 @@ class Database:
         mine = [r for r in self.records if r["task"] == task and r["target"] == target and r["cpu"] == cpu]
         return sorted(mine, key=lambda r: r.get("median_us") or float("inf"))
 
+    def ranked(self, task, target, cpu):
+        """[(time, record)] for each trace of the task with a time, fastest
+        first: the median of the trace's times (a search measures its best
+        again), with the trace's first record, as builds rank them."""
+        times, first = {}, {}
+        for r in self.records:
+            if r["task"] == task and r["target"] == target and r["cpu"] == cpu and r.get("median_us"):
+                key = json.dumps(r["trace"])
+                times.setdefault(key, []).append(r["median_us"])
+                first.setdefault(key, r)
+        ranked = [(statistics.median(t), first[k]) for k, t in times.items()]
+        return sorted(ranked, key=lambda pair: pair[0])
+
     def best(self, task, target, cpu):
-        """The fastest timed record, or None."""
-        timed = [r for r in self.of(task, target, cpu) if r.get("median_us")]
-        return timed[0] if timed else None
+        """The record of the fastest trace (see ranked), or None."""
+        ranked = self.ranked(task, target, cpu)
+        return ranked[0][1] if ranked else None

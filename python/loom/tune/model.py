@@ -9,7 +9,7 @@ import numpy as np
 # The decisions of AutoSchedule's rules a candidate may change
 # (plugins/loop_passes/auto_schedule.cc); each a feature (mean over the
 # nests that made it, -1 when none did).
-DECISIONS = ("nest.parallel", "parallel.fuse_outer", "elementwise.unroll", "reduction.chains", "tile.vectors",
+DECISIONS = ("vector.bits", "nest.parallel", "parallel.fuse_outer", "elementwise.unroll", "reduction.chains", "tile.vectors",
              "tile.rows", "tile.rows_outer", "conv.try_channel_tile", "matmul.pack", "matmul.k_block")
 
 
