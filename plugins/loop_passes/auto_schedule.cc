@@ -1007,8 +1007,12 @@ class StageScheduler {
     // below other loops (a convolution's batch and rows), those.
     if (find(s_, root)) {
       parallel_outer(root);
-    } else {
-      if (parallel_) attempt([&] { s_.parallel(joo); });
+    } else if (parallel_) {
+      // One column tile (a panel as wide as the output): the row tiles in
+      // parallel instead, sharing the panel.
+      auto extent = const_int(find(s_, joo)->extent);
+      if (!(extent && *extent == 1 && !rows_outer && attempt([&] { s_.parallel(io); })))
+        attempt([&] { s_.parallel(joo); });
     }
     return true;
   }

@@ -230,6 +230,7 @@ def test_a_matmul_no_wider_than_a_panel_is_register_tiled(batch, n, tb):
         lib = loom.build(mod, CONFIG)
     text = seen[0]
     assert "_rf" not in text and "unrolled" in text and "vectorized" in text, text
+    assert " parallel {" in text, text  # the row tiles when there is one column tile
     got = lib["main"](a, b).numpy()
     close(got, a.astype(np.float64) @ (np.swapaxes(b, -1, -2) if tb else b).astype(np.float64))
 
