@@ -170,7 +170,7 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
 
             def measure_all(traces, task=task):
                 """Measures and records each trace: [(record, result)]."""
-                jobs = [{"task": text_of(task), "hash": task.hash, "config": text, "source": source, "trace": trace}
+                jobs = [{"task": task.text, "hash": task.hash, "config": text, "source": source, "trace": trace}
                         for trace in traces]
                 out = []
                 for trace, res in zip(traces, pool.map(jobs)):
@@ -227,10 +227,6 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
         if stream is not None and stream.isatty():
             stream.write("\n")
     return results
-
-
-def text_of(task):
-    return task.text
 
 
 def _loom_version():
