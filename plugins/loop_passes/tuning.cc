@@ -117,13 +117,21 @@ std::shared_ptr<const TuningDatabase> TuningDatabase::open(const std::string& pa
     if (trim(line).empty()) continue;
     std::string where = path + ":" + std::to_string(line_no);
     try {
-      JsonValue v = parse_json(line, where);
-      if (v.kind != JsonValue::Kind::kObject) throw Error("a record is a JSON object, got a " + std::string(v.kind_name()));
+      JsonValue v;
+      try {
+        v = parse_json(line, path);
+      } catch (const ParseError& e) {
+        // "PATH:1:COL: why" (the line alone) -> "PATH:LINE:COL: why".
+        std::string why = e.what();
+        std::string first = path + ":1:";
+        throw Error(why.rfind(first, 0) == 0 ? where + ":" + why.substr(first.size()) : why);
+      }
+      if (v.kind != JsonValue::Kind::kObject) throw Error("a record is a JSON object, got " + std::string(v.kind_name()));
       auto field = [&](const char* key, JsonValue::Kind kind) -> const JsonValue* {
         const JsonValue* f = v.find(key);
         if (!f) return nullptr;
         bool ok = f->kind == kind || (kind == JsonValue::Kind::kFloat && f->kind == JsonValue::Kind::kInt);
-        if (!ok) throw Error(std::string("field '") + key + "' must be a " + (kind == JsonValue::Kind::kString ? "string" : kind == JsonValue::Kind::kArray ? "list" : "number") + ", got a " + f->kind_name());
+        if (!ok) throw Error(std::string("field '") + key + "' must be a " + (kind == JsonValue::Kind::kString ? "string" : kind == JsonValue::Kind::kArray ? "list" : "number") + ", got " + f->kind_name());
         return f;
       };
       const JsonValue* format = field("format", JsonValue::Kind::kFloat);

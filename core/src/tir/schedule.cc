@@ -1343,7 +1343,7 @@ std::string Schedule::trace_json() const {
 
 void Schedule::apply(const JsonValue& step) {
   if (step.kind != JsonValue::Kind::kArray || step.array.empty() || step.array[0].kind != JsonValue::Kind::kString)
-    throw ScheduleError("a trace step is an array [primitive, arguments...], got a " + std::string(step.kind_name()));
+    throw ScheduleError("a trace step is an array [primitive, arguments...], got " + std::string(step.kind_name()));
   const std::string& primitive = step.array[0].string;
   size_t given = step.array.size() - 1;
   auto arity = [&](size_t lo, size_t hi) {
@@ -1355,19 +1355,19 @@ void Schedule::apply(const JsonValue& step) {
   auto str = [&](size_t k) -> const std::string& {
     const JsonValue& v = step.array[k];
     if (v.kind != JsonValue::Kind::kString)
-      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a string, got a " + v.kind_name());
+      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a string, got " + std::string(v.kind_name()));
     return v.string;
   };
   auto integer = [&](size_t k) {
     const JsonValue& v = step.array[k];
     if (v.kind != JsonValue::Kind::kInt)
-      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be an integer, got a " + v.kind_name());
+      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be an integer, got " + std::string(v.kind_name()));
     return v.integer;
   };
   auto names = [&](size_t k) {
     const JsonValue& v = step.array[k];
     if (v.kind != JsonValue::Kind::kArray)
-      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names, got a " + v.kind_name());
+      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names, got " + std::string(v.kind_name()));
     std::vector<std::string> out;
     for (const JsonValue& n : v.array) {
       if (n.kind != JsonValue::Kind::kString) throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names");
@@ -1438,7 +1438,7 @@ void Schedule::apply(const JsonValue& step) {
 Schedule Schedule::replay(PrimFunc func, const std::string& trace) {
   JsonValue steps = parse_json(trace, "<trace>");
   if (steps.kind != JsonValue::Kind::kArray)
-    throw ScheduleError(std::string("a trace is a JSON array of steps, got a ") + steps.kind_name());
+    throw ScheduleError(std::string("a trace is a JSON array of steps, got ") + steps.kind_name());
   Schedule s(std::move(func));
   for (size_t k = 0; k < steps.array.size(); ++k) {
     try {

@@ -201,7 +201,7 @@ def test_malformed_and_stale_records_are_reported_and_skipped(tmp_path, capfd):
     with loom.transform.PassContext(instruments=[Capture()]):
         lib = loom.build(model(), {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {"database": str(db)}}})
     err = capfd.readouterr().err
-    assert f"{db}:1:" in err and "the record is skipped" in err, err
+    assert f"{db}:1:1: invalid literal" in err and "the record is skipped" in err, err  # FILE:LINE:COL
     assert f"{db}:2: format 99 is not this Loom's record format (1)" in err, err
     assert f"{db}:4: median_us must be a positive time" in err, err
     assert f"{db}:3: the record of task {task.hash} does not apply" in err and "no loop %no_such_loop" in err, err
