@@ -1341,44 +1341,25 @@ std::string Schedule::trace_json() const {
   return to_json(steps);
 }
 
-void Schedule::apply(const JsonValue& step) {
-  if (step.kind != JsonValue::Kind::kArray || step.array.empty() || step.array[0].kind != JsonValue::Kind::kString)
-    throw ScheduleError("a trace step is an array [primitive, arguments...], got " + std::string(step.kind_name()));
-  const std::string& primitive = step.array[0].string;
-  size_t given = step.array.size() - 1;
-  auto arity = [&](size_t lo, size_t hi) {
-    if (given < lo || given > hi) {
-      throw ScheduleError(primitive + " takes " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
-                          " arguments in a trace, got " + std::to_string(given));
-    }
-  };
-  auto str = [&](size_t k) -> const std::string& {
-    const JsonValue& v = step.array[k];
-    if (v.kind != JsonValue::Kind::kString)
-      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a string, got " + std::string(v.kind_name()));
-    return v.string;
-  };
-  auto integer = [&](size_t k) {
-    const JsonValue& v = step.array[k];
-    if (v.kind != JsonValue::Kind::kInt)
-      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be an integer, got " + std::string(v.kind_name()));
-    return v.integer;
-  };
-  auto names = [&](size_t k) {
-    const JsonValue& v = step.array[k];
-    if (v.kind != JsonValue::Kind::kArray)
-      throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names, got " + std::string(v.kind_name()));
+namespace {
+// The arguments of one trace step, read by position with their types
+// checked (a ScheduleError naming the primitive and the argument).
+class StepArgs {
+ public:
+  StepArgs(const JsonValue& step, const std::string& primitive) : step_(step), primitive_(primitive) {}
+  const std::string& str(size_t k) const { return expect(k, JsonValue::Kind::kString, "a string").string; }
+  int64_t integer(size_t k) const { return expect(k, JsonValue::Kind::kInt, "an integer").integer; }
+  std::vector<std::string> names(size_t k) const {
     std::vector<std::string> out;
-    for (const JsonValue& n : v.array) {
-      if (n.kind != JsonValue::Kind::kString) throw ScheduleError(primitive + ": argument " + std::to_string(k) + " must be a list of names");
+    for (const JsonValue& n : expect(k, JsonValue::Kind::kArray, "a list of names").array) {
+      if (n.kind != JsonValue::Kind::kString) fail(k, "a list of names");
       out.push_back(n.string);
     }
     return out;
-  };
+  }
   // A layout's text, applied to the buffer's indices (its rank is theirs).
-  auto layout = [&](size_t k) {
-    std::string text = str(k);
-    return [text](const std::vector<PrimExpr>& indices) {
+  Schedule::IndexMap layout(size_t k) const {
+    return [text = str(k)](const std::vector<PrimExpr>& indices) {
       Layout parsed;
       try {
         parsed = parse_layout(text, indices.size());
@@ -1387,52 +1368,63 @@ void Schedule::apply(const JsonValue& step) {
       }
       return apply_layout(parsed, indices);
     };
-  };
-  if (primitive == "split") {
-    arity(2, 2);
-    split(str(1), integer(2));
-  } else if (primitive == "fuse") {
-    arity(2, 2);
-    fuse(str(1), str(2));
-  } else if (primitive == "reorder") {
-    arity(1, 1);
-    reorder(names(1));
-  } else if (primitive == "parallel" || primitive == "vectorize" || primitive == "unroll") {
-    arity(1, 1);
-    if (primitive == "parallel") parallel(str(1));
-    if (primitive == "vectorize") vectorize(str(1));
-    if (primitive == "unroll") unroll(str(1));
-  } else if (primitive == "bind") {
-    arity(2, 2);
-    bind(str(1), str(2));
-  } else if (primitive == "decompose_reduction") {
-    arity(1, 1);
-    decompose_reduction(str(1));
-  } else if (primitive == "compute_inline" || primitive == "reverse_compute_inline") {
-    arity(1, 1);
-    if (primitive == "compute_inline") compute_inline(str(1));
-    else reverse_compute_inline(str(1));
-  } else if (primitive == "cache_read") {
-    arity(3, 3);
-    cache_read(str(1), layout(2), str(3));
-  } else if (primitive == "transform_layout") {
-    arity(2, 2);
-    transform_layout(str(1), layout(2));
-  } else if (primitive == "cache_write") {
-    arity(2, 2);
-    cache_write(str(1), str(2));
-  } else if (primitive == "compute_at") {
-    arity(2, 2);
-    compute_at(str(1), str(2));
-  } else if (primitive == "rfactor") {
-    arity(1, 1);
-    rfactor(str(1));
-  } else {
-    throw ScheduleError("'" + primitive + "' is not a schedule primitive" +
-                        did_you_mean(primitive, {"split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bind",
-                                                 "decompose_reduction", "compute_inline", "reverse_compute_inline",
-                                                 "cache_read", "transform_layout", "cache_write", "compute_at", "rfactor"}));
   }
+
+ private:
+  const JsonValue& expect(size_t k, JsonValue::Kind kind, const char* what) const {
+    const JsonValue& v = step_.array[k];
+    if (v.kind != kind) fail(k, std::string(what) + ", got " + v.kind_name());
+    return v;
+  }
+  [[noreturn]] void fail(size_t k, const std::string& what) const {
+    throw ScheduleError(primitive_ + ": argument " + std::to_string(k) + " must be " + what);
+  }
+  const JsonValue& step_;
+  const std::string& primitive_;
+};
+
+// Every primitive a trace may name: its arguments after the name, and the call.
+struct TracePrimitive {
+  const char* name;
+  size_t arity;
+  void (*apply)(Schedule& s, const StepArgs& a);
+};
+const TracePrimitive kTracePrimitives[] = {
+    {"split", 2, [](Schedule& s, const StepArgs& a) { s.split(a.str(1), a.integer(2)); }},
+    {"fuse", 2, [](Schedule& s, const StepArgs& a) { s.fuse(a.str(1), a.str(2)); }},
+    {"reorder", 1, [](Schedule& s, const StepArgs& a) { s.reorder(a.names(1)); }},
+    {"parallel", 1, [](Schedule& s, const StepArgs& a) { s.parallel(a.str(1)); }},
+    {"vectorize", 1, [](Schedule& s, const StepArgs& a) { s.vectorize(a.str(1)); }},
+    {"unroll", 1, [](Schedule& s, const StepArgs& a) { s.unroll(a.str(1)); }},
+    {"bind", 2, [](Schedule& s, const StepArgs& a) { s.bind(a.str(1), a.str(2)); }},
+    {"decompose_reduction", 1, [](Schedule& s, const StepArgs& a) { s.decompose_reduction(a.str(1)); }},
+    {"compute_inline", 1, [](Schedule& s, const StepArgs& a) { s.compute_inline(a.str(1)); }},
+    {"reverse_compute_inline", 1, [](Schedule& s, const StepArgs& a) { s.reverse_compute_inline(a.str(1)); }},
+    {"cache_read", 3, [](Schedule& s, const StepArgs& a) { s.cache_read(a.str(1), a.layout(2), a.str(3)); }},
+    {"transform_layout", 2, [](Schedule& s, const StepArgs& a) { s.transform_layout(a.str(1), a.layout(2)); }},
+    {"cache_write", 2, [](Schedule& s, const StepArgs& a) { s.cache_write(a.str(1), a.str(2)); }},
+    {"compute_at", 2, [](Schedule& s, const StepArgs& a) { s.compute_at(a.str(1), a.str(2)); }},
+    {"rfactor", 1, [](Schedule& s, const StepArgs& a) { s.rfactor(a.str(1)); }},
+};
+}  // namespace
+
+void Schedule::apply(const JsonValue& step) {
+  if (step.kind != JsonValue::Kind::kArray || step.array.empty() || step.array[0].kind != JsonValue::Kind::kString)
+    throw ScheduleError("a trace step is an array [primitive, arguments...], got " + std::string(step.kind_name()));
+  const std::string& primitive = step.array[0].string;
+  std::vector<std::string> known;
+  for (const TracePrimitive& p : kTracePrimitives) {
+    known.push_back(p.name);
+    if (primitive != p.name) continue;
+    size_t given = step.array.size() - 1;
+    if (given != p.arity) {
+      throw ScheduleError(primitive + " takes " + std::to_string(p.arity) + " arguments in a trace, got " +
+                          std::to_string(given));
+    }
+    p.apply(*this, StepArgs(step, primitive));
+    return;
+  }
+  throw ScheduleError("'" + primitive + "' is not a schedule primitive" + did_you_mean(primitive, known));
 }
 
 Schedule Schedule::replay(PrimFunc func, const std::string& trace) {
