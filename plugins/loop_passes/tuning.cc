@@ -205,30 +205,23 @@ std::vector<const TuningRecord*> TuningDatabase::best(const std::string& task, c
 
 namespace {
 
-// Chooses uniformly among the options a rule allows, and remembers the
-// choices (the search's knobs, also features of the cost model).
+// Chooses uniformly among the options a rule allows (a negative seed:
+// the rule's own choice), and remembers the choices (the search's knobs,
+// also features of the cost model).
 class SamplingDecider : public Decider {
  public:
-  explicit SamplingDecider(uint64_t seed) : rng_(seed) {}
+  explicit SamplingDecider(int64_t seed) : sample_(seed >= 0), rng_(static_cast<uint64_t>(seed)) {}
   int64_t choose(const std::string& name, const std::vector<int64_t>& options, int64_t preferred) override {
     int64_t value = preferred;
-    if (options.size() > 1) value = options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng_)];
+    if (sample_ && options.size() > 1) value = options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng_)];
     chosen.emplace_back(name, value);
     return value;
   }
   std::vector<std::pair<std::string, int64_t>> chosen;
 
  private:
+  bool sample_;
   std::mt19937_64 rng_;
-};
-
-class RecordingDecider : public Decider {
- public:
-  int64_t choose(const std::string& name, const std::vector<int64_t>&, int64_t preferred) override {
-    chosen.emplace_back(name, preferred);
-    return preferred;
-  }
-  std::vector<std::pair<std::string, int64_t>> chosen;
 };
 
 std::set<std::string> names_of(const Array& items) {
@@ -381,20 +374,10 @@ void register_tuning_functions() {
       "constants, calls}]");
   FunctionRegistry::register_function(
       "tune.sample", Function::typed([](PrimFunc task, int64_t vector_bits, Array constants, int64_t seed) {
-        // seed < 0: AutoSchedule's own choices.
-        std::vector<std::pair<std::string, int64_t>> chosen;
-        std::optional<Schedule> s;
-        if (seed < 0) {
-          RecordingDecider rules;
-          s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, rules);
-          chosen = rules.chosen;
-        } else {
-          SamplingDecider sampler(static_cast<uint64_t>(seed));
-          s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, sampler);
-          chosen = sampler.chosen;
-        }
-        PrimFunc done = scheduled(finish_schedule(*s, task), "candidate");
-        return Array({Any(done), Any(s->trace_json()), Any(decisions_array(chosen)), Any(features_array(done))});
+        SamplingDecider decider(seed);  // seed < 0: AutoSchedule's own choices
+        Schedule s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, decider);
+        PrimFunc done = scheduled(finish_schedule(s, task), "candidate");
+        return Array({Any(done), Any(s.trace_json()), Any(decisions_array(decider.chosen)), Any(features_array(done))});
       }, "tune.sample"),
       "a candidate schedule of a task (seed < 0: AutoSchedule's own): [func, trace JSON, decisions, features]");
   FunctionRegistry::register_function(

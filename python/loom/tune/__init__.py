@@ -162,7 +162,8 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
             budget = per_task[k]
             prior = db.of(task.hash, task.target, cpu)
             measured = {json.dumps(r["trace"]) for r in prior}
-            auto = task.sample(-1)[0]
+            auto_candidate = task.sample(-1)  # AutoSchedule's: the first candidate, the baseline
+            auto = auto_candidate[0]
             timed = [r for r in prior if r.get("median_us")]
             baseline = next((r["median_us"] for r in timed if r["trace"] == auto), None)
             best = min((r["median_us"] for r in timed), default=None)
@@ -187,7 +188,8 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
             first = True
             while len(curve) < budget:
                 n = min(batch_size, budget - len(curve))
-                chosen = _choose(task, n, measured, rng, model if strategy == "model" else None, first)
+                chosen = _choose(task, n, measured, rng, model if strategy == "model" else None,
+                                 auto_candidate if first else None)
                 if not chosen:
                     break  # the task's space is exhausted
                 for (trace, decisions, features), (record, res) in zip(
@@ -239,16 +241,14 @@ def _us(t):
 
 
 def _choose(task, n, measured, rng, model, first):
-    """n new candidates: AutoSchedule's first, then from a pool of sampled
-    ones, the model's best (with a quarter at random) or all at random."""
+    """n new candidates: `first` (AutoSchedule's, or None), then from a
+    pool of sampled ones, the model's best (with a quarter at random) or
+    all at random."""
     out = []
     seen = set(measured)
-    if first:
-        trace, decisions, features = task.sample(-1)
-        key = json.dumps(trace)
-        if key not in seen:
-            out.append((trace, decisions, features))
-            seen.add(key)
+    if first is not None and json.dumps(first[0]) not in seen:
+        out.append(first)
+        seen.add(json.dumps(first[0]))
     want = n - len(out)
     pool_size = want * (4 if model is not None and model.trained else 1)
     pool = []
