@@ -13,6 +13,35 @@ x = graph.Var("x", shape=(2, 3))
 empty = loom.IRModule({})
 
 
+def json_with(edit):
+    """A module's JSON (@main = fn(%x) { relu(%x) }) after `edit(nodes)`
+    changed its node list: the held-out inputs that once crashed script()
+    and the well-formedness check."""
+    import json
+    x_ = graph.Var("x", shape=(3,))
+    doc = json.loads(ir.save_json(loom.IRModule({"main": graph.Function([x_], op.relu(x_))})))
+    edit({n["type"] + str(k): n for k, n in enumerate(doc["nodes"])}, doc["nodes"])
+    return json.dumps(doc)
+
+
+def _param_not_a_var(named, nodes):
+    function = next(n for n in nodes if n["type"] == "graph.Function")
+    params = nodes[function["fields"]["params"]["ref"]]
+    params["items"] = [{"ref": next(k for k, n in enumerate(nodes) if n["type"] == "tir.IntImm")}]
+
+
+def _function_not_a_function(named, nodes):
+    module = next(n for n in nodes if n["type"] == "ir.IRModule")
+    functions = nodes[module["fields"]["functions"]["ref"]]
+    functions["items"]["main"] = {"ref": next(k for k, n in enumerate(nodes) if n["type"] == "ir.TensorType")}
+
+
+def _call_arg_not_an_expr(named, nodes):
+    call = next(n for n in nodes if n["type"] == "graph.Call")
+    nodes[call["fields"]["args"]["ref"]]["items"] = [{"ref": next(k for k, n in enumerate(nodes)
+                                                                  if n["type"] == "ir.TensorType")}]
+
+
 def instrument(**methods):
     return type("Instrument", (), methods)()
 
@@ -89,6 +118,17 @@ CASES = [
         A, tir.Broadcast(1.0, 4), [tir.Ramp(0, 1, 2)]))}), {"target": {"kind": "llvm"}}), loom.LoomError,
      "stores a value of 4 lanes at an index of 2 lanes"),
     ("parse garbage", lambda: loom.parse("@main = fn(", "bad.loom"), loom.ParseError, "bad.loom:1:"),
+    # nodes read from JSON or made by reflection: every field holds its kind
+    ("JSON: a parameter that is not a variable", lambda: ir.load_json(json_with(_param_not_a_var)), loom.ParseError,
+     "field 'params' of graph.Function: element 0: expected graph.Var, got object tir.IntImm"),
+    ("JSON: a function that is not a function", lambda: ir.load_json(json_with(_function_not_a_function)),
+     loom.ParseError, "field 'functions' of ir.IRModule: entry 'main': expected ir.BaseFunc, got object ir.TensorType"),
+    ("JSON: an argument that is not an expression", lambda: ir.load_json(json_with(_call_arg_not_an_expr)),
+     loom.ParseError, "field 'args' of graph.Call: element 0: expected ir.Expr, got object ir.TensorType"),
+    ("make: a tuple of ints", lambda: ir.make("graph.Tuple", fields=[1]), loom.TypeError,
+     "field 'fields' of graph.Tuple: element 0: expected ir.Expr, got int 1"),
+    ("make: a shape holding a type", lambda: ir.make("ir.TensorType", shape=[ir.TensorType((2,))], dtype="float32"),
+     loom.TypeError, "field 'shape' of ir.TensorType: element 0: expected tir.PrimExpr"),
 ]
 
 

@@ -233,6 +233,31 @@ def test_npy_sizes_are_checked(tmp_path, shape, error):
     assert error in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("header, error", [
+    # A string where the bool belongs was read as a Fortran-order array.
+    ("{'descr': '<f4', 'fortran_order': 'False', 'shape': (3,), }",
+     ".npy fortran_order must be True or False, got 'False' (a string)"),
+    ("{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", "Fortran-order arrays are not supported"),
+    ("{'descr': 4, 'fortran_order': False, 'shape': (3,), }", ".npy descr must be a quoted string, got 4"),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'shape': (3,), }", "bad .npy header ('shape' twice)"),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'extra': 1, }", "the unknown key 'extra'"),
+    ("{'descr': '<f4', 'fortran_order': False, }", ".npy header lacks 'shape'"),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (3,)", "bad .npy header (the value of 'shape' does not end)"),
+    ("['descr', '<f4']", "bad .npy header (not a dict)"),
+    ("{descr: '<f4', 'fortran_order': False, 'shape': (3,), }", "a key that is not a quoted string"),
+])
+def test_npy_header_values_are_checked_for_their_type(tmp_path, header, error):
+    src = tmp_path / "m.loom"
+    src.write_text(TENSOR + "relu(%x)\n}\n")
+    header = header.ljust(((10 + len(header) + 1 + 63) // 64) * 64 - 11) + "\n"
+    data = np.zeros(3, np.float32).tobytes()
+    (tmp_path / "x.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + data)
+    done = loomc("run", src, "--config", REF, "--input", tmp_path / "x.npy")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"loomc: error: {tmp_path / 'x.npy'}: "), done.stderr
+    assert error in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("shape, error", [
     ((-1, 3), "a float32 tensor: dimension 0 of shape (-1, 3) is negative"),
     ((1 << 33, 1 << 33), "a float32 tensor: shape (8589934592, 8589934592) has more elements than fit in 64 bits"),

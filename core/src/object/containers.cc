@@ -37,3 +37,17 @@ const Any& Map::at(const std::string& key) const {
 }
 
 }  // namespace loom
+
+namespace loom::detail {
+
+void for_each_element(const Any& value, const std::function<void(const Any&, const std::string&)>& f) {
+  const Object* object = value.object();
+  if (object && object->is_instance<ArrayNode>()) {
+    const auto& items = static_cast<const ArrayNode*>(object)->items;
+    for (size_t i = 0; i < items.size(); ++i) f(items[i], "element " + std::to_string(i));
+  } else if (object && object->is_instance<MapNode>()) {
+    for (const auto& [key, item] : static_cast<const MapNode*>(object)->items) f(item, "entry '" + key + "'");
+  }
+}
+
+}  // namespace loom::detail

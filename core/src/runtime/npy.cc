@@ -1,6 +1,7 @@
 #include "loom/runtime/npy.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "loom/support/error.h"
@@ -36,23 +37,65 @@ DataType dtype_of(const std::string& descr, const std::string& path) {
                          << "' (little-endian bool, int, uint and float only)";
 }
 
-// The value after `'key':` in the header dict, up to the next top-level
-// comma (tuples kept whole).
-std::string field(const std::string& header, const std::string& key, const std::string& path) {
-  size_t at = header.find("'" + key + "'");
-  if (at == std::string::npos) LOOM_THROW(Error) << path << ": .npy header lacks '" << key << "': " << header;
-  at = header.find(':', at) + 1;
-  int depth = 0;
-  size_t end = at;
-  for (; end < header.size(); ++end) {
-    char c = header[end];
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if ((c == ',' || c == '}') && depth == 0) break;
+// The header dict, `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`,
+// as key -> the value's text (a quoted string keeps its quotes, a tuple
+// its parentheses).  Keys must be quoted strings, each once; a value ends
+// at the next comma or brace outside quotes and parentheses.
+std::map<std::string, std::string> header_fields(const std::string& header, const std::string& path) {
+  auto bad = [&](const std::string& why) { LOOM_THROW(Error) << path << ": bad .npy header (" << why << "): " << header; };
+  size_t at = header.find_first_not_of(" \t\n");
+  if (at == std::string::npos || header[at] != '{') bad("not a dict");
+  ++at;
+  std::map<std::string, std::string> fields;
+  auto skip = [&] { at = header.find_first_not_of(" \t\n", at); };
+  for (;;) {
+    skip();
+    if (at == std::string::npos) bad("no closing brace");
+    if (header[at] == '}') break;
+    char quote = header[at];
+    if (quote != '\'' && quote != '"') bad("a key that is not a quoted string");
+    size_t close = header.find(quote, at + 1);
+    if (close == std::string::npos) bad("an unterminated key");
+    std::string key = header.substr(at + 1, close - at - 1);
+    at = close + 1;
+    skip();
+    if (at == std::string::npos || header[at] != ':') bad("no ':' after '" + key + "'");
+    ++at;
+    skip();
+    size_t begin = at;
+    int depth = 0;
+    char in_string = 0;
+    for (; at < header.size(); ++at) {
+      char c = header[at];
+      if (in_string) {
+        if (c == in_string) in_string = 0;
+        continue;
+      }
+      if (c == '\'' || c == '"') in_string = c;
+      if (c == '(') ++depth;
+      if (c == ')') --depth;
+      if ((c == ',' || c == '}') && depth == 0) break;
+    }
+    if (at >= header.size() || in_string || depth != 0) bad("the value of '" + key + "' does not end");
+    std::string value = header.substr(begin, at - begin);
+    value.erase(value.find_last_not_of(" \t\n") + 1);
+    if (!fields.emplace(key, value).second) bad("'" + key + "' twice");
+    if (header[at] == ',') ++at;
   }
-  std::string v = header.substr(at, end - at);
-  size_t b = v.find_first_not_of(" "), e = v.find_last_not_of(" ");
-  return b == std::string::npos ? "" : v.substr(b, e - b + 1);
+  for (const char* key : {"descr", "fortran_order", "shape"}) {
+    if (!fields.count(key)) LOOM_THROW(Error) << path << ": .npy header lacks '" << key << "': " << header;
+  }
+  for (const auto& [key, value] : fields) {
+    if (key != "descr" && key != "fortran_order" && key != "shape") {
+      LOOM_THROW(Error) << path << ": .npy header has the unknown key '" << key
+                        << "' (descr, fortran_order and shape only): " << header;
+    }
+  }
+  return fields;
+}
+
+bool is_quoted(const std::string& v) {
+  return v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front();
 }
 }  // namespace
 
@@ -75,13 +118,21 @@ NDArray parse_npy(const std::string& data, const std::string& path) {
   }
   if (data.size() < start + header_len) LOOM_THROW(Error) << path << ": truncated .npy header";
   std::string header = data.substr(start, header_len);
-  std::string descr = field(header, "descr", path);
-  if (descr.size() < 2 || descr.front() != '\'') LOOM_THROW(Error) << path << ": bad descr " << descr;
+  // Every value is checked for its type: a string where a bool belongs is
+  // an error, never read as the other order.
+  std::map<std::string, std::string> fields = header_fields(header, path);
+  const std::string& descr = fields["descr"];
+  if (!is_quoted(descr)) LOOM_THROW(Error) << path << ": .npy descr must be a quoted string, got " << descr;
   DataType dtype = dtype_of(descr.substr(1, descr.size() - 2), path);
-  if (field(header, "fortran_order", path) != "False") {
+  const std::string& order = fields["fortran_order"];
+  if (order == "True") {
     LOOM_THROW(Error) << path << ": Fortran-order arrays are not supported (save with np.ascontiguousarray)";
   }
-  std::string shape_field = field(header, "shape", path);
+  if (order != "False") {
+    LOOM_THROW(Error) << path << ": .npy fortran_order must be True or False, got " << order
+                      << (is_quoted(order) ? " (a string)" : "");
+  }
+  std::string shape_field = fields["shape"];
   if (shape_field.size() < 2 || shape_field.front() != '(' || shape_field.back() != ')') {
     LOOM_THROW(Error) << path << ": bad .npy shape " << shape_field << " (a tuple of dimensions)";
   }

@@ -58,9 +58,9 @@ class CallNode : public ExprNode {
   LOOM_OBJECT(CallNode, ExprNode, "graph.Call");
   static void reflect(ReflectionBuilder<CallNode>& r) {
     r.field("callee", &CallNode::callee)
-        .field("args", &CallNode::args)
+        .field("args", &CallNode::args).elements<Expr>()
         .field("attrs", &CallNode::attrs)
-        .field("type_args", &CallNode::type_args);
+        .field("type_args", &CallNode::type_args).elements<Type>();
   }
 };
 class Call : public Expr {
@@ -73,7 +73,7 @@ class TupleNode : public ExprNode {
  public:
   Array fields;
   LOOM_OBJECT(TupleNode, ExprNode, "graph.Tuple");
-  static void reflect(ReflectionBuilder<TupleNode>& r) { r.field("fields", &TupleNode::fields); }
+  static void reflect(ReflectionBuilder<TupleNode>& r) { r.field("fields", &TupleNode::fields).elements<Expr>(); }
 };
 class Tuple : public Expr {
  public:

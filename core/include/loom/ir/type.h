@@ -43,6 +43,7 @@ class TensorTypeNode : public TypeNode {
   LOOM_OBJECT(TensorTypeNode, TypeNode, "ir.TensorType");
   static void reflect(ReflectionBuilder<TensorTypeNode>& r) {
     r.field("shape", &TensorTypeNode::shape, "dimensions, or none for unknown rank", kOptional)
+        .elements({"tir.PrimExpr"})
         .field("dtype", &TensorTypeNode::dtype);
   }
 };
@@ -59,7 +60,7 @@ class TupleTypeNode : public TypeNode {
  public:
   Array fields;
   LOOM_OBJECT(TupleTypeNode, TypeNode, "ir.TupleType");
-  static void reflect(ReflectionBuilder<TupleTypeNode>& r) { r.field("fields", &TupleTypeNode::fields); }
+  static void reflect(ReflectionBuilder<TupleTypeNode>& r) { r.field("fields", &TupleTypeNode::fields).elements<Type>(); }
 };
 
 class TupleType : public Type {
@@ -74,7 +75,7 @@ class FuncTypeNode : public TypeNode {
   Type ret;
   LOOM_OBJECT(FuncTypeNode, TypeNode, "ir.FuncType");
   static void reflect(ReflectionBuilder<FuncTypeNode>& r) {
-    r.field("params", &FuncTypeNode::params).field("ret", &FuncTypeNode::ret, "none: no result", kOptional);
+    r.field("params", &FuncTypeNode::params).elements<Type>().field("ret", &FuncTypeNode::ret, "none: no result", kOptional);
   }
 };
 

@@ -29,6 +29,12 @@ namespace loom {
 
 enum class StructuralKind { kTree, kBinding, kUnique };
 
+namespace detail {
+// Calls f(item, "element I") for each item of an Array value, f(item,
+// "entry 'KEY'") for each value of a Map; nothing for anything else.
+void for_each_element(const Any& value, const std::function<void(const Any&, const std::string&)>& f);
+}  // namespace detail
+
 // Field flags.
 //   kStructuralIgnore: left out of structural equality and hash (a
 //     variable's name hint, a source location).
@@ -43,6 +49,9 @@ struct FieldInfo {
   std::string name;
   std::string type;
   std::string doc;
+  // For an Array or Map field declared with elements<E>(): the type name
+  // of its elements (values), which the setter checks; "" when unchecked.
+  std::string element_type;
   uint32_t flags = kFieldNone;
   std::function<Any(const Object*)> get;
   std::function<void(Object*, const Any&)> set;
@@ -121,6 +130,34 @@ class ReflectionBuilder {
     return *this;
   }
 
+  // Declares the element type of the Array (or the value type of the Map)
+  // field just declared: its setter then refuses a container holding none
+  // or anything that is not an E ("field 'params' of graph.Function:
+  // element 0: expected graph.Var, got graph.Constant"), so a node read
+  // from JSON or built through reflection never holds an element of the
+  // wrong kind for the code that downcasts it later.
+  template <class E>
+  ReflectionBuilder& elements() {
+    if constexpr (std::is_base_of_v<ObjectRef, E>) {
+      return elements({E::ContainerType::_type_key});
+    } else {
+      return checked_elements(detail::FieldTypeName<E>::get(), [](const Any& item) { (void)item.cast<E>(); });
+    }
+  }
+  // The same for elements that may be an object of any of `type_keys`
+  // (each an object type key, derived types included).
+  ReflectionBuilder& elements(std::vector<std::string> type_keys) {
+    std::string names;
+    for (const auto& key : type_keys) names += (names.empty() ? "" : " or ") + key;
+    return checked_elements(names, [type_keys, names](const Any& item) {
+      const Object* object = item.object();
+      for (const auto& key : type_keys) {
+        if (object && object->is_instance_of(TypeRegistry::info(key).index)) return;
+      }
+      LOOM_THROW(TypeError) << "expected " << names << ", got " << item.describe();
+    });
+  }
+
   // Declares the raw-bytes payload (see TypeInfo::get_bytes).
   ReflectionBuilder& bytes(std::string (*get)(const T&), void (*set)(T&, const std::string&)) {
     info_.get_bytes = [get](const Object* object) { return get(*static_cast<const T*>(object)); };
@@ -134,6 +171,29 @@ class ReflectionBuilder {
   }
 
  private:
+  // Wraps the last field's setter: every element of an Array value (every
+  // value of a Map) must pass `check`, which throws TypeError.
+  ReflectionBuilder& checked_elements(std::string element_type, std::function<void(const Any&)> check) {
+    FieldInfo& field = info_.fields.back();
+    field.element_type = element_type;
+    field.set = [set = field.set, name = field.name, element_type, check](Object* object, const Any& value) {
+      auto verify = [&](const Any& item, const std::string& where) {
+        if (item.is_none()) {
+          LOOM_THROW(TypeError) << "field '" << name << "' of " << T::_type_key << ": " << where << ": expected "
+                                << element_type << ", got none";
+        }
+        try {
+          check(item);
+        } catch (const TypeError& e) {
+          LOOM_THROW(TypeError) << "field '" << name << "' of " << T::_type_key << ": " << where << ": " << e.what();
+        }
+      };
+      detail::for_each_element(value, verify);
+      set(object, value);
+    };
+    return *this;
+  }
+
   TypeInfo& info_;
 };
 

@@ -162,7 +162,7 @@ class CallNode : public PrimExprNode {
   std::string op;
   Array args;
   LOOM_OBJECT(CallNode, PrimExprNode, "tir.Call");
-  static void reflect(ReflectionBuilder<CallNode>& r) { r.field("op", &CallNode::op).field("args", &CallNode::args); }
+  static void reflect(ReflectionBuilder<CallNode>& r) { r.field("op", &CallNode::op).field("args", &CallNode::args).elements<PrimExpr>(); }
 };
 class Call : public PrimExpr {
  public:
@@ -184,8 +184,8 @@ class BufferNode : public Object {
   static void reflect(ReflectionBuilder<BufferNode>& r) {
     r.field("data", &BufferNode::data)
         .field("dtype", &BufferNode::dtype)
-        .field("shape", &BufferNode::shape)
-        .field("strides", &BufferNode::strides)
+        .field("shape", &BufferNode::shape).elements<PrimExpr>()
+        .field("strides", &BufferNode::strides).elements<PrimExpr>()
         .field("elem_offset", &BufferNode::elem_offset)
         .field("scope", &BufferNode::scope)
         .field("name", &BufferNode::name, "name hint", kStructuralIgnore);
@@ -208,7 +208,7 @@ class BufferLoadNode : public PrimExprNode {
   Array indices;
   LOOM_OBJECT(BufferLoadNode, PrimExprNode, "tir.BufferLoad");
   static void reflect(ReflectionBuilder<BufferLoadNode>& r) {
-    r.field("buffer", &BufferLoadNode::buffer).field("indices", &BufferLoadNode::indices);
+    r.field("buffer", &BufferLoadNode::buffer).field("indices", &BufferLoadNode::indices).elements<PrimExpr>();
   }
 };
 class BufferLoad : public PrimExpr {

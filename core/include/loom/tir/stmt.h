@@ -61,7 +61,7 @@ class BufferStoreNode : public StmtNode {
   static void reflect(ReflectionBuilder<BufferStoreNode>& r) {
     r.field("buffer", &BufferStoreNode::buffer)
         .field("value", &BufferStoreNode::value)
-        .field("indices", &BufferStoreNode::indices);
+        .field("indices", &BufferStoreNode::indices).elements<PrimExpr>();
   }
 };
 class BufferStore : public Stmt {
@@ -123,7 +123,7 @@ class SeqStmtNode : public StmtNode {
  public:
   Array seq;  // of Stmt
   LOOM_OBJECT(SeqStmtNode, StmtNode, "tir.SeqStmt");
-  static void reflect(ReflectionBuilder<SeqStmtNode>& r) { r.field("seq", &SeqStmtNode::seq); }
+  static void reflect(ReflectionBuilder<SeqStmtNode>& r) { r.field("seq", &SeqStmtNode::seq).elements<Stmt>(); }
 };
 class SeqStmt : public Stmt {
  public:
