@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -184,6 +185,7 @@ class FunctionCodegen {
   Value* binary(const tir::BinaryOpNode* op);
   Value* cast(DataType to, DataType from, Value* v);
   Value* call(const tir::CallNode* op);
+  Value* libm_call(const std::string& name, Value* x, llvm::Type* t);
   Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
   // <0, stride, 2 stride, ...>: the lanes' offsets from the first element.
   llvm::Constant* step_offsets(int64_t stride, int lanes) {
@@ -943,6 +945,29 @@ Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
   return is_unsigned(from) ? b_.CreateZExtOrTrunc(v, target) : b_.CreateSExtOrTrunc(v, target);
 }
 
+// The C library's float functions LLVM has no intrinsic for, called per
+// lane (the JIT and exported libraries take them from libm).
+const std::set<std::string>& libm_unary() {
+  static const std::set<std::string> names = {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"};
+  return names;
+}
+
+Value* FunctionCodegen::libm_call(const std::string& name, Value* x, llvm::Type* t) {
+  llvm::Type* scalar = t->getScalarType();
+  bool f32 = scalar->isFloatTy();
+  if (!f32 && !scalar->isDoubleTy()) fail(name + " of " + std::string(scalar->isHalfTy() ? "float16" : "this type") +
+                                           ": the C library has float and double");
+  llvm::FunctionCallee f =
+      module_.getOrInsertFunction(f32 ? name + "f" : name, llvm::FunctionType::get(scalar, {scalar}, false));
+  auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  if (!vector) return b_.CreateCall(f, {x});
+  Value* out = llvm::UndefValue::get(t);
+  for (unsigned k = 0; k < vector->getNumElements(); ++k) {
+    out = b_.CreateInsertElement(out, b_.CreateCall(f, {b_.CreateExtractElement(x, k)}), k);
+  }
+  return out;
+}
+
 Value* FunctionCodegen::call(const tir::CallNode* op) {
   std::vector<Value*> args;
   for (const Any& a : op->args) args.push_back(expr(a.cast<tir::PrimExpr>()));
@@ -975,6 +1000,27 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     return b_.CreateCall(f, {args[0], b_.getFalse()});
   }
   if (name == "isnan") return arity(1), b_.CreateFCmpUNO(args[0], args[0]);
+  if (name == "bitwise_and") return arity(2), b_.CreateAnd(args[0], args[1]);
+  if (name == "bitwise_or") return arity(2), b_.CreateOr(args[0], args[1]);
+  if (name == "bitwise_xor") return arity(2), b_.CreateXor(args[0], args[1]);
+  if (name == "bitwise_not") return arity(1), b_.CreateNot(args[0]);
+  if (name == "shift_left" || name == "shift_right") {
+    arity(2);
+    // A shift by the width or more is poison in LLVM: it gives 0 here
+    // (an arithmetic right shift of a negative value, -1).
+    unsigned bits = t->getScalarSizeInBits();
+    Value* amount = args[1];
+    Value* wide = b_.CreateICmpUGE(amount, llvm::ConstantInt::get(amount->getType(), bits));
+    Value* clamped = b_.CreateSelect(wide, llvm::ConstantInt::get(amount->getType(), bits - 1), amount);
+    Value* shifted = name == "shift_left" ? b_.CreateShl(args[0], clamped)
+                     : is_unsigned(op->dtype)  ? b_.CreateLShr(args[0], clamped)
+                                               : b_.CreateAShr(args[0], clamped);
+    if (name == "shift_left" || is_unsigned(op->dtype)) {
+      shifted = b_.CreateSelect(wide, llvm::Constant::getNullValue(shifted->getType()), shifted);
+    }
+    return shifted;
+  }
+  if (libm_unary().count(name)) return arity(1), libm_call(name, args[0], t);
   if (name == "isinf") {
     arity(1);
     Value* magnitude = intrinsic(llvm::Intrinsic::fabs);

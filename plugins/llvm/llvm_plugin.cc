@@ -77,7 +77,9 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
   traits.vector_bits = vector_bits;
   traits.native_intrinsics = {"exp",  "log", "sqrt", "floor", "ceil",  "round", "trunc", "sin",
-                              "cos",  "abs", "pow",  "fmod",  "isnan", "isinf", "ret"};
+                              "cos",  "abs", "pow",  "fmod",  "isnan", "isinf", "ret", "tan", "asin", "acos",
+                              "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "bitwise_and", "bitwise_or",
+                              "bitwise_xor", "bitwise_not", "shift_left", "shift_right"};
   traits.threads_attr = "num-threads";
   traits.default_pipeline = {"default"};
   traits.codegen_needs = {"intrinsics_lowered"};

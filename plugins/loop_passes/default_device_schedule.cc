@@ -22,12 +22,13 @@
 //     block (across its threads where cross_thread_rows takes it, else on
 //     one thread), and a store outside any loop on one thread.
 // A function that already has a bound loop was scheduled by hand and is
-// left as it is.  The tiles and the thread-per-output schedule keep each
+// left as it is; one marked scheduled without one runs on one thread.  The tiles and the thread-per-output schedule keep each
 // output's summation order (bit-identical results); a cross-thread sum
 // adds in another order, as rfactor does.  Leaves every store of every
 // function under a bound loop.
 #include "default_device_schedule.h"
 
+#include "auto_schedule.h"
 #include "device_kernels.h"
 
 #include <loom/arith/simplify.h>
@@ -110,6 +111,11 @@ Stmt replace(const Stmt& body, const Object* node, const Stmt& with) {
 
 PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
   if (has_thread_binding(f->body)) return f;
+  // A function marked scheduled runs its loops in order (a scatter, a
+  // running sum: docs/operators.md): on one thread.
+  if (f->attrs.contains(kScheduledAttr) && f->attrs.at(kScheduledAttr).as_bool()) {
+    return with_body(*f.get(), on_one_thread(f->body, "serial_block"));
+  }
   // Loop and buffer names in use: new ones are fresh.
   std::set<std::string> taken;
   for (const Buffer& b : f.buffer_params()) taken.insert(b->name);

@@ -110,10 +110,24 @@ std::optional<Reduction> reduction_nest(const ForNode* top) {
 bool writes_disjoint(const ForNode* loop) {
   std::unordered_set<const Object*> local;
   bool disjoint = true;
+  // An index counts when it uses the variable and reads no memory: one
+  // computed from a loaded value (a scatter's) may repeat across
+  // iterations.
+  auto direct = [&](const Any& index) {
+    bool loads = false;
+    pre_order(Evaluate(index.cast<PrimExpr>()), [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
+      loads = loads || e.as<BufferLoadNode>() != nullptr;
+      return !loads;
+    });
+    return !loads && uses_var(index, loop->loop_var.get());
+  };
   pre_order(loop->body, [&](const Stmt& s) {
     if (const auto* a = s.as<AllocateNode>()) local.insert(a->buffer->data.get());
     if (const auto* store = s.as<BufferStoreNode>()) {
-      if (!local.count(store->buffer->data.get()) && !uses_var(Any(store->indices), loop->loop_var.get())) disjoint = false;
+      if (!local.count(store->buffer->data.get()) &&
+          std::none_of(store->indices.begin(), store->indices.end(), direct)) {
+        disjoint = false;
+      }
     }
     return disjoint;
   });

@@ -32,8 +32,9 @@ class FreshNames {
 };
 
 // Whether every store in `loop`, to a buffer not allocated inside it,
-// uses its variable: its iterations write disjoint elements (the spatial
-// loops of an elementwise operator, the rows of a reduction).
+// uses its variable in an index that reads no memory: its iterations
+// write disjoint elements (the spatial loops of an elementwise operator,
+// the rows of a reduction; not a scatter's data-dependent positions).
 bool writes_disjoint(const tir::ForNode* loop);
 
 // A block per row: `row_body` (what runs for one row, the body under the

@@ -34,8 +34,13 @@ class Lowerer {
     if (entry->num_args >= 0 && static_cast<int>(c->args.size()) != entry->num_args) {
       LOOM_THROW(Error) << "intrinsic '" << c->op << "' takes " << entry->num_args << " argument(s), got " << c->args.size();
     }
-    if (entry->float_only && c->dtype.code != DataType::kFloat && c->dtype.code != DataType::kBFloat) {
-      LOOM_THROW(Error) << "intrinsic '" << c->op << "' needs a float type, got " << c->dtype.to_string();
+    if (entry->float_only) {  // its arguments are floats (isnan's result is bool)
+      for (const Any& a : c->args) {
+        DataType t = a.cast<PrimExpr>().dtype();
+        if (t.code != DataType::kFloat && t.code != DataType::kBFloat) {
+          LOOM_THROW(Error) << "intrinsic '" << c->op << "' needs float arguments, got " << t.to_string();
+        }
+      }
     }
     if (native_.count(c->op) || !entry->expand) return out;
     if (depth > 16) LOOM_THROW(Error) << "intrinsic '" << c->op << "' does not stop expanding (16 levels)";

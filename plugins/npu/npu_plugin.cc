@@ -58,6 +58,12 @@ bool pool_supported(const std::string& op, const loom::graph::CallNode& c) {
   Map a = loom::ir::OpRegistry::check_attrs(op, c.attrs);
   auto x = shape_of(c.args[0]);
   if (!x || x->size() != 4 || a.at("layout").as_string() != "NCHW") return false;
+  if (op != "global_avg_pool2d") {
+    // The command stream's windows have no dilation and no ceil mode.
+    if (a.at("ceil_mode").as_bool()) return false;
+    for (const Any& d : a.at("dilation").cast<loom::Array>())
+      if (d.as_int() != 1) return false;
+  }
   if (op != "avg_pool2d" || a.at("count_include_pad").as_bool()) return true;
   for (const Any& p : a.at("padding").cast<loom::Array>())
     if (p.as_int() != 0) return false;  // the mean over the window's inside: not in version 1

@@ -81,7 +81,8 @@ std::string OpenCLPrinter::intrinsic_name(const std::string& op, DataType t) {
       {"exp", "exp"},     {"exp2", "exp2"},   {"log", "log"},   {"log2", "log2"}, {"log10", "log10"},
       {"sqrt", "sqrt"},   {"tanh", "tanh"},   {"erf", "erf"},   {"floor", "floor"}, {"ceil", "ceil"},
       {"round", "rint"},  {"trunc", "trunc"}, {"sin", "sin"},   {"cos", "cos"},   {"pow", "pow"},
-      {"fmod", "fmod"}};
+      {"fmod", "fmod"},   {"tan", "tan"},     {"asin", "asin"}, {"acos", "acos"}, {"atan", "atan"},
+      {"sinh", "sinh"},   {"cosh", "cosh"},   {"asinh", "asinh"}, {"acosh", "acosh"}, {"atanh", "atanh"}};
   auto found = names.find(op);
   if (found == names.end()) return "";
   if (!tir::is_float(t) || t.bits == 16) fail(op + " of " + t.to_string() + ": OpenCL's math functions take float and double");

@@ -1,5 +1,6 @@
 // conv2d (NCHW or NHWC data, OIHW or OHWI weights, stride, padding,
 // dilation, groups) and 2-D pooling in either layout (docs/operators.md).
+#include <algorithm>
 #include <limits>
 
 #include "loom/ir/text.h"
@@ -129,23 +130,65 @@ const std::vector<SchemaField> kWindowAttrs = {
     {"dilation", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(dh, dw) or (d)"}};
 const SchemaField kLayoutAttr{"layout", "str", Any(std::string("NCHW")), "NCHW or NHWC"};
 
+// A pool's output extent along one axis, and the padding it adds at the
+// end for ceil_mode (windows that start inside the input or its leading
+// padding and run past the end, as in ONNX and PyTorch).
+std::pair<int64_t, int64_t> pool_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t stride,
+                                        int64_t dilation, bool ceil_mode) {
+  int64_t out = out_extent(in, pad_begin + pad_end, kernel, stride, dilation);
+  if (!ceil_mode) return {out, 0};
+  int64_t span = dilation * (kernel - 1) + 1;
+  int64_t ceiled = (in + pad_begin + pad_end - span + stride - 1) / stride + 1;
+  if ((ceiled - 1) * stride >= in + pad_begin) --ceiled;  // the last window must start inside
+  out = std::max(out, ceiled);
+  return {out, std::max<int64_t>(0, (out - 1) * stride + span - (in + pad_begin + pad_end))};
+}
+
+struct PoolGeometry {
+  std::vector<int64_t> k, s, d, p;  // p: (top, left, bottom, right), ceil_mode's extra included
+  std::vector<int64_t> given;       // the padding as given
+  int64_t oh, ow;
+};
+
+PoolGeometry pool_geometry(const Map& a, int64_t h, int64_t w) {
+  PoolGeometry g{pair_attr(a, "pool_size"), pair_attr(a, "strides"), pair_attr(a, "dilation"), padding_attr(a), {}, 0, 0};
+  g.given = g.p;
+  bool ceil_mode = a.at("ceil_mode").as_bool();
+  auto [oh, extra_h] = pool_extent(h, g.p[0], g.p[2], g.k[0], g.s[0], g.d[0], ceil_mode);
+  auto [ow, extra_w] = pool_extent(w, g.p[1], g.p[3], g.k[1], g.s[1], g.d[1], ceil_mode);
+  g.oh = oh, g.ow = ow;
+  g.p[2] += extra_h, g.p[3] += extra_w;
+  return g;
+}
+
+PrimExpr lowest_value(DataType t) {
+  if (is_float(t)) return make_const(t, -std::numeric_limits<double>::infinity());
+  if (t.code == DataType::kUInt) return tir::IntImm(t, 0);
+  return tir::IntImm(t, t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits - 1)));
+}
+
 void pool(const std::string& name, bool is_max) {
   std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"}, kWindowAttrs[0], kWindowAttrs[1],
-                                    kLayoutAttr};
+                                    kLayoutAttr, kWindowAttrs[2],
+                                    {"ceil_mode", "bool", Any(false),
+                                     "round the output size up: a last window may run past the end (not the start)"}};
   if (!is_max) attrs.push_back({"count_include_pad", "bool", Any(false), "divide by the whole window, padding included"});
   define_operator(
       name, 1, attrs, ir::PatternKind::kOutputFusable,
-      is_max ? "maximum over each window (padding is -inf)" : "mean over each window",
-      [](const graph::CallNode& call) -> ir::Type {
+      is_max ? "maximum over each window (padding is -inf; integers too)" : "mean over each window",
+      [is_max](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "layout");
-        const auto& x = image(call, a.at("layout").as_string());
-        auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
-        auto p = padding_attr(a);
+        const auto& x = tensor_arg(call, 0);
+        if (x.shape.size() != 4) {
+          LOOM_THROW(TypeError) << "needs an " << a.at("layout").as_string() << " tensor (rank 4), got " << shape_text(x.shape);
+        }
+        if (is_max ? x.dtype == DataType::Bool() : !is_float(x.dtype)) {
+          LOOM_THROW(TypeError) << "needs a " << (is_max ? "numeric" : "float") << " tensor, got " << x.dtype.to_string();
+        }
         int64_t h = static_dim(x, l.h, "the height"), w = static_dim(x, l.w, "the width");
-        return ir::TensorType(Array(l.order(x.shape[l.n], x.shape[l.c], dim_of(out_extent(h, p[0] + p[2], k[0], s[0], 1)),
-                                            dim_of(out_extent(w, p[1] + p[3], k[1], s[1], 1)))),
-                              x.dtype);
+        PoolGeometry g = pool_geometry(a, h, w);
+        return ir::TensorType(Array(l.order(x.shape[l.n], x.shape[l.c], dim_of(g.oh), dim_of(g.ow))), x.dtype);
       },
       [is_max](const graph::CallNode& call) {
         PrimBuilder b;
@@ -154,39 +197,47 @@ void pool(const std::string& name, bool is_max) {
         tir::Buffer y = b.param(result_type(call), "Y");
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "layout");
-        auto k = pair_attr(a, "pool_size"), s = pair_attr(a, "strides");
-        auto p = padding_attr(a);
         int64_t h = *constant_dim(xt.shape[l.h]), w = *constant_dim(xt.shape[l.w]);
+        PoolGeometry g = pool_geometry(a, h, w);
+        const auto &k = g.k, &s = g.s, &d = g.d, &p = g.p;
         DataType t = x->dtype;
-        PrimExpr fill = make_const(t, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
-        // The window's top-left corner in the (unpadded) input.
-        auto corner = [&](const Indices& o) {
-          return std::make_pair(PrimExpr(tir::Sub(tir::Mul(o[l.h], PrimExpr(s[0])), PrimExpr(p[0]))),
-                                PrimExpr(tir::Sub(tir::Mul(o[l.w], PrimExpr(s[1])), PrimExpr(p[1]))));
-        };
+        PrimExpr fill = is_max ? lowest_value(t) : make_const(t, 0.0);
         Padded xp = pad_input(b, x, l, h, w, p, fill);
         auto value = [&](const Indices& o, const Indices& r) {
           PrimExpr y0 = tir::Mul(o[l.h], PrimExpr(s[0])), x0 = tir::Mul(o[l.w], PrimExpr(s[1]));
-          return PrimExpr(tir::BufferLoad(xp.buffer, l.order(o[l.n], o[l.c], PrimExpr(tir::Add(y0, r[0])), PrimExpr(tir::Add(x0, r[1])))));
+          PrimExpr ry = d[0] == 1 ? r[0] : PrimExpr(tir::Mul(r[0], PrimExpr(d[0])));
+          PrimExpr rx = d[1] == 1 ? r[1] : PrimExpr(tir::Mul(r[1], PrimExpr(d[1])));
+          return PrimExpr(tir::BufferLoad(xp.buffer, l.order(o[l.n], o[l.c], PrimExpr(tir::Add(y0, ry)), PrimExpr(tir::Add(x0, rx)))));
         };
         auto combine = [is_max](const PrimExpr& acc, const PrimExpr& v) {
           return is_max ? PrimExpr(tir::Max(acc, v)) : PrimExpr(tir::Add(acc, v));
         };
+        bool whole_window = !is_max && a.at("count_include_pad").as_bool();
         std::function<PrimExpr(const PrimExpr&)> finalize;
-        if (!is_max && a.at("count_include_pad").as_bool()) {
+        if (whole_window && g.p == g.given) {
           PrimExpr window = make_const(t, static_cast<double>(k[0] * k[1]));
           finalize = [window](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, window)); };
         }
         tir::Stmt body = xp.around(reduction(y, {PrimExpr(k[0]), PrimExpr(k[1])}, fill, combine, value, finalize));
         if (is_max || finalize) return b.finish(body);
-        // Average over the part of the window inside the input.
+        // Average over the part of the window inside the input (or, with
+        // count_include_pad, inside the padded input: ceil_mode's extra
+        // windows past its end count only what they cover).
+        int64_t lo_h = whole_window ? -g.given[0] : 0, lo_w = whole_window ? -g.given[1] : 0;
+        int64_t hi_h = whole_window ? h + g.given[2] : h, hi_w = whole_window ? w + g.given[3] : w;
         tir::Stmt divide = loop_nest(buffer_shape(y), [&](const Indices& o) {
-          auto [y0, x0] = corner(o);
-          auto inside = [](const PrimExpr& start, int64_t kernel, int64_t limit) {
-            return PrimExpr(tir::Sub(tir::Min(tir::Add(start, PrimExpr(kernel)), PrimExpr(limit)),
-                                     tir::Max(start, PrimExpr(int64_t{0}))));
+          auto count_along = [](const PrimExpr& start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi) {
+            // taps r in [0, kernel) with lo <= start + r * dilation < hi
+            PrimExpr first = tir::Max(PrimExpr(int64_t{0}),
+                                      tir::FloorDiv(tir::Add(tir::Sub(PrimExpr(lo), start), PrimExpr(dilation - 1)),
+                                                    PrimExpr(dilation)));
+            PrimExpr last = tir::Min(PrimExpr(kernel - 1),
+                                     tir::FloorDiv(tir::Sub(tir::Sub(PrimExpr(hi), PrimExpr(int64_t{1})), start), PrimExpr(dilation)));
+            return PrimExpr(tir::Max(PrimExpr(int64_t{0}), tir::Add(tir::Sub(last, first), PrimExpr(int64_t{1}))));
           };
-          PrimExpr count = tir::Cast(t, tir::Mul(inside(y0, k[0], h), inside(x0, k[1], w)));
+          PrimExpr y0 = tir::Sub(tir::Mul(o[l.h], PrimExpr(s[0])), PrimExpr(p[0]));
+          PrimExpr x0 = tir::Sub(tir::Mul(o[l.w], PrimExpr(s[1])), PrimExpr(p[1]));
+          PrimExpr count = tir::Cast(t, tir::Mul(count_along(y0, k[0], d[0], lo_h, hi_h), count_along(x0, k[1], d[1], lo_w, hi_w)));
           return tir::Stmt(tir::BufferStore(y, tir::Div(tir::BufferLoad(y, o), count), o));
         });
         return b.finish(tir::SeqStmt({body, divide}));
@@ -258,6 +309,84 @@ void register_conv_ops() {
               return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
                                        tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2]))));
             })));
+      });
+
+  std::vector<SchemaField> transpose_attrs = kWindowAttrs;
+  transpose_attrs.push_back({"output_padding", "Array", Any(Array(std::vector<Any>{int64_t{0}, int64_t{0}})),
+                             "extra rows and columns at the end of the result: (oh, ow) or (o)"});
+  transpose_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups", 1, std::nullopt});
+  define_operator(
+      "conv2d_transpose", 2, transpose_attrs, ir::PatternKind::kOutputFusable,
+      "the transpose of conv2d (the gradient of its input): x N C H W, w C (O/groups) KH KW -> N O H' W' with H' = (H - 1) "
+      "stride - pads + dilation (KH - 1) + output_padding + 1 (NCHW)",
+      [](const graph::CallNode& call) -> ir::Type {
+        Map a = attrs_of(call);
+        const auto& x = image(call, "NCHW");
+        const auto& w = tensor_arg(call, 1);
+        if (w.shape.size() != 4 || w.dtype != x.dtype) {
+          LOOM_THROW(TypeError) << "needs weights C (O/groups) KH KW of " << x.dtype.to_string() << ", got "
+                                << shape_text(w.shape) << " " << w.dtype.to_string();
+        }
+        auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
+        auto p = padding_attr(a);
+        std::vector<int64_t> op;
+        for (const Any& v : a.at("output_padding").cast<Array>()) op.push_back(v.as_int());
+        if (op.size() == 1) op.push_back(op[0]);
+        if (op.size() != 2 || op[0] < 0 || op[1] < 0) LOOM_THROW(TypeError) << "output_padding must be 1 or 2 entries >= 0";
+        int64_t groups = a.at("groups").as_int();
+        int64_t c = static_dim(x, 1, "the channels"), h = static_dim(x, 2, "the height"), wd = static_dim(x, 3, "the width");
+        int64_t wc = static_dim(w, 0, "the weights"), og = static_dim(w, 1, "the weights");
+        int64_t kh = static_dim(w, 2, "the weights"), kw = static_dim(w, 3, "the weights");
+        if (wc != c || c % groups != 0) {
+          LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c << " input channels (x has "
+                                << c << ") divisible by groups " << groups;
+        }
+        int64_t oh = (h - 1) * s[0] - p[0] - p[2] + d[0] * (kh - 1) + op[0] + 1;
+        int64_t ow = (wd - 1) * s[1] - p[1] - p[3] + d[1] * (kw - 1) + op[1] + 1;
+        if (oh < 1 || ow < 1) LOOM_THROW(TypeError) << "the padding leaves an empty result (" << oh << " x " << ow << ")";
+        return ir::TensorType(Array({x.shape[0], dim_of(og * groups), dim_of(oh), dim_of(ow)}), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        const auto& xt = tensor_arg(call, 0);
+        const auto& wt = tensor_arg(call, 1);
+        tir::Buffer x = b.param(xt, "X");
+        tir::Buffer w = b.param(wt, "W");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        Map a = attrs_of(call);
+        auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
+        auto p = padding_attr(a);
+        int64_t groups = a.at("groups").as_int();
+        int64_t c = *constant_dim(xt.shape[1]), h = *constant_dim(xt.shape[2]), wd = *constant_dim(xt.shape[3]);
+        int64_t og = *constant_dim(wt.shape[1]), kh = *constant_dim(wt.shape[2]), kw = *constant_dim(wt.shape[3]);
+        int64_t cg = c / groups;
+        DataType t = x->dtype;
+        // out[n, o, oy, ox] = sum over the group's channels and the taps
+        // of x[n, c, iy, ix] w[c, o % og, ky, kx] where oy + top = iy
+        // stride + ky dilation (and the same across).
+        return b.finish(reduction(
+            y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            [&](const Indices& out, const Indices& r) {
+              PrimExpr group = tir::FloorDiv(out[1], PrimExpr(og));
+              PrimExpr ch = groups == 1 ? r[0] : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
+              auto source = [](const PrimExpr& o, int64_t pad, const PrimExpr& tap, int64_t dil, int64_t stride) {
+                return PrimExpr(tir::Sub(tir::Add(o, PrimExpr(pad)), tir::Mul(tap, PrimExpr(dil))));
+              };
+              PrimExpr ty = source(out[2], p[0], r[1], d[0], s[0]), tx = source(out[3], p[1], r[2], d[1], s[1]);
+              PrimExpr iy = tir::FloorDiv(ty, PrimExpr(s[0])), ix = tir::FloorDiv(tx, PrimExpr(s[1]));
+              PrimExpr valid = tir::And(
+                  tir::And(tir::EQ(tir::FloorMod(ty, PrimExpr(s[0])), PrimExpr(int64_t{0})),
+                           tir::EQ(tir::FloorMod(tx, PrimExpr(s[1])), PrimExpr(int64_t{0}))),
+                  tir::And(tir::And(tir::GE(iy, PrimExpr(int64_t{0})), tir::LT(iy, PrimExpr(h))),
+                           tir::And(tir::GE(ix, PrimExpr(int64_t{0})), tir::LT(ix, PrimExpr(wd)))));
+              auto clamp = [](const PrimExpr& i, int64_t extent) {
+                return PrimExpr(tir::Max(tir::Min(i, PrimExpr(extent - 1)), PrimExpr(int64_t{0})));
+              };
+              PrimExpr xv = tir::BufferLoad(x, {out[0], ch, clamp(iy, h), clamp(ix, wd)});
+              PrimExpr wv = tir::BufferLoad(w, {ch, tir::FloorMod(out[1], PrimExpr(og)), r[1], r[2]});
+              return PrimExpr(tir::Select(valid, tir::Mul(xv, wv), make_const(t, 0)));
+            }));
       });
 
   pool("max_pool2d", true);

@@ -14,18 +14,36 @@ using tir::PrimExpr;
 
 PrimExpr intrinsic(const std::string& name, const PrimExpr& x) { return tir::Call(x.dtype(), name, {x}); }
 
+// The operand dtypes an operator takes.
+enum class Operands { kAny, kNumeric, kFloat, kInteger, kBool, kIntegerOrBool };
+
+// "needs a float tensor" (unary) or "needs float tensors" (binary).
+void check_operand(Operands operands, DataType t, bool plural) {
+  bool integer = t.code == DataType::kInt || t.code == DataType::kUInt;
+  bool ok = operands == Operands::kAny || (operands == Operands::kNumeric && t != DataType::Bool()) ||
+            (operands == Operands::kFloat && is_float(t)) || (operands == Operands::kInteger && integer) ||
+            (operands == Operands::kBool && t == DataType::Bool()) ||
+            (operands == Operands::kIntegerOrBool && (integer || t == DataType::Bool()));
+  if (ok) return;
+  const char* wanted = operands == Operands::kNumeric   ? "numeric"
+                       : operands == Operands::kFloat   ? "float"
+                       : operands == Operands::kInteger ? "integer"
+                       : operands == Operands::kBool    ? "bool"
+                                                        : "integer or bool";
+  const char* article = wanted[0] == 'i' ? "an " : "a ";
+  LOOM_THROW(TypeError) << "needs " << (plural ? "" : article) << wanted << (plural ? " tensors" : " tensor") << ", got "
+                        << t.to_string();
+}
+
 // ---- unary ----
-void unary(const std::string& name, bool float_only, const std::string& doc,
-           std::function<PrimExpr(const PrimExpr&)> f) {
+void unary(const std::string& name, Operands operands, const std::string& doc, std::function<PrimExpr(const PrimExpr&)> f,
+           bool to_bool = false) {
   define_operator(
       name, 1, {}, PatternKind::kElementwise, doc,
-      [name, float_only](const graph::CallNode& call) -> ir::Type {
+      [operands, to_bool](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
-        if (float_only && !is_float(x.dtype)) {
-          LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
-        }
-        if (x.dtype == DataType::Bool()) LOOM_THROW(TypeError) << "needs a numeric tensor, got bool";
-        return ir::TensorType(x.shape, x.dtype);
+        check_operand(operands, x.dtype, false);
+        return ir::TensorType(x.shape, to_bool ? DataType::Bool() : x.dtype);
       },
       [f](const graph::CallNode& call) {
         PrimBuilder b;
@@ -36,8 +54,6 @@ void unary(const std::string& name, bool float_only, const std::string& doc,
 }
 
 // ---- binary with broadcasting ----
-enum class Operands { kAny, kFloat };
-
 void binary(const std::string& name, Operands operands, bool to_bool, const std::string& doc,
             std::function<PrimExpr(const PrimExpr&, const PrimExpr&)> f) {
   define_operator(
@@ -48,9 +64,7 @@ void binary(const std::string& name, Operands operands, bool to_bool, const std:
           LOOM_THROW(TypeError) << "operands have dtypes " << a.dtype.to_string() << " and " << b.dtype.to_string()
                                 << "; cast one of them";
         }
-        if (operands == Operands::kFloat && !is_float(a.dtype)) {
-          LOOM_THROW(TypeError) << "needs float tensors, got " << a.dtype.to_string();
-        }
+        check_operand(operands, a.dtype, true);
         return ir::TensorType(Array(broadcast_shapes(a.shape, b.shape)), to_bool ? DataType::Bool() : a.dtype);
       },
       [f](const graph::CallNode& call) {
@@ -69,23 +83,68 @@ double attr_float(const graph::CallNode& call, const std::string& key) { return 
 
 void register_elementwise_ops() {
   auto zero = [](const PrimExpr& x) { return make_const(x.dtype(), 0); };
-  unary("relu", false, "max(x, 0)", [zero](const PrimExpr& x) { return tir::Max(x, zero(x)); });
-  unary("neg", false, "-x", [zero](const PrimExpr& x) { return tir::Sub(zero(x), x); });
-  unary("abs", false, "|x|", [](const PrimExpr& x) { return intrinsic("abs", x); });
-  for (const char* f : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf"}) {
-    unary(f, true, std::string(f) + "(x), elementwise", [f](const PrimExpr& x) { return intrinsic(f, x); });
+  unary("relu", Operands::kNumeric, "max(x, 0)", [zero](const PrimExpr& x) { return tir::Max(x, zero(x)); });
+  unary("neg", Operands::kNumeric, "-x", [zero](const PrimExpr& x) { return tir::Sub(zero(x), x); });
+  unary("abs", Operands::kNumeric, "|x|", [](const PrimExpr& x) { return intrinsic("abs", x); });
+  for (const char* f : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos", "tan", "asin", "acos",
+                        "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "round", "trunc"}) {
+    std::string doc = std::string(f) + "(x), elementwise";
+    if (std::string(f) == "round") doc = "round(x) to the nearest integer, ties to even, elementwise";
+    unary(f, Operands::kFloat, doc, [f](const PrimExpr& x) { return intrinsic(f, x); });
   }
-  unary("gelu", true, "x * (1 + erf(x / sqrt(2))) / 2 (the exact form)", [](const PrimExpr& x) {
+  unary("sign", Operands::kNumeric, "-1, 0 or 1 by the sign of x (NaN stays NaN)", [zero](const PrimExpr& x) {
+    DataType t = x.dtype();
+    return tir::Select(tir::GT(x, zero(x)), make_const(t, 1), tir::Select(tir::LT(x, zero(x)), make_const(t, -1), x));
+  });
+  unary("isnan", Operands::kFloat, "x is NaN -> bool", [](const PrimExpr& x) {
+    return tir::Call(DataType::Bool(), "isnan", {x});
+  }, true);
+  unary("isinf", Operands::kFloat, "x is +inf or -inf -> bool", [](const PrimExpr& x) {
+    return tir::Call(DataType::Bool(), "isinf", {x});
+  }, true);
+  unary("logical_not", Operands::kBool, "not x (bool)", [](const PrimExpr& x) { return tir::Not(x); });
+  unary("bitwise_not", Operands::kInteger, "~x (integers)", [](const PrimExpr& x) { return intrinsic("bitwise_not", x); });
+  unary("gelu", Operands::kFloat, "x * (1 + erf(x / sqrt(2))) / 2 (the exact form)", [](const PrimExpr& x) {
     DataType t = x.dtype();
     PrimExpr erf = intrinsic("erf", tir::Mul(x, make_const(t, M_SQRT1_2)));
     return tir::Mul(tir::Mul(make_const(t, 0.5), x), tir::Add(make_const(t, 1), erf));
   });
-  unary("silu", true, "x * sigmoid(x)", [](const PrimExpr& x) { return tir::Mul(x, intrinsic("sigmoid", x)); });
+  unary("silu", Operands::kFloat, "x * sigmoid(x)", [](const PrimExpr& x) { return tir::Mul(x, intrinsic("sigmoid", x)); });
 
   binary("add", Operands::kAny, false, "a + b, broadcasting", [](auto a, auto b) { return tir::Add(a, b); });
   binary("subtract", Operands::kAny, false, "a - b, broadcasting", [](auto a, auto b) { return tir::Sub(a, b); });
   binary("multiply", Operands::kAny, false, "a * b, broadcasting", [](auto a, auto b) { return tir::Mul(a, b); });
-  binary("divide", Operands::kFloat, false, "a / b (floats), broadcasting", [](auto a, auto b) { return tir::Div(a, b); });
+  binary("divide", Operands::kNumeric, false,
+         "a / b, broadcasting; integers truncate toward zero (as C and ONNX), and an integer divided by 0 gives 0",
+         [](auto a, auto b) { return tir::Div(a, b); });
+  binary("floor_divide", Operands::kNumeric, false,
+         "floor(a / b), broadcasting (as NumPy's //); an integer divided by 0 gives 0",
+         [](auto a, auto b) { return tir::FloorDiv(a, b); });
+  binary("floor_mod", Operands::kNumeric, false,
+         "a - floor(a / b) * b, broadcasting: the remainder has the sign of b (as NumPy's %, ONNX Mod with fmod=0); "
+         "an integer modulo 0 gives 0",
+         [](auto a, auto b) { return tir::FloorMod(a, b); });
+  binary("trunc_mod", Operands::kNumeric, false,
+         "a - trunc(a / b) * b, broadcasting: the remainder has the sign of a (as C's fmod and %, ONNX Mod with "
+         "fmod=1); an integer modulo 0 gives a",
+         [](PrimExpr a, PrimExpr b) -> PrimExpr {
+           if (is_float(a.dtype())) return tir::Call(a.dtype(), "fmod", {a, b});
+           return tir::Sub(a, tir::Mul(tir::Div(a, b), b));
+         });
+  binary("logical_and", Operands::kBool, false, "a and b (bool), broadcasting",
+         [](auto a, auto b) { return tir::And(a, b); });
+  binary("logical_or", Operands::kBool, false, "a or b (bool), broadcasting", [](auto a, auto b) { return tir::Or(a, b); });
+  binary("logical_xor", Operands::kBool, false, "a xor b (bool), broadcasting",
+         [](auto a, auto b) { return tir::NE(a, b); });
+  for (const char* f : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    binary(f, Operands::kInteger, false, std::string(f) + " of integers, broadcasting",
+           [f](PrimExpr a, PrimExpr b) { return tir::Call(a.dtype(), f, {a, b}); });
+  }
+  binary("left_shift", Operands::kInteger, false, "a << b (integers), broadcasting; a shift by the width or more gives 0",
+         [](PrimExpr a, PrimExpr b) { return tir::Call(a.dtype(), "shift_left", {a, b}); });
+  binary("right_shift", Operands::kInteger, false,
+         "a >> b (integers: logical for unsigned, arithmetic for signed), broadcasting",
+         [](PrimExpr a, PrimExpr b) { return tir::Call(a.dtype(), "shift_right", {a, b}); });
   binary("power", Operands::kFloat, false, "a ** b (floats), broadcasting",
          [](auto a, auto b) { return tir::Call(a.dtype(), "pow", {a, b}); });
   binary("maximum", Operands::kAny, false, "max(a, b), broadcasting; NaN propagates",

@@ -1,5 +1,9 @@
 // Linear algebra: matmul (batched, with transposes) and dense
 // (docs/operators.md).
+#include <algorithm>
+#include <cctype>
+#include <map>
+
 #include "loom/ir/text.h"
 #include "lowering.h"
 
@@ -36,9 +40,154 @@ Indices operand_index(const PrimBuilder& b, const tir::Buffer& buf, const Indice
   index.push_back(col);
   return index;
 }
+
+// ---- einsum ----
+// An equation's operands and result as labels: one char per axis, the
+// axes "..." stands for given labels of their own (from '0' on, aligned on
+// the right across operands as NumPy broadcasts them).
+struct Einsum {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::map<char, Any> extent;  // label -> its extent (the broadcast one)
+};
+
+Einsum parse_einsum(const std::string& equation_in, const std::vector<const ir::TensorTypeNode*>& operands) {
+  std::string equation;
+  for (char c : equation_in)
+    if (c != ' ') equation += c;
+  auto bad = [&](const std::string& why) { LOOM_THROW(TypeError) << "equation '" << equation_in << "': " << why; };
+  size_t arrow = equation.find("->");
+  std::string lhs = equation.substr(0, arrow);
+  std::vector<std::string> terms;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != operands.size()) {
+    bad("names " + std::to_string(terms.size()) + " operands, the call has " + std::to_string(operands.size()));
+  }
+  Einsum e;
+  size_t ellipsis_rank = 0;
+  std::vector<size_t> extra(terms.size(), 0);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string& term = terms[i];
+    size_t dots = term.find("...");
+    size_t letters = 0;
+    for (char c : term)
+      if (std::isalpha(static_cast<unsigned char>(c))) ++letters;
+      else if (c != '.') bad(std::string("'") + c + "' is not a letter");
+    size_t rank = operands[i]->shape.size();
+    if (dots == std::string::npos ? letters != rank : letters > rank) {
+      bad("operand " + std::to_string(i) + " has rank " + std::to_string(rank) + ", its term '" + term + "' " +
+          std::to_string(letters) + " labels");
+    }
+    if (dots != std::string::npos) extra[i] = rank - letters;
+    ellipsis_rank = std::max(ellipsis_rank, extra[i]);
+  }
+  auto expand = [&](const std::string& term, size_t count) {
+    size_t dots = term.find("...");
+    if (dots == std::string::npos) return term;
+    std::string labels;
+    for (size_t k = ellipsis_rank - count; k < ellipsis_rank; ++k) labels += static_cast<char>('0' + k);
+    return term.substr(0, dots) + labels + term.substr(dots + 3);
+  };
+  for (size_t i = 0; i < terms.size(); ++i) {
+    e.inputs.push_back(expand(terms[i], extra[i]));
+    const std::string& labels = e.inputs.back();
+    for (size_t k = 0; k < labels.size(); ++k) {
+      const Any& d = operands[i]->shape[k];
+      auto found = e.extent.find(labels[k]);
+      if (found == e.extent.end() || constant_dim(found->second) == std::optional<int64_t>(1)) {
+        e.extent[labels[k]] = d;
+      } else if (!same_dim(found->second, d) && constant_dim(d) != std::optional<int64_t>(1)) {
+        bad(std::string("the label '") + labels[k] + "' has extents " + ir::to_text(found->second) + " and " +
+            ir::to_text(d));
+      }
+    }
+  }
+  if (arrow != std::string::npos) {
+    std::string rhs = equation.substr(arrow + 2);
+    e.output = expand(rhs, ellipsis_rank);
+    for (char c : e.output) {
+      if (!e.extent.count(c)) bad(std::string("the result's label '") + c + "' is in no operand");
+      if (std::count(e.output.begin(), e.output.end(), c) > 1) bad(std::string("the result repeats '") + c + "'");
+    }
+  } else {  // implicit: the ellipsis, then the labels used once, in order
+    for (size_t k = 0; k < ellipsis_rank; ++k) e.output += static_cast<char>('0' + k);
+    std::map<char, int> uses;
+    for (const auto& term : e.inputs)
+      for (char c : term) ++uses[c];
+    for (const auto& [c, n] : uses)
+      if (n == 1 && std::isalpha(static_cast<unsigned char>(c))) e.output += c;
+  }
+  return e;
+}
+
+std::vector<const ir::TensorTypeNode*> einsum_operands(const graph::CallNode& call) {
+  if (call.args.size() == 0) LOOM_THROW(TypeError) << "needs at least one operand";
+  std::vector<const ir::TensorTypeNode*> out;
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    out.push_back(&tensor_arg(call, i));
+    if (out.back()->dtype != out[0]->dtype || out[0]->dtype == DataType::Bool()) {
+      LOOM_THROW(TypeError) << "operands must share one numeric dtype, got " << out[0]->dtype.to_string() << " and "
+                            << out.back()->dtype.to_string();
+    }
+  }
+  return out;
+}
 }  // namespace
 
 void register_linalg_ops() {
+  define_operator(
+      "einsum", -1, {{"equation", "str", Any(), "NumPy's einsum equation: 'ij,jk->ik', '...ii->...i', 'i,i'"}},
+      ir::PatternKind::kReduction,
+      "Einstein summation over any number of tensors (NumPy einsum, ONNX Einsum): repeated labels multiply, labels "
+      "absent from the result are summed, '...' broadcasts",
+      [](const graph::CallNode& call) -> ir::Type {
+        auto operands = einsum_operands(call);
+        Einsum e = parse_einsum(attrs_of(call).at("equation").as_string(), operands);
+        std::vector<Any> shape;
+        for (char c : e.output) shape.push_back(e.extent.at(c));
+        return ir::TensorType(Array(shape), operands[0]->dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        auto operands = einsum_operands(call);
+        Einsum e = parse_einsum(attrs_of(call).at("equation").as_string(), operands);
+        std::vector<tir::Buffer> xs;
+        for (size_t i = 0; i < operands.size(); ++i) xs.push_back(b.param(*operands[i], "X" + std::to_string(i)));
+        tir::Buffer y = b.param(result_type(call), "Y");
+        std::string summed;
+        for (const auto& [c, extent] : e.extent)
+          if (e.output.find(c) == std::string::npos) summed += c;
+        Indices extents;
+        for (char c : summed) extents.push_back(b.dim(e.extent.at(c)));
+        DataType t = y->dtype;
+        auto product = [&](const Indices& out, const Indices& r) {
+          std::map<char, PrimExpr> at;
+          for (size_t k = 0; k < e.output.size(); ++k) at[e.output[k]] = out[k];
+          for (size_t k = 0; k < summed.size(); ++k) at[summed[k]] = r[k];
+          PrimExpr value;
+          for (size_t i = 0; i < xs.size(); ++i) {
+            Indices index;
+            for (size_t k = 0; k < e.inputs[i].size(); ++k) {
+              bool one = constant_dim(operands[i]->shape[k]) == std::optional<int64_t>(1);
+              index.push_back(one ? PrimExpr(int64_t{0}) : at.at(e.inputs[i][k]));
+            }
+            PrimExpr v = tir::BufferLoad(xs[i], index);
+            value = value.defined() ? PrimExpr(tir::Mul(value, v)) : v;
+          }
+          return value;
+        };
+        if (summed.empty()) return b.finish(compute(y, [&](const Indices& out) { return product(out, {}); }));
+        return b.finish(reduction(
+            y, extents, make_const(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            product));
+      });
+
   define_operator(
       "matmul", 2,
       {{"transpose_a", "bool", Any(false), "use a's last two axes swapped"},

@@ -42,6 +42,38 @@ using graph::tensor_arg;
 using tir::is_float;
 using graph::define_operator;
 
+// Loops along one axis, shared by the lowerings that walk a row (softmax,
+// layer_norm, argmax, cumsum, topk).
+//   scratch: a one-element local buffer for an accumulator;
+//   over: a serial loop of `extent` named `name` around body(variable);
+//   per_row: loops over every index of `shape` but `axis`; body(at, outer)
+//     gets the outer indices and `at(a)`, which puts a position along the
+//     axis back among them.
+inline tir::Buffer scratch(const std::string& name, DataType t) {
+  return tir::Buffer(name, t, {tir::PrimExpr(int64_t{1})}, "local");
+}
+
+inline tir::Stmt over(const tir::PrimExpr& extent, const std::function<tir::Stmt(const tir::PrimExpr&)>& body,
+                      const std::string& name) {
+  tir::Var a(name, DataType::Int(64));
+  return tir::For(a, tir::PrimExpr(int64_t{0}), extent, tir::ForKind::kSerial, body(a));
+}
+
+using RowIndex = std::function<Indices(const tir::PrimExpr&)>;
+inline tir::Stmt per_row(const Indices& shape, int64_t axis,
+                         const std::function<tir::Stmt(const RowIndex& at, const Indices& outer)>& body) {
+  Indices outer_shape = shape;
+  outer_shape.erase(outer_shape.begin() + axis);
+  return loop_nest(outer_shape, [&](const Indices& outer) {
+    RowIndex at = [outer, axis](const tir::PrimExpr& a) {
+      Indices i = outer;
+      i.insert(i.begin() + axis, a);
+      return i;
+    };
+    return body(at, outer);
+  });
+}
+
 // Registration of the operator families (one file each).
 void register_elementwise_ops();
 void register_reduction_ops();
@@ -49,6 +81,8 @@ void register_linalg_ops();
 void register_shape_ops();
 void register_nn_ops();
 void register_conv_ops();
+void register_index_ops();
+void register_resize_ops();
 void register_op_examples();
 
 }  // namespace loom::ops

@@ -19,32 +19,6 @@ const ir::TensorTypeNode& float_tensor(const graph::CallNode& call, size_t i) {
   return t;
 }
 
-// A one-element local buffer for an accumulator.
-tir::Buffer scratch(const std::string& name, DataType t) {
-  return tir::Buffer(name, t, {PrimExpr(int64_t{1})}, "local");
-}
-
-// Loops over every index of `shape` but `axis`; body(outer, at) gets a
-// function that inserts an axis index into the outer indices.
-tir::Stmt per_row(PrimBuilder& b, const Indices& shape, int64_t axis,
-                  const std::function<tir::Stmt(const std::function<Indices(const PrimExpr&)>&)>& body) {
-  Indices outer_shape = shape;
-  outer_shape.erase(outer_shape.begin() + axis);
-  return loop_nest(outer_shape, [&](const Indices& outer) {
-    auto at = [outer, axis](const PrimExpr& a) {
-      Indices i = outer;
-      i.insert(i.begin() + axis, a);
-      return i;
-    };
-    return body(at);
-  });
-}
-
-tir::Stmt over(const PrimExpr& extent, const std::function<tir::Stmt(const PrimExpr&)>& body, const std::string& name) {
-  tir::Var a(name, DataType::Int(64));
-  return tir::For(a, PrimExpr(int64_t{0}), extent, tir::ForKind::kSerial, body(a));
-}
-
 void softmax_like(const std::string& name, bool log, const std::string& doc) {
   define_operator(
       name, 1, {{"axis", "int", Any(int64_t{-1}), "the axis to normalise over"}}, ir::PatternKind::kOpaque, doc,
@@ -67,7 +41,7 @@ void softmax_like(const std::string& name, bool log, const std::string& doc) {
         // exp(x - max) and writes x - (max + log(sum)).  Each step is a
         // loop over the row with one store (AutoSchedule vectorizes each;
         // the max and the sum become per-lane partial results).
-        tir::Stmt body = per_row(b, shape, axis, [&](const std::function<Indices(const PrimExpr&)>& at) {
+        tir::Stmt body = per_row(shape, axis, [&](const RowIndex& at, const Indices&) {
           PrimExpr mx = tir::BufferLoad(m, zero), sum = tir::BufferLoad(s, zero);
           auto shifted = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mx)); };
           auto row = [&](const std::function<PrimExpr(const PrimExpr&)>& value, const tir::Buffer& to, bool along) {
@@ -127,7 +101,7 @@ void register_nn_ops() {
         PrimExpr n = tir::Cast(t, shape[axis]), eps = make_const(t, attrs_of(call).at("epsilon").as_float());
         tir::Buffer mean = scratch("mean", t), var = scratch("var", t);
         Indices zero{PrimExpr(int64_t{0})};
-        return b.finish(per_row(b, shape, axis, [&](const std::function<Indices(const PrimExpr&)>& at) {
+        return b.finish(per_row(shape, axis, [&](const RowIndex& at, const Indices&) {
           // The mean, the variance (a second pass over the row, in cache),
           // then var holds 1 / sqrt(variance + epsilon) for the last pass.
           PrimExpr mu = tir::BufferLoad(mean, zero), v = tir::BufferLoad(var, zero);

@@ -16,5 +16,7 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::ops::register_shape_ops();
   loom::ops::register_nn_ops();
   loom::ops::register_conv_ops();
+  loom::ops::register_index_ops();
+  loom::ops::register_resize_ops();
   loom::ops::register_op_examples();  // for the conformance kit (docs/plugin-tools.md)
 }

@@ -97,6 +97,8 @@ void register_reduction_ops() {
   auto add = [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Add(a, b)); };
   reduction("sum", false, "sum over axes", zero, add, false);
   reduction("mean", true, "mean over axes (floats)", zero, add, true);
+  reduction("prod", false, "product over axes", [](DataType t) { return make_const(t, 1); },
+            [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Mul(a, b)); }, false);
   reduction("max", false, "maximum over axes; NaN propagates", lowest,
             [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Max(a, b)); }, false);
   reduction("min", false, "minimum over axes; NaN propagates", highest,

@@ -105,12 +105,19 @@ SliceSpec slice_spec(const graph::CallNode& call, const ir::TensorTypeNode& x) {
     auto dim = constant_dim(x.shape[axis]);
     if (!dim) LOOM_THROW(TypeError) << "sliced axis " << axis << " must be static, got " << shape_text(x.shape);
     int64_t stride = strides.empty() ? 1 : strides[k];
-    if (stride < 1) LOOM_THROW(TypeError) << "strides must be positive, got " << stride;
-    auto clamp = [&](int64_t v) { return std::min(std::max(v < 0 ? v + *dim : v, int64_t{0}), *dim); };
+    if (stride == 0) LOOM_THROW(TypeError) << "strides must not be 0";
+    // NumPy: negative positions count from the end; a positive step
+    // clamps both to [0, n], a negative one to [-1, n - 1] (the end -1
+    // meaning "past the start").
+    int64_t low = stride > 0 ? 0 : -1, high = stride > 0 ? *dim : *dim - 1;
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v = v < -*dim ? -*dim - 1 : v + *dim;  // far below: before the start
+      return std::min(std::max(v, low), high);
+    };
     int64_t b = clamp(begin[k]), e = clamp(end[k]);
     spec.begin[axis] = b;
     spec.stride[axis] = stride;
-    spec.extent[axis] = e > b ? (e - b + stride - 1) / stride : 0;
+    spec.extent[axis] = stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0) : (b > e ? (b - e - stride - 1) / -stride : 0);
   }
   return spec;
 }
@@ -418,8 +425,8 @@ void register_shape_ops() {
       {{"begin", "Array", Any(), "start per sliced axis (negative from the end)"},
        {"end", "Array", Any(), "end (exclusive) per sliced axis, clamped"},
        {"axes", "Array", Any(Array(std::vector<Any>{})), "the sliced axes; [] = the first len(begin)"},
-       {"strides", "Array", Any(Array(std::vector<Any>{})), "positive steps; [] = 1"}},
-      injective, "NumPy basic slicing with positive steps",
+       {"strides", "Array", Any(Array(std::vector<Any>{})), "steps, positive or negative; [] = 1"}},
+      injective, "NumPy basic slicing",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         SliceSpec spec = slice_spec(call, x);
@@ -442,11 +449,17 @@ void register_shape_ops() {
   define_operator(
       "pad", 1,
       {{"pad_width", "Array", Any(), "(before, after) per axis, flattened: 2 * rank ints"},
-       {"pad_value", "float", Any(0.0), "the value of the padding"}},
-      injective, "constant padding",
+       {"pad_value", "float", Any(0.0), "the value of the padding (mode constant)"},
+       {"mode", "str", Any(std::string("constant")),
+        "constant (pad_value), edge (the nearest element) or reflect (mirrored, the edge not repeated)"}},
+      injective, "padding: constant, edge or reflect (NumPy pad's modes)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         std::vector<int64_t> w = pad_widths(call, x.shape.size());
+        std::string mode = attrs_of(call).at("mode").as_string();
+        if (mode != "constant" && mode != "edge" && mode != "reflect") {
+          LOOM_THROW(TypeError) << "mode must be constant, edge or reflect, got '" << mode << "'";
+        }
         std::vector<Any> shape;
         for (size_t k = 0; k < x.shape.size(); ++k) {
           if (w[2 * k] == 0 && w[2 * k + 1] == 0) {
@@ -455,6 +468,11 @@ void register_shape_ops() {
           }
           auto d = constant_dim(x.shape[k]);
           if (!d) LOOM_THROW(TypeError) << "padded axis " << k << " must be static, got " << shape_text(x.shape);
+          if (mode != "constant" && *d == 0) LOOM_THROW(TypeError) << mode << " padding of an empty axis " << k;
+          if (mode == "reflect" && (w[2 * k] >= *d || w[2 * k + 1] >= *d)) {
+            LOOM_THROW(TypeError) << "reflect padding of axis " << k << " by " << std::max(w[2 * k], w[2 * k + 1])
+                                  << " needs more than that many elements, it has " << *d;
+          }
           shape.push_back(dim_of(*d + w[2 * k] + w[2 * k + 1]));
         }
         return ir::TensorType(Array(shape), x.dtype);
@@ -467,6 +485,7 @@ void register_shape_ops() {
         std::vector<int64_t> w = pad_widths(call, xt.shape.size());
         Indices xs = buffer_shape(x);
         PrimExpr fill = make_const(x->dtype, attrs_of(call).at("pad_value").as_float());
+        std::string mode = attrs_of(call).at("mode").as_string();
         return b.finish(compute(y, [&](const Indices& i) {
           Indices in;
           PrimExpr inside = tir::IntImm(DataType::Bool(), 1);
@@ -476,9 +495,15 @@ void register_shape_ops() {
               continue;
             }
             PrimExpr j = tir::Sub(i[k], PrimExpr(w[2 * k]));
-            inside = tir::And(inside, tir::And(tir::GE(j, PrimExpr(int64_t{0})), tir::LT(j, xs[k])));
-            in.push_back(tir::Max(tir::Min(j, tir::Sub(xs[k], PrimExpr(int64_t{1}))), PrimExpr(int64_t{0})));
+            PrimExpr last = tir::Sub(xs[k], PrimExpr(int64_t{1}));
+            if (mode == "reflect") {  // -j before the start, 2 (n - 1) - j past the end
+              j = tir::Select(tir::LT(j, PrimExpr(int64_t{0})), tir::Sub(PrimExpr(int64_t{0}), j),
+                              tir::Select(tir::GT(j, last), tir::Sub(tir::Mul(PrimExpr(int64_t{2}), last), j), j));
+            }
+            if (mode == "constant") inside = tir::And(inside, tir::And(tir::GE(j, PrimExpr(int64_t{0})), tir::LT(j, xs[k])));
+            in.push_back(tir::Max(tir::Min(j, last), PrimExpr(int64_t{0})));
           }
+          if (mode != "constant") return PrimExpr(tir::BufferLoad(x, in));
           return PrimExpr(tir::Select(inside, tir::BufferLoad(x, in), fill));
         }));
       });

@@ -206,6 +206,15 @@ const std::map<std::string, Unary>& float_intrinsics() {
       {"trunc", [](double x) { return std::trunc(x); }},
       {"sin", [](double x) { return std::sin(x); }},
       {"cos", [](double x) { return std::cos(x); }},
+      {"tan", [](double x) { return std::tan(x); }},
+      {"asin", [](double x) { return std::asin(x); }},
+      {"acos", [](double x) { return std::acos(x); }},
+      {"atan", [](double x) { return std::atan(x); }},
+      {"sinh", [](double x) { return std::sinh(x); }},
+      {"cosh", [](double x) { return std::cosh(x); }},
+      {"asinh", [](double x) { return std::asinh(x); }},
+      {"acosh", [](double x) { return std::acosh(x); }},
+      {"atanh", [](double x) { return std::atanh(x); }},
   };
   return table;
 }
@@ -492,6 +501,29 @@ class Interpreter {
       } else if (c.op == "isinf") {
         arity(1);
         r.i = std::isinf(args[0].at(k).f);
+      } else if (c.op == "bitwise_not") {
+        arity(1);
+        r.i = ~args[0].at(k).i;
+      } else if (c.op == "bitwise_and" || c.op == "bitwise_or" || c.op == "bitwise_xor") {
+        arity(2);
+        int64_t p = args[0].at(k).i, q = args[1].at(k).i;
+        r.i = c.op == "bitwise_and" ? (p & q) : c.op == "bitwise_or" ? (p | q) : (p ^ q);
+      } else if (c.op == "shift_left" || c.op == "shift_right") {
+        arity(2);
+        // normalize() wraps the lane to the type: shift in 64 bits, then
+        // truncate; a shift by the width or more gives 0 (-1 for an
+        // arithmetic right shift of a negative value).
+        uint64_t amount = static_cast<uint64_t>(args[1].at(k).i);
+        int64_t p = args[0].at(k).i;
+        bool unsigned_type = scalar.code == DataType::kUInt;
+        uint64_t bits_mask = scalar.bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << scalar.bits) - 1;
+        if (c.op == "shift_left") {
+          r.i = amount >= scalar.bits ? 0 : static_cast<int64_t>(static_cast<uint64_t>(p) << amount);
+        } else if (unsigned_type) {
+          r.i = amount >= scalar.bits ? 0 : static_cast<int64_t>((static_cast<uint64_t>(p) & bits_mask) >> amount);
+        } else {
+          r.i = p >> std::min<uint64_t>(amount, 63);
+        }
       } else {
         std::vector<std::string> known = known_intrinsics();
         fail("unknown intrinsic '" + c.op + "'" + did_you_mean(c.op, known));
@@ -571,7 +603,10 @@ Any to_any(const Value& v) {
 std::vector<std::string> known_intrinsics() {
   std::vector<std::string> out;
   for (const auto& item : float_intrinsics()) out.push_back(item.first);
-  for (const char* name : {"abs", "pow", "fmod", "isnan", "isinf", "ret"}) out.push_back(name);
+  for (const char* name : {"abs", "pow", "fmod", "isnan", "isinf", "ret", "bitwise_and", "bitwise_or", "bitwise_xor",
+                           "bitwise_not", "shift_left", "shift_right"}) {
+    out.push_back(name);
+  }
   return out;
 }
 

@@ -146,7 +146,8 @@ bool GLSLPrinter::reserved_identifier(const std::string& name) {
 
 std::string GLSLPrinter::intrinsic_name(const std::string& op, DataType t) {
   static const std::set<std::string> any_float = {"sqrt", "floor", "ceil", "trunc"};
-  static const std::set<std::string> single = {"exp", "exp2", "log", "log2", "tanh", "sin", "cos", "pow"};
+  static const std::set<std::string> single = {"exp",  "exp2", "log",  "log2",  "tanh",  "sin",  "cos", "pow",
+                                               "tan",  "atan", "sinh",  "cosh", "asinh", "acosh", "atanh"};
   if (op == "round") return "roundEven";  // ties to even, as the IR's round
   if (!any_float.count(op) && !single.count(op)) return "";
   if (!tir::is_float(t)) fail(op + " of " + t.to_string() + ": GLSL's math functions take floating-point values");

@@ -65,6 +65,7 @@ def _builder(name):
                                   f"got {len(inputs)}")
         like = next((x for x in inputs if is_node(x, "ir.Expr")), None)
         args = [_graph._expr(x, f"{name}: input {i}", like) for i, x in enumerate(inputs)]
+        attrs = _coerce_attrs(entry, attrs)
         call("ir.op_check_attrs", name, attrs)  # raises with the attribute and a suggestion
         return call("graph.Call", call("ir.Op", name), args, attrs, [])
     build.__name__ = name.rsplit(".", 1)[-1]
@@ -72,6 +73,25 @@ def _builder(name):
     build.__module__ = __name__
     build.__doc__ = _doc(name)
     return build
+
+
+def _coerce_attrs(entry, attrs):
+    """`attrs` with a dtype attribute given as a str ("float64", a NumPy
+    dtype) made a loom.DataType, as the text format reads it."""
+    dtypes = {a["name"] for a in entry["attrs"] if a["type"] == "dtype"}
+    if not dtypes & set(attrs):
+        return attrs
+    out = dict(attrs)
+    for key in dtypes & set(attrs):
+        value = out[key]
+        if not isinstance(value, _core.DataType):
+            text = str(getattr(value, "name", value))  # numpy.dtype('float64').name
+            try:
+                out[key] = _core.DataType(text)
+            except Exception:
+                raise _core.TypeError(f"operator '{entry['name']}': attribute '{key}' must be a dtype, "
+                                      f"got {value!r}") from None
+    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <unordered_set>
 
 #include <dlpack/dlpack.h>
@@ -60,8 +61,11 @@ const std::unordered_set<std::string>& c_keywords() {
 }  // namespace
 
 std::set<std::string> CSourcePrinter::intrinsics() {
-  return {"exp",  "exp2", "log", "log2",  "log10", "sqrt", "tanh",  "erf",   "floor",
-          "ceil", "round", "trunc", "sin", "cos",  "abs",  "pow",  "fmod", "isnan", "isinf", "ret"};
+  return {"exp",   "exp2",  "log",   "log2",  "log10",       "sqrt",       "tanh",        "erf",
+          "floor", "ceil",  "round", "trunc", "sin",         "cos",        "abs",         "pow",
+          "fmod",  "isnan", "isinf", "ret",   "tan",         "asin",       "acos",        "atan",
+          "sinh",  "cosh",  "asinh", "acosh", "atanh",       "bitwise_and", "bitwise_or", "bitwise_xor",
+          "bitwise_not", "shift_left", "shift_right"};
 }
 
 std::string CSourcePrinter::symbol_for(const std::string& name) {
@@ -106,8 +110,9 @@ std::string CSourcePrinter::vector_type(DataType t) {
 }
 
 std::string CSourcePrinter::intrinsic_name(const std::string& op, DataType t) {
-  static const std::set<std::string> libm = {"exp",  "exp2",  "log",   "log2", "log10", "sqrt", "tanh", "erf",
-                                             "floor", "ceil", "trunc", "sin",  "cos",   "pow",  "fmod"};
+  static const std::set<std::string> libm = {"exp",  "exp2",  "log",  "log2", "log10", "sqrt",  "tanh",  "erf",
+                                             "floor", "ceil", "trunc", "sin", "cos",  "pow",   "fmod",  "tan",
+                                             "asin",  "acos", "atan",  "sinh", "cosh", "asinh", "acosh", "atanh"};
   std::string name = op == "round" ? "nearbyint" : op;  // ties to even in the default rounding mode
   if (!libm.count(op) && op != "round") return "";
   if (!is_float(t) || t.bits == 16) fail(op + " of " + t.to_string() + ": C's math library has float and double");
@@ -128,7 +133,8 @@ bool CSourcePrinter::reserved_identifier(const std::string& name) {
   static const std::unordered_set<std::string> called = [] {
     std::unordered_set<std::string> out = {"NAN", "INFINITY", "isnan", "isinf", "abs"};
     for (const char* f : {"exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "erf", "floor", "ceil", "trunc", "sin",
-                          "cos", "pow", "fmod", "nearbyint", "fabs", "fmax", "fmin", "round"}) {
+                          "cos", "pow", "fmod", "nearbyint", "fabs", "fmax", "fmin", "round", "tan", "asin", "acos",
+                          "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}) {
       out.insert(f);
       out.insert(std::string(f) + "f");
     }
@@ -809,6 +815,24 @@ std::string CSourcePrinter::print_call(const tir::CallNode* op) {
   DataType t = op->dtype;
   if (name == "ret") fail("ret is a statement (evaluate it), not a value");
   if (name == "isnan" || name == "isinf") return arity(1), "(" + name + "(" + args[0] + ") != 0)";
+  if (name == "bitwise_not") return arity(1), cast_text(type_name(t), "(~" + args[0] + ")");
+  static const std::map<std::string, std::string> infix = {
+      {"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "^"}, {"shift_left", "<<"}, {"shift_right", ">>"}};
+  if (auto found = infix.find(name); found != infix.end()) {
+    arity(2);
+    std::string T = type_name(t);
+    std::string value = cast_text(T, "(" + args[0] + " " + found->second + " " + args[1] + ")");
+    if (found->first.rfind("shift", 0) != 0) return value;
+    // A shift by the width or more is undefined in C: 0 here (as in the
+    // llvm target; an arithmetic right shift saturates at width - 1).  The
+    // amount compares as unsigned: a negative one is past the width.
+    std::string in_range = "(" + cast_text("uint64_t", args[1]) + " < " + cast_text("uint64_t", std::to_string(t.bits)) + ")";
+    if (found->first == "shift_right" && !is_unsigned(t)) {
+      return cast_text(T, "(" + args[0] + " >> (" + in_range + " ? " + args[1] + " : " +
+                              cast_text(type_name(op->args[1].cast<tir::PrimExpr>().dtype()), std::to_string(t.bits - 1)) + "))");
+    }
+    return "(" + in_range + " ? " + value + " : " + cast_text(T, "0") + ")";
+  }
   if (name == "abs") {
     arity(1);
     if (is_float(t)) return (t.bits == 32 ? "fabsf(" : "fabs(") + args[0] + ")";

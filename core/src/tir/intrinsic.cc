@@ -29,6 +29,24 @@ PrimExpr expand_erf(const CallNode& c) {
   return Select(LT(x, make_const(t, 0)), Sub(make_const(t, 0), y), y);
 }
 
+// atan by Cephes' atanf: the argument reduced to [-tan(pi/8), tan(pi/8)]
+// (x > tan(3pi/8): pi/2 + atan(-1/x); x > tan(pi/8): pi/4 + atan((x - 1) /
+// (x + 1))), an odd polynomial there, the sign restored; about 2 ulp in
+// float32.
+PrimExpr expand_atan(const PrimExpr& x_in) {
+  DataType t = x_in.dtype();
+  auto c = [&](double v) { return make_const(t, v); };
+  PrimExpr ax = call(t, "abs", {x_in});
+  PrimExpr big = GT(ax, c(2.414213562373095)), mid = GT(ax, c(0.4142135623730950));
+  PrimExpr x = Select(big, Div(c(-1), ax), Select(mid, Div(Sub(ax, c(1)), Add(ax, c(1))), ax));
+  PrimExpr base = Select(big, c(M_PI_2), Select(mid, c(M_PI_4), c(0)));
+  PrimExpr z = Mul(x, x);
+  PrimExpr poly = c(8.05374449538e-2);
+  for (double k : {-1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1}) poly = Add(Mul(poly, z), c(k));
+  PrimExpr y = Add(base, Add(Mul(Mul(poly, z), x), x));
+  return Select(LT(x_in, c(0)), Sub(c(0), y), y);
+}
+
 NamedRegistry<IntrinsicEntry>& registry();
 
 void register_standard(NamedRegistry<IntrinsicEntry>& r) {
@@ -76,6 +94,54 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
     return PrimExpr(Sub(make_const(t, 1), Div(make_const(t, 2), Add(e, make_const(t, 1)))));
   });
   expanded("erf", "error function; expands to Abramowitz-Stegun 7.1.26 (absolute error < 1.5e-7)", expand_erf);
+  // Trigonometric and hyperbolic functions: the llvm, c and ref targets
+  // call the C library's; elsewhere they expand into exp, log, sqrt, sin,
+  // cos and the atan polynomial above.
+  expanded("tan", "tangent; expands to sin(x) / cos(x)", [](const CallNode& c) {
+    return PrimExpr(Div(call(c.dtype, "sin", {arg(c, 0)}), call(c.dtype, "cos", {arg(c, 0)})));
+  });
+  expanded("atan", "arc tangent; expands to Cephes' atanf polynomial", [](const CallNode& c) { return expand_atan(arg(c, 0)); });
+  expanded("asin", "arc sine; expands to atan(x / sqrt(1 - x^2))", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0);
+    return expand_atan(Div(x, call(t, "sqrt", {Sub(make_const(t, 1), Mul(x, x))})));
+  });
+  expanded("acos", "arc cosine; expands to pi/2 - asin(x)", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0);
+    return PrimExpr(Sub(make_const(t, M_PI_2), expand_atan(Div(x, call(t, "sqrt", {Sub(make_const(t, 1), Mul(x, x))})))));
+  });
+  expanded("sinh", "hyperbolic sine; expands to (exp(x) - exp(-x)) / 2", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0);
+    return PrimExpr(Mul(make_const(t, 0.5), Sub(call(t, "exp", {x}), call(t, "exp", {Sub(make_const(t, 0), x)}))));
+  });
+  expanded("cosh", "hyperbolic cosine; expands to (exp(x) + exp(-x)) / 2", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0);
+    return PrimExpr(Mul(make_const(t, 0.5), Add(call(t, "exp", {x}), call(t, "exp", {Sub(make_const(t, 0), x)}))));
+  });
+  expanded("asinh", "inverse hyperbolic sine; expands to sign(x) log(|x| + sqrt(x^2 + 1))", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0), ax = call(t, "abs", {x});
+    PrimExpr y = call(t, "log", {Add(ax, call(t, "sqrt", {Add(Mul(x, x), make_const(t, 1))}))});
+    return PrimExpr(Select(LT(x, make_const(t, 0)), Sub(make_const(t, 0), y), y));
+  });
+  expanded("acosh", "inverse hyperbolic cosine; expands to log(x + sqrt(x^2 - 1))", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0);
+    return call(t, "log", {Add(x, call(t, "sqrt", {Sub(Mul(x, x), make_const(t, 1))}))});
+  });
+  expanded("atanh", "inverse hyperbolic tangent; expands to log((1 + x) / (1 - x)) / 2", [](const CallNode& c) {
+    DataType t = c.dtype;
+    PrimExpr x = arg(c, 0);
+    return PrimExpr(Mul(make_const(t, 0.5), call(t, "log", {Div(Add(make_const(t, 1), x), Sub(make_const(t, 1), x))})));
+  });
+  // Bitwise operations on integers (and bool): every target implements them.
+  for (const char* name : {"bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"}) {
+    primitive(name, 2, std::string(name) + " of two integers (a shift by the type's width or more gives 0)", false);
+  }
+  primitive("bitwise_not", 1, "bitwise complement of an integer", false);
   expanded("exp2", "2^x; expands to exp(x ln 2)", [](const CallNode& c) {
     return call(c.dtype, "exp", {Mul(arg(c, 0), make_const(c.dtype, std::log(2.0)))});
   });

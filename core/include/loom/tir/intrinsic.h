@@ -21,7 +21,7 @@ namespace loom::tir {
 struct IntrinsicEntry {
   std::string name;
   int num_args = 1;  // -1: any number (the core's tir.launch)
-  bool float_only = true;  // the arguments and result are floats
+  bool float_only = true;  // the arguments are floats (and the result, but for isnan and isinf: bool)
   std::string doc;
   // The call rewritten into simpler prim IR (the same dtype, scalar or
   // vector); empty for a primitive that every target must implement.

@@ -596,7 +596,7 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   e = check("pad(%a, pad_width=[1, 1])", "%a: Tensor[(4, 4), float32]");
   EXPECT_NE(e.find("pad: pad_width needs 2 entries per axis (before, after), 4 in all, got 2"), std::string::npos) << e;
   e = check("slice(%a, begin=[0], end=[2], strides=[0])", "%a: Tensor[(4, 4), float32]");
-  EXPECT_NE(e.find("slice: strides must be positive, got 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("slice: strides must not be 0"), std::string::npos) << e;
   e = check("relu(%a)", "%a: (Tensor[(3), float32],)");
   EXPECT_NE(e.find("relu: argument 0 must be a tensor, got (Tensor[(3), float32],)"), std::string::npos) << e;
 }
