@@ -53,10 +53,13 @@ class Registry:
         """Raises UnsupportedOperatorError listing every (op type, node
         name) in `nodes` that no converter covers at `opset`, with counts
         and the first node of each type; does nothing when all are covered.
-        An op type may be given as (domain, type) for a foreign domain."""
+        An op type may be given as (domain, type) for a foreign domain, or
+        as (None, label) for one refused with the reason in its label."""
         missing = {}  # label -> [count, first node]
         for op_type, name in nodes:
-            if isinstance(op_type, tuple):
+            if isinstance(op_type, tuple) and op_type[0] is None:
+                label = op_type[1]
+            elif isinstance(op_type, tuple):
                 label = f"{op_type[0]}.{op_type[1]} (domain '{op_type[0]}')"
             elif self.find(op_type, opset) is None:
                 ranges = self.ranges(op_type)

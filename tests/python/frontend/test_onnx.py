@@ -145,9 +145,9 @@ def test_shape_arithmetic_folds_to_a_constant_reshape():
 
 
 def test_unsupported_operators_are_one_error_listing_each_type_count_and_first_node():
-    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["h1"], name="lstm_1", hidden_size=4),
+    nodes = [helper.make_node("NonZero", ["x"], ["h1"], name="nonzero_1"),
              helper.make_node("Relu", ["x"], ["r1"], name="ok"),
-             helper.make_node("LSTM", ["x", "w", "r"], ["h2"], name="lstm_2", hidden_size=4),
+             helper.make_node("NonZero", ["x"], ["h2"], name="nonzero_2"),
              helper.make_node("MyOp", ["x"], ["m"], name="custom", domain="com.vendor"),
              helper.make_node("LayerNormalization", ["x", "s"], ["ln"], name="norm")]
     m = model(nodes, [("x", (1, 2, 3)), ("w", (1, 16, 3)), ("r", (1, 16, 4)), ("s", (3,))], [("h1", None)],
@@ -157,7 +157,8 @@ def test_unsupported_operators_are_one_error_listing_each_type_count_and_first_n
     message = str(info.value)
     assert isinstance(info.value, loom.LoomError)
     assert message.startswith("the ONNX model uses 3 operator types Loom cannot import"), message
-    assert "  LSTM: 2 nodes, first 'lstm_1'" in message, message
+    # An operator no converter will take says why beside its name.
+    assert "  NonZero (a result whose shape depends on the data): 2 nodes, first 'nonzero_1'" in message, message
     assert "  com.vendor.MyOp (domain 'com.vendor'): 1 node, first 'custom'" in message, message
     assert "  LayerNormalization (opset 16; the converter takes opsets 17-17): 1 node, first 'norm'" in message
     assert "Relu" not in message
@@ -230,13 +231,13 @@ def test_loomc_import_writes_the_text_and_its_weights(tmp_path):
 
 
 def test_loomc_import_errors(tmp_path):
-    m = model([helper.make_node("LSTM", ["x", "w", "r"], ["h"], name="lstm_1", hidden_size=4)],
-              [("x", (1, 2, 3)), ("w", (1, 16, 3)), ("r", (1, 16, 4))], [("h", None)])
-    onnx.save(m, str(tmp_path / "lstm.onnx"))
-    done = loomc_import(tmp_path / "lstm.onnx", "-o", tmp_path / "m.loom")
+    m = model([helper.make_node("Unique", ["x"], ["h"], name="unique_1")], [("x", (1, 2, 3))], [("h", None)])
+    onnx.save(m, str(tmp_path / "unique.onnx"))
+    done = loomc_import(tmp_path / "unique.onnx", "-o", tmp_path / "m.loom")
     assert done.returncode == 1 and done.stderr.startswith(
         "loomc import: the ONNX model uses 1 operator type Loom cannot import"), done.stderr
-    assert "LSTM: 1 node, first 'lstm_1'" in done.stderr and not (tmp_path / "m.loom").exists()
+    assert "Unique (a result whose shape depends on the data): 1 node, first 'unique_1'" in done.stderr
+    assert not (tmp_path / "m.loom").exists()
     (tmp_path / "junk.onnx").write_bytes(b"\x08junk")
     done = loomc_import(tmp_path / "junk.onnx", "-o", tmp_path / "m.loom")
     assert done.returncode == 1 and "junk.onnx: not an ONNX model" in done.stderr, done.stderr
@@ -247,25 +248,28 @@ def test_loomc_import_errors(tmp_path):
         done.stderr
     done = loomc_import(tmp_path / "missing.pt", "-o", tmp_path / "m.loom")
     assert done.returncode == 1 and "cannot read" in done.stderr and "missing.pt" in done.stderr, done.stderr
-    done = loomc_import(tmp_path / "lstm.onnx", "-o", tmp_path / "m.loom", "--shape", "x=1,2-3")
+    done = loomc_import(tmp_path / "unique.onnx", "-o", tmp_path / "m.loom", "--shape", "x=1,2-3")
     assert done.returncode == 2 and "dimension '2-3' is neither a count nor a name" in done.stderr, done.stderr
-    done = loomc_import(tmp_path / "lstm.onnx")
+    done = loomc_import(tmp_path / "unique.onnx")
     assert done.returncode == 2 and "required: -o/--output" in done.stderr, done.stderr
 
 
 def test_unsupported_attribute_names_the_node():
     x = f32(1, 1, 4, 4)
-    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1, name="pool1")
-    with pytest.raises(loom.TypeError, match=r"MaxPool 'pool1': ceil_mode=1 is not supported"):
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1, name="pool1")
+    with pytest.raises(loom.TypeError, match=r"MaxPool 'pool1': storage_order=1 is not supported"):
         lonnx.from_onnx(model([node], [("x", x.shape)], [("y", None)]))
+    node = helper.make_node("MaxPool", ["x"], ["y", "where"], kernel_shape=[2, 2], name="pool2")
+    with pytest.raises(loom.TypeError, match=r"MaxPool 'pool2': the Indices output is not supported"):
+        lonnx.from_onnx(model([node], [("x", x.shape)], [("y", None), ("where", None)]))
 
 
 def test_unknown_element_type_is_named():
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT16, (2,))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (2,))])
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, (2,))],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, (2,))])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    with pytest.raises(loom.TypeError, match="input 'x' has ONNX element type FLOAT16"):
+    with pytest.raises(loom.TypeError, match=r"input 'x' \(read by Relu 'y'\) has ONNX element type BFLOAT16"):
         lonnx.from_onnx(m)
 
 

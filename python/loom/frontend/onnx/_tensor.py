@@ -1,0 +1,482 @@
+"""ONNX converters: shapes and indexing (Shape, Reshape, Transpose, Slice,
+Gather*, Scatter*, Pad, Tile, Resize, TopK, ...) and constants."""
+import numpy as np
+
+from ... import graph, op
+from . import _axis, _dim, _dtype, _ints, _known, _normalised, _object_array, _shape_text, converter
+
+
+def _item(node, value, what, default=None):
+    """A known scalar input (k, axis, depth...) as a Python number."""
+    if value is None:
+        return default
+    return np.asarray(_known(node, value, what)).reshape(-1)[0].item()
+
+
+def _outputs(call, count):
+    """The fields of a call with a tuple result, as a Python tuple."""
+    return tuple(graph.TupleGetItem(call, k) for k in range(count))
+
+
+# ---------------------------------------------------------------- shapes
+
+@converter("Shape")
+def _shape(ctx, node, x):
+    shape = ctx.shape(x)
+    start, end = node.attr("start", 0), node.attr("end", len(shape))
+    return _normalised(_object_array(shape)[start:end])
+
+
+@converter("Size")
+def _size(ctx, node, x):
+    shape = ctx.shape(x)
+    if not all(isinstance(d, int) for d in shape):
+        return _normalised(_object_array([_dim(np.prod(_object_array(shape)))]).reshape(()))
+    return np.asarray(int(np.prod(shape)), dtype=np.int64)
+
+
+def _reshape_target(node, shape, target):
+    target = [_dim(t) for t in np.asarray(target).reshape(-1)]
+    if not node.attr("allowzero", 0):
+        target = [shape[k] if isinstance(t, int) and t == 0 else t for k, t in enumerate(target)]
+    return target
+
+
+@converter("Reshape", fold=lambda node, x, s: x.reshape(_reshape_target(node, x.shape, s)))
+def _reshape(ctx, node, x, target):
+    target = _reshape_target(node, ctx.shape(x), _known(node, target, "target shape", symbolic=True))
+    symbolic = [k for k, t in enumerate(target) if not isinstance(t, int)]
+    if symbolic:
+        # Loom's reshape takes integers: the one symbolic entry becomes the
+        # -1 that the element count determines (the same value).
+        if len(symbolic) > 1 or any(isinstance(t, int) and t == -1 for t in target):
+            node.unsupported(f"a reshape to {_shape_text(target)}, with more than one dimension not known "
+                             "until run time")
+        target[symbolic[0]] = -1
+    return op.reshape(ctx.expr(x), shape=target)
+
+
+@converter("Flatten", fold=lambda node, x: x.reshape(int(np.prod(x.shape[:_axis(node.attr("axis", 1), x.ndim)])), -1))
+def _flatten(ctx, node, x):
+    shape = ctx.shape(x)
+    axis = _axis(int(node.attr("axis", 1)), len(shape))
+    if axis == 1 and len(shape) >= 2:
+        return op.flatten(x)
+    if not all(isinstance(d, int) for d in shape):
+        node.unsupported(f"axis={axis} with a symbolic shape")
+    return op.reshape(x, shape=[int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+
+
+@converter("Transpose", fold=lambda node, x: np.transpose(x, node.attr("perm")))
+def _transpose(ctx, node, x):
+    perm = node.attr("perm")
+    return op.transpose(ctx.expr(x), axes=list(perm) if perm is not None else list(range(ctx.rank(x)))[::-1])
+
+
+def _unsqueeze_axes(node, axes, rank):
+    axes = _ints(axes) if node.opset >= 13 else list(node.attr("axes"))
+    out_rank = rank + len(axes)
+    return sorted(_axis(a, out_rank) for a in axes)
+
+
+def _unsqueeze_fold(node, x, axes=None):
+    for a in _unsqueeze_axes(node, axes, x.ndim):
+        x = np.expand_dims(x, a)
+    return x
+
+
+@converter("Unsqueeze", fold=_unsqueeze_fold)
+def _unsqueeze(ctx, node, x, axes=None):
+    x = ctx.expr(x)
+    for a in _unsqueeze_axes(node, _known(node, axes, "axes"), ctx.rank(x)):
+        x = op.expand_dims(x, axis=a)
+    return x
+
+
+def _squeeze_axes(node, axes, shape):
+    if node.opset >= 13:
+        axes = None if axes is None else _ints(axes)
+    else:
+        axes = node.attr("axes")
+    if axes is None:
+        return [k for k, d in enumerate(shape) if d == 1]
+    return [_axis(a, len(shape)) for a in axes]
+
+
+@converter("Squeeze", fold=lambda node, x, axes=None: np.squeeze(x, axis=tuple(_squeeze_axes(node, axes, x.shape))))
+def _squeeze(ctx, node, x, axes=None):
+    return op.squeeze(ctx.expr(x), axis=_squeeze_axes(node, _known(node, axes, "axes"), ctx.shape(x)))
+
+
+@converter("Concat", fold=lambda node, *xs: np.concatenate(xs, axis=node.attr("axis")))
+def _concat(ctx, node, *xs):
+    like = next(x for x in xs if not isinstance(x, np.ndarray))
+    dtype = ctx.dtype(like)
+    return op.concat(*[ctx.expr(x, dtype) for x in xs], axis=int(node.attr("axis")))
+
+
+def _split_sizes(ctx, node, x, split):
+    axis = _axis(int(node.attr("axis", 0)), ctx.rank(x))
+    extent = ctx.shape(x)[axis]
+    count = len(node.proto.output)
+    if node.opset < 13:
+        split = node.attr("split")
+    else:
+        split = None if split is None else _ints(_known(node, split, "split sizes"))
+    if split is None or len(split) == 0:
+        if not isinstance(extent, int):
+            node.unsupported("splitting a symbolic axis")
+        size = -(-extent // count)  # the last part may be smaller (opset 18 num_outputs)
+        split = [min(size, extent - k * size) for k in range(count)]
+    return axis, list(split)
+
+
+@converter("Split")
+def _split(ctx, node, x, split=None):
+    x = ctx.expr(x)
+    axis, sizes = _split_sizes(ctx, node, x, split)
+    points = list(np.cumsum(sizes)[:-1])
+    if not points:
+        return x
+    return _outputs(op.split(x, indices_or_sections=[int(p) for p in points], axis=axis), len(sizes))
+
+
+# ------------------------------------------------------------- indexing
+
+def _gather_fold(node, data, indices):
+    return np.take(data, indices, axis=node.attr("axis", 0))
+
+
+@converter("Gather", fold=_gather_fold)
+def _gather(ctx, node, data, indices):
+    shape = ctx.shape(data)
+    axis = _axis(int(node.attr("axis", 0)), len(shape))
+    if isinstance(indices, np.ndarray):
+        extent = shape[axis]
+        flat = [i + extent if i < 0 else i for i in _ints(indices)] if isinstance(extent, int) else _ints(indices)
+        data = ctx.expr(data)
+        if indices.ndim == 0 and flat[0] >= 0:
+            picked = op.slice(data, begin=[flat[0]], end=[flat[0] + 1], axes=[axis])
+            return op.squeeze(picked, axis=[axis])
+        if indices.ndim == 1 and flat and min(flat) >= 0 and flat == list(range(flat[0], flat[0] + len(flat))):
+            return op.slice(data, begin=[flat[0]], end=[flat[0] + len(flat)], axes=[axis])
+    return op.take(ctx.expr(data), ctx.expr(indices), axis=axis)
+
+
+@converter("GatherElements")
+def _gather_elements(ctx, node, data, indices):
+    return op.gather_elements(ctx.expr(data), ctx.expr(indices), axis=int(node.attr("axis", 0)))
+
+
+@converter("GatherND")
+def _gather_nd(ctx, node, data, indices):
+    return op.gather_nd(ctx.expr(data), ctx.expr(indices), batch_dims=int(node.attr("batch_dims", 0)))
+
+
+def _reduction(node):
+    return node.attr("reduction", "none")
+
+
+@converter("ScatterElements")
+def _scatter_elements(ctx, node, data, indices, updates):
+    dtype = ctx.dtype(data)
+    return op.scatter_elements(ctx.expr(data), ctx.expr(indices), ctx.expr(updates, dtype),
+                               axis=int(node.attr("axis", 0)), reduction=_reduction(node))
+
+
+converter("Scatter", opsets=(9, 10))(_scatter_elements)
+
+
+@converter("ScatterND")
+def _scatter_nd(ctx, node, data, indices, updates):
+    dtype = ctx.dtype(data)
+    return op.scatter_nd(ctx.expr(data), ctx.expr(indices), ctx.expr(updates, dtype), reduction=_reduction(node))
+
+
+def _slice_args(node, rank, starts, ends, axes, steps):
+    if node.opset < 10:
+        starts, ends, axes = node.attr("starts"), node.attr("ends"), node.attr("axes")
+        steps = None
+    starts, ends = _ints(starts), _ints(ends)
+    axes = list(range(len(starts))) if axes is None else [_axis(a, rank) for a in _ints(axes)]
+    steps = [1] * len(starts) if steps is None else _ints(steps)
+    big = np.iinfo(np.int64).max // 2  # ONNX writes INT64_MAX for "to the end"
+    ends = [min(e, big) if e > 0 else max(e, -big) for e in ends]
+    starts = [min(s, big) if s > 0 else max(s, -big) for s in starts]
+    return starts, ends, axes, steps
+
+
+def _slice_fold(node, x, starts=None, ends=None, axes=None, steps=None):
+    starts, ends, axes, steps = _slice_args(node, x.ndim, starts, ends, axes, steps)
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        index[a] = slice(s, e, st)
+    return x[tuple(index)]
+
+
+@converter("Slice", fold=_slice_fold)
+def _slice(ctx, node, x, starts=None, ends=None, axes=None, steps=None):
+    for what, v in (("start", starts), ("end", ends), ("axis", axes), ("step", steps)):
+        _known(node, v, what)
+    starts, ends, axes, steps = _slice_args(node, ctx.rank(x), starts, ends, axes, steps)
+    if any(s == 0 for s in steps):
+        node.unsupported(f"steps={steps}")
+    return op.slice(ctx.expr(x), begin=starts, end=ends, axes=axes, strides=steps)
+
+
+def _expand_shape(current, target):
+    rank = max(len(target), len(current))
+    target = [1] * (rank - len(target)) + list(target)
+    padded = [1] * (rank - len(current)) + list(current)
+    return [c if t == 1 else t for t, c in zip(target, padded)]  # ONNX: bidirectional broadcasting
+
+
+@converter("Expand", fold=lambda node, x, shape: x * np.ones(_ints(shape), dtype=x.dtype))
+def _expand(ctx, node, x, shape):
+    out = _expand_shape(ctx.shape(x), _ints(_known(node, shape, "shape")))
+    if not all(isinstance(d, int) for d in out):
+        node.unsupported("expanding to a symbolic shape")
+    return op.broadcast_to(ctx.expr(x), shape=out)
+
+
+@converter("Tile", fold=lambda node, x, repeats: np.tile(x, _ints(repeats)))
+def _tile(ctx, node, x, repeats):
+    repeats = _ints(_known(node, repeats, "repeats"))
+    shape = ctx.static_shape(node, x)
+    if len(repeats) != len(shape):
+        node.unsupported(f"{len(repeats)} repeats for a rank-{len(shape)} input")
+    # (d0, d1) -> (1, d0, 1, d1) -> (r0, d0, r1, d1) -> (r0 d0, r1 d1)
+    spread = [v for d in shape for v in (1, d)]
+    wide = [v for r, d in zip(repeats, shape) for v in (r, d)]
+    y = op.broadcast_to(op.reshape(ctx.expr(x), shape=spread), shape=wide)
+    return op.reshape(y, shape=[r * d for r, d in zip(repeats, shape)])
+
+
+@converter("Pad")
+def _pad(ctx, node, x, pads=None, value=None, axes=None):
+    x = ctx.expr(x)
+    rank = ctx.rank(x)
+    if node.opset < 11:
+        pads, value = node.attr("pads"), node.attr("value", 0.0)
+    else:
+        pads = _ints(_known(node, pads, "pads"))
+        value = _item(node, value, "constant value", 0.0)
+    if axes is not None:
+        axes = [_axis(a, rank) for a in _ints(_known(node, axes, "axes"))]
+        full = [0] * (2 * rank)
+        for k, a in enumerate(axes):
+            full[a], full[a + rank] = pads[k], pads[k + len(axes)]
+        pads = full
+    mode = node.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        node.unsupported(f"mode={mode!r}")
+    before, after = list(pads[:rank]), list(pads[rank:])
+    # Negative pads crop.
+    if any(p < 0 for p in before + after):
+        shape = ctx.static_shape(node, x)
+        x = op.slice(x, begin=[max(0, -b) for b in before], end=[d - max(0, -a) for d, a in zip(shape, after)],
+                     axes=list(range(rank)))
+        before, after = [max(0, b) for b in before], [max(0, a) for a in after]
+    if not any(before + after):
+        return x
+    width = [v for b, a in zip(before, after) for v in (b, a)]
+    return op.pad(x, pad_width=width, pad_value=float(value), mode=mode)
+
+
+@converter("OneHot")
+def _one_hot(ctx, node, indices, depth, values):
+    depth = int(_item(node, depth, "depth"))
+    values = _known(node, values, "values")
+    rank = ctx.rank(indices) + 1
+    axis = _axis(int(node.attr("axis", -1)), rank)
+    index = ctx.expr(indices)
+    if not ctx.dtype(index).startswith("int"):
+        index = op.cast(index, dtype="int64")
+    elif ctx.dtype(index) != "int64":
+        index = op.cast(index, dtype="int64")
+    # Negative indices count from depth's end.
+    index = op.where(op.less(index, ctx.expr(np.asarray(0, np.int64))),
+                     op.add(index, ctx.expr(np.asarray(depth, np.int64))), index)
+    positions = np.arange(depth, dtype=np.int64).reshape([-1] + [1] * (rank - 1 - axis))
+    hot = op.equal(op.expand_dims(index, axis=axis), ctx.expr(positions))
+    off, on = values.reshape(-1)[0], values.reshape(-1)[1]
+    return op.where(hot, ctx.expr(np.asarray(on, dtype=values.dtype)), ctx.expr(np.asarray(off, dtype=values.dtype)))
+
+
+def _eye_like(node, shape, dtype):
+    to = node.attr("dtype")
+    dtype = _dtype(to, f"EyeLike '{node.name}'") if to is not None else dtype
+    return np.eye(shape[0], shape[1], k=int(node.attr("k", 0)), dtype=dtype)
+
+
+@converter("EyeLike", fold=lambda node, x: _eye_like(node, x.shape, x.dtype))
+def _eye(ctx, node, x):
+    return _eye_like(node, ctx.static_shape(node, x), ctx.dtype(x))
+
+
+def _trilu_mask(node, shape, k):
+    rows, cols = shape[-2], shape[-1]
+    ones = np.ones((rows, cols), dtype=bool)
+    return np.triu(ones, k) if node.attr("upper", 1) else np.tril(ones, k)
+
+
+@converter("Trilu", fold=lambda node, x, k=None: np.where(_trilu_mask(node, x.shape, int(_item(node, k, "k", 0))),
+                                                            x, np.zeros((), x.dtype)))
+def _trilu(ctx, node, x, k=None):
+    shape = ctx.static_shape(node, x)
+    mask = _trilu_mask(node, shape, int(_item(node, k, "k", 0)))
+    return op.where(ctx.expr(mask), ctx.expr(x), ctx.const(0, x))
+
+
+@converter("DepthToSpace")
+def _depth_to_space(ctx, node, x):
+    n, c, h, w = ctx.static_shape(node, x)
+    b = int(node.attr("blocksize"))
+    if node.attr("mode", "DCR") == "DCR":
+        y = op.transpose(op.reshape(x, shape=[n, b, b, c // (b * b), h, w]), axes=[0, 3, 4, 1, 5, 2])
+    else:
+        y = op.transpose(op.reshape(x, shape=[n, c // (b * b), b, b, h, w]), axes=[0, 1, 4, 2, 5, 3])
+    return op.reshape(y, shape=[n, c // (b * b), h * b, w * b])
+
+
+@converter("SpaceToDepth")
+def _space_to_depth(ctx, node, x):
+    n, c, h, w = ctx.static_shape(node, x)
+    b = int(node.attr("blocksize"))
+    y = op.transpose(op.reshape(x, shape=[n, c, h // b, b, w // b, b]), axes=[0, 3, 5, 1, 2, 4])
+    return op.reshape(y, shape=[n, c * b * b, h // b, w // b])
+
+
+@converter("ReverseSequence")
+def _reverse_sequence(ctx, node, x, lengths):
+    shape = ctx.static_shape(node, x)
+    batch, time = int(node.attr("batch_axis", 1)), int(node.attr("time_axis", 0))
+    rank = len(shape)
+    steps = np.arange(shape[time], dtype=np.int64).reshape([-1 if k == time else 1 for k in range(rank)])
+    length = op.reshape(op.cast(ctx.expr(lengths), dtype="int64"),
+                        shape=[-1 if k == batch else 1 for k in range(rank)])
+    t = ctx.expr(steps)
+    source = op.where(op.less(t, length), op.subtract(op.subtract(length, ctx.expr(np.asarray(1, np.int64))), t), t)
+    return op.gather_elements(ctx.expr(x), op.broadcast_to(source, shape=shape), axis=time)
+
+
+@converter("CumSum")
+def _cumsum(ctx, node, x, axis):
+    return op.cumsum(ctx.expr(x), axis=int(_item(node, axis, "axis")), exclusive=bool(node.attr("exclusive", 0)),
+                     reverse=bool(node.attr("reverse", 0)))
+
+
+@converter("TopK")
+def _topk(ctx, node, x, k=None):
+    k = int(node.attr("k")) if node.opset < 10 else int(_item(node, k, "k"))
+    call = op.topk(ctx.expr(x), k=k, axis=int(node.attr("axis", -1)), largest=bool(node.attr("largest", 1)))
+    return _outputs(call, 2)
+
+
+# -------------------------------------------------------------- resize
+
+def _resize(ctx, node, x, scales, sizes, roi, transform, nearest_mode):
+    x = ctx.expr(x)
+    shape = ctx.static_shape(node, x)
+    mode = node.attr("mode", "nearest")
+    if mode not in ("nearest", "linear", "cubic"):
+        node.unsupported(f"mode={mode!r}")
+    if node.attr("antialias", 0):
+        node.unsupported("antialias=1")
+    if sizes is not None and np.asarray(sizes).size:
+        out = _ints(sizes)
+        given_scales = []
+    else:
+        given_scales = [float(s) for s in np.asarray(scales).reshape(-1)]
+        if len(given_scales) != len(shape):
+            node.unsupported(f"{len(given_scales)} scales for a rank-{len(shape)} input")
+        out = [int(np.floor(d * s)) for d, s in zip(shape, given_scales)]
+    roi = [] if roi is None or np.asarray(roi).size == 0 else [float(v) for v in np.asarray(roi).reshape(-1)]
+    if out == shape and all(s == 1.0 for s in given_scales or [1.0]) and transform != "tf_crop_and_resize":
+        return x
+    return op.resize(x, sizes=out, scales=given_scales, roi=roi, mode=mode, coordinate_transformation_mode=transform,
+                     nearest_mode=nearest_mode, cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+                     exclude_outside=bool(node.attr("exclude_outside", 0)),
+                     extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+
+
+@converter("Resize", opsets=(10, 17))
+def _resize_op(ctx, node, x, *rest):
+    if node.opset == 10:  # Resize-10: (X, scales), asymmetric coordinates
+        return _resize(ctx, node, x, _known(node, rest[0], "scales"), None, None, "asymmetric", "floor")
+    roi, scales, sizes = (list(rest) + [None, None, None])[:3]
+    transform = node.attr("coordinate_transformation_mode", "half_pixel")
+    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch" or node.attr("axes") is not None:
+        node.unsupported("axes or keep_aspect_ratio_policy")
+    return _resize(ctx, node, x, _known(node, scales, "scales"), _known(node, sizes, "sizes"),
+                   _known(node, roi, "roi"), transform, node.attr("nearest_mode", "round_prefer_floor"))
+
+
+@converter("Upsample", opsets=(7, 9))
+def _upsample(ctx, node, x, scales=None):
+    scales = node.attr("scales") if node.opset < 9 else _known(node, scales, "scales")
+    return _resize(ctx, node, x, scales, None, None, "asymmetric", "floor")
+
+
+# ----------------------------------------------------------- constants
+
+def _constant_value(node):
+    import onnx.numpy_helper
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in node.attrs:
+            v = node.attrs[key]
+            if key == "value":
+                return onnx.numpy_helper.to_array(v)
+            return np.asarray(v, dtype=np.float32 if "float" in key else np.int64)
+    node.unsupported("a Constant without a numeric value")
+
+
+@converter("Constant", fold=lambda node: _constant_value(node))
+def _constant(ctx, node):
+    return _constant_value(node)
+
+
+def _constant_of_shape(node, shape):
+    import onnx.numpy_helper
+    value = node.attrs.get("value")
+    fill = onnx.numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    return np.full(_ints(shape), fill[0], dtype=fill.dtype)
+
+
+@converter("ConstantOfShape", fold=_constant_of_shape)
+def _constant_of_shape_convert(ctx, node, shape):
+    return _constant_of_shape(node, _known(node, shape, "shape"))
+
+
+def _range(node, start, limit, delta):
+    return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
+
+
+@converter("Range", fold=_range)
+def _range_convert(ctx, node, start, limit, delta):
+    return _range(node, *(_known(node, v, what) for v, what in ((start, "start"), (limit, "limit"), (delta, "delta"))))
+
+
+def _window_fn(coefficients):
+    """HannWindow, HammingWindow, BlackmanWindow: a cosine sum over
+    `size` points, periodic (the default) or symmetric."""
+    def fold(node, size):
+        n = int(np.asarray(size).reshape(-1)[0])
+        periodic = node.attr("periodic", 1)
+        denominator = n if periodic else n - 1
+        k = np.arange(n, dtype=np.float64)
+        out = np.zeros(n)
+        for m, a in enumerate(coefficients):
+            out += a * np.cos(2 * np.pi * m * k / denominator) * (-1) ** m
+        return out.astype(_dtype(node.attr("output_datatype", 1), f"{node.op_type} '{node.name}'"))
+
+    def convert(ctx, node, size):
+        return fold(node, _known(node, size, "size"))
+    return fold, convert
+
+
+for _name, _coefficients in (("HannWindow", (0.5, 0.5)), ("HammingWindow", (25 / 46, 21 / 46)),
+                             ("BlackmanWindow", (0.42, 0.5, 0.08))):
+    _fold, _convert = _window_fn(_coefficients)
+    converter(_name, opsets=(17, 17), fold=_fold)(_convert)
+
