@@ -1,5 +1,6 @@
 #include "graph_util.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "loom/ir/op.h"
@@ -8,15 +9,44 @@
 namespace loom::passes {
 
 std::unordered_map<const Object*, int> var_uses(const ir::Expr& e) {
+  // A variable's uses are the references to it: one per node that names it
+  // as a child.  Each node is walked once, so an expression shared by
+  // several parents (a DAG: an unrolled RNN reads its state thrice a
+  // step) counts its references once, and the walk stays linear where a
+  // walk of the tree it unfolds to doubles with every level.
   std::unordered_map<const Object*, int> uses;
-  Visitor v(false);
-  v.on<graph::VarNode>([&](const graph::VarNode* var) { ++uses[var]; });
-  v.on<ir::TypeNode>([](const ir::TypeNode*) {});  // no variables; shared, so walking them is quadratic
-  v.on<graph::LetNode>([&](const graph::LetNode* let) {
-    v.visit(Any(let->value));
-    v.visit(Any(let->body));
-  });
-  v.visit(Any(e));
+  std::unordered_set<const Object*> seen;
+  std::vector<Any> stack;  // values, not pointers: a field's getter may make the object it returns
+  auto reach = [&](const Any& value) {
+    const Object* o = value.object();
+    if (!o || value.kind() != AnyKind::kObject || o->is_instance<ir::TypeNode>()) return;  // types hold no variables
+    if (o->is_instance<graph::VarNode>()) {
+      ++uses[o];
+    } else if (seen.insert(o).second) {
+      stack.push_back(value);
+    }
+  };
+  reach(Any(e));
+  std::vector<Any> walked;  // kept alive, so no address in `seen` is reused
+  while (!stack.empty()) {
+    Any value = stack.back();
+    stack.pop_back();
+    const Object* node = value.object();
+    if (node->is_instance<graph::LetNode>()) {  // its var is a binding, not a use
+      const auto* let = static_cast<const graph::LetNode*>(node);
+      reach(Any(let->value));
+      reach(Any(let->body));
+    } else if (node->is_instance<ArrayNode>()) {
+      for (const Any& item : static_cast<const ArrayNode*>(node)->items) reach(item);
+    } else if (node->is_instance<MapNode>()) {
+      for (const auto& [key, item] : static_cast<const MapNode*>(node)->items) reach(item);
+    } else {
+      for (const FieldInfo& field : TypeRegistry::info(node->type_index()).fields) {
+        if (!(field.flags & kDerived)) reach(field.get(node));
+      }
+    }
+    walked.push_back(std::move(value));
+  }
   return uses;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include "loom/object/containers.h"
@@ -172,7 +173,9 @@ class EqualChecker {
       }
       lhs_to_rhs_[x] = y;
       rhs_to_lhs_[y] = x;
-    } else if (x == y) {
+    } else if (x == y || proven_.count({x, y})) {
+      // (A pair found equal once stays equal: the variables it binds keep
+      // their pairing; remembering it keeps a DAG's comparison linear.)
       return true;
     }
     for (const auto& field : info.fields) {
@@ -180,6 +183,7 @@ class EqualChecker {
       if (!child(field.get(x), field.get(y), [&] { return "." + field.name; })) return false;
     }
     if (info.get_bytes && info.get_bytes(x) != info.get_bytes(y)) return fail_text("different data bytes");
+    if (info.structural == StructuralKind::kTree) proven_.insert({x, y});
     return true;
   }
 
@@ -188,6 +192,7 @@ class EqualChecker {
   std::vector<std::string> path_;
   std::string difference_;
   std::unordered_map<const Object*, const Object*> lhs_to_rhs_, rhs_to_lhs_;
+  std::set<std::pair<const Object*, const Object*>> proven_;
 };
 
 uint64_t mix(uint64_t seed, uint64_t value) {
@@ -234,6 +239,20 @@ class Hasher {
 
   uint64_t hash_object(const Any& value, uint64_t h) {
     const Object* object = value.object();
+    // A node reached again (an expression shared in a DAG) hashes as it did
+    // the first time: the variables inside it were numbered then and keep
+    // their numbers, so its hash is the same; remembering it keeps hashing
+    // linear in the DAG (an unrolled RNN reads each step's state thrice,
+    // and as a tree it doubles with every step).
+    auto seen = memo_.find(object);
+    if (seen != memo_.end()) return seen->second;
+    uint64_t result = hash_fields(value, h);
+    memo_.emplace(object, result);
+    return result;
+  }
+
+  uint64_t hash_fields(const Any& value, uint64_t h) {
+    const Object* object = value.object();
     const TypeInfo& info = TypeRegistry::info(object->type_index());
     h = mix(h, std::hash<std::string>()(info.key));
     if (object->is_instance<ArrayNode>()) {
@@ -268,6 +287,7 @@ class Hasher {
 
   bool map_vars_;
   std::unordered_map<const Object*, size_t> binding_order_;
+  std::unordered_map<const Object*, uint64_t> memo_;
 };
 
 }  // namespace
