@@ -282,6 +282,8 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
              (int)ndim);
     return loom_asm_fail(message);
   }
+  int empty = 0;  // a tensor with no elements is compact whatever its strides
+  for (int d = 0; d < ndim; ++d) empty = empty || t->shape[d] == 0;
   int64_t stride = 1;
   for (int d = ndim - 1; d >= 0; --d) {
     int64_t extent = t->shape[d];
@@ -300,7 +302,7 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
       bound[vars[d]] = 1;
       values[vars[d]] = extent;
     }
-    if (t->strides && extent != 1 && t->strides[d] != stride) {
+    if (t->strides && extent != 1 && t->strides[d] != stride && !empty) {
       snprintf(message, sizeof message, "argument %d is not compact (row-major); asm code needs compact tensors",
                index);
       return loom_asm_fail(message);

@@ -333,7 +333,9 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
                 ndim);
     });
     // Compact row-major: strides null, or the products of the later
-    // dimensions (dimensions of size 1 may have any stride).
+    // dimensions (dimensions of size 1 may have any stride, and so may
+    // every dimension of an empty tensor: PyTorch gives (0, 0) strides
+    // (1, 1)).
     Value* shape = field(tensor, kTensorShape, p);
     Value* strides = field(tensor, kTensorStrides, p);
     int rank = static_cast<int>(buffer->shape.size());
@@ -342,11 +344,16 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
       llvm::BasicBlock* compact = llvm::BasicBlock::Create(context_, "compact", fn_);
       b_.CreateCondBr(b_.CreateIsNull(strides), compact, strided);
       b_.SetInsertPoint(strided);
+      auto extent_at = [&](int d) {
+        return b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
+      };
+      Value* empty = b_.getFalse();
+      for (int d = 0; d < rank; ++d) empty = b_.CreateOr(empty, b_.CreateICmpEQ(extent_at(d), b_.getInt64(0)));
       Value* expected = b_.getInt64(1);
       for (int d = rank - 1; d >= 0; --d) {
-        Value* extent = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), shape, d));
+        Value* extent = extent_at(d);
         Value* stride = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), strides, d));
-        Value* ok = b_.CreateOr(b_.CreateICmpEQ(extent, b_.getInt64(1)), b_.CreateICmpEQ(stride, expected));
+        Value* ok = b_.CreateOr(empty, b_.CreateOr(b_.CreateICmpEQ(extent, b_.getInt64(1)), b_.CreateICmpEQ(stride, expected)));
         check(ok, [&] { emit_fail(what + " is not compact (row-major)", index); });
         expected = b_.CreateMul(expected, extent);
       }
@@ -847,9 +854,15 @@ Value* FunctionCodegen::expr_here(const tir::PrimExpr& e) {
 }
 
 Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
+  DataType t = op->a.dtype();
+  if (t.code == DataType::kBFloat) {
+    // LLVM lowers bfloat16 arithmetic through compiler-rt's __truncsfbf2,
+    // which this JIT and the exported libraries do not link.
+    fail("bfloat16 arithmetic (" + std::string(op->type_key()) +
+         "): the llvm target converts bfloat16 to and from float32 but computes in float32 only; cast first");
+  }
   Value* a = expr(op->a);
   Value* b = expr(op->b);
-  DataType t = op->a.dtype();
   bool fl = is_float(t), un = is_unsigned(t);
   auto is = [op](uint32_t index) { return op->type_index() == index; };
   if (is(tir::AddNode::runtime_type_index())) return fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
@@ -931,6 +944,31 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
 
 Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
   llvm::Type* target = type(to);
+  // bfloat16 is the top half of a float32: widened by a shift, narrowed by
+  // rounding the low half to nearest even (NaN kept quiet), in integers
+  // (LLVM's fptrunc to bfloat calls compiler-rt, which is not linked).
+  auto ints = [&](unsigned bits) {
+    llvm::Type* i = b_.getIntNTy(bits);
+    return to.lanes > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(i, to.lanes)) : i;
+  };
+  auto splat = [&](unsigned bits, uint64_t value) { return llvm::ConstantInt::get(ints(bits), value); };
+  if (from.code == DataType::kBFloat && to.code != DataType::kBFloat) {
+    Value* wide = b_.CreateShl(b_.CreateZExt(b_.CreateBitCast(v, ints(16)), ints(32)), splat(32, 16));
+    Value* f32 = b_.CreateBitCast(wide, to.lanes > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(
+                                                           b_.getFloatTy(), to.lanes))
+                                                     : b_.getFloatTy());
+    return cast(to, DataType(DataType::kFloat, 32, to.lanes), f32);
+  }
+  if (to.code == DataType::kBFloat && from.code != DataType::kBFloat) {
+    DataType f32t(DataType::kFloat, 32, from.lanes);
+    Value* f = cast(f32t, from, v);
+    Value* bits = b_.CreateBitCast(f, ints(32));
+    Value* odd = b_.CreateAnd(b_.CreateLShr(bits, splat(32, 16)), splat(32, 1));
+    Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(odd, splat(32, 0x7FFF))), splat(32, 16));
+    Value* nan = b_.CreateFCmpUNO(f, f);
+    Value* half = b_.CreateSelect(nan, splat(32, 0x7FC0), rounded);
+    return b_.CreateBitCast(b_.CreateTrunc(half, ints(16)), target);
+  }
   if (to.code == DataType::kBool) {
     if (from.code == DataType::kBool) return v;
     if (is_float(from)) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));

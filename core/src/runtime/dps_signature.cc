@@ -97,6 +97,10 @@ std::vector<int64_t> check_dps_arguments(const DpsSignature& signature, const DL
     if (t->ndim != static_cast<int32_t>(p.dims.size())) {
       LOOM_THROW(TypeError) << "argument " << i << " has rank " << t->ndim << ", expected " << p.dims.size();
     }
+    // A tensor with no elements is compact whatever its strides (PyTorch
+    // gives a (0, 0) tensor strides (1, 1)).
+    bool empty = false;
+    for (int d = 0; d < t->ndim; ++d) empty = empty || t->shape[d] == 0;
     int64_t stride = 1;
     for (int d = t->ndim - 1; d >= 0; --d) {
       int64_t extent = t->shape[d];
@@ -113,7 +117,7 @@ std::vector<int64_t> check_dps_arguments(const DpsSignature& signature, const DL
         bound[var] = true;
         values[var] = extent;
       }
-      if (t->strides && extent != 1 && t->strides[d] != stride) {
+      if (t->strides && extent != 1 && t->strides[d] != stride && !empty) {
         LOOM_THROW(Error) << "argument " << i << " is not compact (row-major)";
       }
       stride *= extent;

@@ -70,6 +70,10 @@ size_t NDArrayNode::nbytes() const { return static_cast<size_t>(numel()) * eleme
 
 bool NDArrayNode::is_contiguous() const {
   if (strides_storage_.empty()) return true;
+  // Strides of an axis of extent 1, and every stride of an empty tensor,
+  // address nothing (PyTorch gives an empty tensor strides (1, 1)).
+  for (int i = 0; i < tensor_.ndim; ++i)
+    if (shape_storage_[i] == 0) return true;
   int64_t expected = 1;
   for (int i = tensor_.ndim - 1; i >= 0; --i) {
     if (shape_storage_[i] != 1 && strides_storage_[i] != expected) return false;

@@ -299,6 +299,8 @@ std::string CSourcePrinter::print_host_module(const ir::IRModule& module,
                     "  } else if (t->ndim != ndim) {\n"
                     "    snprintf(text, sizeof text, \"buffer '%s' has %d dimensions, expected %d\", buffer, (int)t->ndim, (int)ndim);\n"
                     "  } else {\n"
+                    "    for (d = 0; d < ndim; ++d)\n"
+                    "      if (t->shape[d] == 0) return t; /* empty: any strides */\n"
                     "    for (d = ndim - 1; t->strides && d >= 0; --d) {\n"
                     "      if (t->shape[d] != 1 && t->strides[d] != expected) break;\n"
                     "      expected *= t->shape[d];\n"
