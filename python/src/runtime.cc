@@ -114,6 +114,16 @@ void bind_runtime(py::module_& m) {
              return self.copy_to(Device::parse(device));
            },
            py::arg("device"), "a copy on `device` (\"cpu\", \"opencl\", \"opencl:1\", ...)")
+      .def("view",
+           [](const NDArray& self, const DataType& dtype) {
+             if (dtype.bits != self->dtype.bits || dtype.lanes != self->dtype.lanes) {
+               throw TypeError("NDArray.view: " + dtype.to_string() + " is not as wide as " +
+                               self->dtype.to_string() + " (a view keeps every element's bytes)");
+             }
+             return self.view(self.shape_vector(), dtype);
+           },
+           py::arg("dtype"),
+           "the same memory as another dtype of the same width (bool as uint8, bfloat16 as int16): no copy")
       .def(
           "__dlpack__", [](const NDArray& a, py::object stream) { return make_capsule(a); }, py::arg("stream") = py::none())
       .def("__dlpack_device__",

@@ -93,6 +93,30 @@ def naming(label):
         raise type(e)(f"{label}: {e}") from None
 
 
+def numpy_matmul(ctx, a, b, dtype):
+    """a @ b as NumPy computes it (ONNX's MatMul, aten::matmul): a 1-D
+    operand is a row (left) or a column (right), removed from the result;
+    a constant 2-D right operand is a linear layer's weight (dense, whose
+    weights are packed at compile time)."""
+    import numpy as np
+    from .. import op
+    if isinstance(b, np.ndarray) and b.ndim == 2 and ctx.rank(a) >= 2:
+        return op.dense(ctx.expr(a, dtype), ctx.expr(np.ascontiguousarray(b.T), dtype))
+    a, b = ctx.expr(a, dtype), ctx.expr(b, dtype)
+    squeeze = []
+    if ctx.rank(a) == 1:
+        a = op.expand_dims(a, axis=0)
+        squeeze.append(-2)
+    if ctx.rank(b) == 1:
+        b = op.expand_dims(b, axis=1)
+        squeeze.append(-1)
+    y = op.matmul(a, b)
+    if squeeze:
+        rank = ctx.rank(y)
+        y = op.squeeze(y, axis=[rank + s for s in squeeze])
+    return y
+
+
 def bind_params(module, params, function="main"):
     """`module` with the parameters of @function named in `params` (a dict
     of name: array) replaced by constants; the others stay parameters."""

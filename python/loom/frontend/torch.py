@@ -12,13 +12,15 @@ node's arguments (graph expressions for tensors, Python values otherwise;
 keyword arguments as `node.kwargs`); module converters find their module
 as `node.module`.  Parameters and buffers become constants.
 """
+import contextlib
 import operator
+import warnings
 
 import numpy as np
 
 from .. import _core
 from .. import graph, ir, op
-from . import Registry, naming
+from . import Registry, UnsupportedOperatorError, aten, naming
 from .onnx import Context
 
 REGISTRY = Registry("PyTorch")
@@ -75,18 +77,75 @@ def _numpy(tensor):
     return tensor.detach().cpu().contiguous().numpy()
 
 
-def from_fx(module, example_inputs, *, params="constants"):
-    """Imports a torch.nn.Module through torch.fx.symbolic_trace as an
-    IRModule whose @main takes tensors shaped like `example_inputs`.
+def _module_key(module):
+    """The registry key of a module: its class's, or the nearest base
+    class's with a converter (a LayerNorm2d subclassing nn.LayerNorm)."""
+    for cls in type(module).__mro__:
+        key = _key(cls)
+        if REGISTRY.find(key, 0) is not None:
+            return key
+    return _key(type(module))
+
+
+@contextlib.contextmanager
+def evaluating(module, switch, importer):
+    """Runs the import with `module` in eval mode when `switch`, restoring
+    its own mode after; a module in training mode otherwise gets a warning
+    (dropout refuses, batch norm normalises with the batch's statistics,
+    as PyTorch's forward does there)."""
+    import torch
+    if not isinstance(module, torch.nn.Module) or not module.training:
+        yield
+        return
+    if not switch:
+        warnings.warn(f"{importer}: the module is in training mode and is imported as it computes there (dropout is "
+                      "refused, batch norm uses the batch's statistics); call module.eval() first, or pass "
+                      "eval=True to import it in eval mode", stacklevel=4)
+        yield
+        return
+    states = {m: m.training for m in module.modules()}
+    module.eval()
+    try:
+        yield
+    finally:
+        for m, training in states.items():
+            m.training = training
+
+
+def from_fx(module, example_inputs, *, params="constants", eval=False):
+    """Imports a torch.nn.Module as an IRModule whose @main takes tensors
+    shaped like `example_inputs`.  Its module-level graph (torch.fx's
+    symbolic trace) is converted when every call in it has a converter;
+    otherwise, or when symbolic tracing fails (Python control flow on
+    shapes), the aten graph make_fx traces with the example inputs (every
+    operator PyTorch runs, functionalized; aten converters, aten.py).
     Parameters and buffers become constants (params="constants"), or
     parameters of @main after the inputs, returned with their values as
-    (module, {name: array}) (params="inputs")."""
-    import torch
-    import torch.fx
+    (module, {name: array}) (params="inputs").  A module in training mode
+    is imported as it computes there, with a warning, unless eval=True,
+    which imports it in eval mode (and leaves its mode as it was)."""
     if params not in ("constants", "inputs"):
         raise _core.TypeError(f"from_fx: params must be 'constants' or 'inputs', got {params!r}")
-    module = module.eval()
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
+    with evaluating(module, eval, "from_fx"):
+        traced, missing = _symbolic(module, examples)
+        if traced is None or missing:
+            return from_aten(module, examples, params=params,
+                             why=missing if traced is not None else None)
+        try:
+            return _convert_fx(traced, examples, params)
+        except _core.LoomError as refused:  # a converter refused its arguments: the aten graph may do
+            try:
+                return from_aten(module, examples, params=params)
+            except _core.LoomError:
+                raise refused from None
+
+
+def _symbolic(module, examples):
+    """(the module-level fx graph, [(target, node) without a converter]),
+    or (None, None) when symbolic tracing fails."""
+    import torch
+    import torch.fx
     if isinstance(module, torch.fx.GraphModule):
         traced = module
     else:
@@ -104,25 +163,35 @@ def from_fx(module, example_inputs, *, params="constants"):
             def __init__(self, inner):
                 super().__init__()
                 self.model = inner
-        traced = torch.fx.symbolic_trace(Root(module))
+        try:
+            traced = torch.fx.symbolic_trace(Root(module))
+        except Exception:  # noqa: BLE001 (control flow on values: the aten path traces with real tensors)
+            return None, None
     submodules = dict(traced.named_modules())
-    # One error for everything unsupported, before any work.
-    calls = []
+    missing = []
     for n in traced.graph.nodes:
         if n.op == "call_module":
-            calls.append((_key(type(submodules[n.target])), n.name))
+            key = _module_key(submodules[n.target])
         elif n.op in ("call_function", "call_method"):
-            calls.append((_key(n.target), n.name))
-    REGISTRY.check(calls, 0)
+            key = _key(n.target)
+        else:
+            continue
+        if REGISTRY.find(key, 0) is None:
+            missing.append((key, n.name))
+    return traced, missing
+
+
+def _convert_fx(traced, examples, params):
+    import torch
+    submodules = dict(traced.named_modules())
     ctx = Context()
     values, inputs, weights = {}, [], {}
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(examples):
         raise _core.TypeError(f"from_fx: the module takes {len(placeholders)} inputs, "
                               f"got {len(examples)} example inputs")
-    for n, example in zip(placeholders, examples):
-        array = _numpy(example)
-        var = graph.Var(n.name, shape=array.shape, dtype=str(array.dtype))
+    for k, (n, example) in enumerate(zip(placeholders, examples)):
+        var = aten.input_var(n.name, example, f"from_fx: input {k}")
         inputs.append(var)
         values[n] = var
     params_out, param_vars = [], {}
@@ -155,17 +224,146 @@ def from_fx(module, example_inputs, *, params="constants"):
             break
         sub = submodules[n.target] if n.op == "call_module" else None
         node = Node(n, sub, kwargs)
+        if sub is not None:
+            node.kind = _module_key(sub)
         convert, _ = REGISTRY.find(node.kind, 0)
         with naming(f"{node.kind} '{node.name}'"):
             out = convert(ctx, node, *args)
             if out is not None and not isinstance(out, (np.ndarray, int, float, tuple, list)):
                 ctx.type(out)  # typed now: errors name the node
         values[n] = out
-    outputs = result if isinstance(result, (tuple, list)) else [result]
+    return _finish(ctx, result, inputs, params_out, weights, params)
+
+
+def _finish(ctx, result, inputs, params_out, weights, params):
+    """The module of a converted graph whose output is `result`."""
+    outputs = list(_flat(result))
     exprs = [ctx.expr(o) for o in outputs]
     body = exprs[0] if len(exprs) == 1 and not isinstance(result, (tuple, list)) else graph.Tuple(exprs)
     mod = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
     return (mod, weights) if params == "inputs" else mod
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _flat(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _flat(v)
+    else:
+        yield value
+
+
+def aten_graph(module, examples):
+    """The functionalized aten graph of `module` on the example inputs
+    (make_fx, real tensors)."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        from functorch import functionalize
+    except ImportError:  # PyTorch 2: torch.func
+        from torch.func import functionalize
+    try:
+        return make_fx(functionalize(module))(*examples)
+    except Exception as e:  # PyTorch's own error while running the module
+        raise _core.TypeError(f"from_fx: PyTorch could not trace the module on the example inputs "
+                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+
+
+def from_aten(module, examples, *, params="constants", why=None):
+    """Imports `module` through its aten graph (see from_fx)."""
+    import torch
+    gm = aten_graph(module, examples)
+    calls = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is not operator.getitem:
+            calls.append((_aten_kind(n.target), n.name))
+    missing = [(kind, name) for kind, name in calls if aten.find(kind) is None]
+    if missing:
+        try:
+            aten.REGISTRY.check(missing, 0)
+        except UnsupportedOperatorError as e:
+            note = ""
+            if why:
+                note = ("\n(its module-level graph has no converter for " +
+                        ", ".join(sorted({k for k, _ in why})) + "; its aten graph was tried instead)")
+            raise UnsupportedOperatorError(str(e) + note) from None
+    ctx = Context()
+    values, inputs, weights, params_out, param_vars = {}, [], {}, [], {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, (n, example) in enumerate(zip(placeholders, examples)):
+        var = aten.input_var(f"input{k}", example, f"from_fx: input {k}")
+        inputs.append(var)
+        values[n] = var
+    result = None
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            continue
+        if n.op == "get_attr":
+            obj = getattr(gm, n.target)
+            array = _numpy(obj) if isinstance(obj, torch.Tensor) else obj
+            if params == "inputs" and isinstance(obj, torch.nn.Parameter):
+                var = graph.Var(n.target, shape=array.shape, dtype=str(array.dtype))
+                params_out.append(var)
+                weights[n.target] = array
+                values[n] = var
+            else:
+                values[n] = array
+            continue
+        if n.op == "output":
+            result = torch.fx.node.map_arg(n.args[0], lambda a: values[a])
+            break
+        args = torch.fx.node.map_arg(n.args, lambda a: values[a])
+        kwargs = torch.fx.node.map_arg(n.kwargs, lambda a: values[a])
+        if n.target is operator.getitem:
+            values[n] = args[0][args[1]]
+            if values[n] is None and n.users:
+                maker = n.args[0]
+                raise _core.TypeError(f"{_aten_kind(maker.target)} '{maker.name}': its result {args[1]} is not "
+                                      "supported (docs/frontends.md)")
+            continue
+        kind = _aten_kind(n.target)
+        if kind.endswith("_") and not kind.endswith("__") and n.args and isinstance(n.args[0], torch.fx.Node):
+            # An in-place operator functionalization left (zero_ on a slice
+            # of a clone): the converters compute values, so a mutated
+            # tensor that is read again, or that views another, would be
+            # read as it was.  Refused rather than wrong.
+            target = n.args[0]
+            later = [u for u in target.users if u is not n]
+            if later or _aten_kind(getattr(target, "target", None)) in _VIEWS:
+                raise _core.TypeError(f"{kind} '{n.name}': an in-place operator on a tensor that is read again or "
+                                      "views another (PyTorch's functionalization left it) is not supported "
+                                      "(docs/frontends.md)")
+        node = aten.Node(kind, n.name)
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "layout", "pin_memory", "memory_format")}
+        with naming(f"{kind} '{n.name}'"):
+            try:
+                out = aten.find(kind)(ctx, node, *args, **kwargs)
+            except aten.Unsupported as e:
+                raise _core.TypeError(f"{kind} '{n.name}': {e} is not supported (docs/frontends.md)") from None
+            for o in (out if isinstance(out, tuple) else (out,)):
+                if o is not None and not isinstance(o, (np.ndarray, int, float, list)):
+                    ctx.type(o)  # typed now: errors name the node
+        values[n] = out
+    return _finish(ctx, result, inputs, params_out, weights, params)
+
+
+_VIEWS = {"aten::slice", "aten::select", "aten::view", "aten::as_strided", "aten::transpose", "aten::permute",
+          "aten::unsqueeze", "aten::squeeze", "aten::expand", "aten::t", "aten::diagonal", "aten::narrow",
+          "aten::_reshape_alias", "aten::unfold", "aten::alias", "aten::split", "aten::chunk"}
+
+
+def _aten_kind(target):
+    """'aten::convolution' for aten.convolution.default."""
+    if target is None or isinstance(target, str):
+        return str(target)
+    name = getattr(target, "__name__", str(target))  # 'convolution.default'
+    packet = getattr(target, "overloadpacket", None)
+    if packet is not None:
+        name = packet.__name__
+    namespace = getattr(target, "namespace", "aten")
+    return f"{namespace}::{name.split('.')[0]}"
 
 
 # ------------------------------------------------------------ helpers
@@ -243,24 +441,19 @@ def _register_modules():
     @converter(nn.MaxPool2d)
     def max_pool(ctx, node, x):
         m = node.module
-        if m.ceil_mode or _pair(m.dilation) != [1, 1] or m.return_indices:
-            node.unsupported("ceil_mode, dilation or return_indices")
+        if m.return_indices:
+            node.unsupported("return_indices=True")
         stride = m.stride if m.stride is not None else m.kernel_size
-        return op.max_pool2d(x, pool_size=_pair(m.kernel_size), strides=_pair(stride), padding=_pair(m.padding))
-
-    def adaptive(node, size):
-        if _pair(size) != [1, 1]:
-            node.unsupported(f"output size {size} (only (1, 1))")
+        return op.max_pool2d(x, pool_size=_pair(m.kernel_size), strides=_pair(stride), padding=_pair(m.padding),
+                             dilation=_pair(m.dilation), ceil_mode=bool(m.ceil_mode))
 
     @converter(nn.AdaptiveAvgPool2d)
     def adaptive_avg_pool(ctx, node, x):
-        adaptive(node, node.module.output_size)
-        return op.global_avg_pool2d(x)
+        return aten.adaptive_avg_pool2d(ctx, x, node.module.output_size)
 
     @converter(F.adaptive_avg_pool2d)
     def adaptive_avg_pool_f(ctx, node, x, size=None):
-        adaptive(node, size if size is not None else node.kwargs.get("output_size"))
-        return op.global_avg_pool2d(x)
+        return aten.adaptive_avg_pool2d(ctx, x, size if size is not None else node.kwargs.get("output_size"))
 
     @converter(nn.Linear)
     def linear(ctx, node, x):
@@ -290,6 +483,14 @@ def _register_modules():
             b = ctx.expr(np.asarray(b, dtype=dtype)) if isinstance(b, (int, float)) else b
             return getattr(op, loom_op)(a, b)
         return convert
+
+    @converter(operator.getitem)
+    def getitem(ctx, node, x, index):
+        if isinstance(x, (tuple, list)):
+            return x[index]
+        if isinstance(index, int) and ir.infer_type(x).type_key == "ir.TupleType":
+            return graph.TupleGetItem(x, index)
+        node.unsupported("indexing a tensor (the aten path takes it)")
 
     converter(operator.add, torch.add, "add")(binary("add"))
     converter(operator.mul, torch.mul, "mul")(binary("multiply"))
@@ -379,7 +580,13 @@ def _register_modules():
 _register_modules()
 
 
-def _table():
+def _table(which="fx"):
+    if which == "aten":
+        names = aten.supported_operators()
+        rows = ["| aten operators (from_fx's aten path, from_torchscript) |", "|---|"]
+        rows += ["| " + ", ".join(f"`{n.replace('aten::', '')}`" for n in names[k:k + 8]) + " |"
+                 for k in range(0, len(names), 8)]
+        return "\n".join(rows)
     rows = ["| PyTorch call target |", "|---|"]
     rows += [f"| `{name}` |" for name in supported_operators()]
     return "\n".join(rows)
@@ -389,8 +596,10 @@ if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["--table"]:
         print(_table())
+    elif sys.argv[1:] == ["--aten-table"]:
+        print(_table("aten"))
     else:
-        sys.exit("usage: python3 -m loom.frontend.torch --table")
+        sys.exit("usage: python3 -m loom.frontend.torch --table | --aten-table")
 
 
 from .torchscript import from_torchscript  # noqa: E402,F401 (loom.frontend.torch.from_torchscript)

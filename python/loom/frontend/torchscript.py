@@ -2,124 +2,54 @@
 `from_torchscript(module, example_inputs)`.
 
 The module (scripted, traced, or a torch.nn.Module, which is scripted) is
-frozen (`torch.jit.freeze`: submodules inlined, parameters made
-constants), and each node of its graph's top level either becomes Loom
-operators, when a converter takes it, or joins a region of nodes Loom
-does not compile.  Each region, a run of consecutive nodes in the graph's
-order (so no region both feeds and consumes another through Loom), becomes
-a `torchscript` extern function: its nodes copied into a graph of their
-own, printed as TorchScript source and scripted into a module of its own
-(torch.jit.save's bytes), called from @main with call_dps.  So every model
-imports and runs; Loom's passes fuse the part it compiles.
+frozen in eval mode (`torch.jit.freeze`: submodules inlined, parameters
+made constants; a module in training mode is inlined instead and its
+attributes read), and each node of its graph's top level either becomes
+Loom operators, when an aten converter (aten.py, shared with from_fx)
+takes it, or joins a region of nodes Loom does not compile.  Each region,
+a run of consecutive nodes in the graph's order (so no region both feeds
+and consumes another through Loom), becomes a `torchscript` extern
+function: its nodes copied into a graph of their own, printed as
+TorchScript source and scripted into a module of its own (torch.jit.save's
+bytes), called from @main with call_dps.  So every model imports and
+runs; Loom's passes fuse the part it compiles.
 
-Converters: the FX importer's where one takes the operator as a function
-(`aten::relu` is `torch.relu`'s), and a few for the aten spelling of what
-FX sees as modules (`aten::linear`, `aten::conv2d`, ...).  A node is
-converted only when its non-tensor inputs are constants; one whose input
-comes from a region goes into a region too.
+Values known at import time are constants (weights, lists of them) and
+values computed from shapes only (`aten::size` and the integer arithmetic
+a traced `x.view(x.size(0), -1)` records): they are taken from one run of
+the graph on the examples, so shape arithmetic never splits the graph.
+A node is converted when its non-tensor arguments are known and its
+converter accepts them.
 """
 import numpy as np
 
 from .. import _core
-from .. import graph, ir, op
+from .. import graph, ir
+from . import aten
 from .onnx import Context
 
-# aten operators the FX importer's function converters take, by their key there.
-_FX_KEYS = {
-    "aten::relu": "torch.relu", "aten::add": "torch.add", "aten::sub": "torch.sub", "aten::mul": "torch.mul",
-    "aten::div": "torch.div", "aten::flatten": "torch.flatten", "aten::hardtanh": "torch.nn.functional.hardtanh",
-    "aten::adaptive_avg_pool2d": "torch.nn.functional.adaptive_avg_pool2d",
-}
-
-
-class _Node:
-    """An aten node as the FX importer's converters see one."""
-
-    def __init__(self, kind, name):
-        self.kind, self.name, self.module, self.path, self.kwargs = kind, name, None, None, {}
-
-    def unsupported(self, what):
-        raise _Unsupported(what)
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def _pair(v):
-    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]
-
-
-def _linear(ctx, node, x, w, b):
-    y = op.dense(x, ctx.expr(w))
-    return y if b is None else op.add(y, ctx.expr(b))
-
-
-def _conv2d(ctx, node, x, w, b, stride, padding, dilation, groups):
-    if isinstance(padding, str):
-        raise _Unsupported(f"padding='{padding}'")
-    y = op.conv2d(x, ctx.expr(w), strides=_pair(stride), padding=_pair(padding), dilation=_pair(dilation),
-                  groups=int(groups))
-    return y if b is None else op.add(y, ctx.expr(np.asarray(b).reshape(-1, 1, 1)))
-
-
-def _max_pool2d(ctx, node, x, kernel, stride, padding, dilation, ceil_mode):
-    if ceil_mode or _pair(dilation) != [1, 1]:
-        raise _Unsupported("ceil_mode or dilation")
-    return op.max_pool2d(x, pool_size=_pair(kernel), strides=_pair(stride or kernel), padding=_pair(padding))
-
-
-def _unary(name):
-    return lambda ctx, node, x: getattr(op, name)(x)
-
-
-def _softmax(ctx, node, x, dim, dtype=None):
-    if dtype is not None:
-        raise _Unsupported("a dtype argument")
-    return op.softmax(x, axis=int(dim))
-
-
-def _matmul(ctx, node, a, b):
-    return op.matmul(ctx.expr(a), ctx.expr(b))
-
-
-def _dropout(ctx, node, x, p, train):
-    if train:
-        raise _Unsupported("dropout in training mode")
-    return x
-
-
-_ATEN = {
-    "aten::linear": _linear, "aten::conv2d": _conv2d, "aten::max_pool2d": _max_pool2d,
-    "aten::tanh": _unary("tanh"), "aten::sigmoid": _unary("sigmoid"), "aten::exp": _unary("exp"),
-    "aten::sqrt": _unary("sqrt"), "aten::softmax": _softmax, "aten::matmul": _matmul, "aten::dropout": _dropout,
-}
-
-
-# What a converter takes of an operator's constant arguments (None for a
-# tensor); the rest of the operator stays TorchScript.
-_ACCEPTS = {
-    "aten::add": lambda a: len(a) < 3 or a[2] == 1,  # alpha
-    "aten::sub": lambda a: len(a) < 3 or a[2] == 1,
-    "aten::div": lambda a: len(a) == 2,  # no rounding_mode
-    "aten::max_pool2d": lambda a: not a[5] and _pair(a[4]) == [1, 1],  # ceil_mode, dilation
-    "aten::conv2d": lambda a: not isinstance(a[4], str),  # padding="same"
-    "aten::softmax": lambda a: len(a) < 3 or a[2] is None,  # dtype
-    "aten::dropout": lambda a: not a[2],  # train
-    "aten::flatten": lambda a: a[2] == -1,  # end_dim
-    "aten::adaptive_avg_pool2d": lambda a: _pair(a[1]) == [1, 1],
+# Operators whose result depends on their inputs' shapes and values
+# alone: computed from shapes only, they are known at import time.
+_SHAPE_OPS = {
+    "aten::size", "aten::dim", "aten::len", "aten::numel", "prim::NumToTensor", "aten::Int", "aten::Float",
+    "aten::ScalarImplicit", "aten::IntImplicit", "aten::FloatImplicit", "prim::ListConstruct", "prim::TupleConstruct",
+    "prim::ListUnpack", "prim::TupleUnpack", "aten::__getitem__", "prim::min", "prim::max", "aten::add", "aten::sub",
+    "aten::mul", "aten::div", "aten::floordiv", "aten::floor_divide", "aten::remainder", "aten::neg", "aten::eq",
+    "aten::ne", "aten::lt", "aten::gt", "aten::le", "aten::ge", "aten::floor", "aten::ceil", "aten::sqrt",
+    "prim::shape", "aten::__range_length", "aten::__derive_index", "prim::device", "prim::dtype", "aten::to",
+    "aten::detach", "prim::TupleIndex", "aten::format", "prim::RaiseException", "aten::warn",
 }
 
 
 def _functional(kind):
-    """aten::relu for aten::relu_ (and the other in-place twins of converted operators)."""
-    if kind.endswith("_") and not kind.endswith("__") and (kind[:-1] in _ATEN or kind[:-1] in _FX_KEYS):
+    """aten::relu for aten::relu_ (an in-place twin of a converted operator)."""
+    if kind.endswith("_") and not kind.endswith("__") and aten.find(kind[:-1]) is not None:
         return kind[:-1]
     return kind
 
 
 def supported_operators():
-    return sorted(set(_ATEN) | set(_FX_KEYS))
+    return aten.supported_operators()
 
 
 class ImportReport:
@@ -130,7 +60,17 @@ class ImportReport:
     def __init__(self):
         self.compiled = {}
         self.regions = {}
+        self.inside = {}  # region -> the kinds of all its nodes, nested blocks' too
         self.dropped = []  # regions none of whose results is read
+
+    def kept(self):
+        """{kind: count} of the nodes kept as TorchScript, those inside
+        their loops and branches included."""
+        counts = {}
+        for kinds in self.inside.values():
+            for kind in kinds:
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
     def __str__(self):
         kept = sum(len(v) for v in self.regions.values())
@@ -170,58 +110,111 @@ def _is_tensor(value):
     return value.type().kind() == "TensorType"
 
 
-def from_torchscript(module, example_inputs, *, report=False):
+def _pytorch_error(what, e):
+    first = str(e).strip().splitlines()
+    return _core.TypeError(f"from_torchscript: {what} ({type(e).__name__}: {first[0] if first else ''})")
+
+
+def _graph_of(module):
+    """The graph to import, its parameter values, and the values known from
+    the module's attributes: the frozen graph of a module in eval mode; the
+    inlined graph of one in training mode (freezing needs eval mode), its
+    prim::GetAttr values read from the module."""
+    import torch
+    if not module.training:
+        try:
+            frozen = torch.jit.freeze(module)
+        except RuntimeError:
+            frozen = module  # frozen already
+        return frozen.graph, {}, None
+    g = module.graph.copy()
+    torch._C._jit_pass_inline(g)
+    attrs = {}
+    owner = {list(g.inputs())[0]: module}
+    for n in g.nodes():
+        if n.kind() == "prim::GetAttr" and n.input() in owner:
+            value = getattr(owner[n.input()], n.s("name"))
+            if isinstance(value, torch.nn.Module) or hasattr(value, "_c"):
+                owner[n.output()] = value
+            else:
+                attrs[n.output()] = value
+    return g, attrs, module
+
+
+def from_torchscript(module, example_inputs, *, report=False, eval=False):
     """Imports a TorchScript module (or a torch.nn.Module, scripted first)
     for inputs shaped like `example_inputs`; what Loom has no converter for
-    becomes `torchscript` extern functions.  Returns the IRModule, or
-    (IRModule, ImportReport) with report=True."""
+    becomes `torchscript` extern functions.  A module in training mode is
+    imported as it computes there (with a warning; dropout stays
+    TorchScript, batch norm uses the batch's statistics) unless eval=True.
+    Returns the IRModule, or (IRModule, ImportReport) with report=True."""
     import torch
+    from .torch import evaluating
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
-    if not isinstance(module, torch.jit.ScriptModule):
-        module = torch.jit.script(module.eval())
-    try:
-        frozen = torch.jit.freeze(module.eval())
-    except RuntimeError:
-        frozen = module  # frozen already
-    g = frozen.graph
+    with evaluating(module, eval, "from_torchscript"):
+        if not isinstance(module, torch.jit.ScriptModule):
+            try:
+                module = torch.jit.script(module)
+            except Exception as e:  # noqa: BLE001 (TorchScript's NotSupportedError and kin)
+                raise _pytorch_error("TorchScript cannot script the module; trace it (torch.jit.trace, or "
+                                     "loom.torch.compile, which traces)", e) from None
+        elif eval and module.training:
+            module.eval()
+        g, attrs, owner = _graph_of(module)
+        return _import(g, attrs, owner, examples, report)
+
+
+def _import(g, attrs, owner, examples, report):
+    import torch
     top = g.block()
     params = list(g.inputs())
     if params and params[0].type().kind() == "ClassType":
-        if params[0].uses():
+        if params[0].uses() and not attrs:
             raise _core.TypeError("from_torchscript: the frozen module still reads its own attributes "
                                   "(torch.jit.freeze could not fold them)")
         params = params[1:]
     if len(params) != len(examples):
         raise _core.TypeError(f"from_torchscript: the module takes {len(params)} inputs, got {len(examples)} "
                               "example inputs")
-    nodes = list(g.nodes())
-    # Constants: values known now (weights are tensors), lists of them.
-    known = {}
+    nodes = [n for n in g.nodes() if n.kind() != "prim::GetAttr"]
+    # Known values: constants and attributes (weights are tensors), lists
+    # of them, and what is computed from shapes only (taken from the probe).
+    known = dict(attrs)
+    static = set()  # values computed from shapes and constants only
     for n in nodes:
         if n.kind() == "prim::Constant":
             known[n.output()] = n.output().toIValue()
         elif n.kind() == "prim::ListConstruct" and all(v in known for v in n.inputs()):
             known[n.output()] = [known[v] for v in n.inputs()]
-    constant = {n for n in nodes if n.outputsSize() and all(o in known for o in n.outputs())}
+        elif n.kind() in _SHAPE_OPS and not list(n.blocks()) and n.outputsSize() and all(
+                v in known or v in static or (n.kind() in ("aten::size", "aten::dim", "aten::numel", "prim::shape")
+                                              and _is_tensor(v)) for v in n.inputs()) and \
+                not any(_is_tensor(o) and n.kind() not in ("prim::NumToTensor",) for o in n.outputs()):
+            static.update(n.outputs())
     position = {n: k for k, n in enumerate(nodes)}
 
     def last_use(v):
-        return max((position[_top(u.user, top)] for u in v.uses()), default=-1)
+        return max((position.get(_top(u.user, top), -1) for u in v.uses()), default=-1)
+
+    constant = {n for n in nodes if n.outputsSize() and all(o in known or o in static for o in n.outputs())}
 
     def convertible(n):
         if n in constant or list(n.blocks()):
             return False
         kind = _functional(n.kind())
-        if kind not in _ATEN and kind not in _FX_KEYS and kind not in ("prim::TupleConstruct", "prim::TupleUnpack"):
+        if kind in ("prim::TupleConstruct", "prim::TupleUnpack", "prim::ListConstruct", "prim::ListUnpack"):
+            return True
+        if aten.find(kind) is None:
             return False
         # An in-place operator (relu_) is its functional twin when nothing
         # reads the tensor it overwrites afterwards.
         if kind != n.kind() and last_use(n.inputsAt(0)) > position[n]:
             return False
-        if not all(_is_tensor(v) or v in known for v in n.inputs()):
+        if not all(_is_tensor(v) or v in known or v in static or _is_list_of_tensors(v) for v in n.inputs()):
             return False
-        accepts = _ACCEPTS.get(kind)
-        return accepts is None or accepts([known.get(v) for v in n.inputs()])
+        if any(n.outputsAt(k).uses() for k in aten.missing_results(kind) if k < n.outputsSize()):
+            return False  # a result its converter does not give is read
+        return aten.accepts(kind, [known.get(v) for v in n.inputs()])
 
     supported = {n: convertible(n) for n in nodes}
     # A non-tensor made by a compiled node (a tuple) and read by a region
@@ -235,7 +228,8 @@ def from_torchscript(module, example_inputs, *, report=False):
             for inner in _nested(n):
                 for v in inner.inputs():
                     maker = _top(v.node(), top) if v.node().kind() != "prim::Param" or v in params else None
-                    if maker is not None and maker in supported and supported[maker] and not _is_tensor(v):
+                    if maker is not None and maker in supported and supported[maker] and not _is_tensor(v) \
+                            and v not in static:
                         supported[maker] = False
                         changed = True
     # Regions: runs of consecutive unsupported nodes; a region whose
@@ -262,7 +256,7 @@ def from_torchscript(module, example_inputs, *, report=False):
                 # A non-tensor result, and a tensor an in-place operator
                 # overwrote (what reads it later must see the change): their
                 # readers join the region.
-                carried = [o for o in n.outputs() if not _is_tensor(o)]
+                carried = [o for o in n.outputs() if not _is_tensor(o) and o not in static]
                 if n.kind().endswith("_") and n.inputsSize():
                     carried.append(n.inputsAt(0))
                 for o in carried:
@@ -279,8 +273,8 @@ def from_torchscript(module, example_inputs, *, report=False):
                 r[:] = [n for n in order if n in members]
                 merged = True
                 break
-    # The shapes of what each region gives: the frozen graph run once on
-    # the examples, every region's results added to its outputs.
+    # The shapes of what each region gives, and the values computed from
+    # shapes: the graph run once on the examples.
     crossing = []
     region_of = {n: k for k, r in enumerate(regions) for n in r}
     for r in regions:
@@ -288,71 +282,90 @@ def from_torchscript(module, example_inputs, *, report=False):
         for n in r:
             for o in n.outputs():
                 if any(_top(u.user, top) not in members for u in o.uses()):
-                    if not _is_tensor(o):
+                    if not _is_tensor(o) and o not in static:
                         raise _core.TypeError(f"from_torchscript: a {o.type()} made by {n.kind()} is read outside "
                                               "its region")
-                    crossing.append(o)
-    probed = _probe(g, examples, crossing)
+                    if _is_tensor(o):
+                        crossing.append(o)
+    wanted_static = [v for v in static if v not in known and v.uses()]
+    try:
+        probed = _probe(g, examples, crossing + wanted_static, owner)
+    except Exception as e:  # noqa: BLE001 (PyTorch running the module on the examples)
+        raise _pytorch_error("PyTorch failed running the module on the example inputs", e) from None
+    for v in wanted_static:
+        value = probed[v]
+        known[v] = value.detach().numpy() if isinstance(value, torch.Tensor) else value
     # Build @main.
     ctx = Context()
     values, inputs = {}, []
     for k, (p, example) in enumerate(zip(params, examples)):
-        array = example.detach().numpy()
         name = p.debugName().split(".")[0] or f"input{k}"
-        var = graph.Var(name if name.isidentifier() else f"input{k}", shape=array.shape, dtype=str(array.dtype))
+        var = aten.input_var(name if name.isidentifier() else f"input{k}", example, f"from_torchscript: input {k}")
         inputs.append(var)
         values[p] = var
 
     def value(v):
+        if isinstance(v, torch.Tensor):  # a tensor of a list constant, a region's input
+            return v.detach().numpy()
         if v in values:
             return values[v]
         if v in known:
             c = known[v]
-            return c.detach().numpy() if isinstance(c, torch.Tensor) else c
+            if isinstance(c, torch.Tensor):
+                return c.detach().numpy()
+            if isinstance(c, (list, tuple)):
+                return type(c)(x.detach().numpy() if isinstance(x, torch.Tensor) else x for x in c)
+            return c
         raise _core.TypeError(f"from_torchscript: the value %{v.debugName()} has no import")
 
     functions, result = {}, ImportReport()
     done = set()
     bindings = []  # @main's let chain, one binding per converted node or region call
 
-    def bind(name, expr, type_of, type_=None):
-        """`expr` bound to a new variable of the chain, typed."""
-        if type_ is None:
-            shape, dtype = type_of
-            type_ = ir.TensorType(list(shape), dtype)
+    def bind(name, expr, type_):
+        """`expr` bound to a new variable of the chain."""
         name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
         var = graph.Var(name if name and not name[0].isdigit() else f"v{name}", type_)
         bindings.append((var, expr))
         return var
 
-    from . import torch as fx
+    def bound(name, out):
+        """A converter's tensor result bound (known arrays, tuples and lists
+        are kept as they are)."""
+        if out is None or isinstance(out, (np.ndarray, int, float, bool, list, tuple)):
+            return out
+        out = ctx.expr(out)
+        shape, dtype = ctx.type(out)
+        return bind(name, out, ir.TensorType(list(shape), dtype))
+
     for n in order:
         if n in done:
             continue
         if supported[n]:
             kind = _functional(n.kind())
             args = [value(v) for v in n.inputs()]
-            if kind == "prim::TupleConstruct":
-                values[n.output()] = tuple(ctx.expr(a) for a in args)
+            if kind in ("prim::TupleConstruct", "prim::ListConstruct"):
+                values[n.outputsAt(0)] = tuple(args) if kind == "prim::TupleConstruct" else list(args)
                 continue
-            if kind == "prim::TupleUnpack":
+            if kind in ("prim::TupleUnpack", "prim::ListUnpack"):
                 for o, item in zip(n.outputs(), args[0]):
                     values[o] = item
                 continue
-            node = _Node(kind, n.output().debugName())
-            try:
-                if kind in _ATEN:  # the first argument is the tensor; converters make constants of weights
-                    out = _ATEN[kind](ctx, node, *[ctx.expr(a) if k == 0 else a for k, a in enumerate(args)])
-                else:
-                    convert, _ = fx.REGISTRY.find(_FX_KEYS[kind], 0)
-                    if kind in ("aten::add", "aten::sub"):
-                        args = args[:2]  # alpha is 1 (_ACCEPTS)
-                    out = convert(ctx, node, *[ctx.expr(a) if isinstance(a, np.ndarray) else a for a in args])
-            except _Unsupported as e:  # _ACCEPTS should have kept it TorchScript
-                raise _core.TypeError(f"from_torchscript: {kind} '{node.name}': {e} is not supported, and the "
-                                      "importer did not keep it TorchScript (_ACCEPTS lacks the case)") from None
-            values[n.output()] = bind(n.output().debugName(), ctx.expr(out), ctx.type(out))
-            result.compiled[n.output().debugName()] = kind
+            name = n.outputsAt(0).debugName() if n.outputsSize() else n.kind()
+            node = aten.Node(kind, name)
+            with _naming(kind, name):
+                try:
+                    out = aten.find(kind)(ctx, node, *args)
+                except aten.Unsupported as e:  # accepts() should have kept it TorchScript
+                    raise _core.TypeError(f"{kind} '{name}': {e} is not supported, and the importer did not keep "
+                                          "it TorchScript (its converter's accepts lacks the case)") from None
+            outs = out if isinstance(out, tuple) and n.outputsSize() > 1 else (out,)
+            if n.outputsSize() == 1 and isinstance(out, tuple) and n.outputsAt(0).type().kind() == "ListType":
+                outs = (list(out),)
+            for k, (o, item) in enumerate(zip(n.outputs(), outs)):
+                values[o] = bound(o.debugName(), item) if not isinstance(item, list) else \
+                    [bound(f"{o.debugName()}_{j}", x) for j, x in enumerate(item)]
+            result.compiled[name] = kind
             continue
         region = regions[region_of[n]]
         done.update(region)
@@ -363,31 +376,68 @@ def from_torchscript(module, example_inputs, *, report=False):
             result.dropped.append([m.kind() for m in region])
             continue
         name = f"torchscript_{len(functions)}"
-        payload, ins = _region_module(torch, g, top, region, known, params)
+        payload, ins = _region_module(torch, g, top, region, known, static, params)
         in_exprs = [ctx.expr(value(v)) for v in ins]
         in_types = [ir.TensorType(list(ctx.shape(e)), ctx.dtype(e)) for e in in_exprs]
-        out_types = [ir.TensorType(list(probed[o].shape), str(probed[o].numpy().dtype)) for o in outs]
+        out_types = []
+        for o in outs:
+            t = probed[o]
+            what = f"from_torchscript: what {o.node().kind()} gives Loom"
+            out_types.append(ir.TensorType(list(t.shape), aten.tensor_dtype(t, what)))
         functions[name] = ir.ExternFunc("torchscript", payload, in_types + out_types)
         out_type = out_types[0] if len(outs) == 1 else ir.TupleType(out_types)
         call = graph.call_dps(ir.GlobalVar(name), in_exprs, out_type)
         if len(outs) == 1:
-            values[outs[0]] = bind(outs[0].debugName(), call, None, out_type)
+            values[outs[0]] = bind(outs[0].debugName(), call, out_type)
         else:
-            both = bind(name + "_out", call, None, out_type)
+            both = bind(name + "_out", call, out_type)
             for k, o in enumerate(outs):
                 values[o] = graph.TupleGetItem(both, k)
         result.regions[name] = [m.kind() for m in region]
+        result.inside[name] = [inner.kind() for m in region for inner in _nested(m)]
     returned = list(g.return_node().inputs())
     outputs = [value(v) for v in returned]
-    body = outputs[0] if len(outputs) == 1 else graph.Tuple(outputs)
-    if isinstance(body, tuple):
-        body = graph.Tuple(list(body))
-    body = ctx.expr(body) if isinstance(body, np.ndarray) else body
-    for var, bound in reversed(bindings):
-        body = graph.Let(var, bound, body)
+    flat = list(_flatten(outputs))
+    body = ctx.expr(flat[0]) if len(flat) == 1 and not isinstance(outputs[0], (tuple, list)) else \
+        graph.Tuple([ctx.expr(x) for x in flat])
+    for var, expr in reversed(bindings):
+        body = graph.Let(var, expr, body)
     functions["main"] = graph.Function(inputs, body)
     mod = ir.IRModule(functions)
     return (mod, result) if report else mod
+
+
+def _is_list_of_tensors(v):
+    t = v.type()
+    return t.kind() in ("ListType", "TupleType") and v.node().kind() in ("prim::ListConstruct", "prim::TupleConstruct")
+
+
+def _flatten(value):
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _flatten(v)
+    else:
+        yield value
+
+
+class _naming:
+    """Loom errors inside a converter name the node (kind and output)."""
+
+    def __init__(self, kind, name):
+        self.label = f"{kind} '{name}'"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if e is None:
+            return False
+        if isinstance(e, _core.LoomError):
+            if not str(e).startswith(self.label):
+                raise type(e)(f"{self.label}: {e}") from None
+            return False
+        # A converter's own bug still names the node.
+        raise _core.LoomError(f"{self.label}: the converter failed ({kind.__name__}: {e}); please report it") from e
 
 
 def _tuple(g, values):
@@ -399,8 +449,9 @@ def _tuple(g, values):
     return node.output()
 
 
-def _probe(g, examples, wanted):
-    """The values `wanted` (tensors of `g`'s top level) computed on the examples."""
+def _probe(g, examples, wanted, owner=None):
+    """The values `wanted` (of `g`'s top level) computed on the examples
+    (`owner`: the module a graph that reads its attributes runs on)."""
     import torch
     if not wanted:
         return {}
@@ -414,21 +465,21 @@ def _probe(g, examples, wanted):
     for _ in range(len(list(probe.outputs()))):
         probe.eraseOutput(0)
     first = list(probe.inputs())[0]
-    if first.type().kind() == "ClassType":
+    if first.type().kind() == "ClassType" and owner is None:
         probe.eraseInput(0)
     probe_outputs = [mapping[v] for v in wanted]
     probe.registerOutput(_tuple(probe, probe_outputs) if len(probe_outputs) > 1 else probe_outputs[0])
     fn = torch._C._create_function_from_graph("loom_probe", probe)
     with torch.no_grad():
-        out = fn(*examples)
-    out = out if isinstance(out, tuple) else (out,)
+        out = fn(*([owner._c] if owner is not None else []), *examples)
+    out = out if isinstance(out, tuple) and len(wanted) > 1 else (out,)
     return dict(zip(wanted, out))
 
 
 _regions_made = 0
 
 
-def _region_module(torch, g, top, region, known, params):
+def _region_module(torch, g, top, region, known, static, params):
     """torch.jit.save's bytes of a module whose forward runs `region`'s
     nodes, and the values it takes (tensors made outside it, weights
     included), in order."""
@@ -440,7 +491,30 @@ def _region_module(torch, g, top, region, known, params):
         if v in mapping:
             return mapping[v]
         maker = v.node()
-        if v in known and not isinstance(known[v], torch.Tensor):
+        value = known.get(v)
+        if isinstance(value, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in value):
+            # A list of tensors frozen into one constant (an RNN's weights):
+            # printed, it would read a CONSTANTS table the region's module
+            # lacks; its tensors become inputs and the list is built anew.
+            items = []
+            for x in value:
+                if isinstance(x, torch.Tensor):
+                    arg = rg.addInput()
+                    arg.setType(torch._C.TensorType.get())
+                    ins.append(x)
+                    items.append(arg)
+                else:
+                    items.append(rg.insertConstant(x))
+            made = rg.create("prim::ListConstruct", items)
+            made.output().setType(v.type())
+            rg.insertNode(made)
+            mapping[v] = made.output()
+            return mapping[v]
+        if v in known and not isinstance(known[v], (torch.Tensor, np.ndarray)) and \
+                (v in static or maker.kind() == "prim::GetAttr"):
+            mapping[v] = rg.insertConstant(known[v])  # computed from shapes, or an attribute
+            return mapping[v]
+        if v in known and not isinstance(known[v], (torch.Tensor, np.ndarray)):
             clone = rg.createClone(maker, lambda x: source(x))
             rg.insertNode(clone)
             for a, b in zip(maker.outputs(), clone.outputs()):
@@ -481,7 +555,8 @@ def _region_module(torch, g, top, region, known, params):
     inner = holder._actual_script_module
     import typing
     # Printed code spells aten operators torch.NAME: resolved as torch.ops.aten.
-    names = {"torch": torch.ops.aten, "Tensor": torch.Tensor, "Tuple": typing.Tuple, "List": typing.List,
+    import math
+    names = {"inf": math.inf, "nan": math.nan, "torch": torch.ops.aten, "Tensor": torch.Tensor, "Tuple": typing.Tuple, "List": typing.List,
              "Optional": typing.Optional, "ops": torch.ops, "annotate": torch.jit.annotate}
     inner._c._define(inner._concrete_type, head + "\n" + body, lambda name: names.get(name))
     import io

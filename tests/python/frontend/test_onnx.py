@@ -413,3 +413,42 @@ def test_a_dynamic_batch_stays_symbolic():
             want = module(x).numpy()
         got = lib["main"](x.numpy()).numpy()
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_a_model_as_bytes_a_file_object_or_a_path(tmp_path):
+    x = f32(2, 3)
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", x.shape)], [("y", None)])
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    for given in (m.SerializeToString(), bytearray(m.SerializeToString()), open(tmp_path / "m.onnx", "rb"),
+                  tmp_path / "m.onnx", str(tmp_path / "m.onnx")):
+        np.testing.assert_array_equal(run_model(lonnx.from_onnx(given), x), np.maximum(x, 0))
+    with pytest.raises(loom.ParseError, match=r"the 6 bytes given are not an ONNX model"):
+        lonnx.from_onnx(b"\x08\x07junk")
+    with pytest.raises(loom.TypeError, match=r"from_onnx takes a path, an onnx.ModelProto or the model's bytes, got int"):
+        lonnx.from_onnx(3)
+
+
+def test_inputs_that_decide_shapes_are_named_and_taken_as_constants():
+    data, shape = f32(2, 6), np.array([3, 4], np.int64)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 6)),
+                                           helper.make_tensor_value_info("shape", TensorProto.INT64, (2,))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(lonnx.ValueNeededError, match=r"Reshape 'r': its target shape is computed at run time from "
+                                                     r"the input 'shape'") as info:
+        lonnx.from_onnx(m)
+    assert info.value.inputs == ["shape"]
+    mod = lonnx.from_onnx(m, constants={"shape": shape})
+    assert [p.name for p in mod["main"].params] == ["x"]
+    np.testing.assert_array_equal(run_model(mod, data), data.reshape(3, 4))
+    # The backend finds such inputs itself, one build per value.
+    from loom.frontend.onnx import backend
+    rep = backend.prepare(m, config=HOST)
+    np.testing.assert_array_equal(rep.run([data, shape])[0], data.reshape(3, 4))
+    np.testing.assert_array_equal(rep.run([data, np.array([4, 3], np.int64)])[0], data.reshape(4, 3))
+    assert rep.compile_time == {"shape"}
+
+
+def run_model(mod, *arrays):
+    return loom.build(mod, HOST)["main"](*arrays).numpy()

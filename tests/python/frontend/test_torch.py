@@ -70,26 +70,24 @@ def test_a_small_network_with_functions_methods_and_weights_as_parameters():
 
 def test_unsupported_calls_are_one_error_listing_each_type_count_and_first_node():
     class Odd(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.gru = torch.nn.GRUCell(4, 4)
-
         def forward(self, x):
-            return torch.sin(x) + torch.sin(x * 2) + self.gru(x) + torch.relu(x)
+            return torch.sort(x, dim=1)[0] + torch.sort(x * 2, dim=1)[0] + torch.cummax(x, 1)[0] + torch.relu(x)
 
     with pytest.raises(frontend.UnsupportedOperatorError) as info:
         ltorch.from_fx(Odd(), [torch.randn(2, 4)])
     message = str(info.value)
-    assert message.startswith("the PyTorch model uses 2 operator types Loom cannot import"), message
-    assert "  torch.sin: 2 nodes, first 'sin'" in message, message
-    assert "  torch.nn.GRUCell: 1 node, first 'model_gru'" in message, message
+    # The module-level graph has no converter for sort and cummax: its
+    # aten graph is tried, which has none either, and the error lists those.
+    assert message.startswith("the PyTorch (aten) model uses 2 operator types Loom cannot import"), message
+    assert "  aten::sort: 2 nodes, first 'sort'" in message, message
+    assert "  aten::cummax: 1 node, first 'cummax'" in message, message
+    assert "its module-level graph has no converter for torch.cummax, torch.sort" in message, message
     assert "relu" not in message
 
 
 def test_an_unsupported_attribute_names_the_node():
-    net = torch.nn.Sequential(torch.nn.MaxPool2d(2, ceil_mode=True))
-    with pytest.raises(loom.TypeError, match=r"torch.nn.MaxPool2d 'model_0': ceil_mode, dilation or return_indices "
-                                             r"is not supported"):
+    net = torch.nn.Sequential(torch.nn.MaxPool2d(2, return_indices=True))
+    with pytest.raises(loom.TypeError, match=r"torch.nn.MaxPool2d 'model_0': return_indices=True is not supported"):
         ltorch.from_fx(net, [torch.randn(1, 1, 5, 5)])
 
 
@@ -97,3 +95,22 @@ def test_the_docs_table_is_the_registry():
     doc = (ROOT / "docs" / "frontends.md").read_text()
     table = doc.split("<!-- torch-table-begin -->\n", 1)[1].split("<!-- torch-table-end -->", 1)[0].strip()
     assert table == ltorch._table(), "regenerate with: python3 -m loom.frontend.torch --table"
+    aten_table = doc.split("<!-- aten-table-begin -->\n", 1)[1].split("<!-- aten-table-end -->", 1)[0].strip()
+    assert aten_table == ltorch._table("aten"), "regenerate with: python3 -m loom.frontend.torch --aten-table"
+
+
+def test_a_module_in_training_mode_is_imported_as_it_computes_there_with_a_warning():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    x = torch.randn(2, 3, 8, 8)
+    with pytest.warns(UserWarning, match=r"from_fx: the module is in training mode"):
+        mod = ltorch.from_fx(net, [x])
+    assert net.training  # not switched behind the user's back
+    with torch.no_grad():
+        want = net(x).numpy()  # batch statistics
+    np.testing.assert_allclose(loom.build(mod, HOST)["main"](x.numpy()).numpy(), want, rtol=1e-4, atol=1e-5)
+    mod = ltorch.from_fx(net, [x], eval=True)
+    assert net.training  # switched for the import only
+    with torch.no_grad():
+        want = net.eval()(x).numpy()
+    np.testing.assert_allclose(loom.build(mod, HOST)["main"](x.numpy()).numpy(), want, rtol=1e-4, atol=1e-5)

@@ -4,6 +4,7 @@ losses."""
 import numpy as np
 
 from ... import op
+from .. import numpy_matmul
 from . import _axis, _known, converter
 
 
@@ -324,24 +325,7 @@ def _hardmax(ctx, node, x):
 
 @converter("MatMul", fold=lambda node, a, b: np.matmul(a, b))
 def _matmul(ctx, node, a, b):
-    dtype = ctx.dtype(a if not isinstance(a, np.ndarray) else b)
-    if isinstance(b, np.ndarray) and b.ndim == 2 and ctx.rank(a) >= 2:
-        return op.dense(a, ctx.expr(np.ascontiguousarray(b.T), dtype))  # (..., K) x (N, K): a linear layer
-    a, b = ctx.expr(a, dtype), ctx.expr(b, dtype)
-    # NumPy's vectors: a 1-D operand is a row (left) or a column (right),
-    # removed from the result.
-    squeeze = []
-    if ctx.rank(a) == 1:
-        a = op.expand_dims(a, axis=0)
-        squeeze.append(-2)
-    if ctx.rank(b) == 1:
-        b = op.expand_dims(b, axis=1)
-        squeeze.append(-1)
-    y = op.matmul(a, b)
-    if squeeze:
-        rank = ctx.rank(y)
-        y = op.squeeze(y, axis=[rank + s for s in squeeze])
-    return y
+    return numpy_matmul(ctx, a, b, ctx.dtype(a if not isinstance(a, np.ndarray) else b))
 
 
 @converter("Gemm")
@@ -384,7 +368,9 @@ def _dropout(ctx, node, x, ratio=None, training=None):
     if node.attr("is_test", 1) == 0 and node.opset < 7:
         node.unsupported("is_test=0 (training)")
     if training is not None and bool(np.asarray(_known(node, training, "training mode")).reshape(-1)[0]):
-        node.unsupported("training_mode=true (random dropout)")
+        rate = 0.5 if ratio is None else ratio
+        if not (isinstance(rate, np.ndarray) and float(rate.reshape(-1)[0]) == 0.0):
+            node.unsupported("training_mode=true (random dropout)")  # a ratio of 0 keeps everything: the identity
     if not node.wants(1):
         return x  # inference: the identity
     mask = op.broadcast_to(ctx.expr(np.ones((), dtype=bool)), shape=ctx.static_shape(node, x))

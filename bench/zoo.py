@@ -1,0 +1,91 @@
+"""The torchvision zoo, Loom against TorchScript at one thread
+(docs/frontends.md, "The zoo"; bench/README.md).
+
+Each model of tests/python/zoo/zoo.py (random weights, batch 1, eval
+mode) is exported to ONNX at opset 13, imported with loom.frontend.onnx
+and built with configs/host.yaml at num-threads 1; the peer is
+torch.jit.trace + torch.jit.freeze under no_grad with
+torch.set_num_threads(1) and OpenBLAS held to one thread.  Rounds
+alternate the two sides (a call of each per round, ROUNDS rounds after
+warm-up); the ratio is the median of the per-round ratios Loom /
+TorchScript (below 1: Loom is faster).  The last lines give the
+geometric mean of the ratios and the worst three.  Run it with OpenBLAS's
+variables unset for the peer:
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=python \\
+        /usr/bin/python3 bench/zoo.py [ROUNDS] [MODEL...]
+"""
+import math
+import pathlib
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+from threadpoolctl import threadpool_limits
+
+import loom
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "python" / "zoo"))
+import zoo  # noqa: E402
+
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 15
+WANTED = [a for a in sys.argv[1:] if not a.isdigit()]
+
+
+def config():
+    text = (ROOT / "configs" / "host.yaml").read_text().replace("num-threads: 0", "num-threads: 1")
+    assert "num-threads: 1" in text
+    return loom.Config.parse(text, "host.yaml (num-threads 1)")
+
+
+def rounds(ours, peer, count):
+    """Per-round times (s) of both sides, the calls alternating."""
+    for _ in range(3):
+        ours()
+        peer()
+    mine, theirs = [], []
+    for _ in range(count):
+        t = time.perf_counter()
+        ours()
+        mine.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        peer()
+        theirs.append(time.perf_counter() - t)
+    return mine, theirs
+
+
+def main():
+    torch.set_num_threads(1)
+    names = WANTED or [n for n in zoo.all_models() if n not in zoo.LARGE]
+    print(f"Loom vs TorchScript at one thread, {ROUNDS} alternating rounds; torch {torch.__version__}")
+    ratios = {}
+    for name in names:
+        model, x = zoo.make(name)
+        try:
+            library = loom.build(zoo.import_onnx(model, x), config())
+        except loom.LoomError as e:
+            print(f"{name}: not built: {str(e).splitlines()[0][:120]}")
+            continue
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scripted = torch.jit.freeze(torch.jit.trace(model, x, strict=False))
+        xs = x.numpy()
+        main_fn = library["main"]
+        with torch.no_grad(), threadpool_limits(limits=1, user_api="blas"):
+            mine, theirs = rounds(lambda: main_fn(xs), lambda: scripted(x), ROUNDS)
+        ratio = statistics.median(m / t for m, t in zip(mine, theirs))
+        ratios[name] = ratio
+        print(f"{name:28s} loom {statistics.median(mine) * 1e3:9.2f} ms  torchscript "
+              f"{statistics.median(theirs) * 1e3:9.2f} ms  ratio {ratio:5.2f}", flush=True)
+    if ratios:
+        geomean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+        worst = sorted(ratios.items(), key=lambda kv: -kv[1])[:3]
+        print(f"geometric mean of {len(ratios)} ratios: {geomean:.2f}; worst: " +
+              ", ".join(f"{n} {r:.2f}" for n, r in worst))
+
+
+if __name__ == "__main__":
+    main()
