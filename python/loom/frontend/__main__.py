@@ -8,8 +8,11 @@ with loom.ir.save: the text to OUT, the weights over 1 KiB as raw bytes to
 OUT.weights.  --shape NAME=D0,D1,... fixes an input's shape (for ONNX, a
 dimension that is a name stays symbolic; TorchScript needs every input's,
 as integers: the importer runs the model once on random float32 inputs of
-those shapes).  --report prints where each TorchScript node went.  Exit
-status: 0 written, 1 an error (one line on stderr), 2 a usage error.
+those shapes).  --report prints where each TorchScript node went.
+--converters FILE.py (repeatable) runs a file of the user's converters
+(`@converter` for ONNX, `@aten` for aten operators) before importing.
+Exit status: 0 written, 1 an error (one line on stderr), 2 a usage
+error.
 """
 import argparse
 import pathlib
@@ -41,6 +44,8 @@ def main(argv=None):
                         help="an input's shape; a dimension given by a name stays symbolic")
     parser.add_argument("--report", action="store_true",
                         help="TorchScript: print which nodes Loom compiles and which stay TorchScript")
+    parser.add_argument("--converters", action="append", default=[], metavar="FILE.py",
+                        help="a Python file of converters to register first (repeatable; docs/frontends.md)")
     args = parser.parse_args(argv)
     torchscript = args.model.endswith((".pt", ".pth"))
     if not args.model.endswith(".onnx") and not torchscript:
@@ -48,6 +53,8 @@ def main(argv=None):
                      "import a PyTorch module from Python with loom.frontend.torch.from_fx")
     import loom
     try:
+        for path in args.converters:
+            _load_converters(path)
         if torchscript:
             module = _torchscript(args)
         else:
@@ -61,6 +68,25 @@ def main(argv=None):
     stored = f", weights in {weights} ({weights.stat().st_size / 2**20:.1f} MiB)" if weights.exists() else ""
     print(f"{args.output}: {len(module.functions)} function{'s' if len(module.functions) != 1 else ''}{stored}")
     return 0
+
+
+def _load_converters(path):
+    """Runs a file of converters (it registers them as it is imported)."""
+    import importlib.util
+    import loom
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise loom.LoomError(f"--converters {path}: no such file")
+    spec = importlib.util.spec_from_file_location(f"loom_user_converters_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except loom.LoomError as e:
+        raise loom.LoomError(f"--converters {path}: {e}") from None
+    except Exception as e:  # the user's code: its error, located
+        import traceback
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        raise loom.LoomError(f"--converters {path}:{where.lineno}: {type(e).__name__}: {e}") from None
 
 
 def _torchscript(args):
@@ -92,5 +118,6 @@ def _torchscript(args):
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if not argv or argv[0] != "import":
-        sys.exit("usage: python3 -m loom.frontend import MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...] [--report]")
+        sys.exit("usage: python3 -m loom.frontend import MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...] "
+                 "[--report] [--converters FILE.py]")
     sys.exit(main(argv[1:]))

@@ -452,3 +452,27 @@ def test_inputs_that_decide_shapes_are_named_and_taken_as_constants():
 
 def run_model(mod, *arrays):
     return loom.build(mod, HOST)["main"](*arrays).numpy()
+
+
+def test_loomc_import_loads_user_converters(tmp_path):
+    m = model([helper.make_node("MyScale", ["x"], ["y"], name="scale", domain="", factor=3.0)],
+              [("x", (2, 3))], [("y", None)])
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    done = loomc_import(tmp_path / "m.onnx", "-o", tmp_path / "m.loom")
+    assert done.returncode == 1 and "MyScale: 1 node, first 'scale'" in done.stderr, done.stderr
+    (tmp_path / "mine.py").write_text(
+        "import numpy as np\n"
+        "from loom import op\n"
+        "from loom.frontend.onnx import converter\n\n"
+        "@converter('MyScale')\n"
+        "def my_scale(ctx, node, x):\n"
+        "    shape = ctx.static_shape(node, x)  # Python ints\n"
+        "    assert all(isinstance(d, int) for d in shape)\n"
+        "    return op.multiply(x, ctx.const(node.attr('factor'), x))\n")
+    done = loomc_import(tmp_path / "m.onnx", "-o", tmp_path / "m.loom", "--converters", tmp_path / "mine.py")
+    assert done.returncode == 0, done.stderr
+    assert "multiply" in (tmp_path / "m.loom").read_text()
+    (tmp_path / "broken.py").write_text("x = 1\nraise ValueError('no')\n")
+    done = loomc_import(tmp_path / "m.onnx", "-o", tmp_path / "m.loom", "--converters", tmp_path / "broken.py")
+    assert done.returncode == 1 and f"--converters {tmp_path / 'broken.py'}:2: ValueError: no" in done.stderr, \
+        done.stderr
