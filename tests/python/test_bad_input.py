@@ -149,3 +149,15 @@ def test_runtime_calls_with_bad_arguments():
         with pytest.raises(loom.LoomError, match=message):
             f(*bad)
     np.testing.assert_array_equal(f(good).numpy(), good)  # still works after the errors
+
+
+def test_one_wrong_type_is_one_error_not_one_per_reader():
+    a = graph.Var("a", shape=(2, 3), dtype="float32")
+    b = graph.Var("b", shape=(2, 3), dtype="int32")
+    wrong = op.add(a, b)
+    body = graph.Let(graph.Var("v"), wrong, op.relu(op.multiply(wrong, wrong)))
+    with pytest.raises(loom.LoomError) as info:
+        transform.get_pass("InferType")(loom.IRModule({"main": graph.Function([a, b], body)}))
+    message = str(info.value)
+    assert "add: operands have dtypes float32 and int32" in message
+    assert "untyped value" not in message, message

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
@@ -107,6 +108,7 @@ class TypeInferencer {
                where);
       }
       bound_types_[p->var.get()] = p->var->annotation.defined() ? p->var->annotation : value;
+      if (!value.defined() && poisoned(p->value)) poisoned_.insert(p->var.get());
       return infer(p->body);
     }
     if (const auto* p = e.as<graph::IfNode>()) {
@@ -128,8 +130,34 @@ class TypeInferencer {
     return false;
   }
 
+  // Whether `e` has no type because of a problem already reported: an
+  // expression whose inference reported one, a variable bound to one, a
+  // tuple (item) or call built from one.  What reads it is not checked, so
+  // one wrong type gives one error, not one more per reader ("argument 0
+  // must be a tensor, got an untyped value").
+  bool poisoned(const Expr& e) const {
+    if (!e.defined()) return false;
+    if (poisoned_.count(e.get())) return true;
+    auto failed = failed_.find(e.get());
+    if (failed != failed_.end() && !failed->second.defined()) return true;
+    if (const auto* g = e.as<graph::TupleGetItemNode>()) return poisoned(g->tuple);
+    if (const auto* t = e.as<graph::TupleNode>()) {
+      for (const Any& f : t->fields)
+        if (poisoned(f.cast<Expr>())) return true;
+    }
+    return false;
+  }
+
   Type call(const Expr& e, const graph::CallNode* p) {
-    for (const Any& a : p->args) infer(a.cast<Expr>());
+    bool follows = false;
+    for (const Any& a : p->args) {
+      Expr arg = a.cast<Expr>();
+      if (!infer(arg).defined() && poisoned(arg)) follows = true;
+    }
+    if (follows) {
+      poisoned_.insert(e.get());
+      return Type();
+    }
     if (const auto* op = p->callee.as<OpNode>()) {
       auto entry = OpRegistry::entry(op->name);
       if (!entry) return Type();  // reported by the well-formedness check
@@ -254,6 +282,7 @@ class TypeInferencer {
   std::unordered_map<std::string, Type> function_types_;
   std::unordered_map<const Object*, Type> bound_types_;
   std::unordered_map<const Object*, Type> failed_;  // nodes typed with a problem, in this inference
+  std::unordered_set<const Object*> poisoned_;      // untyped because of a problem reported before
 };
 
 }  // namespace
