@@ -1272,10 +1272,9 @@ def _recurrent(ctx, kind, x, hidden, params, has_biases, num_layers, train, bidi
     x = _t(ctx, x)
     if batch_first:
         x = op.transpose(x, axes=[1, 0, 2])
-    seq, batch, _ = _static(ctx, x)
+    seq = _static(ctx, x)[0]
     dirs = 2 if bidirectional else 1
     per = 4 if has_biases else 2
-
     h0, c0 = (hidden[0], hidden[1]) if kind == "lstm" else (hidden, None)
     h0 = _t(ctx, h0)
     c0 = None if c0 is None else _t(ctx, c0)
@@ -1329,7 +1328,6 @@ def _recurrent(ctx, kind, x, hidden, params, has_biases, num_layers, train, bidi
             last_h.append(h)
             last_c.append(c)
         layer_in = outs[0] if dirs == 1 else op.concat(*outs, axis=2)
-
     output = op.transpose(layer_in, axes=[1, 0, 2]) if batch_first else layer_in
     h_n = op.concat(*[op.expand_dims(h, axis=0) for h in last_h], axis=0)
     if kind == "lstm":

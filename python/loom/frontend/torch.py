@@ -335,6 +335,10 @@ def from_aten(module, examples, *, params="constants", why=None):
                 raise _core.TypeError(f"{kind} '{n.name}': an in-place operator on a tensor that is read again or "
                                       "views another (PyTorch's functionalization left it) is not supported "
                                       "(docs/frontends.md)")
+        folded = _fold(n, args, kwargs)
+        if folded is not None:
+            values[n] = folded
+            continue
         node = aten.Node(kind, n.name)
         kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "layout", "pin_memory", "memory_format")}
         with naming(f"{kind} '{n.name}'"):
@@ -347,6 +351,43 @@ def from_aten(module, examples, *, params="constants", why=None):
                     ctx.type(o)  # typed now: errors name the node
         values[n] = out
     return _finish(ctx, result, inputs, params_out, weights, params)
+
+
+def _fold(n, args, kwargs):
+    """The node computed now by PyTorch when every tensor it reads is known
+    (a weight, a constant, a shape's arithmetic): a weight's transpose in
+    a linear layer, a position embedding's reshape.  None when it reads a
+    run-time value, makes none, or is random."""
+    import torch
+    leaves = []
+    torch.fx.node.map_aggregate((args, kwargs), lambda a: leaves.append(a))
+    if any(not isinstance(a, (np.ndarray, int, float, bool, str, type(None), torch.dtype, torch.device,
+                              torch.layout, torch.memory_format)) for a in leaves):
+        return None  # reads a Loom expression (a run-time value)
+    if not any(isinstance(a, np.ndarray) for a in leaves):
+        return None  # a constructor (zeros, arange): its converter makes the constant
+    name = str(getattr(n.target, "__name__", ""))
+    if "rand" in name or "dropout" in name or "bernoulli" in name or "normal" in name:
+        return None
+    to_torch = lambda a: torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a  # noqa: E731
+    try:
+        with torch.no_grad():
+            out = n.target(*torch.fx.node.map_aggregate(args, to_torch), **torch.fx.node.map_aggregate(kwargs, to_torch))
+    except Exception:  # noqa: BLE001 (let the converter say what is wrong)
+        return None
+
+    def back(v):
+        if isinstance(v, torch.Tensor):
+            if v.dtype == torch.bfloat16 or v.is_complex():
+                raise ValueError("not a NumPy dtype")
+            return v.detach().contiguous().numpy()
+        if isinstance(v, (tuple, list)):
+            return type(v)(back(x) for x in v)
+        return v
+    try:
+        return back(out)
+    except ValueError:
+        return None
 
 
 _VIEWS = {"aten::slice", "aten::select", "aten::view", "aten::as_strided", "aten::transpose", "aten::permute",
