@@ -44,6 +44,40 @@ PrimExpr in_bounds(const PrimExpr& raw, const PrimExpr& extent) {
 
 Map sequential() { return Map{{"scheduled", Any(true)}}; }
 
+// out[i] = data[position(i)] over out's shape: the gathers' lowering, given
+// where each output element reads (`extent`: data's shape, `idx`: the
+// indices' buffer).
+using Position = std::function<Indices(const Indices& i, const tir::Buffer& idx, const Indices& extent)>;
+
+tir::PrimFunc gather_lowering(const graph::CallNode& call, const Position& position) {
+  PrimBuilder b;
+  tir::Buffer data = b.param(tensor_arg(call, 0), "Data");
+  tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
+  tir::Buffer out = b.param(result_type(call), "Out");
+  Indices extent = buffer_shape(data);
+  return b.finish(compute(out, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(data, position(i, idx, extent))); }));
+}
+
+PrimExpr combine(const std::string& reduction, const PrimExpr& old, const PrimExpr& update);
+
+// out = data, then for each index i of the updates, out[position(i)] =
+// combine(out there, updates[i]), in order: the scatters' lowering.
+tir::PrimFunc scatter_lowering(const graph::CallNode& call, const Position& position) {
+  PrimBuilder b;
+  tir::Buffer data = b.param(tensor_arg(call, 0), "Data");
+  tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
+  tir::Buffer upd = b.param(tensor_arg(call, 2), "Updates");
+  tir::Buffer out = b.param(result_type(call), "Out");
+  std::string reduction = attrs_of(call).at("reduction").as_string();
+  Indices extent = buffer_shape(data);
+  tir::Stmt copy = compute(out, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(data, i)); });
+  tir::Stmt scatter = loop_nest(buffer_shape(upd), [&](const Indices& i) {
+    Indices at = position(i, idx, extent);
+    return tir::Stmt(tir::BufferStore(out, combine(reduction, tir::BufferLoad(out, at), tir::BufferLoad(upd, i)), at));
+  });
+  return b.finish(tir::SeqStmt({copy, scatter}), sequential());
+}
+
 // The scatters' combination of the value there and the update.
 PrimExpr combine(const std::string& reduction, const PrimExpr& old, const PrimExpr& update) {
   if (reduction == "none") return update;
@@ -83,21 +117,15 @@ void register_take() {
         return ir::TensorType(Array(shape), data.dtype);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        const auto& dt = tensor_arg(call, 0);
-        tir::Buffer data = b.param(dt, "Data");
-        tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
-        tir::Buffer out = b.param(result_type(call), "Out");
-        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), dt.shape.size()));
-        size_t q = idx->shape.size();
-        Indices extent = buffer_shape(data);
-        return b.finish(compute(out, [&](const Indices& i) {
+        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
+        size_t q = tensor_arg(call, 1).shape.size();
+        return gather_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices where(i.begin() + axis, i.begin() + axis + q);
           Indices at(i.begin(), i.begin() + axis);
           at.push_back(in_bounds(tir::BufferLoad(idx, where), extent[axis]));
           at.insert(at.end(), i.begin() + axis + q, i.end());
-          return PrimExpr(tir::BufferLoad(data, at));
-        }));
+          return at;
+        });
       });
 }
 
@@ -118,18 +146,12 @@ void register_gather_elements() {
         return ir::TensorType(idx.shape, data.dtype);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        const auto& dt = tensor_arg(call, 0);
-        tir::Buffer data = b.param(dt, "Data");
-        tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
-        tir::Buffer out = b.param(result_type(call), "Out");
-        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), dt.shape.size()));
-        Indices extent = buffer_shape(data);
-        return b.finish(compute(out, [&](const Indices& i) {
+        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
+        return gather_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices at = i;
           at[axis] = in_bounds(tir::BufferLoad(idx, i), extent[axis]);
-          return PrimExpr(tir::BufferLoad(data, at));
-        }));
+          return at;
+        });
       });
 }
 
@@ -156,6 +178,16 @@ NdShape nd_shape(const ir::TensorTypeNode& data, const ir::TensorTypeNode& idx, 
   return {b, static_cast<size_t>(*k), idx.shape.size()};
 }
 
+// Appends to `at` the in-bounds positions the index tuple at `lead` (the
+// indices' leading positions) gives for data's axes batch .. batch + k.
+void at_tuple(Indices& at, const tir::Buffer& idx, const Indices& lead, const NdShape& s, const Indices& extent) {
+  for (size_t d = 0; d < s.k; ++d) {
+    Indices where = lead;
+    where.push_back(PrimExpr(static_cast<int64_t>(d)));
+    at.push_back(in_bounds(tir::BufferLoad(idx, where), extent[s.batch + d]));
+  }
+}
+
 void register_gather_nd() {
   define_operator(
       "gather_nd", 2, {{"batch_dims", "int", Any(int64_t{0}), "leading axes shared by data and indices"}},
@@ -171,24 +203,13 @@ void register_gather_nd() {
         return ir::TensorType(Array(shape), data.dtype);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        const auto& dt = tensor_arg(call, 0);
-        tir::Buffer data = b.param(dt, "Data");
-        tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
-        tir::Buffer out = b.param(result_type(call), "Out");
-        NdShape s = nd_shape(dt, tensor_arg(call, 1), attrs_of(call).at("batch_dims").as_int());
-        Indices extent = buffer_shape(data);
-        return b.finish(compute(out, [&](const Indices& i) {
-          Indices lead(i.begin(), i.begin() + (s.q - 1));  // batch axes, then the index tuple's position
+        NdShape s = nd_shape(tensor_arg(call, 0), tensor_arg(call, 1), attrs_of(call).at("batch_dims").as_int());
+        return gather_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices at(i.begin(), i.begin() + s.batch);
-          for (size_t d = 0; d < s.k; ++d) {
-            Indices where = lead;
-            where.push_back(PrimExpr(static_cast<int64_t>(d)));
-            at.push_back(in_bounds(tir::BufferLoad(idx, where), extent[s.batch + d]));
-          }
+          at_tuple(at, idx, Indices(i.begin(), i.begin() + (s.q - 1)), s, extent);
           at.insert(at.end(), i.begin() + (s.q - 1), i.end());
-          return PrimExpr(tir::BufferLoad(data, at));
-        }));
+          return at;
+        });
       });
 }
 
@@ -222,22 +243,12 @@ void register_scatters() {
         return ir::TensorType(data.shape, data.dtype);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        const auto& dt = tensor_arg(call, 0);
-        tir::Buffer data = b.param(dt, "Data");
-        tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
-        tir::Buffer upd = b.param(tensor_arg(call, 2), "Updates");
-        tir::Buffer out = b.param(result_type(call), "Out");
-        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), dt.shape.size()));
-        std::string reduction = attrs_of(call).at("reduction").as_string();
-        Indices extent = buffer_shape(data);
-        tir::Stmt copy = compute(out, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(data, i)); });
-        tir::Stmt scatter = loop_nest(buffer_shape(idx), [&](const Indices& i) {
+        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
+        return scatter_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices at = i;
           at[axis] = in_bounds(tir::BufferLoad(idx, i), extent[axis]);
-          return tir::Stmt(tir::BufferStore(out, combine(reduction, tir::BufferLoad(out, at), tir::BufferLoad(upd, i)), at));
+          return at;
         });
-        return b.finish(tir::SeqStmt({copy, scatter}), sequential());
       });
 
   define_operator(
@@ -263,28 +274,13 @@ void register_scatters() {
         return ir::TensorType(data.shape, data.dtype);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        const auto& dt = tensor_arg(call, 0);
-        tir::Buffer data = b.param(dt, "Data");
-        tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
-        tir::Buffer upd = b.param(tensor_arg(call, 2), "Updates");
-        tir::Buffer out = b.param(result_type(call), "Out");
-        NdShape s = nd_shape(dt, tensor_arg(call, 1), 0);
-        std::string reduction = attrs_of(call).at("reduction").as_string();
-        Indices extent = buffer_shape(data);
-        tir::Stmt copy = compute(out, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(data, i)); });
-        tir::Stmt scatter = loop_nest(buffer_shape(upd), [&](const Indices& i) {
-          Indices lead(i.begin(), i.begin() + (s.q - 1));
+        NdShape s = nd_shape(tensor_arg(call, 0), tensor_arg(call, 1), 0);
+        return scatter_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices at;
-          for (size_t d = 0; d < s.k; ++d) {
-            Indices where = lead;
-            where.push_back(PrimExpr(static_cast<int64_t>(d)));
-            at.push_back(in_bounds(tir::BufferLoad(idx, where), extent[d]));
-          }
+          at_tuple(at, idx, Indices(i.begin(), i.begin() + (s.q - 1)), s, extent);
           at.insert(at.end(), i.begin() + (s.q - 1), i.end());
-          return tir::Stmt(tir::BufferStore(out, combine(reduction, tir::BufferLoad(out, at), tir::BufferLoad(upd, i)), at));
+          return at;
         });
-        return b.finish(tir::SeqStmt({copy, scatter}), sequential());
       });
 }
 
