@@ -71,7 +71,7 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.vector_bits = [](const loom::target::Target&) -> int64_t { return 0; };  // scalar C
   traits.native_intrinsics = loom::target::CSourcePrinter::intrinsics();
   traits.threads_attr = "num-threads";
-  traits.default_pipeline = {"default"};
+  traits.default_pipeline = {"cpu"};
   traits.codegen_needs = {"intrinsics_lowered"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "c",

@@ -81,7 +81,7 @@ LOOM_PLUGIN_INIT(ctx) {
                               "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "bitwise_and", "bitwise_or",
                               "bitwise_xor", "bitwise_not", "shift_left", "shift_right"};
   traits.threads_attr = "num-threads";
-  traits.default_pipeline = {"default"};
+  traits.default_pipeline = {"cpu"};
   traits.codegen_needs = {"intrinsics_lowered"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "llvm",

@@ -46,7 +46,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(pipeline(PassInfo{"O0", "the least that runs: operators lowered, nothing optimised"},
                                        {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline(
-      PassInfo{"default", "graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
+      PassInfo{"cpu", "the CPU pipeline: graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
                           "fusion, lowering, then the loop passes"},
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "MergeComposite",
        "AnnotateTarget", "PartitionGraph", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",

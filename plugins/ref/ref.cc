@@ -68,7 +68,7 @@ LOOM_PLUGIN_INIT(ctx) {
   std::vector<std::string> known = loom::ref::known_intrinsics();
   traits.native_intrinsics = std::set<std::string>(known.begin(), known.end());
   traits.threads_attr = "num-threads";
-  traits.default_pipeline = {"default"};
+  traits.default_pipeline = {"cpu"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "ref",
       {{"num-threads", "int", int64_t{0}, "threads for the VM's host pool; prim functions run serially", 0,

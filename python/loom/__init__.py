@@ -23,3 +23,20 @@ from .ir import parse, IRModule  # noqa: E402,F401
 from .build import build, Config  # noqa: E402,F401
 
 __version__ = "0.1.0"
+
+# Subpackages that import heavy dependencies (NumPy-only importers, ONNX,
+# PyTorch, Dask) load on first attribute access (PEP 562), so
+# `import loom` stays fast and `loom.frontend.onnx.from_onnx` works after
+# it alone.
+_LAZY = ("frontend", "script", "torch", "tune")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -229,7 +229,7 @@ rm -rf "$tmpc0"
 expect_output info-declared 0 "^pass: +FuseOps \(opt 1\), options: max_depth: int \(1 to 256\) = 8$" -- "$LOOMC" plugins info passes
 expect_output info-declared-kind 0 "^target kind: +llvm: mtriple: str" -- "$LOOMC" plugins info llvm
 expect_output info-declared-ops 0 "^operators: +96: " -- "$LOOMC" plugins info ops
-expect_output check-config 0 "host.yaml: ok \(passes: default\)$" -- "$LOOMC" check "$SOURCE_DIR/configs/host.yaml"
+expect_output check-config 0 "host.yaml: ok \(passes: cpu\)$" -- "$LOOMC" check "$SOURCE_DIR/configs/host.yaml"
 tmpc=$(mktemp -d)
 printf 'target: {kind: llvm, mcpuu: x}\n' > "$tmpc/a.yaml"
 expect_output check-config-attr 1 "a.yaml:1:22: target kind 'llvm' has no attribute 'mcpuu'; did you mean 'mcpu'\?" -- \
@@ -239,7 +239,7 @@ expect_output check-config-option 1 "b.yaml:3:38: pass 'FuseOps' has no option '
   "$LOOMC" check "$tmpc/b.yaml"
 [ "$(plugin_inits check "$tmpc/b.yaml")" = 0 ] || fail "loomc check of a bad config loaded plugin code"
 printf 'target: {kind: ref}\npipeline:\n  config: {FuseOps.max_depth: 4}\n' > "$tmpc/c.yaml"
-expect_output check-config-key 0 "c.yaml: ok \(passes: default\)" -- "$LOOMC" check "$tmpc/c.yaml"
+expect_output check-config-key 0 "c.yaml: ok \(passes: cpu\)" -- "$LOOMC" check "$tmpc/c.yaml"
 expect_output build-config-key 0 "^$" -- "$LOOMC" build "$IR/valid/dps_chain.loom" --config "$tmpc/c.yaml" -o "$tmpc/c.so"
 rm -rf "$tmpc"
 

@@ -47,6 +47,20 @@ def test_import_is_fast_and_loads_no_plugin():
     assert all(r[1] == "0" for r in runs)
 
 
+def test_subpackages_load_on_first_use(tmp_path):
+    # `import loom` alone, then an importer by attribute: loaded then, not before.
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    code = ("import sys, loom; lazy = [m for m in ('loom.frontend', 'loom.torch', 'loom.tune', 'loom.script', "
+            "'onnx', 'torch') if m in sys.modules]; f = loom.frontend.onnx.from_onnx; "
+            "print(lazy, 'loom.frontend.onnx' in sys.modules, callable(f), 'frontend' in dir(loom))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "True", "True", "True"], out
+    with pytest.raises(AttributeError, match="module 'loom' has no attribute 'frontnd'"):
+        loom.frontnd
+    with pytest.raises(AttributeError, match="module 'loom.frontend' has no attribute 'onxx'"):
+        loom.frontend.onxx
+
+
 def test_plugins_by_name(tmp_path):
     names = {p.name: p for p in loom.plugins.available()}
     assert {"llvm", "ops", "passes", "hello"} <= set(names)

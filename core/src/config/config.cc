@@ -78,25 +78,7 @@ class Loader {
     parse_target_section(target, config);
     if (YAML::Node pipeline = root["pipeline"]) parse_pipeline(pipeline, config);
     if (!passes_listed_) {
-      // No pipeline.passes: the target's default pipeline (C0 defaults
-      // come from the target kind's traits); with a function placed on a
-      // device target, that device's kind's, which also serves the
-      // functions on the CPU (docs/devices.md).
-      target::TargetKindEntry kind = kind_;
-      if (config.device_placement.defined()) {
-        for (const auto& item : config.device_placement->items) {
-          if (item.second.kind() == AnyKind::kDevice) continue;
-          target::TargetKindEntry placed = target::TargetKindRegistry::get(item.second.cast<target::Target>()->kind);
-          if (placed.traits.device_type != Device::kCPU) kind = placed;
-        }
-      }
-      for (const std::string& name : kind.traits.default_pipeline) {
-        try {
-          config.passes.push_back(PassSpec{pass_info(name).name, Map::empty()});
-        } catch (const Error& e) {
-          fail(target, "the default pipeline of target kind '" + kind.name + "': " + e.what());
-        }
-      }
+      for (const std::string& name : default_pipeline(config, target)) config.passes.push_back(PassSpec{name, Map::empty()});
     }
     if (!validate_only_) reconcile(root, config);
     return config;
@@ -401,6 +383,31 @@ class Loader {
                             << unknown_providers_note();
   }
 
+  // The target's default pipeline (its kind's traits); with a function
+  // placed on a device target, that device's kind's, which also serves
+  // the functions on the CPU (docs/devices.md). What `passes:` absent and
+  // the name `default` in `passes:` both mean.
+  // Errors point at `where`.
+  std::vector<std::string> default_pipeline(const Config& config, const YAML::Node& where) {
+    target::TargetKindEntry kind = kind_;
+    if (config.device_placement.defined()) {
+      for (const auto& item : config.device_placement->items) {
+        if (item.second.kind() == AnyKind::kDevice) continue;
+        target::TargetKindEntry placed = target::TargetKindRegistry::get(item.second.cast<target::Target>()->kind);
+        if (placed.traits.device_type != Device::kCPU) kind = placed;
+      }
+    }
+    std::vector<std::string> names;
+    for (const std::string& name : kind.traits.default_pipeline) {
+      try {
+        names.push_back(pass_info(name).name);
+      } catch (const Error& e) {
+        fail(where, "the default pipeline of target kind '" + kind.name + "': " + e.what());
+      }
+    }
+    return names;
+  }
+
   transform::PassInfo pass_info(const std::string& name) {
     if (!validate_only_) return transform::PassRegistry::get(name).info();
     if (auto declared = transform::PassRegistry::declaration(name)) return declared->info;
@@ -466,6 +473,10 @@ class Loader {
             }
             spec.options = Map(values);
           }
+        } else if (item.IsScalar() && item.Scalar() == "default") {
+          // The target's own default pipeline, as when `passes:` is absent.
+          for (const std::string& name : default_pipeline(config, item)) config.passes.push_back(PassSpec{name, Map::empty()});
+          continue;
         } else {
           spec.name = lookup_pass(item).name;
         }

@@ -5,10 +5,22 @@ share lives here: the converter registry, the one error for unsupported
 operators, and `bind_params`.
 """
 import contextlib
+import importlib
 
 from .. import _core
 from .. import graph as _graph
 from .. import ir as _ir
+
+
+# The importers load on first attribute access (PEP 562): each imports its
+# own framework (ONNX, PyTorch) only when used.
+_IMPORTERS = ("aten", "onnx", "torch", "torchscript")
+
+
+def __getattr__(name):
+    if name in _IMPORTERS:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnsupportedOperatorError(_core.LoomError):

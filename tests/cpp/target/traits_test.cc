@@ -85,13 +85,20 @@ TEST(Traits, AConfigWithoutPassesRunsTheTargetsDefaultPipeline) {
     for (const auto& p : c.passes) out.push_back(p.name);
     return out;
   };
-  EXPECT_EQ(names(config::parse_config("target: {kind: ref}\n", "r.yaml")), std::vector<std::string>{"default"});
+  EXPECT_EQ(names(config::parse_config("target: {kind: ref}\n", "r.yaml")), std::vector<std::string>{"cpu"});
   EXPECT_EQ(names(config::parse_config("target: {kind: llvm}\npipeline: {opt-level: 1}\n", "l.yaml")),
-            std::vector<std::string>{"default"});
+            std::vector<std::string>{"cpu"});
   EXPECT_EQ(names(config::parse_config("target: {kind: ref}\npipeline: {passes: []}\n", "none.yaml")),
             std::vector<std::string>{});
   EXPECT_EQ(names(config::parse_config("target: {kind: cpu}\n", "cpu.yaml")), std::vector<std::string>{});
-  EXPECT_EQ(TargetKindRegistry::get("llvm").traits.default_pipeline, std::vector<std::string>{"default"});
+  EXPECT_EQ(TargetKindRegistry::get("llvm").traits.default_pipeline, std::vector<std::string>{"cpu"});
+  // `default` among the passes is the target's default pipeline, whatever the target.
+  EXPECT_EQ(names(config::parse_config("target: {kind: opencl}\npipeline: {passes: [ConvertLayout, default]}\n", "o.yaml")),
+            (std::vector<std::string>{"ConvertLayout", "device"}));
+  EXPECT_EQ(names(config::parse_config("target: {kind: ref}\npipeline: {passes: [default]}\n", "r.yaml")),
+            std::vector<std::string>{"cpu"});
+  EXPECT_EQ(names(config::parse_config("target: {kind: cpu}\npipeline: {passes: [default]}\n", "c.yaml")),
+            std::vector<std::string>{});
   // And it runs: a model built from a config that names no pass.
   runtime::Module built = driver::build(ir::parse_module(kAdd), config::parse_config("target: {kind: ref}\n", "r.yaml"));
   EXPECT_EQ(built->type_key(), "vm");

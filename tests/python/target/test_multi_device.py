@@ -204,11 +204,14 @@ def test_a_placement_the_build_cannot_honour_is_an_error(tmp_path):
             "give a target instead (for example {kind: opencl})")):
         loom.build(loom.parse(MODEL.read_text()), str(path))
     # A pipeline without PlanDevices would run @head's kernels on the CPU: refused.
-    default = {"target": {"kind": "llvm", "device-placement": {"head": {"kind": "vulkan"}}},
-               "pipeline": {"passes": ["default"]}}
+    cpu = {"target": {"kind": "llvm", "device-placement": {"head": {"kind": "vulkan"}}},
+           "pipeline": {"passes": ["cpu"]}}
     with pytest.raises(loom.LoomError, match="@head is placed on target 'vulkan', but @softmax, which it calls, is built "
                                              "for 'llvm': the pipeline must run PlanDevices"):
-        loom.build(loom.parse(MODEL.read_text()), default)
+        loom.build(loom.parse(MODEL.read_text()), cpu)
+    # `default` names the placed device's pipeline, as no `passes:` does.
+    default = {**cpu, "pipeline": {"passes": ["default"]}}
+    assert kinds_tree(loom.build(loom.parse(MODEL.read_text()), default)) == ("vm", [("llvm", ["vulkan"])])
     # A prim function on a device that nothing split into kernels.
     unsplit = {"target": {"kind": "llvm", "device-placement": {"shift": {"kind": "opencl"}}},
                "pipeline": {"passes": ["LowerIntrinsics"]}}

@@ -58,7 +58,7 @@ TEST(Passes, FoldConstantEvaluatesConstantSubgraphs) {
 }
 
 TEST(Passes, NamedPipelinesAreSelectableFromYaml) {
-  for (const std::string name : {"O0", "default"}) {
+  for (const std::string name : {"O0", "cpu"}) {
     config::Config config = config::parse_config("target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: [" + name + "]\n",
                                                  name + ".yaml");
     ir::IRModule out = config.pipeline()(config.constrain(constant_module()), config.context);
