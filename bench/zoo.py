@@ -18,6 +18,7 @@ variables unset for the peer:
 import math
 import pathlib
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "python" / "zoo"))
 import zoo  # noqa: E402
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 15
-WANTED = [a for a in sys.argv[1:] if not a.isdigit()]
+WANTED = [a for a in sys.argv[1:] if not a.isdigit()]  # model names, or --one NAME (one model, for the parent)
 
 
 def config():
@@ -58,34 +59,51 @@ def rounds(ours, peer, count):
     return mine, theirs
 
 
-def main():
+def measure(name):
+    """Prints the model's line and, last, `RESULT name ratio`."""
     torch.set_num_threads(1)
+    model, x = zoo.make(name)
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            # (A model past protobuf's 2 GiB goes through a file with
+            # external data, as the zoo's test does.)
+            module = zoo.import_onnx(model, x, directory if name in zoo.LARGE else None)
+        library = loom.build(module, config())
+    except Exception as e:  # noqa: BLE001 -- PyTorch's export failing too
+        print(f"{name}: not built: {type(e).__name__}: {str(e).splitlines()[0][:120]}", flush=True)
+        return
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scripted = torch.jit.freeze(torch.jit.trace(model, x, strict=False))
+    xs = x.numpy()
+    main_fn = library["main"]
+    with torch.no_grad(), threadpool_limits(limits=1, user_api="blas"):
+        mine, theirs = rounds(lambda: main_fn(xs), lambda: scripted(x), ROUNDS)
+    ratio = statistics.median(m / t for m, t in zip(mine, theirs))
+    print(f"{name:28s} loom {statistics.median(mine) * 1e3:9.2f} ms  torchscript "
+          f"{statistics.median(theirs) * 1e3:9.2f} ms  ratio {ratio:5.2f}", flush=True)
+    print(f"RESULT {name} {ratio!r}", flush=True)
+
+
+def main():
+    if WANTED[:1] == ["--one"]:
+        return measure(WANTED[1])
     names = WANTED or [n for n in zoo.all_models() if n not in zoo.LARGE]
-    print(f"Loom vs TorchScript at one thread, {ROUNDS} alternating rounds; torch {torch.__version__}")
+    print(f"Loom vs TorchScript at one thread, {ROUNDS} alternating rounds; torch {torch.__version__}", flush=True)
     ratios = {}
     for name in names:
-        model, x = zoo.make(name)
-        try:
-            with tempfile.TemporaryDirectory() as directory:
-                # (A model past protobuf's 2 GiB goes through a file with
-                # external data, as the zoo's test does.)
-                module = zoo.import_onnx(model, x, directory if name in zoo.LARGE else None)
-            library = loom.build(module, config())
-        except Exception as e:  # noqa: BLE001 -- PyTorch's export failing too
-            print(f"{name}: not built: {type(e).__name__}: {str(e).splitlines()[0][:120]}",
-                  flush=True)
-            continue
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            scripted = torch.jit.freeze(torch.jit.trace(model, x, strict=False))
-        xs = x.numpy()
-        main_fn = library["main"]
-        with torch.no_grad(), threadpool_limits(limits=1, user_api="blas"):
-            mine, theirs = rounds(lambda: main_fn(xs), lambda: scripted(x), ROUNDS)
-        ratio = statistics.median(m / t for m, t in zip(mine, theirs))
-        ratios[name] = ratio
-        print(f"{name:28s} loom {statistics.median(mine) * 1e3:9.2f} ms  torchscript "
-              f"{statistics.median(theirs) * 1e3:9.2f} ms  ratio {ratio:5.2f}", flush=True)
+        # Each model in a process of its own: the memory of one model's
+        # build (ViT-L's weights, folded) is not the next one's to find.
+        child = subprocess.run([sys.executable, __file__, str(ROUNDS), "--one", name],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        lines = child.stdout.splitlines()
+        for line in lines:
+            if line.startswith("RESULT "):
+                ratios[name] = float(line.split()[2])
+            else:
+                print(line, flush=True)
+        if child.returncode != 0:
+            print(f"{name}: the measuring process ended with status {child.returncode}", flush=True)
     if ratios:
         geomean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
         worst = sorted(ratios.items(), key=lambda kv: -kv[1])[:3]
