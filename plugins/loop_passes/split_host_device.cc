@@ -29,6 +29,7 @@
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
+#include <loom/transform/property.h>
 #include <loom/ir/text.h>
 #include <loom/object/structural.h>
 
@@ -179,7 +180,7 @@ transform::Pass SplitHostDevice() {
       "SplitHostDevice",
       "for a device target: each outermost thread-bound loop becomes a kernel (a prim function marked "
       "device_kernel) and, in its place, a tir.launch with its grid and block sizes; the rest stays host code",
-      0, {}, {}, {}, {}, {"*"}};
+      0, {}, {}, {}, {transform::property::kKernelsSplit}, {"*"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::set<std::string> names;
     for (const std::string& n : module.names()) names.insert(n);

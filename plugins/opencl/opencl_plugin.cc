@@ -42,7 +42,7 @@ LOOM_PLUGIN_INIT(ctx) {
     return loom::opencl::find_device(target.attr("platform").as_string(), static_cast<int>(target.attr("device").as_int()));
   };
   traits.default_pipeline = {"device"};
-  traits.codegen_needs = {"intrinsics_lowered"};
+  traits.codegen_needs = {"devices_planned", "kernels_split", "intrinsics_lowered"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "opencl",
       {{"platform", "str", std::string(""), "the first platform whose name contains this ('' for any)"},

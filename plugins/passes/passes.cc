@@ -20,10 +20,13 @@
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
                      // FoldConstant's evaluator: the reference interpreter.
-                     LOOM_PLUGIN_REQUIRES("function:ref.run_prim_func"));
+                     LOOM_PLUGIN_REQUIRES("function:ref.run_prim_func")
+                     LOOM_PLUGIN_PROVIDES("property:devices_planned"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
+  // First: PlanDevices' contract names it.
+  loom::passes::register_devices_planned();
   PassRegistry::register_pass(loom::passes::LegalizeOps());
   PassRegistry::register_pass(loom::passes::DeadCodeElimination());
   PassRegistry::register_pass(loom::passes::CanonicalizeBindings());
@@ -51,6 +54,13 @@ LOOM_PLUGIN_INIT(ctx) {
       {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "MergeComposite",
        "AnnotateTarget", "PartitionGraph", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
        "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
+  // What makes a device target's prim functions kernels and host code
+  // (the property kernels_split): the driver runs it when a pipeline left
+  // them whole.
+  PassRegistry::register_pass(pipeline(
+      PassInfo{"device_kernels", "the device's loop passes alone: a thread binding for each nest on a device, the "
+                                 "barriers shared memory needs, and the host/device split"},
+      {"DefaultDeviceSchedule", "ThreadSync", "SplitHostDevice"}));
   // A device target's, and a module's whose functions are placed on
   // several targets (docs/devices.md): the same graph passes, the device
   // plan, then the CPU's loop passes for the functions on a CPU target

@@ -14,6 +14,7 @@
 #include "loom/target/target.h"
 #include "loom/tir/function.h"
 #include "loom/transform/infer_type.h"
+#include "loom/transform/property.h"
 
 namespace loom::passes {
 
@@ -359,11 +360,51 @@ ir::IRModule place_callees(const ir::IRModule& module) {
     });
     changed[caller] = m.mutate(Any(module.lookup(caller)));
   }
+  if (changed.empty()) return module;
   // A rebuilt call has lost its type (a derived field): inferred again.
   if (!renamed.empty()) return transform::InferType()(module.with_functions(changed));
   return module.with_functions(changed);
 }
+
+// PlanDevices' output, and `input` itself where it has nothing to do.
+ir::IRModule plan(const ir::IRModule& input) {
+  ir::IRModule module = place_callees(input);
+  std::map<std::string, Any> planned;
+  for (const std::string& name : module.names()) {
+    const auto* f = module.lookup(name).as<graph::FunctionNode>();
+    if (!f || f->attrs.contains("codegen")) continue;  // a codegen's: not ours
+    Planner planner(module);
+    ir::Expr body = planner.plan(*f);
+    if (planner.changed()) planned[name] = with_body(*f, body);
+  }
+  return planned.empty() ? module : module.with_functions(planned);
+}
+
+// devices_planned: planning would change nothing (every tensor is on the
+// device of the kernels that use it, every callee built for its caller's
+// placement).
+std::optional<std::string> unplanned(const ir::IRModule& module) {
+  std::optional<std::string> problem;
+  ir::IRModule planned = plan(module);
+  if (planned.same_as(module)) return problem;
+  for (const std::string& name : planned.names()) {
+    if (!module.contains(name) || !module.lookup(name).same_as(planned.lookup(name))) {
+      problem = "@" + name + " has values that are not on the device of the kernels that use them";
+      break;
+    }
+  }
+  if (!problem) problem = "the module's values are not on the devices of the kernels that use them";
+  return problem;
+}
 }  // namespace
+
+void register_devices_planned() {
+  transform::PropertyRegistry::register_property(
+      {kDevicesPlanned,
+       "every tensor of a graph function is on the device of the kernels that use it, crossings are device_copy "
+       "calls, and each prim function is built for its caller's placement",
+       "PlanDevices", false, unplanned, ""});
+}
 
 transform::Pass PlanDevices() {
   transform::PassInfo info{"PlanDevices",
@@ -374,20 +415,9 @@ transform::Pass PlanDevices() {
                            {},
                            {},
                            {"types_inferred", "ops_lowered"},
-                           {},
+                           {kDevicesPlanned},
                            {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
-  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext&) {
-    ir::IRModule module = place_callees(input);
-    std::map<std::string, Any> planned;
-    for (const std::string& name : module.names()) {
-      const auto* f = module.lookup(name).as<graph::FunctionNode>();
-      if (!f || f->attrs.contains("codegen")) continue;  // a codegen's: not ours
-      Planner planner(module);
-      ir::Expr body = planner.plan(*f);
-      if (planner.changed()) planned[name] = with_body(*f, body);
-    }
-    return planned.empty() ? module : module.with_functions(planned);
-  });
+  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext&) { return plan(input); });
 }
 
 }  // namespace loom::passes

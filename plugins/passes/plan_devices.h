@@ -8,6 +8,11 @@
 
 namespace loom::passes {
 transform::Pass PlanDevices();
+
+// The property PlanDevices establishes, which device codegens need
+// (registered by the plugin; capability "property:devices_planned").
+inline constexpr const char* kDevicesPlanned = "devices_planned";
+void register_devices_planned();
 }  // namespace loom::passes
 
 #endif  // LOOM_PLUGINS_PASSES_PLAN_DEVICES_H_

@@ -65,7 +65,7 @@ LOOM_PLUGIN_INIT(ctx) {
     return device;
   };
   traits.default_pipeline = {"device"};
-  traits.codegen_needs = {"intrinsics_lowered"};
+  traits.codegen_needs = {"devices_planned", "kernels_split", "intrinsics_lowered"};
   loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
       "vulkan",
       {{"device", "int", int64_t{0}, "the physical device's index, in the Vulkan loader's order", 0, std::nullopt},

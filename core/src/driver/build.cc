@@ -11,6 +11,7 @@
 #include "loom/ir/op.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/device_api.h"
+#include "loom/support/strings.h"
 #include "loom/target/codegen.h"
 #include "loom/target/target.h"
 #include "loom/tir/function.h"
@@ -189,6 +190,25 @@ void check_placement(const ir::IRModule& module) {
   }
 }
 
+// The module the config's pipeline left, completed for what the VM and
+// the codegens of the targets it is built for need (vm_needs(), each
+// target's codegen_needs): a property that does not hold is established by
+// its pass, so a module built after any prefix of a pipeline, or with no
+// pass at all, runs unoptimised.  The passes added are appended to `added`.
+ir::IRModule complete(const ir::IRModule& module, const target::Target& target, const transform::PassContext& context,
+                      std::vector<std::string>& added) {
+  std::vector<std::string> needs = vm_needs();
+  auto add = [&](const target::Target& t) {
+    for (const std::string& name : target::traits_of(t).codegen_needs)
+      if (std::find(needs.begin(), needs.end(), name) == needs.end()) needs.push_back(name);
+  };
+  for (const target::Target& t : targets_used(module, target)) {
+    add(t);
+    if (on_device(t)) add(host_of(module, t));
+  }
+  return transform::establish(module, needs, "the build", context, &added);
+}
+
 runtime::Module link(const ir::IRModule& module, const target::Target& target) {
   check_placement(module);
   check_target_needs(module, target);
@@ -236,6 +256,12 @@ runtime::Module build(const ir::IRModule& module, const config::Config& config) 
     logging = true;
   }
   ir::IRModule lowered = config.pipeline()(config.constrain(module), context);
+  std::vector<std::string> added;
+  lowered = complete(lowered, config.target, context, added);
+  if (logging && !added.empty()) {
+    std::fprintf(stderr, "loom: the build added %s (what the VM and the codegens need that the pipeline left)\n",
+                 join(added, ", ").c_str());
+  }
   auto start = std::chrono::steady_clock::now();
   runtime::Module built = link(lowered, config.target);
   if (logging) {

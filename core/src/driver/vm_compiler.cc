@@ -18,6 +18,7 @@
 #include "loom/target/target.h"
 #include "loom/tir/functor.h"
 #include "loom/tir/stmt.h"
+#include "loom/transform/property.h"
 #include "memory_planner.h"
 
 namespace loom::driver {
@@ -409,6 +410,12 @@ int64_t threads_of(const ir::IRModule& module) {
   return 0;
 }
 }  // namespace
+
+const std::vector<std::string>& vm_needs() {
+  // (Types it infers itself: check_module.)
+  static const std::vector<std::string> needs{transform::property::kOpsLowered};
+  return needs;
+}
 
 runtime::Module vm_compile(const ir::IRModule& input) {
   ir::IRModule module = ir::check_module(input);

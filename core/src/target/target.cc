@@ -326,11 +326,27 @@ std::optional<std::string> unlowered_intrinsic(const ir::IRModule& module) {
   });
 }
 
-const bool intrinsics_property_registered = [] {
+// kernels_split: every prim function built for a device target is a
+// kernel, or host code that launches kernels (SplitHostDevice's output).
+std::optional<std::string> unsplit_device_function(const ir::IRModule& module) {
+  return transform::first_problem<tir::PrimFuncNode>(module, [&](const std::string& name, const tir::PrimFuncNode& f) {
+    std::optional<std::string> problem;
+    if (f.attrs.contains("device_kernel") || f.attrs.contains("device_type")) return problem;
+    if (!on_cpu_target(module, name))
+      problem = "@" + name + " runs on target '" + function_target(module, name)->kind + "' but is not split into kernels";
+    return problem;
+  });
+}
+
+const bool target_properties_registered = [] {
   transform::PropertyRegistry::register_property(
       {transform::property::kIntrinsicsLowered,
        "every intrinsic call in a prim function is one the module's target implements natively, or a primitive",
        "LowerIntrinsics", false, unlowered_intrinsic, ""});
+  transform::PropertyRegistry::register_property(
+      {transform::property::kKernelsSplit,
+       "every prim function on a device target is a kernel or the host code that launches kernels",
+       "device_kernels", false, unsplit_device_function, ""});
   return true;
 }();
 

@@ -77,7 +77,48 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
 
 class Runner {
  public:
-  Runner(const PassContext& context, Tracker& tracker) : context_(context), t_(tracker) {}
+  // `completing`: every property with a check is established when it
+  // fails, not only the auto-established ones, and each pass run for it
+  // is recorded in `ran` (establish()).
+  Runner(const PassContext& context, Tracker& tracker, bool completing = false)
+      : context_(context), t_(tracker), completing_(completing) {}
+
+  // The module with `property` holding, for `needer`.
+  IRModule ensure(const std::string& property, const std::string& needer, const IRModule& module) {
+    if (t_.holding.count(property)) return module;
+    PropertyInfo p = PropertyRegistry::get(property);
+    std::optional<std::string> why;
+    if (p.check) {
+      why = p.check(module);
+      if (!why) {
+        t_.holding.insert(property);
+        return module;
+      }
+    }
+    std::string message = "pass '" + needer + "' needs the property '" + property + "' (" + p.summary +
+                          "), which does not hold here" + (why ? " (" + *why + ")" : "");
+    auto lost = t_.lost_by.find(property);
+    if (lost != t_.lost_by.end()) message += "; pass '" + lost->second + "' changed the module and does not keep it";
+    bool establishing = p.auto_establish || (completing_ && p.check);
+    if (establishing && !context_.is_disabled(p.established_by)) {
+      if (std::find(establishing_.begin(), establishing_.end(), property) != establishing_.end()) {
+        LOOM_THROW(Error) << message << "; establishing it needs it again (" << join(establishing_, " -> ") << ")";
+      }
+      establishing_.push_back(property);
+      IRModule out = run(PassRegistry::get(p.established_by), module);
+      establishing_.pop_back();
+      if (completing_) ran_.push_back(p.established_by);
+      if (!t_.holding.count(property)) {
+        LOOM_THROW(Error) << "pass '" << p.established_by << "' ran to establish '" << property << "' for pass '"
+                          << needer << "', but it does not declare that it establishes it";
+      }
+      return out;
+    }
+    message += "; pass '" + p.established_by + "' establishes it";
+    if (establishing) message += ", but this context disables it";
+    message += ": run " + p.established_by + " before " + needer;
+    throw Error(message);
+  }
 
   // `pass` after its needs are made to hold; the tracker follows.
   IRModule run(const Pass& pass, IRModule module) {
@@ -143,41 +184,6 @@ class Runner {
     return current;
   }
 
-  // The module with `property` holding, for pass `needer`.
-  IRModule ensure(const std::string& property, const std::string& needer, const IRModule& module) {
-    if (t_.holding.count(property)) return module;
-    PropertyInfo p = PropertyRegistry::get(property);
-    std::optional<std::string> why;
-    if (p.check) {
-      why = p.check(module);
-      if (!why) {
-        t_.holding.insert(property);
-        return module;
-      }
-    }
-    std::string message = "pass '" + needer + "' needs the property '" + property + "' (" + p.summary +
-                          "), which does not hold here" + (why ? " (" + *why + ")" : "");
-    auto lost = t_.lost_by.find(property);
-    if (lost != t_.lost_by.end()) message += "; pass '" + lost->second + "' changed the module and does not keep it";
-    if (p.auto_establish && !context_.is_disabled(p.established_by)) {
-      if (std::find(establishing_.begin(), establishing_.end(), property) != establishing_.end()) {
-        LOOM_THROW(Error) << message << "; establishing it needs it again (" << join(establishing_, " -> ") << ")";
-      }
-      establishing_.push_back(property);
-      IRModule out = run(PassRegistry::get(p.established_by), module);
-      establishing_.pop_back();
-      if (!t_.holding.count(property)) {
-        LOOM_THROW(Error) << "pass '" << p.established_by << "' ran to establish '" << property << "' for pass '"
-                          << needer << "', but it does not declare that it establishes it";
-      }
-      return out;
-    }
-    message += "; pass '" + p.established_by + "' establishes it";
-    if (p.auto_establish) message += ", but this context disables it";
-    message += ": run " + p.established_by + " before " + needer;
-    throw Error(message);
-  }
-
   // Every property the tracker claims that has a check must hold.
   void verify(const PassInfo& info, const IRModule& module) {
     for (const std::string& property : t_.holding) {
@@ -193,7 +199,11 @@ class Runner {
 
   const PassContext& context_;
   Tracker& t_;
+  bool completing_;
   std::vector<std::string> establishing_;
+
+ public:
+  std::vector<std::string> ran_;  // completing: the passes run, in order
 };
 }  // namespace
 
@@ -203,6 +213,16 @@ IRModule Pass::operator()(const IRModule& module) const { return (*this)(module,
 IRModule Pass::operator()(const IRModule& module, const PassContext& context) const {
   Tracker tracker;
   return Runner(context, tracker).run(*this, module);
+}
+
+IRModule establish(const IRModule& module, const std::vector<std::string>& properties, const std::string& needer,
+                   const PassContext& context, std::vector<std::string>* ran) {
+  Tracker tracker;
+  Runner runner(context, tracker, /*completing=*/true);
+  IRModule out = module;
+  for (const std::string& property : properties) out = runner.ensure(property, needer, out);
+  if (ran) ran->insert(ran->end(), runner.ran_.begin(), runner.ran_.end());
+  return out;
 }
 
 Pass module_pass(PassInfo info, std::function<IRModule(const IRModule&, const PassContext&)> fn) {

@@ -212,8 +212,12 @@ def test_a_placement_the_build_cannot_honour_is_an_error(tmp_path):
     # `default` names the placed device's pipeline, as no `passes:` does.
     default = {**cpu, "pipeline": {"passes": ["default"]}}
     assert kinds_tree(loom.build(loom.parse(MODEL.read_text()), default)) == ("vm", [("llvm", ["vulkan"])])
-    # A prim function on a device that nothing split into kernels.
+    # A prim function on a device that the pipeline did not split into
+    # kernels: the build splits it (kernels_split), unless told not to.
     unsplit = {"target": {"kind": "llvm", "device-placement": {"shift": {"kind": "opencl"}}},
                "pipeline": {"passes": ["LowerIntrinsics"]}}
-    with pytest.raises(loom.LoomError, match="@shift runs on target 'opencl' but was not split into kernels"):
+    assert kinds_tree(loom.build(loom.parse(KERNELS), unsplit))[1][0][1] == ["opencl"]
+    unsplit["pipeline"]["disabled"] = ["device_kernels"]
+    with pytest.raises(loom.LoomError, match="needs the property 'kernels_split' .*@shift runs on target 'opencl' but is "
+                                             "not split into kernels.*but this context disables it"):
         loom.build(loom.parse(KERNELS), unsplit)

@@ -8,6 +8,9 @@
 #ifndef LOOM_DRIVER_VM_COMPILER_H_
 #define LOOM_DRIVER_VM_COMPILER_H_
 
+#include <string>
+#include <vector>
+
 #include "loom/ir/module.h"
 #include "loom/runtime/module.h"
 
@@ -20,6 +23,10 @@ namespace loom::driver {
 // stored in the executable and applied to the runtime's thread pool when
 // the VM module is created or loaded (LOOM_NUM_THREADS still wins).
 runtime::Module vm_compile(const ir::IRModule& module);
+
+// The IR properties vm_compile needs of the module (operators lowered; it
+// infers types itself); the driver establishes those that do not hold.
+const std::vector<std::string>& vm_needs();
 
 }  // namespace loom::driver
 

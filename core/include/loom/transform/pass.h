@@ -80,8 +80,19 @@ Pass function_pass(PassInfo info, FunctionPassFn fn) {
 // knows to hold (docs/passes.md, "Pass contracts").
 Pass sequential(std::vector<Pass> passes, std::string name = "Sequential");
 
+// `module` with every one of `properties` holding, for `needer` (named in
+// errors): a property whose check fails is established by running the
+// pass that establishes it (after that pass's own needs), whether or not
+// the property is auto-established; a property without a check is taken
+// to hold.  The names of the passes it ran, in order, are appended to
+// `ran`.  The driver completes a module this way for what its codegens and
+// the VM need, so a module built after any prefix of a pipeline runs
+// (docs/passes.md, "Building at any stage").
+IRModule establish(const IRModule& module, const std::vector<std::string>& properties, const std::string& needer,
+                   const PassContext& context, std::vector<std::string>* ran = nullptr);
+
 // A named Sequential whose passes are looked up by name when it runs, so
-// the plugins providing them load only then (the `default` and `O0`
+// the plugins providing them load only then (the `cpu`, `device` and `O0`
 // pipelines).  The summary lists the passes.
 Pass pipeline(PassInfo info, std::vector<std::string> pass_names);
 

@@ -7,7 +7,7 @@
 // naming the pass, the property and the pass that establishes it.
 //
 // The core registers types_inferred, shared_values_bound, ops_lowered,
-// fused, buffers_flat and intrinsics_lowered; plugins register more (a miss requests the
+// fused, buffers_flat, intrinsics_lowered and kernels_split; plugins register more (a miss requests the
 // capability "property:NAME").
 #ifndef LOOM_TRANSFORM_PROPERTY_H_
 #define LOOM_TRANSFORM_PROPERTY_H_
@@ -65,6 +65,7 @@ inline constexpr const char* kOpsLowered = "ops_lowered";
 inline constexpr const char* kFused = "fused";
 inline constexpr const char* kBuffersFlat = "buffers_flat";
 inline constexpr const char* kIntrinsicsLowered = "intrinsics_lowered";
+inline constexpr const char* kKernelsSplit = "kernels_split";
 inline constexpr const char* kSharedValuesBound = "shared_values_bound";
 // In `preserves`: every property.
 inline constexpr const char* kAll = "*";
