@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include <loom/object/traversal.h>
 #include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/tir/util.h>
@@ -43,8 +44,79 @@ struct Slot {
   Buffer buffer;
 };
 
+// The steps of a chain's body (its statements, or the body as one step).
+std::vector<Stmt> steps_of(const Stmt& body) {
+  std::vector<Stmt> steps;
+  if (const auto* q = body.as<SeqStmtNode>()) {
+    for (const Any& x : q->seq) steps.push_back(x.cast<Stmt>());
+  } else {
+    steps.push_back(body);
+  }
+  return steps;
+}
+
+// Where each allocated buffer is used: for every chain of allocations (by
+// its first Allocate node) and each of its buffers (by data variable), the
+// first and last step of the chain's body that uses it. One walk of the
+// whole body, so that nested chains cost their size, not their depth times
+// it (each chain scanning the chains inside it was quadratic).
+class LiveRanges {
+ public:
+  using Ranges = std::unordered_map<const VarNode*, std::pair<int64_t, int64_t>>;
+
+  explicit LiveRanges(const Stmt& body) : v_(/*memoize=*/false) {
+    v_.on<AllocateNode>([this](const AllocateNode* a) { chain(a); });
+    v_.on<VarNode>([this](const VarNode* var) {
+      auto found = owner_.find(var);
+      if (found == owner_.end()) return;
+      Frame* frame = found->second;
+      auto [range, inserted] = frame->ranges.try_emplace(var, frame->step, frame->step);
+      if (!inserted) range->second.second = frame->step;
+    });
+    v_.visit(Any(body));
+  }
+
+  // The ranges of the chain that starts at `head`; a buffer never used has none.
+  const Ranges& of(const AllocateNode* head) const {
+    static const Ranges none;
+    auto found = chains_.find(head);
+    return found == chains_.end() ? none : found->second;
+  }
+
+ private:
+  struct Frame {
+    int64_t step = 0;
+    Ranges ranges;
+  };
+
+  void chain(const AllocateNode* head) {
+    Frame frame;
+    std::vector<const VarNode*> vars;
+    Stmt body = head->body;
+    for (const AllocateNode* a = head; a; a = a->body.as<AllocateNode>()) {
+      for (const Any& extent : a->buffer->shape) v_.visit(extent);  // the enclosing chain's
+      vars.push_back(a->buffer->data.get());
+      body = a->body;
+    }
+    for (const VarNode* var : vars) owner_[var] = &frame;
+    std::vector<Stmt> steps = steps_of(body);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      frame.step = static_cast<int64_t>(k);
+      v_.visit(Any(steps[k]));
+    }
+    for (const VarNode* var : vars) owner_.erase(var);
+    chains_[head] = std::move(frame.ranges);
+  }
+
+  loom::Visitor v_;
+  std::unordered_map<const VarNode*, Frame*> owner_;  // an allocated buffer's data -> its chain
+  std::unordered_map<const AllocateNode*, Ranges> chains_;
+};
+
 class StorageSharer {
  public:
+  explicit StorageSharer(const Stmt& body) : live_ranges_(body) {}
+
   Stmt run(const Stmt& s) {
     return Rewriter().pre_stmt([this](const Stmt& st) -> std::optional<Stmt> {
       if (!st.as<AllocateNode>()) return std::nullopt;
@@ -53,6 +125,8 @@ class StorageSharer {
   }
 
  private:
+  LiveRanges live_ranges_;
+
   // A chain of allocations around one body.
   Stmt share(const Stmt& s) {
     std::vector<Buffer> buffers;
@@ -65,13 +139,7 @@ class StorageSharer {
     }
     Stmt original = body;
     body = run(body);
-    const auto* q = body.as<SeqStmtNode>();
-    std::vector<Stmt> steps;
-    if (q) {
-      for (const Any& x : q->seq) steps.push_back(x.cast<Stmt>());
-    } else {
-      steps.push_back(body);
-    }
+    const LiveRanges::Ranges& ranges = live_ranges_.of(s.as<AllocateNode>());
     // Each flat, constant-size buffer's first and last step; the others keep
     // their own allocation.
     std::vector<Buffer> kept;
@@ -84,15 +152,10 @@ class StorageSharer {
         kept.push_back(b);
         continue;
       }
-      int64_t first = -1, last = -1;
-      for (size_t k = 0; k < steps.size(); ++k) {
-        if (!uses_var(Any(steps[k]), b->data.get())) continue;
-        if (first < 0) first = static_cast<int64_t>(k);
-        last = static_cast<int64_t>(k);
-      }
-      if (first < 0) continue;  // never used: no allocation at all
-      live[b.get()] = {first, last};
-      order.push_back({first, b.get()});
+      auto range = ranges.find(b->data.get());
+      if (range == ranges.end()) continue;  // never used: no allocation at all
+      live[b.get()] = range->second;
+      order.push_back({range->second.first, b.get()});
     }
     std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<Slot> slots;
@@ -147,7 +210,7 @@ transform::Pass StorageRewrite() {
                            0, {}, {},
                            {"buffers_flat"}, {}, {"*"}};
   return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
-    return StorageSharer().run(f.body);
+    return StorageSharer(f.body).run(f.body);
   }, target::on_cpu_target);
 }
 
