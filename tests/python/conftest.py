@@ -2,6 +2,7 @@
 memory with a config: the default pipeline, then the reference interpreter
 or LLVM's machine code) on NumPy inputs, and return its outputs as NumPy
 arrays.  Every test that takes `run` runs once per config of CONFIGS."""
+import importlib
 import os
 import pathlib
 import subprocess
@@ -15,6 +16,23 @@ LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
 # Every Vulkan device the tests open runs under the Khronos validation
 # layers (docs/target-vulkan.md); the vulkan tests fail on any message.
 os.environ.setdefault("LOOM_VULKAN_VALIDATION", "1")
+
+
+def optional_import(name):
+    """The package `name`, or None where it does not import: for a test
+    module whose tests do not all need it (a module-level
+    pytest.importorskip would skip them all); mark those that do with
+    requires(name)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def requires(*packages):
+    """A mark that skips a test where one of `packages` does not import."""
+    missing = [p for p in packages if optional_import(p) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (not importable here)")
 
 
 def run_fresh(script, *args):

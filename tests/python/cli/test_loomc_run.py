@@ -48,7 +48,7 @@ def test_run_errors_name_what_is_wrong(tmp_path):
         (["--input", tmp_path / "x.npy", "--input", tmp_path / "x.npy"], "argument 1 (%b)"),
         (["--input", tmp_path / "f.npy", "--input", tmp_path / "x.npy"], "Fortran-order arrays are not supported"),
         (["--bench", "many"], "--bench takes a non-negative integer, got 'many'"),
-        (["--function", "mian"], "mian"),
+        (["--function", "mian"], "no function 'mian' in the vm module or its imports; did you mean 'main'?"),
     ]
     for extra, message in cases:
         done = loomc("run", tmp_path / "m.loom", "--config", cfg, *extra)

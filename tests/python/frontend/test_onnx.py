@@ -15,11 +15,16 @@ import loom
 from loom import frontend
 from loom.frontend import onnx as lonnx
 
-from conftest import LOOMC, ROOT
+from conftest import LOOMC, ROOT, optional_import, requires
 from model_util import randomize_batch_norms
 
-onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+# Each test says what it needs: the converter registry's own tests need
+# neither ONNX nor PyTorch, the whole models need both.
+onnx = optional_import("onnx")
+torch = optional_import("torch")
+torchvision = optional_import("torchvision")
+if onnx:
+    from onnx import TensorProto, helper, numpy_helper
 
 HOST = str(ROOT / "configs" / "host.yaml")
 rng = np.random.default_rng(0)
@@ -62,6 +67,7 @@ def conv_ref(x, w, stride, pads, groups=1):
     return out
 
 
+@requires("onnx")
 def test_conv_with_bias_padding_stride_and_groups():
     x, w, b = f32(2, 4, 9, 9), f32(6, 2, 3, 3), f32(6)
     node = helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 0, 1, 2], group=2, name="c")
@@ -70,6 +76,7 @@ def test_conv_with_bias_padding_stride_and_groups():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@requires("onnx")
 def test_same_upper_padding_is_resolved_on_the_shape():
     x, w = f32(1, 3, 7, 7), f32(4, 3, 3, 3)
     node = helper.make_node("Conv", ["x", "w"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")
@@ -82,6 +89,7 @@ def test_same_upper_padding_is_resolved_on_the_shape():
     ("Relu", lambda x: np.maximum(x, 0)), ("Sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("Tanh", np.tanh),
     ("Abs", np.abs), ("Neg", np.negative), ("Exp", np.exp),
 ])
+@requires("onnx")
 def test_unary(op_type, fn):
     x = f32(3, 5)
     got = run(model([helper.make_node(op_type, ["x"], ["y"])], [("x", x.shape)], [("y", x.shape)]), x)
@@ -91,12 +99,14 @@ def test_unary(op_type, fn):
 @pytest.mark.parametrize("op_type, fn", [
     ("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide),
 ])
+@requires("onnx")
 def test_binary_with_a_broadcast_constant(op_type, fn):
     x, c = f32(2, 3, 4), (f32(4) + 3).astype(np.float32)
     m = model([helper.make_node(op_type, ["x", "c"], ["y"])], [("x", x.shape)], [("y", None)], [("c", c)])
     np.testing.assert_allclose(run(m, x), fn(x, c), rtol=1e-6)
 
 
+@requires("onnx")
 def test_gemm_with_alpha_beta_and_both_transposes():
     a, b, c = f32(5, 3), f32(4, 5), f32(4)
     node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0, transA=1, transB=1)
@@ -104,6 +114,7 @@ def test_gemm_with_alpha_beta_and_both_transposes():
     np.testing.assert_allclose(got, 0.5 * a.T @ b.T + 2.0 * c, rtol=1e-5, atol=1e-5)
 
 
+@requires("onnx")
 def test_pools_softmax_and_reductions():
     x = f32(2, 3, 8, 8)
     nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -123,6 +134,7 @@ def test_pools_softmax_and_reductions():
     np.testing.assert_allclose(got, s.mean(axis=1, keepdims=True), rtol=1e-5)
 
 
+@requires("onnx")
 def test_shape_arithmetic_folds_to_a_constant_reshape():
     # Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as torch.onnx.export writes a view.
     x = f32(2, 3, 4)
@@ -144,6 +156,7 @@ def test_shape_arithmetic_folds_to_a_constant_reshape():
     np.testing.assert_allclose(loom.build(mod, HOST)["main"](x).numpy(), x.reshape(2, -1))
 
 
+@requires("onnx")
 def test_unsupported_operators_are_one_error_listing_each_type_count_and_first_node():
     nodes = [helper.make_node("NonZero", ["x"], ["h1"], name="nonzero_1"),
              helper.make_node("Relu", ["x"], ["r1"], name="ok"),
@@ -183,6 +196,7 @@ def shape_chain(n_name="n"):
     return model(nodes, [("x", (n_name, 6))], [("y", None)])
 
 
+@requires("onnx")
 def test_shape_arithmetic_of_a_dynamic_batch_stays_symbolic():
     mod = lonnx.from_onnx(shape_chain())
     assert str(loom.ir.infer_type(mod.functions["main"].body)) == "Tensor[(%n * 2, 3), float32]"
@@ -192,6 +206,7 @@ def test_shape_arithmetic_of_a_dynamic_batch_stays_symbolic():
         np.testing.assert_array_equal(lib["main"](x).numpy(), np.maximum(x.reshape(-1, 3), 0))
 
 
+@requires("onnx")
 def test_a_symbolic_shape_used_as_a_tensor_is_refused():
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT,
                                                                         name="to_float")]
@@ -204,6 +219,7 @@ def test_a_symbolic_shape_used_as_a_tensor_is_refused():
         lonnx.from_onnx(model(nodes, [("x", ("n", 6))], [("e", None)]))
 
 
+@requires("onnx")
 def test_loomc_import_writes_the_text_and_its_weights(tmp_path):
     x, w, b = f32(2, 8, 10, 10), f32(16, 8, 3, 3), f32(16)
     m = model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
@@ -230,6 +246,7 @@ def test_loomc_import_writes_the_text_and_its_weights(tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-4, atol=1e-4)
 
 
+@requires("onnx")
 def test_loomc_import_errors(tmp_path):
     m = model([helper.make_node("Unique", ["x"], ["h"], name="unique_1")], [("x", (1, 2, 3))], [("h", None)])
     onnx.save(m, str(tmp_path / "unique.onnx"))
@@ -254,6 +271,7 @@ def test_loomc_import_errors(tmp_path):
     assert done.returncode == 2 and "required: -o/--output" in done.stderr, done.stderr
 
 
+@requires("onnx")
 def test_unsupported_attribute_names_the_node():
     x = f32(1, 1, 4, 4)
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1, name="pool1")
@@ -264,6 +282,7 @@ def test_unsupported_attribute_names_the_node():
         lonnx.from_onnx(model([node], [("x", x.shape)], [("y", None), ("where", None)]))
 
 
+@requires("onnx")
 def test_unknown_element_type_is_named():
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, (2,))],
@@ -273,6 +292,7 @@ def test_unknown_element_type_is_named():
         lonnx.from_onnx(m)
 
 
+@requires("onnx")
 def test_weights_as_parameters_and_bind_params():
     x, w = f32(2, 3), f32(3, 4)
     m = model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", x.shape)], [("y", None)], [("w", w)])
@@ -288,6 +308,7 @@ def test_weights_as_parameters_and_bind_params():
 
 
 @pytest.mark.parametrize("params", ["constants", "inputs"])
+@requires("onnx")
 def test_conv_bias_relu_is_one_kernel_whether_weights_are_constants_or_parameters(params):
     x, w, b = f32(1, 3, 8, 8), f32(4, 3, 3, 3), f32(4)
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
@@ -311,6 +332,7 @@ def test_conv_bias_relu_is_one_kernel_whether_weights_are_constants_or_parameter
     np.testing.assert_allclose(lib["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
+@requires("onnx")
 def test_printing_an_imported_model_elides_its_weights():
     x, w, b = f32(1, 3, 8, 8), f32(16, 3, 3, 3), f32(16)
     m = model([helper.make_node("Conv", ["x", "w", "b"], ["y"])], [("x", x.shape)], [("y", None)],
@@ -338,9 +360,6 @@ def test_the_docs_table_is_the_registry():
 
 # ------------------------------------------------------------ whole models
 
-torch = pytest.importorskip("torch")
-torchvision = pytest.importorskip("torchvision")
-
 
 def exported(module, x, opset, **kwargs):
     f = io.BytesIO()
@@ -349,7 +368,6 @@ def exported(module, x, opset, **kwargs):
 
 
 def models():
-    torch.manual_seed(0)
     yield "resnet18", lambda: randomize_batch_norms(torchvision.models.resnet18()), (1, 3, 224, 224)
     yield "mobilenet_v2", lambda: randomize_batch_norms(torchvision.models.mobilenet_v2()), (1, 3, 224, 224)
     yield "transformer", lambda: torch.nn.TransformerEncoder(
@@ -358,6 +376,7 @@ def models():
 
 @pytest.mark.parametrize("name, make, shape", list(models()), ids=[m[0] for m in models()])
 @pytest.mark.parametrize("opset", [13, 17])
+@requires("onnx", "torch", "torchvision")
 def test_models_agree_with_pytorch(name, make, shape, opset):
     torch.manual_seed(0)
     module = make().eval()
@@ -372,6 +391,7 @@ def test_models_agree_with_pytorch(name, make, shape, opset):
 
 
 @pytest.mark.parametrize("opset", [13, 17])
+@requires("onnx", "torch", "torchvision")
 def test_a_transformer_with_a_dynamic_batch(opset):
     # Its attention reshapes (seq, batch, d) to (seq, batch * heads, d / heads):
     # the shape arithmetic stays symbolic and the reshape takes it as -1.
@@ -390,6 +410,7 @@ def test_a_transformer_with_a_dynamic_batch(opset):
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
 
+@requires("onnx", "torch", "torchvision")
 def test_a_dynamic_sequence_too_is_refused_at_the_reshape():
     module = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 1).eval()
     m = exported(module, torch.randn(2, 16, 32), 13, input_names=["input"],
@@ -399,6 +420,7 @@ def test_a_dynamic_sequence_too_is_refused_at_the_reshape():
         lonnx.from_onnx(m)
 
 
+@requires("onnx", "torch", "torchvision")
 def test_a_dynamic_batch_stays_symbolic():
     torch.manual_seed(0)
     module = randomize_batch_norms(torchvision.models.resnet18()).eval()
@@ -415,6 +437,7 @@ def test_a_dynamic_batch_stays_symbolic():
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
 
+@requires("onnx")
 def test_a_model_as_bytes_a_file_object_or_a_path(tmp_path):
     x = f32(2, 3)
     m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", x.shape)], [("y", None)])
@@ -428,6 +451,7 @@ def test_a_model_as_bytes_a_file_object_or_a_path(tmp_path):
         lonnx.from_onnx(3)
 
 
+@requires("onnx")
 def test_inputs_that_decide_shapes_are_named_and_taken_as_constants():
     data, shape = f32(2, 6), np.array([3, 4], np.int64)
     nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")]
@@ -454,6 +478,7 @@ def run_model(mod, *arrays):
     return loom.build(mod, HOST)["main"](*arrays).numpy()
 
 
+@requires("onnx")
 def test_loomc_import_loads_user_converters(tmp_path):
     m = model([helper.make_node("MyScale", ["x"], ["y"], name="scale", domain="", factor=3.0)],
               [("x", (2, 3))], [("y", None)])

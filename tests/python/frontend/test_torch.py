@@ -7,11 +7,11 @@ import pytest
 import loom
 from loom import frontend
 
-from conftest import ROOT
+from conftest import ROOT, optional_import, requires
 from model_util import randomize_batch_norms
 
-torch = pytest.importorskip("torch")
-torchvision = pytest.importorskip("torchvision")
+torch = pytest.importorskip("torch")  # every test: loom.frontend.torch imports it
+torchvision = optional_import("torchvision")
 from loom.frontend import torch as ltorch  # noqa: E402
 
 HOST = str(ROOT / "configs" / "host.yaml")
@@ -28,6 +28,7 @@ def check(module, x, **kwargs):
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@requires("torchvision")
 def test_torchvision_models_agree_with_pytorch(name):
     torch.manual_seed(0)
     check(randomize_batch_norms(getattr(torchvision.models, name)()), torch.randn(1, 3, 224, 224))

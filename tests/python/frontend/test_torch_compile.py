@@ -10,17 +10,18 @@ import pytest
 
 import loom
 
-from conftest import ROOT, run_fresh
+from conftest import ROOT, optional_import, requires, run_fresh
 from model_util import randomize_batch_norms
 
-torch = pytest.importorskip("torch")
-torchvision = pytest.importorskip("torchvision")
+torch = pytest.importorskip("torch")  # every test: the modules below are PyTorch's
+torchvision = optional_import("torchvision")
 import loom.torch as ltorch  # noqa: E402
 
 HOST = str(ROOT / "configs" / "host.yaml")
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@requires("torchvision")
 def test_torchvision_models_called_from_pytorch(name):
     torch.manual_seed(0)
     model = randomize_batch_norms(getattr(torchvision.models, name)()).eval()
@@ -245,6 +246,7 @@ def test_tensors_of_every_dtype_cross_both_ways_and_complex_is_refused():
         ltorch.compile(Twice().eval(), [torch.randn(3, 4, dtype=torch.complex64)])
 
 
+@requires("torchvision")
 def test_a_module_in_training_mode_warns_and_eval_switches_it_for_the_import_only():
     torch.manual_seed(0)
     model = randomize_batch_norms(torchvision.models.resnet18())

@@ -13,10 +13,10 @@ import pytest
 
 import loom
 
-from conftest import LOOMC, ROOT
+from conftest import LOOMC, ROOT, optional_import, requires
 
-torch = pytest.importorskip("torch")
-torchvision = pytest.importorskip("torchvision")
+torch = pytest.importorskip("torch")  # every test: the modules below are PyTorch's
+torchvision = optional_import("torchvision")
 from loom.frontend.torch import from_torchscript  # noqa: E402
 
 HOST = str(ROOT / "configs" / "host.yaml")
@@ -84,6 +84,7 @@ def test_the_compiled_part_is_fused(mixed):
     assert "torchscript_0" in names
 
 
+@requires("torchvision")
 def test_a_traced_module_and_resnet18_need_no_torchscript():
     torch.manual_seed(0)
     traced = torch.jit.trace(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(2, 8))

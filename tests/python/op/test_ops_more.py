@@ -11,7 +11,9 @@ import pytest
 import loom
 from loom import graph, ir, op
 
-from conftest import ROOT
+from conftest import ROOT, optional_import, requires
+
+torch = optional_import("torch")  # for the two tests that compare with PyTorch
 
 CONFIGS = [str(ROOT / "configs" / "host.yaml"), str(ROOT / "configs" / "ref.yaml")]
 
@@ -158,9 +160,7 @@ def test_padding_modes_and_negative_steps(compute):
                                   x[-1:-10:-2, 4:0:-1])
 
 
-torch = pytest.importorskip("torch")
-
-
+@requires("torch")
 def test_transposed_convolution_and_pools_against_pytorch(compute):
     F = torch.nn.functional
     x = f32(2, 4, 7, 6)
@@ -189,6 +189,7 @@ def test_transposed_convolution_and_pools_against_pytorch(compute):
                                                   ("linear", "half_pixel", False),
                                                   ("linear", "align_corners", True),
                                                   ("cubic", "half_pixel", False)])
+@requires("torch")
 def test_resize_against_pytorch_interpolate(compute, mode, transform, align):
     x = f32(1, 2, 5, 7)
     sizes = [1, 2, 9, 4]

@@ -13,10 +13,14 @@ BROADCAST = [((7,), (7,)), ((3, 4), (4,)), ((3, 1), (1, 5)), ((2, 3, 5), (3, 1))
 erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def close(got, want, rtol=2e-6, atol=1e-6):
+def close(got, want, dtype, rtol=2e-6, atol=1e-6):
+    """Asserts that `got` has `want`'s shape and values and the dtype
+    `dtype`: the one the operator must return, derived from its inputs'
+    dtypes (the NumPy reference is often float64 for accuracy, so its dtype
+    says nothing about the operator's)."""
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype or want.dtype == np.float64, (got.dtype, want.dtype)
+    assert got.dtype == np.dtype(dtype), (got.dtype, np.dtype(dtype))
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
 
 
@@ -45,7 +49,7 @@ def test_unary(run, rng, op):
     ref, lo, hi = UNARY[op]
     for shape in SHAPES:
         x = uniform(rng, shape, lo, hi)
-        close(run(f"{op}(%a0)", x), ref(x.astype(np.float64)))
+        close(run(f"{op}(%a0)", x), ref(x.astype(np.float64)), x.dtype)
 
 
 BINARY = {
@@ -64,7 +68,7 @@ def test_binary_broadcasting(run, rng, op):
     ref, lo, hi = BINARY[op]
     for sa, sb in BROADCAST:
         a, b = uniform(rng, sa, lo, hi), uniform(rng, sb, lo, hi)
-        close(run(f"{op}(%a0, %a1)", a, b), ref(a.astype(np.float64), b.astype(np.float64)))
+        close(run(f"{op}(%a0, %a1)", a, b), ref(a.astype(np.float64), b.astype(np.float64)), np.result_type(a, b))
 
 
 @pytest.mark.parametrize("op,ref", [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
@@ -82,12 +86,13 @@ def test_comparisons(run, rng, op, ref):
 def test_where_clip_cast(run, rng):
     c = rng.random((3, 1)) > 0.5
     x, y = uniform(rng, (3, 4)), uniform(rng, (4,))
-    close(run("where(%a0, %a1, %a2)", c, x, y), np.where(c, x, y))
+    close(run("where(%a0, %a1, %a2)", c, x, y), np.where(c, x, y), np.result_type(x, y))
     x = uniform(rng, (2, 7), -9, 9)
-    close(run("clip(%a0, a_min=-2.5, a_max=4.0)", x), np.clip(x, -2.5, 4.0))
+    close(run("clip(%a0, a_min=-2.5, a_max=4.0)", x), np.clip(x, -2.5, 4.0), x.dtype)
     got = run('cast(%a0, dtype=int32)', x)
+    assert got.dtype == np.int32, got.dtype
     np.testing.assert_array_equal(got, x.astype(np.int32))
-    close(run('cast(%a0, dtype=float64)', x), x.astype(np.float64), rtol=0, atol=0)
+    close(run('cast(%a0, dtype=float64)', x), x.astype(np.float64), np.float64, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("op,ref", [("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min)])
@@ -96,7 +101,7 @@ def test_reductions(run, rng, op, ref):
     for axis, keep in [([], False), ([1], False), ([0, 2], True), ([-1], True)]:
         attrs = f"axis={axis}" + (", keepdims=true" if keep else "")
         want = ref(x.astype(np.float64), axis=tuple(axis) if axis else None, keepdims=keep)
-        close(run(f"{op}(%a0, {attrs})", x), np.asarray(want), rtol=1e-5)
+        close(run(f"{op}(%a0, {attrs})", x), np.asarray(want), x.dtype, rtol=1e-5)
 
 
 def test_matmul_and_dense(run, rng):
@@ -105,32 +110,33 @@ def test_matmul_and_dense(run, rng):
         a, b = uniform(rng, sa), uniform(rng, sb)
         want = np.matmul(np.swapaxes(a, -1, -2) if ta else a, np.swapaxes(b, -1, -2) if tb else b)
         got = run(f"matmul(%a0, %a1, transpose_a={str(ta).lower()}, transpose_b={str(tb).lower()})", a, b)
-        close(got, want.astype(np.float64), rtol=1e-5, atol=1e-5)
+        close(got, want.astype(np.float64), np.result_type(a, b), rtol=1e-5, atol=1e-5)
     x, w = uniform(rng, (3, 7)), uniform(rng, (5, 7))
-    close(run("dense(%a0, %a1)", x, w), (x.astype(np.float64) @ w.T.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    close(run("dense(%a0, %a1)", x, w), (x.astype(np.float64) @ w.T.astype(np.float64)), np.result_type(x, w),
+          rtol=1e-5, atol=1e-5)
 
 
 def test_shape_operators(run, rng):
     x = uniform(rng, (2, 3, 4))
-    close(run("reshape(%a0, shape=[4, -1])", x), x.reshape(4, -1), rtol=0, atol=0)
-    close(run("flatten(%a0)", x), x.reshape(2, -1), rtol=0, atol=0)
-    close(run("transpose(%a0, axes=[2, 0, 1])", x), x.transpose(2, 0, 1), rtol=0, atol=0)
-    close(run("transpose(%a0)", x), x.transpose(), rtol=0, atol=0)
-    close(run("expand_dims(%a0, axis=1)", x), np.expand_dims(x, 1), rtol=0, atol=0)
+    close(run("reshape(%a0, shape=[4, -1])", x), x.reshape(4, -1), x.dtype, rtol=0, atol=0)
+    close(run("flatten(%a0)", x), x.reshape(2, -1), x.dtype, rtol=0, atol=0)
+    close(run("transpose(%a0, axes=[2, 0, 1])", x), x.transpose(2, 0, 1), x.dtype, rtol=0, atol=0)
+    close(run("transpose(%a0)", x), x.transpose(), x.dtype, rtol=0, atol=0)
+    close(run("expand_dims(%a0, axis=1)", x), np.expand_dims(x, 1), x.dtype, rtol=0, atol=0)
     y = uniform(rng, (1, 3, 1, 5))
-    close(run("squeeze(%a0)", y), np.squeeze(y), rtol=0, atol=0)
-    close(run("squeeze(%a0, axis=[2])", y), np.squeeze(y, axis=2), rtol=0, atol=0)
+    close(run("squeeze(%a0)", y), np.squeeze(y), y.dtype, rtol=0, atol=0)
+    close(run("squeeze(%a0, axis=[2])", y), np.squeeze(y, axis=2), y.dtype, rtol=0, atol=0)
     z = uniform(rng, (3, 1))
-    close(run("broadcast_to(%a0, shape=[2, 3, 4])", z), np.broadcast_to(z, (2, 3, 4)), rtol=0, atol=0)
+    close(run("broadcast_to(%a0, shape=[2, 3, 4])", z), np.broadcast_to(z, (2, 3, 4)), z.dtype, rtol=0, atol=0)
     a, b = uniform(rng, (2, 3)), uniform(rng, (2, 5))
-    close(run("concat(%a0, %a1, axis=1)", a, b), np.concatenate([a, b], axis=1), rtol=0, atol=0)
+    close(run("concat(%a0, %a1, axis=1)", a, b), np.concatenate([a, b], axis=1), np.result_type(a, b), rtol=0, atol=0)
     parts = run("split(%a0, indices_or_sections=[1, 3], axis=2)", x, outputs=3)
     for got, want in zip(parts, np.split(x, [1, 3], axis=2)):
-        close(got, want, rtol=0, atol=0)
+        close(got, want, x.dtype, rtol=0, atol=0)
     s = uniform(rng, (7, 9))
-    close(run("slice(%a0, begin=[1, -7], end=[6, 9], strides=[2, 3])", s), s[1:6:2, -7:9:3], rtol=0, atol=0)
+    close(run("slice(%a0, begin=[1, -7], end=[6, 9], strides=[2, 3])", s), s[1:6:2, -7:9:3], s.dtype, rtol=0, atol=0)
     close(run("pad(%a0, pad_width=[1, 0, 2, 3], pad_value=0.5)", a),
-          np.pad(a, ((1, 0), (2, 3)), constant_values=0.5), rtol=0, atol=0)
+          np.pad(a, ((1, 0), (2, 3)), constant_values=0.5), a.dtype, rtol=0, atol=0)
 
 
 def test_normalisations(run, rng):
@@ -138,17 +144,18 @@ def test_normalisations(run, rng):
     xf = x.astype(F32)
     for axis in (-1, 1):
         e = np.exp(x - x.max(axis=axis, keepdims=True))
-        close(run(f"softmax(%a0, axis={axis})", xf), e / e.sum(axis=axis, keepdims=True), rtol=1e-5)
-        close(run(f"log_softmax(%a0, axis={axis})", xf), np.log(e / e.sum(axis=axis, keepdims=True)), rtol=1e-5, atol=1e-5)
+        close(run(f"softmax(%a0, axis={axis})", xf), e / e.sum(axis=axis, keepdims=True), xf.dtype, rtol=1e-5)
+        close(run(f"log_softmax(%a0, axis={axis})", xf), np.log(e / e.sum(axis=axis, keepdims=True)), xf.dtype,
+              rtol=1e-5, atol=1e-5)
     g, b = uniform(rng, (7,), 0.5, 2), uniform(rng, (7,))
     xd = xf.astype(np.float64)
     mean, var = xd.mean(-1, keepdims=True), xd.var(-1, keepdims=True)
     close(run("layer_norm(%a0, %a1, %a2, epsilon=0.001)", xf, g, b), (xd - mean) / np.sqrt(var + 1e-3) * g + b,
-          rtol=1e-5, atol=1e-5)
+          np.result_type(xf, g, b), rtol=1e-5, atol=1e-5)
     p = [uniform(rng, (5,)) for _ in range(3)] + [uniform(rng, (5,), 0.1, 2)]
     shape = (1, 5, 1)
     want = (xd - p[2].reshape(shape)) / np.sqrt(p[3].reshape(shape) + 1e-5) * p[0].reshape(shape) + p[1].reshape(shape)
-    close(run("batch_norm(%a0, %a1, %a2, %a3, %a4)", xf, *p), want, rtol=1e-5, atol=1e-5)
+    close(run("batch_norm(%a0, %a1, %a2, %a3, %a4)", xf, *p), want, np.result_type(xf, *p), rtol=1e-5, atol=1e-5)
 
 
 def conv2d_ref(x, w, stride, padding, dilation, groups):
@@ -181,7 +188,7 @@ def test_conv2d(run, rng):
                                ((2, 8, 9, 21), (16, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)]:
         x, w = uniform(rng, xs, -2, 2), uniform(rng, ws, -2, 2)
         call = f"conv2d(%a0, %a1, strides={list(s)}, padding={list(p)}, dilation={list(d)}, groups={g})"
-        close(run(call, x, w), conv2d_ref(x, w, s, p, d, g), rtol=1e-5, atol=1e-5)
+        close(run(call, x, w), conv2d_ref(x, w, s, p, d, g), np.result_type(x, w), rtol=1e-5, atol=1e-5)
 
 
 def test_pooling(run, rng):
@@ -189,9 +196,10 @@ def test_pooling(run, rng):
     xd = x.astype(np.float64)
     xp = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
     windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 2), axis=(2, 3))[:, :, ::2, ::2]
-    close(run("max_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])", x), np.nanmax(windows, axis=(-2, -1)))
+    close(run("max_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])", x),
+          np.nanmax(windows, axis=(-2, -1)), x.dtype)
     close(run("avg_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])", x),
-          np.nanmean(windows, axis=(-2, -1)), rtol=1e-5)
+          np.nanmean(windows, axis=(-2, -1)), x.dtype, rtol=1e-5)
     close(run("avg_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], count_include_pad=true)", x),
-          np.nansum(windows, axis=(-2, -1)) / 6, rtol=1e-5)
-    close(run("global_avg_pool2d(%a0)", x), xd.mean(axis=(2, 3), keepdims=True), rtol=1e-5)
+          np.nansum(windows, axis=(-2, -1)) / 6, x.dtype, rtol=1e-5)
+    close(run("global_avg_pool2d(%a0)", x), xd.mean(axis=(2, 3), keepdims=True), x.dtype, rtol=1e-5)

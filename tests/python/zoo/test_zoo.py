@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-pytest.importorskip("torchvision")
-pytest.importorskip("onnx")
+pytest.importorskip("torchvision")  # every test: the zoo is torchvision's
 
+from conftest import requires  # noqa: E402
 import zoo  # noqa: E402
 
 SAMPLE = ["squeezenet1_1", "mobilenet_v3_small", "shufflenet_v2_x0_5", "mnasnet0_5", "regnet_x_400mf",
@@ -25,7 +25,7 @@ def test_the_sample_is_in_the_zoo():
     assert len(zoo.classification()) >= 80
 
 
-@pytest.mark.parametrize("importer", ["onnx", "fx"])
+@pytest.mark.parametrize("importer", [pytest.param("onnx", marks=requires("onnx")), "fx"])
 @pytest.mark.parametrize("name", MODELS)
 def test_model_agrees_with_pytorch(name, importer):
     error = zoo.check(name, importer)
