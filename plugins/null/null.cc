@@ -1,6 +1,7 @@
 // The null plugin: the smallest plugin that provides a target.  Its target
 // kind "null_target" generates nothing; it exists so that discovery, lazy loading by
-// capability, target validation and the C0/C1 rules are exercised without a
+// capability, target validation and the C0/C1 rules (a pipeline option, C0,
+// that contradicts a target constraint, C1) are exercised without a
 // real backend (the kind is not called "null": YAML reads that as no value).
 // It has no vector unit, so 'tir.vectorize: true' against it
 // is overridden with a warning; its tag null_wide has one.

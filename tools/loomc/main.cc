@@ -1,5 +1,7 @@
-// loomc: Loom's command line.  This first version manages plugins and calls
-// registered functions; later issues add check, fmt, build and run.
+// loomc: Loom's command line.  It manages, checks and tests plugins, lists
+// what is registered (functions, passes, targets, operators), and checks,
+// formats, optimizes, builds, imports, tunes, runs and inspects modules and
+// libraries; kMainHelp below lists every command.
 //
 // Exit status: 0 success, 1 an error (message on stderr), 2 a usage error.
 #include <cerrno>

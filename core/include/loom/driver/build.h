@@ -1,4 +1,4 @@
-// The compile flow of DESIGN.md in one call (docs/runtime.md, "Building"):
+// The whole compile flow in one call (docs/runtime.md, "Building"):
 // store the target (C1) in the module, run the pipeline under its
 // PassContext (C0), build the prim functions with the codegen of the
 // target's kind and the extern functions with their kind's builder (or the

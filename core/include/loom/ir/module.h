@@ -1,5 +1,5 @@
-// IRModule: global names to functions of any variant, plus module
-// attributes (the C1 constraints) and global infos (see docs/ir.md).
+// IRModule: global names to functions of any variant, module attributes (the C1
+// constraints: what must hold on the platform) and global infos (see docs/ir.md).
 #ifndef LOOM_IR_MODULE_H_
 #define LOOM_IR_MODULE_H_
 

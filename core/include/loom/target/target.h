@@ -1,8 +1,8 @@
 // Targets (docs/configuration.md): a target kind is registered with a typed
 // attribute schema (loom/object/schema.h) and an optional validation hook;
 // a Target is a kind plus attributes, validated when it is created, and is
-// a C1 constraint: it is stored in the module's attributes ("target",
-// "host", "device_placement") where every later pass can read it.
+// a C1 constraint (what must hold on the platform): it is stored in the module's
+// attributes ("target", "host", "device_placement") where every later pass reads it.
 //
 // The core registers the kind "cpu" (the machine it runs on); plugins add
 // theirs (a miss requests the capability "target:KIND").  Tags are named
