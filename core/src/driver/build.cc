@@ -180,13 +180,11 @@ void check_placement(const ir::IRModule& module) {
       });
       v.visit(Any(f));
     }
-    if (!f.as<tir::PrimFuncNode>() || f->attrs.contains("device_kernel") || f->attrs.contains("device_type")) continue;
-    target::Target t = target::function_target(module, name);
-    if (t.defined() && on_device(t)) {
-      LOOM_THROW(Error) << "build: @" << name << " runs on target '" << t->kind << "' but was not split into kernels "
-                        << "and the host code that launches them: the pipeline must run DefaultDeviceSchedule (or "
-                        << "bind its loops) and SplitHostDevice (the 'device' pipeline does)";
-    }
+  }
+  // kernels_split, whatever the device kind's codegen declares it needs.
+  if (std::optional<std::string> why = transform::PropertyRegistry::get(transform::property::kKernelsSplit).check(module)) {
+    LOOM_THROW(Error) << "build: " << *why << " and the host code that launches them: the pipeline must run "
+                      << "DefaultDeviceSchedule (or bind its loops) and SplitHostDevice (the 'device' pipeline does)";
   }
 }
 
