@@ -79,7 +79,7 @@ class Runner {
  public:
   // `completing`: every property with a check is established when it
   // fails, not only the auto-established ones, and each pass run for it
-  // is recorded in `ran` (establish()).
+  // is recorded in ran() (establish()).
   Runner(const PassContext& context, Tracker& tracker, bool completing = false)
       : context_(context), t_(tracker), completing_(completing) {}
 
@@ -201,9 +201,10 @@ class Runner {
   Tracker& t_;
   bool completing_;
   std::vector<std::string> establishing_;
+  std::vector<std::string> ran_;  // completing: the passes run, in order
 
  public:
-  std::vector<std::string> ran_;  // completing: the passes run, in order
+  const std::vector<std::string>& ran() const { return ran_; }
 };
 }  // namespace
 
@@ -221,7 +222,7 @@ IRModule establish(const IRModule& module, const std::vector<std::string>& prope
   Runner runner(context, tracker, /*completing=*/true);
   IRModule out = module;
   for (const std::string& property : properties) out = runner.ensure(property, needer, out);
-  if (ran) ran->insert(ran->end(), runner.ran_.begin(), runner.ran_.end());
+  if (ran) ran->insert(ran->end(), runner.ran().begin(), runner.ran().end());
   return out;
 }
 
