@@ -3,7 +3,9 @@
 
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/JITLink/EHFrameSupport.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -218,7 +220,22 @@ std::shared_ptr<runtime::HostLibrary> jit_load(const std::string& object,
                                                const std::string& name) {
   initialize_llvm();
   auto state = std::make_shared<JitState>();
-  auto jit = llvm::orc::LLJITBuilder().create();
+  // JITLink rather than LLVM 16's default on Linux (RuntimeDyld with a
+  // memory manager that maps code and read-only data separately): JITLink
+  // places all of an object's sections in one allocation, so the 32-bit
+  // PC-relative references from code to its constant pools stay in range
+  // however fragmented the address space is (several GiB of weights mapped
+  // between them made RuntimeDyld truncate the offsets silently and the
+  // code crash), and it reports a reference out of range as an error.
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& session, const llvm::Triple&) {
+                   auto layer = std::make_unique<llvm::orc::ObjectLinkingLayer>(session);
+                   // Unwind tables, so debuggers and profilers walk through generated frames.
+                   layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
+                       session, std::make_unique<llvm::jitlink::InProcessEHFrameRegistrar>()));
+                   return llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>>(std::move(layer));
+                 })
+                 .create();
   if (!jit) LOOM_THROW(Error) << "llvm: cannot start the JIT: " << to_string(jit.takeError());
   state->jit = std::move(*jit);
   llvm::orc::LLJIT& j = *state->jit;
