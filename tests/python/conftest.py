@@ -18,6 +18,24 @@ LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
 os.environ.setdefault("LOOM_VULKAN_VALIDATION", "1")
 
 
+# Every process a test starts has a time limit, so a hung child fails its
+# test (subprocess.TimeoutExpired, with the command) instead of holding the
+# whole ctest entry until ctest kills it with no word of where: a test that
+# passes no timeout gets this one. Tests that start servers (Popen) stop
+# them themselves with timeouts of their own.
+CHILD_TIMEOUT = 300
+_subprocess_run = subprocess.run
+
+
+def _run_with_a_timeout(*args, **kwargs):
+    if kwargs.get("timeout") is None:  # check_output passes None
+        kwargs["timeout"] = CHILD_TIMEOUT
+    return _subprocess_run(*args, **kwargs)
+
+
+subprocess.run = _run_with_a_timeout
+
+
 def optional_import(name):
     """The package `name`, or None where it does not import: for a test
     module whose tests do not all need it (a module-level
