@@ -88,7 +88,7 @@ def measure(name):
 def main():
     if WANTED[:1] == ["--one"]:
         return measure(WANTED[1])
-    names = WANTED or [n for n in zoo.all_models() if n not in zoo.LARGE]
+    names = WANTED or zoo.all_models()
     print(f"Loom vs TorchScript at one thread, {ROUNDS} alternating rounds; torch {torch.__version__}", flush=True)
     ratios = {}
     for name in names:
