@@ -13,6 +13,16 @@ expect_output bad-command 2 "unknown command 'plugns'; did you mean 'plugins'\?"
 expect_output plugin-alias 0 "^hello +1.0.0 +discovered" -- "$LOOMC" plugin list
 expect_output bad-option 2 "unknown option '--jsn'" -- "$LOOMC" plugins list --jsn
 expect_output bad-sub 2 "unknown plugins command 'lst'; did you mean 'list'\?" -- "$LOOMC" plugins lst
+# One command table: each command takes its own flags only, says which it
+# takes, counts its arguments and has its own --help.
+expect_output foreign-flag 2 "unknown option '--bench' for 'build' \(it takes --config, -o, --emit, --dump-ir, --timing\)" -- "$LOOMC" build m.loom --bench 3
+expect_output foreign-flag-hint 2 "Try 'loomc build --help'" -- "$LOOMC" build m.loom --bench 3
+expect_output flag-twice 2 "--config is given twice to 'build'" -- "$LOOMC" build m.loom --config a.yaml --config b.yaml
+expect_output flag-value 2 "--config needs a value \(FILE.yaml\)" -- "$LOOMC" build m.loom --config
+expect_output arg-count 2 "build takes one input file" -- "$LOOMC" build
+expect_output command-help 0 "^Usage: loomc build INPUT.loom --config FILE.yaml" -- "$LOOMC" build --help
+expect_output sub-help 0 "^Usage: loomc plugins info NAME\|PATH \[--json\]" -- "$LOOMC" plugin info --help
+expect_output no-options 2 "unknown option '--json' for 'plugins load' \(it takes no options\)" -- "$LOOMC" plugins load hello --json
 
 # The build tree's plugin folder is searched without any configuration.
 expect_output list 0 "hello +1\.0\.0 +discovered +function:hello.add,function:hello.describe,function:hello.greet" -- "$LOOMC" plugins list
