@@ -1,5 +1,6 @@
 #include "codegen.h"
 
+#include <loom/graph/bindings.h>
 #include <loom/ir/op.h>
 #include <loom/ir/type.h>
 #include <loom/runtime/ndarray.h>
@@ -86,8 +87,8 @@ Layer read_layer(const ir::IRModule& module, const std::string& callee, const gr
   };
   const Object* prev = nullptr;
   ir::Expr cur = f->body;
-  while (const auto* let = cur.as<graph::LetNode>()) {
-    const auto* c = let->value.as<graph::CallNode>();
+  cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+    const auto* c = let.value.as<graph::CallNode>();
     const auto* op = c ? c->callee.as<ir::OpNode>() : nullptr;
     if (!op) LOOM_THROW(Error) << "composite " << layer.composite << " has a binding that is not an operator call";
     Map attrs = ir::OpRegistry::check_attrs(op->name, c->attrs);
@@ -116,9 +117,8 @@ Layer read_layer(const ir::IRModule& module, const std::string& callee, const gr
     } else {
       LOOM_THROW(Error) << "composite " << layer.composite << ": the npu cannot follow " << layer.anchor << " with " << op->name;
     }
-    prev = let->var.get();
-    cur = let->body;
-  }
+    prev = let.var.get();
+  });
   if (!prev || cur.get() != prev) LOOM_THROW(Error) << "composite " << layer.composite << " does not end with its last binding";
   return layer;
 }
@@ -147,28 +147,24 @@ class Compiler {
     }
     s_.outputs = static_cast<uint32_t>(results.size());
     ir::Expr cur = region_.body;
-    while (const auto* let = cur.as<graph::LetNode>()) {
-      const auto* call = let->value.as<graph::CallNode>();
+    cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+      const auto* call = let.value.as<graph::CallNode>();
       const auto* g = call ? call->callee.as<ir::GlobalVarNode>() : nullptr;
       if (!g) LOOM_THROW(Error) << "a region binding that is not a composite call";
-      Layer layer = read_layer(module_, g->name, *call, let->var);
-      if (!buffer_.count(let->var.get())) bind(let->var, BufferKind::kWorkspace, 0);
+      Layer layer = read_layer(module_, g->name, *call, let.var);
+      if (!buffer_.count(let.var.get())) bind(let.var, BufferKind::kWorkspace, 0);
       try {
         emit_layer(layer);
       } catch (const Error& e) {
         LOOM_THROW(Error) << "composite " << layer.composite << " (@" << g->name << "): " << e.what();
       }
-      cur = let->body;
-    }
+    });
     emit(Opcode::kEnd);
     return std::move(s_);
   }
 
  private:
-  static ir::Expr result_of(ir::Expr e) {
-    while (const auto* let = e.as<graph::LetNode>()) e = let->body;
-    return e;
-  }
+  static ir::Expr result_of(const ir::Expr& e) { return graph::chain_result(e); }
 
   std::vector<int64_t> shape(const ir::Expr& e) const {
     auto s = static_shape(e);

@@ -33,7 +33,7 @@ transform::Pass AnnotateTarget() {
             if (!table) continue;  // a composite of a codegen not partitioned for
             std::map<std::string, Any> attrs = composite->attrs->items;
             attrs["codegen"] = Any(table->name);
-            out[callee] = with_body(*composite, composite->body, Map(attrs));
+            out[callee] = graph::with_body(*composite, composite->body, Map(attrs));
             continue;
           }
           if (!call->callee.as<ir::OpNode>()) continue;

@@ -11,8 +11,8 @@ transform::Pass CanonicalizeBindings() {
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();
-        ir::Expr body = rewrite_lets(f->body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
-          if (value.as<graph::VarNode>()) return substitute(rest, {{var.get(), value}});
+        ir::Expr body = graph::rewrite_lets(f->body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
+          if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
           return ir::Expr(graph::Let(var, value, rest));
         });
         // Tuple literals bound by lets, by their variable.
@@ -39,7 +39,7 @@ transform::Pass CanonicalizeBindings() {
         });
         body = items.mutate_as<ir::Expr>(body);
         if (body.same_as(f->body)) return func;
-        return with_body(*f, body);
+        return graph::with_body(*f, body);
       });
 }
 

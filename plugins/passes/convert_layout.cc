@@ -37,9 +37,9 @@ Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes) {
 class Converter {
  public:
   std::optional<ir::Expr> run(const ir::Expr& body) {
-    std::vector<Binding> bindings;
+    std::vector<graph::Binding> bindings;
     ir::Expr result;
-    std::tie(bindings, result) = flatten_chain(body);
+    std::tie(bindings, result) = graph::flatten_chain(body);
     graph::Var result_var("out");
     bool bound_result = false;
     if (result.as<graph::CallNode>()) {
@@ -49,18 +49,18 @@ class Converter {
       bound_result = true;
     }
     bool changed = false;
-    for (const Binding& b : bindings) changed |= convert(b);
+    for (const graph::Binding& b : bindings) changed |= convert(b);
     if (!changed) return std::nullopt;
     if (bound_result) {  // back to a result expression
       result = out_.back().value;
       out_.pop_back();
     }
-    return drop_dead_bindings(build_chain(out_, result));
+    return graph::drop_dead_bindings(graph::build_chain(out_, result));
   }
 
  private:
   // Whether the binding was converted (its channels-last form recorded).
-  bool convert(const Binding& b) {
+  bool convert(const graph::Binding& b) {
     const auto* call = b.value.as<graph::CallNode>();
     const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
     if (!op) return keep(b);
@@ -119,13 +119,13 @@ class Converter {
     return emit(b, *op, args, call->attrs);
   }
 
-  bool keep(const Binding& b) {
+  bool keep(const graph::Binding& b) {
     out_.push_back(b);
     return false;
   }
 
   // `let %v_nhwc = op(args); let %v = transpose(%v_nhwc, NHWC -> NCHW)`.
-  bool emit(const Binding& b, const ir::OpNode& op, const std::vector<ir::Expr>& args, const Map& attrs) {
+  bool emit(const graph::Binding& b, const ir::OpNode& op, const std::vector<ir::Expr>& args, const Map& attrs) {
     graph::Var last(b.var->name + "_nhwc");
     out_.push_back({last, graph::Call(ir::Op::get(op.name), args, attrs)});
     out_.push_back({b.var, transpose(last, kToFirst)});
@@ -147,7 +147,7 @@ class Converter {
     return bound;
   }
 
-  std::vector<Binding> out_;
+  std::vector<graph::Binding> out_;
   std::unordered_map<const Object*, ir::Expr> last_;  // value -> its channels-last variable
 };
 }  // namespace
@@ -167,7 +167,7 @@ transform::Pass ConvertLayout() {
       if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
       std::optional<ir::Expr> body = Converter().run(f->body);
       if (!body) continue;
-      converted[name] = with_body(*f, *body);
+      converted[name] = graph::with_body(*f, *body);
     }
     return module.with_functions(converted);
   });

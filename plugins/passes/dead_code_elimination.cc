@@ -19,8 +19,8 @@ transform::Pass DeadCodeElimination() {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f) continue;
       has_graph = true;
-      ir::Expr body = drop_dead_bindings(f->body);
-      if (!body.same_as(f->body)) rewritten[name] = with_body(*f, body);
+      ir::Expr body = graph::drop_dead_bindings(f->body);
+      if (!body.same_as(f->body)) rewritten[name] = graph::with_body(*f, body);
       Visitor v;
       v.on<ir::GlobalVarNode>([&](const ir::GlobalVarNode* g) { called.insert(g->name); });
       v.visit(Any(body));

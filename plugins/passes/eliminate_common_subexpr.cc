@@ -24,7 +24,7 @@ bool shareable(const ir::Expr& value) {
       value.as<graph::LetNode>()) {
     return false;
   }
-  return is_pure(value);
+  return graph::is_pure(value);
 }
 
 ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, ir::Expr>& subst);
@@ -33,7 +33,7 @@ ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, i
 ir::Expr cse_nested(const ir::Expr& e, const Table& table, std::unordered_map<const Object*, ir::Expr>& subst) {
   Mutator m;
   m.on<graph::IfNode>([&](const graph::IfNode* node, const ObjectRef& self) -> Any {
-    ir::Expr cond = substitute(node->cond, subst);
+    ir::Expr cond = graph::substitute(node->cond, subst);
     ir::Expr then_branch = cse(node->then_branch, table, subst), else_branch = cse(node->else_branch, table, subst);
     if (cond.same_as(node->cond) && then_branch.same_as(node->then_branch) && else_branch.same_as(node->else_branch)) {
       return Any(self);
@@ -43,14 +43,14 @@ ir::Expr cse_nested(const ir::Expr& e, const Table& table, std::unordered_map<co
   m.on<graph::LetNode>([&](const graph::LetNode*, const ObjectRef& self) -> Any {
     return Any(cse(downcast<ir::Expr>(self), table, subst));
   });
-  return substitute(m.mutate_as<ir::Expr>(e), subst);
+  return graph::substitute(m.mutate_as<ir::Expr>(e), subst);
 }
 
 ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, ir::Expr>& subst) {
   std::vector<std::pair<graph::Var, ir::Expr>> kept;
   ir::Expr cur = e;
-  while (const auto* let = cur.as<graph::LetNode>()) {
-    ir::Expr value = cse_nested(let->value, table, subst);
+  cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+    ir::Expr value = cse_nested(let.value, table, subst);
     const Bound* same = nullptr;
     uint64_t hash = 0;
     if (shareable(value)) {
@@ -59,13 +59,12 @@ ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, i
         if (!same && same_expression(Any(b.value), Any(value))) same = &b;
     }
     if (same) {
-      subst[let->var.get()] = same->var;
+      subst[let.var.get()] = same->var;
     } else {
-      if (shareable(value)) table[hash].push_back(Bound{value, let->var});
-      kept.emplace_back(let->var, value);
+      if (shareable(value)) table[hash].push_back(Bound{value, let.var});
+      kept.emplace_back(let.var, value);
     }
-    cur = let->body;
-  }
+  });
   ir::Expr body = cse_nested(cur, table, subst);
   for (size_t k = kept.size(); k-- > 0;) body = graph::Let(kept[k].first, kept[k].second, body);
   return body;
@@ -84,7 +83,7 @@ transform::Pass EliminateCommonSubexpr() {
         std::unordered_map<const Object*, ir::Expr> subst;
         ir::Expr body = cse(f->body, {}, subst);
         if (subst.empty()) return func;
-        return with_body(*f, body);
+        return graph::with_body(*f, body);
       });
 }
 

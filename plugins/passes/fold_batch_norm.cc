@@ -176,7 +176,7 @@ transform::Pass FoldBatchNorm() {
         const auto* f = func.as<graph::FunctionNode>();
         ir::Expr body = Folder(f->body).run(f->body);
         if (body.same_as(f->body)) return func;
-        return with_body(*f, body);
+        return graph::with_body(*f, body);
       });
 }
 

@@ -107,18 +107,17 @@ transform::Pass FoldConstant() {
           std::vector<std::pair<graph::Var, ir::Expr>> chain;
           ir::Expr cur = downcast<ir::Expr>(self);
           bool changed = false;
-          while (const auto* let = cur.as<graph::LetNode>()) {
-            ir::Expr value = m.mutate_as<ir::Expr>(let->value);
-            changed |= !value.same_as(let->value);
+          cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+            ir::Expr value = m.mutate_as<ir::Expr>(let.value);
+            changed |= !value.same_as(let.value);
             bool constant_tuple = false;
             if (const auto* t = value.as<graph::TupleNode>()) {
               constant_tuple = true;
               for (const Any& field : t->fields) constant_tuple &= field.as_object_ref().as<graph::ConstantNode>() != nullptr;
             }
-            if (value.as<graph::ConstantNode>() || constant_tuple) known[let->var.get()] = value;
-            chain.emplace_back(let->var, value);
-            cur = let->body;
-          }
+            if (value.as<graph::ConstantNode>() || constant_tuple) known[let.var.get()] = value;
+            chain.emplace_back(let.var, value);
+          });
           ir::Expr body = m.mutate_as<ir::Expr>(cur);
           if (!changed && body.same_as(cur)) return Any(self);
           for (size_t k = chain.size(); k-- > 0;) body = graph::Let(chain[k].first, chain[k].second, body);
@@ -126,7 +125,7 @@ transform::Pass FoldConstant() {
         });
         ir::Expr body = m.mutate_as<ir::Expr>(f->body);
         if (body.same_as(f->body)) return func;
-        return with_body(*f, body);
+        return graph::with_body(*f, body);
       });
 }
 

@@ -48,19 +48,18 @@ std::optional<PatternKind> pattern_of(const ir::IRModule& module, const ir::Expr
 
 // The body of a primitive function a group anchors on, with its parameters
 // replaced by the call's arguments: its bindings and its result.
-std::pair<std::vector<Binding>, ir::Expr> inline_primitive(const ir::IRModule& module, const graph::CallNode& call) {
+std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRModule& module, const graph::CallNode& call) {
   const auto* f = module.lookup(call.callee.as<ir::GlobalVarNode>()->name).as<graph::FunctionNode>();
   std::unordered_map<const Object*, ir::Expr> args;
   for (size_t i = 0; i < f->params.size(); ++i) args[f->params[i].object()] = call.args[i].cast<ir::Expr>();
-  std::vector<Binding> bindings;
+  std::vector<graph::Binding> bindings;
   ir::Expr cur = f->body;
-  while (const auto* let = cur.as<graph::LetNode>()) {
-    graph::Var fresh(let->var->name, let->var->annotation);
-    bindings.push_back({fresh, substitute(let->value, args)});
-    args[let->var.get()] = fresh;
-    cur = let->body;
-  }
-  return {bindings, substitute(cur, args)};
+  cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+    graph::Var fresh(let.var->name, let.var->annotation);
+    bindings.push_back({fresh, graph::substitute(let.value, args)});
+    args[let.var.get()] = fresh;
+  });
+  return {bindings, graph::substitute(cur, args)};
 }
 }  // namespace
 
@@ -81,15 +80,15 @@ transform::Pass FuseOps() {
       if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;  // a codegen's: not ours
       // The top-level chain with nested operator calls bound to variables of
       // their own (so `gelu(add(h, b))` is two members).
-      std::vector<Binding> bindings;
+      std::vector<graph::Binding> bindings;
       ir::Expr result;
-      std::tie(bindings, result) = flatten_chain(f->body);
+      std::tie(bindings, result) = graph::flatten_chain(f->body);
       graph::Var result_var("out");
       if (result.as<graph::CallNode>()) {  // the result call is a member too
         bindings.push_back({result_var, result});
         result = result_var;
       }
-      std::unordered_map<const Object*, int> uses = var_uses(build_chain(bindings, result));
+      std::unordered_map<const Object*, int> uses = graph::var_uses(graph::build_chain(bindings, result));
       std::vector<Group> groups;
       std::unordered_map<const Object*, size_t> group_of;  // a group's output variable -> group
       std::vector<int64_t> binding_group(bindings.size(), -1);
@@ -121,7 +120,7 @@ transform::Pass FuseOps() {
       }
       // Rebuild: each group of two or more becomes a call of a new
       // primitive function at the place of its last member.
-      std::vector<Binding> rebuilt;
+      std::vector<graph::Binding> rebuilt;
       bool changed = false;
       for (size_t i = 0; i < bindings.size(); ++i) {
         int64_t gi = binding_group[i];
@@ -135,13 +134,13 @@ transform::Pass FuseOps() {
         // Parameters: what the members read from outside, constants too
         // (weights: passed in like any tensor, so the group still becomes
         // one kernel).
-        std::vector<Binding> members;
+        std::vector<graph::Binding> members;
         for (size_t m : g.members) members.push_back(bindings[m]);
-        Lifted lifted = lift_free_values(members, true);
-        std::vector<Binding> body;
+        graph::Lifted lifted = graph::lift_free_values(members, true);
+        std::vector<graph::Binding> body;
         std::unordered_map<const Object*, ir::Expr> renamed = lifted.param_of;
         for (size_t m : g.members) {
-          ir::Expr value = substitute(bindings[m].value, renamed);
+          ir::Expr value = graph::substitute(bindings[m].value, renamed);
           const auto* call = value.as<graph::CallNode>();
           if (call && is_primitive(module, call->callee)) {
             auto [inlined, res] = inline_primitive(module, *call);
@@ -156,7 +155,7 @@ transform::Pass FuseOps() {
           body.push_back({inner, value});
           renamed[bindings[m].var.get()] = inner;
         }
-        ir::Expr fbody = build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
+        ir::Expr fbody = graph::build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
         std::string unique = names.fresh("fused_" + g.name);
         out[unique] = graph::Function(lifted.params, fbody, bindings[i].value->checked_type,
                                       Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
@@ -167,7 +166,7 @@ transform::Pass FuseOps() {
         result = rebuilt.back().value;
         rebuilt.pop_back();
       }
-      out[fname] = with_body(*f, build_chain(rebuilt, result));
+      out[fname] = graph::with_body(*f, graph::build_chain(rebuilt, result));
     }
     return module.with_functions(out);
   });

@@ -34,13 +34,14 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
   }
   std::vector<std::pair<const graph::VarNode*, const graph::CallNode*>> steps;
   ir::Expr cur = f.body;
-  while (const auto* let = cur.as<graph::LetNode>()) {
-    const auto* call = let->value.as<graph::CallNode>();
+  bool kernels_only = true;
+  cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+    const auto* call = let.value.as<graph::CallNode>();
     const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
-    if (!op || op->name != "call_dps") return std::nullopt;
-    steps.push_back({let->var.get(), call});
-    cur = let->body;
-  }
+    if (!op || op->name != "call_dps") kernels_only = false;
+    steps.push_back({let.var.get(), call});
+  });
+  if (!kernels_only) return std::nullopt;
   const auto* result = cur.as<graph::VarNode>();
   if (!result || steps.empty() || steps.back().first != result) return std::nullopt;
 
@@ -162,7 +163,7 @@ transform::Pass FuseTIR() {
                                {fused[g->name]}));
       });
       ir::Expr body = m.mutate_as<ir::Expr>(f->body);
-      if (!body.same_as(f->body)) callers[name] = with_body(*f, body);
+      if (!body.same_as(f->body)) callers[name] = graph::with_body(*f, body);
     }
     return out.with_functions(callers);
   });

@@ -14,7 +14,7 @@ transform::Pass MergeComposite() {
       "the config's order, entries in their table's",
       [](const ir::IRModule&, const std::vector<graph::PatternTable>& tables, const std::string&, Chain& chain,
          FunctionNames& names, std::map<std::string, Any>& out) {
-        std::unordered_map<const Object*, int> uses = var_uses(build_chain(chain.bindings, chain.result));
+        std::unordered_map<const Object*, int> uses = graph::var_uses(graph::build_chain(chain.bindings, chain.result));
         bool changed = false;
         for (const graph::PatternTable& table : tables) {
           for (const graph::PatternEntry& entry : table.entries) {

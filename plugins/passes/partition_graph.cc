@@ -112,22 +112,22 @@ transform::Pass PartitionGraph() {
           v.visit(Any(chain.result));
         }
         // Each region's function and the bindings that call it.
-        std::map<size_t, std::vector<Binding>> calls;  // region -> bindings
+        std::map<size_t, std::vector<graph::Binding>> calls;  // region -> bindings
         for (size_t r = 0; r < regions.size(); ++r) {
           if (!regions[r].live) continue;
           const Region& region = regions[r];
-          std::vector<Binding> members;
+          std::vector<graph::Binding> members;
           for (size_t k : region.members) members.push_back(chain.bindings[k]);
           std::vector<size_t> outputs;
           for (size_t k : region.members)
             if (read_after[k]) outputs.push_back(k);
           if (outputs.empty()) outputs.push_back(region.members.back());
-          Lifted lifted = lift_free_values(members, false);
+          graph::Lifted lifted = graph::lift_free_values(members, false);
           std::unordered_map<const Object*, ir::Expr> renamed = lifted.param_of;
-          std::vector<Binding> body;
-          for (const Binding& b : members) {
+          std::vector<graph::Binding> body;
+          for (const graph::Binding& b : members) {
             graph::Var inner(b.var->name);
-            body.push_back({inner, substitute(b.value, renamed)});
+            body.push_back({inner, graph::substitute(b.value, renamed)});
             renamed[b.var.get()] = inner;
           }
           std::vector<ir::Type> types;
@@ -139,10 +139,10 @@ transform::Pass PartitionGraph() {
           ir::Type ret = outputs.size() == 1 ? types[0] : ir::Type(ir::TupleType(types));
           ir::Expr result = outputs.size() == 1 ? results[0] : ir::Expr(graph::Tuple(results));
           std::string name = names.fresh(region.codegen + "_region");
-          out[name] = graph::Function(lifted.params, build_chain(body, result), ret, Map({{"codegen", Any(region.codegen)}}));
+          out[name] = graph::Function(lifted.params, graph::build_chain(body, result), ret, Map({{"codegen", Any(region.codegen)}}));
           graph::Call call(call_dps, {ir::GlobalVar(name), graph::Tuple(lifted.args)}, Map::empty(), {ret});
           const_cast<graph::CallNode*>(call.get())->checked_type = ret;
-          std::vector<Binding>& bound = calls[r];
+          std::vector<graph::Binding>& bound = calls[r];
           if (outputs.size() == 1) {
             bound.push_back({chain.bindings[outputs[0]].var, call});
           } else {
@@ -174,14 +174,14 @@ transform::Pass PartitionGraph() {
         std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
         for (const auto& [node, count] : pending)
           if (count == 0) ready.push({first.at(node), node});
-        std::vector<Binding> rebuilt;
+        std::vector<graph::Binding> rebuilt;
         size_t emitted = 0;
         while (!ready.empty()) {
           size_t node = ready.top().second;
           ready.pop();
           ++emitted;
           if (node >= n) {
-            const std::vector<Binding>& bound = calls.at(node - n);
+            const std::vector<graph::Binding>& bound = calls.at(node - n);
             rebuilt.insert(rebuilt.end(), bound.begin(), bound.end());
           } else {
             rebuilt.push_back(chain.bindings[node]);

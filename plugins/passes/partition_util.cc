@@ -24,7 +24,7 @@ const graph::FunctionNode* composite_callee(const ir::IRModule& module, const ir
 }
 
 Chain::Chain(const ir::Expr& body) : result_var("out") {
-  std::tie(bindings, result) = flatten_chain(body);
+  std::tie(bindings, result) = graph::flatten_chain(body);
   if (result.as<graph::CallNode>()) {  // the result call is a binding too
     const_cast<graph::VarNode*>(result_var.get())->checked_type = result->checked_type;
     bindings.push_back({result_var, result});
@@ -37,15 +37,15 @@ Chain::Chain(const ir::Expr& body) : result_var("out") {
 }
 
 ir::Expr Chain::body() const {
-  std::vector<Binding> kept;
-  for (const Binding& b : bindings)
+  std::vector<graph::Binding> kept;
+  for (const graph::Binding& b : bindings)
     if (b.value.defined()) kept.push_back(b);
   ir::Expr out = result;
   if (!kept.empty() && kept.back().var.same_as(result_var) && result.same_as(result_var)) {
     out = kept.back().value;
     kept.pop_back();
   }
-  return build_chain(kept, out);
+  return graph::build_chain(kept, out);
 }
 
 graph::Bindings Chain::lookup() const {
@@ -74,7 +74,7 @@ transform::Pass partition_pass(const std::string& name, const std::string& summa
       if (!partitionable(func)) continue;
       const auto* f = func.as<graph::FunctionNode>();
       Chain chain(f->body);
-      if (rewrite(module, tables, fname, chain, names, out)) out[fname] = with_body(*f, chain.body());
+      if (rewrite(module, tables, fname, chain, names, out)) out[fname] = graph::with_body(*f, chain.body());
     }
     return module.with_functions(out);
   });
@@ -112,17 +112,17 @@ std::pair<graph::Function, ir::Expr> make_composite(const Chain& chain, const st
     renamed[input.get()] = p;
     params.push_back(p);
   }
-  std::vector<Binding> body;
+  std::vector<graph::Binding> body;
   for (size_t k : members) {
-    const Binding& b = chain.bindings[k];
+    const graph::Binding& b = chain.bindings[k];
     graph::Var inner(b.var->name);
-    body.push_back({inner, substitute(b.value, renamed)});
+    body.push_back({inner, graph::substitute(b.value, renamed)});
     renamed[b.var.get()] = inner;
   }
-  const Binding& root = chain.bindings[members.back()];
+  const graph::Binding& root = chain.bindings[members.back()];
   std::map<std::string, Any> attrs{{"composite", Any(name)}, {"primitive", Any(int64_t{1})}};
   if (!codegen.empty()) attrs["codegen"] = Any(codegen);
-  graph::Function f(params, build_chain(body, body.back().var), root.value->checked_type, Map(attrs));
+  graph::Function f(params, graph::build_chain(body, body.back().var), root.value->checked_type, Map(attrs));
   graph::Call call(ir::GlobalVar(function_name), m.inputs);
   const_cast<graph::CallNode*>(call.get())->checked_type = root.value->checked_type;
   return {f, call};

@@ -46,7 +46,7 @@ transform::Pass partition_pass(const std::string& name, const std::string& summa
 // A function's top-level chain (flatten_chain), the result call bound too,
 // with what matching needs: each binding's index by variable and by value.
 struct Chain {
-  std::vector<Binding> bindings;
+  std::vector<graph::Binding> bindings;
   ir::Expr result;
   graph::Var result_var;  // bound to the result when that was a call
   std::unordered_map<const Object*, size_t> index_of_var;

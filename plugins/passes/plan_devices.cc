@@ -75,7 +75,7 @@ class Planner {
     body = to_tail(body, place, kHost);
     // The copies of let-bound variables go right after their binding; the
     // parameters' at the top.
-    body = rewrite_lets(body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
+    body = graph::rewrite_lets(body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
       return ir::Expr(graph::Let(var, value, with_copies_of(var.get(), rest)));
     });
     for (size_t k = f.params.size(); k-- > 0;) body = with_copies_of(f.params[k].object(), body);
@@ -100,12 +100,11 @@ class Planner {
     if (e.as<graph::LetNode>()) {  // iterative over long chains
       std::vector<std::pair<graph::Var, ir::Expr>> chain;
       ir::Expr cur = e;
-      while (const auto* let = cur.as<graph::LetNode>()) {
-        auto [value, place] = visit(let->value);
-        places_[let->var.get()] = place;
-        chain.emplace_back(let->var, value);
-        cur = let->body;
-      }
+      cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+        auto [value, place] = visit(let.value);
+        places_[let.var.get()] = place;
+        chain.emplace_back(let.var, value);
+      });
       auto [body, place] = visit(cur);
       for (size_t k = chain.size(); k-- > 0;) body = graph::Let(chain[k].first, chain[k].second, body);
       return {body, place};
@@ -207,10 +206,7 @@ class Planner {
   ir::Expr to_tail(const ir::Expr& e, const Place& have, const Device& d) {
     std::vector<const graph::LetNode*> chain;
     ir::Expr cur = e;
-    while (const auto* let = cur.as<graph::LetNode>()) {
-      chain.push_back(let);
-      cur = let->body;
-    }
+    cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) { chain.push_back(&let); });
     ir::Expr tail = to(cur, have, d);
     if (tail.same_as(cur)) return e;
     for (size_t k = chain.size(); k-- > 0;) tail = graph::Let(chain[k]->var, chain[k]->value, tail);
@@ -375,7 +371,7 @@ ir::IRModule plan(const ir::IRModule& input) {
     if (!f || f->attrs.contains("codegen")) continue;  // a codegen's: not ours
     Planner planner(module);
     ir::Expr body = planner.plan(*f);
-    if (planner.changed()) planned[name] = with_body(*f, body);
+    if (planner.changed()) planned[name] = graph::with_body(*f, body);
   }
   return planned.empty() ? module : module.with_functions(planned);
 }

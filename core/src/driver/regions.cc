@@ -10,6 +10,7 @@
 
 #include <unordered_map>
 
+#include "loom/graph/bindings.h"
 #include "loom/graph/expr.h"
 #include "loom/graph/function.h"
 #include "loom/ir/text.h"
@@ -21,16 +22,7 @@ namespace loom::driver {
 
 namespace {
 using Substitution = std::unordered_map<const Object*, ir::Expr>;
-
-ir::Expr substitute(const ir::Expr& e, const Substitution& with) {
-  if (with.empty()) return e;
-  Mutator m;
-  m.on<graph::VarNode>([&](const graph::VarNode* v, const ObjectRef& self) -> Any {
-    auto it = with.find(v);
-    return it == with.end() ? Any(self) : Any(it->second);
-  });
-  return m.mutate_as<ir::Expr>(e);
-}
+using graph::substitute;
 
 // The region's body with every composite call replaced by the composite's
 // own bindings (its parameters replaced by the call's arguments); Error
@@ -50,23 +42,20 @@ ir::Expr inline_composites(const ir::IRModule& part, const std::string& region, 
     Substitution params;
     for (size_t i = 0; i < composite->params.size() && i < call->args.size(); ++i)
       params[composite->params[i].object()] = call->args[i].cast<ir::Expr>();
-    ir::Expr inner = composite->body;
-    while (const auto* let = inner.as<graph::LetNode>()) {
-      bindings.emplace_back(let->var, substitute(let->value, params));
-      inner = let->body;
-    }
+    ir::Expr inner = graph::for_each_binding(composite->body, [&](const graph::LetNode& let) {
+      bindings.emplace_back(let.var, substitute(let.value, params));
+    });
     return substitute(inner, params);
   };
-  while (const auto* let = e.as<graph::LetNode>()) {
-    ir::Expr value = substitute(let->value, renamed);
+  e = graph::for_each_binding(e, [&](const graph::LetNode& let) {
+    ir::Expr value = substitute(let.value, renamed);
     ir::Expr result = inline_call(value.as<graph::CallNode>(), ir::Expr());
     if (result.defined()) {
-      renamed[let->var.get()] = result;
+      renamed[let.var.get()] = result;
     } else {
-      bindings.emplace_back(let->var, value);
+      bindings.emplace_back(let.var, value);
     }
-    e = let->body;
-  }
+  });
   ir::Expr result = substitute(e, renamed);
   if (ir::Expr inlined = inline_call(result.as<graph::CallNode>(), ir::Expr()); inlined.defined()) result = inlined;
   for (auto it = bindings.rbegin(); it != bindings.rend(); ++it) result = graph::Let(it->first, it->second, result);

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loom/graph/bindings.h"
 #include "loom/graph/function.h"
 #include "loom/graph/shared.h"
 #include "loom/ir/text.h"
@@ -667,12 +668,11 @@ class Printer {
   }
   void graph_inline_body_here(std::string& o, const Expr& e) {
     Expr cur = e;
-    while (const auto* let = cur.as<graph::LetNode>()) {
-      o += binding(let->var) + " = ";
-      graph_to(o, let->value);
+    cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+      o += binding(let.var) + " = ";
+      graph_to(o, let.value);
       o += "; ";
-      cur = let->body;
-    }
+    });
     if (const auto* p = cur.as<graph::IfNode>()) {
       o += "if (";
       graph_to(o, p->cond);
@@ -692,11 +692,10 @@ class Printer {
   }
   void graph_body_here(const Expr& e) {
     Expr cur = e;
-    while (const auto* let = cur.as<graph::LetNode>()) {
-      std::string var = binding(let->var);
-      line(cat({var, " = ", graph(let->value), ";"}));
-      cur = let->body;
-    }
+    cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+      std::string var = binding(let.var);
+      line(cat({var, " = ", graph(let.value), ";"}));
+    });
     if (const auto* p = cur.as<graph::IfNode>()) {
       out_ << pad() << "if (" << graph(p->cond) << ") {\n";
       ++indent_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "loom/graph/bindings.h"
 #include "loom/graph/function.h"
 #include "loom/ir/analysis.h"
 #include "loom/ir/op.h"
@@ -40,10 +41,9 @@ Typed typed(const std::string& text) {
   t.module = ir::infer_types(ir::parse_module(text, "pattern.loom"), &problems);
   EXPECT_TRUE(problems.empty()) << problems[0].message;
   ir::Expr e = t.module.lookup("main").as<FunctionNode>()->body;
-  while (const auto* let = e.as<LetNode>()) {
-    t.lets[let->var.get()] = let->value;
-    e = let->body;
-  }
+  e = for_each_binding(e, [&](const LetNode& let) {
+    t.lets[let.var.get()] = let.value;
+  });
   t.result = e;
   return t;
 }
