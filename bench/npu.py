@@ -42,7 +42,7 @@ def mobilenet_v2():
     import torchvision
     sys.path.insert(0, str(ROOT / "tests" / "python" / "frontend"))
     from model_util import randomize_batch_norms
-    from loom.frontend.torch import from_torchscript
+    from loom.frontend.torchscript import from_torchscript
     torch.manual_seed(0)
     model = randomize_batch_norms(torchvision.models.mobilenet_v2()).eval()
     x = torch.randn(1, 3, 96, 96)

@@ -4,7 +4,7 @@
 `compile(module, example_inputs, config=...)` traces a torch.nn.Module
 with the example inputs (torch.jit.trace; scripting only when asked with
 script=True, or when tracing is refused), imports the graph with
-loom.frontend.torch.from_torchscript (what Loom cannot compile stays
+loom.frontend.torchscript.from_torchscript (what Loom cannot compile stays
 TorchScript, run by libtorch), builds it, and returns a CompiledModule:
 PyTorch code calls it with torch tensors and gets torch tensors back, both
 ways through DLPack without a copy.  `compiled.report` says which nodes
@@ -137,7 +137,8 @@ def compile(module, example_inputs, config=None, *, script=False, dynamic=None, 
     ({input index: {dimension: name}}, e.g. {0: {0: "batch"}}): a call
     with other sizes there builds for them.  A module in training mode is
     compiled as it computes there, with a warning, unless eval=True."""
-    from .frontend.torch import evaluating, from_torchscript
+    from .frontend.common import evaluating
+    from .frontend.torchscript import from_torchscript
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
     dims = _dynamic_dims(dynamic, len(examples))
     chosen = config if config is not None else DEFAULT_CONFIG

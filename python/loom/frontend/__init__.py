@@ -1,8 +1,13 @@
 """Frontends: models from other frameworks as IRModules (docs/frontends.md).
 
-`loom.frontend.onnx.from_onnx` imports an ONNX model.  What the importers
-share lives here: the converter registry, the one error for unsupported
-operators, and `bind_params`.
+`loom.frontend.onnx.from_onnx` imports an ONNX model,
+`loom.frontend.fx.from_fx` a torch.nn.Module through torch.fx, and
+`loom.frontend.torchscript.from_torchscript` a TorchScript module (what
+Loom cannot compile stays TorchScript).  The other way, a Loom build
+called from PyTorch, is `loom.torch.compile`.  What the importers share
+lives here (the converter registry, the one error for unsupported
+operators, `bind_params`) and in `loom.frontend.common` (the converters'
+context).
 """
 import contextlib
 import importlib
@@ -14,12 +19,15 @@ from .. import ir as _ir
 
 # The importers load on first attribute access (PEP 562): each imports its
 # own framework (ONNX, PyTorch) only when used.
-_IMPORTERS = ("aten", "onnx", "torch", "torchscript")
+_IMPORTERS = ("aten", "common", "fx", "onnx", "torchscript")
 
 
 def __getattr__(name):
     if name in _IMPORTERS:
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "torch":  # the importer's name until it was split by the way PyTorch hands a model over
+        raise AttributeError("loom.frontend.torch is now loom.frontend.fx (from_fx) and loom.frontend.torchscript "
+                             "(from_torchscript); loom.torch.compile builds for PyTorch users")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

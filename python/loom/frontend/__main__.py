@@ -3,7 +3,7 @@ import` runs (docs/frontends.md, "From the command line").
 
 Imports an ONNX model (.onnx) with loom.frontend.onnx.from_onnx, or a
 TorchScript file (.pt, .pth: torch.jit.save's) with
-loom.frontend.torch.from_torchscript, weights as constants, and writes it
+loom.frontend.torchscript.from_torchscript, weights as constants, and writes it
 with loom.ir.save: the text to OUT, the weights over 1 KiB as raw bytes to
 OUT.weights.  --shape NAME=D0,D1,... fixes an input's shape (for ONNX, a
 dimension that is a name stays symbolic; TorchScript needs every input's,
@@ -50,7 +50,7 @@ def main(argv=None):
     torchscript = args.model.endswith((".pt", ".pth"))
     if not args.model.endswith(".onnx") and not torchscript:
         parser.error(f"{args.model}: loomc import reads ONNX models (.onnx) and TorchScript files (.pt, .pth); "
-                     "import a PyTorch module from Python with loom.frontend.torch.from_fx")
+                     "import a PyTorch module from Python with loom.frontend.fx.from_fx")
     import loom
     try:
         for path in args.converters:
@@ -92,7 +92,7 @@ def _load_converters(path):
 def _torchscript(args):
     import loom
     import torch
-    from loom.frontend.torch import from_torchscript
+    from loom.frontend.torchscript import from_torchscript
     if not pathlib.Path(args.model).is_file():
         raise loom.TypeError(f"{args.model}: cannot read: no such file")
     try:

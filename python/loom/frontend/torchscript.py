@@ -26,7 +26,7 @@ import numpy as np
 from .. import _core
 from .. import graph, ir
 from . import aten
-from .onnx import Context
+from .common import Context, evaluating
 
 # Operators whose result depends on their inputs' shapes and values
 # alone: computed from shapes only, they are known at import time.
@@ -149,7 +149,6 @@ def from_torchscript(module, example_inputs, *, report=False, eval=False):
     TorchScript, batch norm uses the batch's statistics) unless eval=True.
     Returns the IRModule, or (IRModule, ImportReport) with report=True."""
     import torch
-    from .torch import evaluating
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
     with evaluating(module, eval, "from_torchscript"):
         if not isinstance(module, torch.jit.ScriptModule):

@@ -17,7 +17,7 @@ from conftest import LOOMC, ROOT, optional_import, requires
 
 torch = pytest.importorskip("torch")  # every test: the modules below are PyTorch's
 torchvision = optional_import("torchvision")
-from loom.frontend.torch import from_torchscript  # noqa: E402
+from loom.frontend.torchscript import from_torchscript  # noqa: E402
 
 HOST = str(ROOT / "configs" / "host.yaml")
 

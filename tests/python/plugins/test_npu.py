@@ -182,7 +182,7 @@ def test_mobilenet_v2_from_the_importer_runs_on_the_npu_but_flatten(tmp_path):
     torch = pytest.importorskip("torch")
     torchvision = pytest.importorskip("torchvision")
     from frontend.model_util import randomize_batch_norms
-    from loom.frontend.torch import from_torchscript
+    from loom.frontend.torchscript import from_torchscript
     torch.manual_seed(0)
     model = randomize_batch_norms(torchvision.models.mobilenet_v2()).eval()
     x = torch.randn(1, 3, 64, 64)

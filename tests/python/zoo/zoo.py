@@ -111,10 +111,10 @@ def import_onnx(model, x, directory=None):
 
 
 def import_fx(model, x):
-    from loom.frontend import torch as ltorch
+    from loom.frontend import fx as lfx
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ltorch.from_fx(model, [x])
+        return lfx.from_fx(model, [x])
 
 
 def check(name, importer, config=HOST):

@@ -26,6 +26,8 @@ import numpy as np
 from ... import _core
 from ... import graph, ir, op, tir  # noqa: F401 (op: for converters written against this module)
 from .. import Registry, UnsupportedOperatorError, naming  # noqa: F401 (re-exported)
+from ..common import Context  # noqa: F401 (re-exported: converters take one)
+from ..common import is_symbolic as _is_symbolic, shape_text as _shape_text
 
 REGISTRY = Registry("ONNX")
 OPSETS = (7, 17)  # the default domain's opsets the importer is tested with
@@ -118,61 +120,6 @@ class Node:
 
     def unsupported(self, what):
         raise _core.TypeError(f"{self.op_type} '{self.name}': {what} is not supported (docs/frontends.md)")
-
-
-class Context:
-    """What converters use besides the node: values as expressions, and the
-    shape and dtype of any value."""
-
-    def __init__(self):
-        self._constants = {}  # id(array) -> (array, Constant): a weight used twice is one constant
-
-    def expr(self, value, dtype=None):
-        """A value as a graph expression: known arrays become constants."""
-        if not isinstance(value, np.ndarray):
-            if dtype is not None and value is not None and not isinstance(value, (tuple, list)) \
-                    and self.dtype(value) != str(dtype):
-                return op.cast(value, dtype=str(dtype))
-            return value
-        if _is_symbolic(value):
-            raise _core.TypeError(f"the shape {_shape_text(value)} has a symbolic dimension and is used as a "
-                                  "tensor, which is not supported (docs/frontends.md, \"Dynamic shapes\")")
-        if dtype is not None and str(value.dtype) != str(dtype):
-            value = value.astype(dtype)
-        cached = self._constants.get(id(value))
-        if cached is None:
-            # (np.ascontiguousarray would make a 0-d array 1-d)
-            cached = self._constants[id(value)] = (value, graph.Constant(np.require(value, requirements="C")))
-        return cached[1]
-
-    def const(self, value, like):
-        """A scalar or array as a constant of `like`'s dtype."""
-        return self.expr(np.asarray(value, dtype=self.dtype(like)))
-
-    def type(self, value):
-        """(shape, dtype): dimensions are ints, or tir variables when symbolic."""
-        if isinstance(value, np.ndarray):
-            return tuple(value.shape), str(value.dtype)
-        t = ir.infer_type(value)  # cached on the nodes: only new nodes are typed
-        dims = tuple(int(d.value) if d.type_key == "tir.IntImm" else d for d in t.shape)
-        return dims, str(t.dtype)
-
-    def shape(self, value):
-        return self.type(value)[0]
-
-    def static_shape(self, node, value, what="the input"):
-        """The shape as Python ints; a TypeError naming the node when a
-        dimension is symbolic."""
-        shape = self.shape(value)
-        if not all(isinstance(d, int) for d in shape):
-            node.unsupported(f"{what} of symbolic shape {_shape_text(shape)}")
-        return list(shape)
-
-    def dtype(self, value):
-        return self.type(value)[1]
-
-    def rank(self, value):
-        return len(self.shape(value))
 
 
 def _load(model):
@@ -382,10 +329,6 @@ SYMBOLIC_FOLDS = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Identity
                   "Cast"}
 
 
-def _is_symbolic(value):
-    return isinstance(value, np.ndarray) and value.dtype == object
-
-
 def _dim(v):
     """One entry of a shape: an int, or a simplified tir expression."""
     if isinstance(v, (int, np.integer)):
@@ -423,10 +366,6 @@ def _known_array(value):
     if isinstance(value, (int, float, bool, np.generic)):
         return np.asarray(value)
     return _normalised(_object_array([value]).reshape(()))
-
-
-def _shape_text(value):
-    return "[" + ", ".join(str(d) for d in np.asarray(value).reshape(-1)) + "]"
 
 
 def _axis(axis, rank):

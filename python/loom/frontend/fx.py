@@ -12,16 +12,14 @@ node's arguments (graph expressions for tensors, Python values otherwise;
 keyword arguments as `node.kwargs`); module converters find their module
 as `node.module`.  Parameters and buffers become constants.
 """
-import contextlib
 import operator
-import warnings
 
 import numpy as np
 
 from .. import _core
 from .. import graph, ir, op
 from . import Registry, UnsupportedOperatorError, aten, naming
-from .onnx import Context
+from .common import Context, evaluating
 
 REGISTRY = Registry("PyTorch")
 _ANY = (0, 0)  # PyTorch converters are not versioned by opset
@@ -85,31 +83,6 @@ def _module_key(module):
         if REGISTRY.find(key, 0) is not None:
             return key
     return _key(type(module))
-
-
-@contextlib.contextmanager
-def evaluating(module, switch, importer):
-    """Runs the import with `module` in eval mode when `switch`, restoring
-    its own mode after; a module in training mode otherwise gets a warning
-    (dropout refuses, batch norm normalises with the batch's statistics,
-    as PyTorch's forward does there)."""
-    import torch
-    if not isinstance(module, torch.nn.Module) or not module.training:
-        yield
-        return
-    if not switch:
-        warnings.warn(f"{importer}: the module is in training mode and is imported as it computes there (dropout is "
-                      "refused, batch norm uses the batch's statistics); call module.eval() first, or pass "
-                      "eval=True to import it in eval mode", stacklevel=4)
-        yield
-        return
-    states = {m: m.training for m in module.modules()}
-    module.eval()
-    try:
-        yield
-    finally:
-        for m, training in states.items():
-            m.training = training
 
 
 def from_fx(module, example_inputs, *, params="constants", eval=False):
@@ -640,7 +613,6 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["--aten-table"]:
         print(_table("aten"))
     else:
-        sys.exit("usage: python3 -m loom.frontend.torch --table | --aten-table")
+        sys.exit("usage: python3 -m loom.frontend.fx --table | --aten-table")
 
 
-from .torchscript import from_torchscript  # noqa: E402,F401 (loom.frontend.torch.from_torchscript)

@@ -10,16 +10,16 @@ from loom import frontend
 from conftest import ROOT, optional_import, requires
 from model_util import randomize_batch_norms
 
-torch = pytest.importorskip("torch")  # every test: loom.frontend.torch imports it
+torch = pytest.importorskip("torch")  # every test: loom.frontend.fx imports it
 torchvision = optional_import("torchvision")
-from loom.frontend import torch as ltorch  # noqa: E402
+from loom.frontend import fx as lfx  # noqa: E402
 
 HOST = str(ROOT / "configs" / "host.yaml")
 
 
 def check(module, x, **kwargs):
     module = module.eval()
-    mod = ltorch.from_fx(module, [x], **kwargs)
+    mod = lfx.from_fx(module, [x], **kwargs)
     with torch.no_grad():
         want = module(x).numpy()
     got = loom.build(mod, HOST)["main"](x.numpy()).numpy()
@@ -59,7 +59,7 @@ def test_a_small_network_with_functions_methods_and_weights_as_parameters():
     net = randomize_batch_norms(Net()).eval()
     x = torch.randn(2, 3, 8, 8)
     check(net, x)
-    mod, params = ltorch.from_fx(net, [x], params="inputs")
+    mod, params = lfx.from_fx(net, [x], params="inputs")
     names = [p.name for p in mod.functions["main"].params]
     assert names[0] == "input0" and set(names[1:]) == set(params)
     assert "model_conv_weight" in params and params["model_conv_weight"].shape == (8, 3, 3, 3)
@@ -75,7 +75,7 @@ def test_unsupported_calls_are_one_error_listing_each_type_count_and_first_node(
             return torch.sort(x, dim=1)[0] + torch.sort(x * 2, dim=1)[0] + torch.cummax(x, 1)[0] + torch.relu(x)
 
     with pytest.raises(frontend.UnsupportedOperatorError) as info:
-        ltorch.from_fx(Odd(), [torch.randn(2, 4)])
+        lfx.from_fx(Odd(), [torch.randn(2, 4)])
     message = str(info.value)
     # The module-level graph has no converter for sort and cummax: its
     # aten graph is tried, which has none either, and the error lists those.
@@ -89,15 +89,15 @@ def test_unsupported_calls_are_one_error_listing_each_type_count_and_first_node(
 def test_an_unsupported_attribute_names_the_node():
     net = torch.nn.Sequential(torch.nn.MaxPool2d(2, return_indices=True))
     with pytest.raises(loom.TypeError, match=r"torch.nn.MaxPool2d 'model_0': return_indices=True is not supported"):
-        ltorch.from_fx(net, [torch.randn(1, 1, 5, 5)])
+        lfx.from_fx(net, [torch.randn(1, 1, 5, 5)])
 
 
 def test_the_docs_table_is_the_registry():
     doc = (ROOT / "docs" / "frontends.md").read_text()
     table = doc.split("<!-- torch-table-begin -->\n", 1)[1].split("<!-- torch-table-end -->", 1)[0].strip()
-    assert table == ltorch._table(), "regenerate with: python3 -m loom.frontend.torch --table"
+    assert table == lfx._table(), "regenerate with: python3 -m loom.frontend.fx --table"
     aten_table = doc.split("<!-- aten-table-begin -->\n", 1)[1].split("<!-- aten-table-end -->", 1)[0].strip()
-    assert aten_table == ltorch._table("aten"), "regenerate with: python3 -m loom.frontend.torch --aten-table"
+    assert aten_table == lfx._table("aten"), "regenerate with: python3 -m loom.frontend.fx --aten-table"
 
 
 def test_a_module_in_training_mode_is_imported_as_it_computes_there_with_a_warning():
@@ -105,12 +105,12 @@ def test_a_module_in_training_mode_is_imported_as_it_computes_there_with_a_warni
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
     x = torch.randn(2, 3, 8, 8)
     with pytest.warns(UserWarning, match=r"from_fx: the module is in training mode"):
-        mod = ltorch.from_fx(net, [x])
+        mod = lfx.from_fx(net, [x])
     assert net.training  # not switched behind the user's back
     with torch.no_grad():
         want = net(x).numpy()  # batch statistics
     np.testing.assert_allclose(loom.build(mod, HOST)["main"](x.numpy()).numpy(), want, rtol=1e-4, atol=1e-5)
-    mod = ltorch.from_fx(net, [x], eval=True)
+    mod = lfx.from_fx(net, [x], eval=True)
     assert net.training  # switched for the import only
     with torch.no_grad():
         want = net.eval()(x).numpy()
