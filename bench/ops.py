@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Operators off the beaten path, Loom against its peers in one run
-(bench/README.md, "Operators"; issue 22).
+(bench/README.md, "Operators").
 
 Every case is built in Python (constants for weights, as an importer
 makes them), built once into a library with `loomc build` and
@@ -18,7 +18,7 @@ time, measured the same way.
     /usr/bin/python3 bench/ops.py [--runs N] [--busy] [CASE...]
 
 --busy keeps one core busy with a spinning process for the whole run
-(the "second core is busy" situation of issue 22, point 4).
+(a second core busy with other work, as on a shared machine).
 """
 import argparse
 import json

@@ -1,4 +1,4 @@
-"""What a Python user finds by looking (issue 27, point 6; docs/python.md):
+"""What a Python user finds by looking (docs/python.md):
 help() and dir() of loom.op, a built library printed as its module tree,
 the DumpIR and LogInstrument instruments, build(verbose=True) and
 LOOM_LOG=info, and the error table of docs/python.md against what the code

@@ -1,5 +1,5 @@
-"""The reference tables of the docs are checked against the registries
-(issue 19): docs/passes.md's pass contracts, pipelines and options, and
+"""The reference tables of the docs are checked against the registries:
+docs/passes.md's pass contracts, pipelines and options, and
 docs/operators.md's operators with their attributes and fusion patterns.
 A pass or an operator added, removed or changed without its docs fails
 here, naming what differs."""

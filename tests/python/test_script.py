@@ -1,4 +1,4 @@
-"""Hybrid script (docs/hybrid-script.md, issue 28): IR written as Python,
+"""Hybrid script (docs/hybrid-script.md): IR written as Python,
 read from the source, equal to the text format it stands for; the
 examples against NumPy; errors at the Python file, line and column."""
 import pathlib
@@ -265,7 +265,7 @@ def test_errors_point_at_the_python_source():
     assert "a loop is for i in S.serial(n)" in error_of(not_a_loop)
 
 
-# ---- printing as script, and the round trip (issue 28, points 2 and 3) ----
+# ---- printing as script, and the round trip ----
 
 GOLDEN_SEPARATOR = re.compile(r"^# (?:-----|expect).*$", flags=re.M)
 

@@ -1,4 +1,4 @@
-"""The reference NPU (docs/npu.md, docs/npu-spec.md; issue 26): partitioning
+"""The reference NPU (docs/npu.md, docs/npu-spec.md): partitioning
 gives it what its pattern table takes, its codegen compiles each region to
 a command stream, its simulator runs it.  Models against NumPy (float64
 references), in process and from one exported library in a fresh process;
