@@ -1,0 +1,389 @@
+// AutoSchedule's register tiling of reductions over two or more spatial
+// loops (matmul, dense, batch matmul, convolutions, pools): ti rows by tj
+// vectors, unrolled, the innermost loop vectorized.  With packed panels
+// (auto_schedule_packing.cc) or for a window nest each tile runs its
+// init, whole reduction and epilogue (tile_panels); otherwise init,
+// reduction and epilogue become nests over the whole output and a long
+// reduction is blocked for the L1 cache.  The shape comes from a simple
+// model of the core (tile_shape); the decider may pick another.
+#include "auto_schedule_rules.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace loom::loop::auto_schedule {
+
+// The register-tiled reduction; false (schedule unchanged) when the nest
+// does not have the shape.
+bool StageScheduler::tile_reduction(const std::string& root) {
+  Schedule saved = s_;
+  try {
+    copies_.clear();
+    moved_.clear();
+    row_copies_.clear();
+    if (tile(root)) {
+      // The packing copies, now inside the column-tile loop.
+      for (const std::string& c : moved_) vectorize_inner(c);
+      // The left operand's copies, nests of their own.
+      bool parallel = parallel_;
+      for (const std::string& c : row_copies_) {
+        parallel_ = worth_threads(find(s_, c));
+        parallel_outer(vectorize_inner(c));
+      }
+      parallel_ = parallel;
+      return true;
+    }
+  } catch (const ScheduleError&) {
+  }
+  s_ = saved;
+  return false;
+}
+
+// The two innermost spatial loops fused when the inner one is short
+// (a few vectors or not whole ones) and every access moves contiguously
+// along the fused loop: a 1x1 convolution over a 7x7 map (NCHW) then has
+// a vector axis of 49 values instead of 7.  Returns the nest's root.
+std::string StageScheduler::fuse_short_rows(const std::string& root) {
+  std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
+  if (chain.size() < 3 || chain.back()->body.as<SeqStmtNode>() == nullptr) return root;
+  const ForNode *h = chain[chain.size() - 2], *w = chain.back();
+  int lanes = lanes_for(w->body);
+  auto eh = const_int(h->extent), ew = const_int(w->extent);
+  if (!eh || !ew || *eh < 2 || (*ew % lanes == 0 && *ew >= 4 * lanes)) return root;
+  Schedule saved = s_;
+  std::string hname = h->loop_var->name;
+  std::string fused;
+  if (!attempt([&] { fused = s_.fuse(hname, w->loop_var->name); })) return root;
+  const ForNode* f = find(s_, fused);
+  bool contiguous = strided_loads(f->body, f->loop_var.get()).empty();
+  Visitor stores;
+  stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+    contiguous = contiguous && (!uses_var(Any(st->indices), f->loop_var.get()) || stride_along(st, f->loop_var.get()) == 1);
+    stores.visit_children(st);
+  });
+  stores.visit(Any(f->body));
+  if (!contiguous) {
+    s_ = saved;
+    return root;
+  }
+  return hname == root ? fused : root;
+}
+
+// The nest `nest` register-tiled (the file's comment); false when it does
+// not have the shape.  May leave the schedule changed on false: tile_reduction
+// restores it.
+bool StageScheduler::tile(const std::string& nest) {
+  std::string root = fuse_short_rows(nest);
+  std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
+  // The spatial loops end where the body becomes a sequence (init, ...).
+  size_t spatial = chain.size();
+  if (chain.back()->body.as<SeqStmtNode>() == nullptr) return false;
+  if (spatial < 2) return false;
+  // j, the innermost spatial loop, is the vector axis: the accumulators
+  // move along it contiguously.  (An epilogue may store along it with a
+  // stride, lane by lane, once per element: channel_tile's output.)
+  const ForNode* j = chain[spatial - 1];
+  const VarNode* jv = j->loop_var.get();
+  std::set<const Object*> written;
+  Visitor stores;
+  stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+    written.insert(st->buffer->data.get());
+    stores.visit_children(st);
+  });
+  stores.visit(Any(j->body));
+  for (const BufferStoreNode* st : accumulator_stores(j->body))
+    if (stride_along(st, jv) != 1) return false;
+  // i, the rows of the tile: the innermost other spatial loop that the
+  // operand read along j does not use, so that one vector of it serves
+  // every row (matmul's rows; a convolution's output channels, with the
+  // input read along the width).  Without one the tile has one row.
+  // (The nest's own accumulators, which it writes, do not count.)
+  const ForNode* i = nullptr;
+  for (size_t k = spatial - 1; k-- > 0 && !i;) {
+    const VarNode* iv = chain[k]->loop_var.get();
+    bool shared = true, used = false;
+    Visitor loads;
+    loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+      if (written.count(l->buffer->data.get())) return;
+      bool by_i = uses_var(Any(l->indices), iv);
+      used = used || by_i;
+      if (by_i && uses_var(Any(l->indices), jv)) shared = false;
+      loads.visit_children(l);
+    });
+    // The reduction's operands only: an epilogue (a residual added
+    // elementwise) reads at the output's own indices.
+    for (const Any& st : j->body.as<SeqStmtNode>()->seq)
+      if (st.cast<Stmt>().as<ForNode>()) loads.visit(st);
+    // A loop of extent 1 (a batch of one) gives no rows: look further out.
+    auto extent = const_int(chain[k]->extent);
+    if (shared && used && extent && *extent > 1) i = chain[k];
+  }
+  bool rows = i != nullptr;
+  if (!i) i = chain[spatial - 2];
+  int lanes = lanes_for(j->body);
+  auto ei = const_int(i->extent), ej = const_int(j->extent);
+  if (!ei || !ej) return false;
+  while (lanes > 1 && lanes > *ej) lanes /= 2;  // a short row: narrower vectors (ends for any extent)
+  if (lanes < 2) return false;
+  std::string iname = i->loop_var->name, jname = j->loop_var->name;
+  int64_t vectors = (*ej + lanes - 1) / lanes;
+  // Without rows (a dense at batch 1) the tile is one row of one or two
+  // vectors (four with 512-bit ones), which the test below leaves to
+  // vector_reduction's partial sums where they fit.
+  auto [ti, tj] = rows ? tile_shape(*ei, vectors)
+                       : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4 : vectors % 2 == 0 ? 2 : 1};
+  std::tie(ti, tj) = choose_tile(rows ? *ei : 1, vectors, ti, tj);
+  // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
+  // packed into panels, (j // F, r, j % F) with F the tile's width, so
+  // that the tile reads one contiguous panel (rows of B a power of two
+  // apart would share a few L1 sets).  A [j, r] operand (dense's weight)
+  // must be packed to be read along j at all; a [r, j] one is packed
+  // when enough row tiles reuse each panel.
+  int64_t panel = tj * lanes;
+  // Each operand read along j; `strided` when j is not its last index.
+  std::vector<Operand> operands = operands_along(j->body, i->loop_var.get(), jv, jv);
+  // A matmul-like nest: whole vectors, and a tile large enough to pay
+  // (otherwise vector_reduction's partial sums do better).  Other nests
+  // (a convolution, a pool: every operand read along j is at least 3-D)
+  // take a tail guard where the row is not whole vectors, and read along
+  // j with a small constant stride (a pool's window).
+  bool window = operands.empty();
+  // vector_reduction's per-lane partial sums need an innermost reduction
+  // loop that reads contiguously (a dense with few columns); where none
+  // does (a depthwise convolution, channels last: its window is short
+  // and strided) even a small tile is better.
+  bool partial_sums_fit = false;
+  pre_order(j->body, [&](const Stmt& st) {
+    const auto* f = st.as<ForNode>();
+    if (f && f->body.as<BufferStoreNode>())
+      partial_sums_fit = partial_sums_fit || strided_loads(f->body, f->loop_var.get()).empty();
+    return true;
+  });
+  if (window && !channel_mode_ && decide("conv.try_channel_tile", true)) {
+    // This tile's rate by tile_shape's model, for vectors of `lanes` of
+    // the full width, the row's last vector partly used, loads along j
+    // with a stride (a wide load and a shuffle) at half speed.
+    double rate = tile_rate(ti, tj) * lanes / lanes_for(j->body) * static_cast<double>(*ej) / static_cast<double>(vectors * lanes);
+    if (!strided_loads(j->body, jv).empty()) rate /= 2;
+    if (channel_tile(root, rate)) return true;
+  }
+  if (!window && (*ej % lanes != 0 || (ti * tj < 4 && partial_sums_fit))) return false;
+  if (window) {
+    for (const BufferLoadNode* l : strided_loads(j->body, jv)) {
+      auto step = stride_along(l, jv);
+      if (!step || *step < 0 || *step > 4) return false;
+    }
+  }
+  if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
+  std::set<std::string> panels;
+  bool relaid = false;
+  for (const Operand& o : operands) {
+    // A constant operand takes the panel layout itself: the caller's
+    // constant is packed once, at compile time.  Any other is copied
+    // per call when it must be (strided) or enough row tiles share it
+    // (and a panel is not the whole row, which it already is).
+    bool strided = o.at + 1 != o.load->indices.size();
+    std::string read = pack(o.load->buffer->name, panel_layout(panel, o),
+                            strided || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)),
+                            copies_, relaid, panel_layout(panel, o, *ej));
+    if (!read.empty()) {
+      panels.insert(read);
+    } else if (strided) {
+      return false;
+    }
+  }
+  // A panel is read along j contiguously within a tile (j % F); the
+  // reduction's other operands are contiguous or invariant along j (an
+  // epilogue may gather: once per element).
+  for (const Stmt& r : reduction_loops(find(s_, jname)->body))
+    for (const BufferLoadNode* l : strided_loads(r, find(s_, jname)->loop_var.get()))
+      if (!panels.count(l->buffer->name) && !window) return false;
+  // The left operand read transposed, A[..., r, i] (matmul's
+  // transpose_a): each step of the reduction would read the tile's ti
+  // rows from a new cache line, a whole row of A apart.  It is packed
+  // once per call into (..., i // ti, r, i % ti), so a tile reads A
+  // along r contiguously.
+  if (!window && rows && ti > 1) {
+    const VarNode* iv = find(s_, iname)->loop_var.get();
+    for (const Operand& o : operands_along(find(s_, jname)->body, iv, find(s_, jname)->loop_var.get(), iv)) {
+      if (o.at + 1 != o.load->indices.size()) continue;  // A[..., i, r]: already along r
+      pack(o.load->buffer->name, panel_layout(ti, o), true, row_copies_, relaid, panel_layout(ti, o, *ei));
+    }
+  }
+  auto [io, ii] = s_.split(iname, ti);
+  auto [jo, ji] = s_.split(jname, lanes);
+  auto [joo, joi] = s_.split(jo, tj);
+  // A window nest with more rows than columns (a convolution over a small
+  // map with many channels: its weights outweigh its input) runs the row
+  // tiles outside, so each row tile's weights stay in cache while every
+  // column tile uses them.
+  bool rows_outer = window && *ei > *ej;
+  if (!copies_.empty() || relaid || window)
+    return tile_panels(root, joo, io, ii, joi, ji, decide("tile.rows_outer", rows_outer));
+  s_.reorder({io, joo, ii, joi, ji});
+  // Without packed panels: init, reduction and epilogue become nests of
+  // their own over the whole output, so the reduction can be blocked: a
+  // block of the reduction loop (kb long) runs over every tile before the
+  // next block, which keeps a kb x (tj vectors) panel of the right
+  // operand in the L1 cache.
+  std::vector<std::vector<std::string>> nests = s_.decompose_reduction(io);
+  for (const auto& nest : nests) {
+    const std::string &tio = nest[0], &tjo = nest[1], &tii = nest[2], &tji = nest[3], &tv = nest[4];
+    std::vector<std::string> reduction = register_tile(tii, tji, tv);
+    std::string outer_block;
+    if (reduction.size() == 1) {
+      auto extent = const_int(find(s_, reduction[0])->extent);
+      int64_t kb = 0;
+      for (int64_t candidate = 256; extent && *extent > 256 && candidate >= 64 && !kb; --candidate)
+        if (*extent % candidate == 0) kb = candidate;
+      std::vector<int64_t> blocks{0};
+      for (int64_t b : {32, 64, 128, 256, 512})
+        if (extent && *extent > b && *extent % b == 0) blocks.push_back(b);
+      if (std::find(blocks.begin(), blocks.end(), kb) == blocks.end()) blocks.push_back(kb);
+      kb = decider_.choose("matmul.k_block", blocks, kb);
+      if (kb) {
+        auto [ro, ri] = s_.split(reduction[0], kb);
+        s_.reorder({ro, tjo, tio, ri, tii, tji, tv});
+        outer_block = ro;
+      }
+    }
+    if (!reduction.empty() && outer_block.empty()) {
+      std::vector<std::string> order = reduction;
+      for (const std::string& n : {tii, tji, tv}) order.push_back(n);
+      s_.reorder(order);
+    }
+    std::string tiles = outer_block.empty() ? tio : tjo;
+    std::string second = outer_block.empty() ? tjo : tio;
+    attempt([&] { tiles = s_.fuse(tiles, second); });
+    if (parallel_) attempt([&] { s_.parallel(tiles); });
+  }
+  return true;
+}
+
+// The tile's shape with the decider's say: tile.vectors among the
+// counts that divide `vectors`, then tile.rows among those that divide
+// `extent`, the accumulators and operands within the vector registers.
+// (ti, tj) is the rules' choice.
+std::pair<int64_t, int64_t> StageScheduler::choose_tile(int64_t extent, int64_t vectors, int64_t ti, int64_t tj) {
+  int64_t registers = vector_bits_ >= 512 ? 32 : 16;
+  std::vector<int64_t> cols;
+  for (int64_t c : {1, 2, 3, 4})
+    if (vectors % c == 0 && 2 * c + 1 <= registers) cols.push_back(c);
+  if (std::find(cols.begin(), cols.end(), tj) == cols.end()) cols.push_back(tj);
+  int64_t chosen_tj = decider_.choose("tile.vectors", cols, tj);
+  std::vector<int64_t> rows;
+  for (int64_t r = 1; r <= 8; ++r)
+    if (extent % r == 0 && r * chosen_tj + chosen_tj + 1 <= registers) rows.push_back(r);
+  if (chosen_tj == tj && std::find(rows.begin(), rows.end(), ti) == rows.end()) rows.push_back(ti);
+  int64_t preferred = std::find(rows.begin(), rows.end(), ti) != rows.end() ? ti : rows.back();
+  return {decider_.choose("tile.rows", rows, preferred), chosen_tj};
+}
+
+// Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
+double StageScheduler::tile_rate(int64_t ti, int64_t tj) {
+  double fmas = static_cast<double>(ti * tj);
+  return std::min({2.0, 2.0 * fmas / static_cast<double>(ti + tj), fmas / 5.0});
+}
+
+// The register tile, ti rows by tj vectors, for `extent` rows and
+// `vectors` vectors (ti and tj divide them).  Its accumulators, tj
+// vectors of the right operand and a broadcast of the left fit the
+// vector registers (16; 32 with 512-bit vectors), and of those shapes
+// it is the one with the most multiply-adds per cycle by a simple model
+// of the core: at most 2 per cycle, at most 2 loads per cycle (a tile
+// step loads ti + tj values for ti x tj multiply-adds), and each
+// accumulator's chain waits a multiply-add's latency, 5 cycles, per
+// step (so a tile needs about 10 accumulators to keep both units
+// busy).  Ties go to the larger tile, then to fewer loads per step, then
+// to more rows.  A 1024-wide matmul gets 6 x 2 (12 accumulators), a
+// 7-pixel row of a channels-last convolution 7 x 1, a 14-pixel row
+// 2 x 4, 8 rows of 8 vectors 4 x 2.
+std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t vectors) const {
+  int64_t registers = vector_bits_ >= 512 ? 32 : 16;
+  std::pair<int64_t, int64_t> best{1, 1};
+  double best_rate = 0;
+  for (int64_t tj : {1, 2, 3, 4}) {
+    if (vectors % tj != 0) continue;
+    for (int64_t ti : {1, 2, 3, 4, 5, 6, 7, 8}) {
+      if (extent % ti != 0 || ti * tj + tj + 1 > registers) continue;
+      double rate = tile_rate(ti, tj);
+      int64_t size = ti * tj, best_size = best.first * best.second;
+      int64_t loads = ti + tj, best_loads = best.first + best.second;
+      bool tie = rate > best_rate - 1e-9;
+      if (rate > best_rate + 1e-9 || (tie && size > best_size) ||
+          (tie && size == best_size && (loads < best_loads || (loads == best_loads && ti > best.first)))) {
+        best = {ti, tj};
+        best_rate = rate;
+      }
+    }
+  }
+  return best;
+}
+
+// The tile's loops (rows, vectors, lanes) unrolled, unrolled and
+// vectorized; returns the reduction loops below the lanes, if any,
+// outermost first.
+std::vector<std::string> StageScheduler::register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes) {
+  const ForNode* last = find(s_, lanes);
+  std::vector<std::string> reduction;
+  if (has_loop(last->body))
+    for (const ForNode* r : perfect_nest(last))
+      if (r != last) reduction.push_back(r->loop_var->name);
+  s_.unroll(rows);
+  s_.unroll(vectors);
+  s_.vectorize(lanes);
+  return reduction;
+}
+
+// With packed panels, or for a window nest (no panels): for each column
+// tile its panels, if any, are packed, then every row tile runs its
+// init, the whole reduction (over the panels while they are in cache)
+// and its epilogue.
+bool StageScheduler::tile_panels(const std::string& root, const std::string& joo, const std::string& io,
+                                 const std::string& ii, const std::string& joi, const std::string& ji, bool rows_outer) {
+  if (rows_outer) {
+    s_.reorder({io, joo, ii, joi, ji});
+  } else {
+    s_.reorder({joo, io, ii, joi, ji});
+  }
+  if (channel_mode_) {
+    // Each panel of weights (a column tile) serves every row of the
+    // output while it is in cache: the column tiles go outside the
+    // spatial loops above the tile's rows (those longer than 1).
+    std::vector<std::string> order{joo};
+    for (const ForNode* f : perfect_nest(find(s_, root))) {
+      if (f->loop_var->name == joo) break;
+      auto extent = const_int(f->extent);
+      if (!extent || *extent > 1) order.push_back(f->loop_var->name);
+    }
+    s_.reorder(order);
+  }
+  for (const auto& nest : s_.decompose_reduction(ii)) {
+    const std::string &tii = nest[0], &tji = nest[1], &tv = nest[2];
+    std::vector<std::string> order = register_tile(tii, tji, tv);
+    if (order.empty()) continue;
+    for (const std::string& n : {tii, tji, tv}) order.push_back(n);
+    s_.reorder(order);
+  }
+  for (const std::string& c : copies_) {
+    s_.compute_at(c, joo);
+    // The copy is now the first statement of the column tile's body.
+    const auto* body = find(s_, joo)->body.as<SeqStmtNode>();
+    const auto* first = body ? body->seq[0].cast<Stmt>().as<ForNode>() : nullptr;
+    if (first) moved_.push_back(first->loop_var->name);
+  }
+  // The column tiles in parallel where they are the nest's outer loop;
+  // below other loops (a convolution's batch and rows), those.
+  if (find(s_, root)) {
+    parallel_outer(root);
+  } else if (parallel_) {
+    // One column tile (a panel as wide as the output): the row tiles in
+    // parallel instead, sharing the panel.
+    auto extent = const_int(find(s_, joo)->extent);
+    if (!(extent && *extent == 1 && !rows_outer && attempt([&] { s_.parallel(io); })))
+      attempt([&] { s_.parallel(joo); });
+  }
+  return true;
+}
+
+}  // namespace loom::loop::auto_schedule
