@@ -25,8 +25,8 @@
 
 namespace {
 
-using namespace loom;        // NOLINT
-using namespace loom::tir;   // NOLINT
+using namespace loom;       // NOLINT
+using namespace loom::tir;  // NOLINT
 
 // A prim function of `nests` loop nests over (n, 64) buffers, each storing a
 // mixed arithmetic expression, and a graph function with a chain of lets
@@ -56,8 +56,8 @@ ir::IRModule big_module(int nests, int lets) {
   for (int k = 0; k < lets; ++k) vars.push_back(graph::Var("v", t));
   ir::Expr body = vars.back();
   for (int k = lets; k >= 1; --k) {
-    ir::Expr call = graph::Call(ir::Op::get("call_dps"), {ir::GlobalVar("kernel"), graph::Tuple({vars[k - 1]})},
-                                Map::empty(), {t});
+    ir::Expr call =
+        graph::Call(ir::Op::get("call_dps"), {ir::GlobalVar("kernel"), graph::Tuple({vars[k - 1]})}, Map::empty(), {t});
     body = graph::Let(vars[k], call, body);
   }
   graph::Function main({x}, body, t);

@@ -127,8 +127,9 @@ std::vector<std::string> parameter_names(const std::string& source, const std::s
 
 void launch_overhead(Raw& raw, int runs) {
   const int n = 256, launches = 2000;
-  Module lib = build("@add1 = prim_func(%A: Buffer[(256), float32], %B: Buffer[(256), float32]) {\n"
-                     "  for %i: int64 from 0 extent 256 {\n    %B[%i] = %A[%i] + 1.0;\n  }\n}\n");
+  Module lib = build(
+      "@add1 = prim_func(%A: Buffer[(256), float32], %B: Buffer[(256), float32]) {\n"
+      "  for %i: int64 from 0 extent 256 {\n    %B[%i] = %A[%i] + 1.0;\n  }\n}\n");
   std::string source = lib.imports()[0]->inspect_source("opencl");
   Device cl{Device::kOpenCL, 0};
   NDArray a = NDArray::empty({n}, DataType::Float(32), cl), b = NDArray::empty({n}, DataType::Float(32), cl);
@@ -179,9 +180,10 @@ void launch_overhead(Raw& raw, int runs) {
   double l = median(loom_ns), p = median(raw_ns), ratio = median(ratios);
   std::printf("  %-44s %10.2f us | peer %10.2f us | ratio %.2f | target <= 1.2: %s\n",
               "launch (B = A + 1, 256 floats), per call:", l / 1e3, p / 1e3, ratio, ratio <= 1.2 ? "met" : "NOT met");
-  std::printf("    (Loom: the host function, then one synchronize per %d calls; peer: clSetKernelArg x %zu + "
-              "clEnqueueNDRangeKernel, then clFinish; raw result %.1f)\n",
-              launches, params.size(), static_cast<double>(want[0]));
+  std::printf(
+      "    (Loom: the host function, then one synchronize per %d calls; peer: clSetKernelArg x %zu + "
+      "clEnqueueNDRangeKernel, then clFinish; raw result %.1f)\n",
+      launches, params.size(), static_cast<double>(want[0]));
   clReleaseKernel(k);
   clReleaseMemObject(ra);
   clReleaseMemObject(rb);
@@ -189,8 +191,9 @@ void launch_overhead(Raw& raw, int runs) {
 
 void matmul(Raw& raw, int runs) {
   const int n = 1024;
-  Module vm = build("@main = fn(%a: Tensor[(1024, 1024), float32], %b: Tensor[(1024, 1024), float32]) {\n"
-                    "  matmul(%a, %b)\n}\n");
+  Module vm = build(
+      "@main = fn(%a: Tensor[(1024, 1024), float32], %b: Tensor[(1024, 1024), float32]) {\n"
+      "  matmul(%a, %b)\n}\n");
   Module host = vm.imports()[0];
   std::string name = host->function_names().at(0);
   Function f = host.get_function(name);
@@ -209,7 +212,8 @@ void matmul(Raw& raw, int runs) {
   NDArray a = on_device(ha), b = on_device(hb), c = NDArray::empty({n, n}, DataType::Float(32), cl);
   DeviceAPI& api = DeviceAPIRegistry::get(cl);
 
-  cl_mem ra = raw.buffer(ha.size() * 4, ha.data()), rb = raw.buffer(hb.size() * 4, hb.data()), rc = raw.buffer(ha.size() * 4);
+  cl_mem ra = raw.buffer(ha.size() * 4, ha.data()), rb = raw.buffer(hb.size() * 4, hb.data()),
+         rc = raw.buffer(ha.size() * 4);
   auto sgemm = [&] {
     cl_event event = nullptr;
     CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n, 1.0f, ra,
@@ -237,7 +241,8 @@ void matmul(Raw& raw, int runs) {
   NDArray got = c.copy_to(Device());
   // Both against each other, and a few entries against a double-precision dot product.
   double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got.data_as<float>()[i]) - want[i]));
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, std::fabs(double(got.data_as<float>()[i]) - want[i]));
   for (int i : {0, 517, n * n - 1}) {
     double dot = 0;
     for (int k = 0; k < n; ++k) dot += double(ha[(i / n) * n + k]) * hb[k * n + i % n];
@@ -246,8 +251,8 @@ void matmul(Raw& raw, int runs) {
   double flop = 2.0 * n * n * n, l = flop / median(loom_ms) / 1e6, p = flop / median(peer_ms) / 1e6;
   std::printf("  %-44s %10.1f GFLOP/s | CLBlast %7.1f GFLOP/s | ratio %.2f | aim >= 0.8: %s\n",
               ("matmul 1024^3 fp32 (" + name + "):").c_str(), l, p, l / p, l / p >= 0.8 ? "met" : "NOT met");
-  std::printf("    (medians %.1f ms and %.1f ms; largest difference from CLBlast and a float64 dot product %.2g)\n", median(loom_ms),
-              median(peer_ms), worst);
+  std::printf("    (medians %.1f ms and %.1f ms; largest difference from CLBlast and a float64 dot product %.2g)\n",
+              median(loom_ms), median(peer_ms), worst);
   if (worst > 1e-2) {
     std::fprintf(stderr, "Loom and CLBlast disagree\n");
     std::exit(1);

@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
   fs::create_directories(root / "list");
 
   // 1. Listing 50 plugins.
-  for (int i = 1; i <= 50; ++i) write_copy(template_bytes, root / "list" / ("loom_bench_" + std::to_string(i) + ".so"), i);
+  for (int i = 1; i <= 50; ++i)
+    write_copy(template_bytes, root / "list" / ("loom_bench_" + std::to_string(i) + ".so"), i);
   std::vector<double> loom_list, peer_list;
   std::string dir = (root / "list").string();
   time_process({LOOM_BENCH_LOOMC, "plugins", "list"}, dir);  // warm the page cache
@@ -142,10 +143,10 @@ int main(int argc, char** argv) {
     if (r.state != loom::PluginState::kLoaded) return 1;
 
     start = Clock::now();
-    auto* library = new boost::dll::shared_library(b, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    auto* library =
+        new boost::dll::shared_library(b, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     auto init = library->get<int(const LoomPluginHost*, char*, size_t)>(LOOM_PLUGIN_INIT_SYMBOL);
-    LoomPluginHost host{sizeof(LoomPluginHost), LOOM_PLUGIN_ABI_MAJOR, LOOM_PLUGIN_ABI_MINOR, "0.1.0", "peer",
-                        "peer"};
+    LoomPluginHost host{sizeof(LoomPluginHost), LOOM_PLUGIN_ABI_MAJOR, LOOM_PLUGIN_ABI_MINOR, "0.1.0", "peer", "peer"};
     char error[256];
     if (init(&host, error, sizeof(error)) != 0) return 1;
     peer_load.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -154,9 +155,11 @@ int main(int argc, char** argv) {
 
   double ll = median(loom_list), pl = median(peer_list), lo = median(loom_load), po = median(peer_load);
   std::printf("plugin benchmarks (%d runs each, medians)\n", runs);
-  std::printf("  loomc plugins list, 50 plugins: %7.2f ms  | peer dlopen all 50: %7.2f ms | ratio %.2f | target < 30 ms: %s\n",
-              ll, pl, ll / pl, ll < 30 ? "met" : "MISSED");
-  std::printf("  load + init one plugin:         %7.3f ms  | peer raw open+init: %7.3f ms | ratio %.2f | target < 5 ms: %s\n",
-              lo, po, lo / po, lo < 5 ? "met" : "MISSED");
+  std::printf(
+      "  loomc plugins list, 50 plugins: %7.2f ms  | peer dlopen all 50: %7.2f ms | ratio %.2f | target < 30 ms: %s\n",
+      ll, pl, ll / pl, ll < 30 ? "met" : "MISSED");
+  std::printf(
+      "  load + init one plugin:         %7.3f ms  | peer raw open+init: %7.3f ms | ratio %.2f | target < 5 ms: %s\n",
+      lo, po, lo / po, lo < 5 ? "met" : "MISSED");
   return 0;
 }

@@ -53,9 +53,8 @@ using loom::bench::median;
 using loom::bench::time_ns;
 
 void report(const char* what, double loom, double peer, const char* unit, double target, bool overhead = false) {
-  std::printf("  %-44s %10.1f %s | peer %10.1f %s | ratio %.2f | target < %.0f %s: %s\n", what, loom, unit, peer,
-              unit, peer > 0 ? loom / peer : 0.0, target, unit,
-              (overhead ? loom - peer : loom) < target ? "met" : "NOT met");
+  std::printf("  %-44s %10.1f %s | peer %10.1f %s | ratio %.2f | target < %.0f %s: %s\n", what, loom, unit, peer, unit,
+              peer > 0 ? loom / peer : 0.0, target, unit, (overhead ? loom - peer : loom) < target ? "met" : "NOT met");
 }
 
 // A module whose only function is the no-op kernel (x, y) -> none.
@@ -141,9 +140,9 @@ void busy_core_regions(int runs) {
       std::vector<double> serial, parallel;
       for (int r = 0; r < runs * 10; ++r) {
         serial.push_back(time_ns([&] { spin_work(n); }) / 1e3);
-        parallel.push_back(time_ns([&] {
-                             pool.parallel_for(0, 64, [&](int64_t b, int64_t e) { spin_work(n * (e - b) / 64); });
-                           }) / 1e3);
+        parallel.push_back(
+            time_ns([&] { pool.parallel_for(0, 64, [&](int64_t b, int64_t e) { spin_work(n * (e - b) / 64); }); }) /
+            1e3);
         spin_work(static_cast<int64_t>(per_us * 20));  // a model's other work between regions
       }
       char what[64];
@@ -173,10 +172,12 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     loom_call.push_back(time_ns([&] {
                           for (int i = 0; i < kCalls; ++i) noop();
-                        }) / kCalls);
+                        }) /
+                        kCalls);
     peer_call.push_back(time_ns([&] {
                           for (int i = 0; i < kCalls; ++i) (*peer_ptr)();
-                        }) / kCalls);
+                        }) /
+                        kCalls);
   }
   report("registered no-op function call:", median(loom_call), median(peer_call), "ns", 50);
 
@@ -196,21 +197,23 @@ int main(int argc, char** argv) {
     std::vector<double> vm_times, direct_times;
     for (int r = 0; r < runs; ++r) {
       vm_times.push_back(time_ns([&] {
-        for (int i = 0; i < 10; ++i) main(x);
-      }) / 10);
+                           for (int i = 0; i < 10; ++i) main(x);
+                         }) /
+                         10);
       direct_times.push_back(time_ns([&] {
-        for (int i = 0; i < 10; ++i) {
-          NDArray prev = x;
-          for (int k = 0; k < kChain; ++k) {
-            if (packed) {
-              prev = identity(prev).cast<NDArray>();
-            } else {
-              kernel(prev, outs[k]);
-              prev = outs[k];
-            }
-          }
-        }
-      }) / 10);
+                               for (int i = 0; i < 10; ++i) {
+                                 NDArray prev = x;
+                                 for (int k = 0; k < kChain; ++k) {
+                                   if (packed) {
+                                     prev = identity(prev).cast<NDArray>();
+                                   } else {
+                                     kernel(prev, outs[k]);
+                                     prev = outs[k];
+                                   }
+                                 }
+                               }
+                             }) /
+                             10);
     }
     int instructions = packed ? kChain + 1 : 2 * kChain + 1;
     double vm_per = median(vm_times) / instructions, direct_per = median(direct_times) / instructions;
@@ -220,9 +223,10 @@ int main(int argc, char** argv) {
                 instructions);
   }
   MemoryPlan plan = memory_plan(vm_compile(ir::parse_module(chain_module(kChain, false))), "main");
-  std::printf("    memory plan of the call_dps chain: %lld tensors in %lld storages, peak %s bytes (one buffer each: %s)\n",
-              static_cast<long long>(plan.planned_tensors), static_cast<long long>(plan.storages),
-              plan.peak_bytes.c_str(), plan.naive_bytes.c_str());
+  std::printf(
+      "    memory plan of the call_dps chain: %lld tensors in %lld storages, peak %s bytes (one buffer each: %s)\n",
+      static_cast<long long>(plan.planned_tensors), static_cast<long long>(plan.storages), plan.peak_bytes.c_str(),
+      plan.naive_bytes.c_str());
 
   // 3. Loading an exported library of 100 functions.
   std::string dir = (fs::temp_directory_path() / ("loom_bench_runtime_" + std::to_string(::getpid()))).string();
@@ -240,9 +244,8 @@ int main(int argc, char** argv) {
     host->code.files.emplace_back("lib100.c", c.str());
     Module root(host);
     root.import_module(Module(make_object<NoopKernelsNode>()));
-    ModuleLoaderRegistry::register_loader("bench.kernels", Function::typed([](std::string) {
-                                            return Module(make_object<NoopKernelsNode>());
-                                          }));
+    ModuleLoaderRegistry::register_loader(
+        "bench.kernels", Function::typed([](std::string) { return Module(make_object<NoopKernelsNode>()); }));
     auto start = Clock::now();
     export_library(root, path);
     std::printf("    export_library of 100 functions (compiles with $CC): %.1f ms\n",
@@ -253,12 +256,14 @@ int main(int argc, char** argv) {
     load_ms.push_back(time_ns([&] {
                         Module m = load_module(path);
                         if (m->function_names().size() != 100) std::abort();
-                      }) / 1e6);
+                      }) /
+                      1e6);
     peer_ms.push_back(time_ns([&] {
                         void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
                         if (!h || !dlsym(h, "__loom_function_table")) std::abort();
                         dlclose(h);
-                      }) / 1e6);
+                      }) /
+                      1e6);
   }
   report("load_module, 100 functions:", median(load_ms), median(peer_ms), "ms", 20);
   fs::remove_all(dir);

@@ -46,10 +46,11 @@ int main(int argc, char** argv) {
   std::printf("%10s %12s %12s %8s\n", "elements", "loom us", "direct us", "ratio");
   for (int64_t n : {int64_t{16}, int64_t{65536}}) {
     std::string t = "Tensor[(" + std::to_string(n) + "), float32]";
-    std::string text = "@inc = extern \"torchscript\" dps fn(" + t + ", " + t + ") -> none encoding \"base64\" payload \"" +
-                       payload + "\"\n";
-    runtime::Module built = driver::build(ir::parse_module(text, "<bench>"),
-                                          config::parse_config("target: {kind: cpu}\npipeline: {passes: []}\n", "<bench>"));
+    std::string text = "@inc = extern \"torchscript\" dps fn(" + t + ", " + t +
+                       ") -> none encoding \"base64\" payload \"" + payload + "\"\n";
+    runtime::Module built =
+        driver::build(ir::parse_module(text, "<bench>"),
+                      config::parse_config("target: {kind: cpu}\npipeline: {passes: []}\n", "<bench>"));
     Function inc = built.get_function("inc");
     runtime::NDArray x = runtime::NDArray::empty({n}, DataType::Float(32), Device{});
     runtime::NDArray y = runtime::NDArray::empty({n}, DataType::Float(32), Device{});
@@ -60,15 +61,17 @@ int main(int argc, char** argv) {
     std::vector<double> loom_us, direct_us, ratios;
     for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms up
       double a = time_ns([&] {
-        for (int k = 0; k < calls; ++k) inc(x, y);
-      }) / calls / 1e3;
+                   for (int k = 0; k < calls; ++k) inc(x, y);
+                 }) /
+                 calls / 1e3;
       double b = time_ns([&] {
-        c10::InferenceMode guard;
-        for (int k = 0; k < calls; ++k) {
-          at::Tensor out = scripted.forward({tx}).toTensor();
-          (void)out;
-        }
-      }) / calls / 1e3;
+                   c10::InferenceMode guard;
+                   for (int k = 0; k < calls; ++k) {
+                     at::Tensor out = scripted.forward({tx}).toTensor();
+                     (void)out;
+                   }
+                 }) /
+                 calls / 1e3;
       if (r == 0) continue;
       loom_us.push_back(a);
       direct_us.push_back(b);

@@ -56,8 +56,9 @@ void check(VkResult r, const char* what) {
 }
 
 Module build(const std::string& text, const std::string& kind) {
-  std::string config = kind == "llvm" ? "target:\n  kind: llvm\n  mcpu: native\npipeline:\n  passes: [default]\n"
-                                      : "target:\n  kind: " + kind + "\n  host:\n    kind: llvm\npipeline:\n  passes: [device]\n";
+  std::string config = kind == "llvm"
+                           ? "target:\n  kind: llvm\n  mcpu: native\npipeline:\n  passes: [default]\n"
+                           : "target:\n  kind: " + kind + "\n  host:\n    kind: llvm\npipeline:\n  passes: [device]\n";
   return driver::build(ir::parse_module(text, "<bench>"), config::parse_config(config, "<bench config>"));
 }
 
@@ -150,9 +151,10 @@ std::vector<uint32_t> glslc(const std::string& glsl) {
 
 void dispatch_overhead(int runs) {
   const int n = 256, launches = 2000;
-  Module lib = build("@add1 = prim_func(%A: Buffer[(256), float32], %B: Buffer[(256), float32]) {\n"
-                     "  for %i: int64 from 0 extent 256 {\n    %B[%i] = %A[%i] + 1.0;\n  }\n}\n",
-                     "vulkan");
+  Module lib = build(
+      "@add1 = prim_func(%A: Buffer[(256), float32], %B: Buffer[(256), float32]) {\n"
+      "  for %i: int64 from 0 extent 256 {\n    %B[%i] = %A[%i] + 1.0;\n  }\n}\n",
+      "vulkan");
   std::string glsl = lib.imports()[0]->inspect_source("glsl");
   Device vk{Device::kVulkan, 0};
   NDArray host = NDArray::empty({n}, DataType::Float(32));
@@ -257,8 +259,8 @@ void dispatch_overhead(int runs) {
       vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
       vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
       vkCmdDispatch(cmd, n / 128, 1, 1);
-      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier,
-                           0, nullptr, 0, nullptr);
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                           &barrier, 0, nullptr, 0, nullptr);
     }
     check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -292,9 +294,10 @@ void dispatch_overhead(int runs) {
   std::printf("  %-44s %10.2f us | peer %10.2f us | ratio %.2f | target <= 1.2: %s\n",
               "dispatch (B = A + 1, 256 floats), per call:", median(loom_ns) / 1e3, median(raw_ns) / 1e3, ratio,
               ratio <= 1.2 ? "met" : "NOT met");
-  std::printf("    (Loom: the host function, then one synchronize per %d calls; peer: %d x (bind pipeline, bind set, "
-              "dispatch, barrier) in one command buffer; results %.1f and %.1f)\n",
-              launches, launches, static_cast<double>(back.data_as<float>()[0]), static_cast<double>(raw_result));
+  std::printf(
+      "    (Loom: the host function, then one synchronize per %d calls; peer: %d x (bind pipeline, bind set, "
+      "dispatch, barrier) in one command buffer; results %.1f and %.1f)\n",
+      launches, launches, static_cast<double>(back.data_as<float>()[0]), static_cast<double>(raw_result));
 }
 
 // A model's median time on each target, its outputs against llvm's.
@@ -312,8 +315,9 @@ void models(int runs) {
     std::vector<NDArray> inputs;
   };
   std::vector<Case> cases = {
-      {"matmul 1024^3", "@main = fn(%a: Tensor[(1024, 1024), float32], %b: Tensor[(1024, 1024), float32]) {\n"
-                        "  matmul(%a, %b)\n}\n",
+      {"matmul 1024^3",
+       "@main = fn(%a: Tensor[(1024, 1024), float32], %b: Tensor[(1024, 1024), float32]) {\n"
+       "  matmul(%a, %b)\n}\n",
        {random({1024, 1024}, 1), random({1024, 1024}, 1)}},
       {"ResNet basic block 64x56x56",
        "@main = fn(%x: Tensor[(1, 64, 56, 56), float32], %w1: Tensor[(64, 64, 3, 3), float32], "
@@ -331,7 +335,8 @@ void models(int runs) {
       std::vector<Any> args(c.inputs.begin(), c.inputs.end());
       NDArray out = f.call(args.data(), static_cast<int32_t>(args.size())).cast<NDArray>();  // warm-up
       std::vector<double> times;
-      for (int r = 0; r < runs; ++r) times.push_back(time_ns([&] { f.call(args.data(), static_cast<int32_t>(args.size())); }) / 1e6);
+      for (int r = 0; r < runs; ++r)
+        times.push_back(time_ns([&] { f.call(args.data(), static_cast<int32_t>(args.size())); }) / 1e6);
       ms[kind] = median(times);
       if (!reference.defined()) {
         reference = out;
@@ -342,8 +347,8 @@ void models(int runs) {
       }
     }
     std::printf("  %-32s vulkan %9.1f ms | opencl %9.1f ms | llvm %8.1f ms | vulkan/opencl %.2f | vulkan/llvm %.2f\n",
-                (std::string(c.name) + ":").c_str(), ms["vulkan"], ms["opencl"], ms["llvm"], ms["vulkan"] / ms["opencl"],
-                ms["vulkan"] / ms["llvm"]);
+                (std::string(c.name) + ":").c_str(), ms["vulkan"], ms["opencl"], ms["llvm"],
+                ms["vulkan"] / ms["opencl"], ms["vulkan"] / ms["llvm"]);
     std::printf("    (host arrays in and out; largest difference from llvm's output %.2g)\n", worst);
     if (worst > 1e-2) {
       std::fprintf(stderr, "the targets disagree\n");

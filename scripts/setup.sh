@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 # Keep this list in step with what CMakeLists.txt and the tests use.
 PACKAGES=(
   cmake ninja-build g++ ccache   # build
+  clang-format-14                # the C++ style, checked by the test e2e.format (.clang-format)
   libboost-dev                   # Boost.DLL (header-only, used with std::filesystem)
   libyaml-cpp-dev                # YAML configs
   libdlpack-dev                  # DLPack tensors (NDArray)

@@ -55,9 +55,10 @@ const std::vector<Isa>& isas() {
       {"x86_64",
        "x86_64-unknown-linux-gnu",
        "x86-64",
-       {"sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe",
-        "aes", "pclmul", "sha", "gfni", "vaes", "vpclmulqdq", "avxvnni", "avx512f", "avx512cd", "avx512bw",
-        "avx512dq", "avx512vl", "avx512vnni", "avx512bf16", "avx512fp16", "avx512vbmi", "avx512ifma"}},
+       {"sse3",     "ssse3",      "sse4.1",     "sse4.2",     "popcnt",     "avx",       "avx2",     "fma",
+        "f16c",     "bmi",        "bmi2",       "lzcnt",      "movbe",      "aes",       "pclmul",   "sha",
+        "gfni",     "vaes",       "vpclmulqdq", "avxvnni",    "avx512f",    "avx512cd",  "avx512bw", "avx512dq",
+        "avx512vl", "avx512vnni", "avx512bf16", "avx512fp16", "avx512vbmi", "avx512ifma"}},
       {"aarch64",
        "aarch64-unknown-linux-gnu",
        "generic",
@@ -126,7 +127,8 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   if (f.attrs.contains("features")) {
     const Any& value = f.attrs.at("features");
     const auto* list = value.object() ? value.as_object_ref().as<loom::ArrayNode>() : nullptr;
-    if (!list) LOOM_THROW(Error) << "the attribute features must be a list of extension names, e.g. [\"avx2\", \"fma\"]";
+    if (!list)
+      LOOM_THROW(Error) << "the attribute features must be a list of extension names, e.g. [\"avx2\", \"fma\"]";
     for (const Any& item : list->items) {
       if (item.kind() != loom::AnyKind::kStr) {
         LOOM_THROW(Error) << "the attribute features must be a list of strings, not " << item.describe();
@@ -324,7 +326,8 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
       << "(const LoomValue* args, const int32_t* codes, int32_t num_args, LoomValue* ret, int32_t* ret_code, "
          "void* resource) {\n";
     c << "  static const char* const var_names[] = {";
-    for (size_t k = 0; k < spec.signature.dims.size(); ++k) c << (k ? ", " : "") << "\"" << spec.signature.dims[k] << "\"";
+    for (size_t k = 0; k < spec.signature.dims.size(); ++k)
+      c << (k ? ", " : "") << "\"" << spec.signature.dims[k] << "\"";
     c << (spec.signature.dims.empty() ? "0" : "") << "};\n";
     c << "  int64_t values[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
     c << "  int bound[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
@@ -337,12 +340,15 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
       << "    return loom_asm_fail(message);\n  }\n";
     for (const std::string& feature : spec.features) {
       static const std::vector<std::string> gcc_known = {
-          "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "bmi", "bmi2", "aes", "pclmul",
-          "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512vnni", "avx512bf16", "avx512vbmi",
-          "avx512ifma", "gfni", "vpclmulqdq"};
-      if (spec.isa->name != "x86_64" || std::find(gcc_known.begin(), gcc_known.end(), feature) == gcc_known.end()) continue;
+          "sse3",     "ssse3",      "sse4.1",     "sse4.2",     "popcnt",     "avx",      "avx2",      "fma",
+          "bmi",      "bmi2",       "aes",        "pclmul",     "avx512f",    "avx512cd", "avx512bw",  "avx512dq",
+          "avx512vl", "avx512vnni", "avx512bf16", "avx512vbmi", "avx512ifma", "gfni",     "vpclmulqdq"};
+      if (spec.isa->name != "x86_64" || std::find(gcc_known.begin(), gcc_known.end(), feature) == gcc_known.end())
+        continue;
       c << "#if defined(__x86_64__) && defined(__GNUC__)\n"
-        << "  if (!__builtin_cpu_supports(\"" << feature << "\")) return loom_asm_fail(\"the assembly uses the x86_64 extension " << feature << ", which this CPU lacks\");\n"
+        << "  if (!__builtin_cpu_supports(\"" << feature
+        << "\")) return loom_asm_fail(\"the assembly uses the x86_64 extension " << feature
+        << ", which this CPU lacks\");\n"
         << "#endif\n";
     }
     for (size_t i = 0; i < n; ++i) {
@@ -353,11 +359,10 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
         vars += (d ? ", " : "") + std::to_string(p.dim_vars[d]);
       }
       if (p.dims.empty()) dims = vars = "0";
-      c << "  {\n    static const int64_t dims[] = {" << dims << "};\n    static const int vars[] = {" << vars
-        << "};\n"
-        << "    if (loom_asm_tensor(" << i << ", args, codes, " << int(p.dtype.code) << ", "
-        << int(p.dtype.bits) << ", \"" << p.dtype.to_string() << "\", " << p.dims.size()
-        << ", dims, vars, var_names, values, bound, &data[" << i << "])) return -1;\n  }\n";
+      c << "  {\n    static const int64_t dims[] = {" << dims << "};\n    static const int vars[] = {" << vars << "};\n"
+        << "    if (loom_asm_tensor(" << i << ", args, codes, " << int(p.dtype.code) << ", " << int(p.dtype.bits)
+        << ", \"" << p.dtype.to_string() << "\", " << p.dims.size() << ", dims, vars, var_names, values, bound, &data["
+        << i << "])) return -1;\n  }\n";
     }
     c << "  " << spec.symbol << "(";
     for (size_t i = 0; i < n; ++i) c << (i ? ", " : "") << "data[" << i << "]";
@@ -369,8 +374,8 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
 
 class AsmModuleNode : public loom::runtime::HostCodeModuleNode {
  public:
-  std::vector<std::pair<std::string, std::string>> objects;    // (file name, ELF object)
-  std::map<std::string, std::string> texts;                    // name -> assembly
+  std::vector<std::pair<std::string, std::string>> objects;  // (file name, ELF object)
+  std::map<std::string, std::string> texts;                  // name -> assembly
   std::string wrapper_source;
   std::string not_here;  // why the code cannot run here (no library), then
 
@@ -390,7 +395,8 @@ class AsmModuleNode : public loom::runtime::HostCodeModuleNode {
   std::string inspect_source(const std::string& format) const override {
     if (format == "asm" || format == "s") {
       std::string out;
-      for (const auto& [name, text] : texts) out += "# @" + name + "\n" + text + (text.empty() || text.back() == '\n' ? "" : "\n");
+      for (const auto& [name, text] : texts)
+        out += "# @" + name + "\n" + text + (text.empty() || text.back() == '\n' ? "" : "\n");
       return out;
     }
     if (format == "c") return wrapper_source;
@@ -404,7 +410,8 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
   loom::target::Target runs_on = target;
   if (module->attrs.contains("host")) {
     const Any& host = module->attrs.at("host");
-    if (host.object() && host.object()->is_instance<loom::target::TargetNode>()) runs_on = host.cast<loom::target::Target>();
+    if (host.object() && host.object()->is_instance<loom::target::TargetNode>())
+      runs_on = host.cast<loom::target::Target>();
   }
   std::string description;
   kind::Machine here = kind::host_machine();
@@ -423,15 +430,16 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
       }
       for (const std::string& feature : spec.features) {
         if (!kind::has_extension(machine, feature)) {
-          LOOM_THROW(Error) << "it uses the " << spec.isa->name << " extension " << feature << ", which "
-                            << description << " lacks; build for a CPU that has it (mcpu, mattr) or write the "
+          LOOM_THROW(Error) << "it uses the " << spec.isa->name << " extension " << feature << ", which " << description
+                            << " lacks; build for a CPU that has it (mcpu, mattr) or write the "
                             << "function without it";
         }
       }
       kind::Assembled assembled = assemble_checked(spec);
       for (const std::string& symbol : assembled.global_symbols) {
         auto [it, fresh] = owners.emplace(symbol, name);
-        if (!fresh) LOOM_THROW(Error) << "it defines the global symbol '" << symbol << "', as @" << it->second << " does";
+        if (!fresh)
+          LOOM_THROW(Error) << "it defines the global symbol '" << symbol << "', as @" << it->second << " does";
       }
       node->objects.emplace_back("asm_" + spec.symbol + ".o", assembled.object);
       node->texts[name] = spec.text;
@@ -458,9 +466,9 @@ void validate(const loom::ObjectRef& function, const std::string& name) {
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("asm") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Extern kind asm: hand-written x86-64 or AArch64 assembly, assembled in "
-                                             "process with LLVM MC"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("asm") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "Extern kind asm: hand-written x86-64 or AArch64 assembly, assembled in "
+    "process with LLVM MC"));
 
 LOOM_PLUGIN_INIT(ctx) {
   kind::initialize();

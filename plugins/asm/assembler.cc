@@ -122,8 +122,7 @@ bool run_parser(Tools& tools, const std::string& text, std::vector<AsmDiagnostic
   llvm::SourceMgr sources;
   sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "<asm>"), llvm::SMLoc());
   Collector collector{&errors};
-  sources.setDiagHandler(
-      [](const llvm::SMDiagnostic& d, void* c) { static_cast<Collector*>(c)->add(d); }, &collector);
+  sources.setDiagHandler([](const llvm::SMDiagnostic& d, void* c) { static_cast<Collector*>(c)->add(d); }, &collector);
   llvm::MCContext context(tools.triple, tools.asm_info.get(), tools.registers.get(), tools.subtarget.get(), &sources,
                           &tools.options);
   context.setDiagnosticHandler([&collector](const llvm::SMDiagnostic& d, bool, const llvm::SourceMgr&,

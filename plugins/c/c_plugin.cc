@@ -41,7 +41,7 @@ std::vector<std::string> compiler_flags(const Map& attrs) {
   for (const std::string& f : loom::split(attrs.at("cflags").as_string(), ' ')) {
     if (f == "-c" || f == "-o" || f == "-shared" || f == "-E" || f == "-S") {
       LOOM_THROW(Error) << "target c: cflags may not contain '" << f
-                              << "' (the codegen chooses what the compiler writes)";
+                        << "' (the codegen chooses what the compiler writes)";
     }
     flags.push_back(f);
   }
@@ -62,8 +62,8 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("c") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("C source codegen: target kind c, C99 compiled with the system compiler"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("c") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "C source codegen: target kind c, C99 compiled with the system compiler"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<CModuleNode>();
@@ -83,6 +83,6 @@ LOOM_PLUGIN_INIT(ctx) {
       "",
       traits});
   loom::target::CodegenRegistry::register_codegen(
-      "c", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
-                           "c.codegen"));
+      "c",
+      Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); }, "c.codegen"));
 }

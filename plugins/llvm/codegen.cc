@@ -79,17 +79,22 @@ class FunctionCodegen {
   // ---- types -------------------------------------------------------------------
   llvm::Type* scalar_type(DataType t) const {
     switch (t.code) {
-      case DataType::kBool: return b_.getInt1Ty();
+      case DataType::kBool:
+        return b_.getInt1Ty();
       case DataType::kInt:
-      case DataType::kUInt: return llvm::Type::getIntNTy(context_, t.bits);
+      case DataType::kUInt:
+        return llvm::Type::getIntNTy(context_, t.bits);
       case DataType::kFloat:
         if (t.bits == 16) return b_.getHalfTy();
         if (t.bits == 32) return b_.getFloatTy();
         if (t.bits == 64) return b_.getDoubleTy();
         break;
-      case DataType::kBFloat: return b_.getBFloatTy();
-      case DataType::kHandle: return b_.getPtrTy();
-      default: break;
+      case DataType::kBFloat:
+        return b_.getBFloatTy();
+      case DataType::kHandle:
+        return b_.getPtrTy();
+      default:
+        break;
     }
     fail("no LLVM type for " + t.to_string());
   }
@@ -134,13 +139,14 @@ class FunctionCodegen {
       return out;
     };
     size_t at = message.find("%lld");
-    std::string format = at == std::string::npos ? escape(message)
-                                                 : escape(message.substr(0, at)) + "%lld" + escape(message.substr(at + 4));
+    std::string format = at == std::string::npos
+                             ? escape(message)
+                             : escape(message.substr(0, at)) + "%lld" + escape(message.substr(at + 4));
     llvm::FunctionCallee snprintf = module_.getOrInsertFunction(
         "snprintf", llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getPtrTy()}, true));
     llvm::AllocaInst* text = entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), 512), 1);
-    b_.CreateCall(snprintf, {text, b_.getInt64(512), string_constant(format),
-                             b_.CreateSExtOrTrunc(number, b_.getInt64Ty())});
+    b_.CreateCall(snprintf,
+                  {text, b_.getInt64(512), string_constant(format), b_.CreateSExtOrTrunc(number, b_.getInt64Ty())});
     llvm::FunctionType* type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
     b_.CreateCall(type, api_function(kSetLastError), {text});
     b_.CreateRet(b_.getInt32(-1));
@@ -198,8 +204,9 @@ class FunctionCodegen {
   static constexpr int64_t kMaxShuffledStride = 4;
   Value* constant(DataType t, double value) {
     llvm::Type* s = scalar_type(scalar_of(t));
-    llvm::Constant* c = is_float(t) ? llvm::ConstantFP::get(s, value)
-                                    : llvm::ConstantInt::get(s, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
+    llvm::Constant* c = is_float(t)
+                            ? llvm::ConstantFP::get(s, value)
+                            : llvm::ConstantInt::get(s, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
     return t.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(t.lanes), c) : c;
   }
   // The element address of buffer[indices] (row-major over the buffer's
@@ -231,7 +238,6 @@ class FunctionCodegen {
 };
 
 // ---- the ABI entry ------------------------------------------------------------------
-
 
 void FunctionCodegen::emit(const tir::PrimFunc& func, const std::string& symbol) {
   device_type_ = tir::device_type_of(*func.get());
@@ -291,9 +297,9 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
   Value* full = b_.CreateICmpEQ(count, b_.getInt32(static_cast<int32_t>(num_params)));
   Value* dps = b_.CreateICmpEQ(count, b_.getInt32(static_cast<int32_t>(num_buffers)));
   check(b_.CreateOr(full, dps), [&] {
-    emit_fail("takes " + std::to_string(num_buffers) + " tensors (or " + std::to_string(num_params) +
-                  " values), got %lld",
-              count);
+    emit_fail(
+        "takes " + std::to_string(num_buffers) + " tensors (or " + std::to_string(num_params) + " values), got %lld",
+        count);
   });
   llvm::Type* value_type = b_.getIntNTy(8 * sizeof(LoomValue));
   auto arg_at = [&](Value* index) { return b_.CreateGEP(value_type, args, index); };
@@ -310,7 +316,8 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
   for (size_t i = 0; i < num_params; ++i) {
     const auto* buffer = params[i].as_object_ref().as<tir::BufferNode>();
     if (!buffer) continue;
-    Value* index = b_.CreateSelect(full, b_.getInt32(static_cast<int32_t>(i)), b_.getInt32(static_cast<int32_t>(next++)));
+    Value* index =
+        b_.CreateSelect(full, b_.getInt32(static_cast<int32_t>(i)), b_.getInt32(static_cast<int32_t>(next++)));
     std::string what = "argument %lld (buffer '" + buffer->name + "')";
     check(b_.CreateICmpEQ(code_at(index), b_.getInt32(kLoomDLTensor)),
           [&] { emit_fail(what + " must be a tensor", index); });
@@ -353,7 +360,8 @@ void FunctionCodegen::emit_entry(const tir::PrimFunc& func, const std::string& s
       for (int d = rank - 1; d >= 0; --d) {
         Value* extent = extent_at(d);
         Value* stride = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), strides, d));
-        Value* ok = b_.CreateOr(empty, b_.CreateOr(b_.CreateICmpEQ(extent, b_.getInt64(1)), b_.CreateICmpEQ(stride, expected)));
+        Value* ok =
+            b_.CreateOr(empty, b_.CreateOr(b_.CreateICmpEQ(extent, b_.getInt64(1)), b_.CreateICmpEQ(stride, expected)));
         check(ok, [&] { emit_fail(what + " is not compact (row-major)", index); });
         expected = b_.CreateMul(expected, extent);
       }
@@ -492,8 +500,8 @@ void FunctionCodegen::stmt_here(const tir::Stmt& s) {
         b_.CreateStore(b_.CreateFPCast(v, b_.getDoubleTy()), ret_);
         b_.CreateStore(b_.getInt32(kLoomFloat), ret_code_);
       } else {
-        b_.CreateStore(is_unsigned(t) ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty()) : b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
-                       ret_);
+        b_.CreateStore(
+            is_unsigned(t) ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty()) : b_.CreateSExtOrTrunc(v, b_.getInt64Ty()), ret_);
         b_.CreateStore(b_.getInt32(kLoomInt), ret_code_);
       }
       b_.CreateRet(b_.getInt32(0));
@@ -532,9 +540,8 @@ void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* 
     if (op->for_kind() == tir::ForKind::kUnrolled) {
       hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.full")}));
     } else if (op->for_kind() == tir::ForKind::kVectorized) {
-      hints.push_back(llvm::MDNode::get(
-          context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
-                     llvm::ConstantAsMetadata::get(b_.getTrue())}));
+      hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
+                                                   llvm::ConstantAsMetadata::get(b_.getTrue())}));
     }
     if (hints.size() > 1) {
       llvm::MDNode* id = llvm::MDNode::getDistinct(context_, hints);
@@ -547,11 +554,14 @@ void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* 
 
 void FunctionCodegen::loop(const tir::ForNode* op) {
   switch (op->for_kind()) {
-    case tir::ForKind::kParallel: parallel_loop(op); return;
+    case tir::ForKind::kParallel:
+      parallel_loop(op);
+      return;
     case tir::ForKind::kThreadBinding:
       fail("the loop over %" + op->loop_var->name + " is bound to GPU thread '" + op->thread +
            "'; the llvm target runs on the CPU");
-    default: break;
+    default:
+      break;
   }
   Value* begin = expr(op->min);
   Value* end = b_.CreateAdd(begin, expr(op->extent));
@@ -582,15 +592,16 @@ void FunctionCodegen::parallel_loop(const tir::ForNode* op) {
   llvm::Type* i64 = b_.getInt64Ty();
   std::vector<llvm::Type*> task_params{i64, i64};
   task_params.insert(task_params.end(), fields.begin(), fields.end());
-  llvm::Function* task =
-      llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), task_params, false), llvm::Function::InternalLinkage,
-                             fn_->getName() + ".task" + std::to_string(outlined_), module_);
+  llvm::Function* task = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), task_params, false),
+                                                llvm::Function::InternalLinkage,
+                                                fn_->getName() + ".task" + std::to_string(outlined_), module_);
   for (size_t k = 0; k < captured.size(); ++k)
     if (fields[k]->isPointerTy()) task->addParamAttr(2 + k, llvm::Attribute::NoAlias);
   // The closure parallel_for calls: unpacks the captured values, runs the task.
   llvm::FunctionType* closure_fn_type = llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, b_.getPtrTy()}, false);
-  llvm::Function* outlined = llvm::Function::Create(closure_fn_type, llvm::Function::InternalLinkage,
-                                                    fn_->getName() + ".parallel" + std::to_string(outlined_++), module_);
+  llvm::Function* outlined =
+      llvm::Function::Create(closure_fn_type, llvm::Function::InternalLinkage,
+                             fn_->getName() + ".parallel" + std::to_string(outlined_++), module_);
   // Save the state of the enclosing function, emit both, restore.
   llvm::Function* saved_fn = fn_;
   llvm::BasicBlock* saved_entry = entry_block_;
@@ -625,8 +636,8 @@ void FunctionCodegen::parallel_loop(const tir::ForNode* op) {
   // parallel_for(begin, begin + extent, closure_fn, closure)
   llvm::FunctionType* parallel_for =
       llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, b_.getPtrTy(), b_.getPtrTy()}, false);
-  Value* status = b_.CreateCall(parallel_for, api_function(kParallelFor),
-                                {begin, b_.CreateAdd(begin, extent), outlined, closure});
+  Value* status =
+      b_.CreateCall(parallel_for, api_function(kParallelFor), {begin, b_.CreateAdd(begin, extent), outlined, closure});
   check(b_.CreateICmpEQ(status, b_.getInt32(0)), [&] { b_.CreateRet(status); });
 }
 
@@ -657,8 +668,8 @@ void FunctionCodegen::launch(const tir::CallNode* op) {
       code = kLoomFloat;
       b_.CreateStore(b_.CreateFPCast(v, b_.getDoubleTy()), slot);
     } else {
-      b_.CreateStore(is_unsigned(t) ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty()) : b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
-                     slot);
+      b_.CreateStore(
+          is_unsigned(t) ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty()) : b_.CreateSExtOrTrunc(v, b_.getInt64Ty()), slot);
     }
     b_.CreateStore(b_.getInt32(code), b_.CreateConstGEP1_64(b_.getInt32Ty(), codes, k));
   }
@@ -673,7 +684,8 @@ void FunctionCodegen::launch(const tir::CallNode* op) {
                                 {b_.CreateLoad(b_.getPtrTy(), context), string_constant(kernel->value), function});
   check(b_.CreateICmpEQ(status, b_.getInt32(0)), [&] { b_.CreateRet(status); });
   llvm::FunctionType* call_type = llvm::FunctionType::get(
-      b_.getInt32Ty(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getPtrTy()}, false);
+      b_.getInt32Ty(), {b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getPtrTy()},
+      false);
   status = b_.CreateCall(call_type, api_function(kCallFunction),
                          {b_.CreateLoad(b_.getPtrTy(), function), values, codes, b_.getInt32(static_cast<int32_t>(n)),
                           result, result_code});
@@ -703,8 +715,7 @@ void FunctionCodegen::allocate(const tir::AllocateNode* op) {
   // A host function that launches kernels allocates its intermediate
   // buffers on their device.
   if (device_type_ == kDLCPU && constant && elements * static_cast<int64_t>(element_bytes) <= kMaxStackBytes) {
-    llvm::AllocaInst* memory =
-        entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), elements * element_bytes), 64);
+    llvm::AllocaInst* memory = entry_alloca(llvm::ArrayType::get(b_.getInt8Ty(), elements * element_bytes), 64);
     values_[buffer->data.get()] = memory;
     stmt(op->body);
     return;
@@ -738,7 +749,8 @@ Value* FunctionCodegen::element_pointer(const tir::BufferNode* buffer, const Arr
     for (size_t d = 0; d < indices.size(); ++d) {
       auto index = indices[d].cast<tir::PrimExpr>();
       DataType t = index.dtype();
-      auto extent = buffer->strides.size() == 0 ? buffer->shape[d].cast<tir::PrimExpr>() : buffer->strides[d].cast<tir::PrimExpr>();
+      auto extent = buffer->strides.size() == 0 ? buffer->shape[d].cast<tir::PrimExpr>()
+                                                : buffer->strides[d].cast<tir::PrimExpr>();
       if (!buffer->strides.size() == 0) {
         tir::PrimExpr term = tir::Mul(index, tir::Cast(t, extent));
         flat = flat.defined() ? tir::PrimExpr(tir::Add(flat, term)) : term;
@@ -870,9 +882,10 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   if (is(tir::MulNode::runtime_type_index())) return fl ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
   if (is(tir::MinNode::runtime_type_index()) || is(tir::MaxNode::runtime_type_index())) {
     bool min = is(tir::MinNode::runtime_type_index());
-    if (!fl) return b_.CreateSelect(min ? (un ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b))
-                                        : (un ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b)),
-                                    a, b);
+    if (!fl)
+      return b_.CreateSelect(min ? (un ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b))
+                                 : (un ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b)),
+                             a, b);
     // NumPy's minimum/maximum propagate NaN: a NaN a is kept, a NaN b
     // loses every ordered comparison.
     Value* pick_a = min ? b_.CreateFCmpOLT(a, b) : b_.CreateFCmpOGT(a, b);
@@ -890,7 +903,8 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
     if (llvm::isa<llvm::Constant>(divisor) && !is_constant(divisor, 0) && !is_constant(divisor, -1)) return divisor;
     Value* one = llvm::ConstantInt::get(divisor->getType(), 1);
     Value* bad = b_.CreateICmpEQ(divisor, llvm::Constant::getNullValue(divisor->getType()));
-    if (may_be_minus_one) bad = b_.CreateOr(bad, b_.CreateICmpEQ(divisor, llvm::Constant::getAllOnesValue(divisor->getType())));
+    if (may_be_minus_one)
+      bad = b_.CreateOr(bad, b_.CreateICmpEQ(divisor, llvm::Constant::getAllOnesValue(divisor->getType())));
     return b_.CreateSelect(bad, one, divisor);
   };
   auto zero_if_div0 = [&](Value* result) {
@@ -900,7 +914,8 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   };
   auto negated_if_minus_one = [&](Value* quotient) {
     if (!may_be_minus_one) return quotient;
-    return b_.CreateSelect(b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(b->getType())), b_.CreateNeg(a), quotient);
+    return b_.CreateSelect(b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(b->getType())), b_.CreateNeg(a),
+                           quotient);
   };
   if (is(tir::DivNode::runtime_type_index())) {
     if (fl) return b_.CreateFDiv(a, b);
@@ -919,15 +934,13 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
     Value* zero = llvm::Constant::getNullValue(a->getType());
     // Round towards minus infinity: adjust when the remainder is non-zero
     // and its sign differs from the divisor's.
-    Value* adjust = b_.CreateAnd(b_.CreateICmpNE(m, zero),
-                                 b_.CreateICmpNE(b_.CreateICmpSLT(m, zero), b_.CreateICmpSLT(b, zero)));
+    Value* adjust =
+        b_.CreateAnd(b_.CreateICmpNE(m, zero), b_.CreateICmpNE(b_.CreateICmpSLT(m, zero), b_.CreateICmpSLT(b, zero)));
     return zero_if_div0(div ? negated_if_minus_one(b_.CreateSub(d, b_.CreateZExt(adjust, a->getType())))
                             : b_.CreateSelect(adjust, b_.CreateAdd(m, b), m));
   }
   using P = llvm::CmpInst::Predicate;
-  auto compare = [&](P fp, P sp, P up) {
-    return fl ? b_.CreateFCmp(fp, a, b) : b_.CreateICmp(un ? up : sp, a, b);
-  };
+  auto compare = [&](P fp, P sp, P up) { return fl ? b_.CreateFCmp(fp, a, b) : b_.CreateICmp(un ? up : sp, a, b); };
   if (is(tir::EQNode::runtime_type_index())) return compare(P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ);
   if (is(tir::NENode::runtime_type_index())) return compare(P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE);
   if (is(tir::LTNode::runtime_type_index())) return compare(P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT);
@@ -935,7 +948,9 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   if (is(tir::GTNode::runtime_type_index())) return compare(P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT);
   if (is(tir::GENode::runtime_type_index())) return compare(P::FCMP_OGE, P::ICMP_SGE, P::ICMP_UGE);
   auto truth = [&](Value* v) {
-    return v->getType()->getScalarType()->isIntegerTy(1) ? v : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    return v->getType()->getScalarType()->isIntegerTy(1)
+               ? v
+               : b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
   };
   if (is(tir::AndNode::runtime_type_index())) return b_.CreateAnd(truth(a), truth(b));
   if (is(tir::OrNode::runtime_type_index())) return b_.CreateOr(truth(a), truth(b));
@@ -954,9 +969,9 @@ Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
   auto splat = [&](unsigned bits, uint64_t value) { return llvm::ConstantInt::get(ints(bits), value); };
   if (from.code == DataType::kBFloat && to.code != DataType::kBFloat) {
     Value* wide = b_.CreateShl(b_.CreateZExt(b_.CreateBitCast(v, ints(16)), ints(32)), splat(32, 16));
-    Value* f32 = b_.CreateBitCast(wide, to.lanes > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(
-                                                           b_.getFloatTy(), to.lanes))
-                                                     : b_.getFloatTy());
+    Value* f32 = b_.CreateBitCast(
+        wide, to.lanes > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getFloatTy(), to.lanes))
+                           : b_.getFloatTy());
     return cast(to, DataType(DataType::kFloat, 32, to.lanes), f32);
   }
   if (to.code == DataType::kBFloat && from.code != DataType::kBFloat) {
@@ -993,8 +1008,9 @@ const std::set<std::string>& libm_unary() {
 Value* FunctionCodegen::libm_call(const std::string& name, Value* x, llvm::Type* t) {
   llvm::Type* scalar = t->getScalarType();
   bool f32 = scalar->isFloatTy();
-  if (!f32 && !scalar->isDoubleTy()) fail(name + " of " + std::string(scalar->isHalfTy() ? "float16" : "this type") +
-                                           ": the C library has float and double");
+  if (!f32 && !scalar->isDoubleTy())
+    fail(name + " of " + std::string(scalar->isHalfTy() ? "float16" : "this type") +
+         ": the C library has float and double");
   llvm::FunctionCallee f =
       module_.getOrInsertFunction(f32 ? name + "f" : name, llvm::FunctionType::get(scalar, {scalar}, false));
   auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(t);
@@ -1010,7 +1026,8 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
   std::vector<Value*> args;
   for (const Any& a : op->args) args.push_back(expr(a.cast<tir::PrimExpr>()));
   auto arity = [&](size_t n) {
-    if (args.size() != n) fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
+    if (args.size() != n)
+      fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
   };
   llvm::Type* t = type(op->dtype);
   auto intrinsic = [&](llvm::Intrinsic::ID id) {
@@ -1050,9 +1067,9 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     Value* amount = args[1];
     Value* wide = b_.CreateICmpUGE(amount, llvm::ConstantInt::get(amount->getType(), bits));
     Value* clamped = b_.CreateSelect(wide, llvm::ConstantInt::get(amount->getType(), bits - 1), amount);
-    Value* shifted = name == "shift_left" ? b_.CreateShl(args[0], clamped)
-                     : is_unsigned(op->dtype)  ? b_.CreateLShr(args[0], clamped)
-                                               : b_.CreateAShr(args[0], clamped);
+    Value* shifted = name == "shift_left"     ? b_.CreateShl(args[0], clamped)
+                     : is_unsigned(op->dtype) ? b_.CreateLShr(args[0], clamped)
+                                              : b_.CreateAShr(args[0], clamped);
     if (name == "shift_left" || is_unsigned(op->dtype)) {
       shifted = b_.CreateSelect(wide, llvm::Constant::getNullValue(shifted->getType()), shifted);
     }

@@ -61,13 +61,14 @@ MachineOptions machine_options(const Map& attrs) {
   o.cpu = attrs.contains("mcpu") ? attrs.at("mcpu").as_string() : "native";
   std::string mattr = attrs.contains("mattr") ? attrs.at("mattr").as_string() : "";
   o.opt_level = attrs.contains("opt-level") ? static_cast<int>(attrs.at("opt-level").as_int()) : 3;
-  if (o.opt_level < 0 || o.opt_level > 3) LOOM_THROW(Error) << "target llvm: opt-level must be 0..3, got " << o.opt_level;
+  if (o.opt_level < 0 || o.opt_level > 3)
+    LOOM_THROW(Error) << "target llvm: opt-level must be 0..3, got " << o.opt_level;
   const llvm::Target* target = lookup_target(o.triple);
   std::vector<std::string> features;
   if (o.cpu == "native") {
     if (llvm::Triple(o.triple).getArch() != llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
-      LOOM_THROW(Error) << "target llvm: mcpu 'native' means this machine's CPU, which cannot run mtriple '"
-                        << o.triple << "'; name a CPU";
+      LOOM_THROW(Error) << "target llvm: mcpu 'native' means this machine's CPU, which cannot run mtriple '" << o.triple
+                        << "'; name a CPU";
     }
     o.cpu = llvm::sys::getHostCPUName().str();
     llvm::StringMap<bool> host;
@@ -161,8 +162,8 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level)
                                   : opt_level == 1 ? llvm::OptimizationLevel::O1
                                   : opt_level == 2 ? llvm::OptimizationLevel::O2
                                                    : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager pipeline = opt_level == 0 ? builder.buildO0DefaultPipeline(level)
-                                                    : builder.buildPerModuleDefaultPipeline(level);
+  llvm::ModulePassManager pipeline =
+      opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
   pipeline.run(module, modules);
 }
 
@@ -260,7 +261,8 @@ std::shared_ptr<runtime::HostLibrary> jit_load(const std::string& object,
   state->names.reserve(functions.size());
   for (const auto& [function, symbol] : functions) {
     auto address = j.lookup(symbol);
-    if (!address) LOOM_THROW(Error) << "llvm: the JIT cannot link @" << function << ": " << to_string(address.takeError());
+    if (!address)
+      LOOM_THROW(Error) << "llvm: the JIT cannot link @" << function << ": " << to_string(address.takeError());
     state->names.push_back(function);
     state->table.push_back({sizeof(LoomFunctionEntry), state->names.back().c_str(), address->toPtr<LoomBackendFunc>()});
   }

@@ -27,7 +27,7 @@ namespace backend = loom::llvm_backend;
 class LLVMModuleNode : public loom::runtime::HostCodeModuleNode {
  public:
   std::string object;  // the relocatable object (ELF), as export links it
-  std::string ir;  // the optimised LLVM IR
+  std::string ir;      // the optimised LLVM IR
   backend::MachineOptions options;
 
   std::string type_key() const override { return "llvm"; }
@@ -69,17 +69,18 @@ int64_t vector_bits(const loom::target::Target& target) {
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("CPU codegen through LLVM 16: target kind llvm, ORC JIT, objects for export_library"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "CPU codegen through LLVM 16: target kind llvm, ORC JIT, objects for export_library"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<LLVMModuleNode>();
   loom::target::TargetTraits traits;
   traits.vector_bits = vector_bits;
-  traits.native_intrinsics = {"exp",  "log", "sqrt", "floor", "ceil",  "round", "trunc", "sin",
-                              "cos",  "abs", "pow",  "fmod",  "isnan", "isinf", "ret", "tan", "asin", "acos",
-                              "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "bitwise_and", "bitwise_or",
-                              "bitwise_xor", "bitwise_not", "shift_left", "shift_right"};
+  traits.native_intrinsics = {"exp",         "log",        "sqrt",        "floor",       "ceil",       "round",
+                              "trunc",       "sin",        "cos",         "abs",         "pow",        "fmod",
+                              "isnan",       "isinf",      "ret",         "tan",         "asin",       "acos",
+                              "atan",        "sinh",       "cosh",        "asinh",       "acosh",      "atanh",
+                              "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"};
   traits.threads_attr = "num-threads";
   traits.default_pipeline = {"cpu"};
   traits.codegen_needs = {"intrinsics_lowered"};
@@ -88,8 +89,7 @@ LOOM_PLUGIN_INIT(ctx) {
       {{"mtriple", "str", std::string(""), "LLVM target triple; empty: this machine's"},
        {"mcpu", "str", std::string("native"), "CPU model (LLVM's names, e.g. skylake-avx512); native: this machine's"},
        {"mattr", "str", std::string(""), "CPU features to add or remove, e.g. +avx2,-avx512f"},
-       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0,
-        loom::runtime::kMaxThreads},
+       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0, loom::runtime::kMaxThreads},
        {"opt-level", "int", int64_t{3}, "LLVM optimisation level", 0, 3}},
       Function::typed([](Map attrs) { backend::machine_options(attrs); }, "llvm.validate_target"),
       "CPU machine code through LLVM: vectorized, parallel, JIT-loaded or exported as a shared library",

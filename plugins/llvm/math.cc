@@ -52,8 +52,8 @@ llvm::Value* emit_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* n = h.call(llvm::Intrinsic::roundeven, b.CreateFMul(c, h.f(1.44269504088896341)));
   llvm::Value* r = b.CreateFSub(c, b.CreateFMul(n, h.f(0.693359375)));
   r = b.CreateFSub(r, b.CreateFMul(n, h.f(-2.12194440e-4)));
-  llvm::Value* p = h.polynomial(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2,
-                                    1.6666665459E-1, 5.0000001201E-1});
+  llvm::Value* p = h.polynomial(
+      r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
   llvm::Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, b.CreateFMul(r, r)), r), h.f(1.0));
   // Scale by 2^n in two steps, so that subnormal results come out right.
   llvm::Value* ni = b.CreateFPToSI(n, h.int_type);
@@ -73,16 +73,16 @@ llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // x = m 2^e with m in [0.5, 1).
   llvm::Value* e = b.CreateSub(b.CreateAnd(b.CreateLShr(bits, h.i(23)), h.i(0xff)), h.i(126));
   e = b.CreateSub(e, b.CreateSelect(subnormal, h.i(23), h.i(0)));
-  llvm::Value* m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, h.i(static_cast<int32_t>(0x807fffff))), h.i(0x3f000000)),
-                                   h.float_type);
+  llvm::Value* m = b.CreateBitCast(
+      b.CreateOr(b.CreateAnd(bits, h.i(static_cast<int32_t>(0x807fffff))), h.i(0x3f000000)), h.float_type);
   // Centre m around 1: m < sqrt(1/2) -> 2m - 1 (and e - 1), else m - 1.
   llvm::Value* small = b.CreateFCmpOLT(m, h.f(0.707106781186547524));
   e = b.CreateSub(e, b.CreateZExt(small, h.int_type));
   m = b.CreateFSub(b.CreateSelect(small, b.CreateFAdd(m, m), m), h.f(1.0));
   llvm::Value* z = b.CreateFMul(m, m);
-  llvm::Value* y = h.polynomial(m, {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
-                                    1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
-                                    3.3333331174E-1});
+  llvm::Value* y =
+      h.polynomial(m, {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
+                       -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
   y = b.CreateFMul(b.CreateFMul(y, m), z);
   llvm::Value* ef = b.CreateSIToFP(e, h.float_type);
   y = b.CreateFAdd(y, b.CreateFMul(ef, h.f(-2.12194440e-4)));

@@ -137,8 +137,8 @@ Schedule schedule_with(const PrimFunc& f, int bits, const std::set<std::string>&
     // An elementwise nest right before a reduction (a convolution's padded
     // input) is scheduled after it, so that it can move into the
     // reduction's outer loop when each iteration reads its own part.
-    bool before_reduction = k + 1 < nests.size() && !has_reduction(find(s, nests[k])) &&
-                            has_reduction(find(s, nests[k + 1]));
+    bool before_reduction =
+        k + 1 < nests.size() && !has_reduction(find(s, nests[k])) && has_reduction(find(s, nests[k + 1]));
     if (!before_reduction) {
       stages.run(nests[k]);
       continue;
@@ -195,8 +195,10 @@ PrimFunc tuned(const TuningDatabase& database, const ir::IRModule& module, const
       attrs[kScheduledAttr] = Any("tuning database " + database.path() + ":" + std::to_string(r->line));
       return PrimFunc(std::vector<Any>(done->params.begin(), done->params.end()), done->body, done->ret, Map(attrs));
     } catch (const Error& e) {
-      std::fprintf(stderr, "loom: warning: tuning database %s:%d: the record of task %s does not apply to @%s (%s); "
-                           "it is skipped\n", database.path().c_str(), r->line, hash.c_str(), name.c_str(), e.what());
+      std::fprintf(stderr,
+                   "loom: warning: tuning database %s:%d: the record of task %s does not apply to @%s (%s); "
+                   "it is skipped\n",
+                   database.path().c_str(), r->line, hash.c_str(), name.c_str(), e.what());
     }
   }
   return PrimFunc();
@@ -215,7 +217,9 @@ transform::Pass AutoSchedule() {
         "a loop nest with fewer stores (each counted once per iteration of the loops around it) runs on one thread: "
         "a parallel region costs a few microseconds",
         0, std::nullopt}},
-                           {}, {}, {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
+      {},
+      {},
+      {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t min_work = context.get_config("AutoSchedule.parallel_min_work").as_int();
     std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
@@ -227,8 +231,9 @@ transform::Pass AutoSchedule() {
       database = TuningDatabase::open(database_path);
       cpu = target::detect_cpu();
     }
-    std::map<std::string, Any> changed =
-        transform::rewrite_prim_funcs(module, [&](const std::string& name, const PrimFunc& f) {
+    std::map<std::string, Any> changed = transform::rewrite_prim_funcs(
+        module,
+        [&](const std::string& name, const PrimFunc& f) {
           // A function scheduled already (by hand, or a tuned one) stays.
           if (f->attrs.get() && f->attrs->items.count(kScheduledAttr)) return f;
           PrimFunc after;
@@ -244,7 +249,8 @@ transform::Pass AutoSchedule() {
           after = schedule(f, vector_bits_of(module, name), constant_buffers, min_work);
           if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
           return after;
-        }, target::on_cpu_target);
+        },
+        target::on_cpu_target);
     return graph::relayout_constant_inputs(module.with_functions(changed), relaid);
   });
 }

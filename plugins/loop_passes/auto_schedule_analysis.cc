@@ -41,7 +41,6 @@ void roots(const Stmt& s, std::vector<std::string>& out) {
   });
 }
 
-
 // Whether a statement contains a reduction: a store inside a loop whose
 // variable its indices do not use.
 bool has_reduction(const ForNode* top) {
@@ -118,7 +117,8 @@ std::optional<int64_t> stride_along(const Buffer& buffer, const Array& indices, 
     for (size_t k = 0; k < indices.size(); ++k) {
       auto extent = const_int(buffer->shape[k].cast<PrimExpr>());
       if (!extent) return std::nullopt;
-      offset = Add(Mul(offset, IntImm(DataType::Int(64), *extent)), Cast(DataType::Int(64), indices[k].cast<PrimExpr>()));
+      offset =
+          Add(Mul(offset, IntImm(DataType::Int(64), *extent)), Cast(DataType::Int(64), indices[k].cast<PrimExpr>()));
     }
   }
   PrimExpr next = substitute(offset, {{j, Add(ref_var(j), IntImm(j->dtype, 1))}});
@@ -162,7 +162,8 @@ std::vector<const BufferStoreNode*> accumulator_stores(const Stmt& body) {
   if (const auto* seq = body.as<SeqStmtNode>()) {
     for (const Any& st : seq->seq) {
       const auto* store = st.cast<Stmt>().as<BufferStoreNode>();
-      if (store && std::any_of(inside.begin(), inside.end(), [&](const BufferStoreNode* r) { return r->buffer.get() == store->buffer.get(); }))
+      if (store && std::any_of(inside.begin(), inside.end(),
+                               [&](const BufferStoreNode* r) { return r->buffer.get() == store->buffer.get(); }))
         out.push_back(store);
     }
   }
@@ -186,8 +187,7 @@ std::vector<std::string> StageScheduler::leaves(const std::string& root, bool re
   Visitor v;
   v.on<ForNode>([&](const ForNode* f) {
     const auto* store = f->body.as<BufferStoreNode>();
-    if (store && f->for_kind() == ForKind::kSerial &&
-        uses_var(Any(store->indices), f->loop_var.get()) != reduction) {
+    if (store && f->for_kind() == ForKind::kSerial && uses_var(Any(store->indices), f->loop_var.get()) != reduction) {
       out.push_back(f->loop_var->name);
     }
     v.visit_children(f);

@@ -39,11 +39,13 @@ bool StageScheduler::channel_tile(const std::string& root, double rate) {
   // The reduction's loads of what it does not write (its operands).
   std::vector<const BufferLoadNode*> loads;
   for (const Stmt& r : reduction_loops(body))
-    pre_order(r, [&](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-      const auto* l = e.as<BufferLoadNode>();
-      if (l && !written.count(l->buffer->name)) loads.push_back(l);
-      return true;
-    });
+    pre_order(
+        r, [&](const Stmt&) { return true; },
+        [&](const PrimExpr& e) {
+          const auto* l = e.as<BufferLoadNode>();
+          if (l && !written.count(l->buffer->name)) loads.push_back(l);
+          return true;
+        });
   int lanes = lanes_for(body);
   double reduction = 0;  // multiply-adds per output element
   for (const Stmt& r : reduction_loops(body)) {
@@ -66,7 +68,8 @@ bool StageScheduler::channel_tile(const std::string& root, double rate) {
         if (uses_var(st->indices[m], cv)) ++uses;
       }
       fits = fits && allocations.count(st->buffer->name) && at < st->indices.size() && uses == 1;
-      if (fits && std::find_if(relayout.begin(), relayout.end(), [&](const auto& r) { return r.first == st->buffer->name; }) == relayout.end())
+      if (fits && std::find_if(relayout.begin(), relayout.end(),
+                               [&](const auto& r) { return r.first == st->buffer->name; }) == relayout.end())
         relayout.emplace_back(st->buffer->name, at);
     }
     if (!fits) continue;
@@ -88,7 +91,8 @@ bool StageScheduler::channel_tile(const std::string& root, double rate) {
         if (uses_var(Any(l->indices), chain[m]->loop_var.get())) rows = chain[m];
     }
     for (const BufferLoadNode* l : loads) {
-      bool operand = std::any_of(operands.begin(), operands.end(), [&](const Operand& o) { return o.load->buffer.get() == l->buffer.get(); });
+      bool operand = std::any_of(operands.begin(), operands.end(),
+                                 [&](const Operand& o) { return o.load->buffer.get() == l->buffer.get(); });
       if (!operand && uses_var(Any(l->indices), cv)) fits = false;
     }
     if (!fits || !rows) continue;

@@ -78,7 +78,8 @@ Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent) {
 // nests appended to `copies`.  Returns the buffer the nest now reads
 // (`name` or the copy), "" when neither happened.
 std::string StageScheduler::pack(const std::string& name, const Schedule::IndexMap& layout, bool copy,
-                                 std::vector<std::string>& copies, bool& relaid, const Schedule::IndexMap& copy_layout) {
+                                 std::vector<std::string>& copies, bool& relaid,
+                                 const Schedule::IndexMap& copy_layout) {
   if (constant_.count(name) && attempt([&] { s_.transform_layout(name, layout); })) {
     relaid = true;
     return name;

@@ -213,9 +213,9 @@ class StageScheduler {
   int64_t min_work_;
   bool parallel_ = true;  // the nest being scheduled has work enough for threads
   std::set<std::string> constant_;
-  std::vector<std::string> copies_;  // the roots of the packing copies tile() made
+  std::vector<std::string> copies_;      // the roots of the packing copies tile() made
   std::vector<std::string> row_copies_;  // the roots of the left operand's copies
-  std::vector<std::string> moved_;   // their roots once moved into the column-tile loop
+  std::vector<std::string> moved_;       // their roots once moved into the column-tile loop
 };
 
 }  // namespace loom::loop::auto_schedule

@@ -58,7 +58,8 @@ std::string StageScheduler::fuse_short_rows(const std::string& root) {
   bool contiguous = strided_loads(f->body, f->loop_var.get()).empty();
   Visitor stores;
   stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
-    contiguous = contiguous && (!uses_var(Any(st->indices), f->loop_var.get()) || stride_along(st, f->loop_var.get()) == 1);
+    contiguous =
+        contiguous && (!uses_var(Any(st->indices), f->loop_var.get()) || stride_along(st, f->loop_var.get()) == 1);
     stores.visit_children(st);
   });
   stores.visit(Any(f->body));
@@ -131,7 +132,9 @@ bool StageScheduler::tile(const std::string& nest) {
   // vectors (four with 512-bit ones), which the test below leaves to
   // vector_reduction's partial sums where they fit.
   auto [ti, tj] = rows ? tile_shape(*ei, vectors)
-                       : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4 : vectors % 2 == 0 ? 2 : 1};
+                       : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4
+                                                        : vectors % 2 == 0                      ? 2
+                                                                                                : 1};
   std::tie(ti, tj) = choose_tile(rows ? *ei : 1, vectors, ti, tj);
   // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
   // packed into panels, (j // F, r, j % F) with F the tile's width, so
@@ -163,7 +166,8 @@ bool StageScheduler::tile(const std::string& nest) {
     // This tile's rate by tile_shape's model, for vectors of `lanes` of
     // the full width, the row's last vector partly used, loads along j
     // with a stride (a wide load and a shuffle) at half speed.
-    double rate = tile_rate(ti, tj) * lanes / lanes_for(j->body) * static_cast<double>(*ej) / static_cast<double>(vectors * lanes);
+    double rate = tile_rate(ti, tj) * lanes / lanes_for(j->body) * static_cast<double>(*ej) /
+                  static_cast<double>(vectors * lanes);
     if (!strided_loads(j->body, jv).empty()) rate /= 2;
     if (channel_tile(root, rate)) return true;
   }
@@ -184,8 +188,8 @@ bool StageScheduler::tile(const std::string& nest) {
     // (and a panel is not the whole row, which it already is).
     bool strided = o.at + 1 != o.load->indices.size();
     std::string read = pack(o.load->buffer->name, panel_layout(panel, o),
-                            strided || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)),
-                            copies_, relaid, panel_layout(panel, o, *ej));
+                            strided || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)), copies_, relaid,
+                            panel_layout(panel, o, *ej));
     if (!read.empty()) {
       panels.insert(read);
     } else if (strided) {
@@ -323,7 +327,8 @@ std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t v
 // The tile's loops (rows, vectors, lanes) unrolled, unrolled and
 // vectorized; returns the reduction loops below the lanes, if any,
 // outermost first.
-std::vector<std::string> StageScheduler::register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes) {
+std::vector<std::string> StageScheduler::register_tile(const std::string& rows, const std::string& vectors,
+                                                       const std::string& lanes) {
   const ForNode* last = find(s_, lanes);
   std::vector<std::string> reduction;
   if (has_loop(last->body))
@@ -340,7 +345,8 @@ std::vector<std::string> StageScheduler::register_tile(const std::string& rows, 
 // init, the whole reduction (over the panels while they are in cache)
 // and its epilogue.
 bool StageScheduler::tile_panels(const std::string& root, const std::string& joo, const std::string& io,
-                                 const std::string& ii, const std::string& joi, const std::string& ji, bool rows_outer) {
+                                 const std::string& ii, const std::string& joi, const std::string& ji,
+                                 bool rows_outer) {
   if (rows_outer) {
     s_.reorder({io, joo, ii, joi, ji});
   } else {

@@ -22,10 +22,9 @@
 //     block (across its threads where cross_thread_rows takes it, else on
 //     one thread), and a store outside any loop on one thread.
 // A function that already has a bound loop was scheduled by hand and is
-// left as it is; one marked scheduled without one runs on one thread.  The tiles and the thread-per-output schedule keep each
-// output's summation order (bit-identical results); a cross-thread sum
-// adds in another order, as rfactor does.  Leaves every store of every
-// function under a bound loop.
+// left as it is; one marked scheduled without one runs on one thread.  The tiles and the thread-per-output schedule
+// keep each output's summation order (bit-identical results); a cross-thread sum adds in another order, as rfactor
+// does.  Leaves every store of every function under a bound loop.
 #include "default_device_schedule.h"
 
 #include "auto_schedule.h"
@@ -66,14 +65,16 @@ Stmt bind_loose_work(const Stmt& s, std::set<std::string>& taken, int64_t thread
       if (std::optional<Stmt> rows = cross_thread_rows(s, threads, names)) return on_one_thread(*rows, names("single"));
     }
   } else if (!s.as<BufferStoreNode>() && !s.as<EvaluateNode>()) {
-    return map_children(s, [](const PrimExpr& e) { return e; },
-                        [&](const Stmt& c) { return bind_loose_work(c, taken, threads); });
+    return map_children(
+        s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) { return bind_loose_work(c, taken, threads); });
   } else if (s.as<EvaluateNode>()) {
     bool loads = false;
-    pre_order(s, [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-      loads = loads || e.as<BufferLoadNode>();
-      return !loads;
-    });
+    pre_order(
+        s, [](const Stmt&) { return true; },
+        [&](const PrimExpr& e) {
+          loads = loads || e.as<BufferLoadNode>();
+          return !loads;
+        });
     if (!loads) return s;  // no memory touched: stays on the host
   }
   return on_one_thread(s, FreshNames(taken)("single"));
@@ -86,10 +87,12 @@ void spatial_roots(const Stmt& s, std::vector<std::string>& roots) {
     if (loop->for_kind() != ForKind::kThreadBinding) roots.push_back(loop->loop_var->name);
     return;
   }
-  map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) {
-    spatial_roots(c, roots);
-    return c;
-  });
+  map_children(
+      s, [](const PrimExpr& e) { return e; },
+      [&](const Stmt& c) {
+        spatial_roots(c, roots);
+        return c;
+      });
 }
 
 const ForNode* find_loop(const Stmt& body, const std::string& name) {
@@ -103,10 +106,12 @@ const ForNode* find_loop(const Stmt& body, const std::string& name) {
 }
 
 Stmt replace(const Stmt& body, const Object* node, const Stmt& with) {
-  return Rewriter().pre_stmt([&](const Stmt& s) -> std::optional<Stmt> {
-    if (s.get() == node) return with;
-    return std::nullopt;
-  }).run(body);
+  return Rewriter()
+      .pre_stmt([&](const Stmt& s) -> std::optional<Stmt> {
+        if (s.get() == node) return with;
+        return std::nullopt;
+      })
+      .run(body);
 }
 
 PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
@@ -186,7 +191,8 @@ transform::Pass DefaultDeviceSchedule() {
        {"tile_threads", "int", Any(int64_t{64}),
         "threads per block of a contraction's shared-memory tiles: 64 (8 x 8 threads, 64 x 64 outputs; best on "
         "PoCL) or 256 (16 x 16 threads, 128 x 128 outputs; GPUs), at most the target's max-work-group-size; below 64, "
-        "no tiles", 1, std::nullopt}},
+        "no tiles",
+        1, std::nullopt}},
       {},
       {},
       {"*"}};

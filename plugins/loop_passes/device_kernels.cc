@@ -66,10 +66,12 @@ PrimExpr product(const std::vector<PrimExpr>& extents) {
 }
 
 // The loop variables of `loops` mapped to min + value.
-std::unordered_map<const Object*, PrimExpr> at(const std::vector<const ForNode*>& loops, const std::vector<PrimExpr>& values) {
+std::unordered_map<const Object*, PrimExpr> at(const std::vector<const ForNode*>& loops,
+                                               const std::vector<PrimExpr>& values) {
   std::unordered_map<const Object*, PrimExpr> with;
   for (size_t k = 0; k < loops.size(); ++k) {
-    PrimExpr v = values[k].dtype() == loops[k]->loop_var->dtype ? values[k] : Cast(loops[k]->loop_var->dtype, values[k]);
+    PrimExpr v =
+        values[k].dtype() == loops[k]->loop_var->dtype ? values[k] : Cast(loops[k]->loop_var->dtype, values[k]);
     with[loops[k]->loop_var.get()] = Add(loops[k]->min, v);
   }
   return with;
@@ -115,10 +117,12 @@ bool writes_disjoint(const ForNode* loop) {
   // iterations.
   auto direct = [&](const Any& index) {
     bool loads = false;
-    pre_order(Evaluate(index.cast<PrimExpr>()), [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-      loads = loads || e.as<BufferLoadNode>() != nullptr;
-      return !loads;
-    });
+    pre_order(
+        Evaluate(index.cast<PrimExpr>()), [](const Stmt&) { return true; },
+        [&](const PrimExpr& e) {
+          loads = loads || e.as<BufferLoadNode>() != nullptr;
+          return !loads;
+        });
     return !loads && uses_var(index, loop->loop_var.get());
   };
   pre_order(loop->body, [&](const Stmt& s) {
@@ -147,10 +151,12 @@ bool writes_any(const Stmt& s, const std::unordered_set<const Object*>& buffers)
 
 bool loads_memory(const Stmt& s) {
   bool loads = false;
-  pre_order(s, [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-    loads = loads || e.as<BufferLoadNode>() || e.as<CallNode>();
-    return !loads;
-  });
+  pre_order(
+      s, [](const Stmt&) { return true; },
+      [&](const PrimExpr& e) {
+        loads = loads || e.as<BufferLoadNode>() || e.as<CallNode>();
+        return !loads;
+      });
   return loads;
 }
 
@@ -233,21 +239,23 @@ class Rows {
     PrimExpr term = substitute(r.update.term, at(r.loops, unflatten(index, extents_of(r.loops))));
     PrimExpr mine = BufferLoad(part, {c64(0)});
     std::vector<Stmt> steps;
-    steps.push_back(Allocate(part, seq({BufferStore(part, *identity, {c64(0)}),
-                                        serial(o, ceil_div(extent, threads_),
-                                               IfThenElse(LT(index, extent),
-                                                          BufferStore(part, reduce_combine(op, mine, term), {c64(0)}))),
-                                        BufferStore(tree, mine, {PrimExpr(t_)})})));
+    steps.push_back(Allocate(
+        part, seq({BufferStore(part, *identity, {c64(0)}),
+                   serial(o, ceil_div(extent, threads_),
+                          IfThenElse(LT(index, extent), BufferStore(part, reduce_combine(op, mine, term), {c64(0)}))),
+                   BufferStore(tree, mine, {PrimExpr(t_)})})));
     steps.push_back(barrier());
     for (int64_t half = threads_ / 2; half >= 1; half /= 2) {
       PrimExpr other = BufferLoad(tree, {Add(t_, c64(half))});
-      steps.push_back(IfThenElse(LT(t_, c64(half)),
-                                 BufferStore(tree, reduce_combine(op, BufferLoad(tree, {PrimExpr(t_)}), other), {PrimExpr(t_)})));
+      steps.push_back(
+          IfThenElse(LT(t_, c64(half)),
+                     BufferStore(tree, reduce_combine(op, BufferLoad(tree, {PrimExpr(t_)}), other), {PrimExpr(t_)})));
       steps.push_back(barrier());
     }
     std::vector<PrimExpr> idx;
     for (const Any& i : r.store->indices) idx.push_back(i.cast<PrimExpr>());
-    Stmt result = BufferStore(r.store->buffer, reduce_combine(op, BufferLoad(r.store->buffer, idx), BufferLoad(tree, {c64(0)})), idx);
+    Stmt result = BufferStore(r.store->buffer,
+                              reduce_combine(op, BufferLoad(r.store->buffer, idx), BufferLoad(tree, {c64(0)})), idx);
     if (private_.count(r.store->buffer->data.get())) {
       // Every thread reads the tree's root before the next reduction.
       steps.push_back(result);
@@ -313,14 +321,16 @@ int64_t const_product(const std::vector<const ForNode*>& loops) {
 // neighbouring threads load neighbouring elements).
 bool contiguous_in(const PrimExpr& x, const std::vector<const ForNode*>& group) {
   bool found = false;
-  pre_order(Evaluate(x), [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-    const auto* load = e.as<BufferLoadNode>();
-    if (load && !found && load->indices.size() > 0) {
-      PrimExpr last = load->indices[load->indices.size() - 1].cast<PrimExpr>();
-      for (const ForNode* f : group) found = found || uses_var(Any(last), f->loop_var.get());
-    }
-    return !found;
-  });
+  pre_order(
+      Evaluate(x), [](const Stmt&) { return true; },
+      [&](const PrimExpr& e) {
+        const auto* load = e.as<BufferLoadNode>();
+        if (load && !found && load->indices.size() > 0) {
+          PrimExpr last = load->indices[load->indices.size() - 1].cast<PrimExpr>();
+          for (const ForNode* f : group) found = found || uses_var(Any(last), f->loop_var.get());
+        }
+        return !found;
+      });
   return found;
 }
 
@@ -398,27 +408,34 @@ std::optional<Stmt> tiled_contraction(const std::vector<const ForNode*>& spatial
     for (auto& [v, w] : at(r->loops, unflatten(k, extents_of(r->loops)))) with[v] = w;
     for (auto& [v, w] : at(Z, z_at)) with[v] = w;
     PrimExpr where = Add(Mul(k_in, c64(width)), g_in);
-    Stmt fill = IfThenElse(And(LT(k, c64(k_extent)), LT(g, c64(extent))), BufferStore(tile, substitute(value, with), {where}),
-                           BufferStore(tile, make_const(value.dtype(), 0), {where}));
+    Stmt fill =
+        IfThenElse(And(LT(k, c64(k_extent)), LT(g, c64(extent))), BufferStore(tile, substitute(value, with), {where}),
+                   BufferStore(tile, make_const(value.dtype(), 0), {where}));
     return serial(l, c64(kc * width / block_threads), fill);
   };
   PrimExpr a_at = BufferLoad(as, {Add(Mul(kk, c64(tm)), Add(Mul(i, c64(side)), ty))});
   PrimExpr b_at = BufferLoad(bs, {Add(Mul(kk, c64(tn)), Add(Mul(j, c64(side)), tx))});
   PrimExpr acc_at = BufferLoad(acc, {Add(Mul(i, c64(rn)), j)});
-  Stmt accumulate = serial(kk, c64(kc), serial(i, c64(rm), serial(j, c64(rn),
-                     BufferStore(acc, Add(acc_at, Mul(a_at, b_at)), {Add(Mul(i, c64(rn)), j)}))));
-  Stmt chunk = seq({load(as, x, M, tm, by, m_extent, "la"), load(bs, y, N, tn, bx, n_extent, "lb"), barrier(), accumulate,
-                    barrier()});
+  Stmt accumulate =
+      serial(kk, c64(kc),
+             serial(i, c64(rm),
+                    serial(j, c64(rn), BufferStore(acc, Add(acc_at, Mul(a_at, b_at)), {Add(Mul(i, c64(rn)), j)}))));
+  Stmt chunk = seq({load(as, x, M, tm, by, m_extent, "la"), load(bs, y, N, tn, bx, n_extent, "lb"), barrier(),
+                    accumulate, barrier()});
   // The result, where it is in range.
   Var i2(names("wi"), kI64), j2(names("wj"), kI64);
-  PrimExpr m = Add(Mul(by, c64(tm)), Add(Mul(i2, c64(side)), ty)), n = Add(Mul(bx, c64(tn)), Add(Mul(j2, c64(side)), tx));
+  PrimExpr m = Add(Mul(by, c64(tm)), Add(Mul(i2, c64(side)), ty)),
+           n = Add(Mul(bx, c64(tn)), Add(Mul(j2, c64(side)), tx));
   auto out_at = at(M, unflatten(m, extents_of(M)));
   for (auto& [v, w] : at(N, unflatten(n, extents_of(N)))) out_at[v] = w;
   for (auto& [v, w] : at(Z, z_at)) out_at[v] = w;
   std::vector<PrimExpr> out_idx;
   for (const Any& idx : init->indices) out_idx.push_back(substitute(idx.cast<PrimExpr>(), out_at));
-  Stmt write = serial(i2, c64(rm), serial(j2, c64(rn), IfThenElse(And(LT(m, c64(m_extent)), LT(n, c64(n_extent))),
-                                                                   BufferStore(init->buffer, BufferLoad(acc, {Add(Mul(i2, c64(rn)), j2)}), out_idx))));
+  Stmt write =
+      serial(i2, c64(rm),
+             serial(j2, c64(rn),
+                    IfThenElse(And(LT(m, c64(m_extent)), LT(n, c64(n_extent))),
+                               BufferStore(init->buffer, BufferLoad(acc, {Add(Mul(i2, c64(rn)), j2)}), out_idx))));
   Var i0(names("zi"), kI64);
   Stmt zero = serial(i0, c64(rm * rn), BufferStore(acc, init->value, {PrimExpr(i0)}));
   Stmt per_thread = Allocate(acc, seq({zero, serial(ko, c64((k_extent + kc - 1) / kc), chunk), write}));

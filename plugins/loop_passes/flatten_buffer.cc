@@ -79,9 +79,11 @@ class Flattener {
     }
     PrimExpr out = PrimExpr(int64_t{0});
     if (b->strides.size()) {
-      for (size_t k = 0; k < indices.size(); ++k) out = Add(out, Mul(cast64(indices[k]), cast64(b->strides[k].cast<PrimExpr>())));
+      for (size_t k = 0; k < indices.size(); ++k)
+        out = Add(out, Mul(cast64(indices[k]), cast64(b->strides[k].cast<PrimExpr>())));
     } else {
-      for (size_t k = 0; k < indices.size(); ++k) out = Add(Mul(out, cast64(b->shape[k].cast<PrimExpr>())), cast64(indices[k]));
+      for (size_t k = 0; k < indices.size(); ++k)
+        out = Add(Mul(out, cast64(b->shape[k].cast<PrimExpr>())), cast64(indices[k]));
     }
     return simplify(out);
   }
@@ -94,11 +96,18 @@ transform::Pass FlattenBuffer() {
   transform::PassInfo info{"FlattenBuffer",
                            "every buffer access becomes one-dimensional: a flat view of the same memory, indexed "
                            "row-major (or by the buffer's strides)",
-                           0, {}, {},
-                           {}, {"buffers_flat"}, {"*"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
-    return Flattener().run(f.body);
-  }, target::on_cpu_target);
+                           0,
+                           {},
+                           {},
+                           {},
+                           {"buffers_flat"},
+                           {"*"}};
+  return transform::prim_pass(
+      info,
+      [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+        return Flattener().run(f.body);
+      },
+      target::on_cpu_target);
 }
 
 }  // namespace loom::loop

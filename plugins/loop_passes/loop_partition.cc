@@ -10,9 +10,9 @@
 namespace loom::loop {
 
 using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
-using arith::simplify;
 using arith::Analyzer;
 using arith::Bound;
+using arith::simplify;
 
 namespace {
 
@@ -42,11 +42,13 @@ class Partitioner {
   // Loops are partitioned where they stand, under the ranges of the loops
   // around them.
   Stmt run(const Stmt& s, const Analyzer& an) {
-    return Rewriter().pre_stmt([&](const Stmt& st) -> std::optional<Stmt> {
-      const auto* f = st.as<ForNode>();
-      if (!f) return std::nullopt;
-      return loop(st, *f, an);
-    }).run(s);
+    return Rewriter()
+        .pre_stmt([&](const Stmt& st) -> std::optional<Stmt> {
+          const auto* f = st.as<ForNode>();
+          if (!f) return std::nullopt;
+          return loop(st, *f, an);
+        })
+        .run(s);
   }
 
  private:
@@ -62,8 +64,8 @@ class Partitioner {
         DataType t = f->min.dtype();
         For head(f->loop_var, f->min, IntImm(f->extent.dtype(), *split - *begin), f->for_kind(), f->body, f->thread,
                  f->annotations);
-        For tail(tail_var, IntImm(t, *split), IntImm(f->extent.dtype(), *begin + *extent - *split), f->for_kind(), tail_body,
-                 f->thread, f->annotations);
+        For tail(tail_var, IntImm(t, *split), IntImm(f->extent.dtype(), *begin + *extent - *split), f->for_kind(),
+                 tail_body, f->thread, f->annotations);
         return seq({run(simplify(Stmt(head), an), an), run(simplify(Stmt(tail), an), an)});
       }
     }
@@ -117,11 +119,18 @@ transform::Pass LoopPartition() {
   transform::PassInfo info{"LoopPartition",
                            "a loop with constant bounds whose body has an if decided on a prefix (or suffix) of its "
                            "range is split there, and each part simplified: the main part loses the check",
-                           0, {}, {},
-                           {}, {}, {"*"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
-    return Partitioner().run(f.body, Analyzer());
-  }, target::on_cpu_target);
+                           0,
+                           {},
+                           {},
+                           {},
+                           {},
+                           {"*"}};
+  return transform::prim_pass(
+      info,
+      [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+        return Partitioner().run(f.body, Analyzer());
+      },
+      target::on_cpu_target);
 }
 
 }  // namespace loom::loop

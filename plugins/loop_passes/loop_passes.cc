@@ -16,10 +16,10 @@
 #include "unroll_loop.h"
 #include "vectorize_loop.h"
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Loop passes: auto-scheduling, simplification, flattening, vectorizing, unrolling, "
-                                             "partitioning, storage reuse, intrinsic lowering, the default device "
-                                             "schedule and the host/device split"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "Loop passes: auto-scheduling, simplification, flattening, vectorizing, unrolling, "
+    "partitioning, storage reuse, intrinsic lowering, the default device "
+    "schedule and the host/device split"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;

@@ -17,7 +17,9 @@ class Lowerer {
  public:
   explicit Lowerer(std::set<std::string> native) : native_(std::move(native)) {}
 
-  Stmt run(const Stmt& s) { return Rewriter().post_expr([this](const PrimExpr& e) { return lower(e, 0); }).run(s); }
+  Stmt run(const Stmt& s) {
+    return Rewriter().post_expr([this](const PrimExpr& e) { return lower(e, 0); }).run(s);
+  }
 
  private:
   // A call (its arguments already lowered) checked and, unless the target
@@ -28,11 +30,12 @@ class Lowerer {
     auto entry = IntrinsicRegistry::entry(c->op);
     if (!entry) {
       if (native_.count(c->op)) return out;  // the target's own
-      IntrinsicRegistry::get(c->op);           // loads a provider, or throws naming the closest
+      IntrinsicRegistry::get(c->op);         // loads a provider, or throws naming the closest
       entry = IntrinsicRegistry::entry(c->op);
     }
     if (entry->num_args >= 0 && static_cast<int>(c->args.size()) != entry->num_args) {
-      LOOM_THROW(Error) << "intrinsic '" << c->op << "' takes " << entry->num_args << " argument(s), got " << c->args.size();
+      LOOM_THROW(Error) << "intrinsic '" << c->op << "' takes " << entry->num_args << " argument(s), got "
+                        << c->args.size();
     }
     if (entry->float_only) {  // its arguments are floats (isnan's result is bool)
       for (const Any& a : c->args) {
@@ -44,7 +47,9 @@ class Lowerer {
     }
     if (native_.count(c->op) || !entry->expand) return out;
     if (depth > 16) LOOM_THROW(Error) << "intrinsic '" << c->op << "' does not stop expanding (16 levels)";
-    return Rewriter().post_expr([this, depth](const PrimExpr& e) { return lower(e, depth + 1); }).run(entry->expand(*c));
+    return Rewriter()
+        .post_expr([this, depth](const PrimExpr& e) { return lower(e, depth + 1); })
+        .run(entry->expand(*c));
   }
 
   std::set<std::string> native_;
@@ -55,8 +60,12 @@ transform::Pass LowerIntrinsics() {
   transform::PassInfo info{"LowerIntrinsics",
                            "intrinsic calls checked (known, arity, dtype); those the target's codegen does not "
                            "implement are replaced by their expansion",
-                           0, {}, {},
-                           {}, {"intrinsics_lowered"}, {"*"}};
+                           0,
+                           {},
+                           {},
+                           {},
+                           {"intrinsics_lowered"},
+                           {"*"}};
   // Each function against its own target's intrinsics (function_target).
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     return module.with_functions(

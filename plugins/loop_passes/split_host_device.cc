@@ -74,14 +74,17 @@ class Splitter {
       fail("buffer '" + store->buffer->name + "' is written outside any thread-bound loop, on the host, where the " +
            "device's memory cannot be touched (bind the loop around it)");
     }
-    pre_order(s, [](const Stmt&) { return false; }, [&](const PrimExpr& e) {
-      if (const auto* load = e.as<BufferLoadNode>()) {
-        fail("buffer '" + load->buffer->name + "' is read outside any thread-bound loop, on the host, where the " +
-             "device's memory cannot be touched");
-      }
-      return true;
-    });
-    return map_children(s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) { return run(c); });
+    pre_order(
+        s, [](const Stmt&) { return false; },
+        [&](const PrimExpr& e) {
+          if (const auto* load = e.as<BufferLoadNode>()) {
+            fail("buffer '" + load->buffer->name + "' is read outside any thread-bound loop, on the host, where the " +
+                 "device's memory cannot be touched");
+          }
+          return true;
+        });
+    return map_children(
+        s, [](const PrimExpr& e) { return e; }, [&](const Stmt& c) { return run(c); });
   }
 
   std::map<std::string, Any> kernels;
@@ -121,19 +124,22 @@ class Splitter {
     // scalars bound outside it.
     std::vector<Buffer> buffers;
     std::unordered_set<const Object*> allocated, seen;
-    pre_order(root, [&](const Stmt& s) {
-      if (const auto* a = s.as<AllocateNode>()) allocated.insert(a->buffer.get());
-      const BufferNode* b = nullptr;
-      if (const auto* store = s.as<BufferStoreNode>()) b = store->buffer.get();
-      if (b && !allocated.count(b) && seen.insert(b).second) buffers.push_back(ref_of<Buffer>(b));
-      return true;
-    }, [&](const PrimExpr& e) {
-      if (const auto* load = e.as<BufferLoadNode>()) {
-        const BufferNode* b = load->buffer.get();
-        if (!allocated.count(b) && seen.insert(b).second) buffers.push_back(ref_of<Buffer>(b));
-      }
-      return true;
-    });
+    pre_order(
+        root,
+        [&](const Stmt& s) {
+          if (const auto* a = s.as<AllocateNode>()) allocated.insert(a->buffer.get());
+          const BufferNode* b = nullptr;
+          if (const auto* store = s.as<BufferStoreNode>()) b = store->buffer.get();
+          if (b && !allocated.count(b) && seen.insert(b).second) buffers.push_back(ref_of<Buffer>(b));
+          return true;
+        },
+        [&](const PrimExpr& e) {
+          if (const auto* load = e.as<BufferLoadNode>()) {
+            const BufferNode* b = load->buffer.get();
+            if (!allocated.count(b) && seen.insert(b).second) buffers.push_back(ref_of<Buffer>(b));
+          }
+          return true;
+        });
     std::unordered_set<const VarNode*> data;
     for (const Buffer& b : buffers) data.insert(b->data.get());
     std::vector<Any> params;
@@ -141,9 +147,9 @@ class Splitter {
     for (const char* axis : kAxes) {
       auto e = extents.find(axis);
       DataType i64 = DataType::Int(64);
-      args.push_back(e == extents.end()                ? PrimExpr(IntImm(i64, 1))
+      args.push_back(e == extents.end()         ? PrimExpr(IntImm(i64, 1))
                      : e->second.dtype() == i64 ? e->second
-                                                       : PrimExpr(Cast(i64, e->second)));
+                                                : PrimExpr(Cast(i64, e->second)));
     }
     for (const Buffer& b : buffers) {
       params.push_back(b);
@@ -153,7 +159,8 @@ class Splitter {
     for (const Buffer& b : buffers) everything.push_back(Any(b));
     std::unordered_set<const VarNode*> scalars_seen;
     for (const Any& node : everything) {
-      for (const VarNode* v : used_vars(node, [&](const VarNode* v) { return host_vars_.count(v) && !data.count(v); })) {
+      for (const VarNode* v :
+           used_vars(node, [&](const VarNode* v) { return host_vars_.count(v) && !data.count(v); })) {
         if (!scalars_seen.insert(v).second) continue;
         Var var = ref_of<Var>(v);
         params.push_back(var);
@@ -180,7 +187,12 @@ transform::Pass SplitHostDevice() {
       "SplitHostDevice",
       "for a device target: each outermost thread-bound loop becomes a kernel (a prim function marked "
       "device_kernel) and, in its place, a tir.launch with its grid and block sizes; the rest stays host code",
-      0, {}, {}, {}, {transform::property::kKernelsSplit}, {"*"}};
+      0,
+      {},
+      {},
+      {},
+      {transform::property::kKernelsSplit},
+      {"*"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::set<std::string> names;
     for (const std::string& n : module.names()) names.insert(n);

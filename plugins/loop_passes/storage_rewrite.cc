@@ -118,10 +118,12 @@ class StorageSharer {
   explicit StorageSharer(const Stmt& body) : live_ranges_(body) {}
 
   Stmt run(const Stmt& s) {
-    return Rewriter().pre_stmt([this](const Stmt& st) -> std::optional<Stmt> {
-      if (!st.as<AllocateNode>()) return std::nullopt;
-      return share(st);
-    }).run(s);
+    return Rewriter()
+        .pre_stmt([this](const Stmt& st) -> std::optional<Stmt> {
+          if (!st.as<AllocateNode>()) return std::nullopt;
+          return share(st);
+        })
+        .run(s);
   }
 
  private:
@@ -146,7 +148,8 @@ class StorageSharer {
     std::vector<std::pair<int64_t, const BufferNode*>> order;
     std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> live;
     for (const Buffer& b : buffers) {
-      auto size = b->shape.size() == 1 && b->strides.size() == 0 ? const_int(b->shape[0].cast<PrimExpr>()) : std::nullopt;
+      auto size =
+          b->shape.size() == 1 && b->strides.size() == 0 ? const_int(b->shape[0].cast<PrimExpr>()) : std::nullopt;
       auto offset = b->elem_offset.defined() ? const_int(b->elem_offset) : std::optional<int64_t>(0);
       if (!size || !offset || *offset != 0) {
         kept.push_back(b);
@@ -207,11 +210,18 @@ transform::Pass StorageRewrite() {
   transform::PassInfo info{"StorageRewrite",
                            "flat temporary buffers of one allocation chain whose live ranges (steps of the body) do "
                            "not overlap share one allocation; unused ones are dropped",
-                           0, {}, {},
-                           {"buffers_flat"}, {}, {"*"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
-    return StorageSharer(f.body).run(f.body);
-  }, target::on_cpu_target);
+                           0,
+                           {},
+                           {},
+                           {"buffers_flat"},
+                           {},
+                           {"*"}};
+  return transform::prim_pass(
+      info,
+      [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
+        return StorageSharer(f.body).run(f.body);
+      },
+      target::on_cpu_target);
 }
 
 }  // namespace loom::loop

@@ -168,10 +168,14 @@ transform::Pass ThreadSync() {
                            "for a device target: a barrier between the steps of a block that write a shared buffer "
                            "and the later steps that read or write it (and at the end of a serial loop whose next "
                            "iteration would)",
-                           0, {}, {}, {}, {}, {"*"}};
-  return transform::prim_pass(info, [](const PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {
-    return sync(f.body);
-  });
+                           0,
+                           {},
+                           {},
+                           {},
+                           {},
+                           {"*"}};
+  return transform::prim_pass(
+      info, [](const PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) { return sync(f.body); });
 }
 
 }  // namespace loom::loop

@@ -126,22 +126,30 @@ std::shared_ptr<const TuningDatabase> TuningDatabase::open(const std::string& pa
         std::string first = path + ":1:";
         throw Error(why.rfind(first, 0) == 0 ? where + ":" + why.substr(first.size()) : why);
       }
-      if (v.kind != JsonValue::Kind::kObject) throw Error("a record is a JSON object, got " + std::string(v.kind_name()));
+      if (v.kind != JsonValue::Kind::kObject)
+        throw Error("a record is a JSON object, got " + std::string(v.kind_name()));
       auto field = [&](const char* key, JsonValue::Kind kind) -> const JsonValue* {
         const JsonValue* f = v.find(key);
         if (!f) return nullptr;
         bool ok = f->kind == kind || (kind == JsonValue::Kind::kFloat && f->kind == JsonValue::Kind::kInt);
-        if (!ok) throw Error(std::string("field '") + key + "' must be a " + (kind == JsonValue::Kind::kString ? "string" : kind == JsonValue::Kind::kArray ? "list" : "number") + ", got " + f->kind_name());
+        if (!ok)
+          throw Error(std::string("field '") + key + "' must be a " +
+                      (kind == JsonValue::Kind::kString  ? "string"
+                       : kind == JsonValue::Kind::kArray ? "list"
+                                                         : "number") +
+                      ", got " + f->kind_name());
         return f;
       };
       const JsonValue* format = field("format", JsonValue::Kind::kFloat);
       if (!format) throw Error("the record has no 'format'");
       if (format->kind != JsonValue::Kind::kInt || format->integer != kFormat)
-        throw Error("format " + std::string(format->kind == JsonValue::Kind::kInt ? std::to_string(format->integer) : "?") +
+        throw Error("format " +
+                    std::string(format->kind == JsonValue::Kind::kInt ? std::to_string(format->integer) : "?") +
                     " is not this Loom's record format (" + std::to_string(kFormat) + ")");
       TuningRecord r;
       r.line = line_no;
-      for (auto [key, dest] : {std::pair<const char*, std::string*>{"task", &r.task}, {"target", &r.target}, {"cpu", &r.cpu}}) {
+      for (auto [key, dest] :
+           {std::pair<const char*, std::string*>{"task", &r.task}, {"target", &r.target}, {"cpu", &r.cpu}}) {
         const JsonValue* f = field(key, JsonValue::Kind::kString);
         if (!f) throw Error(std::string("the record has no '") + key + "'");
         *dest = f->string;
@@ -213,7 +221,8 @@ class SamplingDecider : public Decider {
   explicit SamplingDecider(int64_t seed) : sample_(seed >= 0), rng_(static_cast<uint64_t>(seed)) {}
   int64_t choose(const std::string& name, const std::vector<int64_t>& options, int64_t preferred) override {
     int64_t value = preferred;
-    if (sample_ && options.size() > 1) value = options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng_)];
+    if (sample_ && options.size() > 1)
+      value = options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng_)];
     chosen.emplace_back(name, value);
     return value;
   }
@@ -241,9 +250,9 @@ constexpr int64_t kMinWork = 32768;  // AutoSchedule.parallel_min_work's default
 // Features of a scheduled loop nest for the cost model: fixed length, in
 // the order of kFeatureNames.
 const std::vector<std::string> kFeatureNames = {
-    "log_work",        "loops",          "serial",          "parallel",       "vectorized", "unrolled",
-    "max_depth",       "log_parallel",   "vector_lanes",    "log_unroll",     "allocs",     "log_alloc_bytes",
-    "inner_loads",     "inner_stores",   "log_inner_extent", "strided_inner", "nests",      "log_body_work"};
+    "log_work",    "loops",        "serial",           "parallel",      "vectorized", "unrolled",
+    "max_depth",   "log_parallel", "vector_lanes",     "log_unroll",    "allocs",     "log_alloc_bytes",
+    "inner_loads", "inner_stores", "log_inner_extent", "strided_inner", "nests",      "log_body_work"};
 
 std::vector<double> features_of(const PrimFunc& f) {
   std::vector<double> x(kFeatureNames.size(), 0.0);
@@ -261,10 +270,20 @@ std::vector<double> features_of(const PrimFunc& f) {
         double extent = static_cast<double>(const_int(l->extent).value_or(64));
         x[1] += 1;
         switch (l->for_kind()) {
-          case ForKind::kParallel: x[3] += 1; parallel_extent = std::max(parallel_extent, extent); break;
-          case ForKind::kVectorized: x[4] += 1; x[8] = std::max(x[8], extent); break;
-          case ForKind::kUnrolled: x[5] += 1; unroll = std::max(unroll, extent); break;
-          default: x[2] += 1;
+          case ForKind::kParallel:
+            x[3] += 1;
+            parallel_extent = std::max(parallel_extent, extent);
+            break;
+          case ForKind::kVectorized:
+            x[4] += 1;
+            x[8] = std::max(x[8], extent);
+            break;
+          case ForKind::kUnrolled:
+            x[5] += 1;
+            unroll = std::max(unroll, extent);
+            break;
+          default:
+            x[2] += 1;
         }
         if (depth == 0) x[16] += 1;
         max_depth = std::max(max_depth, depth + 1);
@@ -343,61 +362,77 @@ PrimFunc scheduled(const PrimFunc& f, const std::string& how) {
 
 void register_tuning_functions() {
   FunctionRegistry::register_function(
-      "tune.tasks", Function::typed([](ir::IRModule module) {
-        // Each prim function AutoSchedule would schedule: its name, task
-        // form, hash, target, constant parameters and calls.
-        std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
-        std::vector<Any> out;
-        for (const std::string& name : module.names()) {
-          ir::BaseFunc value = module.lookup(name);
-          if (!value.as<PrimFuncNode>() || !target::on_cpu_target(module, name)) continue;
-          PrimFunc f = downcast<PrimFunc>(value);
-          if (f->attrs.get() && f->attrs->items.count(kScheduledAttr)) continue;
-          std::string hash;
-          PrimFunc task = canonical_task(f, &hash);
-          std::vector<Any> constants;
-          std::vector<Buffer> params = task.buffer_params();
-          for (size_t k : constant[name])
-            if (k < params.size()) constants.push_back(Any(params[k]->name));
-          target::Target t = target::function_target(module, name);
-          std::map<std::string, Any> entry{{"name", Any(name)}, {"func", Any(task)}, {"hash", Any(hash)},
-                                           {"target", t.defined() ? Any(t) : Any()},
-                                           {"target_key", Any(target_key(t.defined() ? Any(t) : Any()))},
-                                           {"vector_bits", Any(int64_t{t.defined() ? target::vector_bits(t) : 128})},
-                                           {"constants", Any(Array(constants))},
-                                           {"calls", Any(call_sites(module, name))}};
-          out.push_back(Any(Map(entry)));
-        }
-        return Array(out);
-      }, "tune.tasks"),
+      "tune.tasks",
+      Function::typed(
+          [](ir::IRModule module) {
+            // Each prim function AutoSchedule would schedule: its name, task
+            // form, hash, target, constant parameters and calls.
+            std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
+            std::vector<Any> out;
+            for (const std::string& name : module.names()) {
+              ir::BaseFunc value = module.lookup(name);
+              if (!value.as<PrimFuncNode>() || !target::on_cpu_target(module, name)) continue;
+              PrimFunc f = downcast<PrimFunc>(value);
+              if (f->attrs.get() && f->attrs->items.count(kScheduledAttr)) continue;
+              std::string hash;
+              PrimFunc task = canonical_task(f, &hash);
+              std::vector<Any> constants;
+              std::vector<Buffer> params = task.buffer_params();
+              for (size_t k : constant[name])
+                if (k < params.size()) constants.push_back(Any(params[k]->name));
+              target::Target t = target::function_target(module, name);
+              std::map<std::string, Any> entry{
+                  {"name", Any(name)},
+                  {"func", Any(task)},
+                  {"hash", Any(hash)},
+                  {"target", t.defined() ? Any(t) : Any()},
+                  {"target_key", Any(target_key(t.defined() ? Any(t) : Any()))},
+                  {"vector_bits", Any(int64_t{t.defined() ? target::vector_bits(t) : 128})},
+                  {"constants", Any(Array(constants))},
+                  {"calls", Any(call_sites(module, name))}};
+              out.push_back(Any(Map(entry)));
+            }
+            return Array(out);
+          },
+          "tune.tasks"),
       "the tasks of a module as AutoSchedule sees it: [{name, func, hash, target, target_key, vector_bits, "
       "constants, calls}]");
   FunctionRegistry::register_function(
-      "tune.sample", Function::typed([](PrimFunc task, int64_t vector_bits, Array constants, int64_t seed) {
-        SamplingDecider decider(seed);  // seed < 0: AutoSchedule's own choices
-        Schedule s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, decider);
-        PrimFunc done = scheduled(finish_schedule(s, task), "candidate");
-        return Array({Any(done), Any(s.trace_json()), Any(decisions_array(decider.chosen)), Any(features_array(done))});
-      }, "tune.sample"),
+      "tune.sample",
+      Function::typed(
+          [](PrimFunc task, int64_t vector_bits, Array constants, int64_t seed) {
+            SamplingDecider decider(seed);  // seed < 0: AutoSchedule's own choices
+            Schedule s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, decider);
+            PrimFunc done = scheduled(finish_schedule(s, task), "candidate");
+            return Array(
+                {Any(done), Any(s.trace_json()), Any(decisions_array(decider.chosen)), Any(features_array(done))});
+          },
+          "tune.sample"),
       "a candidate schedule of a task (seed < 0: AutoSchedule's own): [func, trace JSON, decisions, features]");
   FunctionRegistry::register_function(
-      "tune.replay", Function::typed([](PrimFunc task, std::string trace) {
-        Schedule s = Schedule::replay(task, trace);
-        PrimFunc done = scheduled(finish_schedule(s, task), "candidate");
-        return Array({Any(done), Any(features_array(done))});
-      }, "tune.replay"),
+      "tune.replay",
+      Function::typed(
+          [](PrimFunc task, std::string trace) {
+            Schedule s = Schedule::replay(task, trace);
+            PrimFunc done = scheduled(finish_schedule(s, task), "candidate");
+            return Array({Any(done), Any(features_array(done))});
+          },
+          "tune.replay"),
       "a task with a trace replayed, marked scheduled: [func, features]; ScheduleError names the step that fails");
+  FunctionRegistry::register_function("tune.feature_names",
+                                      Function::typed(
+                                          []() {
+                                            std::vector<Any> out;
+                                            for (const std::string& n : kFeatureNames) out.push_back(Any(n));
+                                            return Array(out);
+                                          },
+                                          "tune.feature_names"),
+                                      "the names of the loop-nest features tune.sample gives");
   FunctionRegistry::register_function(
-      "tune.feature_names", Function::typed([]() {
-        std::vector<Any> out;
-        for (const std::string& n : kFeatureNames) out.push_back(Any(n));
-        return Array(out);
-      }, "tune.feature_names"),
-      "the names of the loop-nest features tune.sample gives");
-  FunctionRegistry::register_function(
-      "tune.relayout", Function::typed([](runtime::NDArray x, std::string layout) {
-        return relayout(x, parse_layout(layout, x->shape.size()));
-      }, "tune.relayout"),
+      "tune.relayout",
+      Function::typed(
+          [](runtime::NDArray x, std::string layout) { return relayout(x, parse_layout(layout, x->shape.size())); },
+          "tune.relayout"),
       "a CPU array re-laid out by a layout's text (\"0 // 16, 1, 0 % 16\"): the input a function whose "
       "param_layouts name that layout takes");
   FunctionRegistry::register_function(

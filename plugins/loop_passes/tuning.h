@@ -37,7 +37,8 @@ class TuningDatabase {
   // The records of one task on one target and CPU that carry a time, one
   // per trace (its first), fastest first by the median of the trace's
   // times.
-  std::vector<const TuningRecord*> best(const std::string& task, const std::string& target, const std::string& cpu) const;
+  std::vector<const TuningRecord*> best(const std::string& task, const std::string& target,
+                                        const std::string& cpu) const;
   const std::string& path() const { return path_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 

@@ -46,10 +46,12 @@ class Unroller {
     if (!extent) {
       reason = "its extent is not a constant";
     } else if (*extent > max_) {
-      reason = "its extent " + std::to_string(*extent) + " exceeds UnrollLoop.max_extent (" + std::to_string(max_) + ")";
+      reason =
+          "its extent " + std::to_string(*extent) + " exceeds UnrollLoop.max_extent (" + std::to_string(max_) + ")";
     } else if (int64_t body = count_statements(f->body); body * *extent > kMaxUnrolledStatements) {
       reason = std::to_string(*extent) + " copies of its body (" + std::to_string(body) +
-               " statements each) exceed the " + std::to_string(kMaxUnrolledStatements) + " statements a loop unrolls to";
+               " statements each) exceed the " + std::to_string(kMaxUnrolledStatements) +
+               " statements a loop unrolls to";
     } else {
       std::vector<Stmt> copies;
       for (int64_t k = 0; k < *extent; ++k) {
@@ -73,15 +75,21 @@ transform::Pass UnrollLoop() {
       "per iteration",
       0,
       {},
-      {{"max_extent", "int", Any(int64_t{256}), "the longest loop that is unrolled; longer ones stay serial, annotated", 0,
-        4096},
+      {{"max_extent", "int", Any(int64_t{256}), "the longest loop that is unrolled; longer ones stay serial, annotated",
+        0, 4096},
        {"auto_max_extent", "int", Any(int64_t{0}),
         "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)", 0, 64}},
-                           {}, {}, {"*"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
-    return Unroller(ctx.get_config("UnrollLoop.max_extent").as_int(), ctx.get_config("UnrollLoop.auto_max_extent").as_int())
-        .run(f.body);
-  }, target::on_cpu_target);
+      {},
+      {},
+      {"*"}};
+  return transform::prim_pass(
+      info,
+      [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
+        return Unroller(ctx.get_config("UnrollLoop.max_extent").as_int(),
+                        ctx.get_config("UnrollLoop.auto_max_extent").as_int())
+            .run(f.body);
+      },
+      target::on_cpu_target);
 }
 
 }  // namespace loom::loop

@@ -92,10 +92,13 @@ class Vectorizer {
       if (add && ry && x.dtype().lanes == 1) return Ramp(simplify(Add(x, ry->base)), ry->stride, lanes_);
       if ((add || sub) && rx && ry) {
         return Ramp(simplify(add ? PrimExpr(Add(rx->base, ry->base)) : PrimExpr(Sub(rx->base, ry->base))),
-                    simplify(add ? PrimExpr(Add(rx->stride, ry->stride)) : PrimExpr(Sub(rx->stride, ry->stride))), lanes_);
+                    simplify(add ? PrimExpr(Add(rx->stride, ry->stride)) : PrimExpr(Sub(rx->stride, ry->stride))),
+                    lanes_);
       }
-      if (mul && rx && y.dtype().lanes == 1) return Ramp(simplify(Mul(rx->base, y)), simplify(Mul(rx->stride, y)), lanes_);
-      if (mul && ry && x.dtype().lanes == 1) return Ramp(simplify(Mul(x, ry->base)), simplify(Mul(x, ry->stride)), lanes_);
+      if (mul && rx && y.dtype().lanes == 1)
+        return Ramp(simplify(Mul(rx->base, y)), simplify(Mul(rx->stride, y)), lanes_);
+      if (mul && ry && x.dtype().lanes == 1)
+        return Ramp(simplify(Mul(x, ry->base)), simplify(Mul(x, ry->stride)), lanes_);
       return map_children(e, [&](const PrimExpr& c) { return c.same_as(b->a) ? widen(x) : widen(y); });
     }
     // Select, Not, Cast, Call: children vectorized, scalars broadcast.
@@ -125,7 +128,8 @@ class LoopVectorizer {
     if (!lanes) {
       reason = "its extent is not a constant";
     } else if (*lanes > max_lanes_) {
-      reason = "its extent " + std::to_string(*lanes) + " exceeds VectorizeLoop.max_lanes (" + std::to_string(max_lanes_) + ")";
+      reason = "its extent " + std::to_string(*lanes) + " exceeds VectorizeLoop.max_lanes (" +
+               std::to_string(max_lanes_) + ")";
     } else if (*lanes < 2) {
       return simplify(substitute(f->body, {{f->loop_var.get(), f->min}}));
     } else {
@@ -144,17 +148,23 @@ class LoopVectorizer {
 }  // namespace
 
 transform::Pass VectorizeLoop() {
-  transform::PassInfo info{"VectorizeLoop",
-                           "loops marked vectorized become vector operations (ramps, broadcasts, vector loads and "
-                           "stores); a loop that cannot be vectorized becomes serial with the reason annotated",
-                           0,
-                           {},
-                           {{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have", 2, tir::kMaxLanes}},
-                           {"buffers_flat"}, {}, {"*"}};
-  return transform::prim_pass(info, [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
-    int64_t max_lanes = ctx.get_config("VectorizeLoop.max_lanes").as_int();
-    return LoopVectorizer(max_lanes).run(f.body);
-  }, target::on_cpu_target);
+  transform::PassInfo info{
+      "VectorizeLoop",
+      "loops marked vectorized become vector operations (ramps, broadcasts, vector loads and "
+      "stores); a loop that cannot be vectorized becomes serial with the reason annotated",
+      0,
+      {},
+      {{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have", 2, tir::kMaxLanes}},
+      {"buffers_flat"},
+      {},
+      {"*"}};
+  return transform::prim_pass(
+      info,
+      [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {
+        int64_t max_lanes = ctx.get_config("VectorizeLoop.max_lanes").as_int();
+        return LoopVectorizer(max_lanes).run(f.body);
+      },
+      target::on_cpu_target);
 }
 
 }  // namespace loom::loop

@@ -64,7 +64,7 @@ std::vector<int64_t> padding(const Map& attrs) {
 struct Layer {
   std::string composite;  // for errors
   std::string anchor;
-  Map attrs;  // the anchor's, defaults filled in
+  Map attrs;                   // the anchor's, defaults filled in
   std::vector<ir::Expr> args;  // the anchor's operands, as the region writes them
   ir::Expr bias;               // conv/dense: the per-channel bias, or undefined
   bool relu = false, clip = false;
@@ -72,7 +72,8 @@ struct Layer {
   ir::Expr result;  // the region's variable bound to the layer
 };
 
-Layer read_layer(const ir::IRModule& module, const std::string& callee, const graph::CallNode& call, const ir::Expr& result) {
+Layer read_layer(const ir::IRModule& module, const std::string& callee, const graph::CallNode& call,
+                 const ir::Expr& result) {
   const auto* f = module.lookup(callee).as<graph::FunctionNode>();
   if (!f || !f->attrs.contains("composite")) LOOM_THROW(Error) << "@" << callee << " is not a composite function";
   Layer layer;
@@ -101,7 +102,9 @@ Layer read_layer(const ir::IRModule& module, const std::string& callee, const gr
         layer.anchor = "eltwise";
         layer.relu = op->name == "relu";
         layer.clip = op->name == "clip";
-        if (layer.clip) layer.lo = static_cast<float>(attrs.at("a_min").as_float()), layer.hi = static_cast<float>(attrs.at("a_max").as_float());
+        if (layer.clip)
+          layer.lo = static_cast<float>(attrs.at("a_min").as_float()),
+          layer.hi = static_cast<float>(attrs.at("a_max").as_float());
       } else if (op->name == "add") {
         layer.anchor = "eltwise";
       }
@@ -115,11 +118,13 @@ Layer read_layer(const ir::IRModule& module, const std::string& callee, const gr
       layer.lo = static_cast<float>(attrs.at("a_min").as_float());
       layer.hi = static_cast<float>(attrs.at("a_max").as_float());
     } else {
-      LOOM_THROW(Error) << "composite " << layer.composite << ": the npu cannot follow " << layer.anchor << " with " << op->name;
+      LOOM_THROW(Error) << "composite " << layer.composite << ": the npu cannot follow " << layer.anchor << " with "
+                        << op->name;
     }
     prev = let.var.get();
   });
-  if (!prev || cur.get() != prev) LOOM_THROW(Error) << "composite " << layer.composite << " does not end with its last binding";
+  if (!prev || cur.get() != prev)
+    LOOM_THROW(Error) << "composite " << layer.composite << " does not end with its last binding";
   return layer;
 }
 
@@ -227,8 +232,18 @@ class Compiler {
   void load(int buffer, int64_t offset, int64_t spad, std::array<int64_t, 3> n, std::array<int64_t, 3> mem,
             std::array<int64_t, 3> sp, Opcode op = Opcode::kLoad) {
     using namespace field;
-    emit(op, {{kBuffer, buffer}, {kOffset, offset}, {kSpad, spad}, {kN0, n[0]}, {kN1, n[1]}, {kN2, n[2]},
-              {kMemS0, mem[0]}, {kMemS1, mem[1]}, {kMemS2, mem[2]}, {kSpadS0, sp[0]}, {kSpadS1, sp[1]}, {kSpadS2, sp[2]}});
+    emit(op, {{kBuffer, buffer},
+              {kOffset, offset},
+              {kSpad, spad},
+              {kN0, n[0]},
+              {kN1, n[1]},
+              {kN2, n[2]},
+              {kMemS0, mem[0]},
+              {kMemS1, mem[1]},
+              {kMemS2, mem[2]},
+              {kSpadS0, sp[0]},
+              {kSpadS1, sp[1]},
+              {kSpadS2, sp[2]}});
   }
   void fill(int64_t spad, int64_t n, float value) {
     emit(Opcode::kFill, {{field::kFillSpad, spad}, {field::kFillN, n}, {field::kFillValue, float_bits(value)}});
@@ -236,8 +251,15 @@ class Compiler {
   void vec(VecOp op, int64_t n, int64_t dst, int64_t src0, int64_t src1 = 0, int64_t channels = 0, int64_t inner = 0,
            float imm0 = 0, float imm1 = 0) {
     using namespace field;
-    emit(Opcode::kVec, {{kOp, static_cast<int64_t>(op)}, {kVecN, n}, {kDst, dst}, {kSrc0, src0}, {kSrc1, src1},
-                        {kChannels, channels}, {kInner, inner}, {kImm0, float_bits(imm0)}, {kImm1, float_bits(imm1)}});
+    emit(Opcode::kVec, {{kOp, static_cast<int64_t>(op)},
+                        {kVecN, n},
+                        {kDst, dst},
+                        {kSrc0, src0},
+                        {kSrc1, src1},
+                        {kChannels, channels},
+                        {kInner, inner},
+                        {kImm0, float_bits(imm0)},
+                        {kImm1, float_bits(imm1)}});
   }
   void activation(const Layer& l, int64_t n, int64_t at) {
     if (l.relu) vec(VecOp::kRelu, n, at, at);
@@ -289,7 +311,8 @@ class Compiler {
       bool last = c == p.chunks - 1;
       size_t first = s_.instructions.size();
       p.matmul(t, c, static_cast<int>(j % 2), static_cast<int>(t % 2));
-      mark(first, kLoaded | (c == 0 && t >= 2 ? kOutFree : 0), (j + 2 < steps ? kSlotFree : 0) | (last ? kComputed : 0));
+      mark(first, kLoaded | (c == 0 && t >= 2 ? kOutFree : 0),
+           (j + 2 < steps ? kSlotFree : 0) | (last ? kComputed : 0));
       if (!last) continue;
       first = s_.instructions.size();
       p.epilogue(t, static_cast<int>(t % 2));
@@ -364,12 +387,18 @@ class Compiler {
     };
     while (words() > m_.scratchpad_words) {
       int64_t ct = depthwise ? Mt : Ct;
-      if (!depthwise && Ct > 1 && in_words(ct, Ht, Wt) + Mt * ct * kh * kw > Mt * Ht * Wt) Ct = ceil_div(Ct, 2);
-      else if (Ht > 1) Ht = ceil_div(Ht, 2);
-      else if (Wt > 1) Wt = ceil_div(Wt, 2);
-      else if (Mt > 1) Mt = ceil_div(Mt, 2);
-      else if (!depthwise && Ct > 1) Ct = ceil_div(Ct, 2);
-      else LOOM_THROW(Error) << "one output of a " << kh << "x" << kw << " window does not fit the scratchpad";
+      if (!depthwise && Ct > 1 && in_words(ct, Ht, Wt) + Mt * ct * kh * kw > Mt * Ht * Wt)
+        Ct = ceil_div(Ct, 2);
+      else if (Ht > 1)
+        Ht = ceil_div(Ht, 2);
+      else if (Wt > 1)
+        Wt = ceil_div(Wt, 2);
+      else if (Mt > 1)
+        Mt = ceil_div(Mt, 2);
+      else if (!depthwise && Ct > 1)
+        Ct = ceil_div(Ct, 2);
+      else
+        LOOM_THROW(Error) << "one output of a " << kh << "x" << kw << " window does not fit the scratchpad";
     }
     if (depthwise) Ct = Mt;
     int64_t mtiles = ceil_div(O, Mt), htiles = ceil_div(Ho, Ht), wtiles = ceil_div(Wo, Wt);
@@ -410,7 +439,8 @@ class Compiler {
       auto [c0, ct] = chunk_channels(t, c);
       int64_t hin = (t.ht - 1) * s[0] + (kh - 1) * d[0] + 1, win = (t.wt - 1) * s[1] + (kw - 1) * d[1] + 1;
       int64_t iy0 = t.oy0 * s[0] - p[0], ix0 = t.ox0 * s[1] - p[1];
-      int64_t r0 = std::max<int64_t>(iy0, 0), r1 = std::min(iy0 + hin, H), q0 = std::max<int64_t>(ix0, 0), q1 = std::min(ix0 + win, W);
+      int64_t r0 = std::max<int64_t>(iy0, 0), r1 = std::min(iy0 + hin, H), q0 = std::max<int64_t>(ix0, 0),
+              q1 = std::min(ix0 + win, W);
       int64_t at = IN + slot * in_slot;
       if (r0 > iy0 || r1 < iy0 + hin || q0 > ix0 || q1 < ix0 + win) fill(at, ct * hin * win, 0.0f);
       if (r1 > r0 && q1 > q0) {
@@ -421,8 +451,8 @@ class Compiler {
       if (wdata) {
         load(w, tiled.block[t.mi * chunks + c], WT + slot * w_slot, {t.mt * kcols, 1, 1}, {1, 0, 0}, {1, 0, 0});
       } else {
-        load(w, (t.m0 * cg + (depthwise ? 0 : c0)) * kh * kw, WT + slot * w_slot, {kcols, t.mt, 1}, {1, cg * kh * kw, 0},
-             {1, kcols, 0});
+        load(w, (t.m0 * cg + (depthwise ? 0 : c0)) * kh * kw, WT + slot * w_slot, {kcols, t.mt, 1},
+             {1, cg * kh * kw, 0}, {1, kcols, 0});
       }
       if (bias >= 0 && c == 0) load(bias, t.m0, BIAS + (ti % 2) * Mt, {t.mt, 1, 1}, {1, 0, 0}, {1, 0, 0});
     };
@@ -432,9 +462,22 @@ class Compiler {
       using namespace field;
       int64_t hin = (t.ht - 1) * s[0] + (kh - 1) * d[0] + 1, win = (t.wt - 1) * s[1] + (kw - 1) * d[1] + 1;
       emit(Opcode::kMatmul, {{kMode, static_cast<int64_t>(depthwise ? MatmulMode::kDepthwise : MatmulMode::kConv)},
-                             {kM, t.mt}, {kN, t.ht * t.wt}, {kK, (depthwise ? 1 : ct) * kh * kw}, {kA, WT + slot * w_slot},
-                             {kB, IN + slot * in_slot}, {kC, OUT + out * out_slot}, {kAccumulate, c > 0}, {kCin, ct},
-                             {kH, hin}, {kW, win}, {kKh, kh}, {kKw, kw}, {kSh, s[0]}, {kSw, s[1]}, {kDh, d[0]}, {kDw, d[1]},
+                             {kM, t.mt},
+                             {kN, t.ht * t.wt},
+                             {kK, (depthwise ? 1 : ct) * kh * kw},
+                             {kA, WT + slot * w_slot},
+                             {kB, IN + slot * in_slot},
+                             {kC, OUT + out * out_slot},
+                             {kAccumulate, c > 0},
+                             {kCin, ct},
+                             {kH, hin},
+                             {kW, win},
+                             {kKh, kh},
+                             {kKw, kw},
+                             {kSh, s[0]},
+                             {kSw, s[1]},
+                             {kDh, d[0]},
+                             {kDw, d[1]},
                              {kWo, t.wt}});
     };
     steps.epilogue = [&](int64_t ti, int out) {
@@ -459,17 +502,21 @@ class Compiler {
     bool dense = l.anchor == "dense";
     bool ta = !dense && l.attrs.at("transpose_a").as_bool(), tb = !dense && l.attrs.at("transpose_b").as_bool();
     int64_t B = ys[0], F = ys[1], K = ta ? xs[0] : xs[1];
-    int64_t xb = ta ? 1 : K, xk = ta ? B : 1;  // element (b, k) of x at b * xb + k * xk
+    int64_t xb = ta ? 1 : K, xk = ta ? B : 1;                    // element (b, k) of x at b * xb + k * xk
     int64_t wn = dense || tb ? K : 1, wk = dense || tb ? 1 : F;  // element (f, k) of the weight at f * wn + k * wk
     int x = buffer_of(l.args[0]), y = buffer_of(l.result);
     int bias = l.bias.defined() ? buffer_of(l.bias) : -1;
     int64_t Mt = std::min<int64_t>(F, 64), Bt = std::min<int64_t>(B, 256), Kc = K;
     auto words = [&] { return 2 * (Kc * Bt + Mt * Kc) + 2 * Mt * Bt + 2 * Mt; };
     while (words() > m_.scratchpad_words) {
-      if (Kc > 1 && Kc * (Bt + Mt) > Mt * Bt) Kc = ceil_div(Kc, 2);
-      else if (Bt > 1) Bt = ceil_div(Bt, 2);
-      else if (Mt > 1) Mt = ceil_div(Mt, 2);
-      else Kc = ceil_div(Kc, 2);
+      if (Kc > 1 && Kc * (Bt + Mt) > Mt * Bt)
+        Kc = ceil_div(Kc, 2);
+      else if (Bt > 1)
+        Bt = ceil_div(Bt, 2);
+      else if (Mt > 1)
+        Mt = ceil_div(Mt, 2);
+      else
+        Kc = ceil_div(Kc, 2);
     }
     int64_t mtiles = ceil_div(F, Mt), btiles = ceil_div(B, Bt), chunks = ceil_div(K, Kc);
     int64_t x_slot = Kc * Bt, w_slot = Mt * Kc, out_slot = Mt * Bt;
@@ -505,8 +552,14 @@ class Compiler {
       int64_t b0, bt, mi, m0, mt, kc = std::min(Kc, K - c * Kc);
       tile(t, &b0, &bt, &mi, &m0, &mt);
       using namespace field;
-      emit(Opcode::kMatmul, {{kMode, static_cast<int64_t>(MatmulMode::kMatrix)}, {kM, mt}, {kN, bt}, {kK, kc},
-                             {kA, WT + slot * w_slot}, {kB, X + slot * x_slot}, {kC, OUT + out * out_slot}, {kAccumulate, c > 0}});
+      emit(Opcode::kMatmul, {{kMode, static_cast<int64_t>(MatmulMode::kMatrix)},
+                             {kM, mt},
+                             {kN, bt},
+                             {kK, kc},
+                             {kA, WT + slot * w_slot},
+                             {kB, X + slot * x_slot},
+                             {kC, OUT + out * out_slot},
+                             {kAccumulate, c > 0}});
     };
     steps.epilogue = [&](int64_t t, int out) {
       int64_t b0, bt, mi, m0, mt;
@@ -562,9 +615,12 @@ class Compiler {
     auto in_rows = [&](int64_t ht) { return (ht - 1) * s[0] + k[0]; };
     auto words = [&] { return 2 * Ct * (in_rows(Ht) * win + Ht * Wo); };
     while (words() > m_.scratchpad_words) {
-      if (Ht > 1) Ht = ceil_div(Ht, 2);
-      else if (Ct > 1) Ct = ceil_div(Ct, 2);
-      else LOOM_THROW(Error) << "one row of a " << k[0] << "x" << k[1] << " pooling window does not fit the scratchpad";
+      if (Ht > 1)
+        Ht = ceil_div(Ht, 2);
+      else if (Ct > 1)
+        Ct = ceil_div(Ct, 2);
+      else
+        LOOM_THROW(Error) << "one row of a " << k[0] << "x" << k[1] << " pooling window does not fit the scratchpad";
     }
     int64_t in_slot = Ct * in_rows(Ht) * win, out_slot = Ct * Ht * Wo, IN = 0, OUT = 2 * in_slot;
     need(OUT + 2 * out_slot);
@@ -581,7 +637,8 @@ class Compiler {
           int64_t n, c0, ct, oy0, ht;
           tile(j, &n, &c0, &ct, &oy0, &ht);
           int64_t hin = in_rows(ht), iy0 = oy0 * s[0] - p[0], ix0 = -p[1];
-          int64_t r0 = std::max<int64_t>(iy0, 0), r1 = std::min(iy0 + hin, H), q0 = std::max<int64_t>(ix0, 0), q1 = std::min(ix0 + win, W);
+          int64_t r0 = std::max<int64_t>(iy0, 0), r1 = std::min(iy0 + hin, H), q0 = std::max<int64_t>(ix0, 0),
+                  q1 = std::min(ix0 + win, W);
           int64_t at = IN + slot * in_slot;
           if (r0 > iy0 || r1 < iy0 + hin || q0 > ix0 || q1 < ix0 + win) fill(at, ct * hin * win, pad);
           if (r1 > r0 && q1 > q0) {
@@ -594,16 +651,25 @@ class Compiler {
           tile(j, &n, &c0, &ct, &oy0, &ht);
           using namespace field;
           int64_t at = OUT + slot * out_slot;
-          emit(Opcode::kPool, {{kPoolMode, max ? 0 : 1}, {kPoolC, ct}, {kPoolH, in_rows(ht)}, {kPoolW, win}, {kPoolKh, k[0]},
-                               {kPoolKw, k[1]}, {kPoolSh, s[0]}, {kPoolSw, s[1]}, {kPoolHo, ht}, {kPoolWo, Wo},
-                               {kPoolSrc, IN + slot * in_slot}, {kPoolDst, at}});
+          emit(Opcode::kPool, {{kPoolMode, max ? 0 : 1},
+                               {kPoolC, ct},
+                               {kPoolH, in_rows(ht)},
+                               {kPoolW, win},
+                               {kPoolKh, k[0]},
+                               {kPoolKw, k[1]},
+                               {kPoolSh, s[0]},
+                               {kPoolSw, s[1]},
+                               {kPoolHo, ht},
+                               {kPoolWo, Wo},
+                               {kPoolSrc, IN + slot * in_slot},
+                               {kPoolDst, at}});
           if (!max) vec(VecOp::kScale, ct * ht * Wo, at, at, 0, 0, 0, 1.0f / static_cast<float>(k[0] * k[1]));
         },
         [&](int64_t j, int slot) {
           int64_t n, c0, ct, oy0, ht;
           tile(j, &n, &c0, &ct, &oy0, &ht);
-          load(y, ((n * C + c0) * Ho + oy0) * Wo, OUT + slot * out_slot, {Wo, ht, ct}, {1, Wo, Ho * Wo}, {1, Wo, ht * Wo},
-               Opcode::kStore);
+          load(y, ((n * C + c0) * Ho + oy0) * Wo, OUT + slot * out_slot, {Wo, ht, ct}, {1, Wo, Ho * Wo},
+               {1, Wo, ht * Wo}, Opcode::kStore);
         });
   }
 

@@ -69,14 +69,22 @@ Engine engine_of(Opcode op) {
 
 const char* opcode_name(Opcode op) {
   switch (op) {
-    case Opcode::kLoad: return "LOAD";
-    case Opcode::kStore: return "STORE";
-    case Opcode::kFill: return "FILL";
-    case Opcode::kMatmul: return "MATMUL";
-    case Opcode::kVec: return "VEC";
-    case Opcode::kPool: return "POOL";
-    case Opcode::kBarrier: return "BARRIER";
-    case Opcode::kEnd: return "END";
+    case Opcode::kLoad:
+      return "LOAD";
+    case Opcode::kStore:
+      return "STORE";
+    case Opcode::kFill:
+      return "FILL";
+    case Opcode::kMatmul:
+      return "MATMUL";
+    case Opcode::kVec:
+      return "VEC";
+    case Opcode::kPool:
+      return "POOL";
+    case Opcode::kBarrier:
+      return "BARRIER";
+    case Opcode::kEnd:
+      return "END";
   }
   return "?";
 }
@@ -126,7 +134,8 @@ Stream decode(const std::string& bytes) {
     r.fail(4, "version " + std::to_string(s.major) + "." + std::to_string(s.minor) + ", this executor reads version " +
                   std::to_string(kVersionMajor) + ".x (recompile the model with this Loom)");
   }
-  if (r.get<uint32_t>(8) != kHeaderBytes) r.fail(8, "header size " + std::to_string(r.get<uint32_t>(8)) + ", expected 64");
+  if (r.get<uint32_t>(8) != kHeaderBytes)
+    r.fail(8, "header size " + std::to_string(r.get<uint32_t>(8)) + ", expected 64");
   uint32_t nbuf = r.get<uint32_t>(12), ninst = r.get<uint32_t>(16);
   s.scratchpad_words = r.get<uint32_t>(20);
   uint64_t nconst = r.get<uint64_t>(24);
@@ -141,14 +150,17 @@ Stream decode(const std::string& bytes) {
   }
   need += uint64_t{nbuf} * kBufferBytes + uint64_t{ninst} * kInstructionBytes + nconst;
   if (need != bytes.size()) {
-    r.fail(12, "the header's sizes add up to " + std::to_string(need) + " bytes, the stream has " + std::to_string(bytes.size()));
+    r.fail(12, "the header's sizes add up to " + std::to_string(need) + " bytes, the stream has " +
+                   std::to_string(bytes.size()));
   }
   size_t at = kHeaderBytes;
   for (uint32_t k = 0; k < nbuf; ++k, at += kBufferBytes) {
     Buffer b;
     uint8_t kind = r.get<uint8_t>(at), dtype = r.get<uint8_t>(at + 1);
     if (kind > 3) r.fail(at, "buffer " + std::to_string(k) + " has unknown kind " + std::to_string(kind));
-    if (dtype != 0) r.fail(at + 1, "buffer " + std::to_string(k) + " has dtype " + std::to_string(dtype) + "; version 1 has float32 (0) only");
+    if (dtype != 0)
+      r.fail(at + 1, "buffer " + std::to_string(k) + " has dtype " + std::to_string(dtype) +
+                         "; version 1 has float32 (0) only");
     b.kind = static_cast<BufferKind>(kind);
     b.index = r.get<uint32_t>(at + 4);
     b.offset = r.get<uint64_t>(at + 8);
@@ -159,8 +171,10 @@ Stream decode(const std::string& bytes) {
     if (b.kind == BufferKind::kWorkspace && (b.offset > s.workspace_words || b.words > s.workspace_words - b.offset)) {
       r.fail(at + 8, "workspace buffer " + std::to_string(k) + " lies outside the workspace");
     }
-    if ((b.kind == BufferKind::kInput && b.index >= s.inputs) || (b.kind == BufferKind::kOutput && b.index >= s.outputs)) {
-      r.fail(at + 4, "buffer " + std::to_string(k) + " names region argument " + std::to_string(b.index) + ", which it has not");
+    if ((b.kind == BufferKind::kInput && b.index >= s.inputs) ||
+        (b.kind == BufferKind::kOutput && b.index >= s.outputs)) {
+      r.fail(at + 4, "buffer " + std::to_string(k) + " names region argument " + std::to_string(b.index) +
+                         ", which it has not");
     }
     s.buffers.push_back(b);
   }
@@ -169,7 +183,8 @@ Stream decode(const std::string& bytes) {
     uint8_t op = r.get<uint8_t>(at), dtype = r.get<uint8_t>(at + 1);
     if (op < 1 || op > 8) r.fail(at, "instruction " + std::to_string(k) + " has unknown opcode " + std::to_string(op));
     if (dtype != 0) {
-      r.fail(at + 1, "instruction " + std::to_string(k) + " has dtype " + std::string(dtype == 1 ? "int8" : std::to_string(dtype)) +
+      r.fail(at + 1, "instruction " + std::to_string(k) + " has dtype " +
+                         std::string(dtype == 1 ? "int8" : std::to_string(dtype)) +
                          "; version 1 executes float32 only");
     }
     i.opcode = static_cast<Opcode>(op);
@@ -183,7 +198,8 @@ Stream decode(const std::string& bytes) {
     }
     s.instructions.push_back(i);
   }
-  if (s.instructions.empty() || s.instructions.back().opcode != Opcode::kEnd) r.fail(at, "the stream does not end with END");
+  if (s.instructions.empty() || s.instructions.back().opcode != Opcode::kEnd)
+    r.fail(at, "the stream does not end with END");
   s.constants = bytes.substr(at);
   return s;
 }
@@ -211,7 +227,8 @@ std::string disassemble(const Stream& s) {
       case Opcode::kStore:
         out << "\tbuf" << f[kBuffer] << "+" << f[kOffset] << (i.opcode == Opcode::kLoad ? " -> " : " <- ") << "spad "
             << f[kSpad] << " [" << f[kN2] << "x" << f[kN1] << "x" << f[kN0] << "] mem strides (" << f[kMemS2] << ","
-            << f[kMemS1] << "," << f[kMemS0] << ") spad strides (" << f[kSpadS2] << "," << f[kSpadS1] << "," << f[kSpadS0] << ")";
+            << f[kMemS1] << "," << f[kMemS0] << ") spad strides (" << f[kSpadS2] << "," << f[kSpadS1] << ","
+            << f[kSpadS0] << ")";
         break;
       case Opcode::kFill:
         out << "\tspad " << f[kFillSpad] << " n=" << f[kFillN] << " value=" << as_float(f[kFillValue]);
@@ -219,11 +236,12 @@ std::string disassemble(const Stream& s) {
       case Opcode::kMatmul: {
         static const char* modes[] = {"matrix", "conv", "depthwise"};
         int mode = f[kMode];
-        out << "\t" << (mode >= 0 && mode <= 2 ? modes[mode] : "?") << " M=" << f[kM] << " N=" << f[kN] << " K=" << f[kK]
-            << " a=" << f[kA] << " b=" << f[kB] << " c=" << f[kC] << (f[kAccumulate] ? " accumulate" : "");
+        out << "\t" << (mode >= 0 && mode <= 2 ? modes[mode] : "?") << " M=" << f[kM] << " N=" << f[kN]
+            << " K=" << f[kK] << " a=" << f[kA] << " b=" << f[kB] << " c=" << f[kC]
+            << (f[kAccumulate] ? " accumulate" : "");
         if (mode != 0) {
-          out << " in " << f[kCin] << "x" << f[kH] << "x" << f[kW] << " window " << f[kKh] << "x" << f[kKw] << " stride "
-              << f[kSh] << "," << f[kSw] << " dilation " << f[kDh] << "," << f[kDw] << " Wo=" << f[kWo];
+          out << " in " << f[kCin] << "x" << f[kH] << "x" << f[kW] << " window " << f[kKh] << "x" << f[kKw]
+              << " stride " << f[kSh] << "," << f[kSw] << " dilation " << f[kDh] << "," << f[kDw] << " Wo=" << f[kWo];
         }
         break;
       }

@@ -19,7 +19,16 @@ constexpr size_t kInstructionBytes = 96;
 constexpr int kFields = 22;
 constexpr int kSemaphores = 16;
 
-enum class Opcode : uint8_t { kLoad = 1, kStore = 2, kFill = 3, kMatmul = 4, kVec = 5, kPool = 6, kBarrier = 7, kEnd = 8 };
+enum class Opcode : uint8_t {
+  kLoad = 1,
+  kStore = 2,
+  kFill = 3,
+  kMatmul = 4,
+  kVec = 5,
+  kPool = 6,
+  kBarrier = 7,
+  kEnd = 8
+};
 enum class Dtype : uint8_t { kFloat32 = 0, kInt8 = 1 };  // int8: reserved (a later version)
 enum class VecOp : int32_t { kAdd = 0, kMul, kMax, kAddChannel, kMulChannel, kRelu, kClip, kCopy, kScale };
 enum class MatmulMode : int32_t { kMatrix = 0, kConv = 1, kDepthwise = 2 };
@@ -41,7 +50,20 @@ enum Dma { kBuffer = 0, kOffset, kSpad, kN0, kN1, kN2, kMemS0, kMemS1, kMemS2, k
 enum Fill { kFillSpad = 0, kFillN, kFillValue };
 enum Matmul { kMode = 0, kM, kN, kK, kA, kB, kC, kAccumulate, kCin, kH, kW, kKh, kKw, kSh, kSw, kDh, kDw, kWo };
 enum Vec { kOp = 0, kVecN, kDst, kSrc0, kSrc1, kChannels, kInner, kImm0, kImm1 };
-enum Pool { kPoolMode = 0, kPoolC, kPoolH, kPoolW, kPoolKh, kPoolKw, kPoolSh, kPoolSw, kPoolHo, kPoolWo, kPoolSrc, kPoolDst };
+enum Pool {
+  kPoolMode = 0,
+  kPoolC,
+  kPoolH,
+  kPoolW,
+  kPoolKh,
+  kPoolKw,
+  kPoolSh,
+  kPoolSw,
+  kPoolHo,
+  kPoolWo,
+  kPoolSrc,
+  kPoolDst
+};
 }  // namespace field
 
 struct Buffer {

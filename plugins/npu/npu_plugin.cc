@@ -167,7 +167,8 @@ class NpuDeviceAPI : public loom::runtime::DeviceAPI {
     size_t bytes = (from.dtype.bits * from.dtype.lanes + 7) / 8;
     for (int i = 0; i < from.ndim; ++i) bytes *= static_cast<size_t>(from.shape[i]);
     if (bytes) {
-      std::memcpy(static_cast<char*>(to.data) + to.byte_offset, static_cast<const char*>(from.data) + from.byte_offset, bytes);
+      std::memcpy(static_cast<char*>(to.data) + to.byte_offset, static_cast<const char*>(from.data) + from.byte_offset,
+                  bytes);
     }
   }
   void synchronize(loom::Device, void*) override {}  // the simulator runs in the caller's thread
@@ -208,8 +209,8 @@ std::string profile_text(const Profile& p, const Machine& m) {
       << ", \"matrix_utilisation\": " << p.utilisation(m) << ", \"classes\": {";
   bool first = true;
   for (const auto& [name, c] : p.classes) {
-    out << (first ? "" : ", ") << "\"" << name << "\": {\"instructions\": " << c.instructions << ", \"cycles\": " << c.cycles
-        << ", \"macs\": " << c.macs << ", \"dma_bytes\": " << c.dma_bytes << "}";
+    out << (first ? "" : ", ") << "\"" << name << "\": {\"instructions\": " << c.instructions
+        << ", \"cycles\": " << c.cycles << ", \"macs\": " << c.macs << ", \"dma_bytes\": " << c.dma_bytes << "}";
     first = false;
   }
   out << "}}";
@@ -375,7 +376,8 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
     loom::ir::BaseFunc f = module.lookup(name);
     const auto* g = f.as<loom::graph::FunctionNode>();
     if (!g || loom::graph::codegen_of(f) != "npu") {
-      LOOM_THROW(Error) << "npu: @" << name << " is not an npu region; the npu codegen compiles what partitioning gives "
+      LOOM_THROW(Error) << "npu: @" << name
+                        << " is not an npu region; the npu codegen compiles what partitioning gives "
                         << "it (target.partition: [npu], docs/partitioning.md)";
     }
     if (g->attrs.contains("composite")) continue;  // compiled as part of its region
@@ -387,7 +389,9 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
 
 loom::runtime::Module load(const std::string& bytes) {
   std::string_view in(bytes);
-  auto bad = [](const std::string& what) -> void { LOOM_THROW(Error) << "npu module: malformed bytes (" << what << ")"; };
+  auto bad = [](const std::string& what) -> void {
+    LOOM_THROW(Error) << "npu module: malformed bytes (" << what << ")";
+  };
   if (in.substr(0, std::strlen(kMagic)) != kMagic) bad("no magic");
   size_t at = std::strlen(kMagic);
   std::string machine_field, count;
@@ -415,8 +419,8 @@ loom::runtime::Module load(const std::string& bytes) {
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("npu") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("The reference NPU: pattern table npu, a command-stream codegen and a "
-                                             "cycle-counting simulator (docs/npu.md)"));
+                         LOOM_PLUGIN_DESCRIPTION("The reference NPU: pattern table npu, a command-stream codegen and a "
+                                                 "cycle-counting simulator (docs/npu.md)"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<NpuModuleNode>();
@@ -438,37 +442,42 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::Device::register_type("npu", kNpuDevice);
   loom::runtime::DeviceAPIRegistry::register_api("npu", std::make_shared<NpuDeviceAPI>());
   loom::target::CodegenRegistry::register_codegen(
-      "npu", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); }, "npu.codegen"));
-  loom::runtime::ModuleLoaderRegistry::register_loader("npu", Function::typed([](std::string bytes) { return load(bytes); }, "npu.load"));
+      "npu", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
+                             "npu.codegen"));
+  loom::runtime::ModuleLoaderRegistry::register_loader(
+      "npu", Function::typed([](std::string bytes) { return load(bytes); }, "npu.load"));
   // A command stream run by hand (docs/npu.md, "Writing a stream by hand"):
   // the stream's bytes, its inputs and outputs (float32 CPU tensors, in
   // order), the device's scratchpad in KiB; returns the cycle report as
   // JSON.
   loom::FunctionRegistry::register_function(
-      "npu.run_stream", Function::typed(
-                            [](std::string bytes, loom::Array inputs, loom::Array outputs, int64_t scratchpad_kib) {
-                              Machine m;
-                              m.scratchpad_words = scratchpad_kib * 1024 / 4;
-                              RegionCode code = region_code("stream", {}, std::move(bytes));
-                              auto regions = [](const loom::Array& arrays) {
-                                std::vector<Region> out;
-                                for (const Any& a : arrays) {
-                                  auto nd = a.cast<loom::runtime::NDArray>();
-                                  if (nd->dtype != loom::DataType::Float(32) || nd->device.device_type != kDLCPU) {
-                                    LOOM_THROW(Error) << "npu.run_stream takes float32 tensors on the CPU";
-                                  }
-                                  out.push_back(Region{static_cast<float*>(const_cast<loom::runtime::NDArrayNode*>(nd.get())->data()), static_cast<uint64_t>(nd->numel())});
-                                }
-                                return out;
-                              };
-                              Profile p = execute(code.stream, regions(inputs), regions(outputs), code.constants, m);
-                              return profile_text(p, m);
-                            },
-                            "npu.run_stream"),
+      "npu.run_stream",
+      Function::typed(
+          [](std::string bytes, loom::Array inputs, loom::Array outputs, int64_t scratchpad_kib) {
+            Machine m;
+            m.scratchpad_words = scratchpad_kib * 1024 / 4;
+            RegionCode code = region_code("stream", {}, std::move(bytes));
+            auto regions = [](const loom::Array& arrays) {
+              std::vector<Region> out;
+              for (const Any& a : arrays) {
+                auto nd = a.cast<loom::runtime::NDArray>();
+                if (nd->dtype != loom::DataType::Float(32) || nd->device.device_type != kDLCPU) {
+                  LOOM_THROW(Error) << "npu.run_stream takes float32 tensors on the CPU";
+                }
+                out.push_back(Region{static_cast<float*>(const_cast<loom::runtime::NDArrayNode*>(nd.get())->data()),
+                                     static_cast<uint64_t>(nd->numel())});
+              }
+              return out;
+            };
+            Profile p = execute(code.stream, regions(inputs), regions(outputs), code.constants, m);
+            return profile_text(p, m);
+          },
+          "npu.run_stream"),
       "runs a command stream (bytes) on inputs and outputs (float32 CPU arrays) with a scratchpad of N KiB; "
       "returns its cycle report as JSON");
   // A command stream checked and disassembled, as loomc inspect shows it.
   loom::FunctionRegistry::register_function(
-      "npu.disassemble", Function::typed([](std::string bytes) { return disassemble(decode(bytes)); }, "npu.disassemble"),
+      "npu.disassemble",
+      Function::typed([](std::string bytes) { return disassemble(decode(bytes)); }, "npu.disassemble"),
       "a command stream (bytes) checked and disassembled");
 }

@@ -40,8 +40,8 @@ class Executor {
           break;
       }
       if ((b.kind == BufferKind::kInput || b.kind == BufferKind::kOutput) && buffers_.back().words < b.words) {
-        LOOM_THROW(Error) << "npu: region " << (b.kind == BufferKind::kInput ? "input " : "output ") << b.index << " has "
-                          << buffers_.back().words << " words, the stream uses " << b.words;
+        LOOM_THROW(Error) << "npu: region " << (b.kind == BufferKind::kInput ? "input " : "output ") << b.index
+                          << " has " << buffers_.back().words << " words, the stream uses " << b.words;
       }
     }
   }
@@ -61,7 +61,8 @@ class Executor {
       for (int k = 0; k < kSemaphores; ++k) {
         if (!(i.wait >> k & 1)) continue;
         if (signals_[k].empty()) {
-          fail("waits on semaphore " + std::to_string(k) + ", which no earlier instruction signalled: the stream "
+          fail("waits on semaphore " + std::to_string(k) +
+               ", which no earlier instruction signalled: the stream "
                "would deadlock");
         }
         start = std::max(start, signals_[k].front());
@@ -81,7 +82,8 @@ class Executor {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    LOOM_THROW(Error) << "npu: instruction " << pc_ << " (" << opcode_name(s_.instructions[pc_].opcode) << "): " << what;
+    LOOM_THROW(Error) << "npu: instruction " << pc_ << " (" << opcode_name(s_.instructions[pc_].opcode)
+                      << "): " << what;
   }
 
   void count(const Instruction& i, int64_t cycles, int64_t macs, int64_t bytes) {
@@ -104,7 +106,8 @@ class Executor {
       (span < 0 ? lo : hi) += span;
     }
     if (lo < 0 || hi >= size) {
-      fail(what + " [" + std::to_string(lo) + ", " + std::to_string(hi) + "] lies outside its " + std::to_string(size) + " words");
+      fail(what + " [" + std::to_string(lo) + ", " + std::to_string(hi) + "] lies outside its " + std::to_string(size) +
+           " words");
     }
   }
 
@@ -124,7 +127,8 @@ class Executor {
         const Region& buf = buffers_[f[kBuffer]];
         int32_t n[3] = {f[kN0], f[kN1], f[kN2]};
         int32_t ms[3] = {f[kMemS0], f[kMemS1], f[kMemS2]}, ss[3] = {f[kSpadS0], f[kSpadS1], f[kSpadS2]};
-        check_walk(f[kOffset], n, ms, static_cast<int64_t>(buf.words), "buffer " + std::to_string(f[kBuffer]) + " range");
+        check_walk(f[kOffset], n, ms, static_cast<int64_t>(buf.words),
+                   "buffer " + std::to_string(f[kBuffer]) + " range");
         check_walk(f[kSpad], n, ss, m_.scratchpad_words, "scratchpad range");
         bool load = i.opcode == Opcode::kLoad;
         for (int64_t i2 = 0; i2 < n[2]; ++i2)
@@ -133,7 +137,10 @@ class Executor {
             for (int64_t i0 = 0; i0 < n[0]; ++i0) {
               float& a = buf.data[mem + i0 * ms[0]];
               float& b = spad_[sp + i0 * ss[0]];
-              if (load) b = a; else a = b;
+              if (load)
+                b = a;
+              else
+                a = b;
             }
           }
         *bytes = int64_t{n[0]} * n[1] * n[2] * 4;
@@ -189,7 +196,8 @@ class Executor {
       fail("a window geometry that does not hold together");
     }
     int64_t Ho = N / Wo;
-    if ((Ho - 1) * sh + (kh - 1) * dh >= H || (Wo - 1) * sw + (kw - 1) * dw >= W) fail("the windows leave the input tile");
+    if ((Ho - 1) * sh + (kh - 1) * dh >= H || (Wo - 1) * sw + (kw - 1) * dw >= W)
+      fail("the windows leave the input tile");
     bool depthwise = mode == 2;
     if ((depthwise && (C != M || K != kh * kw)) || (!depthwise && K != C * kh * kw)) {
       fail("K does not match the input tile (conv: C*kh*kw, depthwise: kh*kw with M = C)");
@@ -206,7 +214,8 @@ class Executor {
             const float* plane = in + ci * H * W;
             const float* w = a + m * K + (depthwise ? 0 : ci * kh * kw);
             for (int64_t ky = 0; ky < kh; ++ky)
-              for (int64_t kx = 0; kx < kw; ++kx) s += plane[(oy * sh + ky * dh) * W + ox * sw + kx * dw] * w[ky * kw + kx];
+              for (int64_t kx = 0; kx < kw; ++kx)
+                s += plane[(oy * sh + ky * dh) * W + ox * sw + kx * dw] * w[ky * kw + kx];
           }
           c[m * N + oy * Wo + ox] = s;
         }
@@ -238,15 +247,32 @@ class Executor {
     for (int64_t i = 0; i < n; ++i) {
       float x = a[i];
       switch (v) {
-        case VecOp::kAdd: x += b[i]; break;
-        case VecOp::kMul: x *= b[i]; break;
-        case VecOp::kMax: x = std::max(x, b[i]); break;
-        case VecOp::kAddChannel: x += b[(i / inner) % channels]; break;
-        case VecOp::kMulChannel: x *= b[(i / inner) % channels]; break;
-        case VecOp::kRelu: x = std::max(x, 0.0f); break;
-        case VecOp::kClip: x = std::min(std::max(x, lo), hi); break;
-        case VecOp::kCopy: break;
-        case VecOp::kScale: x *= lo; break;
+        case VecOp::kAdd:
+          x += b[i];
+          break;
+        case VecOp::kMul:
+          x *= b[i];
+          break;
+        case VecOp::kMax:
+          x = std::max(x, b[i]);
+          break;
+        case VecOp::kAddChannel:
+          x += b[(i / inner) % channels];
+          break;
+        case VecOp::kMulChannel:
+          x *= b[(i / inner) % channels];
+          break;
+        case VecOp::kRelu:
+          x = std::max(x, 0.0f);
+          break;
+        case VecOp::kClip:
+          x = std::min(std::max(x, lo), hi);
+          break;
+        case VecOp::kCopy:
+          break;
+        case VecOp::kScale:
+          x *= lo;
+          break;
       }
       dst[i] = x;
     }
@@ -258,7 +284,8 @@ class Executor {
     int64_t mode = f[kPoolMode], C = f[kPoolC], H = f[kPoolH], W = f[kPoolW], kh = f[kPoolKh], kw = f[kPoolKw],
             sh = f[kPoolSh], sw = f[kPoolSw], Ho = f[kPoolHo], Wo = f[kPoolWo];
     if (mode != 0 && mode != 1) fail("unknown pooling mode " + std::to_string(mode));
-    if (C <= 0 || kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0 || Ho <= 0 || Wo <= 0) fail("a window geometry that does not hold together");
+    if (C <= 0 || kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0 || Ho <= 0 || Wo <= 0)
+      fail("a window geometry that does not hold together");
     if ((Ho - 1) * sh + kh > H || (Wo - 1) * sw + kw > W) fail("the windows leave the input tile");
     check_range(f[kPoolSrc], C * H * W, "src");
     check_range(f[kPoolDst], C * Ho * Wo, "dst");

@@ -9,9 +9,8 @@
 #include <loom/runtime/thread_pool.h>
 #include <loom/target/target.h>
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null")
-                     LOOM_PLUGIN_VERSION("1.0.0")
-                     LOOM_PLUGIN_DESCRIPTION("The null target: generates nothing; for tests and dispatch"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("null") LOOM_PLUGIN_VERSION("1.0.0")
+                         LOOM_PLUGIN_DESCRIPTION("The null target: generates nothing; for tests and dispatch"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
@@ -26,7 +25,7 @@ LOOM_PLUGIN_INIT(ctx) {
       "",
       traits});
   // A tag: a named preset of the kind's attributes (target: {tag: null_wide}).
-  loom::target::TargetTagRegistry::register_tag(loom::target::TargetTag{
-      "null_wide", "null_target", loom::Map({{"vector-bits", loom::Any(int64_t{512})}}),
-      "the null target with a 512-bit vector unit", ""});
+  loom::target::TargetTagRegistry::register_tag(
+      loom::target::TargetTag{"null_wide", "null_target", loom::Map({{"vector-bits", loom::Any(int64_t{512})}}),
+                              "the null target with a 512-bit vector unit", ""});
 }

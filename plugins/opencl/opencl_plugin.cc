@@ -29,8 +29,8 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("opencl") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("OpenCL: target kind opencl (OpenCL C from the C printer), "
-                                             "device:opencl over the ICD loader, runtime module opencl"));
+                         LOOM_PLUGIN_DESCRIPTION("OpenCL: target kind opencl (OpenCL C from the C printer), "
+                                                 "device:opencl over the ICD loader, runtime module opencl"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
@@ -39,7 +39,8 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.native_intrinsics.insert("tir.barrier");
   traits.device_type = kDLOpenCL;
   traits.device_id = [](const loom::target::Target& target) {
-    return loom::opencl::find_device(target.attr("platform").as_string(), static_cast<int>(target.attr("device").as_int()));
+    return loom::opencl::find_device(target.attr("platform").as_string(),
+                                     static_cast<int>(target.attr("device").as_int()));
   };
   traits.default_pipeline = {"device"};
   traits.codegen_needs = {"devices_planned", "kernels_split", "intrinsics_lowered"};

@@ -22,27 +22,46 @@ namespace {
 
 std::string error_name(cl_int e) {
   switch (e) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_BINARY: return "CL_INVALID_BINARY";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    case CL_INVALID_MEM_OBJECT: return "CL_INVALID_MEM_OBJECT";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
-    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "OpenCL error " + std::to_string(e);
+    case CL_DEVICE_NOT_FOUND:
+      return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE:
+      return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES:
+      return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY:
+      return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE:
+      return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE:
+      return "CL_INVALID_VALUE";
+    case CL_INVALID_BINARY:
+      return "CL_INVALID_BINARY";
+    case CL_INVALID_BUFFER_SIZE:
+      return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_MEM_OBJECT:
+      return "CL_INVALID_MEM_OBJECT";
+    case CL_INVALID_KERNEL_ARGS:
+      return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_ARG_SIZE:
+      return "CL_INVALID_ARG_SIZE";
+    case CL_INVALID_WORK_GROUP_SIZE:
+      return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_WORK_ITEM_SIZE:
+      return "CL_INVALID_WORK_ITEM_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+      return "OpenCL error " + std::to_string(e);
   }
 }
 
-[[noreturn]] void fail(const std::string& what, cl_int e) { LOOM_THROW(Error) << "opencl: " << what << " (" << error_name(e) << ")"; }
+[[noreturn]] void fail(const std::string& what, cl_int e) {
+  LOOM_THROW(Error) << "opencl: " << what << " (" << error_name(e) << ")";
+}
 void check(cl_int e, const std::string& what) {
   if (e != CL_SUCCESS) fail(what, e);
 }
@@ -90,9 +109,9 @@ class Devices {
       s.queue = clCreateCommandQueue(s.context, s.device, 0, &e);
       check(e, "cannot create a command queue on " + s.describe());
       DeviceState* state = &s;
-      s.pool = std::make_unique<runtime::WorkspacePool>(
-          [state, id](size_t bytes) { return allocate(*state, id, bytes); },
-          [](void* p) { clReleaseMemObject(static_cast<cl_mem>(p)); });
+      s.pool =
+          std::make_unique<runtime::WorkspacePool>([state, id](size_t bytes) { return allocate(*state, id, bytes); },
+                                                   [](void* p) { clReleaseMemObject(static_cast<cl_mem>(p)); });
     });
     return s;
   }
@@ -106,7 +125,8 @@ class Devices {
   }
   std::string list() {
     std::string out;
-    for (size_t k = 0; k < devices_.size(); ++k) out += (k ? "; " : "") + std::to_string(k) + " " + devices_[k]->describe();
+    for (size_t k = 0; k < devices_.size(); ++k)
+      out += (k ? "; " : "") + std::to_string(k) + " " + devices_[k]->describe();
     return out;
   }
   static void* allocate(DeviceState& s, int id, size_t bytes) {
@@ -118,7 +138,8 @@ class Devices {
     cl_int e = CL_SUCCESS;
     cl_mem m = clCreateBuffer(s.context, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1), nullptr, &e);
     if (e != CL_SUCCESS) {
-      fail("cannot allocate " + readable_bytes(bytes) + " on opencl:" + std::to_string(id) + ": out of device memory", e);
+      fail("cannot allocate " + readable_bytes(bytes) + " on opencl:" + std::to_string(id) + ": out of device memory",
+           e);
     }
     return m;
   }
@@ -200,8 +221,8 @@ class OpenCLDeviceAPI : public runtime::DeviceAPI {
       check(clEnqueueReadBuffer(a.queue, static_cast<cl_mem>(from.data), CL_TRUE, from.byte_offset, bytes,
                                 staging.data(), 0, nullptr, nullptr),
             "cannot read a buffer");
-      check(clEnqueueWriteBuffer(b.queue, static_cast<cl_mem>(to.data), CL_TRUE, to.byte_offset, bytes, staging.data(), 0,
-                                 nullptr, nullptr),
+      check(clEnqueueWriteBuffer(b.queue, static_cast<cl_mem>(to.data), CL_TRUE, to.byte_offset, bytes, staging.data(),
+                                 0, nullptr, nullptr),
             "cannot write a buffer");
     } else if (to_device) {
       DeviceState& s = Devices::get().open(to.device.device_id);
@@ -253,10 +274,12 @@ class OpenCLModuleNode : public runtime::ModuleNode {
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (kernels[k].name != name) continue;
       ObjectRef self(ObjectPtr<Object>(const_cast<OpenCLModuleNode*>(this)));
-      return Function([self, k](const Any* args, int32_t count) -> Any {
-        static_cast<const OpenCLModuleNode*>(self.get())->launch(k, args, count);
-        return Any();
-      }, name);
+      return Function(
+          [self, k](const Any* args, int32_t count) -> Any {
+            static_cast<const OpenCLModuleNode*>(self.get())->launch(k, args, count);
+            return Any();
+          },
+          name);
     }
     return std::nullopt;
   }
@@ -303,7 +326,8 @@ class OpenCLModuleNode : public runtime::ModuleNode {
       size_t size = binary.size();
       cl_int status = CL_SUCCESS;
       cl_program p = clCreateProgramWithBinary(s.context, 1, &s.device, &size, &bytes, &status, &e);
-      if (e == CL_SUCCESS && status == CL_SUCCESS && clBuildProgram(p, 1, &s.device, "", nullptr, nullptr) == CL_SUCCESS) {
+      if (e == CL_SUCCESS && status == CL_SUCCESS &&
+          clBuildProgram(p, 1, &s.device, "", nullptr, nullptr) == CL_SUCCESS) {
         program_ = p;
         return;
       }
@@ -321,7 +345,8 @@ class OpenCLModuleNode : public runtime::ModuleNode {
       while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
       clReleaseProgram(p);
       LOOM_THROW(Error) << "opencl: " << kernel_at_error(log) << " does not build on " << s.describe() << " ("
-                        << error_name(e) << "); the build log:\n" << log;
+                        << error_name(e) << "); the build log:\n"
+                        << log;
     }
     program_ = p;
     size_t size = 0;
@@ -372,8 +397,8 @@ class OpenCLModuleNode : public runtime::ModuleNode {
         {"int8", ArgKind::kInt8},     {"uint8", ArgKind::kInt8}};
     auto found = kinds.find(sig.args[i]);
     if (found == kinds.end()) {
-      LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': argument " << i << " has the unknown kind '" << sig.args[i]
-                        << "'";
+      LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': argument " << i << " has the unknown kind '"
+                        << sig.args[i] << "'";
     }
     return found->second;
   }
@@ -405,13 +430,27 @@ class OpenCLModuleNode : public runtime::ModuleNode {
       const Any& a = args[6 + i];
       cl_int e;
       switch (kinds[i]) {
-        case ArgKind::kBuffer: e = set_arg<cl_mem>(k, i, static_cast<cl_mem>(a.as_opaque_ptr())); break;
-        case ArgKind::kFloat32: e = set_arg<cl_float>(k, i, static_cast<cl_float>(a.as_float())); break;
-        case ArgKind::kFloat64: e = set_arg<cl_double>(k, i, a.as_float()); break;
-        case ArgKind::kInt64: e = set_arg<cl_long>(k, i, a.as_int()); break;
-        case ArgKind::kInt32: e = set_arg<cl_int>(k, i, static_cast<cl_int>(a.as_int())); break;
-        case ArgKind::kInt16: e = set_arg<cl_short>(k, i, static_cast<cl_short>(a.as_int())); break;
-        case ArgKind::kInt8: e = set_arg<cl_char>(k, i, static_cast<cl_char>(a.as_int())); break;
+        case ArgKind::kBuffer:
+          e = set_arg<cl_mem>(k, i, static_cast<cl_mem>(a.as_opaque_ptr()));
+          break;
+        case ArgKind::kFloat32:
+          e = set_arg<cl_float>(k, i, static_cast<cl_float>(a.as_float()));
+          break;
+        case ArgKind::kFloat64:
+          e = set_arg<cl_double>(k, i, a.as_float());
+          break;
+        case ArgKind::kInt64:
+          e = set_arg<cl_long>(k, i, a.as_int());
+          break;
+        case ArgKind::kInt32:
+          e = set_arg<cl_int>(k, i, static_cast<cl_int>(a.as_int()));
+          break;
+        case ArgKind::kInt16:
+          e = set_arg<cl_short>(k, i, static_cast<cl_short>(a.as_int()));
+          break;
+        case ArgKind::kInt8:
+          e = set_arg<cl_char>(k, i, static_cast<cl_char>(a.as_int()));
+          break;
       }
       if (e != CL_SUCCESS) check(e, "kernel '" + sig.name + "': cannot set argument " + std::to_string(i));
     }
@@ -421,8 +460,9 @@ class OpenCLModuleNode : public runtime::ModuleNode {
     cl_int e = clEnqueueNDRangeKernel(s.queue, k, dims, nullptr, global, local, 0, nullptr, nullptr);
     if (e == CL_INVALID_WORK_GROUP_SIZE || e == CL_INVALID_WORK_ITEM_SIZE) {
       fail("kernel '" + sig.name + "': a block of " + std::to_string(local[0]) + "x" + std::to_string(local[1]) + "x" +
-               std::to_string(local[2]) + " threads is more than " + s.describe() + " runs in one work-group (at most " +
-               std::to_string(s.max_work_group) + "; lower the target's max-work-group-size)",
+               std::to_string(local[2]) + " threads is more than " + s.describe() +
+               " runs in one work-group (at most " + std::to_string(s.max_work_group) +
+               "; lower the target's max-work-group-size)",
            e);
     }
     check(e, "cannot launch kernel '" + sig.name + "'");

@@ -119,7 +119,8 @@ Padded pad_input(PrimBuilder& b, const tir::Buffer& x, const Layout& l, int64_t 
 
 const ir::TensorTypeNode& image(const graph::CallNode& call, const std::string& layout) {
   const auto& x = tensor_arg(call, 0);
-  if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs an " << layout << " tensor (rank 4), got " << shape_text(x.shape);
+  if (x.shape.size() != 4)
+    LOOM_THROW(TypeError) << "needs an " << layout << " tensor (rank 4), got " << shape_text(x.shape);
   if (!is_float(x.dtype)) LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
   return x;
 }
@@ -151,7 +152,8 @@ struct PoolGeometry {
 };
 
 PoolGeometry pool_geometry(const Map& a, int64_t h, int64_t w) {
-  PoolGeometry g{pair_attr(a, "pool_size"), pair_attr(a, "strides"), pair_attr(a, "dilation"), padding_attr(a), {}, 0, 0};
+  PoolGeometry g{
+      pair_attr(a, "pool_size"), pair_attr(a, "strides"), pair_attr(a, "dilation"), padding_attr(a), {}, 0, 0};
   g.given = g.p;
   bool ceil_mode = a.at("ceil_mode").as_bool();
   auto [oh, extra_h] = pool_extent(h, g.p[0], g.p[2], g.k[0], g.s[0], g.d[0], ceil_mode);
@@ -168,11 +170,15 @@ PrimExpr lowest_value(DataType t) {
 }
 
 void pool(const std::string& name, bool is_max) {
-  std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"}, kWindowAttrs[0], kWindowAttrs[1],
-                                    kLayoutAttr, kWindowAttrs[2],
+  std::vector<SchemaField> attrs = {{"pool_size", "Array", Any(), "(kh, kw) or (k)"},
+                                    kWindowAttrs[0],
+                                    kWindowAttrs[1],
+                                    kLayoutAttr,
+                                    kWindowAttrs[2],
                                     {"ceil_mode", "bool", Any(false),
                                      "round the output size up: a last window may run past the end (not the start)"}};
-  if (!is_max) attrs.push_back({"count_include_pad", "bool", Any(false), "divide by the whole window, padding included"});
+  if (!is_max)
+    attrs.push_back({"count_include_pad", "bool", Any(false), "divide by the whole window, padding included"});
   define_operator(
       name, 1, attrs, ir::PatternKind::kOutputFusable,
       is_max ? "maximum over each window (padding is -inf; integers too)" : "mean over each window",
@@ -181,10 +187,12 @@ void pool(const std::string& name, bool is_max) {
         Layout l = layout_attr(a, "layout");
         const auto& x = tensor_arg(call, 0);
         if (x.shape.size() != 4) {
-          LOOM_THROW(TypeError) << "needs an " << a.at("layout").as_string() << " tensor (rank 4), got " << shape_text(x.shape);
+          LOOM_THROW(TypeError) << "needs an " << a.at("layout").as_string() << " tensor (rank 4), got "
+                                << shape_text(x.shape);
         }
         if (is_max ? x.dtype == DataType::Bool() : !is_float(x.dtype)) {
-          LOOM_THROW(TypeError) << "needs a " << (is_max ? "numeric" : "float") << " tensor, got " << x.dtype.to_string();
+          LOOM_THROW(TypeError) << "needs a " << (is_max ? "numeric" : "float") << " tensor, got "
+                                << x.dtype.to_string();
         }
         int64_t h = static_dim(x, l.h, "the height"), w = static_dim(x, l.w, "the width");
         PoolGeometry g = pool_geometry(a, h, w);
@@ -207,7 +215,8 @@ void pool(const std::string& name, bool is_max) {
           PrimExpr y0 = tir::Mul(o[l.h], PrimExpr(s[0])), x0 = tir::Mul(o[l.w], PrimExpr(s[1]));
           PrimExpr ry = d[0] == 1 ? r[0] : PrimExpr(tir::Mul(r[0], PrimExpr(d[0])));
           PrimExpr rx = d[1] == 1 ? r[1] : PrimExpr(tir::Mul(r[1], PrimExpr(d[1])));
-          return PrimExpr(tir::BufferLoad(xp.buffer, l.order(o[l.n], o[l.c], PrimExpr(tir::Add(y0, ry)), PrimExpr(tir::Add(x0, rx)))));
+          return PrimExpr(tir::BufferLoad(
+              xp.buffer, l.order(o[l.n], o[l.c], PrimExpr(tir::Add(y0, ry)), PrimExpr(tir::Add(x0, rx)))));
         };
         auto combine = [is_max](const PrimExpr& acc, const PrimExpr& v) {
           return is_max ? PrimExpr(tir::Max(acc, v)) : PrimExpr(tir::Add(acc, v));
@@ -228,16 +237,18 @@ void pool(const std::string& name, bool is_max) {
         tir::Stmt divide = loop_nest(buffer_shape(y), [&](const Indices& o) {
           auto count_along = [](const PrimExpr& start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi) {
             // taps r in [0, kernel) with lo <= start + r * dilation < hi
-            PrimExpr first = tir::Max(PrimExpr(int64_t{0}),
-                                      tir::FloorDiv(tir::Add(tir::Sub(PrimExpr(lo), start), PrimExpr(dilation - 1)),
-                                                    PrimExpr(dilation)));
-            PrimExpr last = tir::Min(PrimExpr(kernel - 1),
-                                     tir::FloorDiv(tir::Sub(tir::Sub(PrimExpr(hi), PrimExpr(int64_t{1})), start), PrimExpr(dilation)));
+            PrimExpr first = tir::Max(
+                PrimExpr(int64_t{0}),
+                tir::FloorDiv(tir::Add(tir::Sub(PrimExpr(lo), start), PrimExpr(dilation - 1)), PrimExpr(dilation)));
+            PrimExpr last = tir::Min(
+                PrimExpr(kernel - 1),
+                tir::FloorDiv(tir::Sub(tir::Sub(PrimExpr(hi), PrimExpr(int64_t{1})), start), PrimExpr(dilation)));
             return PrimExpr(tir::Max(PrimExpr(int64_t{0}), tir::Add(tir::Sub(last, first), PrimExpr(int64_t{1}))));
           };
           PrimExpr y0 = tir::Sub(tir::Mul(o[l.h], PrimExpr(s[0])), PrimExpr(p[0]));
           PrimExpr x0 = tir::Sub(tir::Mul(o[l.w], PrimExpr(s[1])), PrimExpr(p[1]));
-          PrimExpr count = tir::Cast(t, tir::Mul(count_along(y0, k[0], d[0], lo_h, hi_h), count_along(x0, k[1], d[1], lo_w, hi_w)));
+          PrimExpr count =
+              tir::Cast(t, tir::Mul(count_along(y0, k[0], d[0], lo_h, hi_h), count_along(x0, k[1], d[1], lo_w, hi_w)));
           return tir::Stmt(tir::BufferStore(y, tir::Div(tir::BufferLoad(y, o), count), o));
         });
         return b.finish(tir::SeqStmt({body, divide}));
@@ -252,15 +263,16 @@ void register_conv_ops() {
   conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW or OHWI"});
   define_operator(
       "conv2d", 2, conv_attrs, ir::PatternKind::kOutputFusable,
-      "2-D convolution (cross-correlation): x N C H W, w O I KH KW with I = C / groups -> N O H' W' (in the given layouts)",
+      "2-D convolution (cross-correlation): x N C H W, w O I KH KW with I = C / groups -> N O H' W' (in the given "
+      "layouts)",
       [](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
         const auto& x = image(call, a.at("data_layout").as_string());
         const auto& w = tensor_arg(call, 1);
         if (w.shape.size() != 4 || w.dtype != x.dtype) {
-          LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights of " << x.dtype.to_string()
-                                << ", got " << shape_text(w.shape) << " " << w.dtype.to_string();
+          LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights of "
+                                << x.dtype.to_string() << ", got " << shape_text(w.shape) << " " << w.dtype.to_string();
         }
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
         auto p = padding_attr(a);
@@ -270,7 +282,8 @@ void register_conv_ops() {
         int64_t o = static_dim(w, kl.n, "the weights"), i = static_dim(w, kl.c, "the weights");
         int64_t kh = static_dim(w, kl.h, "the weights"), kw = static_dim(w, kl.w, "the weights");
         if (groups < 1 || c % groups != 0 || o % groups != 0) {
-          LOOM_THROW(TypeError) << "groups " << groups << " must divide the " << c << " input and " << o << " output channels";
+          LOOM_THROW(TypeError) << "groups " << groups << " must divide the " << c << " input and " << o
+                                << " output channels";
         }
         if (i != c / groups) {
           LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c / groups
@@ -317,7 +330,8 @@ void register_conv_ops() {
   transpose_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups", 1, std::nullopt});
   define_operator(
       "conv2d_transpose", 2, transpose_attrs, ir::PatternKind::kOutputFusable,
-      "the transpose of conv2d (the gradient of its input): x N C H W, w C (O/groups) KH KW -> N O H' W' with H' = (H - 1) "
+      "the transpose of conv2d (the gradient of its input): x N C H W, w C (O/groups) KH KW -> N O H' W' with H' = (H "
+      "- 1) "
       "stride - pads + dilation (KH - 1) + output_padding + 1 (NCHW)",
       [](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
@@ -332,18 +346,21 @@ void register_conv_ops() {
         std::vector<int64_t> op;
         for (const Any& v : a.at("output_padding").cast<Array>()) op.push_back(v.as_int());
         if (op.size() == 1) op.push_back(op[0]);
-        if (op.size() != 2 || op[0] < 0 || op[1] < 0) LOOM_THROW(TypeError) << "output_padding must be 1 or 2 entries >= 0";
+        if (op.size() != 2 || op[0] < 0 || op[1] < 0)
+          LOOM_THROW(TypeError) << "output_padding must be 1 or 2 entries >= 0";
         int64_t groups = a.at("groups").as_int();
-        int64_t c = static_dim(x, 1, "the channels"), h = static_dim(x, 2, "the height"), wd = static_dim(x, 3, "the width");
+        int64_t c = static_dim(x, 1, "the channels"), h = static_dim(x, 2, "the height"),
+                wd = static_dim(x, 3, "the width");
         int64_t wc = static_dim(w, 0, "the weights"), og = static_dim(w, 1, "the weights");
         int64_t kh = static_dim(w, 2, "the weights"), kw = static_dim(w, 3, "the weights");
         if (wc != c || c % groups != 0) {
-          LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c << " input channels (x has "
-                                << c << ") divisible by groups " << groups;
+          LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c << " input channels (x has " << c
+                                << ") divisible by groups " << groups;
         }
         int64_t oh = (h - 1) * s[0] - p[0] - p[2] + d[0] * (kh - 1) + op[0] + 1;
         int64_t ow = (wd - 1) * s[1] - p[1] - p[3] + d[1] * (kw - 1) + op[1] + 1;
-        if (oh < 1 || ow < 1) LOOM_THROW(TypeError) << "the padding leaves an empty result (" << oh << " x " << ow << ")";
+        if (oh < 1 || ow < 1)
+          LOOM_THROW(TypeError) << "the padding leaves an empty result (" << oh << " x " << ow << ")";
         return ir::TensorType(Array({x.shape[0], dim_of(og * groups), dim_of(oh), dim_of(ow)}), x.dtype);
       },
       [](const graph::CallNode& call) {
@@ -375,11 +392,11 @@ void register_conv_ops() {
               };
               PrimExpr ty = source(out[2], p[0], r[1], d[0], s[0]), tx = source(out[3], p[1], r[2], d[1], s[1]);
               PrimExpr iy = tir::FloorDiv(ty, PrimExpr(s[0])), ix = tir::FloorDiv(tx, PrimExpr(s[1]));
-              PrimExpr valid = tir::And(
-                  tir::And(tir::EQ(tir::FloorMod(ty, PrimExpr(s[0])), PrimExpr(int64_t{0})),
-                           tir::EQ(tir::FloorMod(tx, PrimExpr(s[1])), PrimExpr(int64_t{0}))),
-                  tir::And(tir::And(tir::GE(iy, PrimExpr(int64_t{0})), tir::LT(iy, PrimExpr(h))),
-                           tir::And(tir::GE(ix, PrimExpr(int64_t{0})), tir::LT(ix, PrimExpr(wd)))));
+              PrimExpr valid =
+                  tir::And(tir::And(tir::EQ(tir::FloorMod(ty, PrimExpr(s[0])), PrimExpr(int64_t{0})),
+                                    tir::EQ(tir::FloorMod(tx, PrimExpr(s[1])), PrimExpr(int64_t{0}))),
+                           tir::And(tir::And(tir::GE(iy, PrimExpr(int64_t{0})), tir::LT(iy, PrimExpr(h))),
+                                    tir::And(tir::GE(ix, PrimExpr(int64_t{0})), tir::LT(ix, PrimExpr(wd)))));
               auto clamp = [](const PrimExpr& i, int64_t extent) {
                 return PrimExpr(tir::Max(tir::Min(i, PrimExpr(extent - 1)), PrimExpr(int64_t{0})));
               };
@@ -412,7 +429,9 @@ void register_conv_ops() {
         return b.finish(reduction(
             y, {xs[l.h], xs[l.w]}, make_const(t, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, l.order(o[l.n], o[l.c], r[0], r[1]))); },
+            [&](const Indices& o, const Indices& r) {
+              return PrimExpr(tir::BufferLoad(x, l.order(o[l.n], o[l.c], r[0], r[1])));
+            },
             [count](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, count)); }));
       });
 }

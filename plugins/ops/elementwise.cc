@@ -31,13 +31,13 @@ void check_operand(Operands operands, DataType t, bool plural) {
                        : operands == Operands::kBool    ? "bool"
                                                         : "integer or bool";
   const char* article = wanted[0] == 'i' ? "an " : "a ";
-  LOOM_THROW(TypeError) << "needs " << (plural ? "" : article) << wanted << (plural ? " tensors" : " tensor") << ", got "
-                        << t.to_string();
+  LOOM_THROW(TypeError) << "needs " << (plural ? "" : article) << wanted << (plural ? " tensors" : " tensor")
+                        << ", got " << t.to_string();
 }
 
 // ---- unary ----
-void unary(const std::string& name, Operands operands, const std::string& doc, std::function<PrimExpr(const PrimExpr&)> f,
-           bool to_bool = false) {
+void unary(const std::string& name, Operands operands, const std::string& doc,
+           std::function<PrimExpr(const PrimExpr&)> f, bool to_bool = false) {
   define_operator(
       name, 1, {}, PatternKind::kElementwise, doc,
       [operands, to_bool](const graph::CallNode& call) -> ir::Type {
@@ -86,8 +86,9 @@ void register_elementwise_ops() {
   unary("relu", Operands::kNumeric, "max(x, 0)", [zero](const PrimExpr& x) { return tir::Max(x, zero(x)); });
   unary("neg", Operands::kNumeric, "-x", [zero](const PrimExpr& x) { return tir::Sub(zero(x), x); });
   unary("abs", Operands::kNumeric, "|x|", [](const PrimExpr& x) { return intrinsic("abs", x); });
-  for (const char* f : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos", "tan", "asin", "acos",
-                        "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "round", "trunc"}) {
+  for (const char* f :
+       {"exp",  "log",  "sqrt", "rsqrt", "tanh",  "sigmoid", "erf",   "sin",   "cos",  "tan",   "asin",
+        "acos", "atan", "sinh", "cosh",  "asinh", "acosh",   "atanh", "floor", "ceil", "round", "trunc"}) {
     std::string doc = std::string(f) + "(x), elementwise";
     if (std::string(f) == "round") doc = "round(x) to the nearest integer, ties to even, elementwise";
     unary(f, Operands::kFloat, doc, [f](const PrimExpr& x) { return intrinsic(f, x); });
@@ -96,20 +97,22 @@ void register_elementwise_ops() {
     DataType t = x.dtype();
     return tir::Select(tir::GT(x, zero(x)), make_const(t, 1), tir::Select(tir::LT(x, zero(x)), make_const(t, -1), x));
   });
-  unary("isnan", Operands::kFloat, "x is NaN -> bool", [](const PrimExpr& x) {
-    return tir::Call(DataType::Bool(), "isnan", {x});
-  }, true);
-  unary("isinf", Operands::kFloat, "x is +inf or -inf -> bool", [](const PrimExpr& x) {
-    return tir::Call(DataType::Bool(), "isinf", {x});
-  }, true);
+  unary(
+      "isnan", Operands::kFloat, "x is NaN -> bool",
+      [](const PrimExpr& x) { return tir::Call(DataType::Bool(), "isnan", {x}); }, true);
+  unary(
+      "isinf", Operands::kFloat, "x is +inf or -inf -> bool",
+      [](const PrimExpr& x) { return tir::Call(DataType::Bool(), "isinf", {x}); }, true);
   unary("logical_not", Operands::kBool, "not x (bool)", [](const PrimExpr& x) { return tir::Not(x); });
-  unary("bitwise_not", Operands::kInteger, "~x (integers)", [](const PrimExpr& x) { return intrinsic("bitwise_not", x); });
+  unary("bitwise_not", Operands::kInteger, "~x (integers)",
+        [](const PrimExpr& x) { return intrinsic("bitwise_not", x); });
   unary("gelu", Operands::kFloat, "x * (1 + erf(x / sqrt(2))) / 2 (the exact form)", [](const PrimExpr& x) {
     DataType t = x.dtype();
     PrimExpr erf = intrinsic("erf", tir::Mul(x, make_const(t, M_SQRT1_2)));
     return tir::Mul(tir::Mul(make_const(t, 0.5), x), tir::Add(make_const(t, 1), erf));
   });
-  unary("silu", Operands::kFloat, "x * sigmoid(x)", [](const PrimExpr& x) { return tir::Mul(x, intrinsic("sigmoid", x)); });
+  unary("silu", Operands::kFloat, "x * sigmoid(x)",
+        [](const PrimExpr& x) { return tir::Mul(x, intrinsic("sigmoid", x)); });
 
   binary("add", Operands::kAny, false, "a + b, broadcasting", [](auto a, auto b) { return tir::Add(a, b); });
   binary("subtract", Operands::kAny, false, "a - b, broadcasting", [](auto a, auto b) { return tir::Sub(a, b); });
@@ -133,20 +136,26 @@ void register_elementwise_ops() {
          });
   binary("logical_and", Operands::kBool, false, "a and b (bool), broadcasting",
          [](auto a, auto b) { return tir::And(a, b); });
-  binary("logical_or", Operands::kBool, false, "a or b (bool), broadcasting", [](auto a, auto b) { return tir::Or(a, b); });
+  binary("logical_or", Operands::kBool, false, "a or b (bool), broadcasting",
+         [](auto a, auto b) { return tir::Or(a, b); });
   binary("logical_xor", Operands::kBool, false, "a xor b (bool), broadcasting",
          [](auto a, auto b) { return tir::NE(a, b); });
   for (const char* f : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
-    binary(f, Operands::kInteger, false, std::string(f) + " of integers, broadcasting",
-           [f](PrimExpr a, PrimExpr b) { return tir::Call(a.dtype(), f, {a, b}); });
+    binary(f, Operands::kInteger, false, std::string(f) + " of integers, broadcasting", [f](PrimExpr a, PrimExpr b) {
+      return tir::Call(a.dtype(), f, {a, b});
+    });
   }
-  binary("left_shift", Operands::kInteger, false, "a << b (integers), broadcasting; a shift by the width or more gives 0",
-         [](PrimExpr a, PrimExpr b) { return tir::Call(a.dtype(), "shift_left", {a, b}); });
+  binary("left_shift", Operands::kInteger, false,
+         "a << b (integers), broadcasting; a shift by the width or more gives 0", [](PrimExpr a, PrimExpr b) {
+           return tir::Call(a.dtype(), "shift_left", {a, b});
+         });
   binary("right_shift", Operands::kInteger, false,
-         "a >> b (integers: logical for unsigned, arithmetic for signed), broadcasting",
-         [](PrimExpr a, PrimExpr b) { return tir::Call(a.dtype(), "shift_right", {a, b}); });
-  binary("power", Operands::kFloat, false, "a ** b (floats), broadcasting",
-         [](auto a, auto b) { return tir::Call(a.dtype(), "pow", {a, b}); });
+         "a >> b (integers: logical for unsigned, arithmetic for signed), broadcasting", [](PrimExpr a, PrimExpr b) {
+           return tir::Call(a.dtype(), "shift_right", {a, b});
+         });
+  binary("power", Operands::kFloat, false, "a ** b (floats), broadcasting", [](auto a, auto b) {
+    return tir::Call(a.dtype(), "pow", {a, b});
+  });
   binary("maximum", Operands::kAny, false, "max(a, b), broadcasting; NaN propagates",
          [](auto a, auto b) { return tir::Max(a, b); });
   binary("minimum", Operands::kAny, false, "min(a, b), broadcasting; NaN propagates",
@@ -162,7 +171,8 @@ void register_elementwise_ops() {
       "where", 3, {}, PatternKind::kBroadcast, "cond ? x : y, broadcasting all three",
       [](const graph::CallNode& call) -> ir::Type {
         const auto &c = tensor_arg(call, 0), &x = tensor_arg(call, 1), &y = tensor_arg(call, 2);
-        if (c.dtype != DataType::Bool()) LOOM_THROW(TypeError) << "the condition must be bool, got " << c.dtype.to_string();
+        if (c.dtype != DataType::Bool())
+          LOOM_THROW(TypeError) << "the condition must be bool, got " << c.dtype.to_string();
         if (x.dtype != y.dtype) {
           LOOM_THROW(TypeError) << "the values have dtypes " << x.dtype.to_string() << " and " << y.dtype.to_string();
         }
@@ -176,7 +186,8 @@ void register_elementwise_ops() {
         tir::Buffer y = b.param(tensor_arg(call, 2), "Y");
         tir::Buffer out = b.param(result_type(call), "Out");
         return b.finish(compute(out, [&](const Indices& i) {
-          return tir::Select(tir::BufferLoad(c, broadcast_indices(c, out, i)), tir::BufferLoad(x, broadcast_indices(x, out, i)),
+          return tir::Select(tir::BufferLoad(c, broadcast_indices(c, out, i)),
+                             tir::BufferLoad(x, broadcast_indices(x, out, i)),
                              tir::BufferLoad(y, broadcast_indices(y, out, i)));
         }));
       });

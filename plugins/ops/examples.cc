@@ -38,12 +38,13 @@ void register_op_examples() {
   set("conv2d", {{"conv2d(%a0, %a1, strides=[2, 2], padding=[1, 1])", {kImage, "Tensor[(4, 3, 3, 3), float32]"}},
                  {"conv2d(%a0, %a1, groups=3)", {kImage, "Tensor[(3, 1, 3, 3), float32]"}}});
   set("global_avg_pool2d", {{"global_avg_pool2d(%a0)", {kImage}}});
-  set("batch_norm", {{"batch_norm(%a0, %a1, %a2, %a3, %a4)",
-                      {kImage, "Tensor[(3,), float32]", "Tensor[(3,), float32]", "Tensor[(3,), float32]",
-                       "Tensor[(3,), float32]"},
-                      0.5, 2}});
-  set("layer_norm", {{"layer_norm(%a0, %a1, %a2, epsilon=0.001)",
-                      {kF35, "Tensor[(5,), float32]", "Tensor[(5,), float32]"}}});
+  set("batch_norm",
+      {{"batch_norm(%a0, %a1, %a2, %a3, %a4)",
+        {kImage, "Tensor[(3,), float32]", "Tensor[(3,), float32]", "Tensor[(3,), float32]", "Tensor[(3,), float32]"},
+        0.5,
+        2}});
+  set("layer_norm",
+      {{"layer_norm(%a0, %a1, %a2, epsilon=0.001)", {kF35, "Tensor[(5,), float32]", "Tensor[(5,), float32]"}}});
   // Functions defined on part of the line.
   set("asin", {{"asin(%a0)", {kF35}, -0.95, 0.95}});
   set("acos", {{"acos(%a0)", {kF35}, -0.95, 0.95}});
@@ -56,8 +57,10 @@ void register_op_examples() {
   for (const char* op : {"divide", "floor_divide", "floor_mod", "trunc_mod"}) {
     std::vector<OpExample> examples{
         {std::string(op) + "(%a0, add(add(%a1, %a1), cast(equal(%a1, %a1), dtype=int32)))", {kI35, kI35}, -4, 4}};
-    if (std::string(op) != "divide") examples.push_back({std::string(op) + "(%a0, %a1)", {kF35, kF35}, 0.5, 3});
-    else examples.push_back({"divide(%a0, %a1)", {kF35, "Tensor[(5,), float32]"}, 0.5, 3});
+    if (std::string(op) != "divide")
+      examples.push_back({std::string(op) + "(%a0, %a1)", {kF35, kF35}, 0.5, 3});
+    else
+      examples.push_back({"divide(%a0, %a1)", {kF35, "Tensor[(5,), float32]"}, 0.5, 3});
     set(op, examples);
   }
   for (const char* op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
@@ -77,15 +80,21 @@ void register_op_examples() {
   set("take", {{"take(%a0, %a1, axis=1)", {kF35, "Tensor[(2, 4), int64]"}, -5, 4}});
   set("gather_elements", {{"gather_elements(%a0, %a1, axis=1)", {kF35, "Tensor[(3, 4), int64]"}, -5, 4}});
   set("gather_nd", {{"gather_nd(%a0, %a1)", {"Tensor[(5, 5, 2), float32]", "Tensor[(4, 2), int32]"}, -5, 4}});
-  set("scatter_elements", {{"scatter_elements(%a0, %a1, %a2, axis=1, reduction=\"add\")",
-                            {kF35, "Tensor[(3, 4), int64]", "Tensor[(3, 4), float32]"}, -5, 4},
-                           {"scatter_elements(%a0, %a1, %a2, axis=1)",
-                            {kF35, "Tensor[(3, 4), int64]", "Tensor[(3, 4), float32]"}, -5, 4}});
+  set("scatter_elements",
+      {{"scatter_elements(%a0, %a1, %a2, axis=1, reduction=\"add\")",
+        {kF35, "Tensor[(3, 4), int64]", "Tensor[(3, 4), float32]"},
+        -5,
+        4},
+       {"scatter_elements(%a0, %a1, %a2, axis=1)", {kF35, "Tensor[(3, 4), int64]", "Tensor[(3, 4), float32]"}, -5, 4}});
   set("scatter_nd", {{"scatter_nd(%a0, %a1, %a2, reduction=\"max\")",
-                      {"Tensor[(5, 3), float32]", "Tensor[(4, 1), int64]", "Tensor[(4, 3), float32]"}, -5, 4}});
-  set("argmax", {{"argmax(%a0, axis=1)", {kF35}}, {"argmax(%a0, axis=0, keepdims=false, select_last_index=true)", {kI35}, -2, 2}});
+                      {"Tensor[(5, 3), float32]", "Tensor[(4, 1), int64]", "Tensor[(4, 3), float32]"},
+                      -5,
+                      4}});
+  set("argmax", {{"argmax(%a0, axis=1)", {kF35}},
+                 {"argmax(%a0, axis=0, keepdims=false, select_last_index=true)", {kI35}, -2, 2}});
   set("argmin", {{"argmin(%a0, axis=1)", {kF35}}, {"argmin(%a0, axis=0, select_last_index=true)", {kI35}, -2, 2}});
-  set("cumsum", {{"cumsum(%a0, axis=1)", {kF35}}, {"cumsum(%a0, axis=0, exclusive=true, reverse=true)", {kI35}, -9, 9}});
+  set("cumsum",
+      {{"cumsum(%a0, axis=1)", {kF35}}, {"cumsum(%a0, axis=0, exclusive=true, reverse=true)", {kI35}, -9, 9}});
   set("topk", {{"topk(%a0, k=3, axis=1)", {kF35}}, {"topk(%a0, k=2, axis=0, largest=false)", {kI35}, -2, 2}});
   // Einsum, transposed convolution, resize, the pools' ceil mode and
   // dilation, padding modes and negative steps.

@@ -55,7 +55,8 @@ tir::PrimFunc gather_lowering(const graph::CallNode& call, const Position& posit
   tir::Buffer idx = b.param(tensor_arg(call, 1), "Indices");
   tir::Buffer out = b.param(result_type(call), "Out");
   Indices extent = buffer_shape(data);
-  return b.finish(compute(out, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(data, position(i, idx, extent))); }));
+  return b.finish(
+      compute(out, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(data, position(i, idx, extent))); }));
 }
 
 PrimExpr combine(const std::string& reduction, const PrimExpr& old, const PrimExpr& update);
@@ -94,7 +95,8 @@ void check_reduction(const graph::CallNode& call) {
   }
 }
 
-void check_same_dims(const Array& a, const Array& b, size_t from_a, size_t from_b, size_t count, const std::string& what) {
+void check_same_dims(const Array& a, const Array& b, size_t from_a, size_t from_b, size_t count,
+                     const std::string& what) {
   for (size_t k = 0; k < count; ++k) {
     if (!same_dim(a[from_a + k], b[from_b + k])) {
       LOOM_THROW(TypeError) << what << ": dimension " << k << " differs: " << shape_text(a) << " and " << shape_text(b);
@@ -117,7 +119,8 @@ void register_take() {
         return ir::TensorType(Array(shape), data.dtype);
       },
       [](const graph::CallNode& call) {
-        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
+        size_t axis =
+            static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
         size_t q = tensor_arg(call, 1).shape.size();
         return gather_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices where(i.begin() + axis, i.begin() + axis + q);
@@ -146,7 +149,8 @@ void register_gather_elements() {
         return ir::TensorType(idx.shape, data.dtype);
       },
       [](const graph::CallNode& call) {
-        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
+        size_t axis =
+            static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
         return gather_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices at = i;
           at[axis] = in_bounds(tir::BufferLoad(idx, i), extent[axis]);
@@ -232,18 +236,20 @@ void register_scatters() {
         const auto& upd = tensor_arg(call, 2);
         check_reduction(call);
         if (idx.shape.size() != data.shape.size() || upd.shape.size() != idx.shape.size()) {
-          LOOM_THROW(TypeError) << "data, indices and updates must have one rank, got " << shape_text(data.shape) << ", "
-                                << shape_text(idx.shape) << " and " << shape_text(upd.shape);
+          LOOM_THROW(TypeError) << "data, indices and updates must have one rank, got " << shape_text(data.shape)
+                                << ", " << shape_text(idx.shape) << " and " << shape_text(upd.shape);
         }
         check_same_dims(idx.shape, upd.shape, 0, 0, idx.shape.size(), "indices and updates");
         if (upd.dtype != data.dtype) {
-          LOOM_THROW(TypeError) << "updates have dtype " << upd.dtype.to_string() << ", data " << data.dtype.to_string();
+          LOOM_THROW(TypeError) << "updates have dtype " << upd.dtype.to_string() << ", data "
+                                << data.dtype.to_string();
         }
         normalize_axis(attrs_of(call).at("axis").as_int(), data.shape.size());
         return ir::TensorType(data.shape, data.dtype);
       },
       [](const graph::CallNode& call) {
-        size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
+        size_t axis =
+            static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), tensor_arg(call, 0).shape.size()));
         return scatter_lowering(call, [&](const Indices& i, const tir::Buffer& idx, const Indices& extent) {
           Indices at = i;
           at[axis] = in_bounds(tir::BufferLoad(idx, i), extent[axis]);
@@ -269,7 +275,8 @@ void register_scatters() {
         check_same_dims(idx.shape, upd.shape, 0, 0, s.q - 1, "indices and updates");
         check_same_dims(data.shape, upd.shape, s.k, s.q - 1, data.shape.size() - s.k, "data and updates");
         if (upd.dtype != data.dtype) {
-          LOOM_THROW(TypeError) << "updates have dtype " << upd.dtype.to_string() << ", data " << data.dtype.to_string();
+          LOOM_THROW(TypeError) << "updates have dtype " << upd.dtype.to_string() << ", data "
+                                << data.dtype.to_string();
         }
         return ir::TensorType(data.shape, data.dtype);
       },
@@ -292,8 +299,9 @@ void register_arg_extreme(const std::string& name, bool max) {
        {"keepdims", "bool", Any(true), "keep the axis with extent 1"},
        {"select_last_index", "bool", Any(false), "on ties, the last position instead of the first"}},
       ir::PatternKind::kOpaque,
-      std::string("the int64 position of the ") + (max ? "largest" : "smallest") + " value along an axis (the first on "
-      "ties unless select_last_index)",
+      std::string("the int64 position of the ") + (max ? "largest" : "smallest") +
+          " value along an axis (the first on "
+          "ties unless select_last_index)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         if (x.dtype == DataType::Bool()) LOOM_THROW(TypeError) << "needs a numeric tensor, got bool";
@@ -301,8 +309,10 @@ void register_arg_extreme(const std::string& name, bool max) {
         auto extent = constant_dim(x.shape[axis]);
         if (extent && *extent == 0) LOOM_THROW(TypeError) << "the axis is empty in " << shape_text(x.shape);
         std::vector<Any> shape(x.shape.begin(), x.shape.end());
-        if (attrs_of(call).at("keepdims").as_bool()) shape[axis] = dim_of(1);
-        else shape.erase(shape.begin() + axis);
+        if (attrs_of(call).at("keepdims").as_bool())
+          shape[axis] = dim_of(1);
+        else
+          shape.erase(shape.begin() + axis);
         return ir::TensorType(Array(shape), DataType::Int(64));
       },
       [max](const graph::CallNode& call) {
@@ -319,19 +329,23 @@ void register_arg_extreme(const std::string& name, bool max) {
           Indices out = outer;
           if (keep) out.insert(out.begin() + axis, PrimExpr(int64_t{0}));
           PrimExpr held = tir::BufferLoad(best, zero);
-          tir::Stmt scan = over(buffer_shape(x)[axis], [&](const PrimExpr& i) {
-            PrimExpr v = tir::BufferLoad(x, at(i));
-            PrimExpr better = max ? (last ? PrimExpr(tir::GE(v, held)) : PrimExpr(tir::GT(v, held)))
-                                  : (last ? PrimExpr(tir::LE(v, held)) : PrimExpr(tir::LT(v, held)));
-            if (is_float(x->dtype)) {  // a NaN wins, the first one (NumPy)
-              PrimExpr v_nan = tir::Call(DataType::Bool(), "isnan", {v});
-              PrimExpr held_nan = tir::Call(DataType::Bool(), "isnan", {held});
-              better = tir::And(tir::Not(held_nan), tir::Or(v_nan, better));
-            }
-            better = tir::Or(tir::EQ(i, PrimExpr(int64_t{0})), better);
-            return tir::Stmt(tir::SeqStmt({tir::BufferStore(y, tir::Select(better, i, tir::BufferLoad(y, out)), out),
-                                           tir::BufferStore(best, tir::Select(better, v, held), zero)}));
-          }, "a");
+          tir::Stmt scan = over(
+              buffer_shape(x)[axis],
+              [&](const PrimExpr& i) {
+                PrimExpr v = tir::BufferLoad(x, at(i));
+                PrimExpr better = max ? (last ? PrimExpr(tir::GE(v, held)) : PrimExpr(tir::GT(v, held)))
+                                      : (last ? PrimExpr(tir::LE(v, held)) : PrimExpr(tir::LT(v, held)));
+                if (is_float(x->dtype)) {  // a NaN wins, the first one (NumPy)
+                  PrimExpr v_nan = tir::Call(DataType::Bool(), "isnan", {v});
+                  PrimExpr held_nan = tir::Call(DataType::Bool(), "isnan", {held});
+                  better = tir::And(tir::Not(held_nan), tir::Or(v_nan, better));
+                }
+                better = tir::Or(tir::EQ(i, PrimExpr(int64_t{0})), better);
+                return tir::Stmt(
+                    tir::SeqStmt({tir::BufferStore(y, tir::Select(better, i, tir::BufferLoad(y, out)), out),
+                                  tir::BufferStore(best, tir::Select(better, v, held), zero)}));
+              },
+              "a");
           return tir::Stmt(tir::Allocate(best, scan));
         });
         return b.finish(body, sequential());
@@ -364,15 +378,21 @@ void register_cumsum() {
         PrimExpr n = buffer_shape(x)[axis];
         tir::Stmt body = per_row(buffer_shape(x), axis, [&](const RowIndex& at, const Indices&) {
           PrimExpr sum = tir::BufferLoad(acc, zero);
-          tir::Stmt scan = over(n, [&](const PrimExpr& i) {
-            PrimExpr pos = reverse ? PrimExpr(tir::Sub(tir::Sub(n, PrimExpr(int64_t{1})), i)) : i;
-            PrimExpr v = tir::BufferLoad(x, at(pos));
-            if (exclusive) {
-              return tir::Stmt(tir::SeqStmt({tir::BufferStore(y, sum, at(pos)), tir::BufferStore(acc, tir::Add(sum, v), zero)}));
-            }
-            return tir::Stmt(tir::SeqStmt({tir::BufferStore(acc, tir::Add(sum, v), zero), tir::BufferStore(y, tir::BufferLoad(acc, zero), at(pos))}));
-          }, "a");
-          return tir::Stmt(tir::Allocate(acc, tir::SeqStmt({tir::BufferStore(acc, make_const(x->dtype, 0), zero), scan})));
+          tir::Stmt scan = over(
+              n,
+              [&](const PrimExpr& i) {
+                PrimExpr pos = reverse ? PrimExpr(tir::Sub(tir::Sub(n, PrimExpr(int64_t{1})), i)) : i;
+                PrimExpr v = tir::BufferLoad(x, at(pos));
+                if (exclusive) {
+                  return tir::Stmt(
+                      tir::SeqStmt({tir::BufferStore(y, sum, at(pos)), tir::BufferStore(acc, tir::Add(sum, v), zero)}));
+                }
+                return tir::Stmt(tir::SeqStmt({tir::BufferStore(acc, tir::Add(sum, v), zero),
+                                               tir::BufferStore(y, tir::BufferLoad(acc, zero), at(pos))}));
+              },
+              "a");
+          return tir::Stmt(
+              tir::Allocate(acc, tir::SeqStmt({tir::BufferStore(acc, make_const(x->dtype, 0), zero), scan})));
         });
         return b.finish(body, sequential());
       });
@@ -422,26 +442,36 @@ void register_topk() {
           return largest ? PrimExpr(tir::GT(v, w)) : PrimExpr(tir::LT(v, w));
         };
         tir::Stmt body = per_row(buffer_shape(x), axis, [&](const RowIndex& at, const Indices&) {
-          return over(PrimExpr(k), [&](const PrimExpr& j) {
-            PrimExpr prev_at = tir::Max(tir::Sub(j, PrimExpr(int64_t{1})), PrimExpr(int64_t{0}));
-            PrimExpr prev_v = tir::BufferLoad(values, at(prev_at)), prev_i = tir::BufferLoad(positions, at(prev_at));
-            PrimExpr held_v = tir::BufferLoad(best, zero), held_i = tir::BufferLoad(at_best, zero);
-            tir::Stmt scan = over(buffer_shape(x)[axis], [&](const PrimExpr& i) {
-              PrimExpr v = tir::BufferLoad(x, at(i));
-              PrimExpr after_prev = tir::Or(tir::EQ(j, PrimExpr(int64_t{0})),
-                                            tir::Or(before(prev_v, v), tir::And(tir::EQ(v, prev_v), tir::GT(i, prev_i))));
-              PrimExpr take = tir::And(after_prev, tir::Or(tir::LT(held_i, PrimExpr(int64_t{0})), before(v, held_v)));
-              // The position first (its condition reads the held value);
-              // the value follows where the position became i.
-              return tir::Stmt(tir::SeqStmt({tir::BufferStore(at_best, tir::Select(take, i, held_i), zero),
-                                             tir::BufferStore(best, tir::Select(tir::EQ(held_i, i), v, held_v), zero)}));
-            }, "a");
-            tir::Stmt pick = tir::SeqStmt({tir::BufferStore(at_best, PrimExpr(int64_t{-1}), zero),
-                                           tir::BufferStore(best, make_const(t, 0), zero), scan,
-                                           tir::BufferStore(values, held_v, at(j)),
-                                           tir::BufferStore(positions, held_i, at(j))});
-            return tir::Stmt(tir::Allocate(best, tir::Allocate(at_best, pick)));
-          }, "j");
+          return over(
+              PrimExpr(k),
+              [&](const PrimExpr& j) {
+                PrimExpr prev_at = tir::Max(tir::Sub(j, PrimExpr(int64_t{1})), PrimExpr(int64_t{0}));
+                PrimExpr prev_v = tir::BufferLoad(values, at(prev_at)),
+                         prev_i = tir::BufferLoad(positions, at(prev_at));
+                PrimExpr held_v = tir::BufferLoad(best, zero), held_i = tir::BufferLoad(at_best, zero);
+                tir::Stmt scan = over(
+                    buffer_shape(x)[axis],
+                    [&](const PrimExpr& i) {
+                      PrimExpr v = tir::BufferLoad(x, at(i));
+                      PrimExpr after_prev =
+                          tir::Or(tir::EQ(j, PrimExpr(int64_t{0})),
+                                  tir::Or(before(prev_v, v), tir::And(tir::EQ(v, prev_v), tir::GT(i, prev_i))));
+                      PrimExpr take =
+                          tir::And(after_prev, tir::Or(tir::LT(held_i, PrimExpr(int64_t{0})), before(v, held_v)));
+                      // The position first (its condition reads the held value);
+                      // the value follows where the position became i.
+                      return tir::Stmt(
+                          tir::SeqStmt({tir::BufferStore(at_best, tir::Select(take, i, held_i), zero),
+                                        tir::BufferStore(best, tir::Select(tir::EQ(held_i, i), v, held_v), zero)}));
+                    },
+                    "a");
+                tir::Stmt pick =
+                    tir::SeqStmt({tir::BufferStore(at_best, PrimExpr(int64_t{-1}), zero),
+                                  tir::BufferStore(best, make_const(t, 0), zero), scan,
+                                  tir::BufferStore(values, held_v, at(j)), tir::BufferStore(positions, held_i, at(j))});
+                return tir::Stmt(tir::Allocate(best, tir::Allocate(at_best, pick)));
+              },
+              "j");
         });
         return b.finish(body, sequential());
       });

@@ -77,8 +77,10 @@ Einsum parse_einsum(const std::string& equation_in, const std::vector<const ir::
     size_t dots = term.find("...");
     size_t letters = 0;
     for (char c : term)
-      if (std::isalpha(static_cast<unsigned char>(c))) ++letters;
-      else if (c != '.') bad(std::string("'") + c + "' is not a letter");
+      if (std::isalpha(static_cast<unsigned char>(c)))
+        ++letters;
+      else if (c != '.')
+        bad(std::string("'") + c + "' is not a letter");
     size_t rank = operands[i]->shape.size();
     if (dots == std::string::npos ? letters != rank : letters > rank) {
       bad("operand " + std::to_string(i) + " has rank " + std::to_string(rank) + ", its term '" + term + "' " +
@@ -184,8 +186,8 @@ void register_linalg_ops() {
         };
         if (summed.empty()) return b.finish(compute(y, [&](const Indices& out) { return product(out, {}); }));
         return b.finish(reduction(
-            y, extents, make_const(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            product));
+            y, extents, make_const(t, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); }, product));
       });
 
   define_operator(
@@ -205,8 +207,8 @@ void register_linalg_ops() {
         Any m = a.shape[ta ? ra - 1 : ra - 2], ka = a.shape[ta ? ra - 2 : ra - 1];
         Any kb = b.shape[tb ? rb - 1 : rb - 2], n = b.shape[tb ? rb - 2 : rb - 1];
         if (!same_dim(ka, kb)) {
-          LOOM_THROW(TypeError) << "the inner dimensions differ: " << shape_text(a.shape) << " @ " << shape_text(b.shape)
-                                << " has " << ir::to_text(ka) << " against " << ir::to_text(kb);
+          LOOM_THROW(TypeError) << "the inner dimensions differ: " << shape_text(a.shape) << " @ "
+                                << shape_text(b.shape) << " has " << ir::to_text(ka) << " against " << ir::to_text(kb);
         }
         std::vector<Any> shape = broadcast_shapes(batch_of(a.shape), batch_of(b.shape));
         shape.push_back(m);
@@ -224,7 +226,8 @@ void register_linalg_ops() {
         PrimExpr k_extent = ashape[ta ? ashape.size() - 2 : ashape.size() - 1];
         DataType t = C->dtype;
         return b.finish(reduction(
-            C, {k_extent}, make_const(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            C, {k_extent}, make_const(t, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
               const PrimExpr &i = out[out.size() - 2], &j = out[out.size() - 1], &k = r[0];
               PrimExpr x = tir::BufferLoad(A, ta ? operand_index(b, A, out, k, i) : operand_index(b, A, out, i, k));
@@ -258,7 +261,8 @@ void register_linalg_ops() {
         Indices wshape = buffer_shape(W);
         DataType t = Y->dtype;
         return b.finish(reduction(
-            Y, {wshape[1]}, make_const(t, 0), [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            Y, {wshape[1]}, make_const(t, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
             [&](const Indices& out, const Indices& r) {
               Indices xi(out.begin(), out.end() - 1);
               xi.push_back(r[0]);

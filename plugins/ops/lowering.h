@@ -34,13 +34,13 @@ using tir::reduction;
 using graph::attrs_of;
 using graph::broadcast_shapes;
 using graph::constant_dim;
+using graph::define_operator;
 using graph::normalize_axis;
 using graph::result_type;
 using graph::same_dim;
 using graph::shape_text;
 using graph::tensor_arg;
 using tir::is_float;
-using graph::define_operator;
 
 // Loops along one axis, shared by the lowerings that walk a row (softmax,
 // layer_norm, argmax, cumsum, topk).

@@ -15,7 +15,8 @@ PrimExpr call1(const std::string& name, const PrimExpr& x) { return tir::Call(x.
 
 const ir::TensorTypeNode& float_tensor(const graph::CallNode& call, size_t i) {
   const auto& t = tensor_arg(call, i);
-  if (!is_float(t.dtype)) LOOM_THROW(TypeError) << "argument " << i << " must be a float tensor, got " << t.dtype.to_string();
+  if (!is_float(t.dtype))
+    LOOM_THROW(TypeError) << "argument " << i << " must be a float tensor, got " << t.dtype.to_string();
   return t;
 }
 
@@ -45,23 +46,28 @@ void softmax_like(const std::string& name, bool log, const std::string& doc) {
           PrimExpr mx = tir::BufferLoad(m, zero), sum = tir::BufferLoad(s, zero);
           auto shifted = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mx)); };
           auto row = [&](const std::function<PrimExpr(const PrimExpr&)>& value, const tir::Buffer& to, bool along) {
-            return over(shape[axis], [&](const PrimExpr& a) {
-              return tir::Stmt(tir::BufferStore(to, value(a), along ? at(a) : zero));
-            }, "a");
+            return over(
+                shape[axis],
+                [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(to, value(a), along ? at(a) : zero)); },
+                "a");
           };
           std::vector<tir::Stmt> steps{
               tir::BufferStore(m, make_const(t, -std::numeric_limits<double>::infinity()), zero),
               row([&](const PrimExpr& a) { return PrimExpr(tir::Max(mx, tir::BufferLoad(x, at(a)))); }, m, false),
               tir::BufferStore(s, make_const(t, 0), zero)};
           if (log) {
-            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Add(sum, call1("exp", shifted(a)))); }, s, false));
+            steps.push_back(
+                row([&](const PrimExpr& a) { return PrimExpr(tir::Add(sum, call1("exp", shifted(a)))); }, s, false));
             steps.push_back(tir::BufferStore(s, tir::Add(mx, call1("log", sum)), zero));
-            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), sum)); }, y, true));
+            steps.push_back(
+                row([&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), sum)); }, y, true));
           } else {
             steps.push_back(row([&](const PrimExpr& a) { return call1("exp", shifted(a)); }, y, true));
-            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Add(sum, tir::BufferLoad(y, at(a)))); }, s, false));
+            steps.push_back(
+                row([&](const PrimExpr& a) { return PrimExpr(tir::Add(sum, tir::BufferLoad(y, at(a)))); }, s, false));
             steps.push_back(tir::BufferStore(s, tir::Div(make_const(t, 1), sum), zero));
-            steps.push_back(row([&](const PrimExpr& a) { return PrimExpr(tir::Mul(tir::BufferLoad(y, at(a)), sum)); }, y, true));
+            steps.push_back(
+                row([&](const PrimExpr& a) { return PrimExpr(tir::Mul(tir::BufferLoad(y, at(a)), sum)); }, y, true));
           }
           return tir::Stmt(tir::Allocate(m, tir::Allocate(s, tir::SeqStmt(steps))));
         });
@@ -83,8 +89,9 @@ void register_nn_ops() {
         for (const auto* p : {&g, &bt}) {
           if (p->shape.size() != 1 || p->dtype != x.dtype ||
               constant_dim(p->shape[0]) != constant_dim(x.shape[x.shape.size() - 1])) {
-            LOOM_THROW(TypeError) << "gamma and beta must be " << x.dtype.to_string() << " vectors of the last extent of "
-                                  << shape_text(x.shape) << ", got " << shape_text(p->shape);
+            LOOM_THROW(TypeError) << "gamma and beta must be " << x.dtype.to_string()
+                                  << " vectors of the last extent of " << shape_text(x.shape) << ", got "
+                                  << shape_text(p->shape);
           }
         }
         return ir::TensorType(x.shape, x.dtype);
@@ -108,25 +115,39 @@ void register_nn_ops() {
           auto centered = [&](const PrimExpr& a) { return PrimExpr(tir::Sub(tir::BufferLoad(x, at(a)), mu)); };
           std::vector<tir::Stmt> steps{
               tir::BufferStore(mean, make_const(t, 0), zero),
-              over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(mean, tir::Add(mu, tir::BufferLoad(x, at(a))), zero)); }, "a"),
+              over(
+                  shape[axis],
+                  [&](const PrimExpr& a) {
+                    return tir::Stmt(tir::BufferStore(mean, tir::Add(mu, tir::BufferLoad(x, at(a))), zero));
+                  },
+                  "a"),
               tir::BufferStore(mean, tir::Div(mu, n), zero),
               tir::BufferStore(var, make_const(t, 0), zero),
-              over(shape[axis], [&](const PrimExpr& a) { return tir::Stmt(tir::BufferStore(var, tir::Add(v, tir::Mul(centered(a), centered(a))), zero)); }, "a"),
+              over(
+                  shape[axis],
+                  [&](const PrimExpr& a) {
+                    return tir::Stmt(tir::BufferStore(var, tir::Add(v, tir::Mul(centered(a), centered(a))), zero));
+                  },
+                  "a"),
               tir::BufferStore(var, call1("rsqrt", tir::Add(tir::Div(v, n), eps)), zero),
-              over(shape[axis],
-                   [&](const PrimExpr& a) {
-                     PrimExpr norm = tir::Mul(centered(a), v);
-                     return tir::Stmt(tir::BufferStore(y, tir::Add(tir::Mul(norm, tir::BufferLoad(g, {a})), tir::BufferLoad(bt, {a})), at(a)));
-                   },
-                   "a")};
+              over(
+                  shape[axis],
+                  [&](const PrimExpr& a) {
+                    PrimExpr norm = tir::Mul(centered(a), v);
+                    return tir::Stmt(tir::BufferStore(
+                        y, tir::Add(tir::Mul(norm, tir::BufferLoad(g, {a})), tir::BufferLoad(bt, {a})), at(a)));
+                  },
+                  "a")};
           return tir::Stmt(tir::Allocate(mean, tir::Allocate(var, tir::SeqStmt(steps))));
         }));
       });
 
   define_operator(
-      "batch_norm", 5, {{"axis", "int", Any(int64_t{1}), "the channel axis"}, {"epsilon", "float", Any(1e-5), "added to the variance"}},
+      "batch_norm", 5,
+      {{"axis", "int", Any(int64_t{1}), "the channel axis"}, {"epsilon", "float", Any(1e-5), "added to the variance"}},
       ir::PatternKind::kBroadcast,
-      "inference form: (x - mean[c]) / sqrt(var[c] + epsilon) * gamma[c] + beta[c]; arguments x, gamma, beta, mean, var",
+      "inference form: (x - mean[c]) / sqrt(var[c] + epsilon) * gamma[c] + beta[c]; arguments x, gamma, beta, mean, "
+      "var",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = float_tensor(call, 0);
         int64_t axis = normalize_axis(attrs_of(call).at("axis").as_int(), x.shape.size());
@@ -143,7 +164,8 @@ void register_nn_ops() {
         PrimBuilder b;
         tir::Buffer x = b.param(tensor_arg(call, 0), "X");
         std::vector<tir::Buffer> p;
-        for (const char* name : {"Gamma", "Beta", "Mean", "Var"}) p.push_back(b.param(tensor_arg(call, p.size() + 1), name));
+        for (const char* name : {"Gamma", "Beta", "Mean", "Var"})
+          p.push_back(b.param(tensor_arg(call, p.size() + 1), name));
         tir::Buffer y = b.param(result_type(call), "Y");
         int64_t axis = normalize_axis(attrs_of(call).at("axis").as_int(), buffer_shape(x).size());
         DataType t = x->dtype;

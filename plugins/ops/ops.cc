@@ -7,7 +7,7 @@
 #include "lowering.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ops") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("The operator library: type rules and lowerings to prim functions"));
+                         LOOM_PLUGIN_DESCRIPTION("The operator library: type rules and lowerings to prim functions"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::ops::register_elementwise_ops();

@@ -22,9 +22,8 @@ std::vector<bool> reduced_axes(const graph::CallNode& call, size_t rank) {
   return reduced;
 }
 
-void reduction(const std::string& name, bool float_only, const std::string& doc,
-               std::function<PrimExpr(DataType)> init, std::function<PrimExpr(const PrimExpr&, const PrimExpr&)> combine,
-               bool mean) {
+void reduction(const std::string& name, bool float_only, const std::string& doc, std::function<PrimExpr(DataType)> init,
+               std::function<PrimExpr(const PrimExpr&, const PrimExpr&)> combine, bool mean) {
   define_operator(
       name, 1,
       {{"axis", "Array", Any(Array(std::vector<Any>{})), "axes to reduce (negative from the end); [] reduces all"},
@@ -32,13 +31,16 @@ void reduction(const std::string& name, bool float_only, const std::string& doc,
       ir::PatternKind::kReduction, doc,
       [name, float_only](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
-        if (float_only && !is_float(x.dtype)) LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
+        if (float_only && !is_float(x.dtype))
+          LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
         std::vector<bool> reduced = reduced_axes(call, x.shape.size());
         bool keep = attrs_of(call).at("keepdims").as_bool();
         std::vector<Any> shape;
         for (size_t k = 0; k < reduced.size(); ++k) {
-          if (!reduced[k]) shape.push_back(x.shape[k]);
-          else if (keep) shape.push_back(Any(tir::IntImm(DataType::Int(64), 1)));
+          if (!reduced[k])
+            shape.push_back(x.shape[k]);
+          else if (keep)
+            shape.push_back(Any(tir::IntImm(DataType::Int(64), 1)));
         }
         return ir::TensorType(Array(shape), x.dtype);
       },
@@ -97,12 +99,15 @@ void register_reduction_ops() {
   auto add = [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Add(a, b)); };
   reduction("sum", false, "sum over axes", zero, add, false);
   reduction("mean", true, "mean over axes (floats)", zero, add, true);
-  reduction("prod", false, "product over axes", [](DataType t) { return make_const(t, 1); },
-            [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Mul(a, b)); }, false);
-  reduction("max", false, "maximum over axes; NaN propagates", lowest,
-            [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Max(a, b)); }, false);
-  reduction("min", false, "minimum over axes; NaN propagates", highest,
-            [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Min(a, b)); }, false);
+  reduction(
+      "prod", false, "product over axes", [](DataType t) { return make_const(t, 1); },
+      [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Mul(a, b)); }, false);
+  reduction(
+      "max", false, "maximum over axes; NaN propagates", lowest,
+      [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Max(a, b)); }, false);
+  reduction(
+      "min", false, "minimum over axes; NaN propagates", highest,
+      [](const PrimExpr& a, const PrimExpr& b) { return PrimExpr(tir::Min(a, b)); }, false);
 }
 
 }  // namespace loom::ops

@@ -32,8 +32,8 @@ const std::vector<std::string>& modes() {
   return v;
 }
 const std::vector<std::string>& transforms() {
-  static const std::vector<std::string> v = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                             "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  static const std::vector<std::string> v = {"half_pixel", "pytorch_half_pixel",   "align_corners",
+                                             "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
   return v;
 }
 const std::vector<std::string>& nearest_modes() {
@@ -137,8 +137,9 @@ std::pair<PrimExpr, PrimExpr> coordinate(const ResizeSpec& s, size_t k, const Pr
   // tf_crop_and_resize
   size_t rank = s.in.size();
   double start = s.roi[k], end = s.roi[rank + k];
-  PrimExpr c = s.out[k] == 1 ? f64((end - start) * (in - 1) / 2)
-                             : PrimExpr(tir::Add(f64(start * (in - 1)), tir::Mul(x, f64((end - start) * (in - 1) / (out - 1)))));
+  PrimExpr c = s.out[k] == 1
+                   ? f64((end - start) * (in - 1) / 2)
+                   : PrimExpr(tir::Add(f64(start * (in - 1)), tir::Mul(x, f64((end - start) * (in - 1) / (out - 1)))));
   outside = tir::Or(tir::LT(c, f64(0)), tir::GT(c, f64(in - 1)));
   return {c, outside};
 }
@@ -153,10 +154,14 @@ std::vector<Tap> taps(const ResizeSpec& s, size_t k, const PrimExpr& c) {
   PrimExpr i0 = tir::Cast(DataType::Int(64), base);
   if (s.mode == "nearest") {
     PrimExpr up;  // take floor + 1 instead of floor
-    if (s.nearest == "round_prefer_floor") up = tir::GT(ratio, f64(0.5));
-    else if (s.nearest == "round_prefer_ceil") up = tir::GE(ratio, f64(0.5));
-    else if (s.nearest == "floor") up = tir::IntImm(DataType::Bool(), 0);
-    else up = tir::GT(ratio, f64(0));
+    if (s.nearest == "round_prefer_floor")
+      up = tir::GT(ratio, f64(0.5));
+    else if (s.nearest == "round_prefer_ceil")
+      up = tir::GE(ratio, f64(0.5));
+    else if (s.nearest == "floor")
+      up = tir::IntImm(DataType::Bool(), 0);
+    else
+      up = tir::GT(ratio, f64(0));
     return {{clamp(tir::Select(up, tir::Add(i0, PrimExpr(int64_t{1})), i0)), f64(1)}};
   }
   std::vector<Tap> out;
@@ -166,8 +171,8 @@ std::vector<Tap> taps(const ResizeSpec& s, size_t k, const PrimExpr& c) {
     double A = s.a;
     PrimExpr r = ratio, r1 = tir::Add(ratio, f64(1)), q = tir::Sub(f64(1), ratio), q1 = tir::Add(q, f64(1));
     auto far = [A](const PrimExpr& t) {  // |t| in [1, 2)
-      return PrimExpr(tir::Sub(tir::Mul(tir::Add(tir::Mul(tir::Sub(tir::Mul(f64(A), t), f64(5 * A)), t), f64(8 * A)), t),
-                               f64(4 * A)));
+      return PrimExpr(tir::Sub(
+          tir::Mul(tir::Add(tir::Mul(tir::Sub(tir::Mul(f64(A), t), f64(5 * A)), t), f64(8 * A)), t), f64(4 * A)));
     };
     auto near = [A](const PrimExpr& t) {  // |t| in [0, 1)
       return PrimExpr(tir::Add(tir::Mul(tir::Mul(tir::Sub(tir::Mul(f64(A + 2), t), f64(A + 3)), t), t), f64(1)));

@@ -35,13 +35,15 @@ PrimExpr ravel(const Indices& index, const Indices& shape) {
 }
 
 // An operator whose output element at `out` reads x at index(out).
-tir::PrimFunc gather(const graph::CallNode& call,
-                     const std::function<Indices(const Indices&, const Indices& in_shape, const Indices& out_shape)>& index) {
+tir::PrimFunc gather(
+    const graph::CallNode& call,
+    const std::function<Indices(const Indices&, const Indices& in_shape, const Indices& out_shape)>& index) {
   PrimBuilder b;
   tir::Buffer x = b.param(tensor_arg(call, 0), "X");
   tir::Buffer y = b.param(result_type(call), "Y");
   Indices in_shape = buffer_shape(x), out_shape = buffer_shape(y);
-  return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, index(i, in_shape, out_shape))); }));
+  return b.finish(
+      compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, index(i, in_shape, out_shape))); }));
 }
 
 Indices reshape_index(const Indices& i, const Indices& in_shape, const Indices& out_shape) {
@@ -50,7 +52,8 @@ Indices reshape_index(const Indices& i, const Indices& in_shape, const Indices& 
 }
 
 // Copies `in` into `out` at `offset` along `axis` (in's shape).
-tir::Stmt place(PrimBuilder& b, const tir::Buffer& in, const tir::Buffer& out, size_t axis, int64_t offset, bool to_out) {
+tir::Stmt place(PrimBuilder& b, const tir::Buffer& in, const tir::Buffer& out, size_t axis, int64_t offset,
+                bool to_out) {
   return loop_nest(buffer_shape(to_out ? in : out), [&](const Indices& i) {
     Indices shifted = i;
     shifted[axis] = tir::Add(i[axis], PrimExpr(offset));
@@ -117,7 +120,8 @@ SliceSpec slice_spec(const graph::CallNode& call, const ir::TensorTypeNode& x) {
     int64_t b = clamp(begin[k]), e = clamp(end[k]);
     spec.begin[axis] = b;
     spec.stride[axis] = stride;
-    spec.extent[axis] = stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0) : (b > e ? (b - e - stride - 1) / -stride : 0);
+    spec.extent[axis] =
+        stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0) : (b > e ? (b - e - stride - 1) / -stride : 0);
   }
   return spec;
 }
@@ -137,8 +141,10 @@ std::vector<int64_t> pad_widths(const graph::CallNode& call, size_t rank) {
 void register_shape_ops() {
   const auto injective = ir::PatternKind::kInjective;
   define_operator(
-      "reshape", 1, {{"shape", "Array", Any(), "the new shape; one entry may be -1 (inferred, and the only one that may take symbolic dimensions)"}}, injective,
-      "the same elements in a new shape (row-major)",
+      "reshape", 1,
+      {{"shape", "Array", Any(),
+        "the new shape; one entry may be -1 (inferred, and the only one that may take symbolic dimensions)"}},
+      injective, "the same elements in a new shape (row-major)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         std::vector<int64_t> out = ints(attrs_of(call).at("shape"));
@@ -180,14 +186,15 @@ void register_shape_ops() {
         }
         if (infer >= 0) {
           if (known == 0 || count % known != 0) {
-            LOOM_THROW(TypeError) << "cannot infer the -1 of the new shape: " << shape_text(x.shape) << " has "
-                                  << count << (symbolic ? " * " + ir::to_text(Any(*symbolic)) : std::string())
+            LOOM_THROW(TypeError) << "cannot infer the -1 of the new shape: " << shape_text(x.shape) << " has " << count
+                                  << (symbolic ? " * " + ir::to_text(Any(*symbolic)) : std::string())
                                   << " elements, not a multiple of " << known;
           }
           int64_t factor = count / known;
           known *= factor;
-          shape[infer] = symbolic ? Any(arith::simplify(factor == 1 ? *symbolic : PrimExpr(tir::Mul(*symbolic, PrimExpr(factor)))))
-                                  : dim_of(factor);
+          shape[infer] =
+              symbolic ? Any(arith::simplify(factor == 1 ? *symbolic : PrimExpr(tir::Mul(*symbolic, PrimExpr(factor)))))
+                       : dim_of(factor);
         }
         if (!symbolic && known != count) {
           LOOM_THROW(TypeError) << "cannot reshape " << shape_text(x.shape) << " (" << count << " elements) to "
@@ -308,8 +315,8 @@ void register_shape_ops() {
       });
 
   define_operator(
-      "broadcast_to", 1, {{"shape", "Array", Any(), "the target shape (NumPy broadcasting)"}}, ir::PatternKind::kBroadcast,
-      "x broadcast to a shape",
+      "broadcast_to", 1, {{"shape", "Array", Any(), "the target shape (NumPy broadcasting)"}},
+      ir::PatternKind::kBroadcast, "x broadcast to a shape",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         std::vector<Any> target;
@@ -332,7 +339,8 @@ void register_shape_ops() {
         PrimBuilder b;
         tir::Buffer x = b.param(tensor_arg(call, 0), "X");
         tir::Buffer y = b.param(result_type(call), "Y");
-        return b.finish(compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, y, i))); }));
+        return b.finish(
+            compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, y, i))); }));
       });
 
   define_operator(
@@ -368,7 +376,8 @@ void register_shape_ops() {
       [](const graph::CallNode& call) {
         PrimBuilder b;
         std::vector<tir::Buffer> inputs;
-        for (size_t i = 0; i < call.args.size(); ++i) inputs.push_back(b.param(tensor_arg(call, i), "X" + std::to_string(i)));
+        for (size_t i = 0; i < call.args.size(); ++i)
+          inputs.push_back(b.param(tensor_arg(call, i), "X" + std::to_string(i)));
         tir::Buffer y = b.param(result_type(call), "Y");
         size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), buffer_shape(y).size()));
         std::vector<tir::Stmt> steps;
@@ -431,7 +440,8 @@ void register_shape_ops() {
         const auto& x = tensor_arg(call, 0);
         SliceSpec spec = slice_spec(call, x);
         std::vector<Any> shape;
-        for (size_t k = 0; k < x.shape.size(); ++k) shape.push_back(spec.extent[k] < 0 ? x.shape[k] : dim_of(spec.extent[k]));
+        for (size_t k = 0; k < x.shape.size(); ++k)
+          shape.push_back(spec.extent[k] < 0 ? x.shape[k] : dim_of(spec.extent[k]));
         return ir::TensorType(Array(shape), x.dtype);
       },
       [](const graph::CallNode& call) {
@@ -439,8 +449,9 @@ void register_shape_ops() {
         return gather(call, [&](const Indices& i, const Indices&, const Indices&) {
           Indices in;
           for (size_t k = 0; k < i.size(); ++k) {
-            in.push_back(spec.extent[k] < 0 ? i[k]
-                                            : PrimExpr(tir::Add(tir::Mul(i[k], PrimExpr(spec.stride[k])), PrimExpr(spec.begin[k]))));
+            in.push_back(spec.extent[k] < 0
+                             ? i[k]
+                             : PrimExpr(tir::Add(tir::Mul(i[k], PrimExpr(spec.stride[k])), PrimExpr(spec.begin[k]))));
           }
           return in;
         });
@@ -500,7 +511,8 @@ void register_shape_ops() {
               j = tir::Select(tir::LT(j, PrimExpr(int64_t{0})), tir::Sub(PrimExpr(int64_t{0}), j),
                               tir::Select(tir::GT(j, last), tir::Sub(tir::Mul(PrimExpr(int64_t{2}), last), j), j));
             }
-            if (mode == "constant") inside = tir::And(inside, tir::And(tir::GE(j, PrimExpr(int64_t{0})), tir::LT(j, xs[k])));
+            if (mode == "constant")
+              inside = tir::And(inside, tir::And(tir::GE(j, PrimExpr(int64_t{0})), tir::LT(j, xs[k])));
             in.push_back(tir::Max(tir::Min(j, last), PrimExpr(int64_t{0})));
           }
           if (mode != "constant") return PrimExpr(tir::BufferLoad(x, in));

@@ -6,15 +6,21 @@ namespace loom::passes {
 
 transform::Pass CanonicalizeBindings() {
   transform::PassInfo info{"CanonicalizeBindings",
-                           "let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a", 0, {}, {},
-                           {}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+                           "let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a",
+                           0,
+                           {},
+                           {},
+                           {},
+                           {},
+                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();
-        ir::Expr body = graph::rewrite_lets(f->body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
-          if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
-          return ir::Expr(graph::Let(var, value, rest));
-        });
+        ir::Expr body =
+            graph::rewrite_lets(f->body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
+              if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
+              return ir::Expr(graph::Let(var, value, rest));
+            });
         // Tuple literals bound by lets, by their variable.
         std::unordered_map<const Object*, const graph::TupleNode*> tuples;
         Visitor collect;

@@ -159,7 +159,9 @@ transform::Pass ConvertLayout() {
                            1,
                            {},
                            {},
-                           {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+                           {"types_inferred"},
+                           {},
+                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> converted;
     for (const std::string& name : module.names()) {

@@ -9,8 +9,12 @@ namespace loom::passes {
 transform::Pass DeadCodeElimination() {
   transform::PassInfo info{"DeadCodeElimination",
                            "drops unused pure let bindings and the prim and extern functions no graph function calls",
-                           0, {}, {},
-                           {}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+                           0,
+                           {},
+                           {},
+                           {},
+                           {},
+                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> rewritten;
     std::set<std::string> called;

@@ -75,8 +75,12 @@ transform::Pass EliminateCommonSubexpr() {
   transform::PassInfo info{"EliminateCommonSubexpr",
                            "a pure value bound twice in one scope (same callee, attributes, types, arguments) is bound "
                            "once",
-                           1, {}, {},
-                           {}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+                           1,
+                           {},
+                           {},
+                           {},
+                           {},
+                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

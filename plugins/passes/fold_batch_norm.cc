@@ -38,8 +38,10 @@ template <class F>
 NDArray make_array(const std::vector<int64_t>& shape, DataType dtype, F&& value) {
   NDArray out = NDArray::empty(shape, dtype);
   for (int64_t k = 0, n = out->numel(); k < n; ++k) {
-    if (dtype == DataType::Float(32)) out.data_as<float>()[k] = static_cast<float>(value(k));
-    else out.data_as<double>()[k] = value(k);
+    if (dtype == DataType::Float(32))
+      out.data_as<float>()[k] = static_cast<float>(value(k));
+    else
+      out.data_as<double>()[k] = value(k);
   }
   return out;
 }
@@ -109,10 +111,10 @@ class Folder {
       int64_t per_out = w->numel() / channels;
       std::vector<int64_t> w_shape;
       for (const Any& d : w->shape) w_shape.push_back(d.as_int());
-      NDArray scaled = make_array(w_shape, dtype,
-                                  [&](int64_t k) { return element(w, k) * s[k / per_out]; });
+      NDArray scaled = make_array(w_shape, dtype, [&](int64_t k) { return element(w, k) * s[k / per_out]; });
       const runtime::NDArrayNode* bias = bias_;
-      NDArray shift = make_array(along, dtype, [&](int64_t k) { return (bias ? element(bias, k) * s[k] : 0.0) + t[k]; });
+      NDArray shift =
+          make_array(along, dtype, [&](int64_t k) { return (bias ? element(bias, k) * s[k] : 0.0) + t[k]; });
       return call("add", {graph::Call(c.callee, {c.args[0].cast<ir::Expr>(), graph::Constant(scaled)}, c.attrs),
                           graph::Constant(shift)});
     }
@@ -124,8 +126,7 @@ class Folder {
   // The conv2d that `x` is (or that `x` adds a constant per-channel bias
   // to, which goes to bias_), when its weight is constant, its output
   // channels are `axis`, and nothing else uses it; else undefined.
-  ir::Expr conv_with_bias(const ir::Expr& x, const ir::Expr& x_original, int64_t axis, int64_t rank,
-                          int64_t channels) {
+  ir::Expr conv_with_bias(const ir::Expr& x, const ir::Expr& x_original, int64_t axis, int64_t rank, int64_t channels) {
     bias_ = nullptr;
     ir::Expr conv = x, conv_original = x_original;
     if (is_call_of(x, "add") && used_once(x_original)) {
@@ -169,8 +170,12 @@ transform::Pass FoldBatchNorm() {
   transform::PassInfo info{"FoldBatchNorm",
                            "batch_norm with constant statistics becomes a per-channel scale and shift, folded into "
                            "the weight and bias of a convolution with constant weights that it follows",
-                           1, {}, {},
-                           {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+                           1,
+                           {},
+                           {},
+                           {"types_inferred"},
+                           {},
+                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

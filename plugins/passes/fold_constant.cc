@@ -66,11 +66,16 @@ ir::Expr evaluate(const graph::CallNode& call, const std::vector<ir::Expr>& args
 }  // namespace
 
 transform::Pass FoldConstant() {
-  transform::PassInfo info{"FoldConstant",
-                           "evaluates operator calls on constants (their lowerings, run by the reference interpreter) and "
-                           "items of constant tuples",
-                           1, {}, {},
-                           {"types_inferred"}, {}, {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info{
+      "FoldConstant",
+      "evaluates operator calls on constants (their lowerings, run by the reference interpreter) and "
+      "items of constant tuples",
+      1,
+      {},
+      {},
+      {"types_inferred"},
+      {},
+      {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();
@@ -113,7 +118,8 @@ transform::Pass FoldConstant() {
             bool constant_tuple = false;
             if (const auto* t = value.as<graph::TupleNode>()) {
               constant_tuple = true;
-              for (const Any& field : t->fields) constant_tuple &= field.as_object_ref().as<graph::ConstantNode>() != nullptr;
+              for (const Any& field : t->fields)
+                constant_tuple &= field.as_object_ref().as<graph::ConstantNode>() != nullptr;
             }
             if (value.as<graph::ConstantNode>() || constant_tuple) known[let.var.get()] = value;
             chain.emplace_back(let.var, value);

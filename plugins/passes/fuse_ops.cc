@@ -48,7 +48,8 @@ std::optional<PatternKind> pattern_of(const ir::IRModule& module, const ir::Expr
 
 // The body of a primitive function a group anchors on, with its parameters
 // replaced by the call's arguments: its bindings and its result.
-std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRModule& module, const graph::CallNode& call) {
+std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRModule& module,
+                                                                  const graph::CallNode& call) {
   const auto* f = module.lookup(call.callee.as<ir::GlobalVarNode>()->name).as<graph::FunctionNode>();
   std::unordered_map<const Object*, ir::Expr> args;
   for (size_t i = 0; i < f->params.size(); ++i) args[f->params[i].object()] = call.args[i].cast<ir::Expr>();
@@ -64,13 +65,16 @@ std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRMo
 }  // namespace
 
 transform::Pass FuseOps() {
-  transform::PassInfo info{"FuseOps",
-                           "groups operator calls into primitive functions: elementwise and broadcast operators join the "
-                           "group of their producer when they are its only user",
-                           1,
-                           {},
-                           {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group", 1, 256}},
-                           {"types_inferred", "shared_values_bound"}, {"fused"}, {"buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info{
+      "FuseOps",
+      "groups operator calls into primitive functions: elementwise and broadcast operators join the "
+      "group of their producer when they are its only user",
+      1,
+      {},
+      {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group", 1, 256}},
+      {"types_inferred", "shared_values_bound"},
+      {"fused"},
+      {"buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
     std::map<std::string, Any> out;  // the groups' functions and the rewritten callers
@@ -157,11 +161,12 @@ transform::Pass FuseOps() {
         }
         ir::Expr fbody = graph::build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
         std::string unique = names.fresh("fused_" + g.name);
-        out[unique] = graph::Function(lifted.params, fbody, bindings[i].value->checked_type,
-                                      Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
+        out[unique] =
+            graph::Function(lifted.params, fbody, bindings[i].value->checked_type,
+                            Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
         rebuilt.push_back({bindings[i].var, graph::Call(ir::GlobalVar(unique), lifted.args)});
       }
-      if (!changed) continue;  // (flattening alone is not worth a change)
+      if (!changed) continue;                                            // (flattening alone is not worth a change)
       if (!rebuilt.empty() && rebuilt.back().var.same_as(result_var)) {  // back to a result expression
         result = rebuilt.back().value;
         rebuilt.pop_back();

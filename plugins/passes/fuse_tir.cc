@@ -114,12 +114,16 @@ transform::Pass FuseTIR() {
   transform::PassInfo info{"FuseTIR",
                            "each primitive graph function whose body is a chain of call_dps becomes one prim function "
                            "(intermediates allocated inside), called through call_dps",
-                           1, {}, {},
-                           {"fused", "ops_lowered"}, {}, {"ops_lowered", "fused", "intrinsics_lowered"}};
+                           1,
+                           {},
+                           {},
+                           {"fused", "ops_lowered"},
+                           {},
+                           {"ops_lowered", "fused", "intrinsics_lowered"}};
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> prims;
-    std::map<std::string, ir::Type> fused;          // name -> result type
-    std::map<std::string, std::string> kernel_of;   // name -> the prim function it calls
+    std::map<std::string, ir::Type> fused;         // name -> result type
+    std::map<std::string, std::string> kernel_of;  // name -> the prim function it calls
     // Groups that fuse to the same prim function (the blocks of a network
     // repeat) share one, compiled once; the others are left to
     // DeadCodeElimination.

@@ -17,7 +17,9 @@ transform::Pass LegalizeOps() {
                            0,
                            {},
                            {},
-                           {"types_inferred"}, {"ops_lowered"}, {"fused"}};
+                           {"types_inferred"},
+                           {"ops_lowered"},
+                           {"fused"}};
   // The lowerings read the calls' and the arguments' types (types_inferred).
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> out;  // new kernels and rewritten functions

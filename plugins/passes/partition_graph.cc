@@ -139,7 +139,8 @@ transform::Pass PartitionGraph() {
           ir::Type ret = outputs.size() == 1 ? types[0] : ir::Type(ir::TupleType(types));
           ir::Expr result = outputs.size() == 1 ? results[0] : ir::Expr(graph::Tuple(results));
           std::string name = names.fresh(region.codegen + "_region");
-          out[name] = graph::Function(lifted.params, graph::build_chain(body, result), ret, Map({{"codegen", Any(region.codegen)}}));
+          out[name] = graph::Function(lifted.params, graph::build_chain(body, result), ret,
+                                      Map({{"codegen", Any(region.codegen)}}));
           graph::Call call(call_dps, {ir::GlobalVar(name), graph::Tuple(lifted.args)}, Map::empty(), {ret});
           const_cast<graph::CallNode*>(call.get())->checked_type = ret;
           std::vector<graph::Binding>& bound = calls[r];
@@ -156,8 +157,8 @@ transform::Pass PartitionGraph() {
         // it reads comes later: bindings and regions in their order, each
         // once what it reads is bound.
         auto node_of = [&](size_t i) { return region_of[i] >= 0 ? n + static_cast<size_t>(region_of[i]) : i; };
-        std::map<size_t, std::set<size_t>> waits;   // node -> the nodes it reads
-        std::map<size_t, size_t> first;             // node -> its first binding
+        std::map<size_t, std::set<size_t>> waits;  // node -> the nodes it reads
+        std::map<size_t, size_t> first;            // node -> its first binding
         for (size_t i = 0; i < n; ++i) {
           size_t node = node_of(i);
           first.emplace(node, i);

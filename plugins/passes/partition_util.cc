@@ -7,7 +7,8 @@ namespace loom::passes {
 
 std::vector<graph::PatternTable> partition_tables(const ir::IRModule& module) {
   std::vector<graph::PatternTable> out;
-  for (const std::string& name : target::partition_codegens(module)) out.push_back(graph::PatternTableRegistry::get(name));
+  for (const std::string& name : target::partition_codegens(module))
+    out.push_back(graph::PatternTableRegistry::get(name));
   return out;
 }
 
@@ -62,8 +63,8 @@ void Chain::set(size_t i, const ir::Expr& value) {
 }
 
 transform::Pass partition_pass(const std::string& name, const std::string& summary, ChainRewrite rewrite) {
-  transform::PassInfo info{name, summary, 0, {}, {}, {"types_inferred", "shared_values_bound"}, {},
-                           {"buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info{
+      name, summary, 0, {}, {}, {"types_inferred", "shared_values_bound"}, {}, {"buffers_flat", "intrinsics_lowered"}};
   return transform::module_pass(info, [rewrite](const ir::IRModule& module, const transform::PassContext&) {
     std::vector<graph::PatternTable> tables = partition_tables(module);
     if (tables.empty()) return module;
@@ -80,8 +81,8 @@ transform::Pass partition_pass(const std::string& name, const std::string& summa
   });
 }
 
-std::optional<graph::Match> match_entry(const graph::PatternEntry& entry, const std::string& codegen, const Chain& chain,
-                                        size_t i) {
+std::optional<graph::Match> match_entry(const graph::PatternEntry& entry, const std::string& codegen,
+                                        const Chain& chain, size_t i) {
   try {
     std::optional<graph::Match> m = graph::match(entry.pattern, chain.bindings[i].value, chain.lookup());
     if (m && entry.check && !entry.check(*m)) return std::nullopt;

@@ -64,8 +64,8 @@ struct Chain {
 // `entry`'s pattern matched against binding `i`'s value, its check
 // applied: the match, or nothing.  A predicate or check that throws is an
 // Error naming the entry.
-std::optional<graph::Match> match_entry(const graph::PatternEntry& entry, const std::string& codegen, const Chain& chain,
-                                        size_t i);
+std::optional<graph::Match> match_entry(const graph::PatternEntry& entry, const std::string& codegen,
+                                        const Chain& chain, size_t i);
 
 // The bindings a match's calls are, in order (arguments first), or
 // nothing when one is not a binding of the chain.

@@ -18,10 +18,10 @@
 #include "plan_devices.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
+                         LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
                      // FoldConstant's evaluator: the reference interpreter.
                      LOOM_PLUGIN_REQUIRES("function:ref.run_prim_func")
-                     LOOM_PLUGIN_PROVIDES("property:devices_planned"));
+                         LOOM_PLUGIN_PROVIDES("property:devices_planned"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
@@ -44,34 +44,78 @@ LOOM_PLUGIN_INIT(ctx) {
   // and Python select it by name; its passes are looked up when it runs (so
   // the loop passes' plugin loads only then), and each still obeys the
   // context's opt level, disabled and required lists.
-  using loom::transform::pipeline;
   using loom::transform::PassInfo;
+  using loom::transform::pipeline;
   PassRegistry::register_pass(pipeline(PassInfo{"O0", "the least that runs: operators lowered, nothing optimised"},
                                        {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline(
-      PassInfo{"cpu", "the CPU pipeline: graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
-                          "fusion, lowering, then the loop passes"},
-      {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination", "MergeComposite",
-       "AnnotateTarget", "PartitionGraph", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
-       "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"}));
+      PassInfo{"cpu",
+               "the CPU pipeline: graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
+               "fusion, lowering, then the loop passes"},
+      {"InferType",
+       "CanonicalizeBindings",
+       "FoldBatchNorm",
+       "FoldConstant",
+       "EliminateCommonSubexpr",
+       "DeadCodeElimination",
+       "MergeComposite",
+       "AnnotateTarget",
+       "PartitionGraph",
+       "FuseOps",
+       "LegalizeOps",
+       "FuseTIR",
+       "DeadCodeElimination",
+       "AutoSchedule",
+       "LowerIntrinsics",
+       "FlattenBuffer",
+       "Simplify",
+       "LoopPartition",
+       "VectorizeLoop",
+       "UnrollLoop",
+       "StorageRewrite",
+       "Simplify"}));
   // What makes a device target's prim functions kernels and host code
   // (the property kernels_split): the driver runs it when a pipeline left
   // them whole.
-  PassRegistry::register_pass(pipeline(
-      PassInfo{"device_kernels", "the device's loop passes alone: a thread binding for each nest on a device, the "
-                                 "barriers shared memory needs, and the host/device split"},
-      {"DefaultDeviceSchedule", "ThreadSync", "SplitHostDevice"}));
+  PassRegistry::register_pass(
+      pipeline(PassInfo{"device_kernels",
+                        "the device's loop passes alone: a thread binding for each nest on a device, the "
+                        "barriers shared memory needs, and the host/device split"},
+               {"DefaultDeviceSchedule", "ThreadSync", "SplitHostDevice"}));
   // A device target's, and a module's whose functions are placed on
   // several targets (docs/devices.md): the same graph passes, the device
   // plan, then the CPU's loop passes for the functions on a CPU target
   // and a thread binding for every nest of those on a device, which the
   // host/device split divides into kernels and launches.
-  PassRegistry::register_pass(pipeline(
-      PassInfo{"device", "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for "
-                         "functions on the CPU, the default device schedule for those on a device, and the "
-                         "host/device split"},
-      {"InferType", "CanonicalizeBindings", "FoldBatchNorm", "FoldConstant", "EliminateCommonSubexpr", "DeadCodeElimination",
-       "MergeComposite", "AnnotateTarget", "PartitionGraph", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination", "PlanDevices", "AutoSchedule", "DefaultDeviceSchedule",
-       "ThreadSync", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
-       "StorageRewrite", "SplitHostDevice", "Simplify"}));
+  PassRegistry::register_pass(
+      pipeline(PassInfo{"device",
+                        "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for "
+                        "functions on the CPU, the default device schedule for those on a device, and the "
+                        "host/device split"},
+               {"InferType",
+                "CanonicalizeBindings",
+                "FoldBatchNorm",
+                "FoldConstant",
+                "EliminateCommonSubexpr",
+                "DeadCodeElimination",
+                "MergeComposite",
+                "AnnotateTarget",
+                "PartitionGraph",
+                "FuseOps",
+                "LegalizeOps",
+                "FuseTIR",
+                "DeadCodeElimination",
+                "PlanDevices",
+                "AutoSchedule",
+                "DefaultDeviceSchedule",
+                "ThreadSync",
+                "LowerIntrinsics",
+                "FlattenBuffer",
+                "Simplify",
+                "LoopPartition",
+                "VectorizeLoop",
+                "UnrollLoop",
+                "StorageRewrite",
+                "SplitHostDevice",
+                "Simplify"}));
 }

@@ -125,8 +125,8 @@ class Planner {
     }
     if (const auto* g = e.as<graph::TupleGetItemNode>()) {
       auto [tuple, place] = visit(g->tuple);
-      Place item = g->index < static_cast<int64_t>(place.fields.size()) ? place.fields[g->index]
-                                                                          : place_on(type_of(e), kHost);
+      Place item =
+          g->index < static_cast<int64_t>(place.fields.size()) ? place.fields[g->index] : place_on(type_of(e), kHost);
       if (tuple.same_as(g->tuple)) return {e, item};
       return {typed(graph::TupleGetItem(tuple, g->index), type_of(e)), item};
     }
@@ -228,7 +228,8 @@ class Planner {
     }
     std::vector<ir::Expr> fields;
     if (const auto* t = e.as<graph::TupleNode>()) {
-      for (size_t k = 0; k < have.fields.size(); ++k) fields.push_back(to(t->fields[k].cast<ir::Expr>(), have.fields[k], d));
+      for (size_t k = 0; k < have.fields.size(); ++k)
+        fields.push_back(to(t->fields[k].cast<ir::Expr>(), have.fields[k], d));
       return rebuilt_tuple(e, fields);
     }
     // Another tuple-valued expression: bound once, then copied field by field.
@@ -413,7 +414,8 @@ transform::Pass PlanDevices() {
                            {"types_inferred", "ops_lowered"},
                            {kDevicesPlanned},
                            {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
-  return transform::module_pass(info, [](const ir::IRModule& input, const transform::PassContext&) { return plan(input); });
+  return transform::module_pass(info,
+                                [](const ir::IRModule& input, const transform::PassContext&) { return plan(input); });
 }
 
 }  // namespace loom::passes

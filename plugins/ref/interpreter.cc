@@ -283,7 +283,7 @@ class Interpreter {
       for (const Any& d : a->buffer->shape) count *= scalar_int(d.cast<tir::PrimExpr>());
       if (count < 0) fail("allocation of " + a->buffer->name + " with a negative size");
       auto storage = std::make_unique<std::vector<char>>(static_cast<size_t>(count) * element_bytes(a->buffer->dtype) *
-                                                           a->buffer->dtype.lanes);
+                                                         a->buffer->dtype.lanes);
       bind_memory(a->buffer->data.get(), Memory{storage->data(), storage->size()});
       bool done = exec(a->body);
       memory_.erase(a->buffer->data.get());
@@ -382,7 +382,10 @@ class Interpreter {
   static Lane convert(const Lane& l, DataType from, DataType to) {
     Lane out;
     if (is_float(to)) {
-      out.f = is_float(from) ? l.f : (from.code == DataType::kUInt && from.bits == 64 ? static_cast<double>(static_cast<uint64_t>(l.i)) : static_cast<double>(l.i));
+      out.f = is_float(from)
+                  ? l.f
+                  : (from.code == DataType::kUInt && from.bits == 64 ? static_cast<double>(static_cast<uint64_t>(l.i))
+                                                                     : static_cast<double>(l.i));
     } else if (to.code == DataType::kBool) {
       out.i = truth(l, from);
     } else if (is_float(from)) {
@@ -409,7 +412,7 @@ class Interpreter {
       } else if (is(static_cast<const tir::SubNode*>(nullptr))) {
         fl ? r.f = p.f - q.f : r.i = static_cast<int64_t>(static_cast<uint64_t>(p.i) - static_cast<uint64_t>(q.i));
       } else if (is(static_cast<const tir::MulNode*>(nullptr))) {
-        fl ? r.f = p.f * q.f : r.i = static_cast<int64_t>(static_cast<uint64_t>(p.i) * static_cast<uint64_t>(q.i));
+        fl ? r.f = p.f* q.f : r.i = static_cast<int64_t>(static_cast<uint64_t>(p.i) * static_cast<uint64_t>(q.i));
       } else if (is(static_cast<const tir::MinNode*>(nullptr))) {
         fl ? r.f = std::fmin(p.f, q.f) : r.i = std::min(p.i, q.i);
         if (fl && (std::isnan(p.f) || std::isnan(q.f))) r.f = NAN;  // NumPy's minimum propagates NaN
@@ -476,7 +479,8 @@ class Interpreter {
     Value out = Value::of(c.dtype);
     DataType scalar(static_cast<DataType::Code>(c.dtype.code), c.dtype.bits);
     auto arity = [&](size_t n) {
-      if (args.size() != n) fail(c.op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
+      if (args.size() != n)
+        fail(c.op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
     };
     const auto& table = float_intrinsics();
     auto unary = table.find(c.op);
@@ -546,7 +550,9 @@ class Interpreter {
     size_t rank = indices.size();
     std::vector<int64_t> strides(rank, 1);
     if (b->strides.size()) {
-      if (b->strides.size() != rank) fail("buffer '" + b->name + "' has " + std::to_string(b->strides.size()) + " strides for " + std::to_string(rank) + " indices");
+      if (b->strides.size() != rank)
+        fail("buffer '" + b->name + "' has " + std::to_string(b->strides.size()) + " strides for " +
+             std::to_string(rank) + " indices");
       for (size_t d = 0; d < rank; ++d) strides[d] = scalar_int(b->strides[d].cast<tir::PrimExpr>());
     } else {
       if (b->shape.size() != rank) {
@@ -625,9 +631,11 @@ Any run_prim_func(const tir::PrimFunc& func, const std::string& name, const Any*
     const auto* a = dynamic_cast<const NDArrayNode*>(arg.object());
     std::string what = "argument " + std::to_string(index) + " (buffer '" + b->name + "')";
     if (!a) in.fail(what + " must be a tensor, got " + arg.describe());
-    if (a->device.device_type != Device::kCPU) in.fail(what + " is on " + a->device.to_string() + "; ref runs on the CPU");
+    if (a->device.device_type != Device::kCPU)
+      in.fail(what + " is on " + a->device.to_string() + "; ref runs on the CPU");
     if (!a->is_contiguous()) in.fail(what + " is not contiguous");
-    if (a->dtype != b->dtype) in.fail(what + " has dtype " + a->dtype.to_string() + ", expected " + b->dtype.to_string());
+    if (a->dtype != b->dtype)
+      in.fail(what + " has dtype " + a->dtype.to_string() + ", expected " + b->dtype.to_string());
     if (a->shape.size() != b->shape.size()) {
       in.fail(what + " has " + std::to_string(a->shape.size()) + " dimensions, expected " +
               std::to_string(b->shape.size()));

@@ -29,8 +29,9 @@ class RefModuleNode : public loom::runtime::ModuleNode {
   std::optional<Function> own_function(const std::string& name) const override {
     if (!functions.contains(name)) return std::nullopt;
     auto prim = loom::downcast<loom::tir::PrimFunc>(functions.lookup(name));
-    return Function([prim, name](const Any* args, int32_t count) { return loom::ref::run_prim_func(prim, name, args, count); },
-                    name);
+    return Function(
+        [prim, name](const Any* args, int32_t count) { return loom::ref::run_prim_func(prim, name, args, count); },
+        name);
   }
   std::string save_to_binary() const override { return loom::save_binary(Any(functions)); }
   std::string inspect_source(const std::string& format) const override {
@@ -45,7 +46,7 @@ loom::runtime::Module make_module(const IRModule& module) {
     loom::ir::BaseFunc f = module.lookup(name);
     if (const auto* ext = f.as<loom::ir::ExternFuncNode>()) {
       LOOM_THROW(Error) << "ref: @" << name << " is an extern function of kind '" << ext->kind
-                              << "'; the reference interpreter runs prim functions only";
+                        << "'; the reference interpreter runs prim functions only";
     }
     if (!f.as<loom::tir::PrimFuncNode>()) {
       LOOM_THROW(Error) << "ref: @" << name << " is not a prim function";
@@ -57,8 +58,8 @@ loom::runtime::Module make_module(const IRModule& module) {
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ref") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Reference interpreter: target kind ref runs prim functions as an oracle"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("ref") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "Reference interpreter: target kind ref runs prim functions as an oracle"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<RefModuleNode>();
@@ -84,12 +85,17 @@ LOOM_PLUGIN_INIT(ctx) {
   // parameter) in destination-passing style.
   ctx.register_function(
       "ref.run_prim_func",
-      Function([](const Any* args, int32_t count) -> Any {
-        if (count < 1) LOOM_THROW(TypeError) << "ref.run_prim_func needs a prim function and its arguments";
-        return loom::ref::run_prim_func(args[0].cast<loom::tir::PrimFunc>(), "ref.run_prim_func", args + 1, count - 1);
-      }, "ref.run_prim_func"),
+      Function(
+          [](const Any* args, int32_t count) -> Any {
+            if (count < 1) LOOM_THROW(TypeError) << "ref.run_prim_func needs a prim function and its arguments";
+            return loom::ref::run_prim_func(args[0].cast<loom::tir::PrimFunc>(), "ref.run_prim_func", args + 1,
+                                            count - 1);
+          },
+          "ref.run_prim_func"),
       "runs a prim function with the reference interpreter: (func, arrays...) in destination-passing style");
-  loom::runtime::ModuleLoaderRegistry::register_loader("ref", Function::typed([](std::string bytes) {
-                                                         return make_module(loom::load_document(bytes, "<ref module>").cast<IRModule>());
-                                                       }, "ref.load"));
+  loom::runtime::ModuleLoaderRegistry::register_loader(
+      "ref",
+      Function::typed(
+          [](std::string bytes) { return make_module(loom::load_document(bytes, "<ref module>").cast<IRModule>()); },
+          "ref.load"));
 }

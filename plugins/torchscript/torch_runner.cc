@@ -48,17 +48,28 @@ std::string reason(const std::exception& e) {
 
 std::optional<DataType> dtype_of(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat: return DataType::Float(32);
-    case c10::kDouble: return DataType::Float(64);
-    case c10::kHalf: return DataType::Float(16);
-    case c10::kBFloat16: return DataType(DataType::kBFloat, 16);
-    case c10::kChar: return DataType::Int(8);
-    case c10::kShort: return DataType::Int(16);
-    case c10::kInt: return DataType::Int(32);
-    case c10::kLong: return DataType::Int(64);
-    case c10::kByte: return DataType::UInt(8);
-    case c10::kBool: return DataType(DataType::kBool, 8);
-    default: return std::nullopt;
+    case c10::kFloat:
+      return DataType::Float(32);
+    case c10::kDouble:
+      return DataType::Float(64);
+    case c10::kHalf:
+      return DataType::Float(16);
+    case c10::kBFloat16:
+      return DataType(DataType::kBFloat, 16);
+    case c10::kChar:
+      return DataType::Int(8);
+    case c10::kShort:
+      return DataType::Int(16);
+    case c10::kInt:
+      return DataType::Int(32);
+    case c10::kLong:
+      return DataType::Int(64);
+    case c10::kByte:
+      return DataType::UInt(8);
+    case c10::kBool:
+      return DataType(DataType::kBool, 8);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -113,8 +124,8 @@ Schema Script::schema(const std::string& method) const {
   auto found = impl_->module.find_method(method);
   if (!found) {
     std::vector<std::string> names = method_names();
-    LOOM_THROW(Error) << "the TorchScript module has no method '" << method << "' (it has: " << join(names, ", ")
-                      << ")" << did_you_mean(method, names);
+    LOOM_THROW(Error) << "the TorchScript module has no method '" << method << "' (it has: " << join(names, ", ") << ")"
+                      << did_you_mean(method, names);
   }
   // A saved module's schema has no dtypes or shapes (Tensor), so those are
   // checked at each call.

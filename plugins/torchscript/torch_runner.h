@@ -17,8 +17,8 @@ namespace loom::torchscript {
 
 // One argument or result of a method's schema.
 struct SchemaValue {
-  std::string name;                  // the argument's name; "" for a result
-  std::string type;                  // TorchScript's spelling: Tensor, int, List[Tensor], ...
+  std::string name;  // the argument's name; "" for a result
+  std::string type;  // TorchScript's spelling: Tensor, int, List[Tensor], ...
   bool tensor = false;
 };
 

@@ -35,7 +35,7 @@ struct Spec {
   std::string method = "forward";
   std::string payload;  // torch.jit.save's bytes
   loom::runtime::DpsSignature signature;
-  size_t inputs = 0;    // the first `inputs` parameters; the rest are outputs
+  size_t inputs = 0;  // the first `inputs` parameters; the rest are outputs
 };
 
 // The function's attributes, payload and signature (no libtorch yet).
@@ -77,7 +77,8 @@ void check_schema(Spec& spec, const Schema& schema) {
     }
   };
   for (const auto& a : schema.arguments) refuse_non_tensor(a, "takes the argument '" + a.name + "'");
-  for (size_t k = 0; k < schema.results.size(); ++k) refuse_non_tensor(schema.results[k], "returns result " + std::to_string(k));
+  for (size_t k = 0; k < schema.results.size(); ++k)
+    refuse_non_tensor(schema.results[k], "returns result " + std::to_string(k));
   size_t params = spec.signature.params.size();
   if (schema.arguments.size() + schema.results.size() != params || schema.results.empty()) {
     LOOM_THROW(Error) << "the method " << spec.method << " takes " << plural(schema.arguments.size(), "tensor")
@@ -108,10 +109,12 @@ class TorchScriptModuleNode : public loom::runtime::ModuleNode {
     for (size_t k = 0; k < functions.size(); ++k) {
       if (functions[k].name != name) continue;
       loom::ObjectRef self(loom::ObjectPtr<loom::Object>(const_cast<TorchScriptModuleNode*>(this)));
-      return Function([self, k](const Any* args, int32_t count) -> Any {
-        static_cast<const TorchScriptModuleNode*>(self.get())->call(k, args, count);
-        return Any();
-      }, name);
+      return Function(
+          [self, k](const Any* args, int32_t count) -> Any {
+            static_cast<const TorchScriptModuleNode*>(self.get())->call(k, args, count);
+            return Any();
+          },
+          name);
     }
     return std::nullopt;
   }
@@ -128,7 +131,8 @@ class TorchScriptModuleNode : public loom::runtime::ModuleNode {
     return out;
   }
   std::string inspect_source(const std::string& format) const override {
-    if (format != "torchscript") LOOM_THROW(Error) << "torchscript module: no source format '" << format << "' (it has: torchscript)";
+    if (format != "torchscript")
+      LOOM_THROW(Error) << "torchscript module: no source format '" << format << "' (it has: torchscript)";
     std::string out;
     for (size_t k = 0; k < functions.size(); ++k) {
       const Spec& f = functions[k];
@@ -227,9 +231,9 @@ void validate(const loom::ObjectRef& function, const std::string& name) {
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("torchscript") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Extern kind torchscript: serialized TorchScript modules run by libtorch "
-                                             "(CPU), called through call_dps"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("torchscript") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "Extern kind torchscript: serialized TorchScript modules run by libtorch "
+    "(CPU), called through call_dps"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<TorchScriptModuleNode>();

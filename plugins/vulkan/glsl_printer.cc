@@ -46,7 +46,8 @@ std::string GLSLPrinter::scalar_type(DataType t) {
          " attribute is false, or the device lacks the feature; docs/target-vulkan.md)");
   };
   switch (t.code) {
-    case DataType::kBool: return "bool";
+    case DataType::kBool:
+      return "bool";
     case DataType::kInt:
     case DataType::kUInt: {
       if (t.bits == 8) {
@@ -72,7 +73,8 @@ std::string GLSLPrinter::scalar_type(DataType t) {
         return "float16_t";
       }
       break;
-    default: break;
+    default:
+      break;
   }
   fail("GLSL has no type for " + t.to_string());
 }
@@ -91,7 +93,9 @@ std::string GLSLPrinter::function_head(const std::string&, const std::vector<std
     }
     std::string type = p.substr(0, star);
     if (type == "uint8_t" || type == "int8_t") {
-      if (!features_.int8) fail("has a buffer of 8-bit elements (" + type + ", or bool), which the target does not allow (its int8 attribute)");
+      if (!features_.int8)
+        fail("has a buffer of 8-bit elements (" + type +
+             ", or bool), which the target does not allow (its int8 attribute)");
       uses_8bit_ = true;
     }
     interface_ += "layout(std430, set = 0, binding = " + std::to_string(binding) + ") buffer LoomBuffer" +
@@ -102,7 +106,9 @@ std::string GLSLPrinter::function_head(const std::string&, const std::vector<std
   return "void main()";
 }
 
-std::string GLSLPrinter::cast_text(const std::string& type, const std::string& value) { return type + "(" + value + ")"; }
+std::string GLSLPrinter::cast_text(const std::string& type, const std::string& value) {
+  return type + "(" + value + ")";
+}
 
 // GLSL 4.50's keywords and reserved words, the built-in functions a
 // shader could call (a variable of that name would hide the function),
@@ -124,17 +130,16 @@ bool GLSLPrinter::reserved_identifier(const std::string& name) {
       // built-in functions
       "radians", "degrees", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
       "atanh", "pow", "exp", "log", "exp2", "log2", "sqrt", "inversesqrt", "abs", "sign", "floor", "trunc", "round",
-      "roundEven", "ceil", "fract", "mod", "modf", "min", "max", "clamp", "mix", "step", "smoothstep", "isnan",
-      "isinf", "floatBitsToInt", "floatBitsToUint", "intBitsToFloat", "uintBitsToFloat", "fma", "frexp", "ldexp",
-      "length", "distance", "dot", "cross", "normalize", "reflect", "refract", "lessThan", "lessThanEqual",
-      "greaterThan", "greaterThanEqual", "equal", "notEqual", "any", "all", "not", "uaddCarry", "usubBorrow",
-      "umulExtended", "imulExtended", "bitfieldExtract", "bitfieldInsert", "bitfieldReverse", "bitCount", "findLSB",
-      "findMSB", "atomicAdd", "atomicMin", "atomicMax", "atomicAnd", "atomicOr", "atomicXor", "atomicExchange",
-      "atomicCompSwap", "barrier", "memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer", "groupMemoryBarrier",
-      "main"};
+      "roundEven", "ceil", "fract", "mod", "modf", "min", "max", "clamp", "mix", "step", "smoothstep", "isnan", "isinf",
+      "floatBitsToInt", "floatBitsToUint", "intBitsToFloat", "uintBitsToFloat", "fma", "frexp", "ldexp", "length",
+      "distance", "dot", "cross", "normalize", "reflect", "refract", "lessThan", "lessThanEqual", "greaterThan",
+      "greaterThanEqual", "equal", "notEqual", "any", "all", "not", "uaddCarry", "usubBorrow", "umulExtended",
+      "imulExtended", "bitfieldExtract", "bitfieldInsert", "bitfieldReverse", "bitCount", "findLSB", "findMSB",
+      "atomicAdd", "atomicMin", "atomicMax", "atomicAnd", "atomicOr", "atomicXor", "atomicExchange", "atomicCompSwap",
+      "barrier", "memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer", "groupMemoryBarrier", "main"};
   if (words.count(name) || CSourcePrinter::reserved_identifier(name)) return true;
-  for (const char* prefix : {"gl_", "Loom", "sampler", "image", "texture", "subpass", "isampler", "usampler",
-                             "iimage", "uimage", "itexture", "utexture"})
+  for (const char* prefix : {"gl_", "Loom", "sampler", "image", "texture", "subpass", "isampler", "usampler", "iimage",
+                             "uimage", "itexture", "utexture"})
     if (name.rfind(prefix, 0) == 0) return true;
   // Vector and matrix types (vec4, i64vec2, f16mat3x2) and the explicit
   // arithmetic types (int64_t, float16_t).
@@ -146,8 +151,8 @@ bool GLSLPrinter::reserved_identifier(const std::string& name) {
 
 std::string GLSLPrinter::intrinsic_name(const std::string& op, DataType t) {
   static const std::set<std::string> any_float = {"sqrt", "floor", "ceil", "trunc"};
-  static const std::set<std::string> single = {"exp",  "exp2", "log",  "log2",  "tanh",  "sin",  "cos", "pow",
-                                               "tan",  "atan", "sinh",  "cosh", "asinh", "acosh", "atanh"};
+  static const std::set<std::string> single = {"exp", "exp2", "log",  "log2", "tanh",  "sin",   "cos",  "pow",
+                                               "tan", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"};
   if (op == "round") return "roundEven";  // ties to even, as the IR's round
   if (!any_float.count(op) && !single.count(op)) return "";
   if (!tir::is_float(t)) fail(op + " of " + t.to_string() + ": GLSL's math functions take floating-point values");
@@ -220,7 +225,8 @@ std::string GLSLPrinter::print_call(const tir::CallNode* op) {
   if ((op->op == "isnan" || op->op == "isinf") && op->args.size() == 1) return op->op + "(" + arg(0) + ")";
   if (op->op == "abs" && tir::is_float(t) && op->args.size() == 1) return "abs(" + arg(0) + ")";
   if (op->op == "log10" && op->args.size() == 1) {
-    if (!tir::is_float(t) || t.bits == 64) fail("log10 of " + t.to_string() + ": GLSL has log for float32 and float16 only");
+    if (!tir::is_float(t) || t.bits == 64)
+      fail("log10 of " + t.to_string() + ": GLSL has log for float32 and float16 only");
     return "(log(" + arg(0) + ") * " + print_float(t, 0.43429448190325182765) + ")";
   }
   if (op->op == "fmod" && op->args.size() == 2) {  // C's fmod: the remainder of the truncated quotient

@@ -26,8 +26,8 @@ void validate(const std::string& name, const std::vector<uint32_t>& words) {
   spvContextDestroy(context);
   if (valid != SPV_SUCCESS) {
     while (!why.empty() && why.back() == '\n') why.pop_back();
-    LOOM_THROW(Error) << "vulkan: kernel '" << name << "' (an IR function of that name): its SPIR-V fails validation: "
-                      << why;
+    LOOM_THROW(Error) << "vulkan: kernel '" << name
+                      << "' (an IR function of that name): its SPIR-V fails validation: " << why;
   }
 }
 }  // namespace
@@ -52,8 +52,10 @@ void compile(Kernel& kernel) {
   shaderc_compiler_release(compiler);
   if (!ok) {
     while (!message.empty() && message.back() == '\n') message.pop_back();
-    LOOM_THROW(Error) << "vulkan: kernel '" << kernel.name << "' (an IR function of that name) does not compile as GLSL ("
-                      << file << ":LINE is a line of inspect_source(\"glsl\")):\n" << message;
+    LOOM_THROW(Error) << "vulkan: kernel '" << kernel.name
+                      << "' (an IR function of that name) does not compile as GLSL (" << file
+                      << ":LINE is a line of inspect_source(\"glsl\")):\n"
+                      << message;
   }
   validate(kernel.name, kernel.spirv);
 }
@@ -62,8 +64,8 @@ std::string disassemble(const std::vector<uint32_t>& words) {
   spv_context context = spvContextCreate(SPV_ENV_VULKAN_1_2);
   spv_text text = nullptr;
   spv_diagnostic diagnostic = nullptr;
-  spv_result_t done = spvBinaryToText(context, words.data(), words.size(), SPV_BINARY_TO_TEXT_OPTION_NONE, &text,
-                                      &diagnostic);
+  spv_result_t done =
+      spvBinaryToText(context, words.data(), words.size(), SPV_BINARY_TO_TEXT_OPTION_NONE, &text, &diagnostic);
   std::string out = done == SPV_SUCCESS ? std::string(text->str, text->length) : "";
   std::string why = diagnostic && diagnostic->error ? diagnostic->error : "";
   spvTextDestroy(text);
@@ -78,8 +80,9 @@ void validate_assembly(const std::string& name, const std::string& assembly) {
   spv_binary binary = nullptr;
   spv_diagnostic diagnostic = nullptr;
   spv_result_t done = spvTextToBinary(context, assembly.data(), assembly.size(), &binary, &diagnostic);
-  std::vector<uint32_t> words = done == SPV_SUCCESS ? std::vector<uint32_t>(binary->code, binary->code + binary->wordCount)
-                                                    : std::vector<uint32_t>();
+  std::vector<uint32_t> words = done == SPV_SUCCESS
+                                    ? std::vector<uint32_t>(binary->code, binary->code + binary->wordCount)
+                                    : std::vector<uint32_t>();
   std::string why = diagnostic && diagnostic->error ? diagnostic->error : "";
   size_t line = diagnostic ? diagnostic->position.line + 1 : 0;
   spvBinaryDestroy(binary);

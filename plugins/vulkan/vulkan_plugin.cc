@@ -24,7 +24,7 @@ bool allowed(const loom::target::Target& target, const std::string& attribute, b
   if (wanted == "false") return false;
   if (wanted == "true" && !device_has) {
     LOOM_THROW(Error) << "vulkan: the target asks for " << attribute << " (" << attribute << ": true) but "
-                            << loom::vulkan::describe_device(device) << " lacks it; set it to auto or false";
+                      << loom::vulkan::describe_device(device) << " lacks it; set it to auto or false";
   }
   if (wanted != "true" && wanted != "auto") {
     LOOM_THROW(Error) << "vulkan: the target's " << attribute << " is '" << wanted << "'; it is auto, true or false";
@@ -45,9 +45,9 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("vulkan") LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Vulkan: target kind vulkan (GLSL from the C printer, SPIR-V by libshaderc, "
-                                             "checked by SPIRV-Tools), device:vulkan, runtime module vulkan"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("vulkan") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+    "Vulkan: target kind vulkan (GLSL from the C printer, SPIR-V by libshaderc, "
+    "checked by SPIRV-Tools), device:vulkan, runtime module vulkan"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
@@ -88,22 +88,19 @@ LOOM_PLUGIN_INIT(ctx) {
   // The shader compiler as the codegen runs it, for checking a shader by
   // hand (docs/target-vulkan.md, "Checking a shader"): GLSL to validated
   // SPIR-V, returned as its disassembly; and SPIR-V assembly validated.
+  loom::FunctionRegistry::register_function("vulkan.compile_glsl", Function::typed(
+                                                                       [](std::string name, std::string glsl) {
+                                                                         loom::vulkan::Kernel kernel;
+                                                                         kernel.name = std::move(name);
+                                                                         kernel.glsl = std::move(glsl);
+                                                                         loom::vulkan::compile(kernel);
+                                                                         return loom::vulkan::disassemble(kernel.spirv);
+                                                                       },
+                                                                       "vulkan.compile_glsl"));
   loom::FunctionRegistry::register_function(
-      "vulkan.compile_glsl", Function::typed(
-                                 [](std::string name, std::string glsl) {
-                                   loom::vulkan::Kernel kernel;
-                                   kernel.name = std::move(name);
-                                   kernel.glsl = std::move(glsl);
-                                   loom::vulkan::compile(kernel);
-                                   return loom::vulkan::disassemble(kernel.spirv);
-                                 },
-                                 "vulkan.compile_glsl"));
-  loom::FunctionRegistry::register_function(
-      "vulkan.validate_spirv", Function::typed(
-                                   [](std::string name, std::string assembly) {
-                                     loom::vulkan::validate_assembly(name, assembly);
-                                   },
-                                   "vulkan.validate_spirv"));
+      "vulkan.validate_spirv",
+      Function::typed([](std::string name, std::string assembly) { loom::vulkan::validate_assembly(name, assembly); },
+                      "vulkan.validate_spirv"));
   loom::FunctionRegistry::register_function(
       "vulkan.validation_messages",
       Function::typed([]() { return loom::vulkan::take_validation_messages(); }, "vulkan.validation_messages"));

@@ -28,16 +28,26 @@ namespace {
 
 std::string result_name(VkResult r) {
   switch (r) {
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
-    default: return "VkResult " + std::to_string(static_cast<int>(r));
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default:
+      return "VkResult " + std::to_string(static_cast<int>(r));
   }
 }
 
@@ -51,8 +61,8 @@ std::mutex messages_mutex;
 std::string messages;
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                          VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                          void*) {
+                                          VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   std::string line = std::string(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error: " : "warning: ") +
                      (data && data->pMessage ? data->pMessage : "(no message)");
   // On stderr too, so a process that never asks (loomc run) still shows it.
@@ -90,8 +100,9 @@ struct DeviceState {
   int recorded = 0;
 
   std::string describe() const {
-    return std::string(properties.deviceName) + " (Vulkan " + std::to_string(VK_API_VERSION_MAJOR(properties.apiVersion)) +
-           "." + std::to_string(VK_API_VERSION_MINOR(properties.apiVersion)) + ")";
+    return std::string(properties.deviceName) + " (Vulkan " +
+           std::to_string(VK_API_VERSION_MAJOR(properties.apiVersion)) + "." +
+           std::to_string(VK_API_VERSION_MINOR(properties.apiVersion)) + ")";
   }
 };
 
@@ -122,7 +133,8 @@ class Vulkan {
   }
   std::string list() {
     std::string out;
-    for (size_t k = 0; k < devices_.size(); ++k) out += (k ? "; " : "") + std::to_string(k) + " " + devices_[k]->describe();
+    for (size_t k = 0; k < devices_.size(); ++k)
+      out += (k ? "; " : "") + std::to_string(k) + " " + devices_[k]->describe();
     return out;
   }
 
@@ -156,7 +168,8 @@ class Vulkan {
       auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
           vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
       VkDebugUtilsMessengerCreateInfoEXT m{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      m.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+      m.messageSeverity =
+          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
       m.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
       m.pfnUserCallback = on_message;
       if (create) check(create(instance_, &m, nullptr, &messenger_), "cannot create the validation messenger");
@@ -273,7 +286,8 @@ class Vulkan {
     VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     info.size = size;
     info.usage = staging ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT
-                         : VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+                         : VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     check(vkCreateBuffer(s.device, &info, nullptr, &b->buffer), "cannot create a buffer");
     VkMemoryRequirements needs;
@@ -292,7 +306,8 @@ class Vulkan {
     VkResult r = vkAllocateMemory(s.device, &alloc, nullptr, &b->memory);
     if (r != VK_SUCCESS) {
       vkDestroyBuffer(s.device, b->buffer, nullptr);
-      check(r, "cannot allocate " + readable_bytes(bytes) + " on vulkan:" + std::to_string(id) + ": out of device memory");
+      check(r,
+            "cannot allocate " + readable_bytes(bytes) + " on vulkan:" + std::to_string(id) + ": out of device memory");
     }
     check(vkBindBufferMemory(s.device, b->buffer, b->memory, 0), "cannot bind a buffer's memory");
     return b.release();
@@ -320,9 +335,10 @@ void barrier_after(VkCommandBuffer cmd) {
   m.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   m.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                       &m, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(
+      cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &m, 0,
+      nullptr, 0, nullptr);
 }
 
 // The open command buffer, begun if none is (the caller holds s.mutex).
@@ -423,8 +439,8 @@ class VulkanDeviceAPI : public runtime::DeviceAPI {
       std::string staging(bytes, '\0');
       host_copy(Vulkan::get().open(from.device.device_id), from.device.device_id, src, from.byte_offset, staging.data(),
                 bytes, false);
-      host_copy(Vulkan::get().open(to.device.device_id), to.device.device_id, dst, to.byte_offset, staging.data(), bytes,
-                true);
+      host_copy(Vulkan::get().open(to.device.device_id), to.device.device_id, dst, to.byte_offset, staging.data(),
+                bytes, true);
     } else if (to_device) {
       host_copy(Vulkan::get().open(to.device.device_id), to.device.device_id, dst, to.byte_offset,
                 const_cast<char*>(static_cast<const char*>(from.data)) + from.byte_offset, bytes, true);
@@ -459,9 +475,9 @@ struct ScalarKind {
   bool is_float;
 };
 ScalarKind scalar_kind(const Kernel& k, size_t i) {
-  static const std::map<std::string, ScalarKind> kinds = {
-      {"float32", {4, true}}, {"float64", {8, true}}, {"int64", {8, false}}, {"uint64", {8, false}},
-      {"int32", {4, false}},  {"uint32", {4, false}}};
+  static const std::map<std::string, ScalarKind> kinds = {{"float32", {4, true}}, {"float64", {8, true}},
+                                                          {"int64", {8, false}},  {"uint64", {8, false}},
+                                                          {"int32", {4, false}},  {"uint32", {4, false}}};
   auto found = kinds.find(k.args[i]);
   if (found == kinds.end()) {
     LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': argument " << i << " of kind '" << k.args[i]
@@ -485,10 +501,12 @@ class VulkanModuleNode : public runtime::ModuleNode {
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (kernels[k].name != name) continue;
       ObjectRef self(ObjectPtr<Object>(const_cast<VulkanModuleNode*>(this)));
-      return Function([self, k](const Any* args, int32_t count) -> Any {
-        static_cast<const VulkanModuleNode*>(self.get())->launch(k, args, count);
-        return Any();
-      }, name);
+      return Function(
+          [self, k](const Any* args, int32_t count) -> Any {
+            static_cast<const VulkanModuleNode*>(self.get())->launch(k, args, count);
+            return Any();
+          },
+          name);
     }
     return std::nullopt;
   }
@@ -545,8 +563,9 @@ class VulkanModuleNode : public runtime::ModuleNode {
                         << kBuffersPerSet;
     }
     if (p.push_bytes > s.properties.limits.maxPushConstantsSize) {
-      LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': its scalars take " << p.push_bytes << " bytes, more than the "
-                        << s.properties.limits.maxPushConstantsSize << " of push constants " << s.describe() << " has";
+      LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': its scalars take " << p.push_bytes
+                        << " bytes, more than the " << s.properties.limits.maxPushConstantsSize << " of push constants "
+                        << s.describe() << " has";
     }
     VkShaderModuleCreateInfo shader{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     shader.codeSize = k.spirv.size() * 4;
@@ -669,7 +688,8 @@ class VulkanModuleNode : public runtime::ModuleNode {
       writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[b].pBufferInfo = &infos[b];
     }
-    if (!writes.empty()) vkUpdateDescriptorSets(s.device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    if (!writes.empty())
+      vkUpdateDescriptorSets(s.device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
     if (p.push_bytes) vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push.data());
@@ -690,7 +710,8 @@ std::string describe_device(int device_id) { return Vulkan::get().at(device_id).
 Features device_features(int device_id) {
   DeviceState& s = Vulkan::get().at(device_id);
   if (!s.int64) {
-    LOOM_THROW(Error) << "vulkan: " << s.describe() << " lacks shaderInt64, which Loom's kernels need for their index "
+    LOOM_THROW(Error) << "vulkan: " << s.describe()
+                      << " lacks shaderInt64, which Loom's kernels need for their index "
                          "arithmetic";
   }
   return s.features;

@@ -130,27 +130,39 @@ PYBIND11_MODULE(_core, m) {
   bind_schedule(m);
 
   // IR text, structure, JSON.
-  m.def("parse", [](const std::string& text, const std::string& source) { return to_py(Any(ir::parse_module(text, source))); },
-        py::arg("text"), py::arg("source") = "<string>");
-  m.def("print_module", [](const ObjectRef& mod) { return ir::print_module(as_module(mod)); }, py::arg("module"));
-  m.def("save_module_file", [](const ObjectRef& mod, const std::string& path) {
-    py::gil_scoped_release release;
-    ir::save_module_file(as_module(mod), path);
-  }, py::arg("module"), py::arg("path"));
-  m.def("load_module_file", [](const std::string& path) {
-    ir::IRModule module;
-    {
-      py::gil_scoped_release release;
-      module = ir::load_module_file(path);
-    }
-    return to_py(Any(module));
-  }, py::arg("path"));
-  m.def("to_text", [](py::handle node) { return ir::to_text(to_any(node)); }, py::arg("node"));
+  m.def(
+      "parse",
+      [](const std::string& text, const std::string& source) { return to_py(Any(ir::parse_module(text, source))); },
+      py::arg("text"), py::arg("source") = "<string>");
+  m.def(
+      "print_module", [](const ObjectRef& mod) { return ir::print_module(as_module(mod)); }, py::arg("module"));
+  m.def(
+      "save_module_file",
+      [](const ObjectRef& mod, const std::string& path) {
+        py::gil_scoped_release release;
+        ir::save_module_file(as_module(mod), path);
+      },
+      py::arg("module"), py::arg("path"));
+  m.def(
+      "load_module_file",
+      [](const std::string& path) {
+        ir::IRModule module;
+        {
+          py::gil_scoped_release release;
+          module = ir::load_module_file(path);
+        }
+        return to_py(Any(module));
+      },
+      py::arg("path"));
+  m.def(
+      "to_text", [](py::handle node) { return ir::to_text(to_any(node)); }, py::arg("node"));
   m.def("structural_equal", [](py::handle a, py::handle b) { return structural_equal(to_any(a), to_any(b)); });
   m.def("structural_hash", [](py::handle a) { return structural_hash(to_any(a)); });
-  m.def("structural_difference", [](py::handle a, py::handle b) { return structural_difference(to_any(a), to_any(b)); });
+  m.def("structural_difference",
+        [](py::handle a, py::handle b) { return structural_difference(to_any(a), to_any(b)); });
   m.def("save_json", [](py::handle a) { return save_json(to_any(a)); });
-  m.def("load_json", [](const std::string& text) { return to_py(load_json(text)); }, py::arg("text"));
+  m.def(
+      "load_json", [](const std::string& text) { return to_py(load_json(text)); }, py::arg("text"));
 
   m.def(
       "rewrite",
@@ -176,7 +188,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("node"), py::arg("fn"), py::arg("type_key"));
 
   // The global function registry.
-  m.def("get_global_func", [](const std::string& name) { return FunctionRegistry::get(name); }, py::arg("name"));
+  m.def(
+      "get_global_func", [](const std::string& name) { return FunctionRegistry::get(name); }, py::arg("name"));
   m.def("list_global_funcs", &FunctionRegistry::list);
 
   // The plugin manager.
@@ -185,14 +198,19 @@ PYBIND11_MODULE(_core, m) {
     for (const PluginRecord& r : PluginManager::global().list()) out.append(plugin_dict(r));
     return out;
   });
-  m.def("plugin_info", [](const std::string& name) -> py::object {
-    auto r = PluginManager::global().info(name);
-    if (!r) return py::none();
-    return plugin_dict(*r);
-  }, py::arg("name"));
-  m.def("plugin_load", [](const std::string& name) { return plugin_dict(PluginManager::global().load(name)); },
-        py::arg("name"));
-  m.def("plugin_load_path", [](const std::string& path) { return plugin_dict(PluginManager::global().load_path(path)); },
-        py::arg("path"));
+  m.def(
+      "plugin_info",
+      [](const std::string& name) -> py::object {
+        auto r = PluginManager::global().info(name);
+        if (!r) return py::none();
+        return plugin_dict(*r);
+      },
+      py::arg("name"));
+  m.def(
+      "plugin_load", [](const std::string& name) { return plugin_dict(PluginManager::global().load(name)); },
+      py::arg("name"));
+  m.def(
+      "plugin_load_path", [](const std::string& path) { return plugin_dict(PluginManager::global().load_path(path)); },
+      py::arg("path"));
   m.def("plugin_search_path", [] { return PluginManager::global().search_path(); });
 }

@@ -140,9 +140,10 @@ Any to_any(py::handle value, const char* what) {
   if (PyCallable_Check(value.ptr())) {
     std::shared_ptr<py::object> f = keep(py::reinterpret_borrow<py::object>(value));
     std::string name = py::hasattr(value, "__name__") ? py::str(value.attr("__name__")).cast<std::string>() : "";
-    return Any(Function([f](const Any* args, int32_t count) {
-      return call_python(*f, args, count, "the return value of a Python function");
-    }, name));
+    return Any(
+        Function([f](const Any* args,
+                     int32_t count) { return call_python(*f, args, count, "the return value of a Python function"); },
+                 name));
   }
   throw TypeError(std::string(what) + ": cannot pass a Python " +
                   py::str(py::type::of(value).attr("__name__")).cast<std::string>() + " to Loom");
@@ -252,7 +253,8 @@ void bind_objects(py::module_& m) {
            [](const Array& a, int64_t i) {
              int64_t n = static_cast<int64_t>(a.size());
              if (i < 0) i += n;
-             if (i < 0 || i >= n) throw py::index_error("index " + std::to_string(i) + " out of range for " + std::to_string(n));
+             if (i < 0 || i >= n)
+               throw py::index_error("index " + std::to_string(i) + " out of range for " + std::to_string(n));
              return to_py(a[static_cast<size_t>(i)]);
            })
       .def("__iter__", [](const Array& a) {
@@ -338,7 +340,8 @@ void bind_objects(py::module_& m) {
       "type_fields",
       [](const std::string& type_key) {
         py::list out;
-        for (const FieldInfo& f : TypeRegistry::info(type_key).fields) out.append(py::make_tuple(f.name, f.type, f.doc));
+        for (const FieldInfo& f : TypeRegistry::info(type_key).fields)
+          out.append(py::make_tuple(f.name, f.type, f.doc));
         return out;
       },
       "(name, type, doc) of each reflected field");

@@ -90,8 +90,9 @@ NDArray ndarray_from_dlpack(py::handle value, const char* what) {
 // 1.24's from_dlpack refuses DLPack's bool).
 py::object to_numpy(const NDArray& array) {
   if (array->dtype == DataType::Bool()) {
-    return numpy().attr("from_dlpack")(array.view(array.shape_vector(), DataType::UInt(8))).attr("view")(
-        numpy().attr("bool_"));
+    return numpy()
+        .attr("from_dlpack")(array.view(array.shape_vector(), DataType::UInt(8)))
+        .attr("view")(numpy().attr("bool_"));
   }
   return numpy().attr("from_dlpack")(array);
 }
@@ -101,34 +102,41 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape_vector())); })
       .def_property_readonly("dtype", [](const NDArray& a) { return a->dtype; })
       .def_property_readonly("device", [](const NDArray& a) { return a->device; })
-      .def("numpy", [](const NDArray& self) {
-             if (self->device.device_type != Device::kCPU) {
-               throw Error("NDArray.numpy(): the array is on " + self->device.to_string() +
-                           "; copy it to the host first (array.copyto(\"cpu\"))");
-             }
-             return to_numpy(self);
-           },
-           "a NumPy array over the same memory (no copy); the array must be on the CPU")
-      .def("copyto", [](const NDArray& self, const std::string& device) {
-             py::gil_scoped_release release;
-             return self.copy_to(Device::parse(device));
-           },
-           py::arg("device"), "a copy on `device` (\"cpu\", \"opencl\", \"opencl:1\", ...)")
-      .def("view",
-           [](const NDArray& self, const DataType& dtype) {
-             if (dtype.bits != self->dtype.bits || dtype.lanes != self->dtype.lanes) {
-               throw TypeError("NDArray.view: " + dtype.to_string() + " is not as wide as " +
-                               self->dtype.to_string() + " (a view keeps every element's bytes)");
-             }
-             return self.view(self.shape_vector(), dtype);
-           },
-           py::arg("dtype"),
-           "the same memory as another dtype of the same width (bool as uint8, bfloat16 as int16): no copy")
       .def(
-          "__dlpack__", [](const NDArray& a, py::object stream) { return make_capsule(a); }, py::arg("stream") = py::none())
+          "numpy",
+          [](const NDArray& self) {
+            if (self->device.device_type != Device::kCPU) {
+              throw Error("NDArray.numpy(): the array is on " + self->device.to_string() +
+                          "; copy it to the host first (array.copyto(\"cpu\"))");
+            }
+            return to_numpy(self);
+          },
+          "a NumPy array over the same memory (no copy); the array must be on the CPU")
+      .def(
+          "copyto",
+          [](const NDArray& self, const std::string& device) {
+            py::gil_scoped_release release;
+            return self.copy_to(Device::parse(device));
+          },
+          py::arg("device"), "a copy on `device` (\"cpu\", \"opencl\", \"opencl:1\", ...)")
+      .def(
+          "view",
+          [](const NDArray& self, const DataType& dtype) {
+            if (dtype.bits != self->dtype.bits || dtype.lanes != self->dtype.lanes) {
+              throw TypeError("NDArray.view: " + dtype.to_string() + " is not as wide as " + self->dtype.to_string() +
+                              " (a view keeps every element's bytes)");
+            }
+            return self.view(self.shape_vector(), dtype);
+          },
+          py::arg("dtype"),
+          "the same memory as another dtype of the same width (bool as uint8, bfloat16 as int16): no copy")
+      .def(
+          "__dlpack__", [](const NDArray& a, py::object stream) { return make_capsule(a); },
+          py::arg("stream") = py::none())
       .def("__dlpack_device__",
            [](const NDArray& a) { return py::make_tuple(a->device.device_type, a->device.device_id); });
-  m.def("ndarray_from_dlpack", [](py::handle v) { return ndarray_from_dlpack(v); }, py::arg("value"));
+  m.def(
+      "ndarray_from_dlpack", [](py::handle v) { return ndarray_from_dlpack(v); }, py::arg("value"));
   m.def(
       "ndarray_empty",
       [](const std::vector<int64_t>& shape, const DataType& dtype) { return NDArray::empty(shape, dtype); },
@@ -145,20 +153,24 @@ void bind_runtime(py::module_& m) {
       .def("function_names", [](const runtime::Module& mod) { return mod.node()->function_names(); })
       .def_property_readonly("imports", &runtime::Module::imports)
       .def("profile_json", [](const runtime::Module& mod) { return mod.node()->profile(); })
-      .def("inspect_source", [](const runtime::Module& mod, const std::string& format) {
-        return mod.node()->inspect_source(format);
-      }, py::arg("format"))
-      .def("__str__", [](const runtime::Module& mod) {
-        std::string tree = runtime::module_tree(mod);
-        return tree.substr(0, tree.size() - 1);  // print() adds the newline
-      })
-      .def("__repr__", [](const runtime::Module& mod) {
-        std::string tree = runtime::module_tree(mod);
-        return "<loom.runtime.Module\n" + tree.substr(0, tree.size() - 1) + ">";
-      })
-      .def("export_library", [](const runtime::Module& mod, const std::string& path) {
-        runtime::export_library(mod, path);
-      }, py::arg("path"));
+      .def(
+          "inspect_source",
+          [](const runtime::Module& mod, const std::string& format) { return mod.node()->inspect_source(format); },
+          py::arg("format"))
+      .def("__str__",
+           [](const runtime::Module& mod) {
+             std::string tree = runtime::module_tree(mod);
+             return tree.substr(0, tree.size() - 1);  // print() adds the newline
+           })
+      .def("__repr__",
+           [](const runtime::Module& mod) {
+             std::string tree = runtime::module_tree(mod);
+             return "<loom.runtime.Module\n" + tree.substr(0, tree.size() - 1) + ">";
+           })
+      .def(
+          "export_library",
+          [](const runtime::Module& mod, const std::string& path) { runtime::export_library(mod, path); },
+          py::arg("path"));
   m.def("load_module", &runtime::load_module, py::arg("path"));
 
   py::class_<config::Config>(m, "Config", "a YAML config: the target (C1) and the pipeline (C0)")

@@ -24,8 +24,8 @@ void bind_schedule(py::module_& m) {
              return Schedule(func.cast<tir::PrimFunc>());
            }),
            py::arg("func"))
-      .def_property_readonly("func", [](const Schedule& s) { return to_py(Any(s.func())); },
-                             "the function as scheduled so far")
+      .def_property_readonly(
+          "func", [](const Schedule& s) { return to_py(Any(s.func())); }, "the function as scheduled so far")
       .def("loops", &Schedule::loops, "every loop's name, outermost first")
       .def_property_readonly(
           "trace", [](const Schedule& s) { return py::module_::import("json").attr("loads")(s.trace_json()); },
@@ -38,8 +38,9 @@ void bind_schedule(py::module_& m) {
             if (!func.is_object_like() || !func.as_object_ref().as<tir::PrimFuncNode>()) {
               throw TypeError("Schedule.replay takes a tir.PrimFunc, got " + func.describe());
             }
-            std::string text = py::isinstance<py::str>(trace) ? trace.cast<std::string>()
-                                                              : py::module_::import("json").attr("dumps")(trace).cast<std::string>();
+            std::string text = py::isinstance<py::str>(trace)
+                                   ? trace.cast<std::string>()
+                                   : py::module_::import("json").attr("dumps")(trace).cast<std::string>();
             py::gil_scoped_release release;
             return Schedule::replay(func.cast<tir::PrimFunc>(), text);
           },
@@ -61,7 +62,8 @@ void bind_schedule(py::module_& m) {
           "cache_read",
           [](Schedule& s, const std::string& buffer, py::object layout, const std::string& scope) {
             if (layout.is_none()) {
-              return s.cache_read(buffer, [](const std::vector<tir::PrimExpr>& indices) { return indices; }, scope);
+              return s.cache_read(
+                  buffer, [](const std::vector<tir::PrimExpr>& indices) { return indices; }, scope);
             }
             if (py::isinstance<py::list>(layout) || py::isinstance<py::tuple>(layout)) {
               return s.cache_read(buffer, layout.cast<std::vector<int>>(), scope);
@@ -69,13 +71,17 @@ void bind_schedule(py::module_& m) {
             if (!PyCallable_Check(layout.ptr())) {
               throw py::type_error("cache_read's layout is a list of axes or a function of the indices");
             }
-            return s.cache_read(buffer, [&layout](const std::vector<tir::PrimExpr>& indices) {
-              py::tuple args(indices.size());
-              for (size_t i = 0; i < indices.size(); ++i) args[i] = to_py(Any(indices[i]));
-              std::vector<tir::PrimExpr> out;
-              for (py::handle item : layout(*args)) out.push_back(to_any(item, "a layout's index").cast<tir::PrimExpr>());
-              return out;
-            }, scope);
+            return s.cache_read(
+                buffer,
+                [&layout](const std::vector<tir::PrimExpr>& indices) {
+                  py::tuple args(indices.size());
+                  for (size_t i = 0; i < indices.size(); ++i) args[i] = to_py(Any(indices[i]));
+                  std::vector<tir::PrimExpr> out;
+                  for (py::handle item : layout(*args))
+                    out.push_back(to_any(item, "a layout's index").cast<tir::PrimExpr>());
+                  return out;
+                },
+                scope);
           },
           py::arg("buffer"), py::arg("layout") = py::none(), py::arg("scope") = "global",
           "a copy of a read-only parameter in a memory scope (global, shared, local): layout is the copy's "

@@ -42,8 +42,10 @@ void bind_target(py::module_& m) {
   m.def("target_host", [] { return to_py(Any(target::Target::host())); });
   m.def("list_target_kinds", [] { return with_available(target::TargetKindRegistry::list(), "target"); });
   m.def("target_kind_info", &kind_info, py::arg("kind"));
-  m.def("target_vector_bits", [](py::handle t) { return target::vector_bits(to_any(t, "target").cast<target::Target>()); });
-  m.def("target_num_threads", [](py::handle t) { return target::num_threads(to_any(t, "target").cast<target::Target>()); });
+  m.def("target_vector_bits",
+        [](py::handle t) { return target::vector_bits(to_any(t, "target").cast<target::Target>()); });
+  m.def("target_num_threads",
+        [](py::handle t) { return target::num_threads(to_any(t, "target").cast<target::Target>()); });
 }
 
 }  // namespace loom::python

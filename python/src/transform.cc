@@ -101,9 +101,10 @@ struct PyPassContext {
       if (py::isinstance<transform::PassInstrument>(item)) {
         made.push_back(item.cast<std::shared_ptr<transform::PassInstrument>>());
       } else if (py::isinstance<py::str>(item) || item.is_none()) {
-        throw py::type_error("an instrument is an object with should_run/before/after methods or one of "
-                             "loom.transform's TimingInstrument, DumpIR and LogInstrument, got " +
-                             std::string(py::str(py::type::of(item).attr("__name__"))));
+        throw py::type_error(
+            "an instrument is an object with should_run/before/after methods or one of "
+            "loom.transform's TimingInstrument, DumpIR and LogInstrument, got " +
+            std::string(py::str(py::type::of(item).attr("__name__"))));
       } else {
         made.push_back(std::make_shared<PyInstrument>(py::reinterpret_borrow<py::object>(item)));
       }
@@ -159,8 +160,10 @@ Pass make_function_pass(py::object body, PassInfo info, const std::string& varia
   std::string name = info.name;
   const TypeInfo& type = TypeRegistry::info(variant);
   if (!TypeRegistry::is_derived_from(type.index, ir::BaseFuncNode::runtime_type_index())) {
-    throw TypeError("a function pass applies to a function variant (graph.Function, tir.PrimFunc, ir.ExternFunc), "
-                    "got '" + variant + "'");
+    throw TypeError(
+        "a function pass applies to a function variant (graph.Function, tir.PrimFunc, ir.ExternFunc), "
+        "got '" +
+        variant + "'");
   }
   return transform::function_pass(
       std::move(info), type.index,
@@ -172,7 +175,13 @@ Pass make_function_pass(py::object body, PassInfo info, const std::string& varia
 PassInfo make_info(const std::string& name, int opt_level, std::vector<std::string> required, std::string summary,
                    const py::list& options, std::vector<std::string> needs, std::vector<std::string> establishes,
                    std::vector<std::string> preserves) {
-  PassInfo info{name, std::move(summary), opt_level, std::move(required), {}, std::move(needs), std::move(establishes),
+  PassInfo info{name,
+                std::move(summary),
+                opt_level,
+                std::move(required),
+                {},
+                std::move(needs),
+                std::move(establishes),
                 std::move(preserves)};
   for (py::handle option : options) {
     auto t = option.cast<py::tuple>();
@@ -212,8 +221,9 @@ void bind_transform(py::module_& m) {
       m, "PassInstrument", "an instrument written in C++ (TimingInstrument, DumpIR, LogInstrument)")
       .def_property_readonly("name", &transform::PassInstrument::name);
   py::class_<transform::DumpIRInstrument, transform::PassInstrument, std::shared_ptr<transform::DumpIRInstrument>>(
-      m, "DumpIR", "writes the module before and after every pass into a folder: NNN_PASS_before.loom, "
-                   "NNN_PASS_after.loom (created if missing)")
+      m, "DumpIR",
+      "writes the module before and after every pass into a folder: NNN_PASS_before.loom, "
+      "NNN_PASS_after.loom (created if missing)")
       .def(py::init<std::string>(), py::arg("folder"));
   py::class_<transform::LogInstrument, transform::PassInstrument, std::shared_ptr<transform::LogInstrument>>(
       m, "LogInstrument", "prints one line per pass on stderr as it ends, with its time")
@@ -222,11 +232,14 @@ void bind_transform(py::module_& m) {
       m, "TimingInstrument", "times every pass; report() after the passes ran")
       .def(py::init<>())
       .def("report", &transform::TimingInstrument::report)
-      .def("rows", [](const transform::TimingInstrument& t) {
-        py::list out;
-        for (const auto& row : t.rows()) out.append(py::make_tuple(row.pass, row.calls, row.total_ms));
-        return out;
-      }, "(pass, calls, total ms) in order of first start");
+      .def(
+          "rows",
+          [](const transform::TimingInstrument& t) {
+            py::list out;
+            for (const auto& row : t.rows()) out.append(py::make_tuple(row.pass, row.calls, row.total_ms));
+            return out;
+          },
+          "(pass, calls, total ms) in order of first start");
 
   py::class_<PyPassContext>(m, "PassContext",
                             "how to compile (C0): opt level, disabled and required passes, config, instruments; "
@@ -258,18 +271,23 @@ void bind_transform(py::module_& m) {
           "check_well_formed", [](const PyPassContext& c) { return c.context.check_well_formed; },
           [](PyPassContext& c, bool v) { c.context.check_well_formed = v; })
       .def_property("instruments", &PyPassContext::instruments, &PyPassContext::set_instruments)
-      .def_property_readonly("config",
-                             [](const PyPassContext& c) {
-                               py::dict out;
-                               for (const auto& [k, v] : c.context.config()) out[py::str(k)] = to_py(v);
-                               return out;
-                             },
-                             "the keys set (get_config gives a key's default too)")
-      .def("set_config", [](PyPassContext& c, const std::string& key, py::handle value) {
-        c.context.set_config(key, to_any(value, "a config value"));
-      }, py::arg("key"), py::arg("value"))
-      .def("get_config", [](const PyPassContext& c, const std::string& key) { return to_py(c.context.get_config(key)); },
-           py::arg("key"))
+      .def_property_readonly(
+          "config",
+          [](const PyPassContext& c) {
+            py::dict out;
+            for (const auto& [k, v] : c.context.config()) out[py::str(k)] = to_py(v);
+            return out;
+          },
+          "the keys set (get_config gives a key's default too)")
+      .def(
+          "set_config",
+          [](PyPassContext& c, const std::string& key, py::handle value) {
+            c.context.set_config(key, to_any(value, "a config value"));
+          },
+          py::arg("key"), py::arg("value"))
+      .def(
+          "get_config", [](const PyPassContext& c, const std::string& key) { return to_py(c.context.get_config(key)); },
+          py::arg("key"))
       .def("__enter__",
            [](py::object self) {
              auto& c = self.cast<PyPassContext&>();
@@ -285,8 +303,9 @@ void bind_transform(py::module_& m) {
              c.entered.pop_back();
              return false;
            })
-      .def_static("current", [] { return PyPassContext::of(PassContext::current()); },
-                  "a copy of the innermost entered context (or the default one)");
+      .def_static(
+          "current", [] { return PyPassContext::of(PassContext::current()); },
+          "a copy of the innermost entered context (or the default one)");
 
   py::class_<Pass, ObjectRef>(m, "Pass", "a pass: call it on an IRModule")
       .def_property_readonly("info", [](const Pass& p) { return p.info(); })
@@ -302,8 +321,7 @@ void bind_transform(py::module_& m) {
             }
             return to_py(result);
           },
-          py::arg("module"), py::arg("context") = nullptr,
-          "runs the pass under `context`, or the entered PassContext")
+          py::arg("module"), py::arg("context") = nullptr, "runs the pass under `context`, or the entered PassContext")
       .def("__repr__", [](const Pass& p) { return "loom.transform.Pass('" + p.info().name + "')"; });
 
   m.def("make_pass_info", &make_info, py::arg("name"), py::arg("opt_level"), py::arg("required"), py::arg("summary"),

@@ -7,9 +7,8 @@
 // registered so far is removed again.
 #include <loom/plugin_sdk.h>
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("template_plugin")
-                     LOOM_PLUGIN_VERSION("0.1.0")
-                     LOOM_PLUGIN_DESCRIPTION("Template: a starting point for out-of-tree plugins"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("template_plugin") LOOM_PLUGIN_VERSION("0.1.0")
+                         LOOM_PLUGIN_DESCRIPTION("Template: a starting point for out-of-tree plugins"));
 
 LOOM_PLUGIN_INIT(ctx) {
   ctx.register_function(

@@ -44,8 +44,8 @@ const char* kGraphs[] = {
 };
 
 std::string manifest(const std::string& text) {
-  LoomPluginManifestHeader h{LOOM_PLUGIN_MANIFEST_MAGIC, sizeof(LoomPluginManifestHeader), LOOM_PLUGIN_ABI_MAJOR,
-                             LOOM_PLUGIN_ABI_MINOR, static_cast<uint32_t>(text.size() + 1), 0};
+  LoomPluginManifestHeader h{LOOM_PLUGIN_MANIFEST_MAGIC, sizeof(LoomPluginManifestHeader),       LOOM_PLUGIN_ABI_MAJOR,
+                             LOOM_PLUGIN_ABI_MINOR,      static_cast<uint32_t>(text.size() + 1), 0};
   return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + text + '\0';
 }
 }  // namespace

@@ -15,7 +15,9 @@
 
 namespace loom::fuzz {
 
-inline std::string bytes(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+inline std::string bytes(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
 
 // Runs f; a loom::Error is a refusal, any other exception aborts with its
 // text (internal text such as "stoll" or "std::bad_alloc" must not reach

@@ -37,7 +37,7 @@ bool directive_word(const std::string& line, std::string* word, std::string* res
 // "+N" or "-N" (N > 0 unless `allow_zero`) then ':' and a message: the offset
 // and the message; throws for anything else.
 std::pair<int, std::string> offset_and_message(const std::string& text, const std::string& path, int line,
-                                                bool allow_zero) {
+                                               bool allow_zero) {
   const std::string usage =
       "write '# expect-error@+N: MESSAGE' (the error is reported N lines below), '@-N' (above), or "
       "'CODE  # expect-error: MESSAGE' (at that line)";
@@ -50,11 +50,13 @@ std::pair<int, std::string> offset_and_message(const std::string& text, const st
     throw Error(at(path, line) + "malformed expect-error offset '@" + text.substr(0, text.find(':')) + "': " + usage);
   }
   int offset = sign * std::stoi(text.substr(digits, k - digits));
-  if (k >= text.size() || text[k] != ':') throw Error(at(path, line) + "expect-error needs ':' after its offset: " + usage);
+  if (k >= text.size() || text[k] != ':')
+    throw Error(at(path, line) + "expect-error needs ':' after its offset: " + usage);
   std::string message = trim(text.substr(k + 1));
   if (message.empty()) throw Error(at(path, line) + "expect-error states no message: " + usage);
   if (offset == 0 && !allow_zero) {
-    throw Error(at(path, line) + "'# expect-error@+0' points at its own comment line, where no error is reported: " + usage);
+    throw Error(at(path, line) +
+                "'# expect-error@+0' points at its own comment line, where no error is reported: " + usage);
   }
   return {offset, message};
 }
@@ -164,9 +166,9 @@ std::string run_checks(const std::vector<Check>& checks, const std::string& outp
   for (const std::string& l : original) lines.push_back(squeeze_spaces(l));
   const Position end{lines.empty() ? 0 : lines.size() - 1, lines.empty() ? 0 : lines.back().size()};
 
-  Position from;              // the end of the previous match
+  Position from;  // the end of the previous match
   const Check* previous = nullptr;
-  size_t previous_line = 0;   // of the previous match
+  size_t previous_line = 0;  // of the previous match
   std::vector<const Check*> nots;
   auto after = [&]() {
     return previous ? "after output line " + std::to_string(previous_line + 1) + ", where the check of " + path + ":" +
@@ -177,8 +179,9 @@ std::string run_checks(const std::vector<Check>& checks, const std::string& outp
   auto check_nots = [&](Position until) -> std::string {
     for (const Check* n : nots) {
       if (auto hit = find(lines, n->text, from, until)) {
-        return at(path, n->line) + "check-not '" + n->text + "' occurs at output line " + std::to_string(hit->line + 1) +
-               ", " + after() + "; searched:\n" + numbered(original, from.line, until.line + 1);
+        return at(path, n->line) + "check-not '" + n->text + "' occurs at output line " +
+               std::to_string(hit->line + 1) + ", " + after() + "; searched:\n" +
+               numbered(original, from.line, until.line + 1);
       }
     }
     nots.clear();
@@ -197,7 +200,8 @@ std::string run_checks(const std::vector<Check>& checks, const std::string& outp
         std::string message = at(path, c.line) + "check-next '" + c.text + "' is not on the line after output line " +
                               std::to_string(previous_line + 1) + ", where the check of " + path + ":" +
                               std::to_string(previous->line) + " matched";
-        if (auto later = find(lines, c.text, from, end)) message += "; it occurs at output line " + std::to_string(later->line + 1);
+        if (auto later = find(lines, c.text, from, end))
+          message += "; it occurs at output line " + std::to_string(later->line + 1);
         return message + "; searched:\n" + numbered(original, previous_line, next + 1);
       }
     } else {
@@ -237,7 +241,8 @@ std::optional<ExpectedError> parse_expected_error(const std::string& line, const
     return ExpectedError{line_number + offset, message, line_number};
   }
   if (!starts_with(rest, ":")) {
-    throw Error(at(path, line_number) + "'# expect-error' after code needs ':' and the message (the error at this line)");
+    throw Error(at(path, line_number) +
+                "'# expect-error' after code needs ':' and the message (the error at this line)");
   }
   std::string message = trim(rest.substr(1));
   if (message.empty()) throw Error(at(path, line_number) + "expect-error states no message");
@@ -297,13 +302,14 @@ std::string match_errors(const std::vector<ExpectedError>& expected, const std::
     std::string there;
     for (const Diagnostic& d : diagnostics)
       if (d.line == e.line) there += (there.empty() ? "" : "; ") + std::string("'") + d.message + "'";
-    problems += error.empty() ? "; the run succeeded\n"
+    problems += error.empty()   ? "; the run succeeded\n"
                 : there.empty() ? "; no error is reported there\n"
                                 : "; the error there says " + there + "\n";
   }
   for (size_t k = 0; k < diagnostics.size(); ++k) {
     if (used[k] || diagnostics[k].line == 0) continue;
-    problems += "an error at " + diagnostics[k].where + " that no expect-error states: '" + diagnostics[k].message + "'\n";
+    problems +=
+        "an error at " + diagnostics[k].where + " that no expect-error states: '" + diagnostics[k].message + "'\n";
   }
   if (problems.empty()) return "";
   if (!error.empty()) {

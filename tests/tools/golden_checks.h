@@ -57,12 +57,11 @@ struct ExpectedError {
 // on its own line, or `CODE  # expect-error: M` after code); nullopt when
 // it states none, including the plain `# expect-error: M` line that ends a
 // case.  Throws Error "PATH:LINE: ..." for a malformed one.
-std::optional<ExpectedError> parse_expected_error(const std::string& line, const std::string& path,
-                                                  int line_number);
+std::optional<ExpectedError> parse_expected_error(const std::string& line, const std::string& path, int line_number);
 
 // One error (or one line of an error) with its location.
 struct Diagnostic {
-  int line = 0;  // in the file; 0: no location
+  int line = 0;         // in the file; 0: no location
   std::string where;    // "line 12", "@f (line 12)", "@f (not defined in the input)", ""
   std::string message;  // without the location
 };

@@ -82,12 +82,12 @@ const std::vector<std::string> kDirectives = {"passes", "target",       "config"
 
 struct Directives {
   std::vector<std::string> passes;
-  std::string target;                                      // "KIND key=value ..."
-  std::vector<std::string> partition;                      // codegens
+  std::string target;                                       // "KIND key=value ..."
+  std::vector<std::string> partition;                       // codegens
   std::vector<std::pair<std::string, std::string>> config;  // PassContext keys
-  std::string build;                                       // a config's YAML: build instead of running passes
+  std::string build;                                        // a config's YAML: build instead of running passes
   int build_line = 0;
-  std::string source;                                      // the source format a build's output is
+  std::string source;  // the source format a build's output is
 };
 
 struct Case {
@@ -189,7 +189,8 @@ void read_nothing_after(const std::vector<std::string>& lines, size_t* k, const 
     }
     refuse_directive(line, where, "is no directive here: the case '" + c.name + "' has ended");
     if (!is_comment_or_blank(line)) {
-      throw loom::Error(where + "text after the outcome of case '" + c.name + "' (a missing '# -----' line?): '" + line + "'");
+      throw loom::Error(where + "text after the outcome of case '" + c.name + "' (a missing '# -----' line?): '" +
+                        line + "'");
     }
   }
 }
@@ -238,7 +239,8 @@ std::vector<Case> read_cases(const std::string& path) {
   for (; k < lines.size() && !is_separator(lines[k]); ++k) {
     if (apply_directive(lines[k], &file, path, k + 1)) continue;
     refuse_directive(lines[k], at(path, k + 1), "is not a directive a file's header takes");
-    if (!is_comment_or_blank(lines[k])) throw loom::Error(at(path, k + 1) + "text before the first case ('# ----- NAME')");
+    if (!is_comment_or_blank(lines[k]))
+      throw loom::Error(at(path, k + 1) + "text before the first case ('# ----- NAME')");
   }
   std::vector<Case> cases;
   while (k < lines.size()) {
@@ -268,7 +270,8 @@ std::vector<Case> read_cases(const std::string& path) {
       const std::string& expect = lines[k];
       std::string rest;
       if (directive(expect, "expect-error", &rest)) {
-        if (rest.empty()) throw loom::Error(at(path, k + 1) + "'# expect-error:' states no text the error must contain");
+        if (rest.empty())
+          throw loom::Error(at(path, k + 1) + "'# expect-error:' states no text the error must contain");
         c.expect = Case::Expect::kError;
         c.expected = rest;
       } else if (directive(expect, "expect", &rest) && rest == "unchanged") {
@@ -276,16 +279,19 @@ std::vector<Case> read_cases(const std::string& path) {
       } else if (expect == "# expect:") {
         c.expect = Case::Expect::kModule;
       } else {
-        throw loom::Error(at(path, k + 1) + "expected '# expect:', '# expect: unchanged' or "
-                          "'# expect-error: TEXT', got '" + expect + "'");
+        throw loom::Error(at(path, k + 1) +
+                          "expected '# expect:', '# expect: unchanged' or "
+                          "'# expect-error: TEXT', got '" +
+                          expect + "'");
       }
       ++k;
       c.expected_line = static_cast<int>(k + 1);
       if (c.expect == Case::Expect::kModule) {
         for (; k < lines.size() && !is_separator(lines[k]); ++k) {
           if (golden::parse_check(lines[k], path, static_cast<int>(k + 1))) {
-            throw loom::Error(at(path, k + 1) + "case '" + c.name +
-                              "' gives the whole expected module after '# expect:'; checks go instead of it, not in it");
+            throw loom::Error(
+                at(path, k + 1) + "case '" + c.name +
+                "' gives the whole expected module after '# expect:'; checks go instead of it, not in it");
           }
           refuse_directive(lines[k], at(path, k + 1), "inside the expected module of case '" + c.name + "'");
           c.expected += lines[k] + "\n";
@@ -301,10 +307,13 @@ std::vector<Case> read_cases(const std::string& path) {
           c.checks.push_back(*check);
           continue;
         }
-        refuse_directive(line, at(path, k + 1), "among the checks of case '" + c.name + "' (only check lines and comments go there)");
+        refuse_directive(line, at(path, k + 1),
+                         "among the checks of case '" + c.name + "' (only check lines and comments go there)");
         if (!is_comment_or_blank(line)) {
-          throw loom::Error(at(path, k + 1) + "case '" + c.name + "': only '# check' lines and comments follow its "
-                            "first check, got '" + line + "'");
+          throw loom::Error(at(path, k + 1) + "case '" + c.name +
+                            "': only '# check' lines and comments follow its "
+                            "first check, got '" +
+                            line + "'");
         }
       }
       golden::validate_checks(c.checks, path);
@@ -359,12 +368,13 @@ void register_test_tables() {
               {"acc.add", op("add", {wildcard(), wildcard()}).has_dtype(loom::DataType::Float(32)), {}},
               {"acc.relu", op("relu", {wildcard()}).has_dtype(loom::DataType::Float(32)), {}}});
   PatternTableRegistry::register_table(
-      "acc2", {{"acc2.dense_tanh", op("tanh", {op("dense", {wildcard(), wildcard()})}), {}},
-               {"acc2.dense_relu", op("relu", {op("dense", {wildcard(), wildcard()})}), {}},
-               {"acc2.tanh", op("tanh", {wildcard()}), {}},
-               {"acc2.relu", op("relu", {wildcard()}), {}},
-               {"acc2.exp", op("exp", {wildcard()}), {}},
-               {"acc2.sqrt", op("sqrt", {wildcard()}), [](const Match&) -> bool { throw loom::Error("no sqrt today"); }}});
+      "acc2",
+      {{"acc2.dense_tanh", op("tanh", {op("dense", {wildcard(), wildcard()})}), {}},
+       {"acc2.dense_relu", op("relu", {op("dense", {wildcard(), wildcard()})}), {}},
+       {"acc2.tanh", op("tanh", {wildcard()}), {}},
+       {"acc2.relu", op("relu", {wildcard()}), {}},
+       {"acc2.exp", op("exp", {wildcard()}), {}},
+       {"acc2.sqrt", op("sqrt", {wildcard()}), [](const Match&) -> bool { throw loom::Error("no sqrt today"); }}});
 }
 
 IRModule functions_of(const IRModule& m) { return IRModule(m->functions->items, loom::Map::empty(), m->global_infos); }
@@ -414,16 +424,19 @@ Outcome run_passes(const Case& c, const std::string& path) {
 
 Outcome run_build(const Case& c, const std::string& path) {
   // The config is the case's to get right: its errors fail the case.
-  loom::config::Config config =
-      loom::config::parse_config(c.directives.build, path + ":" + std::to_string(c.directives.build_line) + " (# build)");
+  loom::config::Config config = loom::config::parse_config(
+      c.directives.build, path + ":" + std::to_string(c.directives.build_line) + " (# build)");
   Outcome o;
   try {
     o.input = parse_at(c.input, c.input_line, path);
     loom::runtime::Module built = loom::driver::build(o.input, config);
     o.output = source_of(built, c.directives.source);
     if (o.output.empty()) {
-      return Outcome{o.input, {}, "", "no module of the build has source in format '" + c.directives.source + "':\n" +
-                                          loom::runtime::module_tree(built)};
+      return Outcome{o.input,
+                     {},
+                     "",
+                     "no module of the build has source in format '" + c.directives.source + "':\n" +
+                         loom::runtime::module_tree(built)};
     }
   } catch (const std::exception& e) {
     o.error = e.what();
@@ -441,8 +454,10 @@ std::string run_case(const Case& c, const std::string& path, bool actual) {
   const char* what = c.directives.build.empty() ? "the passes" : "the build";
   if (c.expect == Case::Expect::kError) {
     if (!c.expected.empty()) {
-      if (o.error.empty()) return "expected an error containing '" + c.expected + "', " + what + " succeeded:\n" + o.output;
-      if (o.error.find(c.expected) == std::string::npos) return "the error does not contain '" + c.expected + "':\n" + o.error;
+      if (o.error.empty())
+        return "expected an error containing '" + c.expected + "', " + what + " succeeded:\n" + o.output;
+      if (o.error.find(c.expected) == std::string::npos)
+        return "the error does not contain '" + c.expected + "':\n" + o.error;
     }
     if (c.located.empty()) return "";
     auto diagnostics = golden::diagnostics_of(o.error, path, c.input_lines, c.input_line);
@@ -489,7 +504,8 @@ std::string snake_case(const std::string& name) {
     char c = name[i];
     bool upper = std::isupper(static_cast<unsigned char>(c));
     if (upper && i > 0) {
-      bool after_lower = std::islower(static_cast<unsigned char>(name[i - 1])) || std::isdigit(static_cast<unsigned char>(name[i - 1]));
+      bool after_lower = std::islower(static_cast<unsigned char>(name[i - 1])) ||
+                         std::isdigit(static_cast<unsigned char>(name[i - 1]));
       bool before_lower = i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1]));
       if (after_lower || (before_lower && std::isupper(static_cast<unsigned char>(name[i - 1])))) out += '_';
     }
@@ -514,7 +530,8 @@ int coverage(const std::string& dir) {
       continue;
     }
     std::vector<Case> cases = read_cases(path);
-    bool unchanged = std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.expect == Case::Expect::kUnchanged; });
+    bool unchanged =
+        std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.expect == Case::Expect::kUnchanged; });
     bool names_it = std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
       return std::find(c.directives.passes.begin(), c.directives.passes.end(), name) != c.directives.passes.end();
     });

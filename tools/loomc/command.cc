@@ -51,7 +51,8 @@ void write_entry(std::ostream& out, const Command& c) {
 
 std::string usage_line(const Command& c) {
   std::string synopsis = c.synopsis;
-  for (size_t at = synopsis.find('\n'); at != std::string::npos; at = synopsis.find('\n', at)) synopsis.replace(at, 1, " ");
+  for (size_t at = synopsis.find('\n'); at != std::string::npos; at = synopsis.find('\n', at))
+    synopsis.replace(at, 1, " ");
   return "loomc " + c.name + (synopsis.empty() ? "" : " " + synopsis);
 }
 
@@ -122,8 +123,9 @@ int parse(const Command& c, const std::vector<std::string>& words, Args* args) {
     }
     if (!flag) {
       std::string takes = names.empty() ? "it takes no options" : "it takes " + loom::join(names, ", ");
-      return usage_error("unknown option '" + a + "' for '" + c.name + "'" + loom::did_you_mean(a, names) + " (" + takes +
-                         ")", c.name);
+      return usage_error(
+          "unknown option '" + a + "' for '" + c.name + "'" + loom::did_you_mean(a, names) + " (" + takes + ")",
+          c.name);
     }
     if (args->has(a) && !flag->repeated) return usage_error(a + " is given twice to '" + c.name + "'", c.name);
     if (flag->value.empty()) {
@@ -169,7 +171,8 @@ int dispatch(const Table& t, const std::vector<std::string>& words) {
   size_t used = 1;
   if (!command) {
     std::vector<const Command*> members = group(t, word);
-    if (members.empty()) return usage_error("unknown command '" + first + "'" + loom::did_you_mean(first, first_words(t)));
+    if (members.empty())
+      return usage_error("unknown command '" + first + "'" + loom::did_you_mean(first, first_words(t)));
     if (words.size() < 2 || is_help(words[1])) return group_usage(t, word, words.size() >= 2);
     command = find(t, word + " " + words[1]);
     used = 2;

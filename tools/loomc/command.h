@@ -16,9 +16,9 @@
 namespace loomc {
 
 struct Flag {
-  std::string name;         // "--config", "-o"
-  std::string value;        // its value's placeholder ("FILE.yaml"); empty for a switch
-  bool repeated = false;    // may be given more than once (--input), in order
+  std::string name;       // "--config", "-o"
+  std::string value;      // its value's placeholder ("FILE.yaml"); empty for a switch
+  bool repeated = false;  // may be given more than once (--input), in order
 };
 
 // What the command line gave a command: its positional arguments (after
@@ -35,12 +35,12 @@ struct Args {
 };
 
 struct Command {
-  std::string name;          // its words: "build", "plugins list"
-  std::string synopsis;      // what follows the words in a usage line; '\n' continues it
-  std::string help;          // what it does, lines of at most 56 columns separated by '\n'
+  std::string name;      // its words: "build", "plugins list"
+  std::string synopsis;  // what follows the words in a usage line; '\n' continues it
+  std::string help;      // what it does, lines of at most 56 columns separated by '\n'
   std::vector<Flag> flags;
   size_t min_args = 0, max_args = 0;  // positional arguments
-  std::string args_error;    // the usage error when their number is wrong
+  std::string args_error;             // the usage error when their number is wrong
   std::function<int(const Args&)> run;
   // The words after the command go to `run` as positional arguments,
   // unparsed: the command parses them itself (import and tune, in Python;
@@ -85,10 +85,10 @@ struct Command {
 
 struct Table {
   std::vector<Command> commands;
-  std::map<std::string, std::string> aliases;      // a first word read as another ("plugin" -> "plugins")
-  std::map<std::string, std::string> group_help;   // `loomc GROUP --help` for a group with its own text
-  std::string footer;                              // after the list of commands in `loomc --help`
-  std::function<void()> warn;                      // what `warns` runs
+  std::map<std::string, std::string> aliases;     // a first word read as another ("plugin" -> "plugins")
+  std::map<std::string, std::string> group_help;  // `loomc GROUP --help` for a group with its own text
+  std::string footer;                             // after the list of commands in `loomc --help`
+  std::function<void()> warn;                     // what `warns` runs
 };
 
 // "loomc: MESSAGE" and where to read more (COMMAND's help when one is

@@ -39,8 +39,8 @@ int run_python(const std::vector<std::string>& module_and_args, const std::strin
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
   execvp(python.c_str(), argv.data());
-  std::cerr << "loomc " << command << ": cannot run " << python << ": " << std::strerror(errno) << " (loomc "
-            << command << " runs Python: it needs Python 3 with " << needs << "; set LOOM_PYTHON to another interpreter)\n";
+  std::cerr << "loomc " << command << ": cannot run " << python << ": " << std::strerror(errno) << " (loomc " << command
+            << " runs Python: it needs Python 3 with " << needs << "; set LOOM_PYTHON to another interpreter)\n";
   return 1;
 }
 

@@ -60,8 +60,8 @@ int run_model(const Args& a) {
 }
 
 int build(const Args& a) {
-  loomc::BuildOptions o{a.positional[0], a.get("--config"), a.get("-o"), a.get("--emit"), a.get("--dump-ir"),
-                        a.has("--timing")};
+  loomc::BuildOptions o{a.positional[0], a.get("--config"),  a.get("-o"),
+                        a.get("--emit"), a.get("--dump-ir"), a.has("--timing")};
   return loomc::build(o);
 }
 
@@ -80,10 +80,14 @@ loomc::Table table() {
       Command::named("plugins list", "[--json] [--load]",
                      "list discovered plugins and their state; --load\n"
                      "first tries to load each one (runs their init)")
-          .takes("--json").takes("--load").arguments(0, 0, list("plugins list")).without_warnings()
+          .takes("--json")
+          .takes("--load")
+          .arguments(0, 0, list("plugins list"))
+          .without_warnings()
           .runs([](const Args& a) { return loomc::plugins_list(a.has("--json"), a.has("--load")); }),
       Command::named("plugins info", "NAME|PATH [--json]", "show one plugin's manifest (does not load it)")
-          .takes("--json").arguments(1, 1, "plugins info takes one plugin name or path")
+          .takes("--json")
+          .arguments(1, 1, "plugins info takes one plugin name or path")
           .runs([](const Args& a) { return loomc::plugins_info(a.positional[0], a.has("--json")); }),
       Command::named("plugins load", "NAME|PATH",
                      "load a plugin (and what it requires), list its functions\n"
@@ -94,35 +98,44 @@ loomc::Table table() {
                      "load a plugin and write its declarations (what it provides,\n"
                      "its passes', target kinds', operators' and config keys'\n"
                      "schemas) as JSON: what loom_add_plugin embeds after linking")
-          .takes("-o", "FILE").arguments(1, 1, "plugins declare takes one plugin name or path")
+          .takes("-o", "FILE")
+          .arguments(1, 1, "plugins declare takes one plugin name or path")
           .runs([](const Args& a) { return loomc::plugins_declare(a.positional[0], a.get("-o")); }),
       Command::named("plugins doctor", "PATH.so [--timeout S]",
                      "explain why a plugin file does not load: manifest and\n"
                      "versions, missing libraries and symbols, conflicts with\n"
                      "installed plugins, then a load in a child process")
-          .takes("--timeout", "S").arguments(1, 1, "plugin doctor takes one plugin file")
+          .takes("--timeout", "S")
+          .arguments(1, 1, "plugin doctor takes one plugin file")
           .runs([](const Args& a) { return plugin_tool(a, true); }),
       Command::named("plugins test", "PATH.so [--json] [--seed N] [--only PREFIX] [--timeout S]",
                      "the conformance kit: manifest, init in a child process,\n"
                      "declarations, target kinds, every operator a target claims\n"
                      "against the reference interpreter, export round trip,\n"
                      "devices; a pass/fail table, exit 1 on any failure")
-          .takes("--json").takes("--seed", "N").takes("--only", "PREFIX").takes("--timeout", "S")
+          .takes("--json")
+          .takes("--seed", "N")
+          .takes("--only", "PREFIX")
+          .takes("--timeout", "S")
           .arguments(1, 1, "plugin test takes one plugin file")
           .runs([](const Args& a) { return plugin_tool(a, false); }),
       Command::named("functions list", "[--json]", "list registered functions (core and loaded plugins)")
-          .takes("--json").arguments(0, 0, list("functions list"))
+          .takes("--json")
+          .arguments(0, 0, list("functions list"))
           .runs([](const Args& a) { return loomc::functions_list(a.has("--json")); }),
       Command::named("passes list", "[--json]", "registered passes: opt level, requirements, options, owner")
-          .takes("--json").arguments(0, 0, list("passes list"))
+          .takes("--json")
+          .arguments(0, 0, list("passes list"))
           .runs([](const Args& a) { return loomc::passes_list(a.has("--json")); }),
       Command::named("targets list", "[--json]", "target kinds with their attributes, and tags")
-          .takes("--json").arguments(0, 0, list("targets list"))
+          .takes("--json")
+          .arguments(0, 0, list("targets list"))
           .runs([](const Args& a) { return loomc::targets_list(a.has("--json")); }),
       Command::named("ops list", "[--json]",
                      "operators (registered or declared by a plugin): owner,\n"
                      "inputs, pattern, documentation and attributes")
-          .takes("--json").arguments(0, 0, list("ops list"))
+          .takes("--json")
+          .arguments(0, 0, list("ops list"))
           .runs([](const Args& a) { return loomc::ops_list(a.has("--json")); }),
       Command::named("build", "INPUT.loom --config FILE.yaml [-o OUT] [--emit ir|lib]\n[--dump-ir DIR] [--timing]",
                      "store the config's target in the module, run its\n"
@@ -130,60 +143,85 @@ loomc::Table table() {
                      "transformed module as text; --emit lib (the default\n"
                      "when OUT ends in .so), a library built by the target's\n"
                      "codegen and the VM, for 'loomc inspect' and load_module")
-          .takes("--config", "FILE.yaml").takes("-o", "OUT").takes("--emit", "ir|lib").takes("--dump-ir", "DIR")
-          .takes("--timing").arguments(1, 1, "build takes one input file").runs(build),
+          .takes("--config", "FILE.yaml")
+          .takes("-o", "OUT")
+          .takes("--emit", "ir|lib")
+          .takes("--dump-ir", "DIR")
+          .takes("--timing")
+          .arguments(1, 1, "build takes one input file")
+          .runs(build),
       Command::named("opt", "FILE.loom --passes A,B,... [--config FILE.yaml] [-o OUT]",
                      "run passes on a module and print the result (or the\n"
                      "diagnostics): the passes named, under the config's\n"
                      "target and context when given (its pipeline without\n"
                      "--passes); each pass's contract is checked")
-          .takes("--passes", "A,B,...").takes("--config", "FILE.yaml").takes("-o", "OUT")
+          .takes("--passes", "A,B,...")
+          .takes("--config", "FILE.yaml")
+          .takes("-o", "OUT")
           .arguments(1, 1, "opt takes one input file")
-          .runs([](const Args& a) { return loomc::opt(a.positional[0], a.get("--passes"), a.get("--config"), a.get("-o")); }),
+          .runs([](const Args& a) {
+            return loomc::opt(a.positional[0], a.get("--passes"), a.get("--config"), a.get("-o"));
+          }),
       Command::named("check", "FILE.loom|FILE.yaml",
                      "a module: parse it, check it is well formed and infer\n"
                      "its types; a config: check its keys, types, plugins,\n"
                      "passes and their options, config keys and target\n"
                      "attributes without loading any plugin (from the plugins'\n"
                      "declarations); exit 1 with every diagnostic")
-          .arguments(1, 1, "check takes one file").runs([](const Args& a) { return loomc::check(a.positional[0]); }),
-      Command::named("import", "MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...]...\n[--report] [--converters FILE.py]",
+          .arguments(1, 1, "check takes one file")
+          .runs([](const Args& a) { return loomc::check(a.positional[0]); }),
+      Command::named("import",
+                     "MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...]...\n[--report] [--converters FILE.py]",
                      "import an ONNX model or a TorchScript file (through the\n"
                      "Python package): the module as text to OUT.loom, weights\n"
                      "over 1 KiB as raw bytes to OUT.loom.weights; a dimension\n"
                      "given by a name stays symbolic (ONNX); TorchScript needs\n"
                      "every input's shape and keeps what Loom cannot compile as\n"
                      "torchscript functions (--report: which nodes went where)")
-          .unparsed().without_warnings().runs([](const Args& a) { return loomc::import_model(a.positional); }),
-      Command::named("tune", "MODEL.loom --config FILE.yaml --trials N --database FILE.jsonl\n"
-                             "[--workers local:N|dask://HOST:PORT] [--strategy model|random]",
+          .unparsed()
+          .without_warnings()
+          .runs([](const Args& a) { return loomc::import_model(a.positional); }),
+      Command::named("tune",
+                     "MODEL.loom --config FILE.yaml --trials N --database FILE.jsonl\n"
+                     "[--workers local:N|dask://HOST:PORT] [--strategy model|random]",
                      "search schedules for the model's prim functions (through\n"
                      "the Python package), measured in N local processes or on a\n"
                      "Dask cluster; results go to the database, which a config\n"
                      "uses with pipeline: {tuning: {database: FILE}}")
-          .unparsed().without_warnings().runs([](const Args& a) { return loomc::tune_model(a.positional); }),
+          .unparsed()
+          .without_warnings()
+          .runs([](const Args& a) { return loomc::tune_model(a.positional); }),
       Command::named("fmt", "FILE.loom [--check]",
                      "print the module in canonical form; --check exits 1\n"
                      "(printing nothing) if the file is not canonical")
-          .takes("--check").arguments(1, 1, "fmt takes one file")
+          .takes("--check")
+          .arguments(1, 1, "fmt takes one file")
           .runs([](const Args& a) { return loomc::fmt(a.positional[0], a.has("--check")); }),
-      Command::named("run", "LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME]\n"
-                            "[--input X.npy]... [--seed N] [--output Y.npy]... [--bench N] [--profile]",
+      Command::named("run",
+                     "LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME]\n"
+                     "[--input X.npy]... [--seed N] [--output Y.npy]... [--bench N] [--profile]",
                      "run a function (default main) of a library, or of a model\n"
                      "built in memory with the config, on .npy inputs (in order)\n"
                      "or seeded random ones; print each output's type, write them\n"
                      "to the --output files (in order); --bench N times N runs\n"
                      "and prints the median latency; --profile prints what each\n"
                      "module records of its calls (the npu's cycle report)")
-          .takes("--config", "FILE.yaml").takes("--function", "NAME").takes("--input", "X.npy", true)
-          .takes("--seed", "N").takes("--output", "Y.npy", true).takes("--bench", "N").takes("--profile")
-          .arguments(1, 1, "run takes one library or model file").runs(run_model),
+          .takes("--config", "FILE.yaml")
+          .takes("--function", "NAME")
+          .takes("--input", "X.npy", true)
+          .takes("--seed", "N")
+          .takes("--output", "Y.npy", true)
+          .takes("--bench", "N")
+          .takes("--profile")
+          .arguments(1, 1, "run takes one library or model file")
+          .runs(run_model),
       Command::named("inspect", "LIBRARY.so [--source FORMAT]",
                      "read a library written by export_library, without loading\n"
                      "it or running any of its code, and print its module tree\n"
                      "(kind, functions, memory plans); --source prints each\n"
                      "module's source in FORMAT (bytecode, c, ...)")
-          .takes("--source", "FORMAT").arguments(1, 1, "inspect takes one library file")
+          .takes("--source", "FORMAT")
+          .arguments(1, 1, "inspect takes one library file")
           .runs([](const Args& a) { return loomc::inspect(a.positional[0], a.get("--source")); }),
       // Everything after `call FUNCTION` is an argument of the call,
       // verbatim (negative numbers look like options).
@@ -191,7 +229,8 @@ loomc::Table table() {
                      "call a registered function, loading its plugin on demand;\n"
                      "ARGs that read as integers, floats, true or false are\n"
                      "passed as such, anything else as a string")
-          .unparsed().runs([](const Args& a) {
+          .unparsed()
+          .runs([](const Args& a) {
             if (a.positional.empty()) return loomc::usage_error("call needs a function name");
             return loomc::call(a.positional[0], {a.positional.begin() + 1, a.positional.end()});
           }),

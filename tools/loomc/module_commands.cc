@@ -20,9 +20,7 @@ namespace loomc {
 
 namespace {
 
-std::string read_text_file(const std::string& path) {
-  return loom::read_file(path);
-}
+std::string read_text_file(const std::string& path) { return loom::read_file(path); }
 
 // A .loom file, with its weights file when it has one.
 loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::load_module_file(path); }
@@ -42,7 +40,8 @@ void write_module(const loom::ir::IRModule& module, const std::string& output) {
 int check_config(const std::string& path) {
   loom::config::ConfigCheck checked = loom::config::check_config_file(path);
   for (const auto& warning : checked.warnings) std::cerr << warning << "\n";
-  std::cout << path << ": ok (passes: " << (checked.passes.empty() ? "none" : loom::join(checked.passes, ", ")) << ")\n";
+  std::cout << path << ": ok (passes: " << (checked.passes.empty() ? "none" : loom::join(checked.passes, ", "))
+            << ")\n";
   return 0;
 }
 
@@ -67,8 +66,8 @@ int fmt(const std::string& path, bool check_only) {
   loom::ir::IRModule module = loom::ir::load_module_file(path, &weights);
   // A file with weights beside it is canonical with the references the
   // same module would be saved with.
-  std::string canonical = weights.empty() ? loom::ir::print_module(module)
-                                          : loom::ir::module_file_contents(module, weights).text;
+  std::string canonical =
+      weights.empty() ? loom::ir::print_module(module) : loom::ir::module_file_contents(module, weights).text;
   if (!check_only) {
     std::cout << canonical;
     return 0;
@@ -81,7 +80,6 @@ int fmt(const std::string& path, bool check_only) {
   std::cerr << path << ":" << line << ": not in canonical form (run 'loomc fmt " << path << "')\n";
   return 1;
 }
-
 
 int build(const BuildOptions& o) {
   if (o.config.empty()) return usage_error("build needs --config FILE.yaml (for example configs/host.yaml)");
@@ -96,7 +94,8 @@ int build(const BuildOptions& o) {
   loom::ir::IRModule module = config.constrain(parse_file(o.input));
   auto timing = std::make_shared<loom::transform::TimingInstrument>();
   if (o.timing) config.context.instruments.push_back(timing);
-  if (!o.dump_ir.empty()) config.context.instruments.push_back(std::make_shared<loom::transform::DumpIRInstrument>(o.dump_ir));
+  if (!o.dump_ir.empty())
+    config.context.instruments.push_back(std::make_shared<loom::transform::DumpIRInstrument>(o.dump_ir));
   if (emit == "lib") {
     loom::runtime::Module built = loom::driver::build(module, config);
     loom::runtime::export_library(built, o.output);
@@ -111,7 +110,8 @@ int build(const BuildOptions& o) {
 // loomc opt: the module after the passes named by --passes (else the
 // config's pipeline), under the config's target and context when one is
 // given; the transformed module on stdout, or the diagnostics.
-int opt(const std::string& input, const std::string& passes, const std::string& config_path, const std::string& output) {
+int opt(const std::string& input, const std::string& passes, const std::string& config_path,
+        const std::string& output) {
   if (passes.empty() && config_path.empty()) return usage_error("opt needs --passes A,B,... or --config FILE.yaml");
   loom::ir::IRModule module = parse_file(input);
   loom::transform::PassContext context;
@@ -141,6 +141,5 @@ int inspect(const std::string& path, const std::string& source_format) {
     return 1;
   }
 }
-
 
 }  // namespace loomc

@@ -50,7 +50,6 @@ std::string debian_package(const std::string& soname) {
   return name + (std::isdigit(static_cast<unsigned char>(name.back())) ? "-" : "") + version;
 }
 
-
 void finding(const std::string& step, const std::string& text) {
   std::printf("%-13s %s\n", (step + ":").c_str(), text.c_str());
 }
@@ -65,8 +64,9 @@ int plugin_doctor(const std::string& path_in, int timeout_s) {
       return 1;
     }
     if (!conflicts.empty()) {
-      std::printf("verdict:      loads; installed next to the plugins above, the later one on the search path is "
-                  "refused\n");
+      std::printf(
+          "verdict:      loads; installed next to the plugins above, the later one on the search path is "
+          "refused\n");
       return 0;
     }
     std::printf("verdict:      loads\n");
@@ -93,7 +93,8 @@ int plugin_doctor(const std::string& path_in, int timeout_s) {
     const loom::PluginManifest& m = *r.manifest;
     finding("manifest", "plugin '" + m.name + "' " + m.version);
     finding("plugin ABI", std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor) + " (this core speaks " +
-                              std::to_string(LOOM_PLUGIN_ABI_MAJOR) + "." + std::to_string(LOOM_PLUGIN_ABI_MINOR) + ")");
+                              std::to_string(LOOM_PLUGIN_ABI_MAJOR) + "." + std::to_string(LOOM_PLUGIN_ABI_MINOR) +
+                              ")");
     finding("built for", "Loom " + m.core_version + " (this core is " + LOOM_VERSION + ")");
     finding("C++ ABI", m.cxx_abi + " (this core: " + loom::core_cxx_abi_tag() + ")");
     std::string reason = loom::check_compatibility(m);
@@ -163,7 +164,8 @@ int plugin_doctor(const std::string& path_in, int timeout_s) {
       for (const std::string& c : r.manifest->provides) {
         const auto& provides = other.manifest->provides;
         if (std::find(provides.begin(), provides.end(), c) == provides.end()) continue;
-        finding("conflict", "'" + c + "' is already provided by installed plugin '" + other.name + "' (" + other.path + ")");
+        finding("conflict",
+                "'" + c + "' is already provided by installed plugin '" + other.name + "' (" + other.path + ")");
         conflicts.push_back(other.path);
       }
     }

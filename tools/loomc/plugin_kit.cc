@@ -129,8 +129,9 @@ class Kit {
   void check_declarations() {
     const loom::PluginManifest& m = *record_.manifest;
     if (!m.declarations) {
-      add("declarations", "fail", "the plugin has no .loom_declarations section (build it with loom_add_plugin, "
-                                  "without NO_DECLARATIONS)");
+      add("declarations", "fail",
+          "the plugin has no .loom_declarations section (build it with loom_add_plugin, "
+          "without NO_DECLARATIONS)");
       return;
     }
     std::vector<std::string> declared = m.provides, registered;
@@ -144,8 +145,9 @@ class Kit {
     std::set_difference(registered.begin(), registered.end(), declared.begin(), declared.end(),
                         std::back_inserter(only_registered));
     if (!only_registered.empty()) {
-      add("declarations", "fail", "init registers what the manifest does not declare: " + loom::join(only_registered, ", ") +
-                                      " (rebuild: loom_add_plugin declares what init registers)");
+      add("declarations", "fail",
+          "init registers what the manifest does not declare: " + loom::join(only_registered, ", ") +
+              " (rebuild: loom_add_plugin declares what init registers)");
       return;
     }
     std::string embedded = loom::write_declarations(registered, *m.declarations);
@@ -153,9 +155,10 @@ class Kit {
       size_t at = 0;
       while (at < embedded.size() && at < now.size() && embedded[at] == now[at]) ++at;
       size_t from = at > 40 ? at - 40 : 0;
-      add("declarations", "fail", "the embedded schemas differ from what init registers, at character " +
-                                      std::to_string(at) + ": embedded '..." + embedded.substr(from, 80) +
-                                      "...', registered '..." + now.substr(from, 80) + "...' (rebuild the plugin)");
+      add("declarations", "fail",
+          "the embedded schemas differ from what init registers, at character " + std::to_string(at) +
+              ": embedded '..." + embedded.substr(from, 80) + "...', registered '..." + now.substr(from, 80) +
+              "...' (rebuild the plugin)");
       return;
     }
     add("declarations", "pass", std::to_string(registered.size()) + " capabilities, schemas as registered");
@@ -186,9 +189,10 @@ class Kit {
     }
     std::vector<std::string> codegens = loom::target::CodegenRegistry::list();
     bool has_codegen = std::find(codegens.begin(), codegens.end(), kind) != codegens.end();
-    add(check, "pass", std::to_string(entry.attrs.size()) + " attributes with valid defaults; default pipeline " +
-                           (entry.traits.default_pipeline.empty() ? "none" : loom::join(entry.traits.default_pipeline, ", ")) +
-                           (has_codegen ? "; codegen registered" : "; no codegen (nothing to build)"));
+    add(check, "pass",
+        std::to_string(entry.attrs.size()) + " attributes with valid defaults; default pipeline " +
+            (entry.traits.default_pipeline.empty() ? "none" : loom::join(entry.traits.default_pipeline, ", ")) +
+            (has_codegen ? "; codegen registered" : "; no codegen (nothing to build)"));
     if (has_codegen && kind != "ref") {
       check_operators(kind, entry.traits.partition_only, entry.traits.device_type != kDLCPU);
     }
@@ -239,7 +243,8 @@ class Kit {
     std::vector<NDArray> out;
     flatten_outputs(result, &out);
     std::vector<NDArray> host;
-    for (const NDArray& a : out) host.push_back(a->device.device_type == kDLCPU ? a : a.copy_to(loom::Device{kDLCPU, 0}));
+    for (const NDArray& a : out)
+      host.push_back(a->device.device_type == kDLCPU ? a : a.copy_to(loom::Device{kDLCPU, 0}));
     return host;
   }
 
@@ -259,9 +264,12 @@ class Kit {
       double rtol = 0, atol = 0;
       const loom::DataType& t = w->dtype;
       if (t.code == loom::DataType::kFloat) {
-        if (t.bits == 16) rtol = atol = 1e-2;
-        else if (t.bits == 32) rtol = 1e-4, atol = 1e-5;
-        else rtol = 1e-9, atol = 1e-12;
+        if (t.bits == 16)
+          rtol = atol = 1e-2;
+        else if (t.bits == 32)
+          rtol = 1e-4, atol = 1e-5;
+        else
+          rtol = 1e-9, atol = 1e-12;
       }
       for (int64_t i = 0; i < w->numel(); ++i) {
         double a = element(g, i), b = element(w, i);
@@ -270,7 +278,8 @@ class Kit {
         if (!both_nan && std::isfinite(err)) *max_error = std::max(*max_error, err);
         if (!both_nan && !(err <= atol + rtol * std::fabs(b)) && !(a == b)) {
           char text[200];
-          std::snprintf(text, sizeof(text), " element %lld: got %.9g, the reference %.9g (tolerance %g + %g * |reference|)",
+          std::snprintf(text, sizeof(text),
+                        " element %lld: got %.9g, the reference %.9g (tolerance %g + %g * |reference|)",
                         static_cast<long long>(i), a, b, atol, rtol);
           return where + text;
         }
@@ -287,7 +296,8 @@ class Kit {
         if (t.bits == 32) return *reinterpret_cast<const float*>(p);
         if (t.bits == 64) return *reinterpret_cast<const double*>(p);
         break;
-      case loom::DataType::kBool: return *reinterpret_cast<const uint8_t*>(p) != 0;
+      case loom::DataType::kBool:
+        return *reinterpret_cast<const uint8_t*>(p) != 0;
       case loom::DataType::kInt:
         if (t.bits == 8) return *reinterpret_cast<const int8_t*>(p);
         if (t.bits == 16) return *reinterpret_cast<const int16_t*>(p);
@@ -299,7 +309,8 @@ class Kit {
         if (t.bits == 32) return *reinterpret_cast<const uint32_t*>(p);
         if (t.bits == 64) return static_cast<double>(*reinterpret_cast<const uint64_t*>(p));
         break;
-      default: break;
+      default:
+        break;
     }
     LOOM_THROW(Error) << "the kit cannot compare " << t.to_string() << " outputs";
   }
@@ -311,8 +322,8 @@ class Kit {
     std::vector<std::string> kinds = loom::with_available(loom::target::TargetKindRegistry::list(), "target");
     std::string host = std::count(kinds.begin(), kinds.end(), "llvm") ? "llvm" : "c";
     std::string text = partition_only ? "target: {kind: ref, partition: [" + kind + "]}\n"
-                       : device ? "target: {kind: " + kind + ", host: {kind: " + host + "}}\n"
-                                : "target: {kind: " + kind + "}\n";
+                       : device       ? "target: {kind: " + kind + ", host: {kind: " + host + "}}\n"
+                                      : "target: {kind: " + kind + "}\n";
     loom::config::Config config = loom::config::parse_config(text, "<plugin test: " + kind + ">");
     std::mt19937_64 rng(options_.seed);
     std::optional<std::pair<Case, std::vector<NDArray>>> saved;  // for the round trip
@@ -321,7 +332,7 @@ class Kit {
       std::string check = "ops " + kind + ": " + op;
       if (!wanted(check) && !wanted("roundtrip " + kind)) continue;
       loom::ir::OpEntry entry = loom::ir::OpRegistry::get(op);
-      if (entry.owner == "core") continue;  // call_dps and the like: not computations
+      if (entry.owner == "core") continue;                                 // call_dps and the like: not computations
       if (!partition_only && !entry.properties.count("FLower")) continue;  // a codegen's own operator
       bool guessed = false;
       std::vector<Case> cases = cases_of(op, entry.def.num_inputs, &guessed);
@@ -353,9 +364,11 @@ class Kit {
         try {
           loom::runtime::Module want_lib = loom::driver::build(mod, reference);
           loom::runtime::VMSignature signature = loom::runtime::signature(want_lib, "main");
-          InputRange range{k.low, k.high, static_cast<int64_t>(std::ceil(k.low)), static_cast<int64_t>(std::floor(k.high))};
+          InputRange range{k.low, k.high, static_cast<int64_t>(std::ceil(k.low)),
+                           static_cast<int64_t>(std::floor(k.high))};
           std::vector<Any> args;
-          for (size_t i = 0; i < signature.param_types.size(); ++i) args.push_back(Any(random_input(signature, i, rng, range)));
+          for (size_t i = 0; i < signature.param_types.size(); ++i)
+            args.push_back(Any(random_input(signature, i, rng, range)));
           std::vector<NDArray> want = run_case(want_lib, args);
           loom::runtime::Module lib;
           try {
@@ -454,8 +467,10 @@ class Kit {
       if (!memory) LOOM_THROW(Error) << "alloc of " << n << " bytes returned null";
       int64_t shape[1] = {n};
       DLTensor host{source.data(), DLDevice{kDLCPU, 0}, 1, DLDataType{kDLUInt, 8, 1}, shape, nullptr, 0};
-      DLTensor on_device{memory, DLDevice{static_cast<DLDeviceType>(device.device_type), device.device_id}, 1,
-                         DLDataType{kDLUInt, 8, 1}, shape, nullptr, 0};
+      DLTensor on_device{memory, DLDevice{static_cast<DLDeviceType>(device.device_type), device.device_id},
+                         1,      DLDataType{kDLUInt, 8, 1},
+                         shape,  nullptr,
+                         0};
       DLTensor host_back{back.data(), DLDevice{kDLCPU, 0}, 1, DLDataType{kDLUInt, 8, 1}, shape, nullptr, 0};
       api.copy(host, on_device, nullptr);
       api.synchronize(device, nullptr);
@@ -468,7 +483,8 @@ class Kit {
                             << " (a copy to the device and back)";
         }
       }
-      add(check, "pass", "alloc, copy of " + std::to_string(n) + " bytes there and back (unchanged), synchronize, free");
+      add(check, "pass",
+          "alloc, copy of " + std::to_string(n) + " bytes there and back (unchanged), synchronize, free");
     } catch (const std::exception& e) {
       add(check, "fail", loom::error_message(e));
     }
@@ -477,9 +493,12 @@ class Kit {
   int report() {
     int failed = 0, passed = 0, skipped = 0;
     for (const Row& r : rows_) {
-      if (r.status == "fail") ++failed;
-      else if (r.status == "pass") ++passed;
-      else ++skipped;
+      if (r.status == "fail")
+        ++failed;
+      else if (r.status == "pass")
+        ++passed;
+      else
+        ++skipped;
     }
     if (options_.json) {
       loom::JsonWriter json;

@@ -74,8 +74,10 @@ ChildResult run_child(const std::vector<std::string>& argv, int timeout_s, const
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     ssize_t n = read(fds[0], buffer, sizeof(buffer));
-    if (n <= 0) open = false;
-    else if (result.output.size() < (1 << 20)) result.output.append(buffer, static_cast<size_t>(n));
+    if (n <= 0)
+      open = false;
+    else if (result.output.size() < (1 << 20))
+      result.output.append(buffer, static_cast<size_t>(n));
   }
   close(fds[0]);
   // Its output closed; it may still not exit (a child that closed its
@@ -127,7 +129,9 @@ std::string child_failure(const ChildResult& child, const std::string& path, int
   if (child.timed_out) {
     return "did not finish within " + std::to_string(timeout_s) + " s (a hang in init or in a static initialiser)";
   }
-  if (child.signal) return "the process died of " + signal_name(child.signal) + " while loading it (a crash in init or in a static initialiser)";
+  if (child.signal)
+    return "the process died of " + signal_name(child.signal) +
+           " while loading it (a crash in init or in a static initialiser)";
   std::vector<std::string> errors;
   for (const std::string& raw : loom::split(child.output, '\n')) {
     std::string line = raw;

@@ -38,7 +38,7 @@ std::string child_failure(const ChildResult& child, const std::string& path, int
 struct KitOptions {
   bool json = false;
   uint64_t seed = 0;
-  std::string only;  // run the checks whose name starts with this
+  std::string only;    // run the checks whose name starts with this
   int timeout_s = 30;  // the child process that loads the plugin
 };
 

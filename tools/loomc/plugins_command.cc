@@ -67,14 +67,20 @@ void write_record_json(loom::JsonWriter& json, const PluginRecord& r) {
   json.begin_object();
   json.key("name").value(r.name);
   json.key("version");
-  if (r.manifest) json.value(r.manifest->version); else json.null();
+  if (r.manifest)
+    json.value(r.manifest->version);
+  else
+    json.null();
   json.key("path").value(r.path);
   json.key("description").value(r.manifest ? r.manifest->description : std::string());
   json.key("provides").string_array(r.manifest ? r.manifest->provides : std::vector<std::string>{});
   json.key("requires").string_array(r.manifest ? r.manifest->requires_ : std::vector<std::string>{});
   json.key("state").value(loom::plugin_state_name(r.state));
   json.key("error");
-  if (r.error.empty()) json.null(); else json.value(r.error);
+  if (r.error.empty())
+    json.null();
+  else
+    json.value(r.error);
   json.key("functions").string_array(r.functions);
   json.key("declarations");
   if (r.manifest && r.manifest->declarations) {
@@ -97,7 +103,6 @@ void write_record_json(loom::JsonWriter& json, const PluginRecord& r) {
 void print_warnings(const PluginManager& manager) {
   for (const auto& warning : manager.warnings()) std::cerr << "loomc: warning: " << warning << "\n";
 }
-
 
 int plugins_list(bool as_json, bool load_all) {
   PluginManager& manager = PluginManager::global();
@@ -147,7 +152,9 @@ int plugins_list(bool as_json, bool load_all) {
 
 namespace {
 // A plugin named by a path rather than a name: one with a '/' or ending in .so.
-bool is_path(const std::string& target) { return target.find('/') != std::string::npos || loom::ends_with(target, ".so"); }
+bool is_path(const std::string& target) {
+  return target.find('/') != std::string::npos || loom::ends_with(target, ".so");
+}
 }  // namespace
 
 int plugins_info(const std::string& name, bool as_json) {
@@ -193,7 +200,8 @@ int plugins_info(const std::string& name, bool as_json) {
       if (!p.options.empty()) std::cout << ", options: " << schema_text(p.options);
       std::cout << "\n";
     }
-    for (const auto& k : d.target_kinds) std::cout << "target kind:  " << k.name << ": " << schema_text(k.attrs) << "\n";
+    for (const auto& k : d.target_kinds)
+      std::cout << "target kind:  " << k.name << ": " << schema_text(k.attrs) << "\n";
     if (!d.ops.empty()) {
       std::vector<std::string> ops;
       for (const auto& op : d.ops) ops.push_back(op.name);
@@ -222,10 +230,10 @@ int plugins_load(const std::string& target) {
     std::string kind = capability.substr(0, colon);
     if (kind != "function") by_kind[kind].push_back(capability.substr(colon + 1));
   }
-  for (const auto& [kind, names] : by_kind) std::printf("  %-10s %s\n", (kind + ":").c_str(), loom::join(names, ", ").c_str());
+  for (const auto& [kind, names] : by_kind)
+    std::printf("  %-10s %s\n", (kind + ":").c_str(), loom::join(names, ", ").c_str());
   return 0;
 }
-
 
 // The declarations of the plugin at PATH (or named NAME), read off what
 // its init registers: the text loom_add_plugin embeds as the plugin's
@@ -243,6 +251,5 @@ int plugins_declare(const std::string& target, const std::string& output) {
   if (!out) LOOM_THROW(Error) << "cannot write " << output;
   return 0;
 }
-
 
 }  // namespace loomc

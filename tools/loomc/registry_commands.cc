@@ -35,7 +35,8 @@ std::string schema_text(const std::vector<loom::SchemaField>& fields) {
 void write_schema_listing(loom::JsonWriter& json, const std::vector<loom::SchemaField>& fields) {
   json.begin_array();
   for (const auto& f : fields) {
-    json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default").value(loom::repr(f.default_value));
+    json.begin_object().key("name").value(f.name).key("type").value(f.type).key("default").value(
+        loom::repr(f.default_value));
     json.key("doc").value(f.doc);
     if (f.min) json.key("min").value(*f.min);
     if (f.max) json.key("max").value(*f.max);
@@ -43,7 +44,6 @@ void write_schema_listing(loom::JsonWriter& json, const std::vector<loom::Schema
   }
   json.end_array();
 }
-
 
 // Every operator: the registered ones (their plugins loaded) and those the
 // discovered plugins declare, each with its owner, arity, pattern and
@@ -57,7 +57,8 @@ int ops_list(bool as_json) {
   std::map<std::string, Row> rows;
   for (const std::string& name : loom::ir::OpRegistry::list()) {
     loom::ir::OpEntry e = *loom::ir::OpRegistry::entry(name);
-    rows[name] = Row{name, e.owner, e.def.doc, loom::ir::pattern_kind_name(e.def.pattern), e.def.num_inputs, e.def.attrs};
+    rows[name] =
+        Row{name, e.owner, e.def.doc, loom::ir::pattern_kind_name(e.def.pattern), e.def.num_inputs, e.def.attrs};
   }
   for (const PluginRecord& r : PluginManager::global().list()) {
     if (!r.manifest || !r.manifest->declarations) continue;
@@ -68,7 +69,8 @@ int ops_list(bool as_json) {
     loom::JsonWriter json;
     json.begin_array();
     for (const auto& [name, row] : rows) {
-      json.begin_object().key("name").value(name).key("owner").value(row.owner).key("inputs").value(int64_t{row.inputs});
+      json.begin_object().key("name").value(name).key("owner").value(row.owner).key("inputs").value(
+          int64_t{row.inputs});
       json.key("pattern").value(row.pattern).key("doc").value(row.doc).key("attributes");
       write_schema_listing(json, row.attrs);
       json.end_object();
@@ -79,13 +81,12 @@ int ops_list(bool as_json) {
   }
   for (const auto& [name, row] : rows) {
     std::string arity = row.inputs < 0 ? "any" : std::to_string(row.inputs);
-    std::printf("%-22s from %-8s %s inputs, %s: %s\n", name.c_str(), row.owner.c_str(), arity.c_str(), row.pattern.c_str(),
-                row.doc.c_str());
+    std::printf("%-22s from %-8s %s inputs, %s: %s\n", name.c_str(), row.owner.c_str(), arity.c_str(),
+                row.pattern.c_str(), row.doc.c_str());
     if (!row.attrs.empty()) std::printf("%-22s attributes: %s\n", "", schema_text(row.attrs).c_str());
   }
   return 0;
 }
-
 
 int functions_list(bool as_json) {
   std::vector<std::string> names = loom::FunctionRegistry::list();
@@ -173,21 +174,25 @@ int passes_list(bool as_json) {
       write_schema_listing(json, info.options);
       json.key("owner").value(p.owner).key("loaded").value(p.loaded).end_object();
     }
-    for (const auto& name : others) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
+    for (const auto& name : others)
+      json.begin_object().key("name").value(name).key("declared").value(false).end_object();
     json.end_array();
     std::cout << json.str() << "\n";
     return 0;
   }
   for (const auto& p : passes) {
     const auto& info = p.info;
-    std::printf("%-24s opt %d  from %-10s %s\n", info.name.c_str(), info.opt_level, p.owner.c_str(), info.summary.c_str());
+    std::printf("%-24s opt %d  from %-10s %s\n", info.name.c_str(), info.opt_level, p.owner.c_str(),
+                info.summary.c_str());
     if (!info.required.empty()) std::printf("%-24s requires: %s\n", "", loom::join(info.required, ", ").c_str());
     if (!info.needs.empty()) std::printf("%-24s needs: %s\n", "", loom::join(info.needs, ", ").c_str());
-    if (!info.establishes.empty()) std::printf("%-24s establishes: %s\n", "", loom::join(info.establishes, ", ").c_str());
+    if (!info.establishes.empty())
+      std::printf("%-24s establishes: %s\n", "", loom::join(info.establishes, ", ").c_str());
     if (!info.preserves.empty()) std::printf("%-24s preserves: %s\n", "", loom::join(info.preserves, ", ").c_str());
     if (!info.options.empty()) std::printf("%-24s options: %s\n", "", schema_text(info.options).c_str());
   }
-  for (const auto& name : others) std::printf("%-24s (its plugin declares no schema; load it to see one)\n", name.c_str());
+  for (const auto& name : others)
+    std::printf("%-24s (its plugin declares no schema; load it to see one)\n", name.c_str());
   return 0;
 }
 
@@ -210,13 +215,15 @@ int targets_list(bool as_json) {
       write_schema_listing(json, kind.attrs);
       const auto& t = kind.traits;
       json.key("traits").begin_object();
-      json.key("native_intrinsics").string_array(std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()));
+      json.key("native_intrinsics")
+          .string_array(std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()));
       json.key("threads_attr").value(t.threads_attr).key("device_type").value(int64_t{t.device_type});
       json.key("default_pipeline").string_array(t.default_pipeline).key("codegen_needs").string_array(t.codegen_needs);
       json.end_object();
       json.end_object();
     }
-    for (const auto& name : others) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
+    for (const auto& name : others)
+      json.begin_object().key("name").value(name).key("declared").value(false).end_object();
     json.end_array().key("tags").begin_array();
     for (const auto& tag : tags) {
       json.begin_object().key("name").value(tag.name).key("kind").value(tag.kind).key("doc").value(tag.doc);
@@ -227,7 +234,8 @@ int targets_list(bool as_json) {
       }
       json.end_object().end_object();
     }
-    for (const auto& name : other_tags) json.begin_object().key("name").value(name).key("declared").value(false).end_object();
+    for (const auto& name : other_tags)
+      json.begin_object().key("name").value(name).key("declared").value(false).end_object();
     json.end_array().end_object();
     std::cout << json.str() << "\n";
     return 0;
@@ -237,24 +245,27 @@ int targets_list(bool as_json) {
     std::printf("%-12s attributes: %s\n", "", schema_text(kind.attrs).c_str());
     const auto& t = kind.traits;
     std::printf("%-12s device: %s; threads: %s; default pipeline: %s\n", "",
-                loom::Device{t.device_type, 0}.to_string().c_str(), t.threads_attr.empty() ? "-" : t.threads_attr.c_str(),
+                loom::Device{t.device_type, 0}.to_string().c_str(),
+                t.threads_attr.empty() ? "-" : t.threads_attr.c_str(),
                 t.default_pipeline.empty() ? "(none)" : loom::join(t.default_pipeline, ", ").c_str());
     if (!t.native_intrinsics.empty()) {
       std::vector<std::string> natives(t.native_intrinsics.begin(), t.native_intrinsics.end());
       std::printf("%-12s native intrinsics: %s\n", "", loom::join(natives, ", ").c_str());
     }
-    if (!t.codegen_needs.empty()) std::printf("%-12s codegen needs: %s\n", "", loom::join(t.codegen_needs, ", ").c_str());
+    if (!t.codegen_needs.empty())
+      std::printf("%-12s codegen needs: %s\n", "", loom::join(t.codegen_needs, ", ").c_str());
   }
-  for (const auto& name : others) std::printf("%-12s (its plugin declares no schema; load it to see one)\n", name.c_str());
+  for (const auto& name : others)
+    std::printf("%-12s (its plugin declares no schema; load it to see one)\n", name.c_str());
   for (const auto& tag : tags) {
     std::vector<std::string> attrs;
     for (const auto& item : tag.attrs->items) attrs.push_back(item.first + ": " + loom::repr(item.second));
-    std::printf("tag %-10s kind %s {%s} from %s%s%s\n", tag.name.c_str(), tag.kind.c_str(), loom::join(attrs, ", ").c_str(),
-                tag.owner.c_str(), tag.doc.empty() ? "" : ": ", tag.doc.c_str());
+    std::printf("tag %-10s kind %s {%s} from %s%s%s\n", tag.name.c_str(), tag.kind.c_str(),
+                loom::join(attrs, ", ").c_str(), tag.owner.c_str(), tag.doc.empty() ? "" : ": ", tag.doc.c_str());
   }
-  for (const auto& name : other_tags) std::printf("tag %-10s (its plugin declares no schema; load it to see one)\n", name.c_str());
+  for (const auto& name : other_tags)
+    std::printf("tag %-10s (its plugin declares no schema; load it to see one)\n", name.c_str());
   return 0;
 }
-
 
 }  // namespace loomc

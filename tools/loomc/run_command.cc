@@ -61,18 +61,24 @@ NDArray random_input(const loom::runtime::VMSignature& signature, size_t index, 
   for (int64_t i = 0; i < n; ++i) {
     switch (t->dtype.code) {
       case DataType::kFloat:
-        if (t->dtype.bits == 32) a.data_as<float>()[i] = static_cast<float>(real(rng));
-        else if (t->dtype.bits == 64) a.data_as<double>()[i] = real(rng);
-        else LOOM_THROW(Error) << "random inputs of " << t->dtype.to_string() << " are not supported; use --input";
+        if (t->dtype.bits == 32)
+          a.data_as<float>()[i] = static_cast<float>(real(rng));
+        else if (t->dtype.bits == 64)
+          a.data_as<double>()[i] = real(rng);
+        else
+          LOOM_THROW(Error) << "random inputs of " << t->dtype.to_string() << " are not supported; use --input";
         break;
-      case DataType::kBool: a.data_as<uint8_t>()[i] = static_cast<uint8_t>(small(rng) & 1); break;
+      case DataType::kBool:
+        a.data_as<uint8_t>()[i] = static_cast<uint8_t>(small(rng) & 1);
+        break;
       case DataType::kInt:
       case DataType::kUInt: {
         int64_t v = small(rng);
         std::memcpy(a.data_as<char>() + i * (t->dtype.bits / 8), &v, t->dtype.bits / 8);
         break;
       }
-      default: LOOM_THROW(Error) << "random inputs of " << t->dtype.to_string() << " are not supported; use --input";
+      default:
+        LOOM_THROW(Error) << "random inputs of " << t->dtype.to_string() << " are not supported; use --input";
     }
   }
   return a;
@@ -114,11 +120,21 @@ void print_json(const loom::JsonValue& v, int depth) {
         std::cout << "\n";
         print_json(value, depth + 1);
         continue;
-      case loom::JsonValue::Kind::kInt: std::cout << " " << value.integer; break;
-      case loom::JsonValue::Kind::kFloat: std::cout << " " << value.number; break;
-      case loom::JsonValue::Kind::kString: std::cout << " " << value.string; break;
-      case loom::JsonValue::Kind::kBool: std::cout << (value.boolean ? " true" : " false"); break;
-      default: std::cout << " ..."; break;
+      case loom::JsonValue::Kind::kInt:
+        std::cout << " " << value.integer;
+        break;
+      case loom::JsonValue::Kind::kFloat:
+        std::cout << " " << value.number;
+        break;
+      case loom::JsonValue::Kind::kString:
+        std::cout << " " << value.string;
+        break;
+      case loom::JsonValue::Kind::kBool:
+        std::cout << (value.boolean ? " true" : " false");
+        break;
+      default:
+        std::cout << " ...";
+        break;
     }
     std::cout << "\n";
   }

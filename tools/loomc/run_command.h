@@ -15,12 +15,12 @@
 namespace loomc {
 
 struct RunOptions {
-  std::string input;     // LIBRARY.so or MODEL.loom
-  std::string config;    // for a .loom input
+  std::string input;   // LIBRARY.so or MODEL.loom
+  std::string config;  // for a .loom input
   std::string function = "main";
   std::vector<std::string> inputs, outputs;  // .npy files
   std::string seed = "0";
-  std::string bench;  // number of timed runs; empty: none
+  std::string bench;     // number of timed runs; empty: none
   bool profile = false;  // print each module's profile (ModuleNode::profile) after the runs
 };
 

@@ -139,7 +139,9 @@ class ExprSimplifier {
  public:
   explicit ExprSimplifier(const Analyzer& an) : an_(an) {}
 
-  PrimExpr run(const PrimExpr& e) { return rewrite(map_children(e, [this](const PrimExpr& c) { return run(c); })); }
+  PrimExpr run(const PrimExpr& e) {
+    return rewrite(map_children(e, [this](const PrimExpr& c) { return run(c); }));
+  }
 
  private:
   PrimExpr rewrite(const PrimExpr& e) {
@@ -153,7 +155,8 @@ class ExprSimplifier {
       PrimExpr out = from_linear(l, t);
       return same_expression(Any(out), Any(e)) ? e : out;
     }
-    if (int_scalar && (e.as<FloorDivNode>() || e.as<FloorModNode>())) return div_mod(e, e.as<FloorDivNode>() != nullptr);
+    if (int_scalar && (e.as<FloorDivNode>() || e.as<FloorModNode>()))
+      return div_mod(e, e.as<FloorDivNode>() != nullptr);
     if (int_scalar && (e.as<MinNode>() || e.as<MaxNode>())) {
       const auto* b = e.as<BinaryOpNode>();
       bool is_min = e.as<MinNode>() != nullptr;

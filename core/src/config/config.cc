@@ -78,7 +78,8 @@ class Loader {
     parse_target_section(target, config);
     if (YAML::Node pipeline = root["pipeline"]) parse_pipeline(pipeline, config);
     if (!passes_listed_) {
-      for (const std::string& name : default_pipeline(config, target)) config.passes.push_back(PassSpec{name, Map::empty()});
+      for (const std::string& name : default_pipeline(config, target))
+        config.passes.push_back(PassSpec{name, Map::empty()});
     }
     if (!validate_only_) reconcile(root, config);
     return config;
@@ -131,8 +132,8 @@ class Loader {
     for (auto it = map.begin(); it != map.end(); ++it) {
       std::string key = it->first.Scalar();
       if (std::find(known.begin(), known.end(), key) == known.end()) {
-        fail(it->first, "unknown key '" + key + "' in " + where + did_you_mean(key, known) + " (keys: " +
-                            join(known, ", ") + ")");
+        fail(it->first,
+             "unknown key '" + key + "' in " + where + did_you_mean(key, known) + " (keys: " + join(known, ", ") + ")");
       }
     }
   }
@@ -255,8 +256,9 @@ class Loader {
             fail(tag_node, "no target tag named '" + name + "' is registered or provided by a plugin" +
                                did_you_mean(name, available) + unknown_providers_note());
           }
-          config_warning(tag_node, "target tag '" + name + "' comes from a plugin that declares no tags; its kind "
-                                   "and attributes are checked when the config is loaded");
+          config_warning(tag_node, "target tag '" + name +
+                                       "' comes from a plugin that declares no tags; its kind "
+                                       "and attributes are checked when the config is loaded");
           if (!kind_node) return target::Target();
         }
       } else {
@@ -289,9 +291,11 @@ class Loader {
     std::map<std::string, Any> attrs = preset->items;
     for (auto it = node.begin(); it != node.end(); ++it) {
       std::string key = it->first.Scalar();
-      if (key == "kind" || key == "tag" || (allow_extras && (key == "host" || key == "device-placement" || key == "partition")))
+      if (key == "kind" || key == "tag" ||
+          (allow_extras && (key == "host" || key == "device-placement" || key == "partition")))
         continue;
-      auto field = std::find_if(entry.attrs.begin(), entry.attrs.end(), [&](const SchemaField& f) { return f.name == key; });
+      auto field =
+          std::find_if(entry.attrs.begin(), entry.attrs.end(), [&](const SchemaField& f) { return f.name == key; });
       if (field == entry.attrs.end()) {
         fail(it->first, "target kind '" + kind + "' has no attribute '" + key + "'" + did_you_mean(key, known) +
                             " (keys: " + join(known, ", ") + ")");
@@ -334,7 +338,8 @@ class Loader {
   // each with a pattern table (registered, or, when only checking,
   // declared by a plugin as patterns:NAME), each once.
   Array parse_partition(const YAML::Node& node) {
-    if (!node.IsSequence()) fail(node, "partition is a list of codegens, in priority order, got " + describe_node(node));
+    if (!node.IsSequence())
+      fail(node, "partition is a list of codegens, in priority order, got " + describe_node(node));
     std::vector<std::string> names;
     std::vector<Any> out;
     for (const YAML::Node& item : node) {
@@ -347,7 +352,8 @@ class Loader {
         name = scalar(item, "a codegen name");
         out.push_back(Any(name));
       }
-      if (std::find(names.begin(), names.end(), name) != names.end()) fail(item, "partition names codegen '" + name + "' twice");
+      if (std::find(names.begin(), names.end(), name) != names.end())
+        fail(item, "partition names codegen '" + name + "' twice");
       names.push_back(name);
     }
     std::vector<std::string> available;  // when only checking: registered and declared tables
@@ -356,8 +362,9 @@ class Loader {
       try {
         if (validate_only_) {
           if (std::find(available.begin(), available.end(), names[i]) == available.end()) {
-            LOOM_THROW(LookupError) << "no pattern table named '" << names[i] << "' is registered or provided by a plugin"
-                                    << did_you_mean(names[i], available) << unknown_providers_note();
+            LOOM_THROW(LookupError) << "no pattern table named '" << names[i]
+                                    << "' is registered or provided by a plugin" << did_you_mean(names[i], available)
+                                    << unknown_providers_note();
           }
         } else {
           graph::PatternTableRegistry::get(names[i]);
@@ -465,8 +472,9 @@ class Loader {
               auto option = std::find_if(pass.options.begin(), pass.options.end(),
                                          [&](const SchemaField& f) { return f.name == key; });
               if (option == pass.options.end()) {
-                fail(it->first, "pass '" + spec.name + "' has no option '" + key + "'" + did_you_mean(key, known) +
-                                    (known.empty() ? " (it takes no options)" : " (options: " + join(known, ", ") + ")"));
+                fail(it->first,
+                     "pass '" + spec.name + "' has no option '" + key + "'" + did_you_mean(key, known) +
+                         (known.empty() ? " (it takes no options)" : " (options: " + join(known, ", ") + ")"));
               }
               values[key] = convert_field(it->second, *option, "option '" + key + "' of pass '" + spec.name + "'");
               if (!validate_only_) config.context.set_config(spec.name + "." + key, values[key]);
@@ -475,7 +483,8 @@ class Loader {
           }
         } else if (item.IsScalar() && item.Scalar() == "default") {
           // The target's own default pipeline, as when `passes:` is absent.
-          for (const std::string& name : default_pipeline(config, item)) config.passes.push_back(PassSpec{name, Map::empty()});
+          for (const std::string& name : default_pipeline(config, item))
+            config.passes.push_back(PassSpec{name, Map::empty()});
           continue;
         } else {
           spec.name = lookup_pass(item).name;
@@ -507,7 +516,8 @@ class Loader {
     // A pass's options are config keys its plugin provides ("config:KEY").
     auto entry = validate_only_ ? transform::ConfigRegistry::declaration(key) : transform::ConfigRegistry::find(key);
     if (!entry) {
-      fail(key_node, "unknown config option '" + key + "'" + did_you_mean(key, transform::ConfigRegistry::declared_names()));
+      fail(key_node,
+           "unknown config option '" + key + "'" + did_you_mean(key, transform::ConfigRegistry::declared_names()));
     }
     Any converted = convert_field(value, entry->field, "config option '" + key + "'");
     if (!validate_only_) config.context.set_config(key, converted);
@@ -529,7 +539,8 @@ class Loader {
     YAML::Mark m = vectorize->second.Mark();
     config.warnings.push_back(source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) +
                               ": warning: pipeline config 'tir.vectorize: true' contradicts the target '" +
-                              config.target->kind + "', which has no vector unit; the target wins and "
+                              config.target->kind +
+                              "', which has no vector unit; the target wins and "
                               "loops are not vectorized");
     config.context.set_config("tir.vectorize", false);
   }

@@ -92,7 +92,8 @@ runtime::Module build_kernels(const ir::IRModule& module, const target::Target& 
     if (std::string codegen = graph::codegen_of(f); !codegen.empty()) {
       std::string label = "the codegen for '" + codegen + "' (partitioned for)";
       group_labelled(label, [&] {
-        return Group{label, target::CodegenRegistry::get(codegen), target::partition_target(module, codegen), false, {}};
+        return Group{
+            label, target::CodegenRegistry::get(codegen), target::partition_target(module, codegen), false, {}};
       }).functions[name] = f;
       continue;
     }
@@ -141,9 +142,9 @@ void check_needs_of(const ir::IRModule& module, const target::Target& t) {
     transform::PropertyInfo p = transform::PropertyRegistry::get(name);
     if (!p.check) continue;  // only tracked: nothing to look at here
     if (std::optional<std::string> why = p.check(module)) {
-      LOOM_THROW(Error) << "build: the codegen of target kind '" << t->kind << "' needs the property '" << name
-                        << "' (" << p.summary << "), which does not hold of the module it is given (" << *why
-                        << "); pass '" << p.established_by << "' establishes it: add it to the pipeline";
+      LOOM_THROW(Error) << "build: the codegen of target kind '" << t->kind << "' needs the property '" << name << "' ("
+                        << p.summary << "), which does not hold of the module it is given (" << *why << "); pass '"
+                        << p.established_by << "' establishes it: add it to the pipeline";
     }
   }
   runtime::DeviceAPIRegistry::get(Device{traits.device_type, 0});
@@ -182,7 +183,8 @@ void check_placement(const ir::IRModule& module) {
     }
   }
   // kernels_split, whatever the device kind's codegen declares it needs.
-  if (std::optional<std::string> why = transform::PropertyRegistry::get(transform::property::kKernelsSplit).check(module)) {
+  if (std::optional<std::string> why =
+          transform::PropertyRegistry::get(transform::property::kKernelsSplit).check(module)) {
     LOOM_THROW(Error) << "build: " << *why << " and the host code that launches them: the pipeline must run "
                       << "DefaultDeviceSchedule (or bind its loops) and SplitHostDevice (the 'device' pipeline does)";
   }
@@ -237,14 +239,16 @@ void check_input(const ir::IRModule& module) {
 runtime::Module build(const ir::IRModule& module, const config::Config& config) {
   check_input(module);
   if (config.target.defined() && target::traits_of(config.target).partition_only) {
-    LOOM_THROW(Error) << "build: target kind '" << config.target->kind << "' compiles only the regions partitioning gives "
+    LOOM_THROW(Error) << "build: target kind '" << config.target->kind
+                      << "' compiles only the regions partitioning gives "
                       << "it; build for a CPU target and partition for it: target: {kind: llvm, partition: ["
                       << config.target->kind << "]} (docs/partitioning.md)";
   }
   // The config's context (C0), plus the instruments of the context the
   // caller entered (a Python `with PassContext(instruments=...)`).
   transform::PassContext context = config.context;
-  for (const auto& instrument : transform::PassContext::current().instruments) context.instruments.push_back(instrument);
+  for (const auto& instrument : transform::PassContext::current().instruments)
+    context.instruments.push_back(instrument);
   // LOOM_LOG=info logs each pass, unless the caller asked for that already.
   bool logging = std::any_of(context.instruments.begin(), context.instruments.end(), [](const auto& i) {
     return dynamic_cast<const transform::LogInstrument*>(i.get()) != nullptr;

@@ -18,9 +18,10 @@ std::string plugin_declarations(const std::string& owner) {
     auto entry = transform::PassRegistry::entry(name);
     if (!entry || entry->owner != owner) continue;
     const transform::PassInfo& info = entry->pass.info();
-    DeclaredPass p{info.name, info.summary, info.opt_level, info.required, info.needs, info.establishes,
-                   info.preserves, {}, info.options};
-    for (const ObjectRef& step : entry->pass->sequence) p.sequence.push_back(downcast<transform::Pass>(step).info().name);
+    DeclaredPass p{info.name,      info.summary, info.opt_level, info.required, info.needs, info.establishes,
+                   info.preserves, {},           info.options};
+    for (const ObjectRef& step : entry->pass->sequence)
+      p.sequence.push_back(downcast<transform::Pass>(step).info().name);
     for (const std::string& step : entry->pass->sequence_names) p.sequence.push_back(step);
     for (const SchemaField& option : info.options) pass_options.insert(info.name + "." + option.name);
     d.passes.push_back(std::move(p));
@@ -29,10 +30,10 @@ std::string plugin_declarations(const std::string& owner) {
     auto kind = target::TargetKindRegistry::entry(name);
     if (!kind || kind->owner != owner) continue;
     const target::TargetTraits& t = kind->traits;
-    d.target_kinds.push_back(DeclaredTargetKind{
-        kind->name, kind->doc, kind->attrs,
-        std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()), t.default_pipeline,
-        t.codegen_needs, t.threads_attr, t.device_type});
+    d.target_kinds.push_back(
+        DeclaredTargetKind{kind->name, kind->doc, kind->attrs,
+                           std::vector<std::string>(t.native_intrinsics.begin(), t.native_intrinsics.end()),
+                           t.default_pipeline, t.codegen_needs, t.threads_attr, t.device_type});
   }
   for (const std::string& name : target::TargetTagRegistry::list()) {
     auto tag = target::TargetTagRegistry::entry(name);

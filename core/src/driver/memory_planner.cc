@@ -22,8 +22,10 @@ int find(std::vector<int>& parent, int x) {
 std::string shape_key(const ShapeExpr& e) {
   const runtime::ShapeExprNode* n = e.get();
   switch (n->shape_op()) {
-    case runtime::ShapeOp::kConst: return std::to_string(n->value);
-    case runtime::ShapeOp::kVar: return "v" + std::to_string(n->value);
+    case runtime::ShapeOp::kConst:
+      return std::to_string(n->value);
+    case runtime::ShapeOp::kVar:
+      return "v" + std::to_string(n->value);
     default:
       return "(" + std::to_string(n->op) + " " + shape_key(downcast<ShapeExpr>(n->a)) + " " +
              shape_key(downcast<ShapeExpr>(n->b)) + ")";

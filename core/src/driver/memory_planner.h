@@ -31,7 +31,7 @@ struct Allocation {
 };
 
 struct StoragePlan {
-  std::vector<int64_t> storage_of;                  // per allocation; -1: an output, allocated on its own
+  std::vector<int64_t> storage_of;                // per allocation; -1: an output, allocated on its own
   std::vector<runtime::ShapeExpr> storage_bytes;  // per storage
   std::vector<int32_t> storage_device;            // per storage
 };

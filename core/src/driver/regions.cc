@@ -67,10 +67,10 @@ ir::IRModule lower_regions(const ir::IRModule& part) {
   std::map<std::string, Any> out;
   // The region is one group already (marked primitive, which FuseOps
   // leaves as it is); FuseOps runs so the sequence knows it is fused.
-  transform::Pass lower = transform::sequential({transform::PassRegistry::get("FuseOps"),
-                                                 transform::PassRegistry::get("LegalizeOps"),
-                                                 transform::PassRegistry::get("FuseTIR")},
-                                                "lower_regions");
+  transform::Pass lower =
+      transform::sequential({transform::PassRegistry::get("FuseOps"), transform::PassRegistry::get("LegalizeOps"),
+                             transform::PassRegistry::get("FuseTIR")},
+                            "lower_regions");
   for (const std::string& name : part.names()) {
     const auto* f = part.lookup(name).as<graph::FunctionNode>();
     if (!f || graph::codegen_of(part.lookup(name)).empty() || f->attrs.contains("composite")) continue;

@@ -172,7 +172,8 @@ class FunctionCompiler {
   int64_t add_shape_var(const tir::VarNode* var) {
     // Names are made unique, so messages tell two variables named n apart.
     std::string name = var->name;
-    for (int k = 1; std::any_of(shape_vars_.begin(), shape_vars_.end(), [&](const auto& v) { return v.second == name; }); ++k) {
+    for (int k = 1;
+         std::any_of(shape_vars_.begin(), shape_vars_.end(), [&](const auto& v) { return v.second == name; }); ++k) {
       name = var->name + "_" + std::to_string(k);
     }
     shape_vars_.emplace_back(var, name);
@@ -187,12 +188,13 @@ class FunctionCompiler {
       // the VM binds them from a dimension linear in them.
       for (const Any& d : t->shape) {
         if (!dynamic_cast<const tir::PrimExprNode*>(d.object())) continue;
-        tir::pre_order(tir::Evaluate(d.cast<tir::PrimExpr>()), [](const tir::Stmt&) { return true; },
-                       [&](const tir::PrimExpr& e) {
-                         const auto* var = e.as<tir::VarNode>();
-                         if (var && !slot_of(var)) add_shape_var(var);
-                         return true;
-                       });
+        tir::pre_order(
+            tir::Evaluate(d.cast<tir::PrimExpr>()), [](const tir::Stmt&) { return true; },
+            [&](const tir::PrimExpr& e) {
+              const auto* var = e.as<tir::VarNode>();
+              if (var && !slot_of(var)) add_shape_var(var);
+              return true;
+            });
       }
     } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
       for (const Any& f : t->fields) bind_shape_vars(f.cast<Type>());
@@ -212,10 +214,14 @@ class FunctionCompiler {
       fail(what + " has the dimension " + ir::to_text(dim) + ", and no parameter's shape binds %" + v->name);
     }
     static const std::vector<std::pair<uint32_t, ShapeOp>> ops = {
-        {tir::AddNode::runtime_type_index(), ShapeOp::kAdd},           {tir::SubNode::runtime_type_index(), ShapeOp::kSub},
-        {tir::MulNode::runtime_type_index(), ShapeOp::kMul},           {tir::DivNode::runtime_type_index(), ShapeOp::kDiv},
-        {tir::FloorDivNode::runtime_type_index(), ShapeOp::kFloorDiv}, {tir::FloorModNode::runtime_type_index(), ShapeOp::kFloorMod},
-        {tir::MinNode::runtime_type_index(), ShapeOp::kMin},           {tir::MaxNode::runtime_type_index(), ShapeOp::kMax}};
+        {tir::AddNode::runtime_type_index(), ShapeOp::kAdd},
+        {tir::SubNode::runtime_type_index(), ShapeOp::kSub},
+        {tir::MulNode::runtime_type_index(), ShapeOp::kMul},
+        {tir::DivNode::runtime_type_index(), ShapeOp::kDiv},
+        {tir::FloorDivNode::runtime_type_index(), ShapeOp::kFloorDiv},
+        {tir::FloorModNode::runtime_type_index(), ShapeOp::kFloorMod},
+        {tir::MinNode::runtime_type_index(), ShapeOp::kMin},
+        {tir::MaxNode::runtime_type_index(), ShapeOp::kMax}};
     if (const auto* b = dynamic_cast<const tir::BinaryOpNode*>(o)) {
       for (const auto& [index, op] : ops) {
         if (b->type_index() == index) {
@@ -348,11 +354,13 @@ class FunctionCompiler {
         std::string name = call.attrs.at("name").as_string();
         std::vector<int32_t> args = tuple_fields(call.args[0].cast<ir::Expr>(), "the arguments of call_packed");
         int32_t r = new_register();
-        types_.push_back(Any(vm_type(call.type_args[0].cast<Type>(), "the result of call_packed '" + name + "'", true)));
+        types_.push_back(
+            Any(vm_type(call.type_args[0].cast<Type>(), "the result of call_packed '" + name + "'", true)));
         emit(runtime::kVMCallPacked, r, exe_.callee("packed:" + name), static_cast<int32_t>(types_.size() - 1), args);
         return r;
       }
-      fail("operator '" + op->name + "' must be lowered before the VM runs it (LegalizeOps turns operators into "
+      fail("operator '" + op->name +
+           "' must be lowered before the VM runs it (LegalizeOps turns operators into "
            "call_dps of prim functions)");
     }
     if (const auto* g = call.callee.as<ir::GlobalVarNode>()) {
@@ -440,7 +448,8 @@ runtime::Module vm_compile(const ir::IRModule& input) {
   exe->functions = Array(functions);
   exe->constants = Array(builder.constants);
   exe->callees = Array(std::vector<Any>(builder.callees.begin(), builder.callees.end()));
-  if (builder.devices.size() > 1) exe->devices = Array(std::vector<Any>(builder.devices.begin(), builder.devices.end()));
+  if (builder.devices.size() > 1)
+    exe->devices = Array(std::vector<Any>(builder.devices.begin(), builder.devices.end()));
   exe->num_threads = threads_of(module);
   return runtime::make_vm_module(ObjectRef(exe));
 }

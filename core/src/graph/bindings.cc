@@ -183,7 +183,8 @@ Lifted lift_free_values(const std::vector<Binding>& members, bool constants) {
     if (constants) {
       v.on<ConstantNode>([&](const ConstantNode* c) {
         if (out.param_of.count(c)) return;
-        lift(c, "c", c->checked_type.defined() ? c->checked_type : ir::TensorType::of(c->data.shape_vector(), c->data->dtype));
+        lift(c, "c",
+             c->checked_type.defined() ? c->checked_type : ir::TensorType::of(c->data.shape_vector(), c->data->dtype));
       });
     }
     v.visit(Any(b.value));

@@ -75,7 +75,8 @@ ir::IRModule relayout_constant_inputs(const ir::IRModule& module, const std::set
     if (!callee || !inputs || !functions.count(callee->name)) return Any(rebuilt);
     const auto* f = module.lookup(callee->name).as<tir::PrimFuncNode>();
     if (!f) return Any(rebuilt);
-    std::vector<tir::Buffer> params = tir::PrimFunc(ObjectPtr<Object>(const_cast<tir::PrimFuncNode*>(f))).buffer_params();
+    std::vector<tir::Buffer> params =
+        tir::PrimFunc(ObjectPtr<Object>(const_cast<tir::PrimFuncNode*>(f))).buffer_params();
     std::vector<ir::Expr> fields;
     for (const Any& a : inputs->fields) fields.push_back(a.cast<ir::Expr>());
     for (const auto& [input, text] : tir::param_layouts(*f)) {

@@ -41,9 +41,9 @@ void define_operator(const std::string& name, int arity, std::vector<SchemaField
                       name + ".infer_type"),
       pattern, doc});
   if (!lower) return;
-  ir::OpRegistry::set_property(name, "FLower",
-                               Function::typed([lower, as_call](ObjectRef call) -> ObjectRef { return lower(as_call(call)); },
-                                               name + ".lower"));
+  ir::OpRegistry::set_property(
+      name, "FLower",
+      Function::typed([lower, as_call](ObjectRef call) -> ObjectRef { return lower(as_call(call)); }, name + ".lower"));
 }
 
 void set_op_examples(const std::string& op, const std::vector<OpExample>& examples) {
@@ -125,9 +125,9 @@ std::vector<Any> broadcast_shapes(const Array& a, const Array& b) {
     } else if (same_dim(da, db)) {
       result = da;
     } else {
-      LOOM_THROW(TypeError) << "shapes " << shape_text(a) << " and " << shape_text(b)
-                            << " do not broadcast: dimension " << (rank - 1 - k) << " of the result would be "
-                            << ir::to_text(da) << " and " << ir::to_text(db);
+      LOOM_THROW(TypeError) << "shapes " << shape_text(a) << " and " << shape_text(b) << " do not broadcast: dimension "
+                            << (rank - 1 - k) << " of the result would be " << ir::to_text(da) << " and "
+                            << ir::to_text(db);
     }
     out[rank - 1 - k] = result;
   }

@@ -13,8 +13,8 @@ namespace loom::graph {
 
 struct PatternImpl {
   enum class Kind { kWildcard, kConstant, kOp, kAlt } kind = Kind::kWildcard;
-  std::string op;                 // kOp
-  std::vector<Pattern> args;      // kOp: the arguments; kAlt: the two choices
+  std::string op;             // kOp
+  std::vector<Pattern> args;  // kOp: the arguments; kAlt: the two choices
   struct Predicate {
     std::function<bool(const ir::Expr&)> test;
     std::string what;
@@ -173,7 +173,8 @@ Pattern Pattern::has_attr(const std::string& name, Any value) const {
         std::optional<ir::OpEntry> entry = callee ? ir::OpRegistry::entry(callee->name) : std::nullopt;
         if (!entry) return false;
         for (const ir::OpAttrField& f : entry->def.attrs)
-          if (f.name == name) return f.default_value.kind() != AnyKind::kNone && structural_equal(f.default_value, value);
+          if (f.name == name)
+            return f.default_value.kind() != AnyKind::kNone && structural_equal(f.default_value, value);
         return false;
       },
       name + "=" + repr(value));
@@ -192,15 +193,21 @@ std::string Pattern::describe() const {
   const PatternImpl& p = *impl_;
   std::string out;
   switch (p.kind) {
-    case PatternImpl::Kind::kWildcard: out = "*"; break;
-    case PatternImpl::Kind::kConstant: out = "const"; break;
+    case PatternImpl::Kind::kWildcard:
+      out = "*";
+      break;
+    case PatternImpl::Kind::kConstant:
+      out = "const";
+      break;
     case PatternImpl::Kind::kOp: {
       std::vector<std::string> args;
       for (const Pattern& a : p.args) args.push_back(a.describe());
       out = "op(\"" + p.op + "\", [" + join(args, ", ") + "])";
       break;
     }
-    case PatternImpl::Kind::kAlt: out = "(" + p.args[0].describe() + " | " + p.args[1].describe() + ")"; break;
+    case PatternImpl::Kind::kAlt:
+      out = "(" + p.args[0].describe() + " | " + p.args[1].describe() + ")";
+      break;
   }
   std::vector<std::string> preds;
   for (const auto& pred : p.predicates) preds.push_back(pred.what);

@@ -18,7 +18,8 @@ void PatternTableRegistry::register_table(const std::string& codegen, std::vecto
   std::set<std::string> names;
   for (const PatternEntry& e : entries) {
     if (e.name.empty()) LOOM_THROW(Error) << "pattern table '" << codegen << "': an entry without a name";
-    if (!e.pattern.get()) LOOM_THROW(Error) << "pattern table '" << codegen << "': entry '" << e.name << "' has no pattern";
+    if (!e.pattern.get())
+      LOOM_THROW(Error) << "pattern table '" << codegen << "': entry '" << e.name << "' has no pattern";
     if (!names.insert(e.name).second) {
       LOOM_THROW(Error) << "pattern table '" << codegen << "': the entry name '" << e.name << "' is used twice";
     }

@@ -165,7 +165,8 @@ class Binder {
       std::vector<const Object*> chain;
       Expr cur = e;
       while (const auto* let = cur.as<LetNode>()) {
-        if (memo_.count(cur.get()) || (!chain.empty() && (uses_.uses(cur.get()) > 1 || scope_.at(cur.get()) != scope))) {
+        if (memo_.count(cur.get()) ||
+            (!chain.empty() && (uses_.uses(cur.get()) > 1 || scope_.at(cur.get()) != scope))) {
           break;
         }
         bindings_[scope].emplace_back(let->var, walk(let->value));

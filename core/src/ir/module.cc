@@ -7,11 +7,9 @@ namespace loom::ir {
 LOOM_REGISTER_OBJECT(ExternFuncNode);
 LOOM_REGISTER_OBJECT(IRModuleNode);
 
-ExternFunc::ExternFunc(std::string kind, std::string payload, FuncType signature, std::string convention,
-                       Map attrs) {
+ExternFunc::ExternFunc(std::string kind, std::string payload, FuncType signature, std::string convention, Map attrs) {
   if (convention != "dps" && convention != "packed") {
-    LOOM_THROW(Error) << "ir.ExternFunc: unknown calling convention '" << convention
-                      << "' (conventions: dps, packed)";
+    LOOM_THROW(Error) << "ir.ExternFunc: unknown calling convention '" << convention << "' (conventions: dps, packed)";
   }
   auto node = make_object<ExternFuncNode>();
   node->kind = std::move(kind);

@@ -66,7 +66,8 @@ void write_file(const std::string& path, const std::string& bytes) {
 
 const std::string& string_field(const JsonValue& reference, const char* key) {
   const JsonValue* v = reference.find(key);
-  if (!v || v->kind != JsonValue::Kind::kString) LOOM_THROW(Error) << "a weights reference needs \"" << key << "\", a string";
+  if (!v || v->kind != JsonValue::Kind::kString)
+    LOOM_THROW(Error) << "a weights reference needs \"" << key << "\", a string";
   return v->string;
 }
 
@@ -79,7 +80,8 @@ class WeightsReader {
     const std::string& name = string_field(reference, "file");
     const std::string& want = string_field(reference, "checksum");
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-      LOOM_THROW(Error) << "weights file '" << name << "': a weights file is named by a plain file name, beside the text";
+      LOOM_THROW(Error) << "weights file '" << name
+                        << "': a weights file is named by a plain file name, beside the text";
     }
     const File& file = open(name);
     if (hex(file.checksum) != want) {
@@ -169,8 +171,7 @@ ModuleFileContents module_file_contents(const IRModule& module, const std::strin
 
 void save_module_file(const IRModule& module, const std::string& path) {
   std::string weights_path = path + ".weights";
-  ModuleFileContents contents =
-      module_file_contents(module, std::filesystem::path(weights_path).filename().string());
+  ModuleFileContents contents = module_file_contents(module, std::filesystem::path(weights_path).filename().string());
   if (!contents.weights.empty()) {
     write_file(weights_path, contents.weights);
   } else {

@@ -11,12 +11,18 @@ namespace loom::ir {
 
 const char* pattern_kind_name(PatternKind kind) {
   switch (kind) {
-    case PatternKind::kElementwise: return "elementwise";
-    case PatternKind::kBroadcast: return "broadcast";
-    case PatternKind::kInjective: return "injective";
-    case PatternKind::kReduction: return "reduction";
-    case PatternKind::kOutputFusable: return "output_fusable";
-    case PatternKind::kOpaque: return "opaque";
+    case PatternKind::kElementwise:
+      return "elementwise";
+    case PatternKind::kBroadcast:
+      return "broadcast";
+    case PatternKind::kInjective:
+      return "injective";
+    case PatternKind::kReduction:
+      return "reduction";
+    case PatternKind::kOutputFusable:
+      return "output_fusable";
+    case PatternKind::kOpaque:
+      return "opaque";
   }
   return "?";
 }
@@ -71,9 +77,7 @@ void ExternKindRegistry::register_kind(const std::string& name, Function validat
   extern_kinds().add(ExternKindEntry{name, std::move(validate), std::move(doc), "", std::move(build)});
 }
 
-std::optional<ExternKindEntry> ExternKindRegistry::entry(const std::string& name) {
-  return extern_kinds().entry(name);
-}
+std::optional<ExternKindEntry> ExternKindRegistry::entry(const std::string& name) { return extern_kinds().entry(name); }
 ExternKindEntry ExternKindRegistry::get(const std::string& name) { return extern_kinds().get(name); }
 std::vector<std::string> ExternKindRegistry::list() { return extern_kinds().names(); }
 
@@ -99,29 +103,40 @@ const bool core_ops_registered = [] {
         return call->type_args[0].cast<Type>();
       },
       "infer_from_type_args");
-  OpRegistry::register_op(OpDef{"call_dps", 2, {}, from_type_args, PatternKind::kOpaque,
+  OpRegistry::register_op(OpDef{"call_dps",
+                                2,
+                                {},
+                                from_type_args,
+                                PatternKind::kOpaque,
                                 "call_dps(@f, (args...), out_type): call a prim or extern function in "
                                 "destination-passing style"});
   // device_copy(x, src=device("cpu:0"), dst=device("opencl:0")): the
   // tensor x, which lives on src, copied to dst (PlanDevices inserts it;
   // the VM runs it through the devices' DeviceAPI).  Same type as x.
-  OpRegistry::register_op(OpDef{
-      "device_copy", 1,
-      {{"src", "device", Any(), "the device the tensor lives on"}, {"dst", "device", Any(), "the device to copy it to"}},
-      Function::typed(
-          [](ObjectRef call_ref, Any) -> ObjectRef {
-            const auto* call = call_ref.as<graph::CallNode>();
-            Type t = call->args.size() == 1 ? call->args[0].cast<Expr>()->checked_type : Type();
-            if (!t.as<TensorTypeNode>()) {
-              LOOM_THROW(TypeError) << "device_copy copies a tensor, got "
-                                    << (t.defined() ? to_text(Any(t)) : std::string("an untyped value"));
-            }
-            return t;
-          },
-          "device_copy.infer_type"),
-      PatternKind::kOpaque, "device_copy(x, src=device, dst=device): x copied from device src to device dst"});
-  OpRegistry::register_op(OpDef{"call_packed", 1, {{"name", "str", Any(), "registry function to call"}},
-                                from_type_args, PatternKind::kOpaque,
+  OpRegistry::register_op(OpDef{"device_copy",
+                                1,
+                                {{"src", "device", Any(), "the device the tensor lives on"},
+                                 {"dst", "device", Any(), "the device to copy it to"}},
+                                Function::typed(
+                                    [](ObjectRef call_ref, Any) -> ObjectRef {
+                                      const auto* call = call_ref.as<graph::CallNode>();
+                                      Type t =
+                                          call->args.size() == 1 ? call->args[0].cast<Expr>()->checked_type : Type();
+                                      if (!t.as<TensorTypeNode>()) {
+                                        LOOM_THROW(TypeError)
+                                            << "device_copy copies a tensor, got "
+                                            << (t.defined() ? to_text(Any(t)) : std::string("an untyped value"));
+                                      }
+                                      return t;
+                                    },
+                                    "device_copy.infer_type"),
+                                PatternKind::kOpaque,
+                                "device_copy(x, src=device, dst=device): x copied from device src to device dst"});
+  OpRegistry::register_op(OpDef{"call_packed",
+                                1,
+                                {{"name", "str", Any(), "registry function to call"}},
+                                from_type_args,
+                                PatternKind::kOpaque,
                                 "call_packed(\"name\", (args...), out_type): call a global registry function"});
   return true;
 }();

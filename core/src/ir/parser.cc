@@ -43,7 +43,7 @@ struct Token {
 };
 
 const char* kPunctuation[] = {"->", "//", "==", "!=", "<=", ">=", "&&", "||", "(", ")", "[", "]", "{", "}",
-                              ",", ":", ";", "=", "<", ">", "+", "-", "*", "/", "%", "!", ".", "?"};
+                              ",",  ":",  ";",  "=",  "<",  ">",  "+",  "-",  "*", "/", "%", "!", ".", "?"};
 
 class Lexer {
  public:
@@ -61,8 +61,9 @@ class Lexer {
       char c = text_[pos_];
       // '%' directly followed by a name character is a local's sigil;
       // otherwise it is the floor-mod operator.
-      bool sigil = (c == '@') || (c == '%' && pos_ + 1 < text_.size() &&
-                                  (std::isalnum(static_cast<unsigned char>(text_[pos_ + 1])) || text_[pos_ + 1] == '_'));
+      bool sigil =
+          (c == '@') || (c == '%' && pos_ + 1 < text_.size() &&
+                         (std::isalnum(static_cast<unsigned char>(text_[pos_ + 1])) || text_[pos_ + 1] == '_'));
       if (sigil) {
         advance();
         t.kind = c == '%' ? Tok::kLocal : Tok::kGlobal;
@@ -207,9 +208,13 @@ class Parser {
         const Token& which = expect_ident("'attrs' or 'global_infos'");
         Any v = value();
         if (v.kind() != AnyKind::kObject || !v.object()->is_instance<MapNode>()) fail(which, "expected a map {...}");
-        if (which.text == "attrs") attrs = v.cast<Map>()->items;
-        else if (which.text == "global_infos") infos = v.cast<Map>()->items;
-        else fail(which, "unknown module section '" + which.text + "'" + did_you_mean(which.text, {"attrs", "global_infos"}));
+        if (which.text == "attrs")
+          attrs = v.cast<Map>()->items;
+        else if (which.text == "global_infos")
+          infos = v.cast<Map>()->items;
+        else
+          fail(which,
+               "unknown module section '" + which.text + "'" + did_you_mean(which.text, {"attrs", "global_infos"}));
       } else if (peek().kind == Tok::kGlobal) {
         const Token& name = next();
         expect("=");
@@ -249,11 +254,16 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case Tok::kEnd: return "the end of the input";
-      case Tok::kLocal: return "'%" + t.text + "'";
-      case Tok::kGlobal: return "'@" + t.text + "'";
-      case Tok::kString: return "a string";
-      default: return "'" + t.text + "'";
+      case Tok::kEnd:
+        return "the end of the input";
+      case Tok::kLocal:
+        return "'%" + t.text + "'";
+      case Tok::kGlobal:
+        return "'@" + t.text + "'";
+      case Tok::kString:
+        return "a string";
+      default:
+        return "'" + t.text + "'";
     }
   }
   const Token& expect(const char* punct) {
@@ -302,7 +312,8 @@ class Parser {
         const Token& start = tokens_[i + 1];
         try {
           Any entries = load_json(text_.substr(start.offset), source_, blobs_);
-          if (!entries.object() || !entries.object()->is_instance<ArrayNode>()) fail(start, "the meta section must hold an array");
+          if (!entries.object() || !entries.object()->is_instance<ArrayNode>())
+            fail(start, "the meta section must hold an array");
           meta_ = entries.cast<Array>();
         } catch (const ParseError& e) {
           // The JSON's positions are relative to its start.
@@ -334,7 +345,8 @@ class Parser {
   Any meta_of(const char* what) {
     const Token& at = peek();
     Any v = meta_entry();
-    if (!v.object() || !v.object()->is_instance<Node>()) fail(at, std::string("meta entry is not ") + what + ": " + v.describe());
+    if (!v.object() || !v.object()->is_instance<Node>())
+      fail(at, std::string("meta entry is not ") + what + ": " + v.describe());
     return v;
   }
 
@@ -710,8 +722,8 @@ class Parser {
     const Token& v = peek();
     if (v.kind == Tok::kString) {
       std::string text = next().text;
-      double value = text == "nan" ? std::numeric_limits<double>::quiet_NaN()
-                     : text == "inf" ? std::numeric_limits<double>::infinity()
+      double value = text == "nan"    ? std::numeric_limits<double>::quiet_NaN()
+                     : text == "inf"  ? std::numeric_limits<double>::infinity()
                      : text == "-inf" ? -std::numeric_limits<double>::infinity()
                                       : (fail(v, "a string immediate is \"nan\", \"inf\" or \"-inf\""), 0.0);
       result = checked(at, [&]() -> PrimExpr { return FloatImm(d, value); });
@@ -737,8 +749,10 @@ class Parser {
         Any v = number_value();
         return IntImm(DataType::Int(64), v.as_int());
       }
-      case Tok::kFloat: return FloatImm(DataType::Float(32), number_value().as_float());
-      case Tok::kString: return StringImm(next().text);
+      case Tok::kFloat:
+        return FloatImm(DataType::Float(32), number_value().as_float());
+      case Tok::kString:
+        return StringImm(next().text);
       case Tok::kLocal:
         if (is(":", 1) && is_ident("Buffer", 2)) {  // a free buffer's first use
           Buffer buffer = buffer_decl(/*function_level=*/true);
@@ -826,10 +840,12 @@ class Parser {
             return t.text == "ramp" ? PrimExpr(Ramp(first, stride, lanes)) : PrimExpr(Broadcast(first, lanes));
           });
         }
-        fail(t, "expected a prim expression, got " + describe(t) +
-                    did_you_mean(t.text, {"min", "max", "select", "cast", "call", "ramp", "broadcast", "true", "false"}));
+        fail(t,
+             "expected a prim expression, got " + describe(t) +
+                 did_you_mean(t.text, {"min", "max", "select", "cast", "call", "ramp", "broadcast", "true", "false"}));
       }
-      default: break;
+      default:
+        break;
     }
     fail(t, "expected a prim expression, got " + describe(t));
   }
@@ -916,14 +932,16 @@ class Parser {
           node->data = Var(data.text, dtype());
           bind_function_level(data.text, node->data);
         } else if (const Any* found = lookup(data.text)) {
-          if (!found->object() || !found->object()->is_instance<VarNode>()) fail(data, "'%" + data.text + "' is not a variable");
+          if (!found->object() || !found->object()->is_instance<VarNode>())
+            fail(data, "'%" + data.text + "' is not a variable");
           node->data = found->cast<Var>();
         } else {
           node->data = Var(data.text, DataType::Handle());
           bind_function_level(data.text, node->data);
         }
       } else {
-        fail(key, "unknown buffer option '" + key.text + "'" + did_you_mean(key.text, {"strides", "offset", "scope", "data"}));
+        fail(key, "unknown buffer option '" + key.text + "'" +
+                      did_you_mean(key.text, {"strides", "offset", "scope", "data"}));
       }
     }
     expect("]");
@@ -933,8 +951,10 @@ class Parser {
     }
     if (lookup(name.text) && function_level) fail(name, "'%" + name.text + "' is already declared");
     Buffer buffer(node);
-    if (function_level) bind_function_level(name.text, buffer);
-    else bind(name.text, buffer);
+    if (function_level)
+      bind_function_level(name.text, buffer);
+    else
+      bind(name.text, buffer);
     return buffer;
   }
 
@@ -1084,8 +1104,10 @@ class Parser {
     next();
     Type annotation;
     if (accept(":")) {
-      if (is_ident("_")) next();
-      else annotation = type();
+      if (is_ident("_"))
+        next();
+      else
+        annotation = type();
     }
     graph::Var var(name.text, annotation);
     if (free) bind_function_level(name.text, var);
@@ -1243,7 +1265,8 @@ class Parser {
         return operator_named(name, name.text);
       }
       next();
-      if (!is("(") && !is("<")) fail(t, "an operator is called: " + t.text + "(...); got " + describe(peek()) + " after it");
+      if (!is("(") && !is("<"))
+        fail(t, "an operator is called: " + t.text + "(...); got " + describe(peek()) + " after it");
       return operator_named(t, t.text);
     }
     fail(t, "expected a graph expression, got " + describe(t));
@@ -1339,7 +1362,8 @@ class Parser {
         fail(convention, e.what());
       }
     }
-    fail(t, "expected fn, prim_func or extern, got " + describe(t) + did_you_mean(t.text, {"fn", "prim_func", "extern"}));
+    fail(t,
+         "expected fn, prim_func or extern, got " + describe(t) + did_you_mean(t.text, {"fn", "prim_func", "extern"}));
   }
 
   // Scalar parameters "%n: dtype" of the list starting here are declared

@@ -225,20 +225,35 @@ class Printer {
   }
   void value_here(std::string& o, const Any& v) {
     switch (v.kind()) {
-      case AnyKind::kNone: o += "none"; return;
-      case AnyKind::kBool: o += v.as_bool() ? "true" : "false"; return;
-      case AnyKind::kInt: o += std::to_string(v.as_int()); return;
+      case AnyKind::kNone:
+        o += "none";
+        return;
+      case AnyKind::kBool:
+        o += v.as_bool() ? "true" : "false";
+        return;
+      case AnyKind::kInt:
+        o += std::to_string(v.as_int());
+        return;
       case AnyKind::kFloat: {
         double d = v.as_float();
         o += std::isfinite(d) ? format_double(d) : "float(" + json_quote(format_double(d)) + ")";
         return;
       }
-      case AnyKind::kStr: o += json_quote(v.as_string()); return;
-      case AnyKind::kDataType: o += v.as_dtype().to_string(); return;
-      case AnyKind::kDevice: o += "device(" + json_quote(v.as_device().to_string()) + ")"; return;
+      case AnyKind::kStr:
+        o += json_quote(v.as_string());
+        return;
+      case AnyKind::kDataType:
+        o += v.as_dtype().to_string();
+        return;
+      case AnyKind::kDevice:
+        o += "device(" + json_quote(v.as_device().to_string()) + ")";
+        return;
       case AnyKind::kFunction:
-      case AnyKind::kOpaquePtr: o += meta_ref(v); return;  // cannot be saved; the meta section will say so
-      case AnyKind::kObject: break;
+      case AnyKind::kOpaquePtr:
+        o += meta_ref(v);
+        return;  // cannot be saved; the meta section will say so
+      case AnyKind::kObject:
+        break;
     }
     const Object* obj = v.object();
     if (obj->is_instance<ArrayNode>()) {
@@ -464,7 +479,8 @@ class Printer {
       extra += ")";
     }
     const auto* offset = b->elem_offset.as<IntImmNode>();
-    if (!(offset && offset->value == 0 && offset->dtype == DataType::Int(64))) extra += ", offset=" + prim(b->elem_offset);
+    if (!(offset && offset->value == 0 && offset->dtype == DataType::Int(64)))
+      extra += ", offset=" + prim(b->elem_offset);
     if (b->scope != "global") extra += ", scope=" + json_quote(b->scope);
     std::string name = declare(b.get(), b->name, "buf");
     const VarNode* data = b->data.get();
@@ -520,11 +536,13 @@ class Printer {
   void stmt_here(const Stmt& s) {
     if (const auto* p = s.as<ForNode>()) {
       std::string var = declare(p->loop_var.get(), p->loop_var->name, "i");
-      std::string head = cat({"for ", var, ": ", p->loop_var->dtype.to_string(), " from ", prim(p->min), " extent ",
-                              prim(p->extent)});
+      std::string head =
+          cat({"for ", var, ": ", p->loop_var->dtype.to_string(), " from ", prim(p->min), " extent ", prim(p->extent)});
       ForKind kind = p->for_kind();
-      if (kind == ForKind::kThreadBinding) head += " thread(" + json_quote(p->thread) + ")";
-      else if (kind != ForKind::kSerial) head += std::string(" ") + for_kind_name(kind);
+      if (kind == ForKind::kThreadBinding)
+        head += " thread(" + json_quote(p->thread) + ")";
+      else if (kind != ForKind::kSerial)
+        head += std::string(" ") + for_kind_name(kind);
       if (p->annotations.size()) head += " annotations " + value(p->annotations);
       open(head, p->body);
     } else if (const auto* p = s.as<BufferStoreNode>()) {
@@ -712,14 +730,13 @@ class Printer {
   }
 
   // ---- functions -----------------------------------------------------------
-  std::string attrs_suffix(const BaseFuncNode* f) {
-    return f->attrs.size() ? " attrs " + value(f->attrs) : "";
-  }
+  std::string attrs_suffix(const BaseFuncNode* f) { return f->attrs.size() ? " attrs " + value(f->attrs) : ""; }
 
   void function(const Object* o) {
     if (const auto* f = dynamic_cast<const graph::FunctionNode*>(o)) {
       std::string params;
-      for (size_t i = 0; i < f->params.size(); ++i) params += (i ? ", " : "") + graph_decl(f->params[i].cast<graph::Var>());
+      for (size_t i = 0; i < f->params.size(); ++i)
+        params += (i ? ", " : "") + graph_decl(f->params[i].cast<graph::Var>());
       out_ << "fn(" << params << ")";
       if (f->ret_type.defined()) out_ << " -> " << type(f->ret_type);  // << is sequenced left to right
       out_ << attrs_suffix(f) << " {\n";
@@ -784,7 +801,9 @@ std::string print_module(const IRModule& module, uint64_t elide_constants_over) 
   return Printer(true, elide_constants_over).module(module);
 }
 
-std::string print_module(const IRModule& module, const BlobSink& sink) { return Printer(true, UINT64_MAX, sink).module(module); }
+std::string print_module(const IRModule& module, const BlobSink& sink) {
+  return Printer(true, UINT64_MAX, sink).module(module);
+}
 
 std::string to_text(const Any& node) {
   // Used in diagnostics about IR that may be broken: never fail.

@@ -66,8 +66,10 @@ class TypeInferencer {
     // Only a type found without a problem is cached on the node (see the
     // file comment): a node whose type came with a problem must be checked
     // again by the next inference, or a second InferType would accept it.
-    if (out_.size() == problems) const_cast<ExprNode*>(e.get())->checked_type = t;
-    else failed_[e.get()] = t;
+    if (out_.size() == problems)
+      const_cast<ExprNode*>(e.get())->checked_type = t;
+    else
+      failed_[e.get()] = t;
     return t;
   }
 
@@ -113,7 +115,8 @@ class TypeInferencer {
     }
     if (const auto* p = e.as<graph::IfNode>()) {
       Type cond = infer(p->cond);
-      if (cond.defined() && !is_bool(cond)) report("the condition of if has type " + to_text(cond) + ", not bool", where);
+      if (cond.defined() && !is_bool(cond))
+        report("the condition of if has type " + to_text(cond) + ", not bool", where);
       Type then_type = infer(p->then_branch), else_type = infer(p->else_branch);
       if (then_type.defined() && else_type.defined() && !structural_equal(then_type, else_type)) {
         report("the branches of if have different types: " + to_text(then_type) + " and " + to_text(else_type), where);
@@ -126,7 +129,8 @@ class TypeInferencer {
 
   static bool is_bool(const Type& t) {
     if (const auto* p = t.as<PrimTypeNode>()) return p->dtype == DataType::Bool();
-    if (const auto* p = t.as<TensorTypeNode>()) return p->dtype == DataType::Bool() && p->shape.defined() && p->shape.size() == 0;
+    if (const auto* p = t.as<TensorTypeNode>())
+      return p->dtype == DataType::Bool() && p->shape.defined() && p->shape.size() == 0;
     return false;
   }
 
@@ -182,16 +186,18 @@ class TypeInferencer {
       return Type();
     }
     if (p->args.size() != f->params.size()) {
-      report("calls a function of " + std::to_string(f->params.size()) + " parameter" + (f->params.size() == 1 ? "" : "s") +
-                 " with " + std::to_string(p->args.size()) + " argument" + (p->args.size() == 1 ? "" : "s"),
+      report("calls a function of " + std::to_string(f->params.size()) + " parameter" +
+                 (f->params.size() == 1 ? "" : "s") + " with " + std::to_string(p->args.size()) + " argument" +
+                 (p->args.size() == 1 ? "" : "s"),
              Any(e));
     }
     for (size_t i = 0; i < p->args.size() && i < f->params.size(); ++i) {
       Type want = f->params[i].cast<Type>();
       Type got = p->args[i].cast<Expr>()->checked_type;
       if (want.defined() && got.defined() && !structural_equal(want, got)) {
-        report("argument " + std::to_string(i) + " has type " + to_text(got) + " but the callee expects " + to_text(want),
-               Any(e));
+        report(
+            "argument " + std::to_string(i) + " has type " + to_text(got) + " but the callee expects " + to_text(want),
+            Any(e));
       }
     }
     return f->ret;
@@ -259,7 +265,8 @@ class TypeInferencer {
       } else if (t->dtype != buffers[i]->dtype) {
         mismatch = "has dtype " + t->dtype.to_string() + ", the buffer " + buffers[i]->dtype.to_string();
       } else if (t->shape.size() != buffers[i]->shape.size()) {
-        mismatch = "has rank " + std::to_string(t->shape.size()) + ", the buffer " + std::to_string(buffers[i]->shape.size());
+        mismatch =
+            "has rank " + std::to_string(t->shape.size()) + ", the buffer " + std::to_string(buffers[i]->shape.size());
       } else {
         for (size_t d = 0; d < t->shape.size() && mismatch.empty(); ++d) {
           const auto* have = t->shape[d].cast<tir::PrimExpr>().as<tir::IntImmNode>();

@@ -19,7 +19,8 @@ std::string Diagnostic::to_string() const {
   std::string out = "@" + function + ": " + message;
   if (!node.empty()) {
     std::string shown = node.size() > 200 ? node.substr(0, 197) + "..." : node;
-    for (size_t at = shown.find('\n'); at != std::string::npos; at = shown.find('\n', at + 5)) shown.replace(at, 1, "\n       ");
+    for (size_t at = shown.find('\n'); at != std::string::npos; at = shown.find('\n', at + 5))
+      shown.replace(at, 1, "\n       ");
     out += "\n    in: " + shown;
   }
   return out;
@@ -48,9 +49,12 @@ class Checker {
     buffers_.clear();
     checked_.clear();
     free_vars_.clear();
-    if (const auto* p = f.as<PrimFuncNode>()) prim_func(p);
-    else if (const auto* g = f.as<graph::FunctionNode>()) graph_func(g);
-    else if (const auto* e = f.as<ExternFuncNode>()) extern_func(f, e);
+    if (const auto* p = f.as<PrimFuncNode>())
+      prim_func(p);
+    else if (const auto* g = f.as<graph::FunctionNode>())
+      graph_func(g);
+    else if (const auto* e = f.as<ExternFuncNode>())
+      extern_func(f, e);
     shapes(f);
   }
 
@@ -78,7 +82,8 @@ class Checker {
       }
     };
     v.on<TensorTypeNode>([&](const TensorTypeNode* t) {
-      if (t->shape.defined()) check(t->shape, t->dtype, Any(ObjectRef(ObjectPtr<Object>(const_cast<TensorTypeNode*>(t)))));
+      if (t->shape.defined())
+        check(t->shape, t->dtype, Any(ObjectRef(ObjectPtr<Object>(const_cast<TensorTypeNode*>(t)))));
       v.visit_children(t);
     });
     v.on<BufferNode>([&](const BufferNode* b) {
@@ -93,8 +98,7 @@ class Checker {
   void bind(const Object* var, const Any& where) {
     bound_.insert(var);
     if (!ever_bound_.insert(var).second) {
-      report("variable '" + to_text(Any(ObjectRef(ObjectPtr<Object>(const_cast<Object*>(var))))) +
-                 "' is bound twice",
+      report("variable '" + to_text(Any(ObjectRef(ObjectPtr<Object>(const_cast<Object*>(var))))) + "' is bound twice",
              where);
     }
   }
@@ -139,8 +143,7 @@ class Checker {
       return;
     }
     {
-      report("buffer '%" + b->name + "' is used but is neither a parameter nor allocated by an enclosing alloc",
-             where);
+      report("buffer '%" + b->name + "' is used but is neither a parameter nor allocated by an enclosing alloc", where);
       buffers_.insert(b.get());  // report once
     }
   }
@@ -455,7 +458,8 @@ class Checker {
     }
     int64_t outputs = 1;
     if (p->type_args.size() == 1) {
-      if (const auto* tuple = p->type_args[0].cast<Type>().as<TupleTypeNode>()) outputs = static_cast<int64_t>(tuple->fields.size());
+      if (const auto* tuple = p->type_args[0].cast<Type>().as<TupleTypeNode>())
+        outputs = static_cast<int64_t>(tuple->fields.size());
     }
     int64_t passed = static_cast<int64_t>(inputs->fields.size()) + outputs;
     if (passed != params) {
@@ -482,7 +486,7 @@ class Checker {
   std::string name_;
   std::unordered_set<const Object*> bound_;       // in scope now
   std::unordered_set<const Object*> ever_bound_;  // bound anywhere so far
-  std::unordered_set<const Object*> checked_;  // values checked once (a DAG)
+  std::unordered_set<const Object*> checked_;     // values checked once (a DAG)
   std::unordered_map<const Object*, std::vector<const graph::VarNode*>> free_vars_;
   std::unordered_set<const Object*> buffers_;
   std::vector<const BufferNode*> views_;

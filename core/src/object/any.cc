@@ -28,11 +28,16 @@ constexpr DTypeName kDTypeNames[] = {{"bfloat", DataType::kBFloat}, {"float", Da
 bool valid_bits(DataType::Code code, int bits) {
   switch (code) {
     case DataType::kInt:
-    case DataType::kUInt: return bits == 1 || bits == 4 || bits == 8 || bits == 16 || bits == 32 || bits == 64;
-    case DataType::kFloat: return bits == 8 || bits == 16 || bits == 32 || bits == 64;
-    case DataType::kBFloat: return bits == 16;
-    case DataType::kBool: return bits == 8;
-    case DataType::kHandle: return bits == 64;
+    case DataType::kUInt:
+      return bits == 1 || bits == 4 || bits == 8 || bits == 16 || bits == 32 || bits == 64;
+    case DataType::kFloat:
+      return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+    case DataType::kBFloat:
+      return bits == 16;
+    case DataType::kBool:
+      return bits == 8;
+    case DataType::kHandle:
+      return bits == 64;
   }
   return false;
 }
@@ -41,13 +46,26 @@ bool valid_bits(DataType::Code code, int bits) {
 std::string DataType::to_string() const {
   std::string out;
   switch (code) {
-    case kInt: out = "int" + std::to_string(bits); break;
-    case kUInt: out = "uint" + std::to_string(bits); break;
-    case kFloat: out = "float" + std::to_string(bits); break;
-    case kBFloat: out = "bfloat" + std::to_string(bits); break;
-    case kBool: out = "bool"; break;
-    case kHandle: out = "handle"; break;
-    default: out = "unknown" + std::to_string(code) + "_" + std::to_string(bits);
+    case kInt:
+      out = "int" + std::to_string(bits);
+      break;
+    case kUInt:
+      out = "uint" + std::to_string(bits);
+      break;
+    case kFloat:
+      out = "float" + std::to_string(bits);
+      break;
+    case kBFloat:
+      out = "bfloat" + std::to_string(bits);
+      break;
+    case kBool:
+      out = "bool";
+      break;
+    case kHandle:
+      out = "handle";
+      break;
+    default:
+      out = "unknown" + std::to_string(code) + "_" + std::to_string(bits);
   }
   if (lanes != 1) out += "x" + std::to_string(lanes);
   return out;
@@ -55,9 +73,9 @@ std::string DataType::to_string() const {
 
 DataType DataType::parse(const std::string& text) {
   auto fail = [&]() -> DataType {
-    static const std::vector<std::string> common = {"int8",    "int16",   "int32",   "int64",    "uint8", "uint16",
-                                                    "uint32",  "uint64",  "float16", "float32",  "float64",
-                                                    "bfloat16", "bool",   "handle"};
+    static const std::vector<std::string> common = {"int8",    "int16",    "int32",  "int64",   "uint8",
+                                                    "uint16",  "uint32",   "uint64", "float16", "float32",
+                                                    "float64", "bfloat16", "bool",   "handle"};
     LOOM_THROW(Error) << "invalid data type '" << text << "'" << did_you_mean(text, common)
                       << (did_you_mean(text, common).empty() ? "; expected" : " (expected")
                       << " int8/16/32/64, uint.., float16/32/64, bfloat16, bool or handle, optionally followed by "
@@ -108,10 +126,10 @@ struct DeviceName {
   const char* name;
   int32_t type;
 };
-constexpr DeviceName kDeviceNames[] = {{"cpu", Device::kCPU},       {"cuda", Device::kCUDA},
-                                       {"cuda_host", Device::kCUDAHost}, {"opencl", Device::kOpenCL},
-                                       {"vulkan", Device::kVulkan}, {"metal", Device::kMetal},
-                                       {"ext_dev", Device::kExtDev}};
+constexpr DeviceName kDeviceNames[] = {
+    {"cpu", Device::kCPU},       {"cuda", Device::kCUDA},     {"cuda_host", Device::kCUDAHost},
+    {"opencl", Device::kOpenCL}, {"vulkan", Device::kVulkan}, {"metal", Device::kMetal},
+    {"ext_dev", Device::kExtDev}};
 
 // Vendor devices, by registration.
 struct VendorDevice {
@@ -180,8 +198,9 @@ void Device::register_type(const std::string& name, int32_t type) {
     for (const VendorDevice& v : vendor_devices()) {
       if (v.name == name && v.type == type) return;
       if (v.name == name || v.type == type) {
-        LOOM_THROW(Error) << "device '" << name << "' (code " << type << "): " << (v.name == name ? "the name" : "the code")
-                          << " is already registered by " << v.owner << " as '" << v.name << "' (code " << v.type << ")";
+        LOOM_THROW(Error) << "device '" << name << "' (code " << type
+                          << "): " << (v.name == name ? "the name" : "the code") << " is already registered by "
+                          << v.owner << " as '" << v.name << "' (code " << v.type << ")";
       }
     }
     vendor_devices().push_back(VendorDevice{name, type, owner});
@@ -230,16 +249,26 @@ Device Device::parse(const std::string& text) {
 // ---------------------------------------------------------------------------
 const char* any_kind_name(AnyKind kind) {
   switch (kind) {
-    case AnyKind::kNone: return "none";
-    case AnyKind::kBool: return "bool";
-    case AnyKind::kInt: return "int";
-    case AnyKind::kFloat: return "float";
-    case AnyKind::kStr: return "str";
-    case AnyKind::kDataType: return "dtype";
-    case AnyKind::kDevice: return "device";
-    case AnyKind::kObject: return "object";
-    case AnyKind::kFunction: return "function";
-    case AnyKind::kOpaquePtr: return "handle";
+    case AnyKind::kNone:
+      return "none";
+    case AnyKind::kBool:
+      return "bool";
+    case AnyKind::kInt:
+      return "int";
+    case AnyKind::kFloat:
+      return "float";
+    case AnyKind::kStr:
+      return "str";
+    case AnyKind::kDataType:
+      return "dtype";
+    case AnyKind::kDevice:
+      return "device";
+    case AnyKind::kObject:
+      return "object";
+    case AnyKind::kFunction:
+      return "function";
+    case AnyKind::kOpaquePtr:
+      return "handle";
   }
   return "?";
 }
@@ -266,9 +295,7 @@ Any::Any(const Any& other) : kind_(other.kind_), value_(other.value_) {
   if (is_object_like()) value_.object->inc_ref();
 }
 
-Any::Any(Any&& other) noexcept : kind_(other.kind_), value_(other.value_) {
-  other.kind_ = AnyKind::kNone;
-}
+Any::Any(Any&& other) noexcept : kind_(other.kind_), value_(other.value_) { other.kind_ = AnyKind::kNone; }
 
 Any& Any::operator=(Any other) noexcept {
   std::swap(kind_, other.kind_);
@@ -329,9 +356,12 @@ void* Any::as_opaque_ptr() const {
 
 std::string Any::describe() const {
   switch (kind_) {
-    case AnyKind::kNone: return "none";
-    case AnyKind::kBool: return value_.b ? "bool true" : "bool false";
-    case AnyKind::kInt: return "int " + std::to_string(value_.i);
+    case AnyKind::kNone:
+      return "none";
+    case AnyKind::kBool:
+      return value_.b ? "bool true" : "bool false";
+    case AnyKind::kInt:
+      return "int " + std::to_string(value_.i);
     case AnyKind::kFloat: {
       char buffer[32];
       std::snprintf(buffer, sizeof(buffer), "%g", value_.f);
@@ -341,14 +371,18 @@ std::string Any::describe() const {
       const std::string& s = as_string();
       return "str '" + (s.size() > 40 ? s.substr(0, 37) + "..." : s) + "'";
     }
-    case AnyKind::kDataType: return "dtype " + value_.dtype.to_string();
-    case AnyKind::kDevice: return "device " + value_.device.to_string();
-    case AnyKind::kObject: return "object " + value_.object->type_key();
+    case AnyKind::kDataType:
+      return "dtype " + value_.dtype.to_string();
+    case AnyKind::kDevice:
+      return "device " + value_.device.to_string();
+    case AnyKind::kObject:
+      return "object " + value_.object->type_key();
     case AnyKind::kFunction: {
       const auto* f = static_cast<const FunctionNode*>(value_.object);
       return f->name.empty() ? "function" : "function " + f->name;
     }
-    case AnyKind::kOpaquePtr: return "handle";
+    case AnyKind::kOpaquePtr:
+      return "handle";
   }
   return "?";
 }

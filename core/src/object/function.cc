@@ -17,8 +17,8 @@ Any Function::call(const Any* args, int32_t count) const {
 }
 
 void throw_arity_error(const std::string& name, int expected, int got) {
-  LOOM_THROW(TypeError) << "function '" << name << "' takes " << expected << " argument"
-                        << (expected == 1 ? "" : "s") << ", got " << got;
+  LOOM_THROW(TypeError) << "function '" << name << "' takes " << expected << " argument" << (expected == 1 ? "" : "s")
+                        << ", got " << got;
 }
 
 void throw_argument_error(const std::string& name, int index, const std::exception& e) {
@@ -27,7 +27,8 @@ void throw_argument_error(const std::string& name, int index, const std::excepti
 
 namespace {
 NamedRegistry<FunctionEntry>& registry() {
-  static auto* instance = new NamedRegistry<FunctionEntry>("function", "function", /*overridable=*/true);  // never destroyed
+  static auto* instance =
+      new NamedRegistry<FunctionEntry>("function", "function", /*overridable=*/true);  // never destroyed
   return *instance;
 }
 }  // namespace

@@ -96,8 +96,7 @@ uint32_t TypeRegistry::register_type(const char* key, uint32_t parent_index, Typ
     if (existing.parent_index != parent_index) {
       LOOM_THROW(Error) << "object type '" << key << "' is already registered with parent '"
                         << r.types[existing.parent_index]->key << "' (by " << existing.owner
-                        << "); cannot register it again with parent '" << r.types[parent_index]->key
-                        << "'";
+                        << "); cannot register it again with parent '" << r.types[parent_index]->key << "'";
     }
     return found->second;
   }
@@ -167,9 +166,7 @@ std::vector<std::string> TypeRegistry::list_keys() {
 
 const std::string& Object::type_key() const { return TypeRegistry::info(type_index_).key; }
 
-bool Object::is_instance_of(uint32_t index) const {
-  return TypeRegistry::is_derived_from(type_index_, index);
-}
+bool Object::is_instance_of(uint32_t index) const { return TypeRegistry::is_derived_from(type_index_, index); }
 
 void throw_downcast_error(const Object* object, const char* target_key) {
   LOOM_THROW(TypeError) << "expected " << target_key << ", got " << object->type_key();

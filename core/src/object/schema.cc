@@ -8,8 +8,8 @@
 namespace loom {
 
 const std::vector<std::string>& schema_types() {
-  static const std::vector<std::string> types = {"int", "float", "bool", "str", "dtype",
-                                                 "device", "Array", "Map", "Any"};
+  static const std::vector<std::string> types = {"int",    "float", "bool", "str", "dtype",
+                                                 "device", "Array", "Map",  "Any"};
   return types;
 }
 
@@ -76,7 +76,8 @@ Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, cons
   for (const auto& field : schema) known.push_back(field.name);
   if (values.defined()) {
     for (const auto& item : values->items) {
-      auto field = std::find_if(schema.begin(), schema.end(), [&](const SchemaField& f) { return f.name == item.first; });
+      auto field =
+          std::find_if(schema.begin(), schema.end(), [&](const SchemaField& f) { return f.name == item.first; });
       if (field == schema.end()) {
         LOOM_THROW(TypeError) << owner << " has no " << noun << " '" << item.first << "'"
                               << did_you_mean(item.first, known)
@@ -105,14 +106,29 @@ Map apply_schema(const std::vector<SchemaField>& schema, const Map& values, cons
 
 void write_value(JsonWriter& json, const Any& value) {
   switch (value.kind()) {
-    case AnyKind::kNone: json.null(); return;
-    case AnyKind::kBool: json.value(value.as_bool()); return;
-    case AnyKind::kInt: json.value(value.as_int()); return;
-    case AnyKind::kFloat: json.value(value.as_float()); return;
-    case AnyKind::kStr: json.value(value.as_string()); return;
-    case AnyKind::kDataType: json.value(value.as_dtype().to_string()); return;
-    case AnyKind::kDevice: json.value(value.as_device().to_string()); return;
-    default: break;
+    case AnyKind::kNone:
+      json.null();
+      return;
+    case AnyKind::kBool:
+      json.value(value.as_bool());
+      return;
+    case AnyKind::kInt:
+      json.value(value.as_int());
+      return;
+    case AnyKind::kFloat:
+      json.value(value.as_float());
+      return;
+    case AnyKind::kStr:
+      json.value(value.as_string());
+      return;
+    case AnyKind::kDataType:
+      json.value(value.as_dtype().to_string());
+      return;
+    case AnyKind::kDevice:
+      json.value(value.as_device().to_string());
+      return;
+    default:
+      break;
   }
   if (const auto* a = dynamic_cast<const ArrayNode*>(value.object())) {
     json.begin_array();
@@ -137,12 +153,15 @@ namespace {
 Any read_value(const JsonValue& v, const std::string& type) {
   auto bad = [&]() -> Any { LOOM_THROW(Error) << v.kind_name() << " is not a value of type " << type; };
   switch (v.kind) {
-    case JsonValue::Kind::kNull: return Any();
-    case JsonValue::Kind::kBool: return type == "bool" || type == "Any" ? Any(v.boolean) : bad();
+    case JsonValue::Kind::kNull:
+      return Any();
+    case JsonValue::Kind::kBool:
+      return type == "bool" || type == "Any" ? Any(v.boolean) : bad();
     case JsonValue::Kind::kInt:
       if (type == "float") return Any(static_cast<double>(v.integer));
       return type == "int" || type == "Any" ? Any(v.integer) : bad();
-    case JsonValue::Kind::kFloat: return type == "float" || type == "Any" ? Any(v.number) : bad();
+    case JsonValue::Kind::kFloat:
+      return type == "float" || type == "Any" ? Any(v.number) : bad();
     case JsonValue::Kind::kString:
       if (type == "dtype") return Any(DataType::parse(v.string));
       if (type == "device") return Any(Device::parse(v.string));
@@ -194,8 +213,8 @@ std::vector<SchemaField> read_schema_json(const JsonValue& value, const std::str
     f.type = string_member(field, "type", at);
     const auto& types = schema_types();
     if (std::find(types.begin(), types.end(), f.type) == types.end()) {
-      LOOM_THROW(Error) << at << ": unknown type '" << f.type << "'" << did_you_mean(f.type, types) << " (types: "
-                        << join(types, ", ") << ")";
+      LOOM_THROW(Error) << at << ": unknown type '" << f.type << "'" << did_you_mean(f.type, types)
+                        << " (types: " << join(types, ", ") << ")";
     }
     f.doc = string_member(field, "doc", at);
     const JsonValue* d = field.find("default");

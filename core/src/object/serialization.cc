@@ -85,16 +85,34 @@ class Saver {
 
   void value(JsonWriter& json, const Any& v, const std::string& where) {
     switch (v.kind()) {
-      case AnyKind::kNone: json.null(); return;
-      case AnyKind::kBool: json.value(v.as_bool()); return;
-      case AnyKind::kInt: json.value(v.as_int()); return;
-      case AnyKind::kFloat: json.begin_object().key("float").value(format_double(v.as_float())).end_object(); return;
-      case AnyKind::kStr: json.value(v.as_string()); return;
-      case AnyKind::kDataType: json.begin_object().key("dtype").value(v.as_dtype().to_string()).end_object(); return;
-      case AnyKind::kDevice: json.begin_object().key("device").value(v.as_device().to_string()).end_object(); return;
-      case AnyKind::kObject: json.begin_object().key("ref").value(index_.at(v.object())).end_object(); return;
-      case AnyKind::kFunction: LOOM_THROW(Error) << "cannot save " << where << " to JSON: it is a function";
-      case AnyKind::kOpaquePtr: LOOM_THROW(Error) << "cannot save " << where << " to JSON: it is an opaque handle";
+      case AnyKind::kNone:
+        json.null();
+        return;
+      case AnyKind::kBool:
+        json.value(v.as_bool());
+        return;
+      case AnyKind::kInt:
+        json.value(v.as_int());
+        return;
+      case AnyKind::kFloat:
+        json.begin_object().key("float").value(format_double(v.as_float())).end_object();
+        return;
+      case AnyKind::kStr:
+        json.value(v.as_string());
+        return;
+      case AnyKind::kDataType:
+        json.begin_object().key("dtype").value(v.as_dtype().to_string()).end_object();
+        return;
+      case AnyKind::kDevice:
+        json.begin_object().key("device").value(v.as_device().to_string()).end_object();
+        return;
+      case AnyKind::kObject:
+        json.begin_object().key("ref").value(index_.at(v.object())).end_object();
+        return;
+      case AnyKind::kFunction:
+        LOOM_THROW(Error) << "cannot save " << where << " to JSON: it is a function";
+      case AnyKind::kOpaquePtr:
+        LOOM_THROW(Error) << "cannot save " << where << " to JSON: it is an opaque handle";
     }
   }
 
@@ -140,7 +158,8 @@ class Loader {
 
   Any load(const std::string& text) {
     JsonValue doc = parse_json(text, source_);
-    if (doc.kind != JsonValue::Kind::kObject) fail(doc, "a Loom JSON document is an object, not " + std::string(doc.kind_name()));
+    if (doc.kind != JsonValue::Kind::kObject)
+      fail(doc, "a Loom JSON document is an object, not " + std::string(doc.kind_name()));
     const JsonValue* version = doc.find("loom_json");
     if (!version) fail(doc, "not a Loom JSON document: no \"loom_json\" format version");
     if (version->kind != JsonValue::Kind::kInt) fail(*version, "\"loom_json\" must be an integer");
@@ -168,13 +187,20 @@ class Loader {
 
   Any decode(const JsonValue& v, const std::string& where) {
     switch (v.kind) {
-      case JsonValue::Kind::kNull: return Any();
-      case JsonValue::Kind::kBool: return Any(v.boolean);
-      case JsonValue::Kind::kInt: return Any(v.integer);
-      case JsonValue::Kind::kFloat: return Any(v.number);
-      case JsonValue::Kind::kString: return Any(v.string);
-      case JsonValue::Kind::kArray: fail(v, where + ": an array value must be a node ({\"ref\": N})");
-      case JsonValue::Kind::kObject: break;
+      case JsonValue::Kind::kNull:
+        return Any();
+      case JsonValue::Kind::kBool:
+        return Any(v.boolean);
+      case JsonValue::Kind::kInt:
+        return Any(v.integer);
+      case JsonValue::Kind::kFloat:
+        return Any(v.number);
+      case JsonValue::Kind::kString:
+        return Any(v.string);
+      case JsonValue::Kind::kArray:
+        fail(v, where + ": an array value must be a node ({\"ref\": N})");
+      case JsonValue::Kind::kObject:
+        break;
     }
     if (v.object.size() != 1) fail(v, where + ": a tagged value has exactly one key (ref, float, dtype or device)");
     const std::string& tag = v.object[0].first;
@@ -232,7 +258,8 @@ class Loader {
       const JsonValue* items = node.find("items");
       if (!items || items->kind != JsonValue::Kind::kObject) fail(node, where + ": missing \"items\" object");
       std::map<std::string, Any> values;
-      for (const auto& item : items->object) values[item.first] = decode(item.second, where + " key '" + item.first + "'");
+      for (const auto& item : items->object)
+        values[item.first] = decode(item.second, where + " key '" + item.first + "'");
       return Map(std::move(values)).object_ptr();
     }
     if (!info->create) fail(*type, where + ": type '" + info->key + "' cannot be created (it is abstract)");
@@ -307,8 +334,8 @@ BlobRange blob_range(const JsonValue& reference, const std::string& kind, const 
   keys.insert(keys.end(), {"offset", "size"});
   for (const auto& item : reference.object) {
     if (std::find(keys.begin(), keys.end(), item.first) == keys.end()) {
-      LOOM_THROW(Error) << "unknown key \"" << item.first << "\" in a " << kind << " reference (keys: " << join(keys, ", ")
-                        << ")";
+      LOOM_THROW(Error) << "unknown key \"" << item.first << "\" in a " << kind
+                        << " reference (keys: " << join(keys, ", ") << ")";
     }
   }
   auto field = [&](const char* key) {
@@ -371,8 +398,8 @@ Any load_binary(const std::string& bytes, const std::string& source) {
   if (json_size > total - kBinaryHeader || blob_offset < kBinaryHeader + json_size || blob_offset > total ||
       blob_size != total - blob_offset) {
     LOOM_THROW(Error) << source << ": binary document sections do not fit: JSON of " << json_size
-                      << " bytes, blob section of " << blob_size << " bytes at " << blob_offset << ", in "
-                      << total << " bytes";
+                      << " bytes, blob section of " << blob_size << " bytes at " << blob_offset << ", in " << total
+                      << " bytes";
   }
   BlobSource blobs = [&](const JsonValue& reference) {
     BlobRange range = blob_range(reference, "blob", {}, blob_size, "the blob section");

@@ -23,20 +23,37 @@ void print(const Any& value, std::string& out);
 
 void print_here(const Any& value, std::string& out) {
   switch (value.kind()) {
-    case AnyKind::kNone: out += "none"; return;
-    case AnyKind::kBool: out += value.as_bool() ? "true" : "false"; return;
-    case AnyKind::kInt: out += std::to_string(value.as_int()); return;
-    case AnyKind::kFloat: out += format_double(value.as_float()); return;
-    case AnyKind::kStr: out += json_quote(value.as_string()); return;
-    case AnyKind::kDataType: out += value.as_dtype().to_string(); return;
-    case AnyKind::kDevice: out += value.as_device().to_string(); return;
-    case AnyKind::kOpaquePtr: out += "handle"; return;
+    case AnyKind::kNone:
+      out += "none";
+      return;
+    case AnyKind::kBool:
+      out += value.as_bool() ? "true" : "false";
+      return;
+    case AnyKind::kInt:
+      out += std::to_string(value.as_int());
+      return;
+    case AnyKind::kFloat:
+      out += format_double(value.as_float());
+      return;
+    case AnyKind::kStr:
+      out += json_quote(value.as_string());
+      return;
+    case AnyKind::kDataType:
+      out += value.as_dtype().to_string();
+      return;
+    case AnyKind::kDevice:
+      out += value.as_device().to_string();
+      return;
+    case AnyKind::kOpaquePtr:
+      out += "handle";
+      return;
     case AnyKind::kFunction: {
       const auto* f = static_cast<const FunctionNode*>(value.object());
       out += f->name.empty() ? "function" : "function " + f->name;
       return;
     }
-    case AnyKind::kObject: break;
+    case AnyKind::kObject:
+      break;
   }
   const Object* object = value.object();
   if (object->is_instance<ArrayNode>()) {
@@ -98,14 +115,22 @@ class EqualChecker {
   bool equal_here(const Any& a, const Any& b) {
     if (a.kind() != b.kind() && !(a.is_object_like() && b.is_object_like())) return fail(a, b);
     switch (a.kind()) {
-      case AnyKind::kNone: return true;
-      case AnyKind::kBool: return a.as_bool() == b.as_bool() || fail(a, b);
-      case AnyKind::kInt: return a.as_int() == b.as_int() || fail(a, b);
-      case AnyKind::kFloat: return float_equal(a.as_float(), b.as_float()) || fail(a, b);
-      case AnyKind::kDataType: return a.as_dtype() == b.as_dtype() || fail(a, b);
-      case AnyKind::kDevice: return a.as_device() == b.as_device() || fail(a, b);
-      case AnyKind::kOpaquePtr: return a.as_opaque_ptr() == b.as_opaque_ptr() || fail(a, b);
-      default: return equal_objects(a, b);
+      case AnyKind::kNone:
+        return true;
+      case AnyKind::kBool:
+        return a.as_bool() == b.as_bool() || fail(a, b);
+      case AnyKind::kInt:
+        return a.as_int() == b.as_int() || fail(a, b);
+      case AnyKind::kFloat:
+        return float_equal(a.as_float(), b.as_float()) || fail(a, b);
+      case AnyKind::kDataType:
+        return a.as_dtype() == b.as_dtype() || fail(a, b);
+      case AnyKind::kDevice:
+        return a.as_device() == b.as_device() || fail(a, b);
+      case AnyKind::kOpaquePtr:
+        return a.as_opaque_ptr() == b.as_opaque_ptr() || fail(a, b);
+      default:
+        return equal_objects(a, b);
     }
   }
 
@@ -212,9 +237,12 @@ class Hasher {
   uint64_t hash_here(const Any& value) {
     uint64_t h = static_cast<uint64_t>(value.is_object_like() ? AnyKind::kObject : value.kind());
     switch (value.kind()) {
-      case AnyKind::kNone: return h;
-      case AnyKind::kBool: return mix(h, value.as_bool());
-      case AnyKind::kInt: return mix(h, static_cast<uint64_t>(value.as_int()));
+      case AnyKind::kNone:
+        return h;
+      case AnyKind::kBool:
+        return mix(h, value.as_bool());
+      case AnyKind::kInt:
+        return mix(h, static_cast<uint64_t>(value.as_int()));
       case AnyKind::kFloat: {
         double f = value.as_float();
         if (f == 0.0) f = 0.0;  // -0.0 equals 0.0
@@ -231,9 +259,12 @@ class Hasher {
         Device d = value.as_device();
         return mix(h, (uint64_t(uint32_t(d.device_type)) << 32) | uint32_t(d.device_id));
       }
-      case AnyKind::kOpaquePtr: return mix(h, reinterpret_cast<uintptr_t>(value.as_opaque_ptr()));
-      case AnyKind::kStr: return mix(h, std::hash<std::string>()(value.as_string()));
-      default: return hash_object(value, h);
+      case AnyKind::kOpaquePtr:
+        return mix(h, reinterpret_cast<uintptr_t>(value.as_opaque_ptr()));
+      case AnyKind::kStr:
+        return mix(h, std::hash<std::string>()(value.as_string()));
+      default:
+        return hash_object(value, h);
     }
   }
 

@@ -30,9 +30,7 @@ const Handler* resolve(uint32_t type_index, const std::unordered_map<uint32_t, H
 }
 }  // namespace
 
-const Visitor::Handler* Visitor::handler_for(uint32_t type_index) {
-  return resolve(type_index, handlers_, resolved_);
-}
+const Visitor::Handler* Visitor::handler_for(uint32_t type_index) { return resolve(type_index, handlers_, resolved_); }
 
 void Visitor::visit(const Any& value) {
   if (value.kind() != AnyKind::kObject) return;
@@ -57,9 +55,7 @@ void Visitor::visit_children(const Object* node) {
   }
 }
 
-const Mutator::Handler* Mutator::handler_for(uint32_t type_index) {
-  return resolve(type_index, handlers_, resolved_);
-}
+const Mutator::Handler* Mutator::handler_for(uint32_t type_index) { return resolve(type_index, handlers_, resolved_); }
 
 Any Mutator::mutate(const Any& value) {
   if (value.kind() != AnyKind::kObject) return value;

@@ -50,9 +50,8 @@ class File {
   // Reads `count` bytes at `offset`, failing with `what` if they are not all there.
   void read(void* out, uint64_t offset, uint64_t count, const char* what) const {
     if (offset > size_ || count > size_ - offset) {
-      throw PluginError(path_, "not a " + noun_ + ": the file is truncated or corrupt (" + what +
-                                   " lies at bytes " + std::to_string(offset) + ".." +
-                                   std::to_string(offset + count) + ", the file has " +
+      throw PluginError(path_, "not a " + noun_ + ": the file is truncated or corrupt (" + what + " lies at bytes " +
+                                   std::to_string(offset) + ".." + std::to_string(offset + count) + ", the file has " +
                                    std::to_string(size_) + ")");
     }
     ssize_t got = ::pread(fd_, out, count, static_cast<off_t>(offset));
@@ -88,8 +87,7 @@ std::map<std::string, std::string> read_elf_sections(const std::string& path, co
   }
   if (header.e_machine != kHostMachine) {
     throw PluginError(path, "not a " + noun + " for this machine: built for ELF machine " +
-                                std::to_string(header.e_machine) + ", this machine is " +
-                                std::to_string(kHostMachine));
+                                std::to_string(header.e_machine) + ", this machine is " + std::to_string(kHostMachine));
   }
   // Every byte the loader maps from the file is in the file: a truncated
   // library would be mapped, and reading past its end raises SIGBUS.
@@ -145,8 +143,9 @@ std::map<std::string, std::string> read_elf_sections(const std::string& path, co
 std::string read_elf_section(const std::string& path, const std::string& section, size_t max_size) {
   std::map<std::string, std::string> found = read_elf_sections(path, {section}, max_size, "Loom plugin");
   if (found.empty()) {
-    throw PluginError(path, "not a Loom plugin: no " + section + " section (a shared library, but not built with "
-                            "LOOM_PLUGIN_MANIFEST)");
+    throw PluginError(path, "not a Loom plugin: no " + section +
+                                " section (a shared library, but not built with "
+                                "LOOM_PLUGIN_MANIFEST)");
   }
   return found.begin()->second;
 }

@@ -28,9 +28,12 @@ namespace loom {
 
 const char* plugin_state_name(PluginState state) {
   switch (state) {
-    case PluginState::kDiscovered: return "discovered";
-    case PluginState::kLoaded: return "loaded";
-    case PluginState::kFailed: return "failed";
+    case PluginState::kDiscovered:
+      return "discovered";
+    case PluginState::kLoaded:
+      return "loaded";
+    case PluginState::kFailed:
+      return "failed";
   }
   return "?";
 }
@@ -43,7 +46,7 @@ struct LoadedPlugins {
   std::mutex mutex;
   std::map<std::string, std::string> path_by_name;
   std::map<std::string, std::string> owner_by_capability;  // capability -> plugin name
-  std::vector<boost::dll::shared_library> libraries;      // never unloaded
+  std::vector<boost::dll::shared_library> libraries;       // never unloaded
 };
 LoadedPlugins& loaded_plugins() {
   static LoadedPlugins* instance = new LoadedPlugins();
@@ -88,8 +91,10 @@ std::string unsafe_reason(const std::string& path, bool folder) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return what + " is writable by " + (by_all ? std::string("every user") : "group " + std::to_string(st.st_gid)) +
-           " (mode " + mode + "): refused, as anyone who can write there could plant code that runs in your next "
-           "build; run 'chmod go-w " + path + "' or keep plugins in a folder only you can write";
+           " (mode " + mode +
+           "): refused, as anyone who can write there could plant code that runs in your next "
+           "build; run 'chmod go-w " +
+           path + "' or keep plugins in a folder only you can write";
   }
   return "";
 }
@@ -327,8 +332,9 @@ struct PluginManager::Impl {
     }
     if (!early.empty()) {
       library.unload();
-      fail(r, "it registers " + early + " from a static initialiser, while the library is opened; register in "
-                                        "LOOM_PLUGIN_INIT (docs/plugins.md, \"Rules of the boundary\")");
+      fail(r, "it registers " + early +
+                  " from a static initialiser, while the library is opened; register in "
+                  "LOOM_PLUGIN_INIT (docs/plugins.md, \"Rules of the boundary\")");
     }
     if (!library.has(LOOM_PLUGIN_INIT_SYMBOL)) {
       fail(r, std::string("not a Loom plugin: it has a manifest but does not export ") + LOOM_PLUGIN_INIT_SYMBOL);
@@ -414,11 +420,10 @@ namespace {
 // Registries ask the global manager for a capability they miss; it is built
 // on the first such request, so start-up reads no plugin directory.
 const bool resolver_installed = [] {
-  set_capability_resolver({[](const std::string& capability) {
-                             return PluginManager::global().load_capability(capability).has_value();
-                           },
-                           [](const std::string& kind) { return PluginManager::global().available(kind); },
-                           [] { return PluginManager::global().unreadable(); }});
+  set_capability_resolver(
+      {[](const std::string& capability) { return PluginManager::global().load_capability(capability).has_value(); },
+       [](const std::string& kind) { return PluginManager::global().available(kind); },
+       [] { return PluginManager::global().unreadable(); }});
   return true;
 }();
 }  // namespace
@@ -436,11 +441,15 @@ std::vector<std::string> PluginManager::default_search_path(std::vector<std::str
   if (const char* env = std::getenv("LOOM_PLUGIN_PATH")) {
     for (const std::string& entry : split(env, ':', false)) {
       if (entry.empty()) {
-        if (warnings) warnings->push_back("LOOM_PLUGIN_PATH has an empty entry; ignored (the current directory is "
-                                          "never searched for plugins)");
+        if (warnings)
+          warnings->push_back(
+              "LOOM_PLUGIN_PATH has an empty entry; ignored (the current directory is "
+              "never searched for plugins)");
       } else if (!fs::path(entry).is_absolute()) {
-        if (warnings) warnings->push_back("LOOM_PLUGIN_PATH entry '" + entry + "' is not an absolute path; ignored "
-                                          "(plugins are never searched relative to the current directory)");
+        if (warnings)
+          warnings->push_back("LOOM_PLUGIN_PATH entry '" + entry +
+                              "' is not an absolute path; ignored "
+                              "(plugins are never searched relative to the current directory)");
       } else {
         add(entry);
       }
@@ -490,8 +499,8 @@ PluginRecord PluginManager::load(const std::string& name) {
   impl_->ensure_scanned();
   PluginRecord* r = impl_->find_by_name(name);
   if (!r) {
-    throw PluginError("", "no plugin named '" + name + "' in the search path (" + join(impl_->search_path, ":") +
-                              ")" + did_you_mean(name, impl_->names()));
+    throw PluginError("", "no plugin named '" + name + "' in the search path (" + join(impl_->search_path, ":") + ")" +
+                              did_you_mean(name, impl_->names()));
   }
   return impl_->load(*r);
 }

@@ -57,8 +57,8 @@ PluginManifest parse_manifest(const std::string& bytes, const std::string& path)
                 ", this core speaks plugin ABI " + core_abi + " (the major versions must be equal)");
   }
   if (header.abi_minor > LOOM_PLUGIN_ABI_MINOR) {
-    return fail("plugin ABI mismatch: the plugin was built for plugin ABI " + plugin_abi +
-                ", newer than this core's " + core_abi + "; use a newer Loom");
+    return fail("plugin ABI mismatch: the plugin was built for plugin ABI " + plugin_abi + ", newer than this core's " +
+                core_abi + "; use a newer Loom");
   }
   if (header.struct_size < sizeof(header) || header.struct_size > bytes.size()) {
     return fail("manifest header has an invalid struct_size " + std::to_string(header.struct_size));
@@ -87,14 +87,22 @@ PluginManifest parse_manifest(const std::string& bytes, const std::string& path)
     }
     std::string key = trim(line.substr(0, eq));
     std::string value = trim(line.substr(eq + 1));
-    if (key == "name") m.name = value;
-    else if (key == "version") m.version = value;
-    else if (key == "core_version") m.core_version = value;
-    else if (key == "cxx_abi") m.cxx_abi = value;
-    else if (key == "description") m.description = value;
-    else if (key == "provides") for (auto& item : split(value, ',')) m.provides.push_back(trim(item));
-    else if (key == "requires") for (auto& item : split(value, ',')) m.requires_.push_back(trim(item));
-    else m.extra[key] = value;
+    if (key == "name")
+      m.name = value;
+    else if (key == "version")
+      m.version = value;
+    else if (key == "core_version")
+      m.core_version = value;
+    else if (key == "cxx_abi")
+      m.cxx_abi = value;
+    else if (key == "description")
+      m.description = value;
+    else if (key == "provides")
+      for (auto& item : split(value, ',')) m.provides.push_back(trim(item));
+    else if (key == "requires")
+      for (auto& item : split(value, ',')) m.requires_.push_back(trim(item));
+    else
+      m.extra[key] = value;
   }
   const std::pair<const char*, const std::string*> required[] = {
       {"name", &m.name}, {"version", &m.version}, {"core_version", &m.core_version}, {"cxx_abi", &m.cxx_abi}};
@@ -133,8 +141,12 @@ struct Reader {
     if (!v || v->kind != kind) LOOM_THROW(Error) << where << ": '" << key << "' must be " << what;
     return *v;
   }
-  std::string string(const JsonValue& o, const char* key) const { return member(o, key, JsonValue::Kind::kString, "a string").string; }
-  int64_t integer(const JsonValue& o, const char* key) const { return member(o, key, JsonValue::Kind::kInt, "an integer").integer; }
+  std::string string(const JsonValue& o, const char* key) const {
+    return member(o, key, JsonValue::Kind::kString, "a string").string;
+  }
+  int64_t integer(const JsonValue& o, const char* key) const {
+    return member(o, key, JsonValue::Kind::kInt, "an integer").integer;
+  }
   std::vector<std::string> strings(const JsonValue& o, const char* key) const {
     std::vector<std::string> out;
     for (const JsonValue& item : member(o, key, JsonValue::Kind::kArray, "an array of strings").array) {
@@ -221,7 +233,8 @@ PluginDeclarations parse_declarations(const std::string& text, const std::string
       pass.establishes = in.strings(p, "establishes");
       pass.preserves = in.strings(p, "preserves");
       pass.sequence = in.strings(p, "sequence");
-      pass.options = read_schema_json(in.member(p, "options", JsonValue::Kind::kArray, "an array"), in.where + " options");
+      pass.options =
+          read_schema_json(in.member(p, "options", JsonValue::Kind::kArray, "an array"), in.where + " options");
       d.passes.push_back(std::move(pass));
     }
     for (const JsonValue& k : r.objects(root, "target_kinds")) {
@@ -268,8 +281,8 @@ PluginDeclarations parse_declarations(const std::string& text, const std::string
 }
 
 PluginManifest read_manifest(const std::string& path) {
-  std::map<std::string, std::string> sections = read_elf_sections(
-      path, {LOOM_PLUGIN_MANIFEST_SECTION, LOOM_PLUGIN_DECLARATIONS_SECTION}, kMaxDeclarationsBytes);
+  std::map<std::string, std::string> sections =
+      read_elf_sections(path, {LOOM_PLUGIN_MANIFEST_SECTION, LOOM_PLUGIN_DECLARATIONS_SECTION}, kMaxDeclarationsBytes);
   auto manifest = sections.find(LOOM_PLUGIN_MANIFEST_SECTION);
   if (manifest == sections.end()) {
     throw PluginError(path, std::string("not a Loom plugin: no ") + LOOM_PLUGIN_MANIFEST_SECTION +
@@ -296,8 +309,8 @@ PluginManifest read_manifest(const std::string& path) {
 
 std::string check_compatibility(const PluginManifest& m) {
   if (m.cxx_abi != core_cxx_abi_tag()) {
-    return "C++ ABI mismatch: the plugin was built for '" + m.cxx_abi + "', this core for '" +
-           core_cxx_abi_tag() + "' (rebuild the plugin with the same compiler ABI and standard library)";
+    return "C++ ABI mismatch: the plugin was built for '" + m.cxx_abi + "', this core for '" + core_cxx_abi_tag() +
+           "' (rebuild the plugin with the same compiler ABI and standard library)";
   }
   Version built, core;
   if (!parse_version(m.core_version, built)) {
@@ -308,9 +321,9 @@ std::string check_compatibility(const PluginManifest& m) {
   bool not_older = std::tie(core.major, core.minor, core.patch) >= std::tie(built.major, built.minor, built.patch);
   if (!same_series || !not_older) {
     std::string series = built.major == 0 ? std::to_string(built.major) + "." + std::to_string(built.minor) + ".x"
-                                         : std::to_string(built.major) + ".x";
-    return "core version mismatch: the plugin was built against Loom " + m.core_version + " and needs Loom " +
-           series + " at least " + m.core_version + "; this core is " + LOOM_VERSION;
+                                          : std::to_string(built.major) + ".x";
+    return "core version mismatch: the plugin was built against Loom " + m.core_version + " and needs Loom " + series +
+           " at least " + m.core_version + "; this core is " + LOOM_VERSION;
   }
   return "";
 }

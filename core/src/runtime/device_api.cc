@@ -170,7 +170,9 @@ class CPUDeviceAPI : public DeviceAPI {
   size_t cached_bytes_ = 0;
   WorkspacePool pool_{[](size_t bytes) {
                         void* p = std::aligned_alloc(64, bytes);
-                        if (!p) LOOM_THROW(Error) << "cannot allocate a " << readable_bytes(bytes) << " workspace: out of memory";
+                        if (!p)
+                          LOOM_THROW(Error)
+                              << "cannot allocate a " << readable_bytes(bytes) << " workspace: out of memory";
                         return p;
                       },
                       [](void* p) { std::free(p); }};

@@ -92,7 +92,8 @@ std::vector<int64_t> check_dps_arguments(const DpsSignature& signature, const DL
     }
     DataType got(static_cast<DataType::Code>(t->dtype.code), t->dtype.bits, t->dtype.lanes);
     if (got != p.dtype) {
-      LOOM_THROW(TypeError) << "argument " << i << " has dtype " << got.to_string() << ", expected " << p.dtype.to_string();
+      LOOM_THROW(TypeError) << "argument " << i << " has dtype " << got.to_string() << ", expected "
+                            << p.dtype.to_string();
     }
     if (t->ndim != static_cast<int32_t>(p.dims.size())) {
       LOOM_THROW(TypeError) << "argument " << i << " has rank " << t->ndim << ", expected " << p.dims.size();

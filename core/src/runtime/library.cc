@@ -48,12 +48,30 @@ void api_set_last_error(const char* message) { last_error = message ? message : 
 // Any -> LoomValue; throws TypeError for a value compiled code cannot take.
 void to_value(const Any& a, LoomValue& v, int32_t& code) {
   switch (a.kind()) {
-    case AnyKind::kNone: v.v_handle = nullptr; code = kLoomNull; return;
-    case AnyKind::kBool: v.v_int64 = a.as_bool(); code = kLoomInt; return;
-    case AnyKind::kInt: v.v_int64 = a.as_int(); code = kLoomInt; return;
-    case AnyKind::kFloat: v.v_float64 = a.as_float(); code = kLoomFloat; return;
-    case AnyKind::kStr: v.v_str = a.as_string().c_str(); code = kLoomStr; return;
-    case AnyKind::kOpaquePtr: v.v_handle = a.as_opaque_ptr(); code = kLoomHandle; return;
+    case AnyKind::kNone:
+      v.v_handle = nullptr;
+      code = kLoomNull;
+      return;
+    case AnyKind::kBool:
+      v.v_int64 = a.as_bool();
+      code = kLoomInt;
+      return;
+    case AnyKind::kInt:
+      v.v_int64 = a.as_int();
+      code = kLoomInt;
+      return;
+    case AnyKind::kFloat:
+      v.v_float64 = a.as_float();
+      code = kLoomFloat;
+      return;
+    case AnyKind::kStr:
+      v.v_str = a.as_string().c_str();
+      code = kLoomStr;
+      return;
+    case AnyKind::kOpaquePtr:
+      v.v_handle = a.as_opaque_ptr();
+      code = kLoomHandle;
+      return;
     case AnyKind::kObject:
       if (const auto* array = dynamic_cast<const NDArrayNode*>(a.object())) {
         v.v_handle = const_cast<DLTensor*>(&array->dl_tensor());
@@ -61,7 +79,8 @@ void to_value(const Any& a, LoomValue& v, int32_t& code) {
         return;
       }
       break;
-    default: break;
+    default:
+      break;
   }
   LOOM_THROW(TypeError) << a.describe() << " cannot be passed to compiled code";
 }
@@ -83,18 +102,25 @@ NDArray borrow(const DLTensor* t) {
 
 Any from_value(const LoomValue& v, int32_t code) {
   switch (code) {
-    case kLoomNull: return Any();
-    case kLoomInt: return Any(v.v_int64);
-    case kLoomFloat: return Any(v.v_float64);
-    case kLoomHandle: return Any(v.v_handle);
-    case kLoomStr: return Any(std::string(v.v_str ? v.v_str : ""));
-    case kLoomDLTensor: return Any(borrow(static_cast<const DLTensor*>(v.v_handle)));
-    default: LOOM_THROW(TypeError) << "unknown LoomValue type code " << code;
+    case kLoomNull:
+      return Any();
+    case kLoomInt:
+      return Any(v.v_int64);
+    case kLoomFloat:
+      return Any(v.v_float64);
+    case kLoomHandle:
+      return Any(v.v_handle);
+    case kLoomStr:
+      return Any(std::string(v.v_str ? v.v_str : ""));
+    case kLoomDLTensor:
+      return Any(borrow(static_cast<const DLTensor*>(v.v_handle)));
+    default:
+      LOOM_THROW(TypeError) << "unknown LoomValue type code " << code;
   }
 }
 
-int32_t api_call_function(void* function, const LoomValue* args, const int32_t* codes, int32_t num_args,
-                          LoomValue* ret, int32_t* ret_code) {
+int32_t api_call_function(void* function, const LoomValue* args, const int32_t* codes, int32_t num_args, LoomValue* ret,
+                          int32_t* ret_code) {
   try {
     // On the stack for the usual few arguments (a kernel launch: six sizes
     // and its buffers), so a call allocates nothing.
@@ -147,9 +173,8 @@ int32_t api_free_workspace(int32_t device_type, int32_t device_id, void* ptr) {
 
 int32_t api_get_function(void* module_ctx, const char* name, void** out);
 
-const LoomHostApi kHostApi = {sizeof(LoomHostApi), LOOM_LIBRARY_ABI,   &api_get_function,
-                              &api_call_function,  &api_set_last_error, &api_parallel_for,
-                              &api_alloc_workspace, &api_free_workspace};
+const LoomHostApi kHostApi = {sizeof(LoomHostApi), LOOM_LIBRARY_ABI,  &api_get_function,    &api_call_function,
+                              &api_set_last_error, &api_parallel_for, &api_alloc_workspace, &api_free_workspace};
 
 // Paths of libraries open in this process: dlopen of the same path gives
 // the same handle (and the same context slot), so a second open uses a
@@ -353,8 +378,8 @@ std::shared_ptr<HostLibrary> HostLibrary::inspect(const std::string& path) {
 }
 
 std::shared_ptr<HostLibrary> HostLibrary::adopt(const std::string& name,
-                                               const std::function<void*(const char*)>& lookup,
-                                               std::shared_ptr<void> owner) {
+                                                const std::function<void*(const char*)>& lookup,
+                                                std::shared_ptr<void> owner) {
   auto impl = std::make_unique<Impl>();
   impl->path = name;
   impl->owner = std::move(owner);
@@ -513,14 +538,15 @@ std::string table_source(const std::vector<std::pair<std::string, std::string>>&
     << "const LoomHostApi* __loom_host_api = 0;\n"
     << "void* __loom_module_ctx = 0;\n"
     << "const LoomFunctionEntry __loom_function_table[] = {\n";
-  for (const auto& f : functions) c << "  {sizeof(LoomFunctionEntry), " << c_string_literal(f.first) << ", " << f.second << "},\n";
+  for (const auto& f : functions)
+    c << "  {sizeof(LoomFunctionEntry), " << c_string_literal(f.first) << ", " << f.second << "},\n";
   c << "  {sizeof(LoomFunctionEntry), 0, 0}};\n";
   // The names again, in a section of their own with no relocations, so
   // that inspect_library reads them from the file without loading it.
   std::string names;
   for (const auto& f : functions) names += f.first + '\0';
-  c << "__attribute__((section(\"" << kNamesSection << "\"), used)) static const char loom_function_names[] = "
-    << c_string_literal(names) << ";\n";
+  c << "__attribute__((section(\"" << kNamesSection
+    << "\"), used)) static const char loom_function_names[] = " << c_string_literal(names) << ";\n";
   return c.str();
 }
 
@@ -564,7 +590,8 @@ std::string write_abi_headers(const fs::path& dir) {
 }
 }  // namespace
 
-std::string compile_c_object(const std::string& name, const std::string& source, const std::vector<std::string>& flags) {
+std::string compile_c_object(const std::string& name, const std::string& source,
+                             const std::vector<std::string>& flags) {
   TempDir dir;
   fs::path file = dir.path() / fs::path(name).filename();
   write_file(file, source);
@@ -577,7 +604,8 @@ std::string compile_c_object(const std::string& name, const std::string& source,
   int status = run(argv, log);
   if (status < 0) LOOM_THROW(Error) << "cannot run the C compiler '" << argv[0] << "' (set CC to one that exists)";
   if (status != 0) {
-    LOOM_THROW(Error) << "'" << argv[0] << "' failed (exit " << status << ") compiling " << name << ":\n" << read_file(log);
+    LOOM_THROW(Error) << "'" << argv[0] << "' failed (exit " << status << ") compiling " << name << ":\n"
+                      << read_file(log);
   }
   return read_file(object);
 }
@@ -627,8 +655,8 @@ void link_host_library(const std::vector<LinkedCode>& code, const std::string& b
     if (status < 0) {
       LOOM_THROW(Error) << "export: cannot run the C compiler '" << argv[0] << "' (set CC to one that exists)";
     }
-    LOOM_THROW(Error) << "export: '" << argv[0] << "' failed (exit " << status << ") linking '" << output
-                      << "':\n" << read_file(log);
+    LOOM_THROW(Error) << "export: '" << argv[0] << "' failed (exit " << status << ") linking '" << output << "':\n"
+                      << read_file(log);
   }
   std::error_code ec;
   fs::rename(partial, out, ec);

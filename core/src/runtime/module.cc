@@ -43,8 +43,8 @@ Function Module::get_function(const std::string& name) const {
   if (auto f = find_function(name)) return *f;
   std::vector<std::string> names;
   collect_names(*this, names);
-  LOOM_THROW(LookupError) << "no function '" << name << "' in the " << (*this)->type_key()
-                          << " module or its imports" << did_you_mean(name, names);
+  LOOM_THROW(LookupError) << "no function '" << name << "' in the " << (*this)->type_key() << " module or its imports"
+                          << did_you_mean(name, names);
 }
 
 void Module::import_module(const Module& child) const {
@@ -61,8 +61,8 @@ std::vector<Module> Module::imports() const {
 std::string module_tree(const Module& m, const std::string& source_format, int depth) {
   std::string indent(2 * depth, ' ');
   std::vector<std::string> names = m->function_names();
-  std::string out = indent + m->type_key() + ": " + std::to_string(names.size()) + " function" +
-                    (names.size() == 1 ? "" : "s");
+  std::string out =
+      indent + m->type_key() + ": " + std::to_string(names.size()) + " function" + (names.size() == 1 ? "" : "s");
   if (!names.empty()) out += " (" + join(names, ", ") + ")";
   out += "\n";
   for (const std::string& line : m->describe()) out += indent + "  " + line + "\n";
@@ -155,8 +155,8 @@ class Reader {
  private:
   void need(uint64_t n, const char* what) {
     if (n > bytes_.size() - pos_) {
-      LOOM_THROW(Error) << "module tree is truncated: " << what << " needs " << n << " bytes at offset " << pos_
-                        << ", " << (bytes_.size() - pos_) << " remain";
+      LOOM_THROW(Error) << "module tree is truncated: " << what << " needs " << n << " bytes at offset " << pos_ << ", "
+                        << (bytes_.size() - pos_) << " remain";
     }
   }
   const std::string& bytes_;
@@ -222,8 +222,8 @@ Module load_module_tree(const std::string& bytes, const Module& library) {
   in.take(sizeof(kMagic), "the magic");
   uint32_t version = in.get<uint32_t>("the version");
   if (version != kVersion) {
-    LOOM_THROW(Error) << "module tree format version " << version << " is not supported (this Loom reads "
-                      << kVersion << ")";
+    LOOM_THROW(Error) << "module tree format version " << version << " is not supported (this Loom reads " << kVersion
+                      << ")";
   }
   uint32_t count = in.get<uint32_t>("the module count");
   if (count == 0) LOOM_THROW(Error) << "module tree has no modules";

@@ -19,11 +19,20 @@ bool dlpack_dtype(DLDataType t, DataType* out) {
   bool known = false;
   switch (t.code) {
     case kDLInt:
-    case kDLUInt: known = t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64; break;
-    case kDLFloat: known = t.bits == 16 || t.bits == 32 || t.bits == 64; break;
-    case kDLBfloat: known = t.bits == 16; break;
-    case DataType::kBool: known = t.bits == 8; break;  // kDLBool in DLPack 0.8
-    default: break;
+    case kDLUInt:
+      known = t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+      break;
+    case kDLFloat:
+      known = t.bits == 16 || t.bits == 32 || t.bits == 64;
+      break;
+    case kDLBfloat:
+      known = t.bits == 16;
+      break;
+    case DataType::kBool:
+      known = t.bits == 8;
+      break;  // kDLBool in DLPack 0.8
+    default:
+      break;
   }
   if (!known || t.lanes < 1) return false;
   *out = DataType(static_cast<DataType::Code>(t.code), t.bits, t.lanes);
@@ -32,8 +41,9 @@ bool dlpack_dtype(DLDataType t, DataType* out) {
 
 std::string dlpack_dtype_text(DLDataType t) {
   const char* names[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
-  std::string text = t.code < 7 ? names[t.code] + std::to_string(t.bits)
-                                : "DLPack type code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + "-bit,";
+  std::string text = t.code < 7
+                         ? names[t.code] + std::to_string(t.bits)
+                         : "DLPack type code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + "-bit,";
   if (t.lanes != 1) text += "x" + std::to_string(t.lanes);
   return text;
 }
@@ -251,8 +261,7 @@ NDArray NDArray::view(const std::vector<int64_t>& shape, DataType dtype) const {
   return NDArray(node);
 }
 
-NDArray NDArray::wrap(void* data, const std::vector<int64_t>& shape, DataType dtype, Device device,
-                      ObjectRef owner) {
+NDArray NDArray::wrap(void* data, const std::vector<int64_t>& shape, DataType dtype, Device device, ObjectRef owner) {
   return wrap_shape(data, Array(std::vector<Any>(shape.begin(), shape.end())), dtype, device, std::move(owner));
 }
 
@@ -303,7 +312,8 @@ void NDArray::copy_from(const NDArray& other) const {
                    element_bytes(from->dtype));
     return;
   }
-  if (from->device.device_type != Device::kCPU && to->device.device_type != Device::kCPU && from->device != to->device) {
+  if (from->device.device_type != Device::kCPU && to->device.device_type != Device::kCPU &&
+      from->device != to->device) {
     // Between two devices (OpenCL to Vulkan, or two of one kind): neither
     // device's API reads the other's memory, so through the host.
     copy_from(other.copy_to(Device{Device::kCPU, 0}));

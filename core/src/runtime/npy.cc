@@ -16,11 +16,16 @@ const char kMagic[] = "\x93NUMPY";
 std::string descr_of(DataType t) {
   if (t.lanes != 1) LOOM_THROW(Error) << ".npy cannot hold vector dtype " << t.to_string();
   switch (t.code) {
-    case DataType::kBool: return "|b1";
-    case DataType::kInt: return (t.bits == 8 ? "|i" : "<i") + std::to_string(t.bits / 8);
-    case DataType::kUInt: return (t.bits == 8 ? "|u" : "<u") + std::to_string(t.bits / 8);
-    case DataType::kFloat: return "<f" + std::to_string(t.bits / 8);
-    default: LOOM_THROW(Error) << ".npy cannot hold dtype " << t.to_string();
+    case DataType::kBool:
+      return "|b1";
+    case DataType::kInt:
+      return (t.bits == 8 ? "|i" : "<i") + std::to_string(t.bits / 8);
+    case DataType::kUInt:
+      return (t.bits == 8 ? "|u" : "<u") + std::to_string(t.bits / 8);
+    case DataType::kFloat:
+      return "<f" + std::to_string(t.bits / 8);
+    default:
+      LOOM_THROW(Error) << ".npy cannot hold dtype " << t.to_string();
   }
 }
 
@@ -34,7 +39,7 @@ DataType dtype_of(const std::string& descr, const std::string& path) {
     if (kind == 'f' && (bytes == 2 || bytes == 4 || bytes == 8)) return DataType::Float(bytes * 8);
   }
   LOOM_THROW(Error) << path << ": unsupported .npy dtype '" << descr
-                         << "' (little-endian bool, int, uint and float only)";
+                    << "' (little-endian bool, int, uint and float only)";
 }
 
 // The header dict, `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`,
@@ -42,7 +47,9 @@ DataType dtype_of(const std::string& descr, const std::string& path) {
 // its parentheses).  Keys must be quoted strings, each once; a value ends
 // at the next comma or brace outside quotes and parentheses.
 std::map<std::string, std::string> header_fields(const std::string& header, const std::string& path) {
-  auto bad = [&](const std::string& why) { LOOM_THROW(Error) << path << ": bad .npy header (" << why << "): " << header; };
+  auto bad = [&](const std::string& why) {
+    LOOM_THROW(Error) << path << ": bad .npy header (" << why << "): " << header;
+  };
   size_t at = header.find_first_not_of(" \t\n");
   if (at == std::string::npos || header[at] != '{') bad("not a dict");
   ++at;
@@ -147,8 +154,9 @@ NDArray parse_npy(const std::string& data, const std::string& path) {
     bool ok = digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos;
     if (ok)
       for (char c : digits) d = d * 10 + (c - '0');
-    if (!ok) LOOM_THROW(Error) << path << ": bad .npy dimension '" << digits << "' in shape " << shape_field
-                               << " (a non-negative integer below 10^18)";
+    if (!ok)
+      LOOM_THROW(Error) << path << ": bad .npy dimension '" << digits << "' in shape " << shape_field
+                        << " (a non-negative integer below 10^18)";
     shape.push_back(d);
   }
   uint64_t bytes = checked_nbytes(shape, (dtype.bits + 7) / 8, path);
@@ -176,7 +184,8 @@ void save_npy(const NDArray& array, const std::string& path) {
   out.put(static_cast<char>(header.size() & 0xff)).put(static_cast<char>(header.size() >> 8));
   out << header;
   NDArray host = array->device.device_type == Device::kCPU ? array : array.copy_to(Device());
-  out.write(static_cast<const char*>(const_cast<NDArrayNode*>(host.get())->data()), static_cast<std::streamsize>(host->nbytes()));
+  out.write(static_cast<const char*>(const_cast<NDArrayNode*>(host.get())->data()),
+            static_cast<std::streamsize>(host->nbytes()));
   if (!out) LOOM_THROW(Error) << "cannot write " << path;
 }
 

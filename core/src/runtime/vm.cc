@@ -76,7 +76,8 @@ std::optional<int64_t> ShapeExpr::as_constant() const {
 int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
   const ShapeExprNode* n = e.get();
   switch (n->shape_op()) {
-    case ShapeOp::kConst: return n->value;
+    case ShapeOp::kConst:
+      return n->value;
     case ShapeOp::kVar:
       if (n->value < 0 || static_cast<size_t>(n->value) >= values.size()) {
         LOOM_THROW(Error) << "shape variable " << n->value << " out of range";
@@ -85,7 +86,8 @@ int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
         LOOM_THROW(Error) << "shape variable " << n->value << " is not bound by any input";
       }
       return values[n->value];
-    default: break;
+    default:
+      break;
   }
   int64_t x = evaluate(downcast<ShapeExpr>(n->a), values), y = evaluate(downcast<ShapeExpr>(n->b), values);
   int64_t out = 0;
@@ -93,12 +95,18 @@ int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
     LOOM_THROW(Error) << "a shape expression overflows 64 bits: " << x << " " << op << " " << y;
   };
   switch (n->shape_op()) {
-    case ShapeOp::kAdd: return __builtin_add_overflow(x, y, &out) ? overflow("+") : out;
-    case ShapeOp::kSub: return __builtin_sub_overflow(x, y, &out) ? overflow("-") : out;
-    case ShapeOp::kMul: return __builtin_mul_overflow(x, y, &out) ? overflow("*") : out;
-    case ShapeOp::kMin: return std::min(x, y);
-    case ShapeOp::kMax: return std::max(x, y);
-    default: break;
+    case ShapeOp::kAdd:
+      return __builtin_add_overflow(x, y, &out) ? overflow("+") : out;
+    case ShapeOp::kSub:
+      return __builtin_sub_overflow(x, y, &out) ? overflow("-") : out;
+    case ShapeOp::kMul:
+      return __builtin_mul_overflow(x, y, &out) ? overflow("*") : out;
+    case ShapeOp::kMin:
+      return std::min(x, y);
+    case ShapeOp::kMax:
+      return std::max(x, y);
+    default:
+      break;
   }
   if (y == 0) LOOM_THROW(Error) << "division by zero in a shape expression";
   if (x == INT64_MIN && y == -1) return overflow("/");
@@ -117,13 +125,17 @@ std::string shape_text(const ShapeExpr& e, const std::vector<std::string>& names
     return shape_text(downcast<ShapeExpr>(x), names, precedence, is_right);
   };
   switch (n->shape_op()) {
-    case ShapeOp::kConst: return std::to_string(n->value);
+    case ShapeOp::kConst:
+      return std::to_string(n->value);
     case ShapeOp::kVar:
       return n->value >= 0 && static_cast<size_t>(n->value) < names.size() ? "%" + names[n->value]
                                                                            : "%v" + std::to_string(n->value);
-    case ShapeOp::kMin: return "min(" + operand(n->a, 0, false) + ", " + operand(n->b, 0, false) + ")";
-    case ShapeOp::kMax: return "max(" + operand(n->a, 0, false) + ", " + operand(n->b, 0, false) + ")";
-    default: break;
+    case ShapeOp::kMin:
+      return "min(" + operand(n->a, 0, false) + ", " + operand(n->b, 0, false) + ")";
+    case ShapeOp::kMax:
+      return "max(" + operand(n->a, 0, false) + ", " + operand(n->b, 0, false) + ")";
+    default:
+      break;
   }
   static const char* symbols[] = {"", "", "+", "-", "*", "/", "//", "%"};
   int precedence = n->shape_op() == ShapeOp::kAdd || n->shape_op() == ShapeOp::kSub ? 4 : 5;
@@ -186,8 +198,10 @@ VMType VMType::scalar(DataType dtype) {
 std::string vm_type_text(const VMType& type, const std::vector<std::string>& var_names) {
   const VMTypeNode* t = type.get();
   switch (t->type_kind()) {
-    case VMTypeKind::kAny: return "any";
-    case VMTypeKind::kScalar: return t->dtype.to_string();
+    case VMTypeKind::kAny:
+      return "any";
+    case VMTypeKind::kScalar:
+      return t->dtype.to_string();
     case VMTypeKind::kTensor: {
       std::string shape = "?";
       if (t->shape.defined()) {
@@ -271,7 +285,8 @@ class Decoder {
     if (static_cast<int64_t>(f.param_types.size()) > def_.num_registers) bad("more parameters than registers");
     std::vector<int32_t> flat;
     for (const Any& v : def_.code) {
-      if (v.kind() != AnyKind::kInt || v.as_int() < INT32_MIN || v.as_int() > INT32_MAX) bad("the code holds a non-integer");
+      if (v.kind() != AnyKind::kInt || v.as_int() < INT32_MIN || v.as_int() > INT32_MAX)
+        bad("the code holds a non-integer");
       flat.push_back(static_cast<int32_t>(v.as_int()));
     }
     auto check_reg = [&](int32_t r) {
@@ -376,7 +391,9 @@ class Decoder {
   }
 
  private:
-  [[noreturn]] void bad(const std::string& why) const { LOOM_THROW(Error) << "VM function '" << def_.name << "': " << why; }
+  [[noreturn]] void bad(const std::string& why) const {
+    LOOM_THROW(Error) << "VM function '" << def_.name << "': " << why;
+  }
 
   int32_t device(const Any& index) const {
     if (index.kind() != AnyKind::kInt || index.as_int() < 0 || static_cast<uint64_t>(index.as_int()) >= num_devices_) {
@@ -407,7 +424,8 @@ class Decoder {
   VMType type(const Any& value) {
     const auto* t = dynamic_cast<const VMTypeNode*>(value.object());
     if (!t) bad("a type is not a runtime.VMType: " + value.describe());
-    if (t->kind < 0 || t->kind > static_cast<int64_t>(VMTypeKind::kScalar)) bad("a type has the unknown kind " + std::to_string(t->kind));
+    if (t->kind < 0 || t->kind > static_cast<int64_t>(VMTypeKind::kScalar))
+      bad("a type has the unknown kind " + std::to_string(t->kind));
     if (t->shape.defined())
       for (const Any& d : t->shape) shape(d);
     for (const Any& f : t->fields) type(f);
@@ -441,8 +459,8 @@ bool truthy(const Any& v, const std::string& function) {
   if (v.kind() == AnyKind::kInt) return v.as_int() != 0;
   if (const auto* a = dynamic_cast<const NDArrayNode*>(v.object())) {
     if (a->numel() != 1 || a->device.device_type != Device::kCPU) {
-      LOOM_THROW(Error) << where() << ": the condition of an If must be a one-element host tensor, got "
-                        << a->numel() << " elements on " << a->device.to_string();
+      LOOM_THROW(Error) << where() << ": the condition of an If must be a one-element host tensor, got " << a->numel()
+                        << " elements on " << a->device.to_string();
     }
     const void* p = a->data();
     switch (a->dtype.code) {
@@ -471,15 +489,19 @@ struct InputChecker {
   InputChecker(const FunctionRt& fn, const std::vector<Device>& table)
       : f(fn), devices(table), bound(fn.shape_vars.size(), INT64_MIN), bound_by(fn.shape_vars.size(), -1) {}
 
-  std::string argument(int i) const { return "@" + f.name + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")"; }
+  std::string argument(int i) const {
+    return "@" + f.name + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")";
+  }
   std::string text(const VMType& type) const { return vm_type_text(type, f.shape_vars); }
 
   // `top`: the value is the argument itself (not a field of it).
   void check(const Any& value, const VMType& type, const Label& what, int arg, bool top = true) {
     const VMTypeNode* t = type.get();
     switch (t->type_kind()) {
-      case VMTypeKind::kAny: return;
-      case VMTypeKind::kTensor: return check_tensor(value, type, what, arg, top);
+      case VMTypeKind::kAny:
+        return;
+      case VMTypeKind::kTensor:
+        return check_tensor(value, type, what, arg, top);
       case VMTypeKind::kTuple: {
         const auto* a = dynamic_cast<const ArrayNode*>(value.object());
         if (!a || a->items.size() != t->fields.size()) {
@@ -488,18 +510,20 @@ struct InputChecker {
         }
         for (size_t i = 0; i < t->fields.size(); ++i) {
           with_stack([&] {
-            check(a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg,
-                  false);
+            check(
+                a->items[i], t->fields[i].cast<VMType>(), [&] { return what() + " field " + std::to_string(i); }, arg,
+                false);
           });
         }
         return;
       }
       case VMTypeKind::kScalar: {
-        bool ok = t->dtype.code == DataType::kFloat
-                      ? value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt
-                      : (t->dtype.code == DataType::kBool ? value.kind() == AnyKind::kBool
-                                                          : value.kind() == AnyKind::kInt);
-        if (!ok) LOOM_THROW(TypeError) << what() << " must be a " << t->dtype.to_string() << ", got " << value.describe();
+        bool ok =
+            t->dtype.code == DataType::kFloat
+                ? value.kind() == AnyKind::kFloat || value.kind() == AnyKind::kInt
+                : (t->dtype.code == DataType::kBool ? value.kind() == AnyKind::kBool : value.kind() == AnyKind::kInt);
+        if (!ok)
+          LOOM_THROW(TypeError) << what() << " must be a " << t->dtype.to_string() << ", got " << value.describe();
         return;
       }
     }
@@ -537,8 +561,8 @@ struct InputChecker {
       const auto* dim = static_cast<const ShapeExprNode*>(t->shape[i].object());
       if (dim->shape_op() == ShapeOp::kConst) {
         if (dim->value != dl.shape[i]) {
-          LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
-                            << " must be " << dim->value << ")";
+          LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension "
+                                << i << " must be " << dim->value << ")";
         }
       } else if (dim->shape_op() == ShapeOp::kVar) {
         int64_t slot = dim->value;
@@ -546,9 +570,9 @@ struct InputChecker {
           bound[slot] = dl.shape[i];
           bound_by[slot] = arg;
         } else if (bound[slot] != dl.shape[i]) {
-          LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension " << i
-                            << " is " << dl.shape[i] << ", but %" << f.shape_vars[slot] << " is " << bound[slot]
-                            << " from " << argument(bound_by[slot]) << ")";
+          LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension "
+                                << i << " is " << dl.shape[i] << ", but %" << f.shape_vars[slot] << " is "
+                                << bound[slot] << " from " << argument(bound_by[slot]) << ")";
         }
       }
     }
@@ -562,23 +586,28 @@ struct InputChecker {
   };
   std::optional<Linear> linear(const ShapeExprNode* e) const {
     switch (e->shape_op()) {
-      case ShapeOp::kConst: return Linear{-1, 0, e->value};
+      case ShapeOp::kConst:
+        return Linear{-1, 0, e->value};
       case ShapeOp::kVar:
         if (bound[e->value] != INT64_MIN) return Linear{-1, 0, bound[e->value]};
         return Linear{e->value, 1, 0};
-      default: break;
+      default:
+        break;
     }
     auto a = linear(static_cast<const ShapeExprNode*>(e->a.get()));
     auto b = linear(static_cast<const ShapeExprNode*>(e->b.get()));
     if (!a || !b || (a->slot >= 0 && b->slot >= 0 && a->slot != b->slot)) return std::nullopt;
     int64_t slot = std::max(a->slot, b->slot);
     switch (e->shape_op()) {
-      case ShapeOp::kAdd: return Linear{slot, a->scale + b->scale, a->offset + b->offset};
-      case ShapeOp::kSub: return Linear{slot, a->scale - b->scale, a->offset - b->offset};
+      case ShapeOp::kAdd:
+        return Linear{slot, a->scale + b->scale, a->offset + b->offset};
+      case ShapeOp::kSub:
+        return Linear{slot, a->scale - b->scale, a->offset - b->offset};
       case ShapeOp::kMul:
         if (a->scale != 0 && b->scale != 0) return std::nullopt;
         return Linear{slot, a->scale * b->offset + b->scale * a->offset, a->offset * b->offset};
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -587,7 +616,8 @@ struct InputChecker {
   bool unbound(const ShapeExprNode* e) const {
     if (e->shape_op() == ShapeOp::kConst) return false;
     if (e->shape_op() == ShapeOp::kVar) return bound[e->value] == INT64_MIN;
-    return unbound(static_cast<const ShapeExprNode*>(e->a.get())) || unbound(static_cast<const ShapeExprNode*>(e->b.get()));
+    return unbound(static_cast<const ShapeExprNode*>(e->a.get())) ||
+           unbound(static_cast<const ShapeExprNode*>(e->b.get()));
   }
 
   // Binds a variable that only composite dimensions mention (a fused
@@ -625,9 +655,8 @@ struct InputChecker {
         ShapeExpr dim = t->shape[i].cast<ShapeExpr>();
         if (dim->shape_op() == ShapeOp::kConst || dim->shape_op() == ShapeOp::kVar) continue;
         if (unbound(dim.get())) {
-          LOOM_THROW(Error) << what() << ": dimension " << i << " is " << a->dl_tensor().shape[i]
-                            << ", which is not " << shape_expr_text(dim, f.shape_vars)
-                            << " for any whole value of its variables";
+          LOOM_THROW(Error) << what() << ": dimension " << i << " is " << a->dl_tensor().shape[i] << ", which is not "
+                            << shape_expr_text(dim, f.shape_vars) << " for any whole value of its variables";
         }
         int64_t want = evaluate(dim, bound), got = a->dl_tensor().shape[i];
         if (want != got) {
@@ -645,7 +674,8 @@ struct InputChecker {
 };
 
 // A call_packed result against its declared type (no binding).
-void check_result(const Any& value, const VMType& type, const std::vector<std::string>& names, const std::string& what) {
+void check_result(const Any& value, const VMType& type, const std::vector<std::string>& names,
+                  const std::string& what) {
   const VMTypeNode* t = type.get();
   if (t->type_kind() == VMTypeKind::kTensor) {
     const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
@@ -655,7 +685,11 @@ void check_result(const Any& value, const VMType& type, const std::vector<std::s
     }
     if (!ok) {
       LOOM_THROW(TypeError) << what << " returned " << value.describe()
-                            << (a ? " of shape " + loom::shape_text(NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) + " " + a->dtype.to_string() : "")
+                            << (a ? " of shape " +
+                                        loom::shape_text(
+                                            NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) +
+                                        " " + a->dtype.to_string()
+                                  : "")
                             << "; expected " << vm_type_text(type, names);
     }
   } else if (t->type_kind() == VMTypeKind::kTuple) {
@@ -688,9 +722,11 @@ class VMModuleNode : public ModuleNode {
     for (size_t i = 0; i < functions.size(); ++i) {
       if (functions[i].name != name) continue;
       Module self(ObjectPtr<Object>(const_cast<VMModuleNode*>(this)));
-      return Function([self, i](const Any* args, int32_t n) -> Any {
-        return static_cast<const VMModuleNode*>(self.get())->invoke(i, args, n);
-      }, name);
+      return Function(
+          [self, i](const Any* args, int32_t n) -> Any {
+            return static_cast<const VMModuleNode*>(self.get())->invoke(i, args, n);
+          },
+          name);
     }
     return std::nullopt;
   }
@@ -770,7 +806,8 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   }
   InputChecker checker(f, devices);
   for (int32_t i = 0; i < count; ++i) {
-    checker.check(args[i], f.param_types[i], [&] { return checker.argument(i); }, i);
+    checker.check(
+        args[i], f.param_types[i], [&] { return checker.argument(i); }, i);
   }
   for (int32_t i = 0; i < count; ++i) checker.bind_linear(args[i], f.param_types[i]);
   for (int32_t i = 0; i < count; ++i) {
@@ -864,7 +901,8 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
         const Device on = site.device == 0 ? device : devices[site.device];
         if (site.static_shape && site.storage >= 0) {
           if (!f.static_plan) check_fits(site, site.static_bytes, *site.static_shape);
-          regs[in.dst] = NDArray::wrap_shape(storage_data(site.storage), site.static_shape_array, site.dtype, on, arena);
+          regs[in.dst] =
+              NDArray::wrap_shape(storage_data(site.storage), site.static_shape_array, site.dtype, on, arena);
           ++pc;
           break;
         }
@@ -940,8 +978,8 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
 }
 
 std::string VMModuleNode::disassemble() const {
-  static const char* names[] = {"const", "alloc", "call_dps", "call_packed", "call", "tuple",
-                                "get_item", "move", "if_not", "goto", "ret", "copy"};
+  static const char* names[] = {"const",    "alloc", "call_dps", "call_packed", "call", "tuple",
+                                "get_item", "move",  "if_not",   "goto",        "ret",  "copy"};
   auto on = [&](int32_t d) { return d == 0 ? std::string() : " on " + devices[d].to_string(); };
   std::ostringstream out;
   for (const FunctionRt& f : functions) {
@@ -950,23 +988,45 @@ std::string VMModuleNode::disassemble() const {
       const Instr& in = f.code[pc];
       out << "  " << pc << ": " << names[in.op];
       switch (in.op) {
-        case kVMConst: out << " r" << in.dst << " <- constant " << in.a << on(in.b); break;
-        case kVMCopy: out << " r" << in.dst << " <- r" << in.a; break;
+        case kVMConst:
+          out << " r" << in.dst << " <- constant " << in.a << on(in.b);
+          break;
+        case kVMCopy:
+          out << " r" << in.dst << " <- r" << in.a;
+          break;
         case kVMAlloc: {
           const AllocSite& s = f.allocs[in.a];
           out << " r" << in.dst << " <- " << s.dtype.to_string() << " ";
           out << (s.storage < 0 ? "output" : "storage " + std::to_string(s.storage)) << on(s.device);
           break;
         }
-        case kVMCallDPS: out << " " << callees[in.a]; break;
-        case kVMCallPacked: out << " r" << in.dst << " <- " << callees[in.a]; break;
-        case kVMCallGraph: out << " r" << in.dst << " <- @" << functions[in.a].name; break;
-        case kVMTuple: out << " r" << in.dst; break;
-        case kVMGetItem: out << " r" << in.dst << " <- r" << in.a << "[" << in.b << "]"; break;
-        case kVMMove: out << " r" << in.dst << " <- r" << in.a; break;
-        case kVMIfNot: out << " r" << in.a << " else " << in.b; break;
-        case kVMGoto: out << " " << in.a; break;
-        case kVMRet: out << " r" << in.a; break;
+        case kVMCallDPS:
+          out << " " << callees[in.a];
+          break;
+        case kVMCallPacked:
+          out << " r" << in.dst << " <- " << callees[in.a];
+          break;
+        case kVMCallGraph:
+          out << " r" << in.dst << " <- @" << functions[in.a].name;
+          break;
+        case kVMTuple:
+          out << " r" << in.dst;
+          break;
+        case kVMGetItem:
+          out << " r" << in.dst << " <- r" << in.a << "[" << in.b << "]";
+          break;
+        case kVMMove:
+          out << " r" << in.dst << " <- r" << in.a;
+          break;
+        case kVMIfNot:
+          out << " r" << in.a << " else " << in.b;
+          break;
+        case kVMGoto:
+          out << " " << in.a;
+          break;
+        case kVMRet:
+          out << " r" << in.a;
+          break;
       }
       if (!in.args.empty()) {
         out << " (";
@@ -986,9 +1046,11 @@ const VMModuleNode& vm_node(const Module& vm, const char* what) {
 }
 
 const bool vm_loader_registered = [] {
-  ModuleLoaderRegistry::register_loader("vm", Function::typed([](std::string bytes) {
-                                          return make_vm_module(load_document(bytes, "<vm executable>").as_object_ref());
-                                        }, "vm.load"));
+  ModuleLoaderRegistry::register_loader(
+      "vm",
+      Function::typed(
+          [](std::string bytes) { return make_vm_module(load_document(bytes, "<vm executable>").as_object_ref()); },
+          "vm.load"));
   return true;
 }();
 }  // namespace
@@ -1103,7 +1165,8 @@ std::vector<std::string> VMModuleNode::describe() const {
     out.push_back("@" + f.name + ": " + std::to_string(plan.planned_tensors) + " planned tensors in " +
                   std::to_string(plan.storages) + " storages, peak " + plan.peak_bytes + " bytes (one buffer each: " +
                   plan.naive_bytes + "), " + std::to_string(plan.output_tensors) + " outputs");
-    for (const auto& [device, bytes] : plan.device_peak_bytes) out.push_back("  on " + device + ": peak " + bytes + " bytes");
+    for (const auto& [device, bytes] : plan.device_peak_bytes)
+      out.push_back("  on " + device + ": peak " + bytes + " bytes");
   }
   return out;
 }

@@ -53,7 +53,8 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
   require_regular(path, st);
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes) {
-    cannot_read(path, "it has " + readable_bytes(size) + ", more than the " + readable_bytes(max_bytes) + " Loom reads from such a file");
+    cannot_read(path, "it has " + readable_bytes(size) + ", more than the " + readable_bytes(max_bytes) +
+                          " Loom reads from such a file");
   }
   std::string bytes(size, '\0');
   uint64_t done = 0;

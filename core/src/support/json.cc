@@ -14,11 +14,21 @@ std::string json_quote(std::string_view text) {
   std::string out = "\"";
   for (unsigned char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buffer[8];
@@ -131,16 +141,20 @@ const JsonValue* JsonValue::find(const std::string& key) const {
 
 std::string to_json(const JsonValue& v) {
   switch (v.kind) {
-    case JsonValue::Kind::kNull: return "null";
-    case JsonValue::Kind::kBool: return v.boolean ? "true" : "false";
-    case JsonValue::Kind::kInt: return std::to_string(v.integer);
+    case JsonValue::Kind::kNull:
+      return "null";
+    case JsonValue::Kind::kBool:
+      return v.boolean ? "true" : "false";
+    case JsonValue::Kind::kInt:
+      return std::to_string(v.integer);
     case JsonValue::Kind::kFloat: {
       if (!std::isfinite(v.number)) return "null";
       char buffer[32];
       std::snprintf(buffer, sizeof(buffer), "%.17g", v.number);
       return buffer;
     }
-    case JsonValue::Kind::kString: return json_quote(v.string);
+    case JsonValue::Kind::kString:
+      return json_quote(v.string);
     case JsonValue::Kind::kArray: {
       std::string out = "[";
       for (size_t k = 0; k < v.array.size(); ++k) out += (k ? ", " : "") + to_json(v.array[k]);
@@ -158,13 +172,20 @@ std::string to_json(const JsonValue& v) {
 
 const char* JsonValue::kind_name() const {
   switch (kind) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "a boolean";
-    case Kind::kInt: return "an integer";
-    case Kind::kFloat: return "a number";
-    case Kind::kString: return "a string";
-    case Kind::kArray: return "an array";
-    case Kind::kObject: return "an object";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "a boolean";
+    case Kind::kInt:
+      return "an integer";
+    case Kind::kFloat:
+      return "a number";
+    case Kind::kString:
+      return "a string";
+    case Kind::kArray:
+      return "an array";
+    case Kind::kObject:
+      return "an object";
   }
   return "?";
 }
@@ -205,7 +226,8 @@ class JsonReader {
     int line = line_, column = column_;
     for (const char* w = word; *w; ++w) {
       if (at_end()) fail("unexpected end of input in '" + std::string(word) + "'");
-      if (next() != *w) throw ParseError(source_, line, column, "invalid literal; expected '" + std::string(word) + "'");
+      if (next() != *w)
+        throw ParseError(source_, line, column, "invalid literal; expected '" + std::string(word) + "'");
     }
   }
 
@@ -303,9 +325,7 @@ class JsonReader {
       }
     }
     std::string text(text_.substr(start, pos_ - start));
-    auto fail_here = [&](const std::string& message) {
-      throw ParseError(source_, value.line, value.column, message);
-    };
+    auto fail_here = [&](const std::string& message) { throw ParseError(source_, value.line, value.column, message); };
     char* end = nullptr;
     errno = 0;
     if (!is_float) {
@@ -345,10 +365,14 @@ class JsonReader {
       if (at_end()) fail("unexpected end of input in a \\u escape");
       char h = next();
       cp <<= 4;
-      if (h >= '0' && h <= '9') cp |= h - '0';
-      else if (h >= 'a' && h <= 'f') cp |= h - 'a' + 10;
-      else if (h >= 'A' && h <= 'F') cp |= h - 'A' + 10;
-      else fail("invalid \\u escape");
+      if (h >= '0' && h <= '9')
+        cp |= h - '0';
+      else if (h >= 'a' && h <= 'f')
+        cp |= h - 'a' + 10;
+      else if (h >= 'A' && h <= 'F')
+        cp |= h - 'A' + 10;
+      else
+        fail("invalid \\u escape");
     }
     return cp;
   }
@@ -368,14 +392,30 @@ class JsonReader {
       if (at_end()) fail("unexpected end of input in an escape");
       char e = next();
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           uint32_t cp = parse_hex4();
           if (cp >= 0xD800 && cp < 0xDC00) {
@@ -387,7 +427,8 @@ class JsonReader {
           append_utf8(out, cp);
           break;
         }
-        default: fail(std::string("invalid escape '\\") + e + "'");
+        default:
+          fail(std::string("invalid escape '\\") + e + "'");
       }
     }
   }

@@ -20,8 +20,7 @@ CapabilityResolver& resolver() {
 }
 }  // namespace
 
-RegistrationScope::RegistrationScope(std::string owner)
-    : owner_(std::move(owner)), previous_(active_scope) {
+RegistrationScope::RegistrationScope(std::string owner) : owner_(std::move(owner)), previous_(active_scope) {
   active_scope = this;
 }
 
@@ -41,9 +40,7 @@ void RegistrationScope::rollback() {
   done_ = true;
 }
 
-std::string RegistrationScope::current_owner() {
-  return active_scope ? active_scope->owner_ : std::string("core");
-}
+std::string RegistrationScope::current_owner() { return active_scope ? active_scope->owner_ : std::string("core"); }
 
 void RegistrationScope::record_undo(std::function<void()> undo) {
   if (active_scope) active_scope->undo_.push_back(std::move(undo));

@@ -16,12 +16,14 @@ int64_t checked_numel(const std::vector<int64_t>& shape, const std::string& what
   int64_t n = 1;
   bool overflow = false;
   for (size_t k = 0; k < shape.size(); ++k) {
-    if (shape[k] < 0) LOOM_THROW(Error) << what << ": dimension " << k << " of shape " << shape_text(shape) << " is negative";
+    if (shape[k] < 0)
+      LOOM_THROW(Error) << what << ": dimension " << k << " of shape " << shape_text(shape) << " is negative";
     overflow |= __builtin_mul_overflow(n, shape[k], &n);
   }
   // A zero dimension makes the count 0 even where the product of the
   // others overflowed: such a shape is still refused, it has no meaning.
-  if (overflow) LOOM_THROW(Error) << what << ": shape " << shape_text(shape) << " has more elements than fit in 64 bits";
+  if (overflow)
+    LOOM_THROW(Error) << what << ": shape " << shape_text(shape) << " has more elements than fit in 64 bits";
   return n;
 }
 

@@ -51,21 +51,21 @@ std::string shortest(double value, bool single) {
 
 const std::unordered_set<std::string>& c_keywords() {
   static const std::unordered_set<std::string> words = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-      "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-      "volatile", "while", "bool", "true", "false", "main", "errno", "kernel", "global", "local", "constant",
-      "private", "half"};
+      "auto",   "break",    "case",     "char",     "const",  "continue", "default",  "do",      "double",
+      "else",   "enum",     "extern",   "float",    "for",    "goto",     "if",       "inline",  "int",
+      "long",   "register", "restrict", "return",   "short",  "signed",   "sizeof",   "static",  "struct",
+      "switch", "typedef",  "union",    "unsigned", "void",   "volatile", "while",    "bool",    "true",
+      "false",  "main",     "errno",    "kernel",   "global", "local",    "constant", "private", "half"};
   return words;
 }
 }  // namespace
 
 std::set<std::string> CSourcePrinter::intrinsics() {
-  return {"exp",   "exp2",  "log",   "log2",  "log10",       "sqrt",       "tanh",        "erf",
-          "floor", "ceil",  "round", "trunc", "sin",         "cos",        "abs",         "pow",
-          "fmod",  "isnan", "isinf", "ret",   "tan",         "asin",       "acos",        "atan",
-          "sinh",  "cosh",  "asinh", "acosh", "atanh",       "bitwise_and", "bitwise_or", "bitwise_xor",
-          "bitwise_not", "shift_left", "shift_right"};
+  return {"exp",   "exp2",        "log",        "log2",        "log10",       "sqrt",       "tanh",
+          "erf",   "floor",       "ceil",       "round",       "trunc",       "sin",        "cos",
+          "abs",   "pow",         "fmod",       "isnan",       "isinf",       "ret",        "tan",
+          "asin",  "acos",        "atan",       "sinh",        "cosh",        "asinh",      "acosh",
+          "atanh", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"};
 }
 
 std::string CSourcePrinter::symbol_for(const std::string& name) {
@@ -86,7 +86,8 @@ std::string CSourcePrinter::preamble() {
 
 std::string CSourcePrinter::scalar_type(DataType t) {
   switch (t.code) {
-    case DataType::kBool: return "bool";
+    case DataType::kBool:
+      return "bool";
     case DataType::kInt:
     case DataType::kUInt:
       if (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64) {
@@ -97,8 +98,10 @@ std::string CSourcePrinter::scalar_type(DataType t) {
       if (t.bits == 32) return "float";
       if (t.bits == 64) return "double";
       break;
-    case DataType::kHandle: return "void*";
-    default: break;
+    case DataType::kHandle:
+      return "void*";
+    default:
+      break;
   }
   fail("C has no type for " + t.to_string() + " (float16 and bfloat16 need a dialect that names them)");
 }
@@ -110,9 +113,9 @@ std::string CSourcePrinter::vector_type(DataType t) {
 }
 
 std::string CSourcePrinter::intrinsic_name(const std::string& op, DataType t) {
-  static const std::set<std::string> libm = {"exp",  "exp2",  "log",  "log2", "log10", "sqrt",  "tanh",  "erf",
-                                             "floor", "ceil", "trunc", "sin", "cos",  "pow",   "fmod",  "tan",
-                                             "asin",  "acos", "atan",  "sinh", "cosh", "asinh", "acosh", "atanh"};
+  static const std::set<std::string> libm = {"exp",   "exp2", "log",   "log2", "log10", "sqrt",  "tanh",  "erf",
+                                             "floor", "ceil", "trunc", "sin",  "cos",   "pow",   "fmod",  "tan",
+                                             "asin",  "acos", "atan",  "sinh", "cosh",  "asinh", "acosh", "atanh"};
   std::string name = op == "round" ? "nearbyint" : op;  // ties to even in the default rounding mode
   if (!libm.count(op) && op != "round") return "";
   if (!is_float(t) || t.bits == 16) fail(op + " of " + t.to_string() + ": C's math library has float and double");
@@ -132,9 +135,9 @@ bool CSourcePrinter::reserved_identifier(const std::string& name) {
   // would hide them), in their float and double forms.
   static const std::unordered_set<std::string> called = [] {
     std::unordered_set<std::string> out = {"NAN", "INFINITY", "isnan", "isinf", "abs"};
-    for (const char* f : {"exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "erf", "floor", "ceil", "trunc", "sin",
-                          "cos", "pow", "fmod", "nearbyint", "fabs", "fmax", "fmin", "round", "tan", "asin", "acos",
-                          "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}) {
+    for (const char* f : {"exp",   "exp2", "log",  "log2", "log10", "sqrt",      "tanh",  "erf",   "floor", "ceil",
+                          "trunc", "sin",  "cos",  "pow",  "fmod",  "nearbyint", "fabs",  "fmax",  "fmin",  "round",
+                          "tan",   "asin", "acos", "atan", "sinh",  "cosh",      "asinh", "acosh", "atanh"}) {
       out.insert(f);
       out.insert(std::string(f) + "f");
     }
@@ -146,7 +149,8 @@ bool CSourcePrinter::reserved_identifier(const std::string& name) {
 
 std::string CSourcePrinter::name_of(const tir::VarNode* v) {
   auto found = names_.find(v);
-  if (found == names_.end() || !live_.count(v)) fail("%" + v->name + " is used outside its scope (or is not a parameter)");
+  if (found == names_.end() || !live_.count(v))
+    fail("%" + v->name + " is used outside its scope (or is not a parameter)");
   return found->second;
 }
 
@@ -200,12 +204,14 @@ std::string CSourcePrinter::helper_call(const std::string& helper, DataType t, c
   std::string body;
   bool signed_int = t.code == DataType::kInt;
   // The type's zero, and -a wrapping as the IR says (through the unsigned twin).
-  std::string zero = cast_text(T, "0"), negate = cast_text(T, "(" + cast_text(U, "0") + " - " + cast_text(U, "a") + ")");
+  std::string zero = cast_text(T, "0"),
+              negate = cast_text(T, "(" + cast_text(U, "0") + " - " + cast_text(U, "a") + ")");
   if (helper == "min" || helper == "max") {
     const char* op = helper == "min" ? "<" : ">";
     // NumPy's minimum/maximum propagate NaN: a NaN a is kept, a NaN b
     // loses every ordered comparison.
-    body = is_float(t) ? std::string("return (a ") + op + " b || a != a) ? a : b;" : std::string("return a ") + op + " b ? a : b;";
+    body = is_float(t) ? std::string("return (a ") + op + " b || a != a) ? a : b;"
+                       : std::string("return a ") + op + " b ? a : b;";
   } else if (helper == "div") {  // integer division by zero gives 0, as NumPy's
     body = signed_int ? "return b == 0 ? " + zero + " : b == -1 ? " + negate + " : " + cast_text(T, "(a / b)") + ";"
                       : "return b == 0 ? " + zero + " : " + cast_text(T, "(a / b)") + ";";
@@ -213,9 +219,9 @@ std::string CSourcePrinter::helper_call(const std::string& helper, DataType t, c
     if (is_float(t)) {
       body = "return " + intrinsic_name("floor", t) + "(a / b);";
     } else if (signed_int) {
-      body = "if (b == 0) return " + zero + ";\n  if (b == -1) return " + negate + ";\n  " + T + " q = " +
-             cast_text(T, "(a / b)") + ", r = " + cast_text(T, "(a % b)") + ";\n  return (r != 0 && ((r < 0) != (b < 0))) ? " +
-             cast_text(T, "(q - 1)") + " : q;";
+      body = "if (b == 0) return " + zero + ";\n  if (b == -1) return " + negate + ";\n  " + T +
+             " q = " + cast_text(T, "(a / b)") + ", r = " + cast_text(T, "(a % b)") +
+             ";\n  return (r != 0 && ((r < 0) != (b < 0))) ? " + cast_text(T, "(q - 1)") + " : q;";
     } else {
       body = "return b == 0 ? " + zero + " : " + cast_text(T, "(a / b)") + ";";
     }
@@ -264,53 +270,57 @@ std::string CSourcePrinter::print_host_module(const ir::IRModule& module,
     code << text.str();
     if (functions) functions->emplace_back(name, symbol);
   }
-  std::string out = "/* Generated by Loom's C printer (docs/target-c.md). */\n" + preamble() +
-                    "#include \"loom/runtime/c_backend_api.h\"\n\n"
-                    "extern const LoomHostApi* __loom_host_api;\n"
-                    "extern void* __loom_module_ctx;\n\n"
-                    "/* Reports a failure: the message with one number formatted in. */\n"
-                    "static int32_t loom_fail(const char* format, long long value) {\n"
-                    "  char text[512];\n"
-                    "  snprintf(text, sizeof text, format, value);\n"
-                    "  __loom_host_api->set_last_error(text);\n"
-                    "  return -1;\n"
-                    "}\n\n"
-                    "/* Argument `index` as a compact (row-major) CPU tensor of the dtype\n"
-                    " * (code, bits, lanes) and rank `ndim`; null with the error set if not. */\n"
-                    "static const DLTensor* loom_tensor(const LoomValue* args, const int32_t* codes, int32_t index,\n"
-                    "                                   const char* buffer, int code, int bits, int lanes,\n"
-                    "                                   const char* dtype, int32_t ndim, int32_t device_type,\n"
-                    "                                   const char* device) {\n"
-                    "  char text[512];\n"
-                    "  const DLTensor* t = codes[index] == kLoomDLTensor ? (const DLTensor*)args[index].v_handle : 0;\n"
-                    "  int64_t expected = 1;\n"
-                    "  int32_t d;\n"
-                    "  if (!t) {\n"
-                    "    snprintf(text, sizeof text, \"argument %d (buffer '%s') must be a tensor\", (int)index, buffer);\n"
-                    "  } else if (t->device.device_type != device_type && device_type == kDLCPU) {\n"
-                    "    snprintf(text, sizeof text, \"argument %d (buffer '%s') is not on the CPU\", (int)index, buffer);\n"
-                    "  } else if (t->device.device_type != device_type) {\n"
-                    "    snprintf(text, sizeof text, \"argument %d (buffer '%s') is not on the %s device\", (int)index, buffer, device);\n"
-                    "  } else if (device_type != kDLCPU && t->byte_offset != 0) {\n"
-                    "    snprintf(text, sizeof text, \"argument %d (buffer '%s') has a byte offset, which a %s buffer cannot have\",\n"
-                    "             (int)index, buffer, device);\n"
-                    "  } else if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != lanes) {\n"
-                    "    snprintf(text, sizeof text, \"argument %d (buffer '%s') must have dtype %s\", (int)index, buffer, dtype);\n"
-                    "  } else if (t->ndim != ndim) {\n"
-                    "    snprintf(text, sizeof text, \"buffer '%s' has %d dimensions, expected %d\", buffer, (int)t->ndim, (int)ndim);\n"
-                    "  } else {\n"
-                    "    for (d = 0; d < ndim; ++d)\n"
-                    "      if (t->shape[d] == 0) return t; /* empty: any strides */\n"
-                    "    for (d = ndim - 1; t->strides && d >= 0; --d) {\n"
-                    "      if (t->shape[d] != 1 && t->strides[d] != expected) break;\n"
-                    "      expected *= t->shape[d];\n"
-                    "    }\n"
-                    "    if (!t->strides || d < 0) return t;\n"
-                    "    snprintf(text, sizeof text, \"argument %d (buffer '%s') is not compact (row-major)\", (int)index, buffer);\n"
-                    "  }\n"
-                    "  __loom_host_api->set_last_error(text);\n"
-                    "  return 0;\n"
-                    "}\n\n";
+  std::string out =
+      "/* Generated by Loom's C printer (docs/target-c.md). */\n" + preamble() +
+      "#include \"loom/runtime/c_backend_api.h\"\n\n"
+      "extern const LoomHostApi* __loom_host_api;\n"
+      "extern void* __loom_module_ctx;\n\n"
+      "/* Reports a failure: the message with one number formatted in. */\n"
+      "static int32_t loom_fail(const char* format, long long value) {\n"
+      "  char text[512];\n"
+      "  snprintf(text, sizeof text, format, value);\n"
+      "  __loom_host_api->set_last_error(text);\n"
+      "  return -1;\n"
+      "}\n\n"
+      "/* Argument `index` as a compact (row-major) CPU tensor of the dtype\n"
+      " * (code, bits, lanes) and rank `ndim`; null with the error set if not. */\n"
+      "static const DLTensor* loom_tensor(const LoomValue* args, const int32_t* codes, int32_t index,\n"
+      "                                   const char* buffer, int code, int bits, int lanes,\n"
+      "                                   const char* dtype, int32_t ndim, int32_t device_type,\n"
+      "                                   const char* device) {\n"
+      "  char text[512];\n"
+      "  const DLTensor* t = codes[index] == kLoomDLTensor ? (const DLTensor*)args[index].v_handle : 0;\n"
+      "  int64_t expected = 1;\n"
+      "  int32_t d;\n"
+      "  if (!t) {\n"
+      "    snprintf(text, sizeof text, \"argument %d (buffer '%s') must be a tensor\", (int)index, buffer);\n"
+      "  } else if (t->device.device_type != device_type && device_type == kDLCPU) {\n"
+      "    snprintf(text, sizeof text, \"argument %d (buffer '%s') is not on the CPU\", (int)index, buffer);\n"
+      "  } else if (t->device.device_type != device_type) {\n"
+      "    snprintf(text, sizeof text, \"argument %d (buffer '%s') is not on the %s device\", (int)index, buffer, "
+      "device);\n"
+      "  } else if (device_type != kDLCPU && t->byte_offset != 0) {\n"
+      "    snprintf(text, sizeof text, \"argument %d (buffer '%s') has a byte offset, which a %s buffer cannot "
+      "have\",\n"
+      "             (int)index, buffer, device);\n"
+      "  } else if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != lanes) {\n"
+      "    snprintf(text, sizeof text, \"argument %d (buffer '%s') must have dtype %s\", (int)index, buffer, dtype);\n"
+      "  } else if (t->ndim != ndim) {\n"
+      "    snprintf(text, sizeof text, \"buffer '%s' has %d dimensions, expected %d\", buffer, (int)t->ndim, "
+      "(int)ndim);\n"
+      "  } else {\n"
+      "    for (d = 0; d < ndim; ++d)\n"
+      "      if (t->shape[d] == 0) return t; /* empty: any strides */\n"
+      "    for (d = ndim - 1; t->strides && d >= 0; --d) {\n"
+      "      if (t->shape[d] != 1 && t->strides[d] != expected) break;\n"
+      "      expected *= t->shape[d];\n"
+      "    }\n"
+      "    if (!t->strides || d < 0) return t;\n"
+      "    snprintf(text, sizeof text, \"argument %d (buffer '%s') is not compact (row-major)\", (int)index, buffer);\n"
+      "  }\n"
+      "  __loom_host_api->set_last_error(text);\n"
+      "  return 0;\n"
+      "}\n\n";
   return out + helper_definitions() + code.str();
 }
 
@@ -361,7 +371,8 @@ void CSourcePrinter::print_body_function(const tir::PrimFunc& func, const std::s
     std::string pointer = (space.empty() ? "" : space + " ") + memory_type(b->dtype) + "*";
     params.push_back(pointer + " restrict " + declare(b->data.get(), pointer));
   }
-  for (const tir::VarNode* v : tir::entry_scalars(func)) params.push_back(scalar_type(v->dtype) + " " + declare(v, scalar_type(v->dtype)));
+  for (const tir::VarNode* v : tir::entry_scalars(func))
+    params.push_back(scalar_type(v->dtype) + " " + declare(v, scalar_type(v->dtype)));
   open_block(function_head(name, params));
   has_result_ = true;
   print_stmt(func->body);
@@ -394,7 +405,8 @@ void CSourcePrinter::print_entry(const tir::PrimFunc& func, const std::string& s
     if (!buffer) continue;
     std::string t = "loom_t" + std::to_string(next);
     DataType dt = buffer->dtype;
-    std::string index = i == next ? std::to_string(i) : "loom_full ? " + std::to_string(i) + " : " + std::to_string(next);
+    std::string index =
+        i == next ? std::to_string(i) : "loom_full ? " + std::to_string(i) + " : " + std::to_string(next);
     ++next;
     line() << "const DLTensor* " << t << " = loom_tensor(loom_args, loom_codes, " << index << ", "
            << c_string_literal(buffer->name) << ", " << int{dt.code} << ", " << int{dt.bits} << ", " << dt.lanes << ", "
@@ -515,8 +527,8 @@ void CSourcePrinter::print_for(const tir::ForNode* op) {
   if (op->for_kind() == tir::ForKind::kThreadBinding) {
     std::string index = thread_index(op->thread);
     open_block("");
-    line() << "const " << T << " " << declare(op->loop_var.get(), T) << " = " << cast_text(T, "(" + begin + " + " + index + ")")
-           << ";\n";
+    line() << "const " << T << " " << declare(op->loop_var.get(), T) << " = "
+           << cast_text(T, "(" + begin + " + " + index + ")") << ";\n";
   } else {
     std::string i = declare(op->loop_var.get(), T);
     const auto* zero = op->min.as<tir::IntImmNode>();
@@ -611,8 +623,8 @@ void CSourcePrinter::print_allocate(const tir::AllocateNode* op) {
     close_scope(mark);
     return;
   }
-  line() << T << "* " << name << " = (" << T << "*)__loom_host_api->alloc_workspace(" << device_type_ << ", 0, (uint64_t)(" << count
-         << ") * sizeof(" << T << "));\n";
+  line() << T << "* " << name << " = (" << T << "*)__loom_host_api->alloc_workspace(" << device_type_
+         << ", 0, (uint64_t)(" << count << ") * sizeof(" << T << "));\n";
   line() << "if (!" << name << ") return -1;\n";
   print_stmt(op->body);
   line() << "__loom_host_api->free_workspace(" << device_type_ << ", 0, " << name << ");\n";
@@ -669,15 +681,17 @@ std::string CSourcePrinter::element_index(const tir::BufferNode* buffer, const A
         std::string term = index + " * " + cast_text("int64_t", print_expr(buffer->strides[d].cast<tir::PrimExpr>()));
         flat = flat.empty() ? term : flat + " + " + term;
       } else {
-        flat = flat.empty() ? index
-                            : "(" + flat + ") * " + cast_text("int64_t", print_expr(buffer->shape[d].cast<tir::PrimExpr>())) +
-                                  " + " + index;
+        flat = flat.empty()
+                   ? index
+                   : "(" + flat + ") * " + cast_text("int64_t", print_expr(buffer->shape[d].cast<tir::PrimExpr>())) +
+                         " + " + index;
       }
     }
     if (flat.empty()) flat = "0";  // a 0-d buffer's one element
   }
   const auto* zero = buffer->elem_offset.as<tir::IntImmNode>();
-  if (buffer->elem_offset.defined() && !(zero && zero->value == 0)) flat = print_expr(buffer->elem_offset) + " + " + flat;
+  if (buffer->elem_offset.defined() && !(zero && zero->value == 0))
+    flat = print_expr(buffer->elem_offset) + " + " + flat;
   return flat;
 }
 
@@ -713,7 +727,8 @@ std::string CSourcePrinter::print_expr(const tir::PrimExpr& e) {
   if (const auto* op = e.as<tir::BinaryOpNode>()) return print_binary(op);
   if (const auto* op = e.as<tir::NotNode>()) return "(!" + print_expr(op->a) + ")";
   if (const auto* op = e.as<tir::SelectNode>()) {
-    return "(" + print_expr(op->condition) + " ? " + print_expr(op->true_value) + " : " + print_expr(op->false_value) + ")";
+    return "(" + print_expr(op->condition) + " ? " + print_expr(op->true_value) + " : " + print_expr(op->false_value) +
+           ")";
   }
   if (const auto* op = e.as<tir::CastNode>()) return print_cast(op->dtype, op->value);
   if (const auto* op = e.as<tir::BufferLoadNode>()) return print_load(op);
@@ -766,8 +781,9 @@ tir::PrimFunc CSourcePrinter::device_kernel(const ir::IRModule& module, const st
   function_name_ = name;
   const auto* prim = f.as<tir::PrimFuncNode>();
   if (!prim || !prim->attrs.contains("device_kernel")) {
-    fail("is not a device kernel (SplitHostDevice makes kernels of thread-bound loops; the host code goes to the "
-         "host target)");
+    fail(
+        "is not a device kernel (SplitHostDevice makes kernels of thread-bound loops; the host code goes to the "
+        "host target)");
   }
   auto func = downcast<tir::PrimFunc>(f);
   for (size_t k = 0; k < func.buffer_params().size(); ++k) args->push_back("buffer");
@@ -785,7 +801,8 @@ int64_t CSourcePrinter::constant_elements(const tir::BufferNode* buffer) {
   for (const Any& d : buffer->shape) {
     std::optional<int64_t> n = tir::const_int(d.cast<tir::PrimExpr>());
     if (!n) {
-      fail("buffer '" + buffer->name + "' is allocated inside a kernel with a size known only at run time; a "
+      fail("buffer '" + buffer->name +
+           "' is allocated inside a kernel with a size known only at run time; a "
            "thread's or a block's array needs a constant size");
     }
     elements *= *n;
@@ -799,7 +816,9 @@ std::string CSourcePrinter::print_cast(DataType to, const tir::PrimExpr& value) 
   return "(" + cast_text(scalar_type(to), v) + ")";
 }
 
-std::string CSourcePrinter::cast_text(const std::string& type, const std::string& value) { return "(" + type + ")" + value; }
+std::string CSourcePrinter::cast_text(const std::string& type, const std::string& value) {
+  return "(" + type + ")" + value;
+}
 
 std::string CSourcePrinter::print_load(const tir::BufferLoadNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
@@ -811,7 +830,8 @@ std::string CSourcePrinter::print_call(const tir::CallNode* op) {
   std::vector<std::string> args;
   for (const Any& a : op->args) args.push_back(print_expr(a.cast<tir::PrimExpr>()));
   auto arity = [&](size_t n) {
-    if (args.size() != n) fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
+    if (args.size() != n)
+      fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
   };
   const std::string& name = op->op;
   DataType t = op->dtype;
@@ -828,10 +848,12 @@ std::string CSourcePrinter::print_call(const tir::CallNode* op) {
     // A shift by the width or more is undefined in C: 0 here (as in the
     // llvm target; an arithmetic right shift saturates at width - 1).  The
     // amount compares as unsigned: a negative one is past the width.
-    std::string in_range = "(" + cast_text("uint64_t", args[1]) + " < " + cast_text("uint64_t", std::to_string(t.bits)) + ")";
+    std::string in_range =
+        "(" + cast_text("uint64_t", args[1]) + " < " + cast_text("uint64_t", std::to_string(t.bits)) + ")";
     if (found->first == "shift_right" && !is_unsigned(t)) {
-      return cast_text(T, "(" + args[0] + " >> (" + in_range + " ? " + args[1] + " : " +
-                              cast_text(type_name(op->args[1].cast<tir::PrimExpr>().dtype()), std::to_string(t.bits - 1)) + "))");
+      return cast_text(
+          T, "(" + args[0] + " >> (" + in_range + " ? " + args[1] + " : " +
+                 cast_text(type_name(op->args[1].cast<tir::PrimExpr>().dtype()), std::to_string(t.bits - 1)) + "))");
     }
     return "(" + in_range + " ? " + value + " : " + cast_text(T, "0") + ")";
   }

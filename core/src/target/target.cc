@@ -37,9 +37,11 @@ void TargetKindRegistry::register_kind(TargetKindEntry entry) {
   check_schema(entry.attrs, where);
   const TargetTraits& t = entry.traits;
   if (!t.threads_attr.empty()) {
-    auto attr = std::find_if(entry.attrs.begin(), entry.attrs.end(), [&](const SchemaField& f) { return f.name == t.threads_attr; });
+    auto attr = std::find_if(entry.attrs.begin(), entry.attrs.end(),
+                             [&](const SchemaField& f) { return f.name == t.threads_attr; });
     if (attr == entry.attrs.end() || attr->type != "int") {
-      LOOM_THROW(Error) << where << ": its threads attribute '" << t.threads_attr << "' is not an int attribute of the kind";
+      LOOM_THROW(Error) << where << ": its threads attribute '" << t.threads_attr
+                        << "' is not an int attribute of the kind";
     }
   }
   for (const std::string& property : t.codegen_needs) {
@@ -291,9 +293,9 @@ std::string detect_cpu() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   const char* extension = __builtin_cpu_supports("avx512f") ? "avx512f"
-                          : __builtin_cpu_supports("avx2") ? "avx2"
-                          : __builtin_cpu_supports("avx")  ? "avx"
-                                                           : "sse2";
+                          : __builtin_cpu_supports("avx2")  ? "avx2"
+                          : __builtin_cpu_supports("avx")   ? "avx"
+                                                            : "sse2";
   return model + " " + extension;
 #elif defined(__aarch64__)
   return model + " neon";
@@ -333,7 +335,8 @@ std::optional<std::string> unsplit_device_function(const ir::IRModule& module) {
     std::optional<std::string> problem;
     if (f.attrs.contains("device_kernel") || f.attrs.contains("device_type")) return problem;
     if (!on_cpu_target(module, name))
-      problem = "@" + name + " runs on target '" + function_target(module, name)->kind + "' but is not split into kernels";
+      problem =
+          "@" + name + " runs on target '" + function_target(module, name)->kind + "' but is not split into kernels";
     return problem;
   });
 }
@@ -345,8 +348,8 @@ const bool target_properties_registered = [] {
        "LowerIntrinsics", false, unlowered_intrinsic, ""});
   transform::PropertyRegistry::register_property(
       {transform::property::kKernelsSplit,
-       "every prim function on a device target is a kernel or the host code that launches kernels",
-       "device_kernels", false, unsplit_device_function, ""});
+       "every prim function on a device target is a kernel or the host code that launches kernels", "device_kernels",
+       false, unsplit_device_function, ""});
   return true;
 }();
 

@@ -61,7 +61,8 @@ Indices buffer_shape(const Buffer& b) {
 }
 
 Stmt loop_nest(const std::vector<Var>& vars, const Indices& extents, Stmt body) {
-  if (vars.size() != extents.size()) LOOM_THROW(Error) << "loop_nest: " << vars.size() << " variables for " << extents.size() << " extents";
+  if (vars.size() != extents.size())
+    LOOM_THROW(Error) << "loop_nest: " << vars.size() << " variables for " << extents.size() << " extents";
   for (size_t k = extents.size(); k-- > 0;) {
     body = For(vars[k], IntImm(vars[k].dtype(), 0), extents[k], ForKind::kSerial, body);
   }
@@ -85,9 +86,9 @@ Stmt reduction(const Buffer& out, const Indices& extents, const PrimExpr& init,
   return loop_nest(buffer_shape(out), [&](const Indices& i) {
     std::vector<Stmt> steps;
     steps.push_back(BufferStore(out, init, i));
-    steps.push_back(loop_nest(extents, [&](const Indices& r) {
-      return Stmt(BufferStore(out, combine(BufferLoad(out, i), value(i, r)), i));
-    }, "r"));
+    steps.push_back(loop_nest(
+        extents, [&](const Indices& r) { return Stmt(BufferStore(out, combine(BufferLoad(out, i), value(i, r)), i)); },
+        "r"));
     if (finalize) steps.push_back(BufferStore(out, finalize(BufferLoad(out, i)), i));
     return Stmt(SeqStmt(steps));
   });

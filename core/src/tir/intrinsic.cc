@@ -80,9 +80,8 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
             false);
   primitive("tir.barrier", 0, "waits until every thread of the block reaches it (shared memory is then consistent)",
             false);
-  expanded("rsqrt", "1 / sqrt(x)", [](const CallNode& c) {
-    return PrimExpr(Div(make_const(c.dtype, 1), call(c.dtype, "sqrt", {arg(c, 0)})));
-  });
+  expanded("rsqrt", "1 / sqrt(x)",
+           [](const CallNode& c) { return PrimExpr(Div(make_const(c.dtype, 1), call(c.dtype, "sqrt", {arg(c, 0)}))); });
   expanded("sigmoid", "1 / (1 + exp(-x))", [](const CallNode& c) {
     DataType t = c.dtype;
     return PrimExpr(Div(make_const(t, 1), Add(make_const(t, 1), call(t, "exp", {Sub(make_const(t, 0), arg(c, 0))}))));
@@ -100,7 +99,8 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
   expanded("tan", "tangent; expands to sin(x) / cos(x)", [](const CallNode& c) {
     return PrimExpr(Div(call(c.dtype, "sin", {arg(c, 0)}), call(c.dtype, "cos", {arg(c, 0)})));
   });
-  expanded("atan", "arc tangent; expands to Cephes' atanf polynomial", [](const CallNode& c) { return expand_atan(arg(c, 0)); });
+  expanded("atan", "arc tangent; expands to Cephes' atanf polynomial",
+           [](const CallNode& c) { return expand_atan(arg(c, 0)); });
   expanded("asin", "arc sine; expands to atan(x / sqrt(1 - x^2))", [](const CallNode& c) {
     DataType t = c.dtype;
     PrimExpr x = arg(c, 0);
@@ -109,7 +109,8 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
   expanded("acos", "arc cosine; expands to pi/2 - asin(x)", [](const CallNode& c) {
     DataType t = c.dtype;
     PrimExpr x = arg(c, 0);
-    return PrimExpr(Sub(make_const(t, M_PI_2), expand_atan(Div(x, call(t, "sqrt", {Sub(make_const(t, 1), Mul(x, x))})))));
+    return PrimExpr(
+        Sub(make_const(t, M_PI_2), expand_atan(Div(x, call(t, "sqrt", {Sub(make_const(t, 1), Mul(x, x))})))));
   });
   expanded("sinh", "hyperbolic sine; expands to (exp(x) - exp(-x)) / 2", [](const CallNode& c) {
     DataType t = c.dtype;

@@ -76,9 +76,7 @@ std::string layout_to_string(const Layout& layout) {
 
 Layout parse_layout(const std::string& text, size_t rank) {
   Layout out;
-  auto fail = [&](const std::string& why) {
-    LOOM_THROW(Error) << "layout '" << text << "': " << why;
-  };
+  auto fail = [&](const std::string& why) { LOOM_THROW(Error) << "layout '" << text << "': " << why; };
   std::istringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -110,8 +108,7 @@ std::map<std::string, std::string> param_layouts(const PrimFuncNode& func) {
 
 runtime::NDArray relayout(const runtime::NDArray& x, const Layout& layout) {
   std::vector<int64_t> shape = x.shape_vector();
-  if (std::string why = layout_problem(layout, shape.size()); !why.empty())
-    LOOM_THROW(Error) << "relayout: " << why;
+  if (std::string why = layout_problem(layout, shape.size()); !why.empty()) LOOM_THROW(Error) << "relayout: " << why;
   if (!x->is_contiguous()) LOOM_THROW(Error) << "relayout: the array is not contiguous";
   std::vector<int64_t> out_shape = layout_shape(layout, shape);
   runtime::NDArray out = runtime::NDArray::zeros(out_shape, x->dtype);  // the padding is zero
@@ -129,7 +126,9 @@ runtime::NDArray relayout(const runtime::NDArray& x, const Layout& layout) {
     for (size_t k = 0; k < out_rank; ++k) {
       const LayoutIndex& l = layout[k];
       int64_t v = index[l.axis];
-      offset += stride[k] * (l.kind == LayoutIndex::kWhole ? v : l.kind == LayoutIndex::kDiv ? v / l.factor : v % l.factor);
+      offset += stride[k] * (l.kind == LayoutIndex::kWhole ? v
+                             : l.kind == LayoutIndex::kDiv ? v / l.factor
+                                                           : v % l.factor);
     }
     std::memcpy(dst + offset * element, src + n * element, element);
     for (size_t a = rank; a-- > 0;) {

@@ -36,7 +36,9 @@ std::vector<const ForNode*> all_loops(const Stmt& body) {
 }
 
 PrimExpr rewrite(const PrimExpr& e, const ExprRule& fe) { return Rewriter().pre_expr(fe).run(e); }
-Stmt rewrite(const Stmt& s, const ExprRule& fe, const StmtRule& fs) { return Rewriter().pre_expr(fe).pre_stmt(fs).run(s); }
+Stmt rewrite(const Stmt& s, const ExprRule& fe, const StmtRule& fs) {
+  return Rewriter().pre_expr(fe).pre_stmt(fs).run(s);
+}
 Stmt replace(const Stmt& root, const Object* target, const Stmt& with) {
   return rewrite(root, nullptr, [&](const Stmt& s) -> std::optional<Stmt> {
     if (s.get() == target) return with;
@@ -130,11 +132,12 @@ bool path_to(const Stmt& root, const Object* target, std::vector<Stmt>& path) {
   path.push_back(root);
   if (root.get() == target) return true;
   bool found = false;
-  map_children(root, [](const PrimExpr& e) { return e; },
-               [&](const Stmt& c) {
-                 if (!found) found = path_to(c, target, path);
-                 return c;
-               });
+  map_children(
+      root, [](const PrimExpr& e) { return e; },
+      [&](const Stmt& c) {
+        if (!found) found = path_to(c, target, path);
+        return c;
+      });
   if (!found) path.pop_back();
   return found;
 }

@@ -57,7 +57,8 @@ Buffer find_buffer(const PrimFunc& func, const std::string& primitive, const std
     });
   }
   if (!found.defined()) {
-    refuse(primitive, std::string(allocations ? "no buffer '" : "no buffer parameter '") + name + "'" + did_you_mean(name, names));
+    refuse(primitive,
+           std::string(allocations ? "no buffer '" : "no buffer parameter '") + name + "'" + did_you_mean(name, names));
   }
   return found;
 }
@@ -66,7 +67,8 @@ Buffer find_buffer(const PrimFunc& func, const std::string& primitive, const std
 // (a view FlattenBuffer made): "'B' <why>".
 void refuse_views(const Stmt& s, const BufferNode* buffer, const std::string& primitive, const std::string& why) {
   for (const Access& a : accesses(s))
-    if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer) refuse(primitive, "'" + buffer->name + "' " + why);
+    if (a.buffer->data.get() == buffer->data.get() && a.buffer != buffer)
+      refuse(primitive, "'" + buffer->name + "' " + why);
 }
 
 // The layout `layout` gives, from its results on fresh index variables;
@@ -90,7 +92,8 @@ Layout classify_layout(const PrimFunc& func, const Buffer& buffer, const Schedul
     if (b && (e.as<FloorDivNode>() || e.as<FloorModNode>())) {
       auto c = const_int(b->b);
       int a = axis_of(b->a);
-      if (c && *c > 0 && a >= 0) index = LayoutIndex{e.as<FloorDivNode>() ? LayoutIndex::kDiv : LayoutIndex::kMod, a, *c};
+      if (c && *c > 0 && a >= 0)
+        index = LayoutIndex{e.as<FloorDivNode>() ? LayoutIndex::kDiv : LayoutIndex::kMod, a, *c};
     }
     if (!index) {
       refuse(primitive, "index " + std::to_string(out.size()) + " of the layout of '" + buffer->name + "', " +
@@ -190,7 +193,8 @@ void Schedule::transform_layout(const std::string& name, const IndexMap& layout_
   if (std::find_if(inputs.begin(), inputs.end(), [&](const Buffer& b) { return b.same_as(buffer); }) == inputs.end()) {
     // An allocation: private to the function, so every store and load of
     // it moves to the new layout and nothing is recorded.
-    refuse_views(func_->body, buffer.get(), "transform_layout", "is accessed through a view; transform before FlattenBuffer");
+    refuse_views(func_->body, buffer.get(), "transform_layout",
+                 "is accessed through a view; transform before FlattenBuffer");
     Layout layout = classify_layout(func_, buffer, layout_map, "transform_layout");
     record.add(layout_to_string(layout));
     Buffer laid(buffer->name, buffer->dtype, simplified(layout_shape(layout, buffer_shape(buffer))), buffer->scope);
@@ -208,8 +212,7 @@ void Schedule::transform_layout(const std::string& name, const IndexMap& layout_
   record.add(layout_to_string(layout));
   Buffer laid(buffer->name, buffer->dtype, simplified(layout_shape(layout, buffer_shape(buffer))), buffer->scope);
   std::vector<Any> params;
-  for (const Any& p : func_->params)
-    params.push_back(p.as_object_ref().same_as(buffer) ? Any(laid) : p);
+  for (const Any& p : func_->params) params.push_back(p.as_object_ref().same_as(buffer) ? Any(laid) : p);
   layouts[std::to_string(input)] = layout_to_string(layout);
   std::map<std::string, Any> attrs = func_->attrs.get() ? func_->attrs->items : std::map<std::string, Any>{};
   std::map<std::string, Any> entries(layouts.begin(), layouts.end());
@@ -218,17 +221,20 @@ void Schedule::transform_layout(const std::string& name, const IndexMap& layout_
 }
 
 std::string Schedule::cache_read(const std::string& name, const std::vector<int>& axes, const std::string& scope) {
-  return cache_read(name, [&](const std::vector<PrimExpr>& v) {
-    std::vector<PrimExpr> out;
-    for (int a : axes) {
-      if (a < 0 || a >= static_cast<int>(v.size())) {
-        refuse("cache_read", "axis " + std::to_string(a) + " is out of range for the " + std::to_string(v.size()) +
-                                 " axes of '" + name + "'");
-      }
-      out.push_back(v[a]);
-    }
-    return out;
-  }, scope);
+  return cache_read(
+      name,
+      [&](const std::vector<PrimExpr>& v) {
+        std::vector<PrimExpr> out;
+        for (int a : axes) {
+          if (a < 0 || a >= static_cast<int>(v.size())) {
+            refuse("cache_read", "axis " + std::to_string(a) + " is out of range for the " + std::to_string(v.size()) +
+                                     " axes of '" + name + "'");
+          }
+          out.push_back(v[a]);
+        }
+        return out;
+      },
+      scope);
 }
 
 std::string Schedule::cache_write(const std::string& name, const std::string& scope) {
@@ -285,16 +291,17 @@ std::string Schedule::cache_write(const std::string& name, const std::string& sc
       check(f->body, inner);
       return;
     }
-    map_children(st,
-                 [&](const PrimExpr& e) {
-                   reads_ok(Any(e));
-                   return e;
-                 },
-                 [&](const Stmt& c) {
-                   std::vector<Array> inner = written;
-                   check(c, inner);
-                   return c;
-                 });
+    map_children(
+        st,
+        [&](const PrimExpr& e) {
+          reads_ok(Any(e));
+          return e;
+        },
+        [&](const Stmt& c) {
+          std::vector<Array> inner = written;
+          check(c, inner);
+          return c;
+        });
   };
   std::vector<Array> written;
   check(ref_of<Stmt>(writer), written);
@@ -323,14 +330,16 @@ std::string Schedule::cache_write(const std::string& name, const std::string& sc
       for (const ForNode* f : enclosing)
         if (store->indices[d].object() == f->loop_var.get()) loop = f;
       all = loop && const_int(loop->min) == 0 &&
-            same_expression(Any(simplify(Cast(DataType::Int(64), loop->extent))), Any(simplify(Cast(DataType::Int(64), shape[d]))));
+            same_expression(Any(simplify(Cast(DataType::Int(64), loop->extent))),
+                            Any(simplify(Cast(DataType::Int(64), shape[d]))));
     }
     whole = whole || all;
   };
   cover(ref_of<Stmt>(writer));
   if (!whole) {
-    refuse("cache_write", "the nest writing '" + name + "' does not write every element at its loop variables, so the "
-                          "copy back would overwrite the others");
+    refuse("cache_write", "the nest writing '" + name +
+                              "' does not write every element at its loop variables, so the "
+                              "copy back would overwrite the others");
   }
   Buffer local(fresh_name(func_, name + "_" + (scope == "global" ? "local" : scope)), buffer->dtype, shape, scope);
   // Loads and stores of the buffer, in the writer, go to the local copy.

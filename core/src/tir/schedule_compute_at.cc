@@ -35,7 +35,7 @@ struct InnerLoop {
   PrimExpr lo, hi;
 };
 std::optional<std::pair<PrimExpr, PrimExpr>> index_range(const PrimExpr& e, const std::vector<InnerLoop>& inner,
-                                                        const Analyzer& an) {
+                                                         const Analyzer& an) {
   if (const auto* d = e.as<FloorDivNode>()) {
     auto c = const_int(d->b);
     auto r = index_range(d->a, inner, an);
@@ -95,8 +95,8 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       for (const ForNode* f : chain)
         if (i.object() == f->loop_var.get()) match = f;
       if (!match || std::find(vars.begin(), vars.end(), match->loop_var.get()) != vars.end()) {
-        refuse("compute_at", "the nest %" + nest_name + " writes '" + a.buffer->name + "' at " + indices_text(a.indices) +
-                                 ", not at distinct loop variables of its perfect nest");
+        refuse("compute_at", "the nest %" + nest_name + " writes '" + a.buffer->name + "' at " +
+                                 indices_text(a.indices) + ", not at distinct loop variables of its perfect nest");
       }
       vars.push_back(match->loop_var.get());
     }
@@ -120,7 +120,8 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
     if (a.store) continue;
     for (size_t k = p_index + 1; k <= l_index; ++k) {
       if (touches(parts[k], a.buffer, true)) {
-        refuse("compute_at", "'" + a.buffer->name + "', which the nest %" + nest_name + " reads, is written before %" + loop_name);
+        refuse("compute_at",
+               "'" + a.buffer->name + "', which the nest %" + nest_name + " reads, is written before %" + loop_name);
       }
     }
   }
@@ -139,12 +140,13 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   std::vector<PrimExpr> lo(rank), hi(rank);
   for (const Access& a : accesses(loop->body)) {
     if (a.buffer->data.get() != buffer->data.get()) continue;
-    if (a.buffer != buffer) refuse("compute_at", "'" + buffer->name + "' is read through a view; schedule before FlattenBuffer");
+    if (a.buffer != buffer)
+      refuse("compute_at", "'" + buffer->name + "' is read through a view; schedule before FlattenBuffer");
     for (size_t d = 0; d < rank; ++d) {
       auto r = index_range(a.indices[d].cast<PrimExpr>(), inner, an);
       if (!r) {
-        refuse("compute_at", "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + buffer->name + "' over the loops in %" +
-                                 loop_name);
+        refuse("compute_at", "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + buffer->name +
+                                 "' over the loops in %" + loop_name);
       }
       lo[d] = lo[d].defined() ? PrimExpr(Min(lo[d], r->first)) : r->first;
       hi[d] = hi[d].defined() ? PrimExpr(Max(hi[d], r->second)) : r->second;
@@ -169,7 +171,8 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   };
   bool scoped = buffer->scope == "shared" || buffer->scope == "local";
   for (const ForNode* f : outer) {
-    if (buffer->scope == "shared" && f->for_kind() == ForKind::kThreadBinding && f->thread.rfind("threadIdx.", 0) == 0) {
+    if (buffer->scope == "shared" && f->for_kind() == ForKind::kThreadBinding &&
+        f->thread.rfind("threadIdx.", 0) == 0) {
       refuse("compute_at", "%" + loop_name + " is inside the " + f->thread + " loop %" + f->loop_var->name +
                                ", whose threads would all fill the one shared '" + buffer->name +
                                "' of their block (compute_at into a loop outside the thread loops)");
@@ -200,14 +203,16 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer) alloc_found = &st;
       return !alloc_found;
     });
-    if (!alloc_found) refuse("compute_at", "'" + buffer->name + "' is in the " + buffer->scope + " scope but not allocated");
+    if (!alloc_found)
+      refuse("compute_at", "'" + buffer->name + "' is in the " + buffer->scope + " scope but not allocated");
     std::vector<PrimExpr> shape;
     for (size_t d = 0; d < rank; ++d) {
       PrimExpr extent = simplify(Add(Sub(hi[d], lo[d]), IntImm(hi[d].dtype(), 1)), an);
       if (auto c = const_int(extent); !c || *c <= 0) {
-        refuse("compute_at", "the region of '" + buffer->name + "' that one iteration of %" + loop_name + " reads along axis " +
-                                 std::to_string(d) + " (" + ir::to_text(Any(lo[d])) + " to " + ir::to_text(Any(hi[d])) +
-                                 ") has no constant extent, which a " + buffer->scope + " buffer needs");
+        refuse("compute_at", "the region of '" + buffer->name + "' that one iteration of %" + loop_name +
+                                 " reads along axis " + std::to_string(d) + " (" + ir::to_text(Any(lo[d])) + " to " +
+                                 ir::to_text(Any(hi[d])) + ") has no constant extent, which a " + buffer->scope +
+                                 " buffer needs");
       }
       shape.push_back(extent);
     }
@@ -215,7 +220,8 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
     ExprRule load_rule;
     auto relative = [&](const Array& indices) {
       std::vector<PrimExpr> out;
-      for (size_t d = 0; d < rank; ++d) out.push_back(simplify(Sub(rewrite(indices[d].cast<PrimExpr>(), load_rule), lo[d]), an));
+      for (size_t d = 0; d < rank; ++d)
+        out.push_back(simplify(Sub(rewrite(indices[d].cast<PrimExpr>(), load_rule), lo[d]), an));
       return out;
     };
     load_rule = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
@@ -224,7 +230,8 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       return BufferLoad(compact, relative(l->indices));
     };
     StmtRule store_rule = [&](const Stmt& st) -> std::optional<Stmt> {
-      if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer) return rewrite(a->body, load_rule, store_rule);
+      if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer)
+        return rewrite(a->body, load_rule, store_rule);
       const auto* store = st.as<BufferStoreNode>();
       if (!store || store->buffer.get() != buffer) return std::nullopt;
       return BufferStore(compact, rewrite(store->value, load_rule), relative(store->indices));

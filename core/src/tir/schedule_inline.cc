@@ -29,7 +29,8 @@ bool indices_are(const Array& indices, const std::vector<const VarNode*>& vars) 
 }
 
 // Each of `vars` bound to the index at its position (cast to its type).
-std::unordered_map<const Object*, PrimExpr> bind_indices(const std::vector<const VarNode*>& vars, const Array& indices) {
+std::unordered_map<const Object*, PrimExpr> bind_indices(const std::vector<const VarNode*>& vars,
+                                                         const Array& indices) {
   std::unordered_map<const Object*, PrimExpr> with;
   for (size_t k = 0; k < vars.size(); ++k) {
     PrimExpr index = indices[k].cast<PrimExpr>();
@@ -118,8 +119,9 @@ void Schedule::compute_inline(const std::string& name) {
   if (!producer) refuse("compute_inline", "nothing writes '" + name + "'");
   auto nest = elementwise_nest(parts[*producer]);
   if (!nest) {
-    refuse("compute_inline", "'" + name + "' is not written by one loop nest storing each element once at its loop "
-                                          "variables (a reduction, or a partial write)");
+    refuse("compute_inline", "'" + name +
+                                 "' is not written by one loop nest storing each element once at its loop "
+                                 "variables (a reduction, or a partial write)");
   }
   if (touches(Evaluate(nest->store->value), buffer)) refuse("compute_inline", "'" + name + "' reads itself");
   for (size_t k = 0; k < *producer; ++k) {
@@ -131,8 +133,9 @@ void Schedule::compute_inline(const std::string& name) {
     const auto* load = e.as<BufferLoadNode>();
     if (!load || load->buffer->data.get() != buffer->data.get()) return std::nullopt;
     if (load->buffer.get() != buffer || load->dtype.lanes != 1) {
-      refuse("compute_inline", "'" + name + "' is read through a view or as a vector; inline before FlattenBuffer "
-                                            "and VectorizeLoop");
+      refuse("compute_inline", "'" + name +
+                                   "' is read through a view or as a vector; inline before FlattenBuffer "
+                                   "and VectorizeLoop");
     }
     std::vector<Any> rewritten;
     for (const Any& i : load->indices) rewritten.push_back(Any(rewrite(i.cast<PrimExpr>(), inline_loads)));
@@ -169,8 +172,8 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   const BufferNode* output = nest->store->buffer.get();
   for (const Access& a : accesses(parts[*consumer])) {
     if (a.buffer->data.get() == buffer->data.get() && !indices_are(a.indices, nest->vars)) {
-      refuse("reverse_compute_inline", "the reader of '" + name + "' reads it at " + indices_text(a.indices) +
-                                           ", not at its own indices");
+      refuse("reverse_compute_inline",
+             "the reader of '" + name + "' reads it at " + indices_text(a.indices) + ", not at its own indices");
     }
   }
   for (size_t k = *producer + 1; k < *consumer; ++k) {
@@ -178,14 +181,16 @@ void Schedule::reverse_compute_inline(const std::string& name) {
       refuse("reverse_compute_inline", "a statement between writer and reader uses '" + output->name + "'");
     }
   }
-  if (touches(parts[*producer], output)) refuse("reverse_compute_inline", "the writer of '" + name + "' uses '" + output->name + "'");
+  if (touches(parts[*producer], output))
+    refuse("reverse_compute_inline", "the writer of '" + name + "' uses '" + output->name + "'");
   // The writer's outer loops, one per dimension, at whose level every
   // store to the buffer is at exactly those loop variables.
   const auto* top = parts[*producer].as<ForNode>();
   if (!top) refuse("reverse_compute_inline", "the writer of '" + name + "' is not a loop nest");
   std::vector<const ForNode*> chain = perfect_nest(top);
   size_t rank = nest->vars.size();
-  if (chain.size() < rank) refuse("reverse_compute_inline", "the writer of '" + name + "' has fewer perfectly nested loops than dimensions");
+  if (chain.size() < rank)
+    refuse("reverse_compute_inline", "the writer of '" + name + "' has fewer perfectly nested loops than dimensions");
   std::vector<const VarNode*> writer_vars;
   for (size_t k = 0; k < rank; ++k) {
     writer_vars.push_back(chain[k]->loop_var.get());

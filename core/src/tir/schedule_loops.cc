@@ -54,8 +54,9 @@ std::string Schedule::fuse(const std::string& outer_name, const std::string& inn
   DataType t = outer->loop_var->dtype;
   Var fused(fresh_name(func_, outer_name + "_" + inner_name), t);
   PrimExpr inner_extent = Cast(t, inner->extent);
-  Stmt body = substitute(inner->body, {{outer->loop_var.get(), Add(outer->min, FloorDiv(fused, inner_extent))},
-                                       {inner->loop_var.get(), Add(Cast(t, inner->min), FloorMod(fused, inner_extent))}});
+  Stmt body =
+      substitute(inner->body, {{outer->loop_var.get(), Add(outer->min, FloorDiv(fused, inner_extent))},
+                               {inner->loop_var.get(), Add(Cast(t, inner->min), FloorMod(fused, inner_extent))}});
   Stmt loop = For(fused, IntImm(t, 0), simplify(Mul(outer->extent, inner_extent)), ForKind::kSerial, body);
   func_ = with_new_body(func_, replace(func_->body, outer, loop));
   return fused->name;
@@ -139,19 +140,21 @@ void Schedule::parallel(const std::string& loop) {
 void Schedule::vectorize(const std::string& loop) {
   Recorder record(*this, "vectorize", loop);
   const ForNode* f = find_loop(func_, "vectorize", loop);
-  if (!const_int(f->extent)) refuse("vectorize", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
+  if (!const_int(f->extent))
+    refuse("vectorize", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
   func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kVectorized, f->body)));
 }
 
 void Schedule::unroll(const std::string& loop) {
   Recorder record(*this, "unroll", loop);
   const ForNode* f = find_loop(func_, "unroll", loop);
-  if (!const_int(f->extent)) refuse("unroll", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
+  if (!const_int(f->extent))
+    refuse("unroll", "%" + loop + " has the non-constant extent " + ir::to_text(Any(f->extent)));
   func_ = with_new_body(func_, replace(func_->body, f, with_kind_and_body(*f, ForKind::kUnrolled, f->body)));
 }
 
 bool is_thread_axis(const std::string& axis) {
-  static const std::set<std::string> axes{"blockIdx.x", "blockIdx.y", "blockIdx.z",
+  static const std::set<std::string> axes{"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
                                           "threadIdx.x", "threadIdx.y", "threadIdx.z"};
   return axes.count(axis) > 0;
 }
@@ -174,8 +177,9 @@ void Schedule::bind(const std::string& loop, const std::string& axis) {
     }
   }
   refuse_races(f, "bind");
-  func_ = with_new_body(func_, replace(func_->body, f, For(f->loop_var, f->min, f->extent, ForKind::kThreadBinding,
-                                                           f->body, axis, f->annotations)));
+  func_ = with_new_body(
+      func_, replace(func_->body, f,
+                     For(f->loop_var, f->min, f->extent, ForKind::kThreadBinding, f->body, axis, f->annotations)));
 }
 
 }  // namespace loom::tir

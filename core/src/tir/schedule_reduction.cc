@@ -114,7 +114,8 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
       refuse("rfactor", "%" + loop_name + " is not a reduction loop: '" + store->buffer->name + "' is written at " +
                             indices_text(store->indices));
     }
-    if (f->for_kind() == ForKind::kParallel) refuse("rfactor", "the reduction loop %" + f->loop_var->name + " is parallel");
+    if (f->for_kind() == ForKind::kParallel)
+      refuse("rfactor", "the reduction loop %" + f->loop_var->name + " is parallel");
   }
   DataType index_type = DataType::Int(64);
   Buffer rf(fresh_name(func_, store->buffer->name + "_rf"), t, {IntImm(index_type, *extent)}, "local");
@@ -131,8 +132,9 @@ Schedule::RFactor Schedule::rfactor(const std::string& loop_name) {
   Stmt set = For(init, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
                  BufferStore(rf, zero, {PrimExpr(init)}));
   std::vector<PrimExpr> at = exprs_of(store->indices);
-  Stmt sum = For(final, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
-                 BufferStore(store->buffer, combine(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
+  Stmt sum =
+      For(final, IntImm(index_type, 0), IntImm(index_type, *extent), ForKind::kSerial,
+          BufferStore(store->buffer, combine(BufferLoad(store->buffer, at), BufferLoad(rf, {PrimExpr(final)})), at));
   func_ = with_new_body(func_, replace(func_->body, top, Allocate(rf, seq({set, nest, sum}))));
   return {rf->name, init->name, final->name};
 }

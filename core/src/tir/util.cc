@@ -138,11 +138,13 @@ std::optional<ReductionUpdate> match_reduction_update(const BufferStoreNode* sto
     return std::nullopt;
   }
   bool reads_itself = false;
-  pre_order(Evaluate(update.term), [](const Stmt&) { return true; }, [&](const PrimExpr& e) {
-    const auto* l = e.as<BufferLoadNode>();
-    reads_itself = reads_itself || (l && l->buffer.get() == store->buffer.get());
-    return !reads_itself;
-  });
+  pre_order(
+      Evaluate(update.term), [](const Stmt&) { return true; },
+      [&](const PrimExpr& e) {
+        const auto* l = e.as<BufferLoadNode>();
+        reads_itself = reads_itself || (l && l->buffer.get() == store->buffer.get());
+        return !reads_itself;
+      });
   if (reads_itself) return std::nullopt;
   return update;
 }
@@ -157,7 +159,8 @@ std::optional<PrimExpr> reduce_identity(ReduceOp op, DataType t) {
   bool low = op == ReduceOp::kMax;
   if (op == ReduceOp::kAdd) return is_float(t) ? PrimExpr(FloatImm(t, 0.0)) : PrimExpr(IntImm(t, 0));
   if (is_float(t)) {
-    return PrimExpr(FloatImm(t, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity()));
+    return PrimExpr(
+        FloatImm(t, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity()));
   }
   bool is_signed = t.code == DataType::kInt;
   if (t.bits >= 64) {

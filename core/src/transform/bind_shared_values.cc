@@ -11,7 +11,12 @@ namespace loom::transform {
 Pass BindSharedValues() {
   return module_pass(PassInfo{"BindSharedValues",
                               "bind every graph value used in more than one place by a let, so it is computed once",
-                              0, {}, {}, {}, {property::kSharedValuesBound}, {property::kAll}},
+                              0,
+                              {},
+                              {},
+                              {},
+                              {property::kSharedValuesBound},
+                              {property::kAll}},
                      [](const IRModule& module, const PassContext&) {
                        std::map<std::string, Any> bound;
                        for (const std::string& name : module.names()) {

@@ -6,8 +6,14 @@
 namespace loom::transform {
 
 Pass InferType() {
-  return module_pass(PassInfo{"InferType", "infer the types of graph expressions and function results", 0, {}, {}, {},
-                              {property::kTypesInferred}, {property::kAll}},
+  return module_pass(PassInfo{"InferType",
+                              "infer the types of graph expressions and function results",
+                              0,
+                              {},
+                              {},
+                              {},
+                              {property::kTypesInferred},
+                              {property::kAll}},
                      [](const IRModule& module, const PassContext&) {
                        std::vector<ir::Diagnostic> problems;
                        IRModule typed = ir::infer_types(module, &problems);

@@ -232,18 +232,19 @@ Pass module_pass(PassInfo info, std::function<IRModule(const IRModule&, const Pa
 
 Pass function_pass(PassInfo info, uint32_t variant_type_index, FunctionPassFn fn) {
   std::string name = info.name;
-  return make_pass(std::move(info), [variant_type_index, fn = std::move(fn), name](const IRModule& module,
-                                                                                      const PassContext& context) {
-    std::map<std::string, Any> changed;
-    for (const std::string& global : module.names()) {
-      ir::BaseFunc f = module.lookup(global);
-      if (!f->is_instance_of(variant_type_index)) continue;
-      ir::BaseFunc g = fn(f, module, context);
-      if (!g.defined()) LOOM_THROW(Error) << "pass '" << name << "' returned no function for @" << global;
-      if (!g.same_as(f)) changed[global] = g;
-    }
-    return module.with_functions(changed);
-  });
+  return make_pass(std::move(info),
+                   [variant_type_index, fn = std::move(fn), name](const IRModule& module, const PassContext& context) {
+                     std::map<std::string, Any> changed;
+                     for (const std::string& global : module.names()) {
+                       ir::BaseFunc f = module.lookup(global);
+                       if (!f->is_instance_of(variant_type_index)) continue;
+                       ir::BaseFunc g = fn(f, module, context);
+                       if (!g.defined())
+                         LOOM_THROW(Error) << "pass '" << name << "' returned no function for @" << global;
+                       if (!g.same_as(f)) changed[global] = g;
+                     }
+                     return module.with_functions(changed);
+                   });
 }
 
 Pass sequential(std::vector<Pass> passes, std::string name) {
@@ -297,9 +298,9 @@ std::vector<std::string> PassRegistry::list() { return passes().names(); }
 
 namespace {
 PassDeclaration declared_pass(const DeclaredPass& p, const std::string& owner) {
-  return PassDeclaration{PassInfo{p.name, p.summary, p.opt_level, p.required, p.options, p.needs, p.establishes,
-                                  p.preserves},
-                         owner, false, p.sequence};
+  return PassDeclaration{
+      PassInfo{p.name, p.summary, p.opt_level, p.required, p.options, p.needs, p.establishes, p.preserves}, owner,
+      false, p.sequence};
 }
 }  // namespace
 
@@ -447,7 +448,8 @@ std::string TimingInstrument::report() const {
   std::snprintf(line, sizeof(line), "%-*s  %5s  %10s\n", static_cast<int>(width), "pass", "calls", "total ms");
   std::string out = line;
   for (const auto& r : rows_) {
-    std::snprintf(line, sizeof(line), "%-*s  %5d  %10.3f\n", static_cast<int>(width), r.pass.c_str(), r.calls, r.total_ms);
+    std::snprintf(line, sizeof(line), "%-*s  %5d  %10.3f\n", static_cast<int>(width), r.pass.c_str(), r.calls,
+                  r.total_ms);
     out += line;
   }
   std::snprintf(line, sizeof(line), "%-*s  %5s  %10.3f\n", static_cast<int>(width), "total", "", outer_ms_);

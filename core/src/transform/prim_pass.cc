@@ -25,10 +25,13 @@ std::map<std::string, Any> rewrite_prim_funcs(const ir::IRModule& module, const 
 
 Pass prim_pass(PassInfo info, PrimBodyFn body_of, FunctionFilter selects) {
   return module_pass(info, [body_of, selects](const ir::IRModule& module, const PassContext& ctx) {
-    return module.with_functions(rewrite_prim_funcs(module, [&](const std::string&, const tir::PrimFunc& f) {
-      tir::Stmt body = body_of(*f.get(), module, ctx);
-      return body.same_as(f->body) ? f : tir::with_body(*f.get(), body);
-    }, selects));
+    return module.with_functions(rewrite_prim_funcs(
+        module,
+        [&](const std::string&, const tir::PrimFunc& f) {
+          tir::Stmt body = body_of(*f.get(), module, ctx);
+          return body.same_as(f->body) ? f : tir::with_body(*f.get(), body);
+        },
+        selects));
   });
 }
 

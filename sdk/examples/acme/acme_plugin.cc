@@ -17,7 +17,7 @@
 #include "acme.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("acme") LOOM_PLUGIN_VERSION("1.0.0")
-                     LOOM_PLUGIN_DESCRIPTION("Acme DSP: an example backend using every extension point"));
+                         LOOM_PLUGIN_DESCRIPTION("Acme DSP: an example backend using every extension point"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::Function;
@@ -44,9 +44,9 @@ LOOM_PLUGIN_INIT(ctx) {
 
   // A tag: a named preset of the kind's attributes, for the boards that
   // have four DSP cores (target: {tag: acme_quad}; `loomc targets list`).
-  loom::target::TargetTagRegistry::register_tag(loom::target::TargetTag{
-      "acme_quad", "acme", loom::Map({{"num-threads", loom::Any(int64_t{4})}}), "an Acme board with four DSP cores",
-      ""});
+  loom::target::TargetTagRegistry::register_tag(
+      loom::target::TargetTag{"acme_quad", "acme", loom::Map({{"num-threads", loom::Any(int64_t{4})}}),
+                              "an Acme board with four DSP cores", ""});
 
   // The pattern table: what partitioning gives acme when a model is built
   // for a CPU (target: {kind: llvm, partition: [acme]}): its swish, and

@@ -111,8 +111,8 @@ loom::runtime::Module load_module(const std::string& bytes) {
   std::string count;
   size_t at = std::string(kMagic).size();
   bool ok = bytes.compare(0, at, kMagic) == 0 && loom::take_field(bytes, at, node->source) &&
-            loom::take_field(bytes, at, node->object) && loom::take_field(bytes, at, count) &&
-            !count.empty() && count.size() < 7 && count.find_first_not_of("0123456789") == std::string::npos;
+            loom::take_field(bytes, at, node->object) && loom::take_field(bytes, at, count) && !count.empty() &&
+            count.size() < 7 && count.find_first_not_of("0123456789") == std::string::npos;
   for (size_t i = 0, n = ok ? std::stoul(count) : 0; ok && i < n; ++i) {
     std::pair<std::string, std::string> f;
     ok = loom::take_field(bytes, at, f.first) && loom::take_field(bytes, at, f.second);

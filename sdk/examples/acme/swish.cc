@@ -67,11 +67,16 @@ loom::graph::Pattern swish_pattern(const loom::graph::Pattern& x) {
 loom::transform::Pass FuseSwish() {
   loom::transform::PassInfo info{"AcmeFuseSwish",
                                  "silu(x) and x * sigmoid(x) become acme.swish(x), which Acme runs as one routine",
-                                 0, {}, {},
-                                 {"types_inferred"}, {}, {}};
+                                 0,
+                                 {},
+                                 {},
+                                 {"types_inferred"},
+                                 {},
+                                 {}};
   return loom::transform::function_pass<loom::graph::FunctionNode>(
-      info, [](const loom::ir::BaseFunc& func, const loom::ir::IRModule&,
-               const loom::transform::PassContext&) -> loom::ir::BaseFunc {
+      info,
+      [](const loom::ir::BaseFunc& func, const loom::ir::IRModule&,
+         const loom::transform::PassContext&) -> loom::ir::BaseFunc {
         const auto* f = func.as<loom::graph::FunctionNode>();
         if (!loom::graph::codegen_of(func).empty()) return func;  // a partitioned region: its codegen's
         // What each let-bound variable stands for, so the pattern sees

@@ -79,12 +79,12 @@ extern "C" {
  *   requires=     plugin names ("llvm") or capabilities ("target:llvm")
  */
 typedef struct LoomPluginManifestHeader {
-  char magic[8];       /* LOOM_PLUGIN_MANIFEST_MAGIC, NUL-terminated */
+  char magic[8];        /* LOOM_PLUGIN_MANIFEST_MAGIC, NUL-terminated */
   uint32_t struct_size; /* sizeof(LoomPluginManifestHeader) */
-  uint16_t abi_major;  /* LOOM_PLUGIN_ABI_MAJOR the plugin was built with */
-  uint16_t abi_minor;  /* LOOM_PLUGIN_ABI_MINOR the plugin was built with */
-  uint32_t text_size;  /* bytes of manifest text after this header */
-  uint32_t reserved;   /* zero */
+  uint16_t abi_major;   /* LOOM_PLUGIN_ABI_MAJOR the plugin was built with */
+  uint16_t abi_minor;   /* LOOM_PLUGIN_ABI_MINOR the plugin was built with */
+  uint32_t text_size;   /* bytes of manifest text after this header */
+  uint32_t reserved;    /* zero */
 } LoomPluginManifestHeader;
 
 /*
@@ -107,8 +107,7 @@ typedef struct LoomPluginHost {
  * Returns 0 on success, non-zero on failure.  Must not throw.  Whatever the
  * plugin registered before failing is removed again by the core.
  */
-typedef int (*LoomPluginInitFn)(const LoomPluginHost* host, char* error,
-                                size_t error_size);
+typedef int (*LoomPluginInitFn)(const LoomPluginHost* host, char* error, size_t error_size);
 
 #ifdef __cplusplus
 } /* extern "C" */

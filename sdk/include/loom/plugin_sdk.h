@@ -94,7 +94,10 @@ inline int run_plugin_init(const LoomPluginHost* host, char* error, size_t error
 #define LOOM_PLUGIN_PROVIDES(x) "provides=" x "\n"
 #define LOOM_PLUGIN_REQUIRES(x) "requires=" x "\n"
 
-#define LOOM__MANIFEST_TEXT(FIELDS) FIELDS "core_version=" LOOM_VERSION "\n" "cxx_abi=" LOOM_CXX_ABI_TAG "\n"
+#define LOOM__MANIFEST_TEXT(FIELDS)   \
+  FIELDS "core_version=" LOOM_VERSION \
+         "\n"                         \
+         "cxx_abi=" LOOM_CXX_ABI_TAG "\n"
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
 #define LOOM__RETAIN __attribute__((retain))
@@ -105,28 +108,27 @@ inline int run_plugin_init(const LoomPluginHost* host, char* error, size_t error
 #define LOOM_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 // One per plugin.  FIELDS: LOOM_PLUGIN_NAME(...) LOOM_PLUGIN_VERSION(...) ...
-#define LOOM_PLUGIN_MANIFEST(FIELDS)                                                       \
-  namespace {                                                                             \
-  struct LoomPluginManifestData {                                                         \
-    LoomPluginManifestHeader header;                                                      \
-    char text[sizeof(LOOM__MANIFEST_TEXT(FIELDS))];                                       \
-  };                                                                                      \
-  __attribute__((used, section(LOOM_PLUGIN_MANIFEST_SECTION))) LOOM__RETAIN               \
-  const LoomPluginManifestData loom_plugin_manifest = {                                   \
-      {LOOM_PLUGIN_MANIFEST_MAGIC, sizeof(LoomPluginManifestHeader), LOOM_PLUGIN_ABI_MAJOR, \
-       LOOM_PLUGIN_ABI_MINOR, sizeof(LOOM__MANIFEST_TEXT(FIELDS)), 0},                    \
-      LOOM__MANIFEST_TEXT(FIELDS)};                                                       \
-  }                                                                                       \
+#define LOOM_PLUGIN_MANIFEST(FIELDS)                                                                               \
+  namespace {                                                                                                      \
+  struct LoomPluginManifestData {                                                                                  \
+    LoomPluginManifestHeader header;                                                                               \
+    char text[sizeof(LOOM__MANIFEST_TEXT(FIELDS))];                                                                \
+  };                                                                                                               \
+  __attribute__((used, section(LOOM_PLUGIN_MANIFEST_SECTION)))                                                     \
+  LOOM__RETAIN const LoomPluginManifestData loom_plugin_manifest = {                                               \
+      {LOOM_PLUGIN_MANIFEST_MAGIC, sizeof(LoomPluginManifestHeader), LOOM_PLUGIN_ABI_MAJOR, LOOM_PLUGIN_ABI_MINOR, \
+       sizeof(LOOM__MANIFEST_TEXT(FIELDS)), 0},                                                                    \
+      LOOM__MANIFEST_TEXT(FIELDS)};                                                                                \
+  }                                                                                                                \
   static_assert(true, "")
 
 // Defines the init entry; the braces that follow are its body, `CTX` a
 // loom::PluginContext&.
-#define LOOM_PLUGIN_INIT(CTX)                                                              \
-  static void loom_plugin_init_body(::loom::PluginContext& CTX);                          \
-  LOOM_PLUGIN_EXPORT int loom_plugin_init_v1(const LoomPluginHost* host, char* error,      \
-                                             size_t error_size) {                         \
-    return ::loom::detail::run_plugin_init(host, error, error_size, &loom_plugin_init_body); \
-  }                                                                                       \
+#define LOOM_PLUGIN_INIT(CTX)                                                                              \
+  static void loom_plugin_init_body(::loom::PluginContext& CTX);                                           \
+  LOOM_PLUGIN_EXPORT int loom_plugin_init_v1(const LoomPluginHost* host, char* error, size_t error_size) { \
+    return ::loom::detail::run_plugin_init(host, error, error_size, &loom_plugin_init_body);               \
+  }                                                                                                        \
   static void loom_plugin_init_body(::loom::PluginContext& CTX)
 
 #endif  // LOOM_PLUGIN_SDK_H_

@@ -77,8 +77,8 @@ TEST(Simplify, RebuildsAValueFromItsQuotientAndRemainder) {
   EXPECT_EQ(s.simplified(Add(Mul(FloorDiv(s.f, c(7)), c(7)), FloorMod(s.f, c(7)))), "%f");
   EXPECT_EQ(s.simplified(Add(Mul(FloorDiv(s.f, c(7)), c(14)), Mul(FloorMod(s.f, c(7)), c(2)))), "%f * 2");
   // Over three axes: (f // 12) * 12 + ((f // 3) % 4) * 3 + f % 3 = f.
-  PrimExpr three = Add(Add(Mul(FloorDiv(s.f, c(12)), c(12)), Mul(FloorMod(FloorDiv(s.f, c(3)), c(4)), c(3))),
-                       FloorMod(s.f, c(3)));
+  PrimExpr three =
+      Add(Add(Mul(FloorDiv(s.f, c(12)), c(12)), Mul(FloorMod(FloorDiv(s.f, c(3)), c(4)), c(3))), FloorMod(s.f, c(3)));
   EXPECT_EQ(s.simplified(three), "%f");
   // Different divisors do not pair up.
   EXPECT_EQ(s.simplified(Add(Mul(FloorDiv(s.f, c(6)), c(7)), FloorMod(s.f, c(7)))), "%f // 6 * 7 + %f % 7");

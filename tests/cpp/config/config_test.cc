@@ -81,12 +81,13 @@ TEST(Config, TargetGoesIntoTheModuleOptionsDoNot) {
 }
 
 TEST(Config, ConstraintBeatsContradictingOption) {
-  Config c = parse_config(
-      "target:\n  kind: cpu\n  vector-bits: 0\npipeline:\n  config:\n    tir.vectorize: true\n", "scalar.yaml");
+  Config c = parse_config("target:\n  kind: cpu\n  vector-bits: 0\npipeline:\n  config:\n    tir.vectorize: true\n",
+                          "scalar.yaml");
   ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_EQ(c.warnings[0],
-            "scalar.yaml:6:5: warning: pipeline config 'tir.vectorize: true' contradicts the target 'cpu', which has no "
-            "vector unit; the target wins and loops are not vectorized");
+  EXPECT_EQ(
+      c.warnings[0],
+      "scalar.yaml:6:5: warning: pipeline config 'tir.vectorize: true' contradicts the target 'cpu', which has no "
+      "vector unit; the target wins and loops are not vectorized");
   EXPECT_FALSE(c.context.get_config("tir.vectorize").as_bool());
   // Without the explicit option, no warning.
   EXPECT_TRUE(parse_config("target:\n  kind: cpu\n  vector-bits: 0\n", "s.yaml").warnings.empty());
@@ -101,12 +102,14 @@ TEST(Config, PipelineRunsPassesWithOptionsAndDisabled) {
         }));
   }
   Config c = parse_config(
-      "target: {kind: cpu}\npipeline:\n  passes:\n    - InferType\n    - name: test.stamp\n      options: {label: hi}\n",
+      "target: {kind: cpu}\npipeline:\n  passes:\n    - InferType\n    - name: test.stamp\n      options: {label: "
+      "hi}\n",
       "p.yaml");
   ir::IRModule out = c.pipeline()(c.constrain(test::sample_module()), c.context);
   EXPECT_EQ(out->attrs.at("stamp").as_string(), "hi");
   EXPECT_TRUE(downcast<graph::Function>(out.lookup("main"))->ret_type.defined());  // InferType ran
-  Config off = parse_config("target: {kind: cpu}\npipeline:\n  passes: [test.stamp]\n  disabled: [test.stamp]\n", "p.yaml");
+  Config off =
+      parse_config("target: {kind: cpu}\npipeline:\n  passes: [test.stamp]\n  disabled: [test.stamp]\n", "p.yaml");
   EXPECT_FALSE(off.pipeline()(test::sample_module(), off.context)->attrs.contains("stamp"));
 }
 

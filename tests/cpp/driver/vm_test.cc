@@ -32,9 +32,7 @@ class KernelModuleNode : public ModuleNode {
   std::string type_key() const override { return "test.kernels"; }
   std::vector<std::string> function_names() const override { return {"add", "relu", "scale", "signs"}; }
   std::optional<Function> own_function(const std::string& name) const override {
-    auto unary = [name](Unary f) {
-      return Function::typed([f](NDArray x, NDArray y) { map(x, y, f); }, name);
-    };
+    auto unary = [name](Unary f) { return Function::typed([f](NDArray x, NDArray y) { map(x, y, f); }, name); };
     if (name == "scale") return unary([](float v) { return 2 * v; });
     if (name == "relu") return unary([](float v) { return std::max(v, 0.0f); });
     if (name == "add") {
@@ -42,7 +40,8 @@ class KernelModuleNode : public ModuleNode {
           [](NDArray a, NDArray b, NDArray c) {
             check(a, c);
             check(b, c);
-            for (int64_t i = 0; i < c->numel(); ++i) c.data_as<float>()[i] = a.data_as<float>()[i] + b.data_as<float>()[i];
+            for (int64_t i = 0; i < c->numel(); ++i)
+              c.data_as<float>()[i] = a.data_as<float>()[i] + b.data_as<float>()[i];
           },
           name);
     }
@@ -71,17 +70,16 @@ class KernelModuleNode : public ModuleNode {
 
 Module kernels() {
   static const bool registered = [] {
-    ModuleLoaderRegistry::register_loader("test.kernels", Function::typed([](std::string) {
-                                            return Module(make_object<KernelModuleNode>());
-                                          }));
+    ModuleLoaderRegistry::register_loader(
+        "test.kernels", Function::typed([](std::string) { return Module(make_object<KernelModuleNode>()); }));
     FunctionRegistry::register_function("test.vm.negate", Function::typed([](NDArray x) {
                                           NDArray y = NDArray::empty(x.shape_vector(), DataType::Float(32));
-                                          for (int64_t i = 0; i < x->numel(); ++i) y.data_as<float>()[i] = -x.data_as<float>()[i];
+                                          for (int64_t i = 0; i < x->numel(); ++i)
+                                            y.data_as<float>()[i] = -x.data_as<float>()[i];
                                           return y;
                                         }));
-    FunctionRegistry::register_function("test.vm.flat", Function::typed([](NDArray x) {
-                                          return NDArray::empty({x->numel()}, DataType::Float(32));
-                                        }));
+    FunctionRegistry::register_function(
+        "test.vm.flat", Function::typed([](NDArray x) { return NDArray::empty({x->numel()}, DataType::Float(32)); }));
     FunctionRegistry::register_function("test.vm.count", Function::typed([]() {
                                           static int64_t calls = 0;
                                           return ++calls;
@@ -245,8 +243,8 @@ TEST(VM, ConstantsAndCallsBetweenGraphFunctions) {
   const auto* add = let->body.as<graph::CallNode>();
   graph::Call with_constant(add->callee, {add->args[0].cast<ir::Expr>(), graph::Tuple({let->var, graph::Constant(c)})},
                             add->attrs, {add->type_args[0].cast<ir::Type>()});
-  graph::Function new_main(
-      {main->params[0].cast<graph::Var>()}, graph::Let(let->var, let->value, with_constant), main->ret_type);
+  graph::Function new_main({main->params[0].cast<graph::Var>()}, graph::Let(let->var, let->value, with_constant),
+                           main->ret_type);
   Module vm = vm_compile(mod.with_function("main", new_main));
   vm.import_module(kernels());
   NDArray x = random_tensor({2, 3}, 8);
@@ -268,14 +266,21 @@ TEST(VM, InputsAreCheckedAtTheBoundary) {
   Module vm = compile(text);
   Function main = vm.get_function("main"), pair = vm.get_function("pair");
   EXPECT_EQ(error_of([&] { main(); }), "@main takes 1 argument, got 0");
-  EXPECT_EQ(error_of([&] { main(3); }), "@main: argument 0 (%x) must be a tensor of Tensor[(%n, 8), float32], got int 3");
-  EXPECT_EQ(error_of([&] { main(NDArray::empty({4, 8}, DataType::Int(32))); }),
+  EXPECT_EQ(error_of([&] { main(3); }),
+            "@main: argument 0 (%x) must be a tensor of Tensor[(%n, 8), float32], got int 3");
+  EXPECT_EQ(error_of([&] {
+              main(NDArray::empty({4, 8}, DataType::Int(32)));
+            }),
             "@main: argument 0 (%x) has dtype int32; expected float32");
-  EXPECT_EQ(error_of([&] { main(NDArray::empty({4, 9}, DataType::Float(32))); }),
+  EXPECT_EQ(error_of([&] {
+              main(NDArray::empty({4, 9}, DataType::Float(32)));
+            }),
             "@main: argument 0 (%x) has shape (4, 9); expected Tensor[(%n, 8), float32] (dimension 1 must be 8)");
   EXPECT_EQ(error_of([&] { main(NDArray::empty({32}, DataType::Float(32))); }),
             "@main: argument 0 (%x) has shape (32,); expected Tensor[(%n, 8), float32]");
-  EXPECT_EQ(error_of([&] { pair(NDArray::empty({3, 8}, DataType::Float(32)), NDArray::empty({4, 8}, DataType::Float(32))); }),
+  EXPECT_EQ(error_of([&] {
+              pair(NDArray::empty({3, 8}, DataType::Float(32)), NDArray::empty({4, 8}, DataType::Float(32)));
+            }),
             "@pair: argument 1 (%q) has shape (4, 8); expected Tensor[(%k, 8), float32] (dimension 0 is 4, but %k is 3 "
             "from @pair: argument 0 (%p))");
   float storage[32];
@@ -293,7 +298,9 @@ TEST(VM, InputsAreCheckedAtTheBoundary) {
 
 TEST(VM, ErrorsWhileRunningNameTheFunctionAndTheCallee) {
   Module vm = vm_compile(ir::parse_module(kChain));
-  EXPECT_EQ(error_of([&] { vm.get_function("main")(random_tensor({4, 8}, 1)); }),
+  EXPECT_EQ(error_of([&] {
+              vm.get_function("main")(random_tensor({4, 8}, 1));
+            }),
             "the VM calls @scale through call_dps, and no module imported by the VM defines it (import the module "
             "codegen built for the prim functions)");
   Module bad = compile(std::string(kPrims) + R"(
@@ -301,7 +308,9 @@ TEST(VM, ErrorsWhileRunningNameTheFunctionAndTheCallee) {
   call_packed<Tensor[(4, 8), float32]>((%x,), name="test.vm.flat")
 }
 )");
-  EXPECT_EQ(error_of([&] { bad.get_function("main")(random_tensor({4, 8}, 1)); }),
+  EXPECT_EQ(error_of([&] {
+              bad.get_function("main")(random_tensor({4, 8}, 1));
+            }),
             "@main: call_packed 'test.vm.flat': call_packed 'test.vm.flat' returned object runtime.NDArray of shape "
             "(32,) float32; expected Tensor[(4, 8), float32]");
 }
@@ -323,11 +332,15 @@ TEST(VM, CompileErrorsNameTheFunctionAndTheConstruct) {
             "VM: @main: the output of call_dps @relu has the dimension %m, and no parameter's shape binds %m");
   EXPECT_EQ(error_of([&] { vm_compile(ir::parse_module(kPrims)); }), "VM: the module has no graph function to compile");
   static const bool op_registered = [] {
-    ir::OpRegistry::register_op(ir::OpDef{"test.vm.twice", 1, {},
-                                          Function::typed([](ObjectRef call, Any) -> ObjectRef {
-                                            return call.as<graph::CallNode>()->args[0].as_object_ref().as<ir::ExprNode>()->checked_type;
-                                          }),
-                                          ir::PatternKind::kElementwise, "test operator"});
+    ir::OpRegistry::register_op(
+        ir::OpDef{"test.vm.twice",
+                  1,
+                  {},
+                  Function::typed([](ObjectRef call, Any) -> ObjectRef {
+                    return call.as<graph::CallNode>()->args[0].as_object_ref().as<ir::ExprNode>()->checked_type;
+                  }),
+                  ir::PatternKind::kElementwise,
+                  "test operator"});
     return true;
   }();
   (void)op_registered;
@@ -357,7 +370,8 @@ TEST(VM, SavedAndLoadedThroughExportLibrary) {
   expect_chain(loaded, {4, 8}, 11);
   EXPECT_EQ(memory_plan(loaded, "main").storages, 2);
   EXPECT_NE(loaded->inspect_source("bytecode").find("call_dps dps:scale"), std::string::npos);
-  EXPECT_EQ(error_of([&] { memory_plan(loaded, "mian"); }), "the VM module has no function 'mian'; did you mean 'main'?");
+  EXPECT_EQ(error_of([&] { memory_plan(loaded, "mian"); }),
+            "the VM module has no function 'mian'; did you mean 'main'?");
 }
 
 // A VM executable comes from a file: its storages, shapes and thread
@@ -405,26 +419,31 @@ TEST(VM, MalformedExecutablesAreRefused) {
               f.storage_devices = Array({Any(int64_t{1}), Any(int64_t{0})});
             }),
             "VM function 'main': an allocation is on another device than its storage 0");
-  EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.devices = Array({Any(Device::parse("opencl:0"))}); }),
-            "the VM's device table does not start with the host (cpu:0)");
+  EXPECT_EQ(
+      tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.devices = Array({Any(Device::parse("opencl:0"))}); }),
+      "the VM's device table does not start with the host (cpu:0)");
   EXPECT_EQ(tampered([](VMExecutableNode& e, VMFunctionDefNode&) { e.num_threads = int64_t{1} << 40; }),
             "a pool of 1099511627776 threads is more than Loom runs (at most 1024)");
   // A symbolic storage too small for its tensor is caught when it runs.
   ObjectRef exe = load_document(vm->save_to_binary(), "<vm>").as_object_ref();
-  auto& f = const_cast<VMFunctionDefNode&>(
-      *exe.as<VMExecutableNode>()->functions[0].as_object_ref().as<VMFunctionDefNode>());
+  auto& f =
+      const_cast<VMFunctionDefNode&>(*exe.as<VMExecutableNode>()->functions[0].as_object_ref().as<VMFunctionDefNode>());
   f.storage_sizes = Array({Any(ShapeExpr::binary(ShapeOp::kAdd, ShapeExpr::constant(4), ShapeExpr::constant(0))),
                            Any(ShapeExpr::constant(128))});
   Module small = make_vm_module(exe);
   small.import_module(kernels());
-  EXPECT_EQ(error_of([&] { small.get_function("main")(random_tensor({4, 8}, 3)); }),
+  EXPECT_EQ(error_of([&] {
+              small.get_function("main")(random_tensor({4, 8}, 3));
+            }),
             "@main: a tensor of shape (4, 8) (128 bytes) does not fit its storage 0 (4 bytes)");
   // So is a size over a shape variable no input binds.
   f.shape_vars = Array({Any(std::string("n"))});
   f.storage_sizes = Array({Any(ShapeExpr::var(0)), Any(ShapeExpr::constant(128))});
   Module unbound = make_vm_module(exe);
   unbound.import_module(kernels());
-  EXPECT_EQ(error_of([&] { unbound.get_function("main")(random_tensor({4, 8}, 3)); }),
+  EXPECT_EQ(error_of([&] {
+              unbound.get_function("main")(random_tensor({4, 8}, 3));
+            }),
             "shape variable 0 is not bound by any input");
 }
 

@@ -41,9 +41,7 @@ Typed typed(const std::string& text) {
   t.module = ir::infer_types(ir::parse_module(text, "pattern.loom"), &problems);
   EXPECT_TRUE(problems.empty()) << problems[0].message;
   ir::Expr e = t.module.lookup("main").as<FunctionNode>()->body;
-  e = for_each_binding(e, [&](const LetNode& let) {
-    t.lets[let.var.get()] = let.value;
-  });
+  e = for_each_binding(e, [&](const LetNode& let) { t.lets[let.var.get()] = let.value; });
   t.result = e;
   return t;
 }
@@ -137,9 +135,9 @@ TEST(Pattern, PredicatesOnTypesAndAttributes) {
 
 TEST(PatternTable, RegisteredOncePerCodegenAndFoundBySuggestion) {
   Pattern conv = op("conv2d", {wildcard(), wildcard()});
-  PatternTableRegistry::register_table(
-      "test_accel", {{"test_accel.conv_relu", op("relu", {conv}), {}},
-                     {"test_accel.conv", conv, [](const Match& m) { return m.calls.size() == 1; }}});
+  PatternTableRegistry::register_table("test_accel",
+                                       {{"test_accel.conv_relu", op("relu", {conv}), {}},
+                                        {"test_accel.conv", conv, [](const Match& m) { return m.calls.size() == 1; }}});
   PatternTable table = PatternTableRegistry::get("test_accel");
   ASSERT_EQ(table.entries.size(), 2u);
   EXPECT_EQ(table.entries[0].name, "test_accel.conv_relu");  // in the order given: the priority
@@ -156,11 +154,17 @@ TEST(PatternTable, RegisteredOncePerCodegenAndFoundBySuggestion) {
             "pattern table 'test_accel' is already registered by core; a name is registered once");
   EXPECT_NE(test::error_of([&] { PatternTableRegistry::get("test_acel"); }).find("did you mean 'test_accel'"),
             std::string::npos);
-  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("other", {{"", conv, {}}}); }),
+  EXPECT_EQ(test::error_of([&] {
+              PatternTableRegistry::register_table("other", {{"", conv, {}}});
+            }),
             "pattern table 'other': an entry without a name");
-  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("other", {{"a", conv, {}}, {"a", conv, {}}}); }),
+  EXPECT_EQ(test::error_of([&] {
+              PatternTableRegistry::register_table("other", {{"a", conv, {}}, {"a", conv, {}}});
+            }),
             "pattern table 'other': the entry name 'a' is used twice");
-  EXPECT_EQ(test::error_of([&] { PatternTableRegistry::register_table("other", {{"a", Pattern(), {}}}); }),
+  EXPECT_EQ(test::error_of([&] {
+              PatternTableRegistry::register_table("other", {{"a", Pattern(), {}}});
+            }),
             "pattern table 'other': entry 'a' has no pattern");
   EXPECT_FALSE(PatternTableRegistry::entry("other"));
   EXPECT_EQ(test::error_of([&] { match(Pattern(), c); }), "match: an empty pattern (made by Pattern())");

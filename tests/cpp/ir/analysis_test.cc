@@ -17,8 +17,9 @@ void register_kinds() {
   static const bool done = [] {
     ensure_sample_extern_kind();
     ir::ExternKindRegistry::register_kind("picky", Function::typed([](ObjectRef f, std::string) {
-      if (f.as<ir::ExternFuncNode>()->payload.empty()) throw Error("payload must not be empty");
-    }));
+                                            if (f.as<ir::ExternFuncNode>()->payload.empty())
+                                              throw Error("payload must not be empty");
+                                          }));
     ir::OpRegistry::register_op(ir::OpDef{"test.unary", 1, {}, Function(), ir::PatternKind::kElementwise, ""});
     return true;
   }();
@@ -112,8 +113,7 @@ TEST(WellFormed, GraphFunctionProblems) {
       {"call_packed<float32>((%x,))", "@main: operator 'call_packed': required attribute 'name' is missing"},
       {"%z: _", "@main: variable '%z' is used but not bound"},
       {"(%x,).1", "@main: tuple index 1 is out of range for a tuple of 1 field"},
-      {"if (%x) { %x } else { (%x,) }",
-       "@main: the condition of if has type Tensor[(4), float32], not bool"},
+      {"if (%x) { %x } else { (%x,) }", "@main: the condition of if has type Tensor[(4), float32], not bool"},
       {"@h((%x,))", "@main: argument 0 has type (Tensor[(4), float32],) but the callee expects Tensor[(4), float32]"},
       {"test.unary(%x)", "@main: operator 'test.unary' has no type rule"},
       {"call_dps<Tensor[(4), float32]>(@k, ((%x, %x),))",
@@ -178,8 +178,7 @@ TEST(TypeInference, AProblemIsFoundAgainByTheNextInference) {
 
 TEST(TypeInference, CheckModuleListsEveryProblem) {
   register_kinds();
-  ir::IRModule mod = ir::parse_module(
-      "@f = prim_func(%A: Buffer[(4), float32]) {\n  %A[0, 0] = 1;\n}\n", "t.loom");
+  ir::IRModule mod = ir::parse_module("@f = prim_func(%A: Buffer[(4), float32]) {\n  %A[0, 0] = 1;\n}\n", "t.loom");
   try {
     ir::check_module(mod);
     FAIL();

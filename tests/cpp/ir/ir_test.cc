@@ -13,17 +13,18 @@
 namespace loom {
 using namespace loom::test;  // NOLINT
 
-
 TEST(IR, EveryNodeTypeIsRegisteredWithFields) {
-  for (const char* key : {"ir.PrimType", "ir.TensorType", "ir.TupleType", "ir.FuncType", "ir.OpaqueType",
-                          "tir.IntImm", "tir.FloatImm", "tir.StringImm", "tir.Var", "tir.Add", "tir.Sub", "tir.Mul",
-                          "tir.Div", "tir.FloorDiv", "tir.FloorMod", "tir.Min", "tir.Max", "tir.EQ", "tir.NE",
-                          "tir.LT", "tir.LE", "tir.GT", "tir.GE", "tir.And", "tir.Or", "tir.Not", "tir.Select",
-                          "tir.Cast", "tir.Call", "tir.Buffer", "tir.BufferLoad", "tir.Ramp", "tir.Broadcast",
-                          "tir.Let", "tir.For", "tir.BufferStore", "tir.Allocate", "tir.LetStmt", "tir.IfThenElse",
-                          "tir.SeqStmt", "tir.Evaluate", "tir.AttrStmt", "tir.PrimFunc", "ir.GlobalVar", "ir.Op",
-                          "graph.Var", "graph.Constant", "graph.Call", "graph.Tuple", "graph.TupleGetItem",
-                          "graph.Let", "graph.If", "graph.Function", "ir.ExternFunc", "ir.IRModule",
+  for (const char* key : {"ir.PrimType",     "ir.TensorType",  "ir.TupleType",   "ir.FuncType",    "ir.OpaqueType",
+                          "tir.IntImm",      "tir.FloatImm",   "tir.StringImm",  "tir.Var",        "tir.Add",
+                          "tir.Sub",         "tir.Mul",        "tir.Div",        "tir.FloorDiv",   "tir.FloorMod",
+                          "tir.Min",         "tir.Max",        "tir.EQ",         "tir.NE",         "tir.LT",
+                          "tir.LE",          "tir.GT",         "tir.GE",         "tir.And",        "tir.Or",
+                          "tir.Not",         "tir.Select",     "tir.Cast",       "tir.Call",       "tir.Buffer",
+                          "tir.BufferLoad",  "tir.Ramp",       "tir.Broadcast",  "tir.Let",        "tir.For",
+                          "tir.BufferStore", "tir.Allocate",   "tir.LetStmt",    "tir.IfThenElse", "tir.SeqStmt",
+                          "tir.Evaluate",    "tir.AttrStmt",   "tir.PrimFunc",   "ir.GlobalVar",   "ir.Op",
+                          "graph.Var",       "graph.Constant", "graph.Call",     "graph.Tuple",    "graph.TupleGetItem",
+                          "graph.Let",       "graph.If",       "graph.Function", "ir.ExternFunc",  "ir.IRModule",
                           "runtime.NDArray"}) {
     const TypeInfo* info = TypeRegistry::find(key);
     ASSERT_NE(info, nullptr) << key;
@@ -33,7 +34,8 @@ TEST(IR, EveryNodeTypeIsRegisteredWithFields) {
     EXPECT_FALSE(TypeRegistry::info(key).create) << key << " is a base type and must not be creatable";
   }
   EXPECT_EQ(TypeRegistry::info("tir.Add").field("a")->type, "tir.PrimExpr");
-  EXPECT_TRUE(TypeRegistry::is_derived_from(TypeRegistry::info("tir.Add").index, TypeRegistry::info("tir.BinaryOp").index));
+  EXPECT_TRUE(
+      TypeRegistry::is_derived_from(TypeRegistry::info("tir.Add").index, TypeRegistry::info("tir.BinaryOp").index));
 }
 
 TEST(IR, ConstructorsCheckWhatTheyCan) {
@@ -115,10 +117,14 @@ TEST(OpRegistry, SchemaChecksAttributes) {
                                         "a test convolution"});
   Map full = ir::OpRegistry::check_attrs("test.conv", Map({{"layout", "NCHW"}}));
   EXPECT_EQ(full.at("groups").as_int(), 1);
-  EXPECT_EQ(error_of([] { ir::OpRegistry::check_attrs("test.conv", Map({{"layout", "NCHW"}, {"grops", 2}})); }),
+  EXPECT_EQ(error_of([] {
+              ir::OpRegistry::check_attrs("test.conv", Map({{"layout", "NCHW"}, {"grops", 2}}));
+            }),
             "operator 'test.conv' has no attribute 'grops'; did you mean 'groups'? (attributes: strides, groups, "
             "layout)");
-  EXPECT_EQ(error_of([] { ir::OpRegistry::check_attrs("test.conv", Map({{"layout", 4}})); }),
+  EXPECT_EQ(error_of([] {
+              ir::OpRegistry::check_attrs("test.conv", Map({{"layout", 4}}));
+            }),
             "operator 'test.conv': attribute 'layout' must be str, got int 4");
   EXPECT_EQ(error_of([] { ir::OpRegistry::check_attrs("test.conv", Map::empty()); }),
             "operator 'test.conv': required attribute 'layout' is missing");
@@ -133,8 +139,9 @@ TEST(OpRegistry, PluginsAttachPropertiesThatRollBack) {
     RegistrationScope scope("lowering_plugin");
     ir::OpRegistry::set_property("test.relu", "FLower", "relu_kernel");
     EXPECT_EQ(ir::OpRegistry::property("test.relu", "FLower")->as_string(), "relu_kernel");
-    EXPECT_NE(error_of([] { ir::OpRegistry::set_property("test.relu", "FLower", "other"); })
-                  .find("already has property 'FLower'"),
+    EXPECT_NE(error_of([] {
+                ir::OpRegistry::set_property("test.relu", "FLower", "other");
+              }).find("already has property 'FLower'"),
               std::string::npos);
   }  // init failed: rolled back
   EXPECT_FALSE(ir::OpRegistry::property("test.relu", "FLower"));
@@ -151,7 +158,9 @@ TEST(ExternKindRegistry, RegisterValidateAndSuggest) {
   EXPECT_EQ(ir::ExternKindRegistry::get("test_asm").doc, "test assembly");
   EXPECT_EQ(error_of([] { ir::ExternKindRegistry::get("test_ams"); }),
             "no extern kind named 'test_ams' is registered or provided by a plugin; did you mean 'test_asm'?");
-  EXPECT_EQ(error_of([] { ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef, std::string) {})); }),
+  EXPECT_EQ(error_of([] {
+              ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef, std::string) {}));
+            }),
             "extern kind 'test_asm' is already registered by core; a name is registered once");
 }
 

@@ -172,7 +172,7 @@ TEST(Binary, ModuleAndArraysRoundTripWithRawPayloads) {
   Array back = load_binary(bytes, "doc.bin").cast<Array>();
   EXPECT_TRUE(structural_equal(root, back)) << *structural_difference(root, back);
   EXPECT_EQ(back[1].object(), back[3].object());  // sharing kept
-  EXPECT_EQ(save_binary(back), bytes);     // deterministic
+  EXPECT_EQ(save_binary(back), bytes);            // deterministic
   // load_document takes both forms.
   EXPECT_TRUE(structural_equal(load_document(save_json(root), "doc"), root));
   EXPECT_TRUE(structural_equal(load_document(bytes, "doc"), root));

@@ -25,14 +25,16 @@ inline void register_random_ir_ops() {
   static const bool done = [] {
     if (!ir::OpRegistry::entry("rand.add")) {
       ir::OpRegistry::register_op(ir::OpDef{"rand.add", 2, {}, Function(), ir::PatternKind::kBroadcast, ""});
-      ir::OpRegistry::register_op(ir::OpDef{
-          "rand.conv",
-          -1,
-          {{"strides", "Array", Array({1, 1}), ""}, {"layout", "str", "NCHW", ""}, {"alpha", "float", 1.0, ""},
-           {"out_dtype", "dtype", DataType::Float(32), ""}, {"flag", "bool", false, ""}},
-          Function(),
-          ir::PatternKind::kOutputFusable,
-          ""});
+      ir::OpRegistry::register_op(ir::OpDef{"rand.conv",
+                                            -1,
+                                            {{"strides", "Array", Array({1, 1}), ""},
+                                             {"layout", "str", "NCHW", ""},
+                                             {"alpha", "float", 1.0, ""},
+                                             {"out_dtype", "dtype", DataType::Float(32), ""},
+                                             {"flag", "bool", false, ""}},
+                                            Function(),
+                                            ir::PatternKind::kOutputFusable,
+                                            ""});
     }
     return true;
   }();
@@ -49,9 +51,12 @@ class RandomIR {
     for (int i = 0; i < count; ++i) globals_.push_back(global_name(i));
     for (const auto& name : globals_) {
       int kind = pick(3);
-      if (kind == 0) functions[name] = prim_func();
-      else if (kind == 1) functions[name] = graph_func();
-      else functions[name] = extern_func();
+      if (kind == 0)
+        functions[name] = prim_func();
+      else if (kind == 1)
+        functions[name] = graph_func();
+      else
+        functions[name] = extern_func();
     }
     std::map<std::string, Any> attrs;
     if (chance(2)) attrs["target"] = "llvm";
@@ -76,7 +81,7 @@ class RandomIR {
   }
 
   DataType scalar_dtype() {
-    static const DataType types[] = {DataType::Int(64), DataType::Int(32), DataType::Int(8), DataType::UInt(16),
+    static const DataType types[] = {DataType::Int(64),   DataType::Int(32),   DataType::Int(8),   DataType::UInt(16),
                                      DataType::Float(32), DataType::Float(64), DataType::Float(16)};
     return types[pick(7)];
   }
@@ -85,16 +90,26 @@ class RandomIR {
 
   Any value(int depth) {
     switch (pick(depth > 0 ? 14 : 10)) {
-      case 0: return Any();
-      case 1: return Any(chance(2));
-      case 2: return Any(static_cast<int64_t>(pick(2000) - 1000));
-      case 3: return Any(std::ldexp(static_cast<double>(pick(1 << 20)) - (1 << 19), pick(40) - 20));
-      case 4: return Any(chance(2) ? std::numeric_limits<double>::quiet_NaN() : -std::numeric_limits<double>::infinity());
-      case 5: return Any(std::string("s\"q\\\n\t") + hint());
-      case 6: return Any(DataType::Float(32, 1 + pick(2) * 3));
-      case 7: return Any(Device::parse(chance(2) ? "cpu:0" : "opencl:1"));
-      case 8: return Any(ir::PrimType(scalar_dtype()));
-      case 9: return Any(ir::TensorType::of({2, 3}, DataType::Float(16)));
+      case 0:
+        return Any();
+      case 1:
+        return Any(chance(2));
+      case 2:
+        return Any(static_cast<int64_t>(pick(2000) - 1000));
+      case 3:
+        return Any(std::ldexp(static_cast<double>(pick(1 << 20)) - (1 << 19), pick(40) - 20));
+      case 4:
+        return Any(chance(2) ? std::numeric_limits<double>::quiet_NaN() : -std::numeric_limits<double>::infinity());
+      case 5:
+        return Any(std::string("s\"q\\\n\t") + hint());
+      case 6:
+        return Any(DataType::Float(32, 1 + pick(2) * 3));
+      case 7:
+        return Any(Device::parse(chance(2) ? "cpu:0" : "opencl:1"));
+      case 8:
+        return Any(ir::PrimType(scalar_dtype()));
+      case 9:
+        return Any(ir::TensorType::of({2, 3}, DataType::Float(16)));
       case 10:
       case 11: {
         std::vector<Any> items;
@@ -103,7 +118,8 @@ class RandomIR {
       }
       default: {
         std::map<std::string, Any> items;
-        for (int i = pick(3); i > 0; --i) items[chance(2) ? "key" + std::to_string(i) : "odd key " + std::to_string(i)] = value(depth - 1);
+        for (int i = pick(3); i > 0; --i)
+          items[chance(2) ? "key" + std::to_string(i) : "odd key " + std::to_string(i)] = value(depth - 1);
         return Map(items);
       }
     }
@@ -114,13 +130,14 @@ class RandomIR {
     if (d == DataType::Bool()) return tir::IntImm(d, pick(2));
     if (is_float(d)) {
       int k = pick(10);
-      double v = k == 0 ? std::numeric_limits<double>::quiet_NaN()
+      double v = k == 0   ? std::numeric_limits<double>::quiet_NaN()
                  : k == 1 ? std::numeric_limits<double>::infinity()
                  : k == 2 ? -0.0
                           : std::ldexp(static_cast<double>(pick(1 << 16)) - (1 << 15), pick(30) - 15);
       return tir::FloatImm(d, v);
     }
-    int64_t v = chance(10) ? std::numeric_limits<int64_t>::min() / (d.bits == 64 ? 1 : (int64_t{1} << 40)) : pick(200) - 100;
+    int64_t v =
+        chance(10) ? std::numeric_limits<int64_t>::min() / (d.bits == 64 ? 1 : (int64_t{1} << 40)) : pick(200) - 100;
     return tir::IntImm(d, v);
   }
 
@@ -154,35 +171,55 @@ class RandomIR {
     }
     if (d == DataType::Bool()) {
       switch (pick(6)) {
-        case 0: return tir::Not(prim(d, depth - 1));
-        case 1: return tir::And(prim(d, depth - 1), prim(d, depth - 1));
-        case 2: return tir::Or(prim(d, depth - 1), prim(d, depth - 1));
+        case 0:
+          return tir::Not(prim(d, depth - 1));
+        case 1:
+          return tir::And(prim(d, depth - 1), prim(d, depth - 1));
+        case 2:
+          return tir::Or(prim(d, depth - 1), prim(d, depth - 1));
         default: {
           DataType t = scalar_dtype();
           tir::PrimExpr a = prim(t, depth - 1), b = prim(t, depth - 1);
           switch (pick(6)) {
-            case 0: return tir::EQ(a, b);
-            case 1: return tir::NE(a, b);
-            case 2: return tir::LT(a, b);
-            case 3: return tir::LE(a, b);
-            case 4: return tir::GT(a, b);
-            default: return tir::GE(a, b);
+            case 0:
+              return tir::EQ(a, b);
+            case 1:
+              return tir::NE(a, b);
+            case 2:
+              return tir::LT(a, b);
+            case 3:
+              return tir::LE(a, b);
+            case 4:
+              return tir::GT(a, b);
+            default:
+              return tir::GE(a, b);
           }
         }
       }
     }
     switch (pick(14)) {
-      case 0: return tir::Add(prim(d, depth - 1), prim(d, depth - 1));
-      case 1: return tir::Sub(prim(d, depth - 1), prim(d, depth - 1));
-      case 2: return tir::Mul(prim(d, depth - 1), prim(d, depth - 1));
-      case 3: return tir::Div(prim(d, depth - 1), prim(d, depth - 1));
-      case 4: return tir::FloorDiv(prim(d, depth - 1), prim(d, depth - 1));
-      case 5: return tir::FloorMod(prim(d, depth - 1), prim(d, depth - 1));
-      case 6: return tir::Min(prim(d, depth - 1), prim(d, depth - 1));
-      case 7: return tir::Max(prim(d, depth - 1), prim(d, depth - 1));
-      case 8: return tir::Select(prim(DataType::Bool(), depth - 1), prim(d, depth - 1), prim(d, depth - 1));
-      case 9: return tir::Cast(d, prim(scalar_dtype(), depth - 1));
-      case 10: return tir::Call(d, chance(2) ? "exp" : "llvm.fma", {prim(d, depth - 1), prim(d, depth - 1)});
+      case 0:
+        return tir::Add(prim(d, depth - 1), prim(d, depth - 1));
+      case 1:
+        return tir::Sub(prim(d, depth - 1), prim(d, depth - 1));
+      case 2:
+        return tir::Mul(prim(d, depth - 1), prim(d, depth - 1));
+      case 3:
+        return tir::Div(prim(d, depth - 1), prim(d, depth - 1));
+      case 4:
+        return tir::FloorDiv(prim(d, depth - 1), prim(d, depth - 1));
+      case 5:
+        return tir::FloorMod(prim(d, depth - 1), prim(d, depth - 1));
+      case 6:
+        return tir::Min(prim(d, depth - 1), prim(d, depth - 1));
+      case 7:
+        return tir::Max(prim(d, depth - 1), prim(d, depth - 1));
+      case 8:
+        return tir::Select(prim(DataType::Bool(), depth - 1), prim(d, depth - 1), prim(d, depth - 1));
+      case 9:
+        return tir::Cast(d, prim(scalar_dtype(), depth - 1));
+      case 10:
+        return tir::Call(d, chance(2) ? "exp" : "llvm.fma", {prim(d, depth - 1), prim(d, depth - 1)});
       case 11: {
         tir::Var v = new_var(scalar_dtype());
         tir::PrimExpr value = prim(v.dtype(), depth - 1);
@@ -193,14 +230,17 @@ class RandomIR {
         buffers_.resize(buffer_mark);
         return tir::Let(v, value, body);
       }
-      case 12: return load_of(d);
-      default: return immediate(d);
+      case 12:
+        return load_of(d);
+      default:
+        return immediate(d);
     }
   }
 
   tir::Buffer new_buffer(DataType d) {
     std::vector<tir::PrimExpr> shape;
-    for (int i = 1 + pick(2); i > 0; --i) shape.push_back(chance(3) ? var_of(DataType::Int(64)) : tir::PrimExpr(int64_t{4 + pick(8)}));
+    for (int i = 1 + pick(2); i > 0; --i)
+      shape.push_back(chance(3) ? var_of(DataType::Int(64)) : tir::PrimExpr(int64_t{4 + pick(8)}));
     tir::Buffer b(hint(), d, shape, chance(4) ? "local" : "global");
     auto* node = const_cast<tir::BufferNode*>(b.get());
     if (chance(4)) node->strides = Array({var_of(DataType::Int(64)), tir::PrimExpr(int64_t{1})});
@@ -260,8 +300,9 @@ class RandomIR {
         buffers_.resize(buffer_mark);
         return tir::LetStmt(v, value, body);
       }
-      case 3: return tir::IfThenElse(prim(DataType::Bool(), depth - 1), stmt(depth - 1),
-                                     chance(2) ? stmt(depth - 1) : tir::Stmt());
+      case 3:
+        return tir::IfThenElse(prim(DataType::Bool(), depth - 1), stmt(depth - 1),
+                               chance(2) ? stmt(depth - 1) : tir::Stmt());
       case 4: {
         std::vector<tir::Stmt> seq;
         for (int i = pick(4); i > 0; --i) seq.push_back(stmt(depth - 1));
@@ -282,8 +323,10 @@ class RandomIR {
         if (k2 == 2) return tir::Evaluate(tir::StringImm("msg \"" + hint() + "\"\n"));
         return tir::Evaluate(prim(scalar_dtype(), 2));
       }
-      case 7: return tir::AttrStmt(chance(2) ? "pragma_unroll" : "odd key", index_expr(1), stmt(depth - 1));
-      default: return stmt(depth - 1);
+      case 7:
+        return tir::AttrStmt(chance(2) ? "pragma_unroll" : "odd key", index_expr(1), stmt(depth - 1));
+      default:
+        return stmt(depth - 1);
     }
   }
 
@@ -311,14 +354,18 @@ class RandomIR {
   // ---- graph IR ---------------------------------------------------------------
   ir::Type graph_type(int depth) {
     switch (pick(depth > 0 ? 7 : 4)) {
-      case 0: return ir::PrimType(scalar_dtype());
+      case 0:
+        return ir::PrimType(scalar_dtype());
       case 1: {
         std::vector<Any> dims;
-        for (int i = pick(3); i > 0; --i) dims.push_back(chance(3) ? var_of(DataType::Int(64)) : tir::PrimExpr(int64_t{1 + pick(64)}));
+        for (int i = pick(3); i > 0; --i)
+          dims.push_back(chance(3) ? var_of(DataType::Int(64)) : tir::PrimExpr(int64_t{1 + pick(64)}));
         return ir::TensorType(Array(dims), scalar_dtype());
       }
-      case 2: return ir::TensorType(Array(), DataType::Float(32));
-      case 3: return ir::OpaqueType(chance(2) ? "storage" : "odd \"name\"");
+      case 2:
+        return ir::TensorType(Array(), DataType::Float(32));
+      case 3:
+        return ir::OpaqueType(chance(2) ? "storage" : "odd \"name\"");
       case 4: {
         std::vector<ir::Type> fields;
         for (int i = pick(3); i > 0; --i) fields.push_back(graph_type(depth - 1));
@@ -368,16 +415,18 @@ class RandomIR {
       }
       case 2: {
         ir::Type out = graph_type(1);
-        return graph::Call(ir::Op::get("call_dps"),
-                           {ir::GlobalVar(globals_[pick(static_cast<int>(globals_.size()))]), graph::Tuple({graph(depth - 1)})},
-                           Map::empty(), {out});
+        return graph::Call(
+            ir::Op::get("call_dps"),
+            {ir::GlobalVar(globals_[pick(static_cast<int>(globals_.size()))]), graph::Tuple({graph(depth - 1)})},
+            Map::empty(), {out});
       }
       case 3: {
         std::vector<ir::Expr> fields;
         for (int i = pick(4); i > 0; --i) fields.push_back(graph(depth - 1));
         return graph::Tuple(fields);
       }
-      case 4: return graph::TupleGetItem(graph(depth - 1), pick(3));
+      case 4:
+        return graph::TupleGetItem(graph(depth - 1), pick(3));
       case 5: {
         graph::Var v = graph_var();
         ir::Expr value = graph(depth - 1);
@@ -387,9 +436,12 @@ class RandomIR {
         graph_vars_.resize(mark);
         return graph::Let(v, value, body);
       }
-      case 6: return graph::If(graph(depth - 1), graph(depth - 1), graph(depth - 1));
-      case 7: return graph::Call(graph(depth - 1), {graph(depth - 1)});
-      default: return graph::Call(ir::GlobalVar(globals_[pick(static_cast<int>(globals_.size()))]), {graph(depth - 1)});
+      case 6:
+        return graph::If(graph(depth - 1), graph(depth - 1), graph(depth - 1));
+      case 7:
+        return graph::Call(graph(depth - 1), {graph(depth - 1)});
+      default:
+        return graph::Call(ir::GlobalVar(globals_[pick(static_cast<int>(globals_.size()))]), {graph(depth - 1)});
     }
   }
 

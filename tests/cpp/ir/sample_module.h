@@ -30,7 +30,8 @@ inline tir::PrimFunc sample_prim_func(int64_t n = 16) {
 // sample is well formed wherever it is used.
 inline void ensure_sample_extern_kind() {
   if (!ir::ExternKindRegistry::entry("test_asm")) {
-    ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef, std::string) {}), "the samples' assembly");
+    ir::ExternKindRegistry::register_kind("test_asm", Function::typed([](ObjectRef, std::string) {}),
+                                          "the samples' assembly");
   }
 }
 

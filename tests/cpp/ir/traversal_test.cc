@@ -99,9 +99,8 @@ TEST(Mutator, DerivedFieldsAreDroppedFromChangedCopies) {
   Mutator same;
   EXPECT_TRUE(same.mutate_as<graph::Tuple>(tuple)->checked_type.defined());
   Mutator swap;
-  swap.on<graph::VarNode>([&](const graph::VarNode* v, const ObjectRef& self) -> Any {
-    return v == x.get() ? Any(y) : Any(self);
-  });
+  swap.on<graph::VarNode>(
+      [&](const graph::VarNode* v, const ObjectRef& self) -> Any { return v == x.get() ? Any(y) : Any(self); });
   graph::Tuple changed = swap.mutate_as<graph::Tuple>(tuple);
   ASSERT_FALSE(changed.same_as(tuple));
   EXPECT_FALSE(changed->checked_type.defined());

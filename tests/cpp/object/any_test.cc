@@ -8,8 +8,8 @@
 namespace loom {
 
 TEST(DataType, PrintsAndParsesEveryKind) {
-  for (const char* text : {"int8", "int64", "uint1", "uint16", "float16", "float32x4", "float64", "bfloat16",
-                           "bool", "boolx8", "handle", "int32x16"}) {
+  for (const char* text : {"int8", "int64", "uint1", "uint16", "float16", "float32x4", "float64", "bfloat16", "bool",
+                           "boolx8", "handle", "int32x16"}) {
     EXPECT_EQ(DataType::parse(text).to_string(), text);
   }
   EXPECT_EQ(DataType::parse("float32x4"), DataType::Float(32, 4));

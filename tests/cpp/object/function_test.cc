@@ -21,8 +21,8 @@ TEST(Function, PackedCall) {
 }
 
 TEST(Function, TypedWrapperConvertsAndChecks) {
-  Function f = Function::typed([](int64_t a, double b, std::string s) { return s + std::to_string(a + int64_t(b)); },
-                               "test.f");
+  Function f =
+      Function::typed([](int64_t a, double b, std::string s) { return s + std::to_string(a + int64_t(b)); }, "test.f");
   EXPECT_EQ(f(2, 3.0, "n=").as_string(), "n=5");
   EXPECT_EQ(f(2, 3, "n=").as_string(), "n=5");  // int widens to float
   EXPECT_EQ(error_of([&] { f(1, 2.0); }), "function 'test.f' takes 3 arguments, got 2");
@@ -77,8 +77,9 @@ TEST(FunctionRegistry, UnknownNameSuggestsTheClosest) {
 
 TEST(FunctionRegistry, InvalidNamesAreRefused) {
   for (const char* name : {"", "has space", ".leading", "trailing.", "semi;colon"}) {
-    EXPECT_NE(error_of([&] { FunctionRegistry::register_function(name, Function::typed([] { return 1; })); })
-                  .find("invalid function name"),
+    EXPECT_NE(error_of([&] {
+                FunctionRegistry::register_function(name, Function::typed([] { return 1; }));
+              }).find("invalid function name"),
               std::string::npos)
         << name;
   }

@@ -66,8 +66,7 @@ TEST(TypeRegistry, SameKeyWithAnotherParentIsAnError) {
     TypeRegistry::register_type("test.Int", Object::runtime_type_index(), describe);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("already registered with parent 'test.Expr'"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("already registered with parent 'test.Expr'"), std::string::npos) << e.what();
   }
 }
 

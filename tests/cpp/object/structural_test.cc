@@ -60,12 +60,14 @@ TEST(StructuralDifference, NamesThePathOfTheFirstDifference) {
 TExpr random_tree(std::mt19937& rng, int depth, std::vector<TExpr>& vars) {
   std::uniform_int_distribution<int> pick(0, depth > 0 ? 2 : 1);
   switch (pick(rng)) {
-    case 0: return Int(std::uniform_int_distribution<int>(-50, 50)(rng));
+    case 0:
+      return Int(std::uniform_int_distribution<int>(-50, 50)(rng));
     case 1: {
       if (vars.empty()) return Int(0);
       return vars[std::uniform_int_distribution<size_t>(0, vars.size() - 1)(rng)];
     }
-    default: return Add(random_tree(rng, depth - 1, vars), random_tree(rng, depth - 1, vars));
+    default:
+      return Add(random_tree(rng, depth - 1, vars), random_tree(rng, depth - 1, vars));
   }
 }
 

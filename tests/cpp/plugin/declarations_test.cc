@@ -19,7 +19,14 @@ using namespace loom::test;  // NOLINT
 namespace {
 PluginDeclarations sample() {
   PluginDeclarations d;
-  d.passes.push_back(DeclaredPass{"Tile", "tiles loops", 2, {"InferType"}, {"buffers_flat"}, {}, {"*"}, {},
+  d.passes.push_back(DeclaredPass{"Tile",
+                                  "tiles loops",
+                                  2,
+                                  {"InferType"},
+                                  {"buffers_flat"},
+                                  {},
+                                  {"*"},
+                                  {},
                                   {{"size", "int", Any(int64_t{32}), "the tile", 1, 4096},
                                    {"layout", "str", Any(std::string("NHWC")), ""},
                                    {"scale", "float", Any(0.5), ""},
@@ -44,7 +51,8 @@ PluginDeclarations sample() {
 
 std::string fields(const std::vector<SchemaField>& schema) {
   std::string out;
-  for (const auto& f : schema) out += f.name + ":" + f.type + "=" + f.default_value.describe() + "[" + bounds_text(f) + "];";
+  for (const auto& f : schema)
+    out += f.name + ":" + f.type + "=" + f.default_value.describe() + "[" + bounds_text(f) + "];";
   return out;
 }
 }  // namespace
@@ -84,24 +92,29 @@ TEST(Declarations, AMalformedSectionIsRefusedWithTheReason) {
   auto reason = [](const std::string& text) {
     return plugin_error([&] { parse_declarations(text, "p.so", nullptr); });
   };
-  EXPECT_EQ(reason("{"), "plugin p.so: malformed .loom_declarations section: .loom_declarations:1:2: unexpected end of "
-                         "input in an object");
+  EXPECT_EQ(reason("{"),
+            "plugin p.so: malformed .loom_declarations section: .loom_declarations:1:2: unexpected end of "
+            "input in an object");
   EXPECT_EQ(reason("[]"), "plugin p.so: malformed .loom_declarations section: the declarations must be a JSON object");
-  EXPECT_EQ(reason("{\"format\": 2}"),
-            "plugin p.so: malformed .loom_declarations section: the declarations have format 2; this core reads format 1");
+  EXPECT_EQ(
+      reason("{\"format\": 2}"),
+      "plugin p.so: malformed .loom_declarations section: the declarations have format 2; this core reads format 1");
   std::string good = write_declarations({}, sample());
   std::string bad_type = good;
   bad_type.replace(bad_type.find("\"type\":\"int\""), 12, "\"type\":\"integer\"");
-  EXPECT_EQ(reason(bad_type), "plugin p.so: malformed .loom_declarations section: pass 'Tile' options, field 'size': "
-                              "unknown type 'integer' (types: int, float, bool, str, dtype, device, Array, Map, Any)");
+  EXPECT_EQ(reason(bad_type),
+            "plugin p.so: malformed .loom_declarations section: pass 'Tile' options, field 'size': "
+            "unknown type 'integer' (types: int, float, bool, str, dtype, device, Array, Map, Any)");
   std::string bad_default = good;
   bad_default.replace(bad_default.find("\"default\":32"), 12, "\"default\":\"a\"");
-  EXPECT_EQ(reason(bad_default), "plugin p.so: malformed .loom_declarations section: pass 'Tile' options, field 'size': "
-                                 "the default: a string is not a value of type int");
+  EXPECT_EQ(reason(bad_default),
+            "plugin p.so: malformed .loom_declarations section: pass 'Tile' options, field 'size': "
+            "the default: a string is not a value of type int");
   std::string no_passes = good;
   no_passes.replace(no_passes.find("\"passes\""), 8, "\"pases\"");
-  EXPECT_EQ(reason(no_passes),
-            "plugin p.so: malformed .loom_declarations section: the declarations: 'passes' must be an array of objects");
+  EXPECT_EQ(
+      reason(no_passes),
+      "plugin p.so: malformed .loom_declarations section: the declarations: 'passes' must be an array of objects");
 }
 
 TEST(Declarations, EveryInTreePluginProvidesExactlyWhatItsInitRegisters) {

@@ -129,8 +129,9 @@ TEST(PluginManager, NotAPluginInTheSearchPath) {
 
 TEST(PluginManager, PluginAbiMismatch) {
   PluginManager manager({fixture_dir("abi_mismatch")});
-  EXPECT_NE(plugin_error([&] { manager.load_path(fixture("abi_mismatch", "fx_abi_mismatch")); })
-                .find("plugin ABI mismatch: the plugin was built for plugin ABI 2.0"),
+  EXPECT_NE(plugin_error([&] {
+              manager.load_path(fixture("abi_mismatch", "fx_abi_mismatch"));
+            }).find("plugin ABI mismatch: the plugin was built for plugin ABI 2.0"),
             std::string::npos);
   EXPECT_EQ(manager.list().at(0).state, PluginState::kFailed);
   expect_host_still_works();
@@ -163,8 +164,9 @@ TEST(PluginManager, ACapabilityOfAPluginThatFailedToLoadSaysWhichAndWhy) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string error = plugin_error([&] { FunctionRegistry::get("fx_throws.leaked"); });
     EXPECT_EQ(error, attempt == 0 ? "plugin " + path + ": init failed: device firmware not found"
-                                  : "plugin " + path + ": 'function:fx_throws.leaked' comes from plugin 'fx_throws', which "
-                                    "failed to load: init failed: device firmware not found")
+                                  : "plugin " + path +
+                                        ": 'function:fx_throws.leaked' comes from plugin 'fx_throws', which "
+                                        "failed to load: init failed: device firmware not found")
         << attempt;
   }
   set_capability_resolver({});
@@ -186,8 +188,10 @@ TEST(PluginManager, AMissNamesThePluginFilesThatCouldNotBeRead) {
     FunctionRegistry::get("fx_vendor.kernel");
     ADD_FAILURE() << "no error";
   } catch (const LookupError& e) {
-    EXPECT_EQ(std::string(e.what()), "no function named 'fx_vendor.kernel' is registered or provided by a plugin; "
-                                     "1 plugin file that could not be read may provide it: " + unreadable[0]);
+    EXPECT_EQ(std::string(e.what()),
+              "no function named 'fx_vendor.kernel' is registered or provided by a plugin; "
+              "1 plugin file that could not be read may provide it: " +
+                  unreadable[0]);
   }
   // A name a readable plugin provides still loads.
   EXPECT_EQ(FunctionRegistry::get("fx_good.twice")(21).as_int(), 42);
@@ -205,7 +209,8 @@ TEST(PluginManager, InitThatThrowsIsRolledBack) {
   EXPECT_EQ(r.state, PluginState::kFailed);
   EXPECT_EQ(r.error, "init failed: device firmware not found");
   // A failed plugin stays failed, with the same reason.
-  EXPECT_EQ(plugin_error([&] { manager.load("fx_throws"); }), "plugin " + path + ": init failed: device firmware not found");
+  EXPECT_EQ(plugin_error([&] { manager.load("fx_throws"); }),
+            "plugin " + path + ": init failed: device firmware not found");
   expect_host_still_works();
 }
 
@@ -213,8 +218,9 @@ TEST(PluginManager, RegistrationFromAStaticInitialiserIsRefusedAndRolledBack) {
   PluginManager manager({fixture_dir("static_register")});
   std::string path = fixture("static_register", "fx_static_register");
   EXPECT_EQ(plugin_error([&] { manager.load("fx_static_register"); }),
-            "plugin " + path + ": it registers function:fx_static_register.early from a static initialiser, while the "
-            "library is opened; register in LOOM_PLUGIN_INIT (docs/plugins.md, \"Rules of the boundary\")");
+            "plugin " + path +
+                ": it registers function:fx_static_register.early from a static initialiser, while the "
+                "library is opened; register in LOOM_PLUGIN_INIT (docs/plugins.md, \"Rules of the boundary\")");
   EXPECT_FALSE(FunctionRegistry::entry("fx_static_register.early"));
   EXPECT_EQ(manager.info("fx_static_register")->state, PluginState::kFailed);
   expect_host_still_works();
@@ -254,8 +260,8 @@ TEST(PluginManager, DuplicateNameInTheSearchPath) {
   manager.load("fx_dup");
   EXPECT_EQ(FunctionRegistry::get("fx_dup.which")().as_string(), "a");
   EXPECT_EQ(plugin_error([&] { manager.load_path(fixture("dup_b", "fx_dup_b")); }),
-            "plugin " + fixture("dup_b", "fx_dup_b") + ": duplicate plugin name 'fx_dup': " +
-                fixture("dup_a", "fx_dup_a") + " comes first");
+            "plugin " + fixture("dup_b", "fx_dup_b") +
+                ": duplicate plugin name 'fx_dup': " + fixture("dup_a", "fx_dup_a") + " comes first");
   expect_host_still_works();
 }
 

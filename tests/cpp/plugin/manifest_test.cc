@@ -18,8 +18,8 @@ TEST(Manifest, ReadsTheHelloPluginWithoutLoadingIt) {
   EXPECT_EQ(m.abi_major, LOOM_PLUGIN_ABI_MAJOR);
   // Its provides come from its declarations, written at build time from
   // what its init registers.
-  EXPECT_EQ(m.provides, (std::vector<std::string>{"function:hello.add", "function:hello.describe",
-                                                  "function:hello.greet"}));
+  EXPECT_EQ(m.provides,
+            (std::vector<std::string>{"function:hello.add", "function:hello.describe", "function:hello.greet"}));
   ASSERT_TRUE(m.declarations.has_value());
   EXPECT_TRUE(m.declarations->passes.empty());
   EXPECT_TRUE(m.requires_.empty());
@@ -46,8 +46,9 @@ TEST(Manifest, TextFileNamedSo) {
 TEST(Manifest, OrdinarySharedLibrary) {
   std::string path = fixture("not_plugin", "not_plugin");
   EXPECT_EQ(plugin_error([&] { read_manifest(path); }),
-            "plugin " + path + ": not a Loom plugin: no .loom_manifest section (a shared library, but not built "
-                               "with LOOM_PLUGIN_MANIFEST)");
+            "plugin " + path +
+                ": not a Loom plugin: no .loom_manifest section (a shared library, but not built "
+                "with LOOM_PLUGIN_MANIFEST)");
 }
 
 TEST(Manifest, TruncatedCopiesOfARealPlugin) {
@@ -78,10 +79,11 @@ std::string patched_copy(const ScratchDir& dir, const std::string& name, long of
 TEST(Manifest, PluginForAnotherMachine) {
   ScratchDir dir;
   std::string path = patched_copy(dir, "loom_sparc.so", 18, std::string("\x2b\x00", 2));  // e_machine = EM_SPARCV9
-  EXPECT_EQ(plugin_error([&] { read_manifest(path); }).rfind(
-                "plugin " + path + ": not a Loom plugin for this machine: built for ELF machine 43, this machine is ",
-                0),
-            0u);
+  EXPECT_EQ(
+      plugin_error([&] { read_manifest(path); })
+          .rfind("plugin " + path + ": not a Loom plugin for this machine: built for ELF machine 43, this machine is ",
+                 0),
+      0u);
 }
 
 TEST(Manifest, ExecutableIsNotASharedObject) {

@@ -46,8 +46,8 @@ int32_t record_parallel_for(int64_t begin, int64_t end, int32_t (*body)(int64_t,
 void* record_alloc(int32_t, int32_t, uint64_t bytes) { return ++calls.alloc, std::malloc(bytes); }
 int32_t record_free(int32_t, int32_t, void* p) { return ++calls.free, std::free(p), 0; }
 
-const LoomHostApi kCanary = {sizeof(LoomHostApi), LOOM_LIBRARY_ABI, record_get_function, record_call_function,
-                             record_set_last_error, record_parallel_for, record_alloc,   record_free};
+const LoomHostApi kCanary = {sizeof(LoomHostApi),   LOOM_LIBRARY_ABI,    record_get_function, record_call_function,
+                             record_set_last_error, record_parallel_for, record_alloc,        record_free};
 
 bool host_is_x86_64() {
 #if defined(__x86_64__)
@@ -68,10 +68,11 @@ std::string model() {
 }
 )";
   if (host_is_x86_64()) {
-    text += "\n@copy = extern \"asm\" dps fn(Tensor[(%m: int64), float32], Tensor[(%m), float32]) -> none attrs "
-            "{isa: \"x86_64\"} payload \"  .globl copy\\ncopy:\\n  xorl %eax, %eax\\n1:\\n  cmpq %rdx, %rax\\n"
-            "  jge 2f\\n  movl (%rdi,%rax,4), %ecx\\n  movl %ecx, (%rsi,%rax,4)\\n  incq %rax\\n  jmp 1b\\n2:\\n"
-            "  ret\\n\"\n";
+    text +=
+        "\n@copy = extern \"asm\" dps fn(Tensor[(%m: int64), float32], Tensor[(%m), float32]) -> none attrs "
+        "{isa: \"x86_64\"} payload \"  .globl copy\\ncopy:\\n  xorl %eax, %eax\\n1:\\n  cmpq %rdx, %rax\\n"
+        "  jge 2f\\n  movl (%rdi,%rax,4), %ecx\\n  movl %ecx, (%rsi,%rax,4)\\n  incq %rax\\n  jmp 1b\\n2:\\n"
+        "  ret\\n\"\n";
   }
   return text;
 }
@@ -98,7 +99,8 @@ int32_t call(LoomBackendFunc f, std::vector<DLTensor*> tensors) {
 
 TEST(HostAbi, EveryProducerReadsTheLayoutOfTheOneHeader) {
   runtime::Module built = driver::build(ir::parse_module(model(), "abi.loom"), target::Target("llvm"));
-  std::string path = (std::filesystem::temp_directory_path() / ("loom_host_abi_" + std::to_string(getpid()) + ".so")).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("loom_host_abi_" + std::to_string(getpid()) + ".so")).string();
   runtime::export_library(built, path);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
@@ -175,8 +177,9 @@ TEST(HostAbi, ALibraryThatExpectsMoreOfTheHostApiOrOtherEntriesIsRefused) {
   EXPECT_EQ(api->struct_size, sizeof(LoomHostApi));
   EXPECT_EQ(api->version, LOOM_LIBRARY_ABI);
   api_size = sizeof(LoomHostApi) + 8;  // compiled for a newer header
-  EXPECT_EQ(open(), "'lib.so' was compiled for a host API of " + std::to_string(api_size) + " bytes; this runtime provides " +
-                        std::to_string(sizeof(LoomHostApi)) + " (use a Loom at least as new as the one that built it)");
+  EXPECT_EQ(open(), "'lib.so' was compiled for a host API of " + std::to_string(api_size) +
+                        " bytes; this runtime provides " + std::to_string(sizeof(LoomHostApi)) +
+                        " (use a Loom at least as new as the one that built it)");
   api_size = sizeof(LoomHostApi);
   table[0].struct_size = 8;
   EXPECT_EQ(open(), "'lib.so' has function table entries of 8 bytes; this runtime reads " +

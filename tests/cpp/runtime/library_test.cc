@@ -27,7 +27,8 @@ const std::string kScaleDir = std::string(LOOM_FIXTURE_DIR) + "/scale";
 // fail(): calls an import that does not exist.
 const std::string kHostSource = R"(
 #include <dlpack/dlpack.h>
-#include ")" + std::string(LOOM_SOURCE_DIR) + R"(/core/include/loom/runtime/c_backend_api.h"
+#include ")" + std::string(LOOM_SOURCE_DIR) +
+                                R"(/core/include/loom/runtime/c_backend_api.h"
 extern const LoomHostApi* __loom_host_api;
 extern void* __loom_module_ctx;
 
@@ -104,8 +105,8 @@ void expect_run_matches(const Module& m, int64_t n) {
 
 std::string load_in_fresh_process(const std::string& library, const std::string& plugin_path,
                                   const std::string& function, int n, int* status) {
-  auto result = test::run_command("LOOM_PLUGIN_PATH='" + plugin_path + "' '" + LOOM_TEST_LOAD_MODULE + "' '" +
-                                  library + "' " + function + " " + std::to_string(n));
+  auto result = test::run_command("LOOM_PLUGIN_PATH='" + plugin_path + "' '" + LOOM_TEST_LOAD_MODULE + "' '" + library +
+                                  "' " + function + " " + std::to_string(n));
   *status = result.status;
   return result.output;
 }
@@ -221,8 +222,9 @@ TEST(HostLibrary, LoomcInspectPrintsTheTree) {
   auto result = test::run_command("LOOM_PLUGIN_PATH='" + kChostDir + ":" + kScaleDir + "' '" + LOOM_TEST_LOOMC +
                                   "' inspect '" + path + "'");
   EXPECT_EQ(result.status, 0) << result.output;
-  EXPECT_EQ(result.output, path + "\n  library: 2 functions (run, fail)\n    test_scale: 1 function (twice)\n"
-                                  "      test_scale: 1 function (half)\n");
+  EXPECT_EQ(result.output, path +
+                               "\n  library: 2 functions (run, fail)\n    test_scale: 1 function (twice)\n"
+                               "      test_scale: 1 function (half)\n");
   result = test::run_command("LOOM_PLUGIN_PATH='" + kChostDir + "' '" + LOOM_TEST_LOOMC + "' inspect '" + path + "'");
   EXPECT_EQ(result.status, 1);
   EXPECT_NE(result.output.find("loomc: inspect '" + path + "': no loader for modules of type 'test_scale'"),
@@ -254,8 +256,9 @@ TEST(HostLibrary, BadLibrariesAndBadHostCodeAreClearErrors) {
   }
   std::string plugin = kScaleDir + "/loom_fx_scale.so";
   EXPECT_EQ(error_of([&] { load_module(plugin); }),
-            "'" + plugin + "' is not a Loom host library (it has no .loom_functions section: it was not written by "
-            "export_library, or by an older Loom)");
+            "'" + plugin +
+                "' is not a Loom host library (it has no .loom_functions section: it was not written by "
+                "export_library, or by an older Loom)");
 
   std::string broken = kHostSource + "\nint32_t oops(void) { return undeclared_name; }\n";
   std::string e = error_of([&] { export_library(host_module(broken), dir.file("broken.so")); });
@@ -300,7 +303,8 @@ TEST(HostLibrary, TruncatedAndCorruptLibrariesAreErrors) {
   std::string bytes = file_bytes(good);
   for (size_t keep : {size_t{100}, bytes.size() / 8, bytes.size() / 2, bytes.size() - 200, bytes.size() - 1}) {
     write_bytes(bad, bytes.substr(0, keep));
-    for (auto open : {+[](const std::string& p) { load_module(p); }, +[](const std::string& p) { inspect_library(p); }}) {
+    for (auto open :
+         {+[](const std::string& p) { load_module(p); }, +[](const std::string& p) { inspect_library(p); }}) {
       std::string e = error_of([&] { open(bad); });
       EXPECT_EQ(e.rfind("cannot open library '" + bad + "': not a Loom library: ", 0), 0u) << keep << ": " << e;
       EXPECT_NE(e.find("truncated or corrupt"), std::string::npos) << keep << ": " << e;
@@ -326,8 +330,10 @@ TEST(HostLibrary, TruncatedAndCorruptLibrariesAreErrors) {
   write_bytes(bad, corrupt);
   e = error_of([&] { load_module(bad); });
   std::string sizes[] = {std::to_string(size), std::to_string(wrong)};
-  EXPECT_TRUE(e == "'" + bad + "' is corrupt: its module blob has " + sizes[0] + " bytes in the file, and the library says " + sizes[1] ||
-              e == "'" + bad + "' is corrupt: its module blob has " + sizes[1] + " bytes in the file, and the library says " + sizes[0])
+  EXPECT_TRUE(e == "'" + bad + "' is corrupt: its module blob has " + sizes[0] +
+                       " bytes in the file, and the library says " + sizes[1] ||
+              e == "'" + bad + "' is corrupt: its module blob has " + sizes[1] +
+                       " bytes in the file, and the library says " + sizes[0])
       << e;
 }
 
@@ -337,7 +343,8 @@ TEST(HostLibrary, PathsThatAreNotRegularFilesAreRefused) {
   ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
   // Opening a named pipe to read it waited for a writer, for ever.
   EXPECT_EQ(error_of([&] { load_module(pipe); }), "cannot read " + pipe + ": it is a named pipe, not a regular file");
-  EXPECT_EQ(error_of([&] { inspect_library(pipe); }), "cannot read " + pipe + ": it is a named pipe, not a regular file");
+  EXPECT_EQ(error_of([&] { inspect_library(pipe); }),
+            "cannot read " + pipe + ": it is a named pipe, not a regular file");
   EXPECT_EQ(error_of([&] { load_module(dir.path()); }),
             "cannot read " + dir.path() + ": it is a directory, not a regular file");
 }

@@ -25,11 +25,14 @@ class ScaleModuleNode : public ModuleNode {
     return Function::typed(
         [f](NDArray in, NDArray out) {
           if (in.shape_vector() != out.shape_vector()) throw Error("scale: shapes differ");
-          for (int64_t i = 0; i < in->numel(); ++i) out.data_as<float>()[i] = static_cast<float>(in.data_as<float>()[i] * f);
+          for (int64_t i = 0; i < in->numel(); ++i)
+            out.data_as<float>()[i] = static_cast<float>(in.data_as<float>()[i] * f);
         },
         "scale");
   }
-  std::string save_to_binary() const override { return std::string(reinterpret_cast<const char*>(&factor), sizeof(factor)); }
+  std::string save_to_binary() const override {
+    return std::string(reinterpret_cast<const char*>(&factor), sizeof(factor));
+  }
   std::string inspect_source(const std::string& format) const override {
     if (format == "text") return "out = in * " + std::to_string(factor);
     return ModuleNode::inspect_source(format);
@@ -81,7 +84,8 @@ void register_loaders() {
                                             size_t pos = 0;
                                             while (pos < bytes.size()) {
                                               size_t eq = bytes.find('=', pos), nl = bytes.find('\n', pos);
-                                              table[bytes.substr(pos, eq - pos)] = std::stoll(bytes.substr(eq + 1, nl - eq - 1));
+                                              table[bytes.substr(pos, eq - pos)] =
+                                                  std::stoll(bytes.substr(eq + 1, nl - eq - 1));
                                               pos = nl + 1;
                                             }
                                             return table_module(table);
@@ -114,7 +118,8 @@ TEST(Module, FunctionsResolveThroughImports) {
   EXPECT_EQ(error_of([&] { root.get_function("lookpu"); }),
             "no function 'lookpu' in the test.table module or its imports; did you mean 'lookup'?");
   EXPECT_EQ(root.imports()[0]->inspect_source("text"), "out = in * 2.000000");
-  EXPECT_EQ(error_of([&] { root->inspect_source("asm"); }), "a module of type 'test.table' has no source in format 'asm'");
+  EXPECT_EQ(error_of([&] { root->inspect_source("asm"); }),
+            "a module of type 'test.table' has no source in format 'asm'");
 }
 
 TEST(Module, TreeRoundTripsThroughOneBlobWithSharingKept) {
@@ -147,7 +152,8 @@ TEST(Module, MalformedBlobsAreClearErrors) {
   EXPECT_EQ(error_of([&] { load_module_tree(blob + "x"); }), "module tree has trailing bytes after its last module");
   std::string v2 = blob;
   v2[8] = 2;
-  EXPECT_EQ(error_of([&] { load_module_tree(v2); }), "module tree format version 2 is not supported (this Loom reads 1)");
+  EXPECT_EQ(error_of([&] { load_module_tree(v2); }),
+            "module tree format version 2 is not supported (this Loom reads 1)");
   // A module kind nobody can load.
   struct Unknown : TableModuleNode {
     std::string type_key() const override { return "vendor.npu"; }

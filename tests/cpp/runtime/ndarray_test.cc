@@ -48,12 +48,17 @@ TEST(NDArray, EmptyIsAlignedZerosIsZeroedAndBothAreDescribedByDLTensor) {
 }
 
 TEST(NDArray, ErrorsNameTheProblem) {
-  EXPECT_EQ(error_of([] { NDArray::empty({2, -1}, DataType::Float(32)); }), "a float32 tensor: dimension 1 of shape (2, -1) is negative");
+  EXPECT_EQ(error_of([] {
+              NDArray::empty({2, -1}, DataType::Float(32));
+            }),
+            "a float32 tensor: dimension 1 of shape (2, -1) is negative");
   EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Int(4)); }),
             "NDArray of int4: elements must be a whole number of bytes");
   NDArray a = NDArray::empty({4, 4}, DataType::Float(32));
   EXPECT_EQ(error_of([&] { a.view({3, 5}); }), "view of 64 bytes as 60 bytes: the sizes differ");
-  EXPECT_EQ(error_of([&] { a.copy_from(NDArray::empty({4, 4}, DataType::Float(64))); }),
+  EXPECT_EQ(error_of([&] {
+              a.copy_from(NDArray::empty({4, 4}, DataType::Float(64)));
+            }),
             "copy between NDArrays of different dtype or shape (float64 vs float32)");
   EXPECT_EQ(error_of([] { NDArray::empty({2}, DataType::Float(32), Device::parse("metal:0")); }),
             "no device API for 'metal' (device metal:0): no loaded plugin provides 'device:metal'");
@@ -115,7 +120,7 @@ DLManagedTensor* produce(Producer& p, bool transposed) {
   p.shape = {2, 3};
   p.strides = transposed ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{3, 1};
   p.managed.dl_tensor = DLTensor{p.values.data(), DLDevice{kDLCPU, 0}, 2, DLDataType{kDLFloat, 32, 1},
-                                 p.shape.data(), p.strides.data(), 0};
+                                 p.shape.data(),  p.strides.data(),    0};
   p.managed.manager_ctx = &p;
   p.managed.deleter = [](DLManagedTensor* self) { static_cast<Producer*>(self->manager_ctx)->deleted = true; };
   return &p.managed;
@@ -160,7 +165,9 @@ TEST(DLPack, TensorsLoomCannotDescribeAreRefusedAndReleased) {
       {{kDLInt, 4, 1}, {2, 3}, "from_dlpack: int4 elements are not supported"},
       {{9, 32, 1}, {2, 3}, "from_dlpack: DLPack type code 9, 32-bit, elements are not supported"},
       {{kDLFloat, 32, 1}, {2, -3}, "from_dlpack: the tensor: dimension 1 of shape (2, -3) is negative"},
-      {{kDLFloat, 32, 1}, {int64_t{1} << 40, int64_t{1} << 40}, "from_dlpack: the tensor: shape (1099511627776, 1099511627776) has more elements than fit"},
+      {{kDLFloat, 32, 1},
+       {int64_t{1} << 40, int64_t{1} << 40},
+       "from_dlpack: the tensor: shape (1099511627776, 1099511627776) has more elements than fit"},
   };
   for (const Case& c : cases) {
     Producer p;
@@ -259,7 +266,8 @@ TEST(DeviceAPI, VendorDevicesAreNamedWithACodeOfTheVendorRange) {
   EXPECT_FALSE(Device::type_of("dsp").has_value());
   EXPECT_EQ((Device{90, 0}).to_string(), "device90:0");
   EXPECT_EQ(error_of([] { Device::parse("dsp:0"); }).substr(0, 26), "unknown device 'dsp' in 'd");
-  EXPECT_EQ(error_of([] { Device::register_type("opencl", 90); }), "device name 'opencl' is built in (DLPack's own device)");
+  EXPECT_EQ(error_of([] { Device::register_type("opencl", 90); }),
+            "device name 'opencl' is built in (DLPack's own device)");
   EXPECT_EQ(error_of([] { Device::register_type("dsp", 12); }),
             "device 'dsp': code 12 is not a vendor device code (64 to 127; the codes below are DLPack's)");
   EXPECT_EQ(error_of([] { Device::register_type("Dsp-1", 90); }),

@@ -178,9 +178,11 @@ TEST(ThreadPool, EnvironmentOverride) {
   ::setenv("LOOM_NUM_THREADS", "3", 1);
   EXPECT_EQ(threads_from_environment(), 3);
   ::setenv("LOOM_NUM_THREADS", "lots", 1);
-  EXPECT_EQ(error_of([] { threads_from_environment(); }), "LOOM_NUM_THREADS='lots' is not a number of threads from 1 to 1024");
+  EXPECT_EQ(error_of([] { threads_from_environment(); }),
+            "LOOM_NUM_THREADS='lots' is not a number of threads from 1 to 1024");
   ::setenv("LOOM_NUM_THREADS", "0", 1);
-  EXPECT_EQ(error_of([] { threads_from_environment(); }), "LOOM_NUM_THREADS='0' is not a number of threads from 1 to 1024");
+  EXPECT_EQ(error_of([] { threads_from_environment(); }),
+            "LOOM_NUM_THREADS='0' is not a number of threads from 1 to 1024");
   ::unsetenv("LOOM_NUM_THREADS");
   EXPECT_FALSE(threads_from_environment());
 }

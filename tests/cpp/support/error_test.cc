@@ -23,7 +23,8 @@ TEST(ErrorMessage, LibraryExceptionsReadAsWords) {
     too_long = error_message(e);
   }
   EXPECT_EQ(too_long, out_of_memory);  // not "basic_string::_M_create"
-  std::string refused = error_message(std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again)));
+  std::string refused =
+      error_message(std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again)));
   EXPECT_EQ(refused, "the system refused an operation Loom needed: Resource temporarily unavailable");
   std::string internal = error_message(std::invalid_argument("stoll"));
   EXPECT_EQ(internal, "internal error: stoll (this is a bug in Loom: please report it with the input that caused it)");

@@ -4,9 +4,7 @@
 
 namespace loom {
 
-TEST(Json, QuotesAndEscapes) {
-  EXPECT_EQ(json_quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
-}
+TEST(Json, QuotesAndEscapes) { EXPECT_EQ(json_quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\""); }
 
 TEST(Json, WritesNestedContainersCompactly) {
   JsonWriter json(0);

@@ -65,8 +65,9 @@ TEST(CSourcePrinter, TheBasePrinterRefusesWhatOnlyADialectCanSay) {
   for %t: int64 from 0 extent 64 thread("blockIdx.y") { %Y[%t] = 0.0; }
 }
 )");
-  EXPECT_NE(test::error_of([&] { base.print_host_module(module, nullptr); })
-                .find("c: @k: a loop is bound to the GPU thread axis 'blockIdx.y'; C code runs on the CPU"),
+  EXPECT_NE(test::error_of([&] {
+              base.print_host_module(module, nullptr);
+            }).find("c: @k: a loop is bound to the GPU thread axis 'blockIdx.y'; C code runs on the CPU"),
             std::string::npos);
 }
 

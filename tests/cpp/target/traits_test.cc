@@ -38,8 +38,8 @@ const char* kAdd = R"(
 TEST(Traits, AutoScheduleTakesTheVectorWidthFromTheTrait) {
   register_wide_kind();
   for (const auto& [kind, lanes] : std::vector<std::pair<std::string, std::string>>{{"test_wide", "8"}, {"ref", "4"}}) {
-    config::Config c = config::parse_config("target: {kind: " + kind + "}\npipeline: {passes: [O0, AutoSchedule]}\n",
-                                            kind + ".yaml");
+    config::Config c =
+        config::parse_config("target: {kind: " + kind + "}\npipeline: {passes: [O0, AutoSchedule]}\n", kind + ".yaml");
     std::string text = ir::print_module(c.pipeline()(c.constrain(ir::parse_module(kAdd)), c.context));
     // The innermost loop, split by the vector width in float32 lanes, is vectorized.
     EXPECT_NE(text.find("extent " + lanes + " vectorized"), std::string::npos) << kind << "\n" << text;
@@ -57,8 +57,8 @@ TEST(Traits, TheThreadsAttributeSizesTheVMsPool) {
   EXPECT_EQ(error_of([] {
               TargetTraits traits;
               traits.threads_attr = "thread";
-              TargetKindRegistry::register_kind(
-                  TargetKindEntry{"test_bad_threads", {{"threads", "int", int64_t{1}, ""}}, Function(), "", "", traits});
+              TargetKindRegistry::register_kind(TargetKindEntry{
+                  "test_bad_threads", {{"threads", "int", int64_t{1}, ""}}, Function(), "", "", traits});
             }),
             "target kind 'test_bad_threads': its threads attribute 'thread' is not an int attribute of the kind");
   EXPECT_FALSE(TargetKindRegistry::entry("test_bad_threads").has_value());
@@ -93,14 +93,16 @@ TEST(Traits, AConfigWithoutPassesRunsTheTargetsDefaultPipeline) {
   EXPECT_EQ(names(config::parse_config("target: {kind: cpu}\n", "cpu.yaml")), std::vector<std::string>{});
   EXPECT_EQ(TargetKindRegistry::get("llvm").traits.default_pipeline, std::vector<std::string>{"cpu"});
   // `default` among the passes is the target's default pipeline, whatever the target.
-  EXPECT_EQ(names(config::parse_config("target: {kind: opencl}\npipeline: {passes: [ConvertLayout, default]}\n", "o.yaml")),
-            (std::vector<std::string>{"ConvertLayout", "device"}));
+  EXPECT_EQ(
+      names(config::parse_config("target: {kind: opencl}\npipeline: {passes: [ConvertLayout, default]}\n", "o.yaml")),
+      (std::vector<std::string>{"ConvertLayout", "device"}));
   EXPECT_EQ(names(config::parse_config("target: {kind: ref}\npipeline: {passes: [default]}\n", "r.yaml")),
             std::vector<std::string>{"cpu"});
   EXPECT_EQ(names(config::parse_config("target: {kind: cpu}\npipeline: {passes: [default]}\n", "c.yaml")),
             std::vector<std::string>{});
   // And it runs: a model built from a config that names no pass.
-  runtime::Module built = driver::build(ir::parse_module(kAdd), config::parse_config("target: {kind: ref}\n", "r.yaml"));
+  runtime::Module built =
+      driver::build(ir::parse_module(kAdd), config::parse_config("target: {kind: ref}\n", "r.yaml"));
   EXPECT_EQ(built->type_key(), "vm");
 }
 
@@ -109,17 +111,18 @@ TEST(Traits, TheDriverEstablishesWhatTheCodegenNeedsBeforeGeneratingCode) {
   EXPECT_EQ(TargetKindRegistry::get("llvm").traits.codegen_needs, std::vector<std::string>{"intrinsics_lowered"});
   // O0 leaves tanh to the target, which does not implement it: the build
   // runs LowerIntrinsics, and the result is right.
-  runtime::Module built =
-      driver::build(ir::parse_module(tanh), config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0]}\n", "o0.yaml"));
+  runtime::Module built = driver::build(
+      ir::parse_module(tanh), config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0]}\n", "o0.yaml"));
   runtime::NDArray a = runtime::NDArray::empty({4}, DataType::Float(32));
   for (int i = 0; i < 4; ++i) a.data_as<float>()[i] = 0.5f * static_cast<float>(i) - 0.75f;
   runtime::NDArray y = built.get_function("main")(a).cast<runtime::NDArray>();
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(y.data_as<float>()[i], std::tanh(a.data_as<float>()[i]), 1e-6) << i;
   // Unless the context disables it.
   EXPECT_EQ(error_of([&] {
-              driver::build(ir::parse_module(tanh),
-                            config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0], disabled: [LowerIntrinsics]}\n",
-                                                 "o0.yaml"));
+              driver::build(
+                  ir::parse_module(tanh),
+                  config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0], disabled: [LowerIntrinsics]}\n",
+                                       "o0.yaml"));
             }),
             "pass 'the build' needs the property 'intrinsics_lowered' (every intrinsic call in a prim function is one "
             "the module's target implements natively, or a primitive), which does not hold here (@tanh calls the "

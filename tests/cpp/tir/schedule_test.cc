@@ -49,9 +49,7 @@ const char* kModule = R"(
 }
 )";
 
-tir::PrimFunc original() {
-  return downcast<tir::PrimFunc>(ir::parse_module(kModule, "mm.loom").lookup("mm"));
-}
+tir::PrimFunc original() { return downcast<tir::PrimFunc>(ir::parse_module(kModule, "mm.loom").lookup("mm")); }
 
 NDArray floats(std::vector<int64_t> shape, uint32_t seed) {
   NDArray a = NDArray::empty(shape, DataType::Float(32));
@@ -63,8 +61,8 @@ NDArray floats(std::vector<int64_t> shape, uint32_t seed) {
 std::vector<float> run(const tir::PrimFunc& f) {
   ir::IRModule m = ir::parse_module(kModule, "mm.loom").with_function("mm", f);
   NDArray out = NDArray::empty({6, 10}, DataType::Float(32));
-  driver::build_kernels(m, target::Target("ref")).get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2),
-                                                                      floats({10}, 3), out);
+  driver::build_kernels(m, target::Target("ref"))
+      .get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2), floats({10}, 3), out);
   return std::vector<float>(out.data_as<float>(), out.data_as<float>() + 60);
 }
 }  // namespace
@@ -116,8 +114,8 @@ TEST(Schedule, TraceRecordsThePrimitivesAndReplaysToTheSameFunction) {
             "[\"transform_layout\", \"A\", \"1, 0\"], [\"rfactor\", \"k\"], [\"vectorize\", \"k_init\"], "
             "[\"parallel\", \"i_o\"]]");
   tir::Schedule again = tir::Schedule::replay(original(), s.trace_json());
-  EXPECT_TRUE(structural_equal(Any(again.func()), Any(s.func())))
-      << ir::to_text(Any(again.func())) << "\nvs\n" << ir::to_text(Any(s.func()));
+  EXPECT_TRUE(structural_equal(Any(again.func()), Any(s.func()))) << ir::to_text(Any(again.func())) << "\nvs\n"
+                                                                  << ir::to_text(Any(s.func()));
   EXPECT_EQ(again.trace_json(), s.trace_json());
 
   std::string e = error_of([] { tir::Schedule::replay(original(), R"([["split", "i", 2], ["split", "i", 3]])"); });
@@ -171,10 +169,13 @@ TEST(Schedule, DecomposeReductionCarriesASplitsGuard) {
   s.vectorize(nests[1][0]);
   std::string text = ir::to_text(Any(s.func()));
   size_t guards = 0;
-  for (size_t at = text.find("if %j_o * 4 + "); at != std::string::npos; at = text.find("if %j_o * 4 + ", at + 1)) ++guards;
+  for (size_t at = text.find("if %j_o * 4 + "); at != std::string::npos; at = text.find("if %j_o * 4 + ", at + 1))
+    ++guards;
   EXPECT_EQ(guards, 3u) << text;
-  EXPECT_NE(text.find("for %k: int64 from 0 extent 5 {\n          for %j_i: int64 from 0 extent 4 vectorized {\n            if "),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "for %k: int64 from 0 extent 5 {\n          for %j_i: int64 from 0 extent 4 vectorized {\n            if "),
+      std::string::npos)
       << text;
   EXPECT_EQ(run(s.func()), want) << text;
 }
@@ -208,8 +209,11 @@ TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
   tir::Schedule rows(original());
   rows.compute_at("i2", "i3");
   text = ir::to_text(Any(rows.func()));
-  EXPECT_NE(text.find("for %i3: int64 from 0 extent 6 {\n        for %j2: int64 from 0 extent 10 {\n          %biased[%i3, %j2]"),
-            std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "for %i3: int64 from 0 extent 6 {\n        for %j2: int64 from 0 extent 10 {\n          %biased[%i3, %j2]"),
+      std::string::npos)
+      << text;
   EXPECT_EQ(run(rows.func()), want) << text;
 }
 
@@ -232,7 +236,8 @@ TEST(Schedule, TransformLayoutOfAnAllocationRewritesItsStoresAndLoads) {
   std::string got = error_of([&] {
     s.transform_layout("acc", [](const std::vector<tir::PrimExpr>& v) { return std::vector<tir::PrimExpr>{v[1]}; });
   });
-  EXPECT_NE(got.find("schedule.transform_layout: 'acc': axis 0 must appear in the layout once"), std::string::npos) << got;
+  EXPECT_NE(got.find("schedule.transform_layout: 'acc': axis 0 must appear in the layout once"), std::string::npos)
+      << got;
   got = error_of([&] { s.transform_layout("acx", [](const std::vector<tir::PrimExpr>& v) { return v; }); });
   EXPECT_NE(got.find("no buffer 'acx'"), std::string::npos) << got;
 }
@@ -259,7 +264,8 @@ TEST(Schedule, TransformLayoutMakesTheCallerPassTheParameterReLaidOut) {
   const float* in = w.data_as<float>();
   const float* out = laid.data_as<float>();
   for (int j = 0; j < 12; ++j)
-    for (int k = 0; k < 5; ++k) EXPECT_EQ(out[(j / 4) * 20 + k * 4 + j % 4], j < 10 ? in[j * 5 + k] : 0.0f) << j << ", " << k;
+    for (int k = 0; k < 5; ++k)
+      EXPECT_EQ(out[(j / 4) * 20 + k * 4 + j % 4], j < 10 ? in[j * 5 + k] : 0.0f) << j << ", " << k;
   ir::IRModule m = ir::parse_module(kModule, "mm.loom").with_function("mm", s.func());
   NDArray result = NDArray::empty({6, 10}, DataType::Float(32));
   driver::build_kernels(m, target::Target("ref")).get_function("mm")(floats({6, 5}, 1), laid, floats({10}, 3), result);
@@ -272,8 +278,11 @@ TEST(Schedule, TransformLayoutMakesTheCallerPassTheParameterReLaidOut) {
   expect([&] { s.transform_layout("W", panels); },
          "schedule.transform_layout: 'W' already has the layout 0 // 4, 1, 0 % 4");
   expect([&] { s.transform_layout("Out", panels); }, "schedule.transform_layout: 'Out' is written by the function");
-  expect([&] { s.transform_layout("A", [](const std::vector<tir::PrimExpr>& v) { return std::vector<tir::PrimExpr>{v[0]}; }); },
-         "schedule.transform_layout: 'A': axis 1 must appear in the layout once");
+  expect(
+      [&] {
+        s.transform_layout("A", [](const std::vector<tir::PrimExpr>& v) { return std::vector<tir::PrimExpr>{v[0]}; });
+      },
+      "schedule.transform_layout: 'A': axis 1 must appear in the layout once");
   expect([&] { tir::parse_layout("0 // 4, 1", 2); }, "layout '0 // 4, 1': axis 0 must appear in the layout once");
   expect([&] { tir::parse_layout("0 * 4, 1", 2); }, "layout '0 * 4, 1': '0 * 4' is not 'A', 'A // F' or 'A % F'");
   expect([&] { tir::parse_layout("1, 2", 2); }, "layout '1, 2': axis 2 is out of range for 2 axes");
@@ -290,7 +299,8 @@ TEST(Schedule, RFactorSumsPerLaneThenAddsThePartialSums) {
   std::string text = ir::to_text(Any(s.func()));
   EXPECT_NE(text.find("alloc %acc_rf: Buffer[(2), float32, scope=\"local\"]"), std::string::npos) << text;
   EXPECT_NE(text.find("%acc_rf[%k_i] = %acc_rf[%k_i] + %A[%i, %k_o * 2 + %k_i] * %W[%j, %k_o * 2 + %k_i]"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("%acc[%i, %j] = %acc[%i, %j] + %acc_rf[%" + rf.final + "]"), std::string::npos) << text;
   // The order of the sum changed: equal up to rounding.
   std::vector<float> got = run(s.func());
@@ -319,8 +329,8 @@ TEST(Schedule, RFactorOfAMaxOrAMinStartsFromInfinityAndIsExact) {
   auto run_text = [&](const tir::PrimFunc& g) {
     ir::IRModule m = ir::parse_module(text, "max.loom").with_function("mm", g);
     NDArray out = NDArray::empty({6, 10}, DataType::Float(32));
-    driver::build_kernels(m, target::Target("ref")).get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2),
-                                                                        floats({10}, 3), out);
+    driver::build_kernels(m, target::Target("ref"))
+        .get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2), floats({10}, 3), out);
     return std::vector<float>(out.data_as<float>(), out.data_as<float>() + 60);
   };
   std::vector<float> want = run_text(f);
@@ -365,32 +375,44 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   expect([&] { s.split("i", 0); }, "schedule.split: the factor must be positive, got 0");
   expect([&] { s.fuse("j", "k"); }, "schedule.fuse: %k is not the whole body of %j");
   expect([&] { s.reorder({"k", "i"}); }, "schedule.reorder: %k is not in the perfect nest below %i");
-  expect([&] { s.parallel("k"); }, "schedule.parallel: %k: buffer 'acc' is written at [%i, %j], which does not "
-                                   "depend on %k, so iterations would race");
-  expect([&] { s.compute_inline("acc"); }, "schedule.compute_inline: 'acc' is not written by one loop nest storing each "
-                                           "element once at its loop variables (a reduction, or a partial write)");
+  expect([&] { s.parallel("k"); },
+         "schedule.parallel: %k: buffer 'acc' is written at [%i, %j], which does not "
+         "depend on %k, so iterations would race");
+  expect([&] { s.compute_inline("acc"); },
+         "schedule.compute_inline: 'acc' is not written by one loop nest storing each "
+         "element once at its loop variables (a reduction, or a partial write)");
   expect([&] { s.compute_inline("nothing"); }, "schedule.compute_inline: no allocated buffer 'nothing'");
-  expect([&] { s.cache_read("W", {0, 0}); },
-         "schedule.cache_read: 'W': axis 0 must appear in the layout once, or as the pair v // c and v % c");
+  expect(
+      [&] {
+        s.cache_read("W", {0, 0});
+      },
+      "schedule.cache_read: 'W': axis 0 must appear in the layout once, or as the pair v // c and v % c");
   expect([&] { s.cache_read("W", {1}); }, "schedule.cache_read: 'W': axis 0 must appear in the layout once, or as");
   expect([&] { s.cache_read("W", {2, 0}); }, "schedule.cache_read: axis 2 is out of range for the 2 axes of 'W'");
-  expect([&] {
-    s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
-      return std::vector<tir::PrimExpr>{tir::Add(v[0], tir::IntImm(DataType::Int(64), 1)), v[1]};
-    });
-  }, "schedule.cache_read: index 0 of the layout of 'W', %v0 + 1, is not an axis v, v // c or v % c");
+  expect(
+      [&] {
+        s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
+          return std::vector<tir::PrimExpr>{tir::Add(v[0], tir::IntImm(DataType::Int(64), 1)), v[1]};
+        });
+      },
+      "schedule.cache_read: index 0 of the layout of 'W', %v0 + 1, is not an axis v, v // c or v % c");
   expect([&] { s.cache_write("A"); }, "schedule.cache_write: nothing writes 'A'");
   expect([&] { s.cache_write("Q"); }, "schedule.cache_write: no buffer 'Q'");
-  expect([&] { s.compute_at("i2", "i"); }, "schedule.compute_at: %i is not in a statement after the nest %i2 in one sequence");
+  expect([&] { s.compute_at("i2", "i"); },
+         "schedule.compute_at: %i is not in a statement after the nest %i2 in one sequence");
   expect([&] { s.compute_at("i3", "i2"); }, "schedule.compute_at: %i2 comes before the nest %i3");
   expect([&] { s.compute_at("k", "i3"); }, "schedule.compute_at: %i3 is not in a statement after the nest %k");
-  expect([&] { s.rfactor("j"); }, "schedule.rfactor: the body of the perfect nest at %j is not one update B[i] = B[i] + e "
-                                  "(or max(B[i], e), min(B[i], e))");
+  expect([&] { s.rfactor("j"); },
+         "schedule.rfactor: the body of the perfect nest at %j is not one update B[i] = B[i] + e "
+         "(or max(B[i], e), min(B[i], e))");
   expect([&] { s.cache_read("Out", {1, 0}); }, "schedule.cache_read: 'Out' is written by the function");
-  expect([&] { s.decompose_reduction("k"); }, "schedule.decompose_reduction: the innermost body of the nest at %k is not a sequence");
-  expect([&] { s.bind("i", "warp.x"); }, "schedule.bind: 'warp.x' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z)");
-  expect([&] { s.bind("k", "threadIdx.x"); }, "schedule.bind: %k: buffer 'acc' is written at [%i, %j], which does not "
-                                              "depend on %k, so iterations would race");
+  expect([&] { s.decompose_reduction("k"); },
+         "schedule.decompose_reduction: the innermost body of the nest at %k is not a sequence");
+  expect([&] { s.bind("i", "warp.x"); },
+         "schedule.bind: 'warp.x' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z)");
+  expect([&] { s.bind("k", "threadIdx.x"); },
+         "schedule.bind: %k: buffer 'acc' is written at [%i, %j], which does not "
+         "depend on %k, so iterations would race");
   // A refusal leaves the schedule as it was.
   EXPECT_EQ(ir::to_text(Any(s.func())), ir::to_text(Any(original())));
 
@@ -411,18 +433,24 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
     }
   }
 }
-)", "f.loom").lookup("f")));
-  expect([&] { t.cache_write("Out"); }, "schedule.cache_write: the nest writing 'Out' reads it at [%i, %j] before writing it "
-                                        "there, so a local copy would lose that value");
+)",
+                                                           "f.loom")
+                                              .lookup("f")));
+  expect([&] { t.cache_write("Out"); },
+         "schedule.cache_write: the nest writing 'Out' reads it at [%i, %j] before writing it "
+         "there, so a local copy would lose that value");
   tir::Schedule partial(downcast<tir::PrimFunc>(ir::parse_module(R"(
 @g = prim_func(%X: Buffer[(4), float32], %Out: Buffer[(4), float32]) {
   for %i: int64 from 0 extent 2 {
     %Out[%i] = %X[%i];
   }
 }
-)", "g.loom").lookup("g")));
-  expect([&] { partial.cache_write("Out"); }, "schedule.cache_write: the nest writing 'Out' does not write every element "
-                                              "at its loop variables, so the copy back would overwrite the others");
+)",
+                                                                 "g.loom")
+                                                    .lookup("g")));
+  expect([&] { partial.cache_write("Out"); },
+         "schedule.cache_write: the nest writing 'Out' does not write every element "
+         "at its loop variables, so the copy back would overwrite the others");
   tir::Schedule rewrites(downcast<tir::PrimFunc>(ir::parse_module(R"(
 @h = prim_func(%X: Buffer[(4), float32], %Out: Buffer[(4), float32]) {
   alloc %T: Buffer[(4), float32] {
@@ -435,10 +463,13 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
     }
   }
 }
-)", "h.loom").lookup("h")));
+)",
+                                                                  "h.loom")
+                                                     .lookup("h")));
   expect([&] { rewrites.compute_at("a", "i"); }, "schedule.compute_at: %i writes 'T' too");
-  expect([&] { t.compute_at("a", "i"); }, "schedule.compute_at: the regions of 'T' that iterations of the parallel loop %i "
-                                          "read may overlap, so they would race to write them");
+  expect([&] { t.compute_at("a", "i"); },
+         "schedule.compute_at: the regions of 'T' that iterations of the parallel loop %i "
+         "read may overlap, so they would race to write them");
 }
 
 }  // namespace loom

@@ -25,8 +25,10 @@ void register_test_properties() {
       return "the module has no attribute '" + key + "'";
     };
   };
-  PropertyRegistry::register_property({"test.stamped", "the module is stamped", "test.Stamp", false, has_attr("stamped"), ""});
-  PropertyRegistry::register_property({"test.counted", "the module is counted", "test.Count", true, has_attr("counted"), ""});
+  PropertyRegistry::register_property(
+      {"test.stamped", "the module is stamped", "test.Stamp", false, has_attr("stamped"), ""});
+  PropertyRegistry::register_property(
+      {"test.counted", "the module is counted", "test.Count", true, has_attr("counted"), ""});
   PropertyRegistry::register_property({"test.tracked", "the module is tracked", "test.Track", false, nullptr, ""});
 }
 
@@ -91,7 +93,9 @@ TEST(Contract, EstablishedPropertiesHoldUntilAPassThatDoesNotKeepThemChangesTheM
   Pass consumer = pass("test.Consumer", {"test.stamped"}, {}, {});
   EXPECT_EQ(log_of(sequential({stamp, keeper, consumer})(IRModule::empty(), checking())),
             (std::vector<std::string>{"test.Stamp", "test.Keeper", "test.Consumer"}));
-  EXPECT_EQ(error_of([&] { sequential({stamp, breaker, consumer})(IRModule::empty(), checking()); }),
+  EXPECT_EQ(error_of([&] {
+              sequential({stamp, breaker, consumer})(IRModule::empty(), checking());
+            }),
             "pass 'test.Consumer' needs the property 'test.stamped' (the module is stamped), which does not hold here "
             "(the module has no attribute 'stamped'); pass 'test.Breaker' changed the module and does not keep it; "
             "pass 'test.Stamp' establishes it: run test.Stamp before test.Consumer");
@@ -100,7 +104,9 @@ TEST(Contract, EstablishedPropertiesHoldUntilAPassThatDoesNotKeepThemChangesTheM
 TEST(Contract, ADeclarationThatIsNotTrueFailsAtThePassThatMadeIt) {
   Pass stamp = pass("test.Stamp", {}, {"test.stamped"}, {"*"}, {"stamped"});
   Pass liar = pass("test.Liar", {}, {}, {"test.stamped"}, {}, {"stamped"});  // keeps it, it says
-  EXPECT_EQ(error_of([&] { sequential({stamp, liar})(IRModule::empty(), checking()); }),
+  EXPECT_EQ(error_of([&] {
+              sequential({stamp, liar})(IRModule::empty(), checking());
+            }),
             "pass 'test.Liar' declares that 'test.stamped' holds after it (preserves), but it does not: the module has "
             "no attribute 'stamped'");
   Pass fake_stamp = pass("test.FakeStamp", {}, {"test.stamped"}, {});
@@ -110,7 +116,8 @@ TEST(Contract, ADeclarationThatIsNotTrueFailsAtThePassThatMadeIt) {
   // Without the checks (release builds outside the tests) the declaration is trusted.
   PassContext trusting;
   trusting.check_well_formed = false;
-  EXPECT_EQ(log_of(sequential({stamp, liar})(IRModule::empty(), trusting)), (std::vector<std::string>{"test.Stamp", "test.Liar"}));
+  EXPECT_EQ(log_of(sequential({stamp, liar})(IRModule::empty(), trusting)),
+            (std::vector<std::string>{"test.Stamp", "test.Liar"}));
 }
 
 TEST(Contract, TheManagerRunsTheEstablishingPassWhenThePropertyAllowsIt) {
@@ -134,7 +141,9 @@ TEST(Contract, APropertyWithoutACheckIsOnlyTracked) {
   Pass needs = pass("test.NeedsTracked", {"test.tracked"}, {}, {});
   EXPECT_EQ(log_of(sequential({track, needs})(IRModule::empty(), checking())),
             (std::vector<std::string>{"test.Track", "test.NeedsTracked"}));
-  EXPECT_EQ(error_of([&] { sequential({track, changer, needs})(IRModule::empty(), checking()); }),
+  EXPECT_EQ(error_of([&] {
+              sequential({track, changer, needs})(IRModule::empty(), checking());
+            }),
             "pass 'test.NeedsTracked' needs the property 'test.tracked' (the module is tracked), which does not hold "
             "here; pass 'test.Changer' changed the module and does not keep it; pass 'test.Track' establishes it: run "
             "test.Track before test.NeedsTracked");

@@ -52,7 +52,8 @@ TEST(Pass, SequentialRunsInOrder) {
 TEST(Pass, RequiredPassesRunFirstAndOnce) {
   register_once(logging_pass("test.prepare"));
   Pass consumer = logging_pass("test.consumer", 0, {"test.prepare"});
-  EXPECT_EQ(log_of(sequential({consumer})(empty_module())), (std::vector<std::string>{"test.prepare", "test.consumer"}));
+  EXPECT_EQ(log_of(sequential({consumer})(empty_module())),
+            (std::vector<std::string>{"test.prepare", "test.consumer"}));
   // Listed explicitly too: still once.
   EXPECT_EQ(log_of(sequential({PassRegistry::get("test.prepare"), consumer})(empty_module())),
             (std::vector<std::string>{"test.prepare", "test.consumer"}));
@@ -88,8 +89,9 @@ TEST(Pass, FunctionPassTouchesOnlyItsVariant) {
       PassInfo{"test.tag_prim", "", 0, {}, {}}, [&](const ir::BaseFunc& f, const IRModule&, const PassContext&) {
         ++seen;
         auto p = downcast<tir::PrimFunc>(f);
-        return ir::BaseFunc(tir::PrimFunc(p->params.begin() == p->params.end() ? std::vector<Any>{}
-                                                                                : std::vector<Any>(p->params.begin(), p->params.end()),
+        return ir::BaseFunc(tir::PrimFunc(p->params.begin() == p->params.end()
+                                              ? std::vector<Any>{}
+                                              : std::vector<Any>(p->params.begin(), p->params.end()),
                                           p->body, p->ret, Map({{"tagged", true}})));
       });
   IRModule out = rename(mod, PassContext());
@@ -98,9 +100,9 @@ TEST(Pass, FunctionPassTouchesOnlyItsVariant) {
   EXPECT_TRUE(out.lookup("main").same_as(mod.lookup("main")));
   EXPECT_TRUE(out.lookup("fast_relu").same_as(mod.lookup("fast_relu")));
   // A function pass that changes nothing returns the same module.
-  Pass identity = function_pass<graph::FunctionNode>(
-      PassInfo{"test.identity", "", 0, {}, {}},
-      [](const ir::BaseFunc& f, const IRModule&, const PassContext&) { return f; });
+  Pass identity =
+      function_pass<graph::FunctionNode>(PassInfo{"test.identity", "", 0, {}, {}},
+                                         [](const ir::BaseFunc& f, const IRModule&, const PassContext&) { return f; });
   EXPECT_TRUE(identity(mod, PassContext()).same_as(mod));
 }
 
@@ -127,10 +129,9 @@ TEST(PassContext, TypedConfigKeys) {
             "config option 'test.bad_default': the default of 'test.bad_default' must be at least 0, got -1");
   ctx.set_config("test.unroll_max", 16);
   // Pass options become config keys NAME.OPTION.
-  register_once(module_pass(PassInfo{"test.tiler", "", 0, {}, {{"tile", "int", int64_t{32}, "tile size"}}},
-                            [](const IRModule& m, const PassContext& c) {
-                              return m.with_attr("tile", c.get_config("test.tiler.tile"));
-                            }));
+  register_once(module_pass(
+      PassInfo{"test.tiler", "", 0, {}, {{"tile", "int", int64_t{32}, "tile size"}}},
+      [](const IRModule& m, const PassContext& c) { return m.with_attr("tile", c.get_config("test.tiler.tile")); }));
   ctx.set_config("test.tiler.tile", 64);
   EXPECT_EQ(PassRegistry::get("test.tiler")(empty_module(), ctx)->attrs.at("tile").as_int(), 64);
   EXPECT_EQ(ConfigRegistry::entry("test.tiler.tile")->field.doc, "tile size");
@@ -170,7 +171,8 @@ TEST(Instruments, TimingDumpAndUserInstruments) {
   auto recorder = std::make_shared<Recorder>();
   PassContext ctx;
   ctx.instruments = {timing, std::make_shared<DumpIRInstrument>(dir.string()), recorder};
-  IRModule out = sequential({logging_pass("a"), logging_pass("skipped"), logging_pass("b")}, "pipeline")(empty_module(), ctx);
+  IRModule out =
+      sequential({logging_pass("a"), logging_pass("skipped"), logging_pass("b")}, "pipeline")(empty_module(), ctx);
   EXPECT_EQ(log_of(out), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(recorder->events, (std::vector<std::string>{"before pipeline", "before a", "after a", "before b", "after b",
                                                         "after pipeline"}));

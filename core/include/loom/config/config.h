@@ -29,9 +29,9 @@ struct PassSpec {
 
 struct Config {
   std::string source;
-  target::Target target;   // C1
-  target::Target host;     // C1, may be undefined
-  Map device_placement;    // C1: function name -> device string or target; may be empty
+  target::Target target;  // C1
+  target::Target host;    // C1, may be undefined
+  Map device_placement;   // C1: function name -> device string or target; may be empty
   // Where each device-placement entry is in `source` (line, column), so
   // that an entry naming no function of the module is a ConfigError there.
   std::map<std::string, std::pair<int, int>> device_placement_at;

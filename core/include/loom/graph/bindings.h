@@ -69,8 +69,8 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body);
 // binds, and, with `constants`, the constants they use (a fused group's
 // weights, passed in like any tensor), each once, in order of first use.
 struct Lifted {
-  std::vector<Var> params;  // typed as what they stand for
-  std::vector<ir::Expr> args;      // what a call of the function passes for each
+  std::vector<Var> params;                               // typed as what they stand for
+  std::vector<ir::Expr> args;                            // what a call of the function passes for each
   std::unordered_map<const Object*, ir::Expr> param_of;  // outside value -> its parameter
 };
 Lifted lift_free_values(const std::vector<Binding>& members, bool constants);

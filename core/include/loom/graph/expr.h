@@ -58,9 +58,11 @@ class CallNode : public ExprNode {
   LOOM_OBJECT(CallNode, ExprNode, "graph.Call");
   static void reflect(ReflectionBuilder<CallNode>& r) {
     r.field("callee", &CallNode::callee)
-        .field("args", &CallNode::args).elements<Expr>()
+        .field("args", &CallNode::args)
+        .elements<Expr>()
         .field("attrs", &CallNode::attrs)
-        .field("type_args", &CallNode::type_args).elements<Type>();
+        .field("type_args", &CallNode::type_args)
+        .elements<Type>();
   }
 };
 class Call : public Expr {
@@ -116,7 +118,9 @@ class IfNode : public ExprNode {
   Expr cond, then_branch, else_branch;
   LOOM_OBJECT(IfNode, ExprNode, "graph.If");
   static void reflect(ReflectionBuilder<IfNode>& r) {
-    r.field("cond", &IfNode::cond).field("then_branch", &IfNode::then_branch).field("else_branch", &IfNode::else_branch);
+    r.field("cond", &IfNode::cond)
+        .field("then_branch", &IfNode::then_branch)
+        .field("else_branch", &IfNode::else_branch);
   }
 };
 class If : public Expr {

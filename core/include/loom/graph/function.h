@@ -18,7 +18,10 @@ class FunctionNode : public ir::BaseFuncNode {
   Type ret_type;  // may be none until type inference
   LOOM_OBJECT(FunctionNode, ir::BaseFuncNode, "graph.Function");
   static void reflect(ReflectionBuilder<FunctionNode>& r) {
-    r.field("params", &FunctionNode::params).elements<Var>().field("body", &FunctionNode::body).field("ret_type", &FunctionNode::ret_type, "none until inferred", kOptional);
+    r.field("params", &FunctionNode::params)
+        .elements<Var>()
+        .field("body", &FunctionNode::body)
+        .field("ret_type", &FunctionNode::ret_type, "none until inferred", kOptional);
   }
 };
 class Function : public ir::BaseFunc {

@@ -28,7 +28,7 @@ class Pattern {
   // Predicates on the matched expression's checked type or call attributes.
   Pattern has_dtype(DataType dtype) const;
   Pattern has_rank(int64_t rank) const;
-  Pattern has_shape(std::vector<int64_t> shape) const;       // constant extents
+  Pattern has_shape(std::vector<int64_t> shape) const;  // constant extents
   // A call's attribute (the operator schema's default where the call does
   // not write it), structurally equal to `value`.
   Pattern has_attr(const std::string& name, Any value) const;
@@ -38,7 +38,7 @@ class Pattern {
   std::string describe() const;
 
   const PatternImpl* get() const { return impl_.get(); }  // null for a default-made pattern
-  Pattern() = default;  // no pattern: match() refuses it
+  Pattern() = default;                                    // no pattern: match() refuses it
   explicit Pattern(std::shared_ptr<const PatternImpl> impl) : impl_(std::move(impl)) {}
 
  private:

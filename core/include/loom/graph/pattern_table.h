@@ -24,7 +24,7 @@ struct PatternEntry {
 };
 
 struct PatternTable {
-  std::string name;  // the codegen's
+  std::string name;                   // the codegen's
   std::vector<PatternEntry> entries;  // in priority order
   std::string owner;
 };

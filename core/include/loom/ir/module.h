@@ -18,7 +18,8 @@ class IRModuleNode : public Object {
   Map global_infos;  // module-level data shared by functions
   LOOM_OBJECT(IRModuleNode, Object, "ir.IRModule");
   static void reflect(ReflectionBuilder<IRModuleNode>& r) {
-    r.field("functions", &IRModuleNode::functions).elements<BaseFunc>()
+    r.field("functions", &IRModuleNode::functions)
+        .elements<BaseFunc>()
         .field("attrs", &IRModuleNode::attrs)
         .field("global_infos", &IRModuleNode::global_infos);
   }

@@ -84,7 +84,7 @@ class ExternKindRegistry {
   static void register_kind(const std::string& name, Function validate, std::string doc = "",
                             Function build = Function());
   static std::optional<ExternKindEntry> entry(const std::string& name);  // no loading
-  static ExternKindEntry get(const std::string& name);  // lazy ("extern:NAME"); LookupError
+  static ExternKindEntry get(const std::string& name);                   // lazy ("extern:NAME"); LookupError
   static std::vector<std::string> list();
 };
 

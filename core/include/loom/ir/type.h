@@ -60,7 +60,9 @@ class TupleTypeNode : public TypeNode {
  public:
   Array fields;
   LOOM_OBJECT(TupleTypeNode, TypeNode, "ir.TupleType");
-  static void reflect(ReflectionBuilder<TupleTypeNode>& r) { r.field("fields", &TupleTypeNode::fields).elements<Type>(); }
+  static void reflect(ReflectionBuilder<TupleTypeNode>& r) {
+    r.field("fields", &TupleTypeNode::fields).elements<Type>();
+  }
 };
 
 class TupleType : public Type {
@@ -75,7 +77,9 @@ class FuncTypeNode : public TypeNode {
   Type ret;
   LOOM_OBJECT(FuncTypeNode, TypeNode, "ir.FuncType");
   static void reflect(ReflectionBuilder<FuncTypeNode>& r) {
-    r.field("params", &FuncTypeNode::params).elements<Type>().field("ret", &FuncTypeNode::ret, "none: no result", kOptional);
+    r.field("params", &FuncTypeNode::params)
+        .elements<Type>()
+        .field("ret", &FuncTypeNode::ret, "none: no result", kOptional);
   }
 };
 

@@ -47,8 +47,7 @@ struct DataType {
 };
 
 struct Device {
-  enum Type : int32_t { kCPU = 1, kCUDA = 2, kCUDAHost = 3, kOpenCL = 4, kVulkan = 7, kMetal = 8,
-                        kExtDev = 12 };
+  enum Type : int32_t { kCPU = 1, kCUDA = 2, kCUDAHost = 3, kOpenCL = 4, kVulkan = 7, kMetal = 8, kExtDev = 12 };
   int32_t device_type = kCPU;
   int32_t device_id = 0;
 
@@ -75,8 +74,7 @@ struct Device {
   bool operator!=(const Device& o) const { return !(*this == o); }
 };
 
-enum class AnyKind : uint8_t { kNone, kBool, kInt, kFloat, kStr, kDataType, kDevice, kObject,
-                               kFunction, kOpaquePtr };
+enum class AnyKind : uint8_t { kNone, kBool, kInt, kFloat, kStr, kDataType, kDevice, kObject, kFunction, kOpaquePtr };
 const char* any_kind_name(AnyKind kind);
 
 class String;
@@ -85,7 +83,7 @@ class Function;
 class Any {
  public:
   Any() = default;
-  Any(std::nullptr_t) {}  // NOLINT
+  Any(std::nullptr_t) {}                                 // NOLINT
   Any(bool v) : kind_(AnyKind::kBool) { value_.b = v; }  // NOLINT
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Any(T v) : kind_(AnyKind::kInt) {  // NOLINT
@@ -95,11 +93,11 @@ class Any {
   Any(T v) : kind_(AnyKind::kFloat) {  // NOLINT
     value_.f = static_cast<double>(v);
   }
-  Any(const std::string& v);  // NOLINT
-  Any(const char* v) : Any(std::string(v)) {}  // NOLINT
+  Any(const std::string& v);                                         // NOLINT
+  Any(const char* v) : Any(std::string(v)) {}                        // NOLINT
   Any(DataType v) : kind_(AnyKind::kDataType) { value_.dtype = v; }  // NOLINT
-  Any(Device v) : kind_(AnyKind::kDevice) { value_.device = v; }  // NOLINT
-  Any(void* v) : kind_(AnyKind::kOpaquePtr) { value_.ptr = v; }  // NOLINT
+  Any(Device v) : kind_(AnyKind::kDevice) { value_.device = v; }     // NOLINT
+  Any(void* v) : kind_(AnyKind::kOpaquePtr) { value_.ptr = v; }      // NOLINT
   // Any object handle; strings and functions get their own kind.
   template <class R, std::enable_if_t<std::is_base_of_v<ObjectRef, R>, int> = 0>
   Any(const R& ref) {  // NOLINT

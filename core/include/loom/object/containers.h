@@ -25,7 +25,7 @@ class StringNode : public Object {
 class String : public ObjectRef {
  public:
   LOOM_OBJECT_REF(String, ObjectRef, StringNode)
-  String(std::string value);  // NOLINT
+  String(std::string value);                                 // NOLINT
   String(const char* value) : String(std::string(value)) {}  // NOLINT
   const std::string& str() const { return get()->value; }
   operator const std::string&() const { return str(); }  // NOLINT
@@ -65,8 +65,7 @@ class Map : public ObjectRef {
  public:
   LOOM_OBJECT_REF(Map, ObjectRef, MapNode)
   Map(std::map<std::string, Any> items);  // NOLINT
-  Map(std::initializer_list<std::pair<const std::string, Any>> items)
-      : Map(std::map<std::string, Any>(items)) {}
+  Map(std::initializer_list<std::pair<const std::string, Any>> items) : Map(std::map<std::string, Any>(items)) {}
   static Map empty() { return Map(std::map<std::string, Any>{}); }
   size_t size() const { return get() ? get()->items.size() : 0; }
   bool contains(const std::string& key) const { return get() && get()->items.count(key); }

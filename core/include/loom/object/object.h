@@ -186,33 +186,32 @@ struct IsObjectPtr<ObjectPtr<T>> : std::true_type {};
 }  // namespace loom
 
 // Declares the type key, parent and runtime type index of an object type.
-#define LOOM_OBJECT(TypeName, ParentName, TypeKey)                                   \
-  static constexpr const char* _type_key = TypeKey;                                  \
-  using _parent_type = ParentName;                                                   \
-  static uint32_t runtime_type_index() {                                             \
-    static const uint32_t index = ::loom::TypeRegistry::register_type(               \
-        TypeKey, ParentName::runtime_type_index(), &::loom::detail::describe_type<TypeName>); \
-    return index;                                                                    \
+#define LOOM_OBJECT(TypeName, ParentName, TypeKey)                                                               \
+  static constexpr const char* _type_key = TypeKey;                                                              \
+  using _parent_type = ParentName;                                                                               \
+  static uint32_t runtime_type_index() {                                                                         \
+    static const uint32_t index = ::loom::TypeRegistry::register_type(TypeKey, ParentName::runtime_type_index(), \
+                                                                      &::loom::detail::describe_type<TypeName>); \
+    return index;                                                                                                \
   }
 
 // As LOOM_OBJECT, for a base type that is never instantiated on its own
 // (tir.PrimExpr, ir.Type, ...): it gets no creator, so a deserializer
 // refuses it.
-#define LOOM_ABSTRACT_OBJECT(TypeName, ParentName, TypeKey)                          \
-  static constexpr const char* _type_key = TypeKey;                                  \
-  using _parent_type = ParentName;                                                   \
-  static uint32_t runtime_type_index() {                                             \
-    static const uint32_t index = ::loom::TypeRegistry::register_type(               \
+#define LOOM_ABSTRACT_OBJECT(TypeName, ParentName, TypeKey)                                            \
+  static constexpr const char* _type_key = TypeKey;                                                    \
+  using _parent_type = ParentName;                                                                     \
+  static uint32_t runtime_type_index() {                                                               \
+    static const uint32_t index = ::loom::TypeRegistry::register_type(                                 \
         TypeKey, ParentName::runtime_type_index(), &::loom::detail::describe_abstract_type<TypeName>); \
-    return index;                                                                    \
+    return index;                                                                                      \
   }
 
 // Registers a type when its library is loaded, so that lookups by key (a
 // deserializer, Python) find it before any object of it is made.  For the
 // core and programs; a plugin registers its types in init instead
 // (PluginContext::register_object), where a failure can be rolled back.
-#define LOOM_REGISTER_OBJECT(TypeName) \
-  LOOM_REGISTER_OBJECT_AT(TypeName, __COUNTER__)
+#define LOOM_REGISTER_OBJECT(TypeName) LOOM_REGISTER_OBJECT_AT(TypeName, __COUNTER__)
 #define LOOM_REGISTER_OBJECT_AT(TypeName, N) LOOM_REGISTER_OBJECT_AT2(TypeName, N)
 #define LOOM_REGISTER_OBJECT_AT2(TypeName, N) \
   [[maybe_unused]] static const uint32_t loom_registered_type_##N = TypeName::runtime_type_index()
@@ -221,12 +220,12 @@ struct IsObjectPtr<ObjectPtr<T>> : std::true_type {};
 // The pointer constructor accepts only an ObjectPtr, so that a literal 0 (a
 // null pointer constant) never competes with a value constructor such as
 // PrimExpr(int).
-#define LOOM_OBJECT_REF(RefName, ParentRef, NodeName)                        \
-  RefName() = default;                                                       \
-  template <class P, std::enable_if_t<::loom::detail::IsObjectPtr<P>::value, int> = 0> \
+#define LOOM_OBJECT_REF(RefName, ParentRef, NodeName)                                         \
+  RefName() = default;                                                                        \
+  template <class P, std::enable_if_t<::loom::detail::IsObjectPtr<P>::value, int> = 0>        \
   explicit RefName(P data) : ParentRef(::loom::ObjectPtr<::loom::Object>(std::move(data))) {} \
-  const NodeName* operator->() const { return static_cast<const NodeName*>(data_.get()); } \
-  const NodeName* get() const { return static_cast<const NodeName*>(data_.get()); }         \
+  const NodeName* operator->() const { return static_cast<const NodeName*>(data_.get()); }    \
+  const NodeName* get() const { return static_cast<const NodeName*>(data_.get()); }           \
   using ContainerType = NodeName;
 
 #endif  // LOOM_OBJECT_OBJECT_H_

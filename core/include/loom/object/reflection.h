@@ -61,8 +61,8 @@ struct TypeInfo {
   uint32_t index = 0;
   std::string key;
   uint32_t parent_index = 0;
-  std::vector<uint32_t> ancestors;  // parent first, up to Object
-  std::vector<FieldInfo> fields;    // inherited fields first
+  std::vector<uint32_t> ancestors;            // parent first, up to Object
+  std::vector<FieldInfo> fields;              // inherited fields first
   std::function<ObjectPtr<Object>()> create;  // empty for abstract types
   StructuralKind structural = StructuralKind::kTree;
   std::string owner;  // "core" or the plugin that registered the type
@@ -78,14 +78,22 @@ namespace detail {
 template <class F, class = void>
 struct FieldTypeName {
   static std::string get() {
-    if constexpr (std::is_same_v<F, bool>) return "bool";
-    else if constexpr (std::is_integral_v<F>) return "int";
-    else if constexpr (std::is_floating_point_v<F>) return "float";
-    else if constexpr (std::is_same_v<F, std::string>) return "str";
-    else if constexpr (std::is_same_v<F, DataType>) return "dtype";
-    else if constexpr (std::is_same_v<F, Device>) return "device";
-    else if constexpr (std::is_same_v<F, Any>) return "Any";
-    else if constexpr (std::is_same_v<F, void*>) return "handle";
+    if constexpr (std::is_same_v<F, bool>)
+      return "bool";
+    else if constexpr (std::is_integral_v<F>)
+      return "int";
+    else if constexpr (std::is_floating_point_v<F>)
+      return "float";
+    else if constexpr (std::is_same_v<F, std::string>)
+      return "str";
+    else if constexpr (std::is_same_v<F, DataType>)
+      return "dtype";
+    else if constexpr (std::is_same_v<F, Device>)
+      return "device";
+    else if constexpr (std::is_same_v<F, Any>)
+      return "Any";
+    else if constexpr (std::is_same_v<F, void*>)
+      return "handle";
     else if constexpr (std::is_base_of_v<ObjectRef, F>) {
       // A String field reads as "str", like a std::string one.
       std::string key = F::ContainerType::_type_key;
@@ -103,16 +111,13 @@ class ReflectionBuilder {
   explicit ReflectionBuilder(TypeInfo& info) : info_(info) {}
 
   template <class F>
-  ReflectionBuilder& field(const char* name, F T::*member, const char* doc = "",
-                           uint32_t flags = kFieldNone) {
+  ReflectionBuilder& field(const char* name, F T::*member, const char* doc = "", uint32_t flags = kFieldNone) {
     FieldInfo field;
     field.name = name;
     field.type = detail::FieldTypeName<F>::get();
     field.doc = doc;
     field.flags = flags;
-    field.get = [member](const Object* object) -> Any {
-      return Any(static_cast<const T*>(object)->*member);
-    };
+    field.get = [member](const Object* object) -> Any { return Any(static_cast<const T*>(object)->*member); };
     field.set = [member, flags, name = field.name, type = field.type](Object* object, const Any& value) {
       if constexpr (std::is_base_of_v<ObjectRef, F>) {
         if (value.is_none() && !(flags & kOptional)) {

@@ -40,9 +40,7 @@ class Visitor {
 
   template <class Node>
   void on(std::function<void(const Node*)> handler) {
-    handlers_[Node::runtime_type_index()] = [handler](const Object* node) {
-      handler(static_cast<const Node*>(node));
-    };
+    handlers_[Node::runtime_type_index()] = [handler](const Object* node) { handler(static_cast<const Node*>(node)); };
     resolved_.clear();
   }
 

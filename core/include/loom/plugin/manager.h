@@ -42,9 +42,9 @@ struct PluginRecord {
   std::string name;                        // from the manifest, or the file name if unreadable
   std::optional<PluginManifest> manifest;  // absent when the file could not be read as a plugin
   PluginState state = PluginState::kDiscovered;
-  std::string error;                       // the reason, when failed
-  std::vector<std::string> functions;      // registered by its init, when loaded
-  double load_ms = 0;                      // time spent opening and initialising
+  std::string error;                   // the reason, when failed
+  std::vector<std::string> functions;  // registered by its init, when loaded
+  double load_ms = 0;                  // time spent opening and initialising
 };
 
 class PluginManager {
@@ -99,8 +99,8 @@ class PluginManager {
 // global manager that is not loaded and carries declarations (a loaded
 // plugin's entries are in the registries): what listings and the config
 // validator add to the registries.  Loads nothing.
-void for_each_declaring_plugin(const std::function<void(const std::string& owner,
-                                                        const PluginDeclarations& declarations)>& f);
+void for_each_declaring_plugin(
+    const std::function<void(const std::string& owner, const PluginDeclarations& declarations)>& f);
 
 }  // namespace loom
 

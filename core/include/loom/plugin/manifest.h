@@ -93,7 +93,7 @@ struct PluginManifest {
   std::string cxx_abi;
   std::string description;
   std::vector<std::string> provides;
-  std::vector<std::string> requires_;  // plugin names or capabilities
+  std::vector<std::string> requires_;        // plugin names or capabilities
   std::map<std::string, std::string> extra;  // keys this core does not know
   // From the ".loom_declarations" section, when the plugin has one; its
   // capabilities are in `provides` too.

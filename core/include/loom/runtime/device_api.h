@@ -34,7 +34,7 @@ class WorkspacePool {
   Free free_;
   mutable std::mutex mutex_;
   std::map<size_t, std::vector<void*>> free_blocks_;  // size class -> blocks
-  std::map<void*, size_t> in_use_;                     // block -> size class
+  std::map<void*, size_t> in_use_;                    // block -> size class
 };
 
 class DeviceAPI {

@@ -53,8 +53,8 @@ class NDArrayNode : public Object {
   std::vector<int64_t> shape_storage_;
   std::vector<int64_t> strides_storage_;  // empty: compact
   enum class Storage { kNone, kOwned, kView, kDLPack } storage_ = Storage::kNone;
-  ObjectPtr<Object> base_;                 // kView: the array whose data this shares
-  DLManagedTensor* managed_ = nullptr;     // kDLPack: the producer's tensor
+  ObjectPtr<Object> base_;              // kView: the array whose data this shares
+  DLManagedTensor* managed_ = nullptr;  // kDLPack: the producer's tensor
 };
 
 class NDArray : public ObjectRef {

@@ -146,15 +146,15 @@ class VMFunctionDefNode : public Object {
   Array param_names;  // of str
   Array param_types;  // of VMType
   int64_t num_registers = 0;
-  Array code;           // of int
-  Array allocs;         // of runtime.VMAlloc
-  Array storage_sizes;  // of ShapeExpr: bytes of each storage
+  Array code;                                         // of int
+  Array allocs;                                       // of runtime.VMAlloc
+  Array storage_sizes;                                // of ShapeExpr: bytes of each storage
   Array storage_devices = Array(std::vector<Any>{});  // of int: each storage's device (none: all on the host)
   // of Array of int: the devices each parameter may be passed on besides
   // the host (a parameter only ever copied to one device; none: the host)
   Array param_devices = Array(std::vector<Any>{});
-  Array types;          // of VMType: results of call_packed
-  Array shape_vars;     // of str: the names of the shape variables, by slot
+  Array types;       // of VMType: results of call_packed
+  Array shape_vars;  // of str: the names of the shape variables, by slot
   LOOM_OBJECT(VMFunctionDefNode, Object, "runtime.VMFunctionDef");
   static void reflect(ReflectionBuilder<VMFunctionDefNode>& r) {
     r.field("name", &VMFunctionDefNode::name)
@@ -174,9 +174,9 @@ class VMFunctionDefNode : public Object {
 class VMExecutableNode : public Object {
  public:
   int64_t format = kVMExecutableFormat;
-  Array functions;  // of runtime.VMFunctionDef
-  Array constants;  // of runtime.NDArray
-  Array callees;    // of str: "dps:NAME" or "packed:NAME"
+  Array functions;                            // of runtime.VMFunctionDef
+  Array constants;                            // of runtime.NDArray
+  Array callees;                              // of str: "dps:NAME" or "packed:NAME"
   Array devices = Array(std::vector<Any>{});  // of device: the device table (entry 0 the host; none: only the host)
   int64_t num_threads = 0;
   LOOM_OBJECT(VMExecutableNode, Object, "runtime.VMExecutable");

@@ -80,19 +80,19 @@ class ErrorBuilder {
 };
 struct Raiser {
   template <class ErrorType>
-  [[noreturn]] void operator&(ErrorBuilder<ErrorType>& builder) { builder.raise(); }
+  [[noreturn]] void operator&(ErrorBuilder<ErrorType>& builder) {
+    builder.raise();
+  }
 };
 }  // namespace detail
 
 }  // namespace loom
 
 // LOOM_THROW(TypeError) << "expected int, got " << kind;
-#define LOOM_THROW(ErrorType) \
-  ::loom::detail::Raiser() & ::loom::detail::ErrorBuilder<::loom::ErrorType>()
+#define LOOM_THROW(ErrorType) ::loom::detail::Raiser() & ::loom::detail::ErrorBuilder<::loom::ErrorType>()
 
 // LOOM_CHECK(cond) << "message";  -- an internal invariant, reported as Error.
 #define LOOM_CHECK(cond) \
-  if (!(cond))           \
-  LOOM_THROW(Error) << __FILE__ << ":" << __LINE__ << ": check failed: " #cond ": "
+  if (!(cond)) LOOM_THROW(Error) << __FILE__ << ":" << __LINE__ << ": check failed: " #cond ": "
 
 #endif  // LOOM_SUPPORT_ERROR_H_

@@ -120,9 +120,8 @@ class NamedRegistry {
  private:
   void check_name(const std::string& name) const {
     bool ok = !name.empty() && name.front() != '.' && name.back() != '.' &&
-              std::all_of(name.begin(), name.end(), [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-              });
+              std::all_of(name.begin(), name.end(),
+                          [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; });
     if (!ok) {
       LOOM_THROW(Error) << "invalid " << what_ << " name '" << name
                         << "': use letters, digits, '_' and '.' (e.g. 'hello.greet')";

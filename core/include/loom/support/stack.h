@@ -38,9 +38,9 @@ class NestingError : public Error {
 // The deepest nesting the parsers accept (docs/reliability.md).
 constexpr int kMaxNestingDepth = 1000000;
 
-constexpr size_t kStackRedZone = size_t{256} << 10;       // bytes left before switching
-constexpr size_t kStackSegmentSize = size_t{64} << 20;    // one fresh segment
-constexpr size_t kStackReserveLimit = size_t{16} << 30;   // all segments of a thread
+constexpr size_t kStackRedZone = size_t{256} << 10;      // bytes left before switching
+constexpr size_t kStackSegmentSize = size_t{64} << 20;   // one fresh segment
+constexpr size_t kStackReserveLimit = size_t{16} << 30;  // all segments of a thread
 
 namespace detail {
 // The address below which this thread's current stack is too low (nullptr
@@ -75,7 +75,8 @@ decltype(auto) with_stack(F&& fn) {
       std::remove_reference_t<F>* fn;
       std::optional<R> out;
     } call{&fn, std::nullopt};
-    detail::run_on_new_stack([](void* c) { static_cast<Call*>(c)->out.emplace((*static_cast<Call*>(c)->fn)()); }, &call);
+    detail::run_on_new_stack([](void* c) { static_cast<Call*>(c)->out.emplace((*static_cast<Call*>(c)->fn)()); },
+                             &call);
     return R(std::move(*call.out));
   }
 }

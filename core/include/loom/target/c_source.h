@@ -144,7 +144,7 @@ class CSourcePrinter {
   int64_t constant_elements(const tir::BufferNode* buffer);
   // A helper function of the preamble, written once per file (by name).
   void need_helper(const std::string& name, const std::string& definition);
-  std::ostream& line();  // a new line at the current indentation
+  std::ostream& line();                      // a new line at the current indentation
   void open_block(const std::string& head);  // "head {", indented
   void close_block();
 
@@ -169,7 +169,7 @@ class CSourcePrinter {
   std::map<std::string, std::string> helpers_;  // name -> definition
   std::vector<std::string> helper_order_;
   std::vector<std::string> outlined_;  // closures of parallel loops, printed before their user
-  bool has_result_ = false;  // a body with ret slots (not a closure)
+  bool has_result_ = false;            // a body with ret slots (not a closure)
   int closures_ = 0;
 };
 

@@ -77,7 +77,7 @@ class TargetKindRegistry {
   static std::optional<TargetKindEntry> declaration(const std::string& name);
   static void register_kind(TargetKindEntry entry);
   static std::optional<TargetKindEntry> entry(const std::string& name);  // no loading
-  static TargetKindEntry get(const std::string& name);  // lazy; LookupError with a suggestion
+  static TargetKindEntry get(const std::string& name);                   // lazy; LookupError with a suggestion
   static std::vector<std::string> list();
 };
 
@@ -116,7 +116,7 @@ struct TargetTag {
 class TargetTagRegistry {
  public:
   static void register_tag(TargetTag tag);
-  static TargetTag get(const std::string& name);  // LookupError with a suggestion
+  static TargetTag get(const std::string& name);                   // LookupError with a suggestion
   static std::optional<TargetTag> entry(const std::string& name);  // no loading
   static std::vector<std::string> list();
   // Every tag registered or declared by a discovered plugin that is not

@@ -60,7 +60,8 @@ Indices buffer_shape(const Buffer& b);
 // Serial loops from 0 over `extents`, outermost first, with fresh int64
 // variables named PREFIX0, PREFIX1, ...; `body(indices)` gives the
 // statement at each index.
-Stmt loop_nest(const Indices& extents, const std::function<Stmt(const Indices&)>& body, const std::string& prefix = "i");
+Stmt loop_nest(const Indices& extents, const std::function<Stmt(const Indices&)>& body,
+               const std::string& prefix = "i");
 
 // Serial loops from 0 over `extents` with the given variables, outermost
 // first, around `body`.

@@ -82,20 +82,22 @@ class BinaryOpNode : public PrimExprNode {
  public:
   PrimExpr a, b;
   LOOM_ABSTRACT_OBJECT(BinaryOpNode, PrimExprNode, "tir.BinaryOp");
-  static void reflect(ReflectionBuilder<BinaryOpNode>& r) { r.field("a", &BinaryOpNode::a).field("b", &BinaryOpNode::b); }
+  static void reflect(ReflectionBuilder<BinaryOpNode>& r) {
+    r.field("a", &BinaryOpNode::a).field("b", &BinaryOpNode::b);
+  }
 };
 
 // Arithmetic results take the operands' dtype (which must agree);
 // comparisons and logic give bool.
-#define LOOM_TIR_BINARY(Name, Key)                                  \
-  class Name##Node : public BinaryOpNode {                          \
-   public:                                                          \
-    LOOM_OBJECT(Name##Node, BinaryOpNode, Key);                     \
-  };                                                                \
-  class Name : public PrimExpr {                                    \
-   public:                                                          \
-    LOOM_OBJECT_REF(Name, PrimExpr, Name##Node)                     \
-    Name(PrimExpr a, PrimExpr b);                                   \
+#define LOOM_TIR_BINARY(Name, Key)              \
+  class Name##Node : public BinaryOpNode {      \
+   public:                                      \
+    LOOM_OBJECT(Name##Node, BinaryOpNode, Key); \
+  };                                            \
+  class Name : public PrimExpr {                \
+   public:                                      \
+    LOOM_OBJECT_REF(Name, PrimExpr, Name##Node) \
+    Name(PrimExpr a, PrimExpr b);               \
   };
 LOOM_TIR_BINARY(Add, "tir.Add")
 LOOM_TIR_BINARY(Sub, "tir.Sub")
@@ -162,7 +164,9 @@ class CallNode : public PrimExprNode {
   std::string op;
   Array args;
   LOOM_OBJECT(CallNode, PrimExprNode, "tir.Call");
-  static void reflect(ReflectionBuilder<CallNode>& r) { r.field("op", &CallNode::op).field("args", &CallNode::args).elements<PrimExpr>(); }
+  static void reflect(ReflectionBuilder<CallNode>& r) {
+    r.field("op", &CallNode::op).field("args", &CallNode::args).elements<PrimExpr>();
+  }
 };
 class Call : public PrimExpr {
  public:
@@ -184,8 +188,10 @@ class BufferNode : public Object {
   static void reflect(ReflectionBuilder<BufferNode>& r) {
     r.field("data", &BufferNode::data)
         .field("dtype", &BufferNode::dtype)
-        .field("shape", &BufferNode::shape).elements<PrimExpr>()
-        .field("strides", &BufferNode::strides).elements<PrimExpr>()
+        .field("shape", &BufferNode::shape)
+        .elements<PrimExpr>()
+        .field("strides", &BufferNode::strides)
+        .elements<PrimExpr>()
         .field("elem_offset", &BufferNode::elem_offset)
         .field("scope", &BufferNode::scope)
         .field("name", &BufferNode::name, "name hint", kStructuralIgnore);

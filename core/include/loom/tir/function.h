@@ -19,7 +19,10 @@ class PrimFuncNode : public ir::BaseFuncNode {
   ir::Type ret;
   LOOM_OBJECT(PrimFuncNode, ir::BaseFuncNode, "tir.PrimFunc");
   static void reflect(ReflectionBuilder<PrimFuncNode>& r) {
-    r.field("params", &PrimFuncNode::params).elements({"tir.Var", "tir.Buffer"}).field("body", &PrimFuncNode::body).field("ret", &PrimFuncNode::ret, "none: no result", kOptional);
+    r.field("params", &PrimFuncNode::params)
+        .elements({"tir.Var", "tir.Buffer"})
+        .field("body", &PrimFuncNode::body)
+        .field("ret", &PrimFuncNode::ret, "none: no result", kOptional);
   }
 };
 class PrimFunc : public ir::BaseFunc {

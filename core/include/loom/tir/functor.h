@@ -37,10 +37,22 @@ class Rewriter {
  public:
   using PreStmt = std::function<std::optional<Stmt>(const Stmt&)>;
   using PreExpr = std::function<std::optional<PrimExpr>(const PrimExpr&)>;
-  Rewriter& pre_stmt(PreStmt f) { pre_stmt_ = std::move(f); return *this; }
-  Rewriter& post_stmt(StmtFn f) { post_stmt_ = std::move(f); return *this; }
-  Rewriter& pre_expr(PreExpr f) { pre_expr_ = std::move(f); return *this; }
-  Rewriter& post_expr(ExprFn f) { post_expr_ = std::move(f); return *this; }
+  Rewriter& pre_stmt(PreStmt f) {
+    pre_stmt_ = std::move(f);
+    return *this;
+  }
+  Rewriter& post_stmt(StmtFn f) {
+    post_stmt_ = std::move(f);
+    return *this;
+  }
+  Rewriter& pre_expr(PreExpr f) {
+    pre_expr_ = std::move(f);
+    return *this;
+  }
+  Rewriter& post_expr(ExprFn f) {
+    post_expr_ = std::move(f);
+    return *this;
+  }
   Stmt run(const Stmt& s) const;
   PrimExpr run(const PrimExpr& e) const;
 

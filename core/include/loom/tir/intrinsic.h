@@ -3,8 +3,8 @@
 // Each has an arity and, unless it is primitive, an expansion into simpler
 // prim IR (arithmetic and other intrinsics).  A target kind declares the
 // intrinsics its codegen implements directly (its native_intrinsics trait,
-// loom/target/target.h); LowerIntrinsics expands the others.  The core registers the standard set; plugins may add more (a
-// miss asks for the capability "intrinsic:NAME").
+// loom/target/target.h); LowerIntrinsics expands the others.  The core registers the standard set; plugins may add more
+// (a miss asks for the capability "intrinsic:NAME").
 #ifndef LOOM_TIR_INTRINSIC_H_
 #define LOOM_TIR_INTRINSIC_H_
 
@@ -20,7 +20,7 @@ namespace loom::tir {
 
 struct IntrinsicEntry {
   std::string name;
-  int num_args = 1;  // -1: any number (the core's tir.launch)
+  int num_args = 1;        // -1: any number (the core's tir.launch)
   bool float_only = true;  // the arguments are floats (and the result, but for isnan and isinf: bool)
   std::string doc;
   // The call rewritten into simpler prim IR (the same dtype, scalar or
@@ -35,7 +35,6 @@ class IntrinsicRegistry {
   static std::optional<IntrinsicEntry> entry(const std::string& name);  // no loading
   static IntrinsicEntry get(const std::string& name);                   // lazy; LookupError with a suggestion
   static std::vector<std::string> list();
-
 };
 
 }  // namespace loom::tir

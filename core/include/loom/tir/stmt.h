@@ -61,7 +61,8 @@ class BufferStoreNode : public StmtNode {
   static void reflect(ReflectionBuilder<BufferStoreNode>& r) {
     r.field("buffer", &BufferStoreNode::buffer)
         .field("value", &BufferStoreNode::value)
-        .field("indices", &BufferStoreNode::indices).elements<PrimExpr>();
+        .field("indices", &BufferStoreNode::indices)
+        .elements<PrimExpr>();
   }
 };
 class BufferStore : public Stmt {

@@ -14,8 +14,8 @@ namespace loom::tir {
 
 std::optional<int64_t> const_int(const PrimExpr& e);
 bool is_int(DataType t);
-bool is_float(DataType t);     // float or bfloat
-bool is_unsigned(DataType t);  // uint or bool
+bool is_float(DataType t);       // float or bfloat
+bool is_unsigned(DataType t);    // uint or bool
 DataType scalar_of(DataType t);  // one lane of t
 
 // `loop` as a serial loop whose annotations say why a pass left it:

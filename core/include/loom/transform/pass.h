@@ -27,8 +27,8 @@ struct PassInfo {
   std::string name;
   std::string summary;
   int opt_level = 0;
-  std::vector<std::string> required = {};  // passes that must have run before it (Sequential runs them)
-  std::vector<SchemaField> options = {};   // config keys "NAME.OPTION"
+  std::vector<std::string> required = {};     // passes that must have run before it (Sequential runs them)
+  std::vector<SchemaField> options = {};      // config keys "NAME.OPTION"
   std::vector<std::string> needs = {};        // properties that must hold before it runs
   std::vector<std::string> establishes = {};  // properties that hold after it runs
   std::vector<std::string> preserves = {};    // properties it keeps when it changes the module; "*": all
@@ -125,7 +125,7 @@ class PassRegistry {
   // are replaced with it).
   static void register_pass(Pass pass, bool allow_override = false);
   static std::optional<PassEntry> entry(const std::string& name);  // no loading
-  static Pass get(const std::string& name);  // lazy ("pass:NAME"); LookupError with a suggestion
+  static Pass get(const std::string& name);                        // lazy ("pass:NAME"); LookupError with a suggestion
   static std::vector<std::string> list();
 };
 

@@ -204,22 +204,31 @@ TEST(Asm, CheckTheirArgumentsAtRunTime) {
   for (int k = 0; k < 9; ++k) EXPECT_EQ(y.data_as<float>()[k], std::max(x.data_as<float>()[k], 0.0f));
   EXPECT_EQ(error_of([&] { relu(x); }), "relu: takes 2 tensors (inputs, then outputs), got 1");
   EXPECT_EQ(error_of([&] { relu(x, int64_t{3}); }), "relu: argument 1 must be a tensor");
-  EXPECT_EQ(error_of([&] { relu(x, NDArray::empty({3, 3}, DataType::Float(64))); }),
+  EXPECT_EQ(error_of([&] {
+              relu(x, NDArray::empty({3, 3}, DataType::Float(64)));
+            }),
             "relu: argument 1 has dtype code 2 bits 64 lanes 1, expected float32");
-  EXPECT_EQ(error_of([&] { relu(x, NDArray::empty({2, 3}, DataType::Float(32))); }),
+  EXPECT_EQ(error_of([&] {
+              relu(x, NDArray::empty({2, 3}, DataType::Float(32)));
+            }),
             "relu: argument 1 has extent 2 in dimension 0, but n is 3 from an earlier argument");
-  EXPECT_EQ(error_of([&] { relu(x, NDArray::empty({3, 4}, DataType::Float(32))); }),
+  EXPECT_EQ(error_of([&] {
+              relu(x, NDArray::empty({3, 4}, DataType::Float(32)));
+            }),
             "relu: argument 1 has extent 4 in dimension 1, expected 3");
   EXPECT_EQ(error_of([&] { relu(x, NDArray::empty({9}, DataType::Float(32))); }),
             "relu: argument 1 has rank 1, expected 2");
   NDArray a = floats({1}, 1), rows = floats({2, 3}, 2), out = NDArray::empty({2, 3}, DataType::Float(32));
-  EXPECT_EQ(error_of([&] { axpy(a, rows, rows, NDArray::empty({2, 4}, DataType::Float(32))); }),
+  EXPECT_EQ(error_of([&] {
+              axpy(a, rows, rows, NDArray::empty({2, 4}, DataType::Float(32)));
+            }),
             "axpy_rows: argument 3 has extent 4 in dimension 1, expected 3");
   EXPECT_EQ(error_of([&] { axpy(floats({2}, 1), rows, rows, out); }),
             "axpy_rows: argument 0 has extent 2 in dimension 0, expected 1");
   axpy(a, rows, rows, out);
   for (int k = 0; k < 6; ++k) {
-    EXPECT_EQ(out.data_as<float>()[k], std::fma(a.data_as<float>()[0], rows.data_as<float>()[k], rows.data_as<float>()[k]));
+    EXPECT_EQ(out.data_as<float>()[k],
+              std::fma(a.data_as<float>()[0], rows.data_as<float>()[k], rows.data_as<float>()[k]));
   }
 }
 
@@ -228,8 +237,9 @@ TEST(Asm, BuildChecksTheTargetsIsaAndExtensions) {
   ir::IRModule arm = ir::parse_module(
       model("isa: \"aarch64\"", "  .globl relu\\nrelu:\\n  fmax v0.4s, v0.4s, v1.4s\\n  ret\\n"), "arm.loom");
   ir::IRModule arm_only = ir::IRModule({{"relu", arm.lookup("relu")}});
-  EXPECT_NE(error_of([&] { driver::build(arm, target::Target("llvm", Map({{"mcpu", "haswell"}}))); })
-                .find("asm: @relu: it is written for aarch64, but target llvm (mcpu haswell) is x86_64"),
+  EXPECT_NE(error_of([&] {
+              driver::build(arm, target::Target("llvm", Map({{"mcpu", "haswell"}})));
+            }).find("asm: @relu: it is written for aarch64, but target llvm (mcpu haswell) is x86_64"),
             std::string::npos);
   // An aarch64 target builds it; this x86-64 process cannot run it, and says so.
   target::Target aarch64("llvm", Map({{"mtriple", "aarch64-unknown-linux-gnu"}, {"mcpu", "cortex-a72"}}));
@@ -242,7 +252,9 @@ TEST(Asm, BuildChecksTheTargetsIsaAndExtensions) {
   ir::IRModule wide = ir::parse_module(model("features: [\"avx512f\"], isa: \"x86_64\"",
                                              "  .globl relu\\nrelu:\\n  vmaxps %zmm1, %zmm0, %zmm0\\n  ret\\n"),
                                        "wide.loom");
-  EXPECT_NE(error_of([&] { driver::build(wide, target::Target("llvm", Map({{"mcpu", "haswell"}}))); })
+  EXPECT_NE(error_of([&] {
+              driver::build(wide, target::Target("llvm", Map({{"mcpu", "haswell"}})));
+            })
                 .find("asm: @relu: it uses the x86_64 extension avx512f, which target llvm (mcpu haswell) lacks; "
                       "build for a CPU that has it (mcpu, mattr) or write the function without it"),
             std::string::npos);
@@ -269,7 +281,8 @@ TEST(Asm, EveryKnownExtensionIsOneLLVMKnows) {
   for (const auto& [isa, target] :
        {std::pair<std::string, target::Target>{"x86_64", target::Target("llvm", Map({{"mcpu", "sapphirerapids"}}))},
         std::pair<std::string, target::Target>{
-            "aarch64", target::Target("llvm", Map({{"mtriple", "aarch64-unknown-linux-gnu"}, {"mcpu", "neoverse-v1"}}))}}) {
+            "aarch64",
+            target::Target("llvm", Map({{"mtriple", "aarch64-unknown-linux-gnu"}, {"mcpu", "neoverse-v1"}}))}}) {
     std::string listed = problem("features: [\"bogus\"], isa: \"" + isa + "\"", "x");
     size_t start = listed.find("(known: ");
     ASSERT_NE(start, std::string::npos) << listed;
@@ -299,7 +312,9 @@ TEST(Asm, TwoFunctionsMayNotDefineOneSymbol) {
       "helper:\\n  ret\\n\"\n"
       "@b = extern \"asm\" dps fn() -> none attrs {isa: \"x86_64\"} payload \"  .globl b\\n  .globl helper\\nb:\\n"
       "helper:\\n  ret\\n\"\n");
-  EXPECT_EQ(error_of([&] { driver::build_kernels(m, target::Target("llvm", Map({{"mcpu", "haswell"}}))); }),
+  EXPECT_EQ(error_of([&] {
+              driver::build_kernels(m, target::Target("llvm", Map({{"mcpu", "haswell"}})));
+            }),
             "asm: @b: it defines the global symbol 'helper', as @a does");
 }
 

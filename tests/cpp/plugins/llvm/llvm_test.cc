@@ -133,8 +133,8 @@ TEST(LLVM, StridedVectorAccessesReadAndWriteTheRightElements) {
   }
 }
 )";
-  ir::IRModule passes = transform::sequential({transform::PassRegistry::get("FlattenBuffer"),
-                                               transform::PassRegistry::get("VectorizeLoop")})(
+  ir::IRModule passes = transform::sequential(
+      {transform::PassRegistry::get("FlattenBuffer"), transform::PassRegistry::get("VectorizeLoop")})(
       ir::parse_module(text, "strided.loom"), transform::PassContext());
   std::string ir_text = ir::print_module(passes);
   EXPECT_NE(ir_text.find("%Z[ramp(%o, 5, 8)]"), std::string::npos) << ir_text;  // really vectorized
@@ -164,7 +164,8 @@ TEST(LLVM, JitAndExportedLibraryAgreeAndMatchRef) {
   let %y = max_pool2d(relu(add(conv2d(%x, %k, padding=[1]), %c)), pool_size=[2, 2], strides=[2, 2]);
   softmax(add(dense(flatten(%y), %w), %b), axis=-1)
 }
-)", "cnn.loom");
+)",
+                                        "cnn.loom");
   auto host = config::load_config(std::string(LOOM_SOURCE_DIR) + "/configs/host.yaml");
   auto ref = config::load_config(std::string(LOOM_SOURCE_DIR) + "/configs/ref.yaml");
   std::vector<NDArray> args = {floats({2, 3, 10, 10}, 11), floats({4, 3, 3, 3}, 12), floats({4, 1, 1}, 13),
@@ -202,7 +203,8 @@ TEST(LLVM, TheDocumentedMatmulScheduleComputesTheProduct) {
     }
   }
 }
-)", "matmul.loom");
+)",
+                                    "matmul.loom");
   using namespace tir;  // NOLINT: as in the documentation
   Schedule s(downcast<PrimFunc>(m.lookup("matmul")));
   // --- the documented schedule ---
@@ -222,18 +224,20 @@ TEST(LLVM, TheDocumentedMatmulScheduleComputesTheProduct) {
     s.vectorize(nest[2]);
   }
   s.reorder({"k", nests[1][0], nests[1][1], nests[1][2]});  // k outside the tile
-  s.compute_at("c0", joo);                 // pack each panel right before its row tiles
-  s.parallel(joo);                         // panels over the threads
+  s.compute_at("c0", joo);                                  // pack each panel right before its row tiles
+  s.parallel(joo);                                          // panels over the threads
   // ---
   EXPECT_EQ(panel, "B_local");
   auto config = config::parse_config(
-      "target:\n  kind: llvm\npipeline:\n  passes: [LowerIntrinsics, FlattenBuffer, Simplify, VectorizeLoop, UnrollLoop, "
+      "target:\n  kind: llvm\npipeline:\n  passes: [LowerIntrinsics, FlattenBuffer, Simplify, VectorizeLoop, "
+      "UnrollLoop, "
       "Simplify]\n",
       "lowering.yaml");
   ir::IRModule lowered = config.pipeline()(config.constrain(m.with_function("matmul", s.func())), config.context);
   std::string text = ir::print_module(lowered);
   EXPECT_NE(text.find("for %j_o_o: int64 from 0 extent 4 parallel {\n      for %c1: int64 from 0 extent 64 {"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("broadcast(%A"), std::string::npos) << text;  // the vector FMA of the tile
   NDArray a = floats({n, n}, 21), b = floats({n, n}, 22), c = NDArray::empty({n, n}, DataType::Float(32));
   driver::build_kernels(lowered, config.target).get_function("matmul")(a, b, c);
@@ -247,17 +251,21 @@ TEST(LLVM, TheDocumentedMatmulScheduleComputesTheProduct) {
 }
 
 TEST(LLVM, TargetAttributesAreChecked) {
-  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"mcpu", Any(std::string("znver9"))}}); })
-                .find("mcpu 'znver9' is not a CPU of"),
+  EXPECT_NE(error_of([] {
+              target::Target("llvm", Map{{"mcpu", Any(std::string("znver9"))}});
+            }).find("mcpu 'znver9' is not a CPU of"),
             std::string::npos);
-  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"mattr", Any(std::string("avx2"))}}); })
-                .find("mattr entry 'avx2' must start with + or -"),
+  EXPECT_NE(error_of([] {
+              target::Target("llvm", Map{{"mattr", Any(std::string("avx2"))}});
+            }).find("mattr entry 'avx2' must start with + or -"),
             std::string::npos);
-  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"mtriple", Any(std::string("nonsense-x-y"))}}); })
-                .find("mtriple 'nonsense-x-y' is not supported"),
+  EXPECT_NE(error_of([] {
+              target::Target("llvm", Map{{"mtriple", Any(std::string("nonsense-x-y"))}});
+            }).find("mtriple 'nonsense-x-y' is not supported"),
             std::string::npos);
-  EXPECT_NE(error_of([] { target::Target("llvm", Map{{"opt-level", Any(int64_t{7})}}); })
-                .find("attribute 'opt-level' must be from 0 to 3, got 7"),
+  EXPECT_NE(error_of([] {
+              target::Target("llvm", Map{{"opt-level", Any(int64_t{7})}});
+            }).find("attribute 'opt-level' must be from 0 to 3, got 7"),
             std::string::npos);
 }
 

@@ -57,9 +57,11 @@ tir::Stmt schedule(const tir::Stmt& s) {
     sub.on<tir::VarNode>([&](const tir::VarNode* var, const ObjectRef& me) -> Any {
       return var == f->loop_var.get() ? Any(at) : Any(me);
     });
-    tir::Stmt guarded = tir::IfThenElse(tir::LT(tir::Sub(at, f->min), tir::PrimExpr(n)), sub.mutate_as<tir::Stmt>(body));
-    return Any(tir::For(o, tir::PrimExpr(int64_t{0}), tir::PrimExpr((n + 3) / 4), tir::ForKind::kSerial,
-                        tir::For(vv, tir::PrimExpr(int64_t{0}), tir::PrimExpr(int64_t{4}), tir::ForKind::kVectorized, guarded)));
+    tir::Stmt guarded =
+        tir::IfThenElse(tir::LT(tir::Sub(at, f->min), tir::PrimExpr(n)), sub.mutate_as<tir::Stmt>(body));
+    return Any(tir::For(
+        o, tir::PrimExpr(int64_t{0}), tir::PrimExpr((n + 3) / 4), tir::ForKind::kSerial,
+        tir::For(vv, tir::PrimExpr(int64_t{0}), tir::PrimExpr(int64_t{4}), tir::ForKind::kVectorized, guarded)));
   });
   return m.mutate_as<tir::Stmt>(s);
 }
@@ -84,7 +86,7 @@ NDArray random_tensor(const std::vector<int64_t>& shape, unsigned seed) {
 }  // namespace
 
 TEST(LoopPasses, ScheduledLoweringsGiveBitIdenticalResults) {
-  const std::vector<std::string> loop_passes = {"FlattenBuffer", "Simplify",    "LoopPartition", "VectorizeLoop",
+  const std::vector<std::string> loop_passes = {"FlattenBuffer", "Simplify",       "LoopPartition", "VectorizeLoop",
                                                 "UnrollLoop",    "StorageRewrite", "Simplify"};
   struct Case {
     std::string params, body;
@@ -96,7 +98,8 @@ TEST(LoopPasses, ScheduledLoweringsGiveBitIdenticalResults) {
            {"%x: Tensor[(5, 9), float32]", "softmax(%x)", {{5, 9}}},
            {"%x: Tensor[(4, 6), float32], %w: Tensor[(6, 5), float32]", "matmul(%x, %w)", {{4, 6}, {6, 5}}, false},
            {"%x: Tensor[(1, 2, 6, 5), float32], %w: Tensor[(3, 2, 3, 3), float32]",
-            "max_pool2d(conv2d(%x, %w, padding=[1]), pool_size=[2], strides=[2])", {{1, 2, 6, 5}, {3, 2, 3, 3}}},
+            "max_pool2d(conv2d(%x, %w, padding=[1]), pool_size=[2], strides=[2])",
+            {{1, 2, 6, 5}, {3, 2, 3, 3}}},
            {"%x: Tensor[(6, 10), float32], %g: Tensor[(10,), float32]", "layer_norm(%x, %g, %g)", {{6, 10}, {10}}}}) {
     SCOPED_TRACE(c.body);
     ir::IRModule model = ir::parse_module("@main = fn(" + c.params + ") { " + c.body + " }");
@@ -113,8 +116,14 @@ TEST(LoopPasses, ScheduledLoweringsGiveBitIdenticalResults) {
     std::vector<Any> args;
     for (size_t i = 0; i < c.shapes.size(); ++i) args.push_back(Any(random_tensor(c.shapes[i], 40 + i)));
     config::Config none = config_with("[]");
-    NDArray want = driver::build(lowered, none).get_function("main").call(args.data(), static_cast<int32_t>(args.size())).cast<NDArray>();
-    NDArray got = driver::build(loops, none).get_function("main").call(args.data(), static_cast<int32_t>(args.size())).cast<NDArray>();
+    NDArray want = driver::build(lowered, none)
+                       .get_function("main")
+                       .call(args.data(), static_cast<int32_t>(args.size()))
+                       .cast<NDArray>();
+    NDArray got = driver::build(loops, none)
+                      .get_function("main")
+                      .call(args.data(), static_cast<int32_t>(args.size()))
+                      .cast<NDArray>();
     ASSERT_EQ(got.shape_vector(), want.shape_vector());
     EXPECT_EQ(std::memcmp(got.data_as<float>(), want.data_as<float>(), want->nbytes()), 0);
   }
@@ -122,17 +131,20 @@ TEST(LoopPasses, ScheduledLoweringsGiveBitIdenticalResults) {
 
 TEST(LoopPasses, IntrinsicExpansionsAgreeWithTheCLibrary) {
   using Ref = double (*)(double);
-  const std::vector<std::pair<std::string, Ref>> cases = {
-      {"rsqrt", [](double x) { return 1 / std::sqrt(x); }}, {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }},
-      {"tanh", [](double x) { return std::tanh(x); }},        {"erf", [](double x) { return std::erf(x); }},
-      {"exp2", [](double x) { return std::exp2(x); }},        {"log2", [](double x) { return std::log2(x); }},
-      {"log10", [](double x) { return std::log10(x); }}};
+  const std::vector<std::pair<std::string, Ref>> cases = {{"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
+                                                          {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }},
+                                                          {"tanh", [](double x) { return std::tanh(x); }},
+                                                          {"erf", [](double x) { return std::erf(x); }},
+                                                          {"exp2", [](double x) { return std::exp2(x); }},
+                                                          {"log2", [](double x) { return std::log2(x); }},
+                                                          {"log10", [](double x) { return std::log10(x); }}};
   for (const auto& [op, ref] : cases) {
     SCOPED_TRACE(op);
     bool positive = op == "rsqrt" || op.rfind("log", 0) == 0;
-    ir::IRModule m = ir::parse_module("@f = prim_func(%X: Buffer[(257), float32], %Y: Buffer[(257), float32]) {\n"
-                                      "  for %i: int64 from 0 extent 257 {\n    %Y[%i] = call(float32, \"" + op +
-                                      "\", %X[%i]);\n  }\n}\n");
+    ir::IRModule m = ir::parse_module(
+        "@f = prim_func(%X: Buffer[(257), float32], %Y: Buffer[(257), float32]) {\n"
+        "  for %i: int64 from 0 extent 257 {\n    %Y[%i] = call(float32, \"" +
+        op + "\", %X[%i]);\n  }\n}\n");
     // The host CPU target implements no intrinsic natively: all expand.
     ir::IRModule lowered = run({"LowerIntrinsics"}, target::with_target(m, target::Target("cpu", Map::empty())));
     std::string text = ir::print_module(lowered);
@@ -148,7 +160,8 @@ TEST(LoopPasses, IntrinsicExpansionsAgreeWithTheCLibrary) {
   }
   // The ref target implements them all: nothing expands.
   ir::IRModule m = ir::parse_module(
-      "@f = prim_func(%X: Buffer[(2), float32], %Y: Buffer[(2), float32]) {\n  %Y[0] = call(float32, \"erf\", %X[0]);\n}\n");
+      "@f = prim_func(%X: Buffer[(2), float32], %Y: Buffer[(2), float32]) {\n  %Y[0] = call(float32, \"erf\", "
+      "%X[0]);\n}\n");
   ir::IRModule kept = run({"LowerIntrinsics"}, target::with_target(m, target::Target("ref", Map::empty())));
   EXPECT_NE(ir::print_module(kept).find("\"erf\""), std::string::npos);
   // Unknown intrinsics and wrong arity are errors naming the function.
@@ -179,7 +192,8 @@ TEST(LoopPasses, RefusalsAndLimitsAreReported) {
 }
 )");
   std::string text = ir::print_module(run({"VectorizeLoop", "UnrollLoop"}, m));
-  EXPECT_NE(text.find("vectorize_refused: \"its extent 100 exceeds VectorizeLoop.max_lanes (64)\""), std::string::npos) << text;
+  EXPECT_NE(text.find("vectorize_refused: \"its extent 100 exceeds VectorizeLoop.max_lanes (64)\""), std::string::npos)
+      << text;
   EXPECT_NE(text.find("unroll_refused: \"its extent is not a constant\""), std::string::npos) << text;
   EXPECT_EQ(text.find(" vectorized {"), std::string::npos) << text;
 }

@@ -69,7 +69,8 @@ void expect_close(float got, double want, const std::string& where) {
     EXPECT_TRUE(std::isnan(got)) << where;
     return;
   }
-  EXPECT_LE(std::fabs(got - want), 2e-6 * std::max(1.0, std::fabs(want))) << where << ": got " << got << ", want " << want;
+  EXPECT_LE(std::fabs(got - want), 2e-6 * std::max(1.0, std::fabs(want)))
+      << where << ": got " << got << ", want " << want;
 }
 
 using UnaryRef = std::function<double(double)>;
@@ -82,14 +83,16 @@ void check_unary(const std::string& op, const UnaryRef& ref, float lo, float hi)
     NDArray y = m.get_function("main")(x).cast<NDArray>();
     ASSERT_EQ(y.shape_vector(), shape);
     for (int64_t i = 0; i < x->numel(); ++i) {
-      expect_close(y.data_as<float>()[i], ref(x.data_as<float>()[i]), op + shape_text(shape) + "[" + std::to_string(i) + "]");
+      expect_close(y.data_as<float>()[i], ref(x.data_as<float>()[i]),
+                   op + shape_text(shape) + "[" + std::to_string(i) + "]");
     }
   }
 }
 
 void check_binary(const std::string& op, const BinaryRef& ref, bool to_bool = false, float lo = -3, float hi = 3) {
   using Shapes = std::pair<std::vector<int64_t>, std::vector<int64_t>>;
-  for (const Shapes& s : std::vector<Shapes>{{{7}, {7}}, {{3, 4}, {4}}, {{3, 1}, {1, 5}}, {{2, 3, 5}, {3, 1}}, {{1}, {2, 3}}}) {
+  for (const Shapes& s :
+       std::vector<Shapes>{{{7}, {7}}, {{3, 4}, {4}}, {{3, 1}, {1, 5}}, {{2, 3, 5}, {3, 1}}, {{1}, {2, 3}}}) {
     std::vector<int64_t> out_shape(std::max(s.first.size(), s.second.size()));
     for (size_t k = 0; k < out_shape.size(); ++k) {
       size_t r = out_shape.size() - 1 - k;
@@ -97,8 +100,8 @@ void check_binary(const std::string& op, const BinaryRef& ref, bool to_bool = fa
       int64_t b = k < s.second.size() ? s.second[s.second.size() - 1 - k] : 1;
       out_shape[r] = std::max(a, b);
     }
-    Module m = build("@main = fn(%a: " + tensor_type(s.first) + ", %b: " + tensor_type(s.second) + ") { " + op +
-                     "(%a, %b) }");
+    Module m =
+        build("@main = fn(%a: " + tensor_type(s.first) + ", %b: " + tensor_type(s.second) + ") { " + op + "(%a, %b) }");
     NDArray a = random_tensor(s.first, 5, lo, hi), b = random_tensor(s.second, 6, lo, hi);
     if (to_bool) {  // make some elements equal
       for (int64_t i = 0; i < b->numel(); i += 2) b.data_as<float>()[i] = a.data_as<float>()[i % a->numel()];
@@ -122,18 +125,30 @@ double f32(double v) { return static_cast<float>(v); }
 }  // namespace
 
 TEST(Ops, UnaryAgreeWithReferences) {
-  check_unary("relu", [](double x) { return std::max(x, 0.0); }, -3, 3);
-  check_unary("neg", [](double x) { return -x; }, -3, 3);
-  check_unary("abs", [](double x) { return std::fabs(x); }, -3, 3);
-  check_unary("exp", [](double x) { return f32(std::exp(x)); }, -3, 3);
-  check_unary("log", [](double x) { return f32(std::log(x)); }, 0.01f, 5);
-  check_unary("sqrt", [](double x) { return f32(std::sqrt(x)); }, 0, 5);
-  check_unary("rsqrt", [](double x) { return f32(1 / std::sqrt(x)); }, 0.01f, 5);
-  check_unary("tanh", [](double x) { return f32(std::tanh(x)); }, -3, 3);
-  check_unary("sigmoid", [](double x) { return f32(1 / (1 + std::exp(-x))); }, -6, 6);
-  check_unary("erf", [](double x) { return f32(std::erf(x)); }, -3, 3);
-  check_unary("gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3);
-  check_unary("silu", [](double x) { return x / (1 + std::exp(-x)); }, -6, 6);
+  check_unary(
+      "relu", [](double x) { return std::max(x, 0.0); }, -3, 3);
+  check_unary(
+      "neg", [](double x) { return -x; }, -3, 3);
+  check_unary(
+      "abs", [](double x) { return std::fabs(x); }, -3, 3);
+  check_unary(
+      "exp", [](double x) { return f32(std::exp(x)); }, -3, 3);
+  check_unary(
+      "log", [](double x) { return f32(std::log(x)); }, 0.01f, 5);
+  check_unary(
+      "sqrt", [](double x) { return f32(std::sqrt(x)); }, 0, 5);
+  check_unary(
+      "rsqrt", [](double x) { return f32(1 / std::sqrt(x)); }, 0.01f, 5);
+  check_unary(
+      "tanh", [](double x) { return f32(std::tanh(x)); }, -3, 3);
+  check_unary(
+      "sigmoid", [](double x) { return f32(1 / (1 + std::exp(-x))); }, -6, 6);
+  check_unary(
+      "erf", [](double x) { return f32(std::erf(x)); }, -3, 3);
+  check_unary(
+      "gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3);
+  check_unary(
+      "silu", [](double x) { return x / (1 + std::exp(-x)); }, -6, 6);
 }
 
 TEST(Ops, BinaryBroadcastAgreeWithReferences) {
@@ -141,15 +156,22 @@ TEST(Ops, BinaryBroadcastAgreeWithReferences) {
   check_binary("subtract", [](double a, double b) { return a - b; });
   check_binary("multiply", [](double a, double b) { return a * b; });
   check_binary("divide", [](double a, double b) { return a / b; });
-  check_binary("power", [](double a, double b) { return std::pow(a, b); }, false, 0.1f, 2);
+  check_binary(
+      "power", [](double a, double b) { return std::pow(a, b); }, false, 0.1f, 2);
   check_binary("maximum", [](double a, double b) { return std::max(a, b); });
   check_binary("minimum", [](double a, double b) { return std::min(a, b); });
-  check_binary("equal", [](double a, double b) { return a == b; }, true);
-  check_binary("not_equal", [](double a, double b) { return a != b; }, true);
-  check_binary("less", [](double a, double b) { return a < b; }, true);
-  check_binary("less_equal", [](double a, double b) { return a <= b; }, true);
-  check_binary("greater", [](double a, double b) { return a > b; }, true);
-  check_binary("greater_equal", [](double a, double b) { return a >= b; }, true);
+  check_binary(
+      "equal", [](double a, double b) { return a == b; }, true);
+  check_binary(
+      "not_equal", [](double a, double b) { return a != b; }, true);
+  check_binary(
+      "less", [](double a, double b) { return a < b; }, true);
+  check_binary(
+      "less_equal", [](double a, double b) { return a <= b; }, true);
+  check_binary(
+      "greater", [](double a, double b) { return a > b; }, true);
+  check_binary(
+      "greater_equal", [](double a, double b) { return a >= b; }, true);
 }
 
 TEST(Ops, WhereClipCastAndSymbolicShapes) {
@@ -206,8 +228,10 @@ TEST(Ops, ReductionsOverAxesAgreeWithReferences) {
         for (int64_t a : axes) reduced[(a + 3) % 3] = true;
         std::vector<int64_t> out_shape, kept_shape;
         for (size_t k = 0; k < 3; ++k) {
-          if (!reduced[k]) out_shape.push_back(shape[k]);
-          else if (keep) out_shape.push_back(1);
+          if (!reduced[k])
+            out_shape.push_back(shape[k]);
+          else if (keep)
+            out_shape.push_back(1);
           kept_shape.push_back(reduced[k] ? 1 : shape[k]);
         }
         std::string call = op + "(%x, axis=" + axes_text(axes) + ", keepdims=" + (keep ? "true" : "false") + ")";
@@ -217,7 +241,9 @@ TEST(Ops, ReductionsOverAxesAgreeWithReferences) {
         int64_t count = 1;
         for (int64_t d : kept_shape) count *= d;
         count = x->numel() / count;
-        std::vector<double> ref(static_cast<size_t>(y->numel()), op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0);
+        std::vector<double> ref(static_cast<size_t>(y->numel()), op == "max"   ? -INFINITY
+                                                                 : op == "min" ? INFINITY
+                                                                               : 0.0);
         for (int64_t i = 0; i < x->numel(); ++i) {
           std::vector<int64_t> index = unravel(i, shape);
           for (size_t k = 0; k < 3; ++k)
@@ -281,7 +307,8 @@ TEST(Ops, MatmulAndDenseAgreeWithReferences) {
         want += (c.ta ? element(a, c.a, kk, i) : element(a, c.a, i, kk)) *
                 (c.tb ? element(b, c.b, j, kk) : element(b, c.b, kk, j));
       }
-      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << flat;
+      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want)))
+          << call << " " << flat;
     }
   }
   // dense: x (2, 3, 4) against w (5, 4).
@@ -310,11 +337,29 @@ TEST(Ops, ShapeOperatorsMoveTheRightElements) {
   std::vector<Case> cases = {
       {"reshape(%x, shape=[4, -1])", s3, {4, 6}, [&](const std::vector<int64_t>& o) { return o[0] * 6 + o[1]; }},
       {"flatten(%x)", s3, {2, 12}, [&](const std::vector<int64_t>& o) { return o[0] * 12 + o[1]; }},
-      {"transpose(%x)", s3, {4, 3, 2}, [&](const std::vector<int64_t>& o) { return ravel({o[2], o[1], o[0]}, s3); }},
-      {"transpose(%x, axes=[1, -1, 0])", s3, {3, 4, 2}, [&](const std::vector<int64_t>& o) { return ravel({o[2], o[0], o[1]}, s3); }},
-      {"expand_dims(%x, axis=1)", s3, {2, 1, 3, 4}, [&](const std::vector<int64_t>& o) { return ravel({o[0], o[2], o[3]}, s3); }},
+      {"transpose(%x)",
+       s3,
+       {4, 3, 2},
+       [&](const std::vector<int64_t>& o) {
+         return ravel({o[2], o[1], o[0]}, s3);
+       }},
+      {"transpose(%x, axes=[1, -1, 0])",
+       s3,
+       {3, 4, 2},
+       [&](const std::vector<int64_t>& o) {
+         return ravel({o[2], o[0], o[1]}, s3);
+       }},
+      {"expand_dims(%x, axis=1)",
+       s3,
+       {2, 1, 3, 4},
+       [&](const std::vector<int64_t>& o) {
+         return ravel({o[0], o[2], o[3]}, s3);
+       }},
       {"squeeze(%x)", {3, 1, 4, 1}, {3, 4}, [&](const std::vector<int64_t>& o) { return o[0] * 4 + o[1]; }},
-      {"squeeze(%x, axis=[-1])", {3, 1, 4, 1}, {3, 1, 4}, [&](const std::vector<int64_t>& o) { return o[0] * 4 + o[2]; }},
+      {"squeeze(%x, axis=[-1])",
+       {3, 1, 4, 1},
+       {3, 1, 4},
+       [&](const std::vector<int64_t>& o) { return o[0] * 4 + o[2]; }},
       {"broadcast_to(%x, shape=[2, 3, 4])", {3, 1}, {2, 3, 4}, [&](const std::vector<int64_t>& o) { return o[1]; }},
   };
   for (const Case& c : cases) {
@@ -329,7 +374,8 @@ TEST(Ops, ShapeOperatorsMoveTheRightElements) {
 }
 
 TEST(Ops, ConcatSplitSlicePad) {
-  NDArray a = random_tensor({2, 3, 4}, 91, -5, 5), b = random_tensor({2, 1, 4}, 92, -5, 5), c = random_tensor({2, 2, 4}, 93, -5, 5);
+  NDArray a = random_tensor({2, 3, 4}, 91, -5, 5), b = random_tensor({2, 1, 4}, 92, -5, 5),
+          c = random_tensor({2, 2, 4}, 93, -5, 5);
   Module m = build(R"(
 @main = fn(%a: Tensor[(2, 3, 4), float32], %b: Tensor[(2, 1, 4), float32], %c: Tensor[(2, 2, 4), float32]) {
   let %j = concat(%a, %b, %c, axis=1);
@@ -398,7 +444,8 @@ TEST(Ops, NormalisationsAgreeWithReferences) {
   }
   // layer_norm over the last axis, batch_norm over axis 1.
   NDArray g = random_tensor({7}, 52, 0.5f, 2), b = random_tensor({7}, 53, -1, 1);
-  Module ln = build("@main = fn(%x: " + tensor_type(shape) + ", %g: Tensor[(7), float32], %b: Tensor[(7), float32]) { layer_norm(%x, %g, %b, epsilon=0.001) }");
+  Module ln = build("@main = fn(%x: " + tensor_type(shape) +
+                    ", %g: Tensor[(7), float32], %b: Tensor[(7), float32]) { layer_norm(%x, %g, %b, epsilon=0.001) }");
   NDArray y = ln.get_function("main")(x, g, b).cast<NDArray>();
   for (int64_t row = 0; row < 15; ++row) {
     double mean = 0, var = 0;
@@ -407,19 +454,24 @@ TEST(Ops, NormalisationsAgreeWithReferences) {
     for (int64_t k = 0; k < 7; ++k) var += std::pow(x.data_as<float>()[row * 7 + k] - mean, 2);
     var /= 7;
     for (int64_t k = 0; k < 7; ++k) {
-      double want = (x.data_as<float>()[row * 7 + k] - mean) / std::sqrt(var + 0.001) * g.data_as<float>()[k] + b.data_as<float>()[k];
-      EXPECT_LE(std::fabs(y.data_as<float>()[row * 7 + k] - want), 1e-5 * std::max(1.0, std::fabs(want))) << "layer_norm";
+      double want = (x.data_as<float>()[row * 7 + k] - mean) / std::sqrt(var + 0.001) * g.data_as<float>()[k] +
+                    b.data_as<float>()[k];
+      EXPECT_LE(std::fabs(y.data_as<float>()[row * 7 + k] - want), 1e-5 * std::max(1.0, std::fabs(want)))
+          << "layer_norm";
     }
   }
   std::vector<NDArray> p;
   for (unsigned seed : {61u, 62u, 63u}) p.push_back(random_tensor({5}, seed, -1, 1));
   p.push_back(random_tensor({5}, 64, 0.1f, 2));  // variance
-  Module bn = build("@main = fn(%x: " + tensor_type(shape) + ", %g: Tensor[(5), float32], %b: Tensor[(5), float32], %m: Tensor[(5), float32], %v: Tensor[(5), float32]) { batch_norm(%x, %g, %b, %m, %v) }");
+  Module bn = build("@main = fn(%x: " + tensor_type(shape) +
+                    ", %g: Tensor[(5), float32], %b: Tensor[(5), float32], %m: Tensor[(5), float32], %v: Tensor[(5), "
+                    "float32]) { batch_norm(%x, %g, %b, %m, %v) }");
   y = bn.get_function("main")(x, p[0], p[1], p[2], p[3]).cast<NDArray>();
   for (int64_t i = 0; i < x->numel(); ++i) {
     int64_t c = unravel(i, shape)[1];
     double want = (x.data_as<float>()[i] - p[2].data_as<float>()[c]) / std::sqrt(p[3].data_as<float>()[c] + 1e-5) *
-                      p[0].data_as<float>()[c] + p[1].data_as<float>()[c];
+                      p[0].data_as<float>()[c] +
+                  p[1].data_as<float>()[c];
     EXPECT_LE(std::fabs(y.data_as<float>()[i] - want), 1e-5 * std::max(1.0, std::fabs(want))) << "batch_norm " << i;
   }
 }
@@ -434,7 +486,8 @@ TEST(Ops, Conv2dAndPoolingAgreeWithReferences) {
                                          {{1, 4, 6, 5}, {6, 2, 3, 3}, 1, 2, 1, 0, 1, 2, 1, 1, 2},
                                          {{1, 5, 5, 5}, {5, 1, 3, 3}, 1, 1, 1, 1, 1, 1, 1, 1, 5}}) {
     int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3], o = c.w[0], kh = c.w[2], kw = c.w[3];
-    int64_t oh = (h + c.pt + c.pb - c.dh * (kh - 1) - 1) / c.sh + 1, ow = (wd + c.pl + c.pr - c.dw * (kw - 1) - 1) / c.sw + 1;
+    int64_t oh = (h + c.pt + c.pb - c.dh * (kh - 1) - 1) / c.sh + 1,
+            ow = (wd + c.pl + c.pr - c.dw * (kw - 1) - 1) / c.sw + 1;
     auto list = [](std::vector<int64_t> v) { return axes_text(v); };
     std::string call = "conv2d(%x, %w, strides=" + list({c.sh, c.sw}) + ", padding=" + list({c.pt, c.pl, c.pb, c.pr}) +
                        ", dilation=" + list({c.dh, c.dw}) + ", groups=" + std::to_string(c.groups) + ")";
@@ -453,20 +506,23 @@ TEST(Ops, Conv2dAndPoolingAgreeWithReferences) {
             int64_t iy = i[2] * c.sh + a * c.dh - c.pt, ix = i[3] * c.sw + bb * c.dw - c.pl;
             if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
             int64_t ch = (i[1] / og) * cg + ic;
-            want += double(x.data_as<float>()[ravel({i[0], ch, iy, ix}, c.x)]) * w.data_as<float>()[ravel({i[1], ic, a, bb}, c.w)];
+            want += double(x.data_as<float>()[ravel({i[0], ch, iy, ix}, c.x)]) *
+                    w.data_as<float>()[ravel({i[1], ic, a, bb}, c.w)];
           }
         }
       }
-      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << flat;
+      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want)))
+          << call << " " << flat;
     }
   }
   // Pools on a 2 x 3 x 7 x 6 input with a 3x2 window, stride 2, padding (1, 1).
   const std::vector<int64_t> shape = {2, 3, 7, 6};
   NDArray x = random_tensor(shape, 81, -3, 3);
-  for (const std::string call : {"max_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
-                                 "avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
-                                 "avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], count_include_pad=true)",
-                                 "global_avg_pool2d(%x)"}) {
+  for (const std::string call :
+       {"max_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
+        "avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
+        "avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], count_include_pad=true)",
+        "global_avg_pool2d(%x)"}) {
     bool global = call.rfind("global", 0) == 0, is_max = call.rfind("max", 0) == 0;
     bool include = call.find("count_include_pad=true") != std::string::npos;
     int64_t kh = global ? 7 : 3, kw = global ? 6 : 2, s = global ? 1 : 2, p = global ? 0 : 1;
@@ -488,7 +544,8 @@ TEST(Ops, Conv2dAndPoolingAgreeWithReferences) {
         }
       }
       double want = is_max ? acc : acc / double(include ? kh * kw : count);
-      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want))) << call << " " << flat;
+      EXPECT_LE(std::fabs(y.data_as<float>()[flat] - want), 1e-5 * std::max(1.0, std::fabs(want)))
+          << call << " " << flat;
     }
   }
 }
@@ -504,14 +561,19 @@ TEST(Ops, ChannelsLastLayoutsAgreeWithChannelsFirst) {
   for (const Case& c : std::vector<Case>{
            {"conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 2], dilation=[1, 2], groups=2)",
             "conv2d(transpose(%x, " + to_nhwc + "), transpose(%w, " + to_nhwc +
-                "), strides=[2, 1], padding=[1, 0, 1, 2], dilation=[1, 2], groups=2, data_layout=\"NHWC\", kernel_layout=\"OHWI\")",
+                "), strides=[2, 1], padding=[1, 0, 1, 2], dilation=[1, 2], groups=2, data_layout=\"NHWC\", "
+                "kernel_layout=\"OHWI\")",
             {6, 2, 3, 2}},
            {"conv2d(%x, %w, padding=[1], groups=4)",
-            "conv2d(transpose(%x, " + to_nhwc + "), %w, padding=[1], groups=4, data_layout=\"NHWC\")", {4, 1, 3, 3}},
+            "conv2d(transpose(%x, " + to_nhwc + "), %w, padding=[1], groups=4, data_layout=\"NHWC\")",
+            {4, 1, 3, 3}},
            {"max_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])",
-            "max_pool2d(transpose(%x, " + to_nhwc + "), pool_size=[3, 2], strides=[2, 2], padding=[1, 1], layout=\"NHWC\")", {}},
+            "max_pool2d(transpose(%x, " + to_nhwc +
+                "), pool_size=[3, 2], strides=[2, 2], padding=[1, 1], layout=\"NHWC\")",
+            {}},
            {"avg_pool2d(%x, pool_size=[3, 3], padding=[1])",
-            "avg_pool2d(transpose(%x, " + to_nhwc + "), pool_size=[3, 3], padding=[1], layout=\"NHWC\")", {}},
+            "avg_pool2d(transpose(%x, " + to_nhwc + "), pool_size=[3, 3], padding=[1], layout=\"NHWC\")",
+            {}},
            {"global_avg_pool2d(%x)", "global_avg_pool2d(transpose(%x, " + to_nhwc + "), layout=\"NHWC\")", {}}}) {
     std::string params = "%x: " + tensor_type({2, 4, 7, 6});
     if (!c.w.empty()) params += ", %w: " + tensor_type(c.w);
@@ -523,7 +585,9 @@ TEST(Ops, ChannelsLastLayoutsAgreeWithChannelsFirst) {
     ASSERT_EQ(first.shape_vector(), second.shape_vector()) << c.nhwc;
     EXPECT_EQ(std::memcmp(first.data_as<float>(), second.data_as<float>(), first->nbytes()), 0) << c.nhwc;
   }
-  std::string e = error_of([] { build("@main = fn(%x: Tensor[(1, 4, 5, 5), float32]) { max_pool2d(%x, pool_size=[2], layout=\"NWHC\") }"); });
+  std::string e = error_of([] {
+    build("@main = fn(%x: Tensor[(1, 4, 5, 5), float32]) { max_pool2d(%x, pool_size=[2], layout=\"NWHC\") }");
+  });
   EXPECT_NE(e.find("max_pool2d: layout must be NCHW or NHWC, got 'NWHC'"), std::string::npos) << e;
 }
 
@@ -533,7 +597,7 @@ TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
 @relu = fn(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { relu(relu(%x)) }
 @main = fn(%x: Tensor[(4), float32], %y: Tensor[(8), float32]) { (relu(%x), relu(%y)) }
 )")),
-                                               config.context);
+                                           config.context);
   EXPECT_EQ(lowered.names(), (std::vector<std::string>{"main", "relu", "relu_1", "relu_2"}));
   std::string text = ir::print_module(lowered);
   EXPECT_NE(text.find("call_dps<Tensor[(4), float32]>(@relu_1, (call_dps<Tensor[(4), float32]>(@relu_1, (%x,)),))"),
@@ -570,9 +634,14 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   e = check("dense(%a, %b)", "%a: Tensor[(3, 4), float32], %b: Tensor[(5, 6), float32]");
   EXPECT_NE(e.find("dense: x (3, 4) and w (5, 6) differ in their last dimension"), std::string::npos) << e;
   e = check("reshape(%a, shape=[5, -1])", "%a: Tensor[(3, 4), float32]");
-  EXPECT_NE(e.find("reshape: cannot infer the -1 of the new shape: (3, 4) has 12 elements, not a multiple of 5"), std::string::npos) << e;
+  EXPECT_NE(e.find("reshape: cannot infer the -1 of the new shape: (3, 4) has 12 elements, not a multiple of 5"),
+            std::string::npos)
+      << e;
   e = check("reshape(%a, shape=[4])", "%a: Tensor[(%n: int64, 4), float32]");
-  EXPECT_NE(e.find("reshape: cannot reshape (%n, 4) to a static shape: one entry of the new shape must be -1, for the symbolic part"), std::string::npos) << e;
+  EXPECT_NE(e.find("reshape: cannot reshape (%n, 4) to a static shape: one entry of the new shape must be -1, for the "
+                   "symbolic part"),
+            std::string::npos)
+      << e;
   e = check("transpose(%a, axes=[0, 0])", "%a: Tensor[(3, 4), float32]");
   EXPECT_NE(e.find("transpose: axes is not a permutation: axis 0 repeats"), std::string::npos) << e;
   e = check("squeeze(%a, axis=[0])", "%a: Tensor[(3, 4), float32]");
@@ -580,11 +649,15 @@ TEST(Ops, TypeRulesGiveClearErrors) {
   e = check("broadcast_to(%a, shape=[2, 1])", "%a: Tensor[(4,), float32]");
   EXPECT_NE(e.find("broadcast_to: cannot broadcast (4,) to (2, 1)"), std::string::npos) << e;
   e = check("layer_norm(%a, %g, %g)", "%a: Tensor[(3, 4), float32], %g: Tensor[(3), float32]");
-  EXPECT_NE(e.find("layer_norm: gamma and beta must be float32 vectors of the last extent of (3, 4), got (3,)"), std::string::npos) << e;
+  EXPECT_NE(e.find("layer_norm: gamma and beta must be float32 vectors of the last extent of (3, 4), got (3,)"),
+            std::string::npos)
+      << e;
   e = check("softmax(%a, axis=2)", "%a: Tensor[(3, 4), float32]");
   EXPECT_NE(e.find("softmax: axis 2 is out of range for rank 2"), std::string::npos) << e;
   e = check("conv2d(%x, %w, groups=2)", "%x: Tensor[(1, 4, 5, 5), float32], %w: Tensor[(6, 4, 3, 3), float32]");
-  EXPECT_NE(e.find("conv2d: weights (6, 4, 3, 3) need 2 input channels per group (C 4 / groups 2), got 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("conv2d: weights (6, 4, 3, 3) need 2 input channels per group (C 4 / groups 2), got 4"),
+            std::string::npos)
+      << e;
   e = check("conv2d(%x, %w)", "%x: Tensor[(1, 4, 2, 2), float32], %w: Tensor[(6, 4, 3, 3), float32]");
   EXPECT_NE(e.find("conv2d: the window (3 wide) does not fit the padded input (2)"), std::string::npos) << e;
   e = check("max_pool2d(%x, pool_size=[2, 2, 2])", "%x: Tensor[(1, 4, 5, 5), float32]");

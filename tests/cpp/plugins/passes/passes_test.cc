@@ -36,9 +36,8 @@ ir::IRModule constant_module() {
   graph::Var x("x", ir::TensorType::of({3}, DataType::Float(32)));
   graph::Constant c1(floats({3}, {1, -5, 2})), c2(floats({3}, {0.5f, 1, -4}));
   graph::Var s("s");
-  ir::Expr body = graph::Let(
-      s, graph::Call(ir::Op::get("add"), {c1, c2}),
-      graph::Call(ir::Op::get("add"), {x, graph::Call(ir::Op::get("relu"), {s})}));
+  ir::Expr body = graph::Let(s, graph::Call(ir::Op::get("add"), {c1, c2}),
+                             graph::Call(ir::Op::get("add"), {x, graph::Call(ir::Op::get("relu"), {s})}));
   return ir::IRModule(std::map<std::string, Any>{{"main", graph::Function({x}, body)}});
 }
 }  // namespace
@@ -59,8 +58,8 @@ TEST(Passes, FoldConstantEvaluatesConstantSubgraphs) {
 
 TEST(Passes, NamedPipelinesAreSelectableFromYaml) {
   for (const std::string name : {"O0", "cpu"}) {
-    config::Config config = config::parse_config("target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: [" + name + "]\n",
-                                                 name + ".yaml");
+    config::Config config = config::parse_config(
+        "target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: [" + name + "]\n", name + ".yaml");
     ir::IRModule out = config.pipeline()(config.constrain(constant_module()), config.context);
     std::string text = ir::print_module(out);
     // Both lower every operator; only default folds the constant add.
@@ -89,7 +88,8 @@ const char* kConvChain = R"(
 std::string function_names(const ir::IRModule& m) { return join(m.names(), " "); }
 
 config::Config fusing_config(const std::string& passes) {
-  return config::parse_config("target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: " + passes + "\n", "fuse.yaml");
+  return config::parse_config("target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: " + passes + "\n",
+                              "fuse.yaml");
 }
 
 // A user's fusion pass: the two convolutions of kConvChain into one
@@ -109,12 +109,14 @@ transform::Pass user_double_conv() {
         ir::Expr body = graph::Let(c1, graph::Call(conv1->callee, {x, w1}, conv1->attrs),
                                    graph::Let(c2, graph::Call(conv1->callee, {c1, w2}, conv1->attrs), c2));
         graph::Function fused({x, w1, w2}, body, l2->var->checked_type, Map({{"primitive", int64_t{1}}}));
-        graph::Call call(ir::GlobalVar("user_double_conv"),
-                         {main->params[0].cast<ir::Expr>(), main->params[1].cast<ir::Expr>(), main->params[2].cast<ir::Expr>()});
+        graph::Call call(
+            ir::GlobalVar("user_double_conv"),
+            {main->params[0].cast<ir::Expr>(), main->params[1].cast<ir::Expr>(), main->params[2].cast<ir::Expr>()});
         ir::Expr rest = graph::Let(l2->var, call, l2->body);
         std::vector<graph::Var> params;
         for (const Any& p : main->params) params.push_back(p.cast<graph::Var>());
-        return m.with_function("user_double_conv", fused).with_function("main", graph::Function(params, rest, main->ret_type));
+        return m.with_function("user_double_conv", fused)
+            .with_function("main", graph::Function(params, rest, main->ret_type));
       });
 }
 }  // namespace
@@ -140,7 +142,8 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
   ir::IRModule fused = config.pipeline()(config.constrain(chain), config.context);
   EXPECT_EQ(function_names(fused), "fused_user_double_conv_add_relu_tanh_sigmoid main user_double_conv");
   std::string text = ir::print_module(fused);
-  EXPECT_NE(text.find("  @fused_user_double_conv_add_relu_tanh_sigmoid(%x, %w1, %w2, %b)\n}"), std::string::npos) << text;
+  EXPECT_NE(text.find("  @fused_user_double_conv_add_relu_tanh_sigmoid(%x, %w1, %w2, %b)\n}"), std::string::npos)
+      << text;
 
   // Whatever the fusion, the numbers are those of the unfused model.
   std::vector<NDArray> args = {floats({1, 3, 7, 7}, test::random_floats(147, 1, -1, 1)),
@@ -155,7 +158,8 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
   for (const std::string passes : {"[default]", "[UserFuseDoubleConv, default]"}) {
     NDArray y = run_with(passes);
     ASSERT_EQ(y.shape_vector(), reference.shape_vector());
-    for (int64_t i = 0; i < y->numel(); ++i) ASSERT_EQ(y.data_as<float>()[i], reference.data_as<float>()[i]) << passes << " " << i;
+    for (int64_t i = 0; i < y->numel(); ++i)
+      ASSERT_EQ(y.data_as<float>()[i], reference.data_as<float>()[i]) << passes << " " << i;
   }
   // After default, main calls one fused prim function whose intermediates
   // are allocated inside it, flattened: the elementwise ones inlined by
@@ -168,8 +172,11 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
   config = fusing_config("[UserFuseDoubleConv, default]");
   text = ir::print_module(config.pipeline()(config.constrain(chain), config.context));
   EXPECT_NE(text.find("@fused_user_double_conv_add_relu_tanh_sigmoid = prim_func("), std::string::npos) << text;
-  EXPECT_NE(text.find("alloc %X_pad_X_pad_1: Buffer[(324), float32] {\n    alloc %c1_c2: Buffer[(196), float32] {\n      for"),
-            std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "alloc %X_pad_X_pad_1: Buffer[(324), float32] {\n    alloc %c1_c2: Buffer[(196), float32] {\n      for"),
+      std::string::npos)
+      << text;
   EXPECT_EQ(text.find("@relu = prim_func"), std::string::npos) << text;
 }
 
@@ -236,7 +243,8 @@ TEST(Passes, APipelineThatBreaksAnOrderingRuleIsRefused) {
 @main = fn(%a: Tensor[(4, 8), float32], %b: Tensor[(8, 16), float32]) { relu(matmul(%a, %b)) }
 )";
   auto error = [&](const std::string& passes) {
-    config::Config config = config::parse_config("target: {kind: ref}\npipeline: {passes: " + passes + "}\n", "order.yaml");
+    config::Config config =
+        config::parse_config("target: {kind: ref}\npipeline: {passes: " + passes + "}\n", "order.yaml");
     return test::error_of([&] { config.pipeline()(config.constrain(ir::parse_module(model)), config.context); });
   };
   EXPECT_EQ(error("[O0, AutoSchedule, VectorizeLoop, FlattenBuffer]"),
@@ -251,7 +259,8 @@ TEST(Passes, APipelineThatBreaksAnOrderingRuleIsRefused) {
             "(FLower)), which does not hold here (@fused_matmul_relu calls the operator 'matmul', which has a "
             "lowering); pass 'LegalizeOps' establishes it: run LegalizeOps before FuseTIR");
   // A pass that needs types gets InferType run for it: no InferType listed.
-  config::Config config = config::parse_config("target: {kind: ref}\npipeline: {passes: [LegalizeOps]}\n", "types.yaml");
+  config::Config config =
+      config::parse_config("target: {kind: ref}\npipeline: {passes: [LegalizeOps]}\n", "types.yaml");
   auto timing = std::make_shared<transform::TimingInstrument>();
   config.context.instruments.push_back(timing);
   ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(model)), config.context);

@@ -104,8 +104,7 @@ TEST(Ref, FaultsAreErrorsThatNameTheFunctionAndTheAccess) {
 )");
   NDArray f = NDArray::empty({4}, DataType::Float(32)), g = NDArray::empty({4}, DataType::Float(32));
   NDArray i = NDArray::empty({4}, DataType::Int(32)), j = NDArray::empty({4}, DataType::Int(32));
-  EXPECT_EQ(error_of([&] { m.get_function("oob")(f, g); }),
-            "@oob: load from 'X'[4] is out of bounds (element 4 of 4)");
+  EXPECT_EQ(error_of([&] { m.get_function("oob")(f, g); }), "@oob: load from 'X'[4] is out of bounds (element 4 of 4)");
   EXPECT_EQ(error_of([&] { m.get_function("div")(i, j); }), "@div: integer division by zero in %X[%i] // int32(0)");
   EXPECT_EQ(error_of([&] { m.get_function("intrin")(f, g); }),
             "@intrin: unknown intrinsic 'expp'; did you mean 'exp'?");
@@ -156,7 +155,8 @@ TEST(Ref, ExternFunctionsAndUnknownTargetsAreRefused) {
   // A kind that does not build itself leaves its functions to the target's
   // codegen, which refuses them.
   if (!ir::ExternKindRegistry::entry("ref_test_blob")) {
-    ir::ExternKindRegistry::register_kind("ref_test_blob", Function::typed([](ObjectRef, std::string) {}), "a test kind");
+    ir::ExternKindRegistry::register_kind("ref_test_blob", Function::typed([](ObjectRef, std::string) {}),
+                                          "a test kind");
   }
   ir::IRModule blob = ir::parse_module(R"(
 @fast = extern "ref_test_blob" dps fn(Tensor[(16), float32], Tensor[(16), float32]) -> none payload "ret"
