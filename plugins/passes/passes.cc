@@ -23,6 +23,29 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                      LOOM_PLUGIN_REQUIRES("function:ref.run_prim_func")
                          LOOM_PLUGIN_PROVIDES("property:devices_planned"));
 
+namespace {
+// What the CPU and the device pipelines begin with: graph clean-ups and
+// folding, partitioning for the config's codegens, fusion and lowering.
+const std::vector<std::string> kGraphPasses = {"InferType",
+                                               "CanonicalizeBindings",
+                                               "FoldBatchNorm",
+                                               "FoldConstant",
+                                               "EliminateCommonSubexpr",
+                                               "DeadCodeElimination",
+                                               "MergeComposite",
+                                               "AnnotateTarget",
+                                               "PartitionGraph",
+                                               "FuseOps",
+                                               "LegalizeOps",
+                                               "FuseTIR",
+                                               "DeadCodeElimination"};
+
+std::vector<std::string> concat(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+}  // namespace
+
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
   // First: PlanDevices' contract names it.
@@ -52,28 +75,8 @@ LOOM_PLUGIN_INIT(ctx) {
       PassInfo{"cpu",
                "the CPU pipeline: graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
                "fusion, lowering, then the loop passes"},
-      {"InferType",
-       "CanonicalizeBindings",
-       "FoldBatchNorm",
-       "FoldConstant",
-       "EliminateCommonSubexpr",
-       "DeadCodeElimination",
-       "MergeComposite",
-       "AnnotateTarget",
-       "PartitionGraph",
-       "FuseOps",
-       "LegalizeOps",
-       "FuseTIR",
-       "DeadCodeElimination",
-       "AutoSchedule",
-       "LowerIntrinsics",
-       "FlattenBuffer",
-       "Simplify",
-       "LoopPartition",
-       "VectorizeLoop",
-       "UnrollLoop",
-       "StorageRewrite",
-       "Simplify"}));
+      concat(kGraphPasses, {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
+                            "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"})));
   // What makes a device target's prim functions kernels and host code
   // (the property kernels_split): the driver runs it when a pipeline left
   // them whole.
@@ -92,30 +95,7 @@ LOOM_PLUGIN_INIT(ctx) {
                         "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for "
                         "functions on the CPU, the default device schedule for those on a device, and the "
                         "host/device split"},
-               {"InferType",
-                "CanonicalizeBindings",
-                "FoldBatchNorm",
-                "FoldConstant",
-                "EliminateCommonSubexpr",
-                "DeadCodeElimination",
-                "MergeComposite",
-                "AnnotateTarget",
-                "PartitionGraph",
-                "FuseOps",
-                "LegalizeOps",
-                "FuseTIR",
-                "DeadCodeElimination",
-                "PlanDevices",
-                "AutoSchedule",
-                "DefaultDeviceSchedule",
-                "ThreadSync",
-                "LowerIntrinsics",
-                "FlattenBuffer",
-                "Simplify",
-                "LoopPartition",
-                "VectorizeLoop",
-                "UnrollLoop",
-                "StorageRewrite",
-                "SplitHostDevice",
-                "Simplify"}));
+               concat(kGraphPasses, {"PlanDevices", "AutoSchedule", "DefaultDeviceSchedule", "ThreadSync",
+                                     "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop",
+                                     "UnrollLoop", "StorageRewrite", "SplitHostDevice", "Simplify"})));
 }
