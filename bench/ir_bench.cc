@@ -17,7 +17,7 @@
 #include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/op.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
@@ -87,9 +87,9 @@ int main(int argc, char** argv) {
   std::string text, json;
   ir::IRModule parsed;
   Any loaded;
-  double print = median_ms(runs, [&] { text = ir::print_module(mod); });
+  double print = median_ms(runs, [&] { text = text::print_module(mod); });
   double save = median_ms(runs, [&] { json = save_json(mod); });
-  double parse = median_ms(runs, [&] { parsed = ir::parse_module(text, "big.loom"); });
+  double parse = median_ms(runs, [&] { parsed = text::parse_module(text, "big.loom"); });
   double load = median_ms(runs, [&] { loaded = load_json(json); });
   uint64_t h = 0;
   size_t text_hash = 0;

@@ -28,7 +28,7 @@
 #include "bench_util.h"
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/device_api.h"
 #include "loom/runtime/ndarray.h"
 
@@ -55,7 +55,7 @@ void check(cl_int status, const char* what) {
 }
 
 Module build(const std::string& text) {
-  return driver::build(ir::parse_module(text, "<bench>"), config::parse_config(config_text(), "<bench config>"));
+  return driver::build(text::parse_module(text, "<bench>"), config::parse_config(config_text(), "<bench config>"));
 }
 
 // The raw OpenCL side: the first device of the first platform that has

@@ -36,7 +36,7 @@
 
 #include "bench_util.h"
 #include "loom/driver/vm_compiler.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/runtime/thread_pool.h"
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   std::vector<NDArray> outs;
   for (int i = 0; i < kChain; ++i) outs.push_back(NDArray::empty({4, 8}, DataType::Float(32)));
   for (bool packed : {false, true}) {
-    Module vm = vm_compile(ir::parse_module(chain_module(kChain, packed)));
+    Module vm = vm_compile(text::parse_module(chain_module(kChain, packed)));
     vm.import_module(Module(make_object<NoopKernelsNode>()));
     Function main = vm.get_function("main");
     Function identity = FunctionRegistry::get("bench.identity");
@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     std::printf("    (overhead %.1f ns per instruction; %d instructions per call)\n", vm_per - direct_per,
                 instructions);
   }
-  MemoryPlan plan = memory_plan(vm_compile(ir::parse_module(chain_module(kChain, false))), "main");
+  MemoryPlan plan = memory_plan(vm_compile(text::parse_module(chain_module(kChain, false))), "main");
   std::printf(
       "    memory plan of the call_dps chain: %lld tensors in %lld storages, peak %s bytes (one buffer each: %s)\n",
       static_cast<long long>(plan.planned_tensors), static_cast<long long>(plan.storages), plan.peak_bytes.c_str(),

@@ -26,7 +26,7 @@
 #include "bench_util.h"
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/support/json.h"
 
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     std::string text = "@inc = extern \"torchscript\" dps fn(" + t + ", " + t +
                        ") -> none encoding \"base64\" payload \"" + payload + "\"\n";
     runtime::Module built =
-        driver::build(ir::parse_module(text, "<bench>"),
+        driver::build(text::parse_module(text, "<bench>"),
                       config::parse_config("target: {kind: cpu}\npipeline: {passes: []}\n", "<bench>"));
     Function inc = built.get_function("inc");
     runtime::NDArray x = runtime::NDArray::empty({n}, DataType::Float(32), Device{});

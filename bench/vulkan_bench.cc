@@ -36,7 +36,7 @@
 #include "bench_util.h"
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/device_api.h"
 #include "loom/runtime/ndarray.h"
 
@@ -59,7 +59,7 @@ Module build(const std::string& text, const std::string& kind) {
   std::string config = kind == "llvm"
                            ? "target:\n  kind: llvm\n  mcpu: native\npipeline:\n  passes: [default]\n"
                            : "target:\n  kind: " + kind + "\n  host:\n    kind: llvm\npipeline:\n  passes: [device]\n";
-  return driver::build(ir::parse_module(text, "<bench>"), config::parse_config(config, "<bench config>"));
+  return driver::build(text::parse_module(text, "<bench>"), config::parse_config(config, "<bench config>"));
 }
 
 // Raw Vulkan on the first device: one compute queue, host-visible buffers.

@@ -13,8 +13,8 @@
 // compiler links objects and wrappers into a private library) and its code
 // is linked into an exported library (linked_code), so both paths run the
 // same machine code.
-#include <loom/ir/analysis.h>
-#include <loom/ir/dps_signature.h>
+#include <loom/ir/diagnostic.h>
+#include <loom/tir/dps_signature.h>
 #include <loom/ir/op.h>
 #include <loom/ir/text.h>
 #include <loom/plugin_sdk.h>
@@ -104,7 +104,7 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   Spec spec;
   spec.name = name;
   spec.text = f.payload;
-  spec.signature = loom::ir::read_dps_signature(
+  spec.signature = loom::tir::read_dps_signature(
       f, "an asm function", "(their data pointers), and its scalars are the symbolic dimensions of their shapes");
   if (f.encoding != "text") LOOM_THROW(Error) << "an asm function's payload is assembly text, not " << f.encoding;
   // isa

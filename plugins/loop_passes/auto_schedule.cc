@@ -1,4 +1,4 @@
-// AutoSchedule picks a schedule (loom/tir/schedule.h) for each prim function
+// AutoSchedule picks a schedule (loom/schedule/schedule.h) for each prim function
 // after FuseTIR and before FlattenBuffer: it needs the multi-dimensional
 // buffers and the one-nest-per-operator form FuseTIR leaves.
 //

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 #include "loom/transform/pass.h"
 
 namespace loom::loop {

@@ -26,7 +26,7 @@
 
 #include <loom/object/traversal.h>
 #include <loom/tir/functor.h>
-#include <loom/tir/schedule.h>
+#include <loom/schedule/schedule.h>
 #include <loom/tir/util.h>
 
 namespace loom::loop::auto_schedule {

@@ -34,7 +34,7 @@
 #include <loom/target/target.h>
 #include <loom/tir/builder.h>
 #include <loom/tir/functor.h>
-#include <loom/tir/schedule.h>
+#include <loom/schedule/schedule.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
 

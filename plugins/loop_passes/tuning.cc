@@ -3,7 +3,7 @@
 
 #include <loom/graph/calls.h>
 #include <loom/ir/expr.h>
-#include <loom/ir/text.h>
+#include <loom/text/text.h>
 #include <loom/object/function.h>
 #include <loom/object/structural.h>
 #include <loom/object/traversal.h>
@@ -12,7 +12,7 @@
 #include <loom/target/target.h>
 #include <loom/tir/functor.h>
 #include <loom/tir/layout.h>
-#include <loom/tir/schedule.h>
+#include <loom/schedule/schedule.h>
 #include <loom/tir/util.h>
 
 #include <sys/stat.h>
@@ -55,7 +55,7 @@ bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c
 
 PrimFunc canonical_task(const PrimFunc& f, std::string* hash) {
   PrimFunc bare(std::vector<Any>(f->params.begin(), f->params.end()), f->body, f->ret);
-  std::string text = ir::print_module(ir::IRModule({{"task", Any(bare)}}));
+  std::string text = text::print_module(ir::IRModule({{"task", Any(bare)}}));
   // %name tokens (variables and buffers; the printer made them unique)
   // renamed in order of first appearance; a lone % is the modulo operator.
   std::map<std::string, std::string> names;
@@ -83,7 +83,7 @@ PrimFunc canonical_task(const PrimFunc& f, std::string* hash) {
     k = end;
   }
   if (hash) *hash = hex16(fnv1a(out));
-  ir::IRModule parsed = ir::parse_module(out, "<task>");
+  ir::IRModule parsed = text::parse_module(out, "<task>");
   return downcast<PrimFunc>(parsed.lookup("task"));
 }
 

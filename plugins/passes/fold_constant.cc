@@ -1,7 +1,7 @@
 #include "fold_constant.h"
 
 #include "graph_util.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/type_infer.h"
 #include "loom/ir/op.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/tir/function.h"
@@ -49,7 +49,7 @@ ir::Expr evaluate(const graph::CallNode& call, const std::vector<ir::Expr>& args
   graph::Call constant_call(call.callee, args, call.attrs, type_args);
   // The lowering reads the call's and the arguments' types.
   std::vector<ir::Diagnostic> problems;
-  ir::infer_types(ir::IRModule(std::map<std::string, Any>{{"main", graph::Function({}, constant_call)}}), &problems);
+  graph::infer_types(ir::IRModule(std::map<std::string, Any>{{"main", graph::Function({}, constant_call)}}), &problems);
   if (!problems.empty()) return ir::Expr();
   std::vector<runtime::NDArray> outputs = outputs_for(constant_call->checked_type);
   if (outputs.empty()) return ir::Expr();

@@ -6,7 +6,7 @@
 // loads like any other.
 #include <loom/driver/build.h>
 #include <loom/ir/module.h>
-#include <loom/ir/text.h>
+#include <loom/text/text.h>
 #include <loom/object/serialization.h>
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/module.h>
@@ -35,7 +35,7 @@ class RefModuleNode : public loom::runtime::ModuleNode {
   }
   std::string save_to_binary() const override { return loom::save_binary(Any(functions)); }
   std::string inspect_source(const std::string& format) const override {
-    if (format == "ir" || format == "loom") return loom::ir::print_module(functions);
+    if (format == "ir" || format == "loom") return loom::text::print_module(functions);
     return ModuleNode::inspect_source(format);
   }
   LOOM_OBJECT(RefModuleNode, loom::runtime::ModuleNode, "ref.Module");

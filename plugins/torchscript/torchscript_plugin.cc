@@ -3,7 +3,7 @@
 // libtorch; and the runtime module `torchscript` that runs it, exported
 // and loaded like any other.  libtorch is reached through torch_runner.h
 // only; this file does not include its headers.
-#include <loom/ir/dps_signature.h>
+#include <loom/tir/dps_signature.h>
 #include <loom/ir/op.h>
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/module.h>
@@ -43,7 +43,7 @@ struct Spec {
 Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   Spec spec;
   spec.name = name;
-  spec.signature = loom::ir::read_dps_signature(f, kNoun, "(inputs, then outputs)");
+  spec.signature = loom::tir::read_dps_signature(f, kNoun, "(inputs, then outputs)");
   for (const auto& [key, value] : f.attrs->items) {
     if (key != "method") {
       LOOM_THROW(Error) << "a torchscript function has no attribute '" << key << "' (it has method)"

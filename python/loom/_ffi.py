@@ -1,5 +1,5 @@
 """The C++ constructors and queries that the core registers in the global
-function registry (core/src/ir/constructors.cc), looked up once each."""
+function registry (core/src/AREA/constructors.cc), looked up once each."""
 import functools
 
 from . import _core

@@ -11,12 +11,12 @@
 
 #include "bind.h"
 #include "loom/ir/module.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/plugin/manager.h"
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 namespace loom::python {
 namespace {
@@ -132,15 +132,15 @@ PYBIND11_MODULE(_core, m) {
   // IR text, structure, JSON.
   m.def(
       "parse",
-      [](const std::string& text, const std::string& source) { return to_py(Any(ir::parse_module(text, source))); },
+      [](const std::string& text, const std::string& source) { return to_py(Any(text::parse_module(text, source))); },
       py::arg("text"), py::arg("source") = "<string>");
   m.def(
-      "print_module", [](const ObjectRef& mod) { return ir::print_module(as_module(mod)); }, py::arg("module"));
+      "print_module", [](const ObjectRef& mod) { return text::print_module(as_module(mod)); }, py::arg("module"));
   m.def(
       "save_module_file",
       [](const ObjectRef& mod, const std::string& path) {
         py::gil_scoped_release release;
-        ir::save_module_file(as_module(mod), path);
+        text::save_module_file(as_module(mod), path);
       },
       py::arg("module"), py::arg("path"));
   m.def(
@@ -149,7 +149,7 @@ PYBIND11_MODULE(_core, m) {
         ir::IRModule module;
         {
           py::gil_scoped_release release;
-          module = ir::load_module_file(path);
+          module = text::load_module_file(path);
         }
         return to_py(Any(module));
       },

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bind.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/containers.h"
 #include "loom/object/reflection.h"
 #include "loom/object/structural.h"
@@ -52,7 +52,7 @@ std::string text_of(const ObjectRef& ref, bool show_meta = false) {
     // other node on its own.
     if (ref.as<ir::IRModuleNode>()) {
       auto module = downcast<ir::IRModule>(ref);
-      return show_meta ? ir::print_module(module) : ir::print_module(module, kElideConstantsOver);
+      return show_meta ? text::print_module(module) : text::print_module(module, kElideConstantsOver);
     }
     return ir::to_text(Any(ref));
   } catch (const Error&) {

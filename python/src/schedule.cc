@@ -9,7 +9,7 @@
 
 #include "bind.h"
 #include "loom/tir/function.h"
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 namespace loom::python {
 

@@ -1,7 +1,7 @@
 // The JSON loader: any document loads or is an Error; what loads is
 // checked (a module), printed, hashed and saved again.
 #include "fuzz_util.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/well_formed.h"
 #include "loom/ir/module.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Any root;
   if (fuzz::refused([&] { root = load_json(fuzz::bytes(data, size), "fuzz.json"); })) return 0;
   if (root.kind() == AnyKind::kObject && root.as_object_ref().as<ir::IRModuleNode>()) {
-    fuzz::refused([&] { ir::check_module(downcast<ir::IRModule>(root.as_object_ref())); });
+    fuzz::refused([&] { graph::check_module(downcast<ir::IRModule>(root.as_object_ref())); });
   }
   fuzz::refused([&] { ir::to_text(root); });
   fuzz::refused([&] { structural_hash(root); });

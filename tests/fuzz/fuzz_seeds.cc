@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "loom/driver/vm_compiler.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/serialization.h"
 #include "loom/plugin.h"
 #include "loom/version.h"
@@ -60,13 +60,13 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     try {
       write(out / "json" / (fs::path(argv[i]).stem().string() + ".json"),
-            save_json(Any(ir::parse_module(read_file(argv[i]), argv[i]))));
+            save_json(Any(text::parse_module(read_file(argv[i]), argv[i]))));
     } catch (const Error&) {
       // an error fixture: its text is a parser seed only
     }
   }
   for (const char* graph : kGraphs) {
-    runtime::Module vm = driver::vm_compile(ir::parse_module(std::string(kPrims) + graph, "seed.loom"));
+    runtime::Module vm = driver::vm_compile(text::parse_module(std::string(kPrims) + graph, "seed.loom"));
     write(out / "module_tree" / ("vm" + std::to_string(n++) + ".bin"), runtime::save_module_tree(vm));
   }
   n = 0;

@@ -64,7 +64,7 @@
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
 #include "loom/graph/pattern_table.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
 #include "loom/runtime/module.h"
@@ -330,7 +330,7 @@ std::vector<Case> read_cases(const std::string& path) {
 
 // Text at its line of the file, so parse errors name the file's lines.
 IRModule parse_at(const std::string& text, int line, const std::string& path) {
-  return loom::ir::parse_module(std::string(static_cast<size_t>(line - 1), '\n') + text, path);
+  return loom::text::parse_module(std::string(static_cast<size_t>(line - 1), '\n') + text, path);
 }
 
 // An integer when the text is one, else the text.
@@ -415,7 +415,7 @@ Outcome run_passes(const Case& c, const std::string& path) {
       module = module.with_attr("partition", loom::Array(names));
     }
     o.result = loom::transform::sequential(passes, "golden")(module, context);
-    o.output = loom::ir::print_module(functions_of(o.result));
+    o.output = loom::text::print_module(functions_of(o.result));
   } catch (const std::exception& e) {
     o.error = e.what();
   }

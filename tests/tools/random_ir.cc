@@ -10,7 +10,7 @@
 #include <string>
 
 #include "../cpp/ir/random_ir.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 
 int main(int argc, char** argv) {
   if (argc < 2 || argc > 3) {
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   uint32_t first = argc == 3 ? static_cast<uint32_t>(std::stoul(argv[2])) : 0;
   for (uint32_t seed = first; seed < first + count; ++seed) {
     loom::test::RandomIR gen(seed);
-    std::cout << loom::ir::print_module(gen.module()) << "# ----- seed " << seed << "\n";
+    std::cout << loom::text::print_module(gen.module()) << "# ----- seed " << seed << "\n";
   }
   return 0;
 }

@@ -8,8 +8,8 @@
 #include "commands.h"
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/analysis.h"
-#include "loom/ir/text.h"
+#include "loom/graph/well_formed.h"
+#include "loom/text/text.h"
 #include "loom/runtime/library.h"
 #include "loom/support/error.h"
 #include "loom/support/file.h"
@@ -23,15 +23,15 @@ namespace {
 std::string read_text_file(const std::string& path) { return loom::read_file(path); }
 
 // A .loom file, with its weights file when it has one.
-loom::ir::IRModule parse_file(const std::string& path) { return loom::ir::load_module_file(path); }
+loom::ir::IRModule parse_file(const std::string& path) { return loom::text::load_module_file(path); }
 
 // A transformed module: on stdout (constants inline), or to OUTPUT with
 // large constants in OUTPUT.weights.
 void write_module(const loom::ir::IRModule& module, const std::string& output) {
   if (output.empty()) {
-    std::cout << loom::ir::print_module(module);
+    std::cout << loom::text::print_module(module);
   } else {
-    loom::ir::save_module_file(module, output);
+    loom::text::save_module_file(module, output);
   }
 }
 
@@ -51,7 +51,7 @@ int check(const std::string& path) {
   if (loom::ends_with(path, ".yaml") || loom::ends_with(path, ".yml")) return check_config(path);
   loom::ir::IRModule mod = parse_file(path);
   try {
-    loom::ir::check_module(mod);
+    loom::graph::check_module(mod);
   } catch (const loom::Error& e) {
     std::cerr << path << ": " << e.what() << "\n";
     return 1;
@@ -63,11 +63,11 @@ int check(const std::string& path) {
 int fmt(const std::string& path, bool check_only) {
   std::string text = read_text_file(path);
   std::string weights;
-  loom::ir::IRModule module = loom::ir::load_module_file(path, &weights);
+  loom::ir::IRModule module = loom::text::load_module_file(path, &weights);
   // A file with weights beside it is canonical with the references the
   // same module would be saved with.
   std::string canonical =
-      weights.empty() ? loom::ir::print_module(module) : loom::ir::module_file_contents(module, weights).text;
+      weights.empty() ? loom::text::print_module(module) : loom::text::module_file_contents(module, weights).text;
   if (!check_only) {
     std::cout << canonical;
     return 0;

@@ -24,7 +24,7 @@
 #include "loom/graph/function.h"
 #include "loom/graph/operator.h"
 #include "loom/ir/op.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/plugin/manager.h"
 #include "loom/plugin/manifest.h"
 #include "loom/runtime/device_api.h"
@@ -344,7 +344,7 @@ class Kit {
         std::string label = "example " + std::to_string(c + 1) + " (" + k.call + ")";
         loom::ir::IRModule mod;
         try {
-          mod = loom::ir::parse_module(k.text, "<" + op + " example>");
+          mod = loom::text::parse_module(k.text, "<" + op + " example>");
           loom::transform::PassRegistry::get("InferType")(mod);
         } catch (const std::exception& e) {
           if (guessed) {
@@ -433,7 +433,7 @@ class Kit {
     fs::create_directories(dir, ec);
     std::string file = (dir / "example.so").string();
     try {
-      loom::ir::IRModule mod = loom::ir::parse_module(k.text, "<round trip>");
+      loom::ir::IRModule mod = loom::text::parse_module(k.text, "<round trip>");
       loom::runtime::Module lib = loom::driver::build(mod, config);
       std::vector<Any> args(inputs.begin(), inputs.end());
       std::vector<NDArray> before = run_case(lib, args);

@@ -11,7 +11,7 @@
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
 #include "loom/support/json.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/npy.h"
 #include "loom/runtime/vm.h"
@@ -156,7 +156,7 @@ int run_model(const RunOptions& o) {
     if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
     loom::config::Config config = loom::config::load_config(o.config);
     for (const auto& warning : config.warnings) std::cerr << warning << "\n";
-    module = loom::driver::build(loom::ir::load_module_file(o.input), config);
+    module = loom::driver::build(loom::text::load_module_file(o.input), config);
   } else {
     if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";
     module = loom::runtime::load_module(o.input);

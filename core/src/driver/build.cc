@@ -7,7 +7,7 @@
 
 #include "loom/driver/vm_compiler.h"
 #include "loom/graph/function.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/well_formed.h"
 #include "loom/ir/op.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/device_api.h"
@@ -229,7 +229,7 @@ runtime::Module link(const ir::IRModule& module, const target::Target& target) {
 // The input, checked before any pass or codegen relies on it: a module
 // built in a frontend (Python) has not been through the parser's checks.
 void check_input(const ir::IRModule& module) {
-  std::vector<ir::Diagnostic> problems = ir::well_formed(module);
+  std::vector<ir::Diagnostic> problems = graph::well_formed(module);
   if (problems.empty()) return;
   throw Error("build: the module is not well formed (" + std::to_string(problems.size()) + " problem" +
               (problems.size() == 1 ? "" : "s") + "):" + ir::diagnostic_lines(problems));

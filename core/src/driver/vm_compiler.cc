@@ -11,7 +11,7 @@
 
 #include "loom/graph/function.h"
 #include "loom/graph/shared.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/well_formed.h"
 #include "loom/ir/text.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/stack.h"
@@ -426,7 +426,7 @@ const std::vector<std::string>& vm_needs() {
 }
 
 runtime::Module vm_compile(const ir::IRModule& input) {
-  ir::IRModule module = ir::check_module(input);
+  ir::IRModule module = graph::check_module(input);
   std::map<std::string, int> graph_functions;
   std::vector<std::string> names;
   for (const std::string& name : module.names()) {

@@ -184,7 +184,7 @@ Lifted lift_free_values(const std::vector<Binding>& members, bool constants) {
       v.on<ConstantNode>([&](const ConstantNode* c) {
         if (out.param_of.count(c)) return;
         lift(c, "c",
-             c->checked_type.defined() ? c->checked_type : ir::TensorType::of(c->data.shape_vector(), c->data->dtype));
+             c->checked_type.defined() ? c->checked_type : tir::tensor_type(c->data.shape_vector(), c->data->dtype));
       });
     }
     v.visit(Any(b.value));

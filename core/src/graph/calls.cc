@@ -3,7 +3,7 @@
 
 #include "loom/graph/expr.h"
 #include "loom/graph/function.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/type_infer.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
 #include "loom/tir/layout.h"
@@ -96,7 +96,7 @@ ir::IRModule relayout_constant_inputs(const ir::IRModule& module, const std::set
           LOOM_THROW(Error) << where() << ": the constant of shape " << ir::to_text(Any(c->data->shape))
                             << " in the layout " << text << " does not fit the parameter '" << params[k]->name << "'";
         }
-        ir::infer_expr_type(laid, module);
+        graph::infer_expr_type(laid, module);
         found = done.emplace(key, laid).first;
       }
       fields[k] = found->second;
@@ -104,7 +104,7 @@ ir::IRModule relayout_constant_inputs(const ir::IRModule& module, const std::set
     std::vector<ir::Type> type_args;
     for (const Any& t : now->type_args) type_args.push_back(t.cast<ir::Type>());
     Call out(now->callee, {now->args[0].cast<ir::Expr>(), Tuple(fields)}, now->attrs, type_args);
-    ir::infer_expr_type(out, module);
+    graph::infer_expr_type(out, module);
     return Any(out);
   });
   std::map<std::string, Any> changed;

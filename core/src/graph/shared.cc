@@ -212,7 +212,7 @@ class Binder {
         rebuilt = If(cond, then_branch, else_branch);
       }
     }
-    // checked_type is a cache (loom/ir/analysis.h): the same value has the same type.
+    // checked_type is a cache (loom/graph/type_infer.h): the same value has the same type.
     if (!rebuilt.same_as(e)) const_cast<ExprNode*>(rebuilt.get())->checked_type = e->checked_type;
     return uses_.uses(node) > 1 ? bind(scope, e, rebuilt) : rebuilt;
   }

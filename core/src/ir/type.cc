@@ -1,7 +1,5 @@
 #include "loom/ir/type.h"
 
-#include "loom/tir/expr.h"
-
 namespace loom::ir {
 
 LOOM_REGISTER_OBJECT(PrimTypeNode);
@@ -21,12 +19,6 @@ TensorType::TensorType(Array shape, DataType dtype) {
   node->shape = std::move(shape);
   node->dtype = dtype;
   data_ = node;
-}
-
-TensorType TensorType::of(const std::vector<int64_t>& shape, DataType dtype) {
-  std::vector<Any> dims;
-  for (int64_t d : shape) dims.push_back(tir::IntImm(DataType::Int(64), d));
-  return TensorType(Array(dims), dtype);
 }
 
 TupleType::TupleType(std::vector<Type> fields) {

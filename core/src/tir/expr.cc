@@ -209,4 +209,10 @@ Let::Let(Var var, PrimExpr value, PrimExpr body) {
   data_ = node;
 }
 
+ir::TensorType tensor_type(const std::vector<int64_t>& shape, DataType dtype) {
+  std::vector<Any> dims;
+  for (int64_t d : shape) dims.push_back(IntImm(DataType::Int(64), d));
+  return ir::TensorType(Array(dims), dtype);
+}
+
 }  // namespace loom::tir

@@ -1,6 +1,6 @@
 #include "loom/transform/infer_type.h"
 
-#include "loom/ir/analysis.h"
+#include "loom/graph/type_infer.h"
 #include "loom/transform/property.h"
 
 namespace loom::transform {
@@ -16,7 +16,7 @@ Pass InferType() {
                               {property::kAll}},
                      [](const IRModule& module, const PassContext&) {
                        std::vector<ir::Diagnostic> problems;
-                       IRModule typed = ir::infer_types(module, &problems);
+                       IRModule typed = graph::infer_types(module, &problems);
                        if (!problems.empty()) {
                          std::string message = "type inference failed:";
                          for (const auto& d : problems) message += "\n  " + d.to_string();

@@ -11,8 +11,8 @@
 #include <map>
 #include <set>
 
-#include "loom/ir/analysis.h"
-#include "loom/ir/text.h"
+#include "loom/graph/well_formed.h"
+#include "loom/text/text.h"
 #include "loom/plugin/manager.h"
 #include "loom/support/registry.h"
 #include "loom/support/strings.h"
@@ -465,7 +465,7 @@ DumpIRInstrument::DumpIRInstrument(std::string folder) : folder_(std::move(folde
 void DumpIRInstrument::write(const std::string& file, const IRModule& module) const {
   std::string path = (std::filesystem::path(folder_) / file).string();
   std::ofstream out(path);
-  out << ir::print_module(module);
+  out << text::print_module(module);
   if (!out) LOOM_THROW(Error) << "cannot write " << path;
 }
 
@@ -504,7 +504,7 @@ LogLevel log_level() {
 }
 
 void WellFormedInstrument::after(const PassInfo& info, const IRModule& module) {
-  std::vector<ir::Diagnostic> problems = ir::well_formed(module);
+  std::vector<ir::Diagnostic> problems = graph::well_formed(module);
   if (problems.empty()) return;
   throw Error("pass '" + info.name + "' left the module ill-formed:" + ir::diagnostic_lines(problems));
 }

@@ -8,7 +8,7 @@
 #include <climits>
 
 #include "loom/arith/simplify.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/tir/function.h"
 #include "loom/tir/util.h"
@@ -152,8 +152,8 @@ TEST(Simplify, NeverRewritesFloatArithmetic) {
 // The statement simplifier over a function's body, compared with the
 // expected function structurally.
 void expect_body(const char* input, const char* expected) {
-  auto f = downcast<PrimFunc>(ir::parse_module(input, "input.loom").lookup("f"));
-  auto g = downcast<PrimFunc>(ir::parse_module(expected, "expected.loom").lookup("f"));
+  auto f = downcast<PrimFunc>(text::parse_module(input, "input.loom").lookup("f"));
+  auto g = downcast<PrimFunc>(text::parse_module(expected, "expected.loom").lookup("f"));
   PrimFunc simplified = with_body(*f.get(), simplify(f->body));
   auto difference = structural_difference(Any(simplified), Any(g));
   EXPECT_FALSE(difference) << *difference << "\ngot:\n" << ir::to_text(Any(simplified));

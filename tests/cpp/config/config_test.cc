@@ -9,7 +9,7 @@
 
 #include "ir/sample_module.h"
 #include "loom/graph/function.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
 #include "loom/support/strings.h"
@@ -73,7 +73,7 @@ TEST(Config, TargetGoesIntoTheModuleOptionsDoNot) {
   EXPECT_EQ(c.context.opt_level, 3);
   EXPECT_FALSE(c.context.get_config("tir.vectorize").as_bool());
   // The constraints survive the text format.
-  EXPECT_TRUE(structural_equal(ir::parse_module(ir::print_module(mod), "m"), mod));
+  EXPECT_TRUE(structural_equal(text::parse_module(text::print_module(mod), "m"), mod));
   // A placement naming a missing function is an error with a suggestion.
   Config bad = parse_config("target:\n  kind: cpu\n  device-placement: {add_on: cpu}\n", "c.yaml");
   EXPECT_EQ(error_of([&] { bad.constrain(test::sample_module()); }),

@@ -10,7 +10,7 @@
 
 #include "loom/graph/function.h"
 #include "loom/ir/op.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/serialization.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
@@ -120,7 +120,7 @@ const std::string kChain = std::string(kPrims) + R"(
 )";
 
 Module compile(const std::string& text) {
-  Module vm = vm_compile(ir::parse_module(text, "vm_test.loom"));
+  Module vm = vm_compile(text::parse_module(text, "vm_test.loom"));
   vm.import_module(kernels());
   return vm;
 }
@@ -227,7 +227,7 @@ TEST(VM, TuplesMultipleOutputsIfAndCallPacked) {
 }
 
 TEST(VM, ConstantsAndCallsBetweenGraphFunctions) {
-  ir::IRModule mod = ir::parse_module(std::string(kPrims) + R"(
+  ir::IRModule mod = text::parse_module(std::string(kPrims) + R"(
 @double = fn(%v: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {
   call_dps<Tensor[(2, 3), float32]>(@scale, (%v,))
 }
@@ -297,7 +297,7 @@ TEST(VM, InputsAreCheckedAtTheBoundary) {
 }
 
 TEST(VM, ErrorsWhileRunningNameTheFunctionAndTheCallee) {
-  Module vm = vm_compile(ir::parse_module(kChain));
+  Module vm = vm_compile(text::parse_module(kChain));
   EXPECT_EQ(error_of([&] {
               vm.get_function("main")(random_tensor({4, 8}, 1));
             }),
@@ -317,20 +317,21 @@ TEST(VM, ErrorsWhileRunningNameTheFunctionAndTheCallee) {
 
 TEST(VM, CompileErrorsNameTheFunctionAndTheConstruct) {
   EXPECT_EQ(error_of([&] {
-              vm_compile(ir::parse_module(std::string(kPrims) + R"(
+              vm_compile(text::parse_module(std::string(kPrims) + R"(
 @main = fn(%x: Tensor[(4, 8), float32]) -> Tensor[?, float32] {
   call_dps<Tensor[?, float32]>(@relu, (%x,))
 })"));
             }),
             "VM: @main: the output of call_dps @relu has no known shape (Tensor[?, float32])");
   EXPECT_EQ(error_of([&] {
-              vm_compile(ir::parse_module(std::string(kPrims) + R"(
+              vm_compile(text::parse_module(std::string(kPrims) + R"(
 @main = fn(%x: Tensor[(4, 8), float32]) -> Tensor[(%m: int64, 8), float32] {
   call_dps<Tensor[(%m, 8), float32]>(@relu, (%x,))
 })"));
             }),
             "VM: @main: the output of call_dps @relu has the dimension %m, and no parameter's shape binds %m");
-  EXPECT_EQ(error_of([&] { vm_compile(ir::parse_module(kPrims)); }), "VM: the module has no graph function to compile");
+  EXPECT_EQ(error_of([&] { vm_compile(text::parse_module(kPrims)); }),
+            "VM: the module has no graph function to compile");
   static const bool op_registered = [] {
     ir::OpRegistry::register_op(
         ir::OpDef{"test.vm.twice",
@@ -345,7 +346,7 @@ TEST(VM, CompileErrorsNameTheFunctionAndTheConstruct) {
   }();
   (void)op_registered;
   EXPECT_EQ(error_of([&] {
-              vm_compile(ir::parse_module(R"(
+              vm_compile(text::parse_module(R"(
 @main = fn(%x: Tensor[(4, 8), float32]) -> Tensor[(4, 8), float32] {
   test.vm.twice(%x)
 })"));
@@ -353,7 +354,7 @@ TEST(VM, CompileErrorsNameTheFunctionAndTheConstruct) {
             "VM: @main: operator 'test.vm.twice' must be lowered before the VM runs it (LegalizeOps turns operators "
             "into call_dps of prim functions)");
   EXPECT_EQ(error_of([&] {
-              vm_compile(ir::parse_module(R"(
+              vm_compile(text::parse_module(R"(
 @main = fn(%x: Tensor[(4, 8), float32], %f: fn(Tensor[(4, 8), float32]) -> Tensor[(4, 8), float32]) -> Tensor[(4, 8), float32] {
   %f(%x)
 })"));
@@ -449,7 +450,7 @@ TEST(VM, MalformedExecutablesAreRefused) {
 
 TEST(VM, TargetThreadsReachThePool) {
   if (threads_from_environment()) GTEST_SKIP() << "LOOM_NUM_THREADS overrides the target";
-  ir::IRModule mod = ir::parse_module(kChain);
+  ir::IRModule mod = text::parse_module(kChain);
   mod = target::with_target(mod, target::Target("cpu", Map({{"num-threads", int64_t{3}}})));
   vm_compile(mod);
   EXPECT_EQ(ThreadPool::global().num_threads(), 3);

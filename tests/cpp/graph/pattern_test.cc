@@ -11,9 +11,9 @@
 
 #include "loom/graph/bindings.h"
 #include "loom/graph/function.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/type_infer.h"
 #include "loom/ir/op.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/graph/pattern_table.h"
 #include "loom/runtime/ndarray.h"
 #include "test_util.h"
@@ -38,7 +38,7 @@ struct Typed {
 Typed typed(const std::string& text) {
   Typed t;
   std::vector<ir::Diagnostic> problems;
-  t.module = ir::infer_types(ir::parse_module(text, "pattern.loom"), &problems);
+  t.module = graph::infer_types(text::parse_module(text, "pattern.loom"), &problems);
   EXPECT_TRUE(problems.empty()) << problems[0].message;
   ir::Expr e = t.module.lookup("main").as<FunctionNode>()->body;
   e = for_each_binding(e, [&](const LetNode& let) { t.lets[let.var.get()] = let.value; });

@@ -96,7 +96,7 @@ TEST(IR, ConstantsCompareByBytes) {
 
 TEST(IR, VariablesCompareUpToRenamingAcrossFunctions) {
   using namespace loom::graph;  // NOLINT
-  ir::TensorType t = ir::TensorType::of({4}, DataType::Float(32));
+  ir::TensorType t = tir::tensor_type({4}, DataType::Float(32));
   Var a("a", t), b("b", t);
   graph::Function f({a}, Tuple({a, a}));
   graph::Function g({b}, Tuple({b, b}));

@@ -109,7 +109,7 @@ class RandomIR {
       case 8:
         return Any(ir::PrimType(scalar_dtype()));
       case 9:
-        return Any(ir::TensorType::of({2, 3}, DataType::Float(16)));
+        return Any(tir::tensor_type({2, 3}, DataType::Float(16)));
       case 10:
       case 11: {
         std::vector<Any> items;

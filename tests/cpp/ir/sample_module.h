@@ -37,14 +37,14 @@ inline void ensure_sample_extern_kind() {
 
 inline ir::ExternFunc sample_extern_func(int64_t n = 16) {
   ensure_sample_extern_kind();
-  ir::TensorType t = ir::TensorType::of({n}, DataType::Float(32));
+  ir::TensorType t = tir::tensor_type({n}, DataType::Float(32));
   return ir::ExternFunc("test_asm", "fast_relu:\n  ret\n", ir::FuncType({t, t}, ir::Type()), "dps",
                         Map({{"isa", "x86_64"}}));
 }
 
 inline ir::IRModule sample_module(int64_t n = 16) {
   using namespace loom::graph;  // NOLINT
-  ir::TensorType t = ir::TensorType::of({n}, DataType::Float(32));
+  ir::TensorType t = tir::tensor_type({n}, DataType::Float(32));
   Var x("x", t);
   Var y("y", t);
   Expr call_add = Call(ir::Op::get("call_dps"), {ir::GlobalVar("add_one"), Tuple({x})}, Map::empty(), {t});

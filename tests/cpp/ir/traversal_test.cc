@@ -92,8 +92,8 @@ namespace loom {
 // checked_type is a derived cache: a rewritten copy must not keep it (it
 // may no longer hold), an untouched node keeps it.
 TEST(Mutator, DerivedFieldsAreDroppedFromChangedCopies) {
-  graph::Var x("x", ir::TensorType::of({4}, DataType::Float(32)));
-  graph::Var y("y", ir::TensorType::of({2}, DataType::Int(8)));
+  graph::Var x("x", tir::tensor_type({4}, DataType::Float(32)));
+  graph::Var y("y", tir::tensor_type({2}, DataType::Int(8)));
   graph::Tuple tuple({x, x});
   const_cast<graph::TupleNode*>(tuple.get())->checked_type = ir::TupleType({x->annotation, x->annotation});
   Mutator same;

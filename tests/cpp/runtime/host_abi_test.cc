@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/c_backend_api.h"
 #include "loom/runtime/library.h"
 #include "loom/target/target.h"
@@ -98,7 +98,7 @@ int32_t call(LoomBackendFunc f, std::vector<DLTensor*> tensors) {
 }  // namespace
 
 TEST(HostAbi, EveryProducerReadsTheLayoutOfTheOneHeader) {
-  runtime::Module built = driver::build(ir::parse_module(model(), "abi.loom"), target::Target("llvm"));
+  runtime::Module built = driver::build(text::parse_module(model(), "abi.loom"), target::Target("llvm"));
   std::string path =
       (std::filesystem::temp_directory_path() / ("loom_host_abi_" + std::to_string(getpid()) + ".so")).string();
   runtime::export_library(built, path);

@@ -3,7 +3,7 @@
 // the base printer refuses what only the dialect can say.
 #include <gtest/gtest.h>
 
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/support/strings.h"
 #include "loom/target/c_source.h"
 #include "test_util.h"
@@ -40,7 +40,7 @@ const char* kKernel = R"(
 )";
 
 TEST(CSourcePrinter, ADialectChangesOnlyWhatItOverrides) {
-  auto func = downcast<tir::PrimFunc>(ir::parse_module(kKernel).lookup("k"));
+  auto func = downcast<tir::PrimFunc>(text::parse_module(kKernel).lookup("k"));
   VendorC printer;
   std::string text = printer.print_function(func, "k");
   EXPECT_NE(text.find("__kernel void k(__global half* restrict X_data, __global float* restrict Y_data) {"),
@@ -56,11 +56,11 @@ TEST(CSourcePrinter, ADialectChangesOnlyWhatItOverrides) {
 }
 
 TEST(CSourcePrinter, TheBasePrinterRefusesWhatOnlyADialectCanSay) {
-  auto func = downcast<tir::PrimFunc>(ir::parse_module(kKernel).lookup("k"));
+  auto func = downcast<tir::PrimFunc>(text::parse_module(kKernel).lookup("k"));
   target::CSourcePrinter base;
   EXPECT_NE(test::error_of([&] { base.print_function(func, "k"); }).find("c: @k: C has no type for float16"),
             std::string::npos);
-  auto module = ir::parse_module(R"(
+  auto module = text::parse_module(R"(
 @k = prim_func(%Y: Buffer[(64), float32]) {
   for %t: int64 from 0 extent 64 thread("blockIdx.y") { %Y[%t] = 0.0; }
 }

@@ -9,7 +9,7 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
 #include "loom/transform/pass.h"
@@ -40,7 +40,7 @@ TEST(Traits, AutoScheduleTakesTheVectorWidthFromTheTrait) {
   for (const auto& [kind, lanes] : std::vector<std::pair<std::string, std::string>>{{"test_wide", "8"}, {"ref", "4"}}) {
     config::Config c =
         config::parse_config("target: {kind: " + kind + "}\npipeline: {passes: [O0, AutoSchedule]}\n", kind + ".yaml");
-    std::string text = ir::print_module(c.pipeline()(c.constrain(ir::parse_module(kAdd)), c.context));
+    std::string text = text::print_module(c.pipeline()(c.constrain(text::parse_module(kAdd)), c.context));
     // The innermost loop, split by the vector width in float32 lanes, is vectorized.
     EXPECT_NE(text.find("extent " + lanes + " vectorized"), std::string::npos) << kind << "\n" << text;
   }
@@ -69,7 +69,7 @@ TEST(Traits, LowerIntrinsicsKeepsWhatTheTargetImplements) {
   auto lowered = [&](const std::string& kind) {
     config::Config c = config::parse_config("target: {kind: " + kind + "}\npipeline: {passes: [O0, LowerIntrinsics]}\n",
                                             kind + ".yaml");
-    return ir::print_module(c.pipeline()(c.constrain(ir::parse_module(tanh)), c.context));
+    return text::print_module(c.pipeline()(c.constrain(text::parse_module(tanh)), c.context));
   };
   // ref evaluates tanh itself; llvm has no tanh, so it is expanded (into exp).
   EXPECT_TRUE(native_intrinsics(Target("ref")).count("tanh"));
@@ -102,7 +102,7 @@ TEST(Traits, AConfigWithoutPassesRunsTheTargetsDefaultPipeline) {
             std::vector<std::string>{});
   // And it runs: a model built from a config that names no pass.
   runtime::Module built =
-      driver::build(ir::parse_module(kAdd), config::parse_config("target: {kind: ref}\n", "r.yaml"));
+      driver::build(text::parse_module(kAdd), config::parse_config("target: {kind: ref}\n", "r.yaml"));
   EXPECT_EQ(built->type_key(), "vm");
 }
 
@@ -112,7 +112,7 @@ TEST(Traits, TheDriverEstablishesWhatTheCodegenNeedsBeforeGeneratingCode) {
   // O0 leaves tanh to the target, which does not implement it: the build
   // runs LowerIntrinsics, and the result is right.
   runtime::Module built = driver::build(
-      ir::parse_module(tanh), config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0]}\n", "o0.yaml"));
+      text::parse_module(tanh), config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0]}\n", "o0.yaml"));
   runtime::NDArray a = runtime::NDArray::empty({4}, DataType::Float(32));
   for (int i = 0; i < 4; ++i) a.data_as<float>()[i] = 0.5f * static_cast<float>(i) - 0.75f;
   runtime::NDArray y = built.get_function("main")(a).cast<runtime::NDArray>();
@@ -120,7 +120,7 @@ TEST(Traits, TheDriverEstablishesWhatTheCodegenNeedsBeforeGeneratingCode) {
   // Unless the context disables it.
   EXPECT_EQ(error_of([&] {
               driver::build(
-                  ir::parse_module(tanh),
+                  text::parse_module(tanh),
                   config::parse_config("target: {kind: llvm}\npipeline: {passes: [O0], disabled: [LowerIntrinsics]}\n",
                                        "o0.yaml"));
             }),

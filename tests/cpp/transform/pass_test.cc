@@ -10,7 +10,7 @@
 
 #include "ir/sample_module.h"
 #include "loom/graph/function.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/tir/function.h"
 #include "test_util.h"
@@ -186,7 +186,7 @@ TEST(Instruments, TimingDumpAndUserInstruments) {
   // The dumps are modules in the text format.
   std::ifstream in(dir / "003_b_after.loom");
   std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_EQ(log_of(ir::parse_module(text, "dump")), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(log_of(text::parse_module(text, "dump")), (std::vector<std::string>{"a", "b"}));
   fs::remove_all(dir);
 }
 

@@ -52,8 +52,7 @@ class TensorType : public Type {
  public:
   LOOM_OBJECT_REF(TensorType, Type, TensorTypeNode)
   TensorType(Array shape, DataType dtype);
-  // A tensor of constant shape.
-  static TensorType of(const std::vector<int64_t>& shape, DataType dtype);
+  // (A tensor type of constant shape: tir::tensor_type, loom/tir/expr.h.)
 };
 
 class TupleTypeNode : public TypeNode {

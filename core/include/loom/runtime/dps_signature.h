@@ -1,6 +1,6 @@
 // The tensors a dps extern function takes (docs/ir.md, "Extern functions"):
 // each one's dtype and extents, constant or symbolic.  The IR side reads it
-// from a function's signature (ir::read_dps_signature); a runtime module
+// from a function's signature (tir::read_dps_signature); a runtime module
 // that runs such functions checks its arguments against it
 // (check_dps_arguments), so every kind that takes tensors only (asm,
 // torchscript, a vendor's) checks them the same way.

@@ -204,6 +204,9 @@ class Buffer : public ObjectRef {
   Buffer(std::string name, DataType dtype, std::vector<PrimExpr> shape, std::string scope = "global");
 };
 
+// The tensor type of a constant shape (each dimension an int64 IntImm).
+ir::TensorType tensor_type(const std::vector<int64_t>& shape, DataType dtype);
+
 // A new node with every field of `b` (the same memory, data var included),
 // for a pass to change some of them before wrapping it in a Buffer.
 ObjectPtr<BufferNode> copy_buffer(const BufferNode& b);

@@ -1,5 +1,5 @@
 // InferType: fills checked_type of every graph expression and missing
-// result types (loom/ir/analysis.h).  Requires nothing; leaves prim and
+// result types (loom/graph/type_infer.h).  Requires nothing; leaves prim and
 // extern functions untouched.  A type error fails the pass, listing every
 // problem.
 #ifndef LOOM_TRANSFORM_INFER_TYPE_H_

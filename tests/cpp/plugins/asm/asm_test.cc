@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "loom/driver/build.h"
-#include "loom/ir/analysis.h"
-#include "loom/ir/text.h"
+#include "loom/graph/well_formed.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/plugin/manager.h"
 #include "loom/runtime/library.h"
@@ -84,25 +84,25 @@ NDArray floats(std::vector<int64_t> shape, uint32_t seed) {
 std::string problem(const std::string& attrs, const std::string& text,
                     const std::string& signature = "fn(Tensor[(%n: int64), float32], Tensor[(%n), float32]) -> none",
                     const std::string& convention = "dps") {
-  ir::IRModule m = ir::parse_module("@relu = extern \"asm\" " + convention + " " + signature + " attrs {" + attrs +
-                                    "} payload \"" + text + "\"\n");
-  std::vector<ir::Diagnostic> out = ir::well_formed(m);
+  ir::IRModule m = text::parse_module("@relu = extern \"asm\" " + convention + " " + signature + " attrs {" + attrs +
+                                      "} payload \"" + text + "\"\n");
+  std::vector<ir::Diagnostic> out = graph::well_formed(m);
   return out.empty() ? "" : out[0].to_string();
 }
 const char* kX86 = "isa: \"x86_64\"";
 }  // namespace
 
 TEST(Asm, PrintsParsesAndRoundTrips) {
-  ir::IRModule m = ir::parse_module(model(), "model.loom");
-  EXPECT_TRUE(ir::well_formed(m).empty()) << ir::diagnostic_lines(ir::well_formed(m));
-  std::string text = ir::print_module(m);
+  ir::IRModule m = text::parse_module(model(), "model.loom");
+  EXPECT_TRUE(graph::well_formed(m).empty()) << ir::diagnostic_lines(graph::well_formed(m));
+  std::string text = text::print_module(m);
   EXPECT_NE(text.find("@relu = extern \"asm\" dps fn(Tensor[(%n: int64, 3), float32], Tensor[(%n, 3), float32]) -> "
                       "none attrs {features: [\"avx\"], isa: \"x86_64\"} payload \"  .text\\n  .globl relu\\n"),
             std::string::npos)
       << text;
-  ir::IRModule again = ir::parse_module(text, "printed.loom");
+  ir::IRModule again = text::parse_module(text, "printed.loom");
   EXPECT_TRUE(structural_equal(m, again));
-  EXPECT_EQ(ir::print_module(again), text);
+  EXPECT_EQ(text::print_module(again), text);
 }
 
 TEST(Asm, ValidationNamesTheFunctionAndTheAssemblyLine) {
@@ -169,7 +169,7 @@ TEST(Asm, ValidationNamesTheFunctionAndTheAssemblyLine) {
 
 TEST(Asm, RunsInMemoryAndFromAnExportedLibrary) {
   NEEDS_X86_AVX_FMA();
-  runtime::Module built = driver::build(ir::parse_module(model(), "model.loom"), target::Target("llvm"));
+  runtime::Module built = driver::build(text::parse_module(model(), "model.loom"), target::Target("llvm"));
   std::string path = (std::filesystem::temp_directory_path() / "loom_asm_test.so").string();
   runtime::export_library(built, path);
   runtime::Module loaded = runtime::load_module(path);
@@ -197,7 +197,7 @@ TEST(Asm, RunsInMemoryAndFromAnExportedLibrary) {
 
 TEST(Asm, CheckTheirArgumentsAtRunTime) {
   NEEDS_X86_AVX_FMA();
-  runtime::Module m = driver::build(ir::parse_module(model(), "model.loom"), target::Target("llvm"));
+  runtime::Module m = driver::build(text::parse_module(model(), "model.loom"), target::Target("llvm"));
   Function relu = m.get_function("relu"), axpy = m.get_function("axpy_rows");
   NDArray x = floats({3, 3}, 1), y = NDArray::empty({3, 3}, DataType::Float(32));
   relu(x, y);
@@ -234,7 +234,7 @@ TEST(Asm, CheckTheirArgumentsAtRunTime) {
 
 TEST(Asm, BuildChecksTheTargetsIsaAndExtensions) {
   PluginManager::global().load("asm");  // so that LLVM knows the aarch64 triple below
-  ir::IRModule arm = ir::parse_module(
+  ir::IRModule arm = text::parse_module(
       model("isa: \"aarch64\"", "  .globl relu\\nrelu:\\n  fmax v0.4s, v0.4s, v1.4s\\n  ret\\n"), "arm.loom");
   ir::IRModule arm_only = ir::IRModule({{"relu", arm.lookup("relu")}});
   EXPECT_NE(error_of([&] {
@@ -249,9 +249,9 @@ TEST(Asm, BuildChecksTheTargetsIsaAndExtensions) {
             "@relu cannot run in this process: its code is aarch64 and this machine is x86_64 (export it and run it on "
             "a aarch64 machine)");
   // Extensions: haswell has AVX2 and FMA but not AVX-512.
-  ir::IRModule wide = ir::parse_module(model("features: [\"avx512f\"], isa: \"x86_64\"",
-                                             "  .globl relu\\nrelu:\\n  vmaxps %zmm1, %zmm0, %zmm0\\n  ret\\n"),
-                                       "wide.loom");
+  ir::IRModule wide = text::parse_module(model("features: [\"avx512f\"], isa: \"x86_64\"",
+                                               "  .globl relu\\nrelu:\\n  vmaxps %zmm1, %zmm0, %zmm0\\n  ret\\n"),
+                                         "wide.loom");
   EXPECT_NE(error_of([&] {
               driver::build(wide, target::Target("llvm", Map({{"mcpu", "haswell"}})));
             })
@@ -291,8 +291,8 @@ TEST(Asm, EveryKnownExtensionIsOneLLVMKnows) {
     int count = 0;
     while (std::getline(names, name, ',')) {
       name.erase(0, name.find_first_not_of(' '));
-      ir::IRModule m = ir::parse_module("@f = extern \"asm\" dps fn() -> none attrs {features: [\"" + name +
-                                        "\"], isa: \"" + isa + "\"} payload \"  .globl f\\nf:\\n  ret\\n\"\n");
+      ir::IRModule m = text::parse_module("@f = extern \"asm\" dps fn() -> none attrs {features: [\"" + name +
+                                          "\"], isa: \"" + isa + "\"} payload \"  .globl f\\nf:\\n  ret\\n\"\n");
       testing::internal::CaptureStderr();
       std::string error = error_of([&] { driver::build_kernels(m, target); });
       std::string printed = testing::internal::GetCapturedStderr();
@@ -307,7 +307,7 @@ TEST(Asm, EveryKnownExtensionIsOneLLVMKnows) {
 }
 
 TEST(Asm, TwoFunctionsMayNotDefineOneSymbol) {
-  ir::IRModule m = ir::parse_module(
+  ir::IRModule m = text::parse_module(
       "@a = extern \"asm\" dps fn() -> none attrs {isa: \"x86_64\"} payload \"  .globl a\\n  .globl helper\\na:\\n"
       "helper:\\n  ret\\n\"\n"
       "@b = extern \"asm\" dps fn() -> none attrs {isa: \"x86_64\"} payload \"  .globl b\\n  .globl helper\\nb:\\n"

@@ -10,11 +10,11 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 #include "test_util.h"
 
 namespace loom {
@@ -39,7 +39,7 @@ const char* kKernel = R"(
 )";
 
 runtime::Module kernel() {
-  return driver::build_kernels(ir::parse_module(kKernel, "kernel.loom"), target::Target("llvm"));
+  return driver::build_kernels(text::parse_module(kKernel, "kernel.loom"), target::Target("llvm"));
 }
 
 using test::error_of;
@@ -83,7 +83,7 @@ TEST(LLVM, VectorExpAndLogFollowLibm) {
   }
 }
 )";
-  ir::IRModule module = ir::parse_module(text, "math.loom");
+  ir::IRModule module = text::parse_module(text, "math.loom");
   module = transform::PassRegistry::get("VectorizeLoop")(module, transform::PassContext());
   Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
   NDArray x = floats({1031}, 5, -90, 90), e = NDArray::empty({1031}, DataType::Float(32)),
@@ -135,10 +135,10 @@ TEST(LLVM, StridedVectorAccessesReadAndWriteTheRightElements) {
 )";
   ir::IRModule passes = transform::sequential(
       {transform::PassRegistry::get("FlattenBuffer"), transform::PassRegistry::get("VectorizeLoop")})(
-      ir::parse_module(text, "strided.loom"), transform::PassContext());
-  std::string ir_text = ir::print_module(passes);
+      text::parse_module(text, "strided.loom"), transform::PassContext());
+  std::string ir_text = text::print_module(passes);
   EXPECT_NE(ir_text.find("%Z[ramp(%o, 5, 8)]"), std::string::npos) << ir_text;  // really vectorized
-  for (const ir::IRModule& module : {passes, ir::parse_module(by_hand, "strided_by_hand.loom")}) {
+  for (const ir::IRModule& module : {passes, text::parse_module(by_hand, "strided_by_hand.loom")}) {
     Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
     NDArray x = floats({63}, 11), y = NDArray::empty({8, 8}, DataType::Float(32)), z = floats({40}, 12);
     std::vector<float> z0(z.data_as<float>(), z.data_as<float>() + 40);
@@ -158,14 +158,14 @@ TEST(LLVM, StridedVectorAccessesReadAndWriteTheRightElements) {
 TEST(LLVM, JitAndExportedLibraryAgreeAndMatchRef) {
   // A small CNN (examples/cnn.loom's structure at a size the interpreter
   // runs quickly).
-  ir::IRModule model = ir::parse_module(R"(
+  ir::IRModule model = text::parse_module(R"(
 @main = fn(%x: Tensor[(2, 3, 10, 10), float32], %k: Tensor[(4, 3, 3, 3), float32], %c: Tensor[(4, 1, 1), float32],
            %w: Tensor[(5, 100), float32], %b: Tensor[(5), float32]) -> Tensor[(2, 5), float32] {
   let %y = max_pool2d(relu(add(conv2d(%x, %k, padding=[1]), %c)), pool_size=[2, 2], strides=[2, 2]);
   softmax(add(dense(flatten(%y), %w), %b), axis=-1)
 }
 )",
-                                        "cnn.loom");
+                                          "cnn.loom");
   auto host = config::load_config(std::string(LOOM_SOURCE_DIR) + "/configs/host.yaml");
   auto ref = config::load_config(std::string(LOOM_SOURCE_DIR) + "/configs/ref.yaml");
   std::vector<NDArray> args = {floats({2, 3, 10, 10}, 11), floats({4, 3, 3, 3}, 12), floats({4, 1, 1}, 13),
@@ -192,7 +192,7 @@ TEST(LLVM, JitAndExportedLibraryAgreeAndMatchRef) {
 // packed, register-tiled, parallel one, compiled and checked.
 TEST(LLVM, TheDocumentedMatmulScheduleComputesTheProduct) {
   const int64_t n = 64;
-  ir::IRModule m = ir::parse_module(R"(
+  ir::IRModule m = text::parse_module(R"(
 @matmul = prim_func(%A: Buffer[(64, 64), float32], %B: Buffer[(64, 64), float32], %C: Buffer[(64, 64), float32]) {
   for %i: int64 from 0 extent 64 {
     for %j: int64 from 0 extent 64 {
@@ -204,7 +204,7 @@ TEST(LLVM, TheDocumentedMatmulScheduleComputesTheProduct) {
   }
 }
 )",
-                                    "matmul.loom");
+                                      "matmul.loom");
   using namespace tir;  // NOLINT: as in the documentation
   Schedule s(downcast<PrimFunc>(m.lookup("matmul")));
   // --- the documented schedule ---
@@ -234,7 +234,7 @@ TEST(LLVM, TheDocumentedMatmulScheduleComputesTheProduct) {
       "Simplify]\n",
       "lowering.yaml");
   ir::IRModule lowered = config.pipeline()(config.constrain(m.with_function("matmul", s.func())), config.context);
-  std::string text = ir::print_module(lowered);
+  std::string text = text::print_module(lowered);
   EXPECT_NE(text.find("for %j_o_o: int64 from 0 extent 4 parallel {\n      for %c1: int64 from 0 extent 64 {"),
             std::string::npos)
       << text;

@@ -10,7 +10,7 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
@@ -102,11 +102,11 @@ TEST(LoopPasses, ScheduledLoweringsGiveBitIdenticalResults) {
             {{1, 2, 6, 5}, {3, 2, 3, 3}}},
            {"%x: Tensor[(6, 10), float32], %g: Tensor[(10,), float32]", "layer_norm(%x, %g, %g)", {{6, 10}, {10}}}}) {
     SCOPED_TRACE(c.body);
-    ir::IRModule model = ir::parse_module("@main = fn(" + c.params + ") { " + c.body + " }");
+    ir::IRModule model = text::parse_module("@main = fn(" + c.params + ") { " + c.body + " }");
     config::Config o0 = config_with("[O0]");
     ir::IRModule lowered = o0.pipeline()(o0.constrain(model), o0.context);
     ir::IRModule loops = run(loop_passes, scheduled(lowered));
-    std::string text = ir::print_module(loops);
+    std::string text = text::print_module(loops);
     // Something was vectorized, unless every innermost loop is a reduction
     // (matmul): those stay serial, saying why.  (conv2d's padded copy of
     // its input is elementwise.)
@@ -141,13 +141,13 @@ TEST(LoopPasses, IntrinsicExpansionsAgreeWithTheCLibrary) {
   for (const auto& [op, ref] : cases) {
     SCOPED_TRACE(op);
     bool positive = op == "rsqrt" || op.rfind("log", 0) == 0;
-    ir::IRModule m = ir::parse_module(
+    ir::IRModule m = text::parse_module(
         "@f = prim_func(%X: Buffer[(257), float32], %Y: Buffer[(257), float32]) {\n"
         "  for %i: int64 from 0 extent 257 {\n    %Y[%i] = call(float32, \"" +
         op + "\", %X[%i]);\n  }\n}\n");
     // The host CPU target implements no intrinsic natively: all expand.
     ir::IRModule lowered = run({"LowerIntrinsics"}, target::with_target(m, target::Target("cpu", Map::empty())));
-    std::string text = ir::print_module(lowered);
+    std::string text = text::print_module(lowered);
     EXPECT_EQ(text.find("\"" + op + "\""), std::string::npos) << text;
     NDArray x = NDArray::empty({257}, DataType::Float(32)), y = NDArray::empty({257}, DataType::Float(32));
     for (int i = 0; i < 257; ++i) x.data_as<float>()[i] = positive ? 0.01f + i * 0.05f : -6.0f + i * (12.0f / 256);
@@ -159,22 +159,22 @@ TEST(LoopPasses, IntrinsicExpansionsAgreeWithTheCLibrary) {
     }
   }
   // The ref target implements them all: nothing expands.
-  ir::IRModule m = ir::parse_module(
+  ir::IRModule m = text::parse_module(
       "@f = prim_func(%X: Buffer[(2), float32], %Y: Buffer[(2), float32]) {\n  %Y[0] = call(float32, \"erf\", "
       "%X[0]);\n}\n");
   ir::IRModule kept = run({"LowerIntrinsics"}, target::with_target(m, target::Target("ref", Map::empty())));
-  EXPECT_NE(ir::print_module(kept).find("\"erf\""), std::string::npos);
+  EXPECT_NE(text::print_module(kept).find("\"erf\""), std::string::npos);
   // Unknown intrinsics and wrong arity are errors naming the function.
   std::string e = test::error_of([] {
-    run({"LowerIntrinsics"}, ir::parse_module("@g = prim_func(%X: Buffer[(2), float32]) {\n  %X[0] = call(float32, "
-                                              "\"expp\", %X[1]);\n}\n"));
+    run({"LowerIntrinsics"}, text::parse_module("@g = prim_func(%X: Buffer[(2), float32]) {\n  %X[0] = call(float32, "
+                                                "\"expp\", %X[1]);\n}\n"));
   });
   EXPECT_NE(e.find("@g: "), std::string::npos) << e;
   EXPECT_NE(e.find("expp"), std::string::npos) << e;
   EXPECT_NE(e.find("did you mean 'exp'"), std::string::npos) << e;
   e = test::error_of([] {
-    run({"LowerIntrinsics"}, ir::parse_module("@g = prim_func(%X: Buffer[(2), float32]) {\n  %X[0] = call(float32, "
-                                              "\"pow\", %X[1]);\n}\n"));
+    run({"LowerIntrinsics"}, text::parse_module("@g = prim_func(%X: Buffer[(2), float32]) {\n  %X[0] = call(float32, "
+                                                "\"pow\", %X[1]);\n}\n"));
   });
   EXPECT_NE(e.find("@g: intrinsic 'pow' takes 2 argument(s), got 1"), std::string::npos) << e;
 }
@@ -182,7 +182,7 @@ TEST(LoopPasses, IntrinsicExpansionsAgreeWithTheCLibrary) {
 TEST(LoopPasses, RefusalsAndLimitsAreReported) {
   // A vectorized loop longer than max_lanes and an unrolled loop of a
   // symbolic extent stay serial, annotated with the reason.
-  ir::IRModule m = ir::parse_module(R"(@f = prim_func(%X: Buffer[(%n: int64), float32]) {
+  ir::IRModule m = text::parse_module(R"(@f = prim_func(%X: Buffer[(%n: int64), float32]) {
   for %i: int64 from 0 extent 100 vectorized {
     %X[%i] = 0.0;
   }
@@ -191,7 +191,7 @@ TEST(LoopPasses, RefusalsAndLimitsAreReported) {
   }
 }
 )");
-  std::string text = ir::print_module(run({"VectorizeLoop", "UnrollLoop"}, m));
+  std::string text = text::print_module(run({"VectorizeLoop", "UnrollLoop"}, m));
   EXPECT_NE(text.find("vectorize_refused: \"its extent 100 exceeds VectorizeLoop.max_lanes (64)\""), std::string::npos)
       << text;
   EXPECT_NE(text.find("unroll_refused: \"its extent is not a constant\""), std::string::npos) << text;

@@ -9,8 +9,8 @@
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
-#include "loom/ir/analysis.h"
-#include "loom/ir/text.h"
+#include "loom/graph/well_formed.h"
+#include "loom/text/text.h"
 #include "loom/runtime/ndarray.h"
 #include "test_util.h"
 
@@ -31,7 +31,7 @@ pipeline:
 
 Module build(const std::string& text) {
   config::Config config = config::parse_config(kConfig, "ops_test.yaml");
-  return driver::build(ir::parse_module(text, "ops_test.loom"), config);
+  return driver::build(text::parse_module(text, "ops_test.loom"), config);
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -593,13 +593,13 @@ TEST(Ops, ChannelsLastLayoutsAgreeWithChannelsFirst) {
 
 TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
   config::Config config = config::parse_config(kConfig, "ops_test.yaml");
-  ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(R"(
+  ir::IRModule lowered = config.pipeline()(config.constrain(text::parse_module(R"(
 @relu = fn(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { relu(relu(%x)) }
 @main = fn(%x: Tensor[(4), float32], %y: Tensor[(8), float32]) { (relu(%x), relu(%y)) }
 )")),
                                            config.context);
   EXPECT_EQ(lowered.names(), (std::vector<std::string>{"main", "relu", "relu_1", "relu_2"}));
-  std::string text = ir::print_module(lowered);
+  std::string text = text::print_module(lowered);
   EXPECT_NE(text.find("call_dps<Tensor[(4), float32]>(@relu_1, (call_dps<Tensor[(4), float32]>(@relu_1, (%x,)),))"),
             std::string::npos)
       << text;
@@ -607,7 +607,7 @@ TEST(Ops, LegalizeOpsSharesIdenticalLoweringsAndNamesThemUniquely) {
 
 TEST(Ops, TypeRulesGiveClearErrors) {
   auto check = [](const std::string& body, const std::string& params) {
-    return error_of([&] { ir::check_module(ir::parse_module("@main = fn(" + params + ") { " + body + " }")); });
+    return error_of([&] { graph::check_module(text::parse_module("@main = fn(" + params + ") { " + body + " }")); });
   };
   std::string e = check("add(%a, %b)", "%a: Tensor[(2, 3), float32], %b: Tensor[(4, 3), float32]");
   EXPECT_NE(e.find("add: shapes (2, 3) and (4, 3) do not broadcast: dimension 0 of the result would be 2 and 4"),

@@ -8,7 +8,7 @@
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
 #include "loom/graph/function.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/support/strings.h"
 #include "loom/transform/pass.h"
@@ -33,7 +33,7 @@ NDArray floats(std::vector<int64_t> shape, std::vector<float> values) {
 
 // main(x) = add(x, relu(add(c1, c2)))
 ir::IRModule constant_module() {
-  graph::Var x("x", ir::TensorType::of({3}, DataType::Float(32)));
+  graph::Var x("x", tir::tensor_type({3}, DataType::Float(32)));
   graph::Constant c1(floats({3}, {1, -5, 2})), c2(floats({3}, {0.5f, 1, -4}));
   graph::Var s("s");
   ir::Expr body = graph::Let(s, graph::Call(ir::Op::get("add"), {c1, c2}),
@@ -46,9 +46,9 @@ TEST(Passes, FoldConstantEvaluatesConstantSubgraphs) {
   ir::IRModule folded = run({"FoldConstant", "DeadCodeElimination"}, constant_module());
   const auto* main = folded.lookup("main").as<graph::FunctionNode>();
   const auto* add = main->body.as<graph::CallNode>();
-  ASSERT_NE(add, nullptr) << ir::print_module(folded);
+  ASSERT_NE(add, nullptr) << text::print_module(folded);
   const auto* constant = add->args[1].as_object_ref().as<graph::ConstantNode>();
-  ASSERT_NE(constant, nullptr) << ir::print_module(folded);
+  ASSERT_NE(constant, nullptr) << text::print_module(folded);
   const float* v = constant->data.data_as<float>();
   EXPECT_EQ(v[0], 1.5f);
   EXPECT_EQ(v[1], 0.0f);
@@ -61,7 +61,7 @@ TEST(Passes, NamedPipelinesAreSelectableFromYaml) {
     config::Config config = config::parse_config(
         "target:\n  kind: ref\npipeline:\n  opt-level: 2\n  passes: [" + name + "]\n", name + ".yaml");
     ir::IRModule out = config.pipeline()(config.constrain(constant_module()), config.context);
-    std::string text = ir::print_module(out);
+    std::string text = text::print_module(out);
     // Both lower every operator; only default folds the constant add.
     EXPECT_EQ(text.find("relu("), std::string::npos) << text;
     EXPECT_EQ(text.find("let %s = call_dps") != std::string::npos, name == "O0") << text;
@@ -122,7 +122,7 @@ transform::Pass user_double_conv() {
 }  // namespace
 
 TEST(Passes, FusionGroupsAndTheirDepthLimit) {
-  ir::IRModule chain = ir::parse_module(kConvChain);
+  ir::IRModule chain = text::parse_module(kConvChain);
   config::Config config = fusing_config("[InferType, FuseOps]");
   EXPECT_EQ(function_names(config.pipeline()(config.constrain(chain), config.context)),
             "fused_conv2d_add_relu_tanh_sigmoid main");
@@ -137,11 +137,11 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
     return true;
   }();
   (void)registered;
-  ir::IRModule chain = ir::parse_module(kConvChain);
+  ir::IRModule chain = text::parse_module(kConvChain);
   config::Config config = fusing_config("[UserFuseDoubleConv, FuseOps]");
   ir::IRModule fused = config.pipeline()(config.constrain(chain), config.context);
   EXPECT_EQ(function_names(fused), "fused_user_double_conv_add_relu_tanh_sigmoid main user_double_conv");
-  std::string text = ir::print_module(fused);
+  std::string text = text::print_module(fused);
   EXPECT_NE(text.find("  @fused_user_double_conv_add_relu_tanh_sigmoid(%x, %w1, %w2, %b)\n}"), std::string::npos)
       << text;
 
@@ -170,7 +170,7 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
   // X_pad: the schedule names the second X_pad_1 (tir::Schedule keeps
   // buffer names unique).
   config = fusing_config("[UserFuseDoubleConv, default]");
-  text = ir::print_module(config.pipeline()(config.constrain(chain), config.context));
+  text = text::print_module(config.pipeline()(config.constrain(chain), config.context));
   EXPECT_NE(text.find("@fused_user_double_conv_add_relu_tanh_sigmoid = prim_func("), std::string::npos) << text;
   EXPECT_NE(
       text.find(
@@ -183,7 +183,7 @@ TEST(Passes, AUserFusionRunsFirstAndTheBuiltInFuserTakesTheTail) {
 // Channels-last computes the same sums in the same order: bit-identical,
 // with batch_norm's axis moved and a lower-rank bias reshaped.
 TEST(Passes, ConvertLayoutKeepsTheNumbers) {
-  ir::IRModule model = ir::parse_module(R"(
+  ir::IRModule model = text::parse_module(R"(
 @main = fn(%x: Tensor[(2, 3, 9, 8), float32], %w1: Tensor[(6, 3, 3, 3), float32], %w2: Tensor[(6, 2, 3, 3), float32], %g: Tensor[(6), float32], %b: Tensor[(6, 1, 1), float32]) {
   let %c1 = conv2d(%x, %w1, padding=[1], strides=[2, 1]);
   let %n = batch_norm(%c1, %g, %g, %g, %g);
@@ -204,7 +204,7 @@ TEST(Passes, ConvertLayoutKeepsTheNumbers) {
   ASSERT_EQ(converted.shape_vector(), reference.shape_vector());
   EXPECT_EQ(std::memcmp(converted.data_as<float>(), reference.data_as<float>(), reference->nbytes()), 0);
   config::Config config = fusing_config("[ConvertLayout]");
-  std::string text = ir::print_module(config.pipeline()(config.constrain(model), config.context));
+  std::string text = text::print_module(config.pipeline()(config.constrain(model), config.context));
   EXPECT_NE(text.find("batch_norm(%c1_nhwc, %g, %g, %g, %g, axis=3)"), std::string::npos) << text;
   EXPECT_NE(text.find("avg_pool2d(%t2_nhwc, layout=\"NHWC\""), std::string::npos) << text;
   EXPECT_EQ(text.find("transpose(%c2_nhwc"), std::string::npos) << text;  // no round trip between converted ops
@@ -225,10 +225,10 @@ pipeline:
   ir::IRModule input = config.constrain(constant_module());
   ir::IRModule out = config.pipeline()(input, config.context);
   // Nothing was folded: the add of the two constants is still there.
-  std::string text = ir::print_module(out);
+  std::string text = text::print_module(out);
   EXPECT_NE(text.find("let %s = add(meta[1], meta[2]);"), std::string::npos) << text;
   config.context.disabled.clear();
-  text = ir::print_module(config.pipeline()(input, config.context));
+  text = text::print_module(config.pipeline()(input, config.context));
   EXPECT_EQ(text.find("let %s"), std::string::npos) << text;
 }
 
@@ -245,7 +245,7 @@ TEST(Passes, APipelineThatBreaksAnOrderingRuleIsRefused) {
   auto error = [&](const std::string& passes) {
     config::Config config =
         config::parse_config("target: {kind: ref}\npipeline: {passes: " + passes + "}\n", "order.yaml");
-    return test::error_of([&] { config.pipeline()(config.constrain(ir::parse_module(model)), config.context); });
+    return test::error_of([&] { config.pipeline()(config.constrain(text::parse_module(model)), config.context); });
   };
   EXPECT_EQ(error("[O0, AutoSchedule, VectorizeLoop, FlattenBuffer]"),
             "pass 'VectorizeLoop' needs the property 'buffers_flat' (every buffer a prim function allocates or "
@@ -263,8 +263,8 @@ TEST(Passes, APipelineThatBreaksAnOrderingRuleIsRefused) {
       config::parse_config("target: {kind: ref}\npipeline: {passes: [LegalizeOps]}\n", "types.yaml");
   auto timing = std::make_shared<transform::TimingInstrument>();
   config.context.instruments.push_back(timing);
-  ir::IRModule lowered = config.pipeline()(config.constrain(ir::parse_module(model)), config.context);
-  EXPECT_EQ(ir::print_module(lowered).find("matmul("), std::string::npos);
+  ir::IRModule lowered = config.pipeline()(config.constrain(text::parse_module(model)), config.context);
+  EXPECT_EQ(text::print_module(lowered).find("matmul("), std::string::npos);
   std::vector<std::string> ran;
   for (const auto& row : timing->rows()) ran.push_back(row.pass);
   EXPECT_EQ(ran, (std::vector<std::string>{"pipeline", "InferType", "LegalizeOps"}));

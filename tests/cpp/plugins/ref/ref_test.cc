@@ -10,7 +10,7 @@
 
 #include "loom/driver/build.h"
 #include "loom/ir/op.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/codegen.h"
@@ -24,7 +24,7 @@ using test::error_of;
 
 namespace {
 Module build_ref(const std::string& text) {
-  return driver::build(ir::parse_module(text, "ref_test.loom"), target::Target("ref"));
+  return driver::build(text::parse_module(text, "ref_test.loom"), target::Target("ref"));
 }
 
 template <class T>
@@ -158,14 +158,14 @@ TEST(Ref, ExternFunctionsAndUnknownTargetsAreRefused) {
     ir::ExternKindRegistry::register_kind("ref_test_blob", Function::typed([](ObjectRef, std::string) {}),
                                           "a test kind");
   }
-  ir::IRModule blob = ir::parse_module(R"(
+  ir::IRModule blob = text::parse_module(R"(
 @fast = extern "ref_test_blob" dps fn(Tensor[(16), float32], Tensor[(16), float32]) -> none payload "ret"
 )");
   EXPECT_EQ(error_of([&] { driver::build_kernels(blob, target::Target("ref")); }),
             "ref: @fast is an extern function of kind 'ref_test_blob'; the reference interpreter runs prim functions "
             "only");
   // A kind nobody registers stops a build at the input's check.
-  ir::IRModule unknown = ir::parse_module(R"(
+  ir::IRModule unknown = text::parse_module(R"(
 @fast = extern "npu_x" dps fn(Tensor[(16), float32], Tensor[(16), float32]) -> none payload "ret"
 )");
   EXPECT_EQ(error_of([&] { driver::build(unknown, target::Target("ref")); }),

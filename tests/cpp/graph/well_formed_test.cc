@@ -1,13 +1,14 @@
 // Well-formedness and type inference.
-#include "loom/ir/analysis.h"
+#include "loom/graph/well_formed.h"
+#include "loom/graph/type_infer.h"
 
 #include <gtest/gtest.h>
 
 #include "loom/graph/function.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/tir/function.h"
-#include "sample_module.h"
+#include "ir/sample_module.h"
 
 namespace loom {
 using namespace loom::test;  // NOLINT
@@ -28,9 +29,9 @@ void register_kinds() {
 
 std::vector<std::string> problems(const std::string& text) {
   register_kinds();
-  ir::IRModule mod = ir::parse_module(text, "case.loom");
-  std::vector<ir::Diagnostic> out = ir::well_formed(mod);
-  if (out.empty()) ir::infer_types(mod, &out);
+  ir::IRModule mod = text::parse_module(text, "case.loom");
+  std::vector<ir::Diagnostic> out = graph::well_formed(mod);
+  if (out.empty()) graph::infer_types(mod, &out);
   std::vector<std::string> messages;
   for (const auto& d : out) messages.push_back("@" + d.function + ": " + d.message);
   return messages;
@@ -41,10 +42,10 @@ const char* kPrimHeader = "@f = prim_func(%A: Buffer[(16), float32], %n: int64) 
 
 TEST(WellFormed, SampleModuleIsWellFormedAndTyped) {
   register_kinds();
-  ir::IRModule typed = ir::check_module(sample_module());
+  ir::IRModule typed = graph::check_module(sample_module());
   ir::Type ret = downcast<graph::Function>(typed.lookup("main"))->ret_type;
-  ir::TensorType t16 = ir::TensorType::of({16}, DataType::Float(32));
-  EXPECT_TRUE(structural_equal(ret, ir::TupleType({t16, ir::TensorType::of({2}, DataType::Float(32))})))
+  ir::TensorType t16 = tir::tensor_type({16}, DataType::Float(32));
+  EXPECT_TRUE(structural_equal(ret, ir::TupleType({t16, tir::tensor_type({2}, DataType::Float(32))})))
       << ir::to_text(Any(ret));
 }
 
@@ -84,7 +85,7 @@ TEST(WellFormed, ScopingAndSingleBinding) {
   Stmt body = SeqStmt({For(i, int64_t{0}, int64_t{8}, ForKind::kSerial, store),
                        For(i, int64_t{0}, int64_t{8}, ForKind::kSerial, store), store});
   ir::IRModule mod({{"f", PrimFunc({a}, body)}});
-  std::vector<ir::Diagnostic> found = ir::well_formed(mod);
+  std::vector<ir::Diagnostic> found = graph::well_formed(mod);
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].message, "variable '%i' is bound twice");
   EXPECT_EQ(found[1].message, "variable '%i' is used but not bound");
@@ -145,12 +146,12 @@ TEST(WellFormed, ExternKindsValidate) {
 
 TEST(TypeInference, FillsCheckedTypesAndResultTypes) {
   register_kinds();
-  ir::IRModule mod = ir::parse_module(
+  ir::IRModule mod = text::parse_module(
       "@pair = fn(%a: Tensor[(2), float32]) {\n  let %t = (%a, %a);\n  %t.1\n}\n"
       "@main = fn(%x: Tensor[(2), float32], %c: bool) {\n  if (%c) { @pair(%x) } else { %x }\n}\n",
       "t.loom");
-  ir::IRModule typed = ir::check_module(mod);
-  ir::TensorType t2 = ir::TensorType::of({2}, DataType::Float(32));
+  ir::IRModule typed = graph::check_module(mod);
+  ir::TensorType t2 = tir::tensor_type({2}, DataType::Float(32));
   EXPECT_TRUE(structural_equal(downcast<graph::Function>(typed.lookup("pair"))->ret_type, t2));
   EXPECT_TRUE(structural_equal(downcast<graph::Function>(typed.lookup("main"))->ret_type, t2));
   // The let variable's type was inferred from its value.
@@ -164,13 +165,13 @@ TEST(TypeInference, AProblemIsFoundAgainByTheNextInference) {
   // A type found with a problem is not cached on the node: inferring the
   // same module again reports it again instead of accepting the cached type.
   register_kinds();
-  ir::IRModule mod = ir::parse_module(
+  ir::IRModule mod = text::parse_module(
       "@double = fn(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n  %x\n}\n"
       "@main = fn(%x: Tensor[(4), float32]) {\n  @double(%x, %x)\n}\n",
       "t.loom");
   for (int run = 0; run < 2; ++run) {
     std::vector<ir::Diagnostic> out;
-    ir::infer_types(mod, &out);
+    graph::infer_types(mod, &out);
     ASSERT_EQ(out.size(), 1u) << "run " << run;
     EXPECT_EQ(out[0].message, "calls a function of 1 parameter with 2 arguments") << "run " << run;
   }
@@ -178,9 +179,9 @@ TEST(TypeInference, AProblemIsFoundAgainByTheNextInference) {
 
 TEST(TypeInference, CheckModuleListsEveryProblem) {
   register_kinds();
-  ir::IRModule mod = ir::parse_module("@f = prim_func(%A: Buffer[(4), float32]) {\n  %A[0, 0] = 1;\n}\n", "t.loom");
+  ir::IRModule mod = text::parse_module("@f = prim_func(%A: Buffer[(4), float32]) {\n  %A[0, 0] = 1;\n}\n", "t.loom");
   try {
-    ir::check_module(mod);
+    graph::check_module(mod);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -7,13 +7,13 @@
 #include <cstring>
 
 #include "loom/driver/build.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
 #include "loom/tir/layout.h"
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 #include "loom/tir/util.h"
 #include "test_util.h"
 
@@ -49,7 +49,7 @@ const char* kModule = R"(
 }
 )";
 
-tir::PrimFunc original() { return downcast<tir::PrimFunc>(ir::parse_module(kModule, "mm.loom").lookup("mm")); }
+tir::PrimFunc original() { return downcast<tir::PrimFunc>(text::parse_module(kModule, "mm.loom").lookup("mm")); }
 
 NDArray floats(std::vector<int64_t> shape, uint32_t seed) {
   NDArray a = NDArray::empty(shape, DataType::Float(32));
@@ -59,7 +59,7 @@ NDArray floats(std::vector<int64_t> shape, uint32_t seed) {
 }
 
 std::vector<float> run(const tir::PrimFunc& f) {
-  ir::IRModule m = ir::parse_module(kModule, "mm.loom").with_function("mm", f);
+  ir::IRModule m = text::parse_module(kModule, "mm.loom").with_function("mm", f);
   NDArray out = NDArray::empty({6, 10}, DataType::Float(32));
   driver::build_kernels(m, target::Target("ref"))
       .get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2), floats({10}, 3), out);
@@ -266,7 +266,7 @@ TEST(Schedule, TransformLayoutMakesTheCallerPassTheParameterReLaidOut) {
   for (int j = 0; j < 12; ++j)
     for (int k = 0; k < 5; ++k)
       EXPECT_EQ(out[(j / 4) * 20 + k * 4 + j % 4], j < 10 ? in[j * 5 + k] : 0.0f) << j << ", " << k;
-  ir::IRModule m = ir::parse_module(kModule, "mm.loom").with_function("mm", s.func());
+  ir::IRModule m = text::parse_module(kModule, "mm.loom").with_function("mm", s.func());
   NDArray result = NDArray::empty({6, 10}, DataType::Float(32));
   driver::build_kernels(m, target::Target("ref")).get_function("mm")(floats({6, 5}, 1), laid, floats({10}, 3), result);
   EXPECT_EQ(std::vector<float>(result.data_as<float>(), result.data_as<float>() + 60), want) << text;
@@ -325,9 +325,9 @@ TEST(Schedule, RFactorOfAMaxOrAMinStartsFromInfinityAndIsExact) {
   }
 }
 )";
-  auto f = downcast<tir::PrimFunc>(ir::parse_module(text, "max.loom").lookup("mm"));
+  auto f = downcast<tir::PrimFunc>(text::parse_module(text, "max.loom").lookup("mm"));
   auto run_text = [&](const tir::PrimFunc& g) {
-    ir::IRModule m = ir::parse_module(text, "max.loom").with_function("mm", g);
+    ir::IRModule m = text::parse_module(text, "max.loom").with_function("mm", g);
     NDArray out = NDArray::empty({6, 10}, DataType::Float(32));
     driver::build_kernels(m, target::Target("ref"))
         .get_function("mm")(floats({6, 5}, 1), floats({10, 5}, 2), floats({10}, 3), out);
@@ -418,7 +418,7 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
 
   // cache_write refuses a nest that reads what it did not write first;
   // compute_at, regions that iterations of a parallel loop share.
-  tir::Schedule t(downcast<tir::PrimFunc>(ir::parse_module(R"(
+  tir::Schedule t(downcast<tir::PrimFunc>(text::parse_module(R"(
 @f = prim_func(%X: Buffer[(4, 4), float32], %Out: Buffer[(4, 4), float32]) {
   alloc %T: Buffer[(4, 4), float32] {
     for %a: int64 from 0 extent 4 {
@@ -434,24 +434,24 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   }
 }
 )",
-                                                           "f.loom")
+                                                             "f.loom")
                                               .lookup("f")));
   expect([&] { t.cache_write("Out"); },
          "schedule.cache_write: the nest writing 'Out' reads it at [%i, %j] before writing it "
          "there, so a local copy would lose that value");
-  tir::Schedule partial(downcast<tir::PrimFunc>(ir::parse_module(R"(
+  tir::Schedule partial(downcast<tir::PrimFunc>(text::parse_module(R"(
 @g = prim_func(%X: Buffer[(4), float32], %Out: Buffer[(4), float32]) {
   for %i: int64 from 0 extent 2 {
     %Out[%i] = %X[%i];
   }
 }
 )",
-                                                                 "g.loom")
+                                                                   "g.loom")
                                                     .lookup("g")));
   expect([&] { partial.cache_write("Out"); },
          "schedule.cache_write: the nest writing 'Out' does not write every element "
          "at its loop variables, so the copy back would overwrite the others");
-  tir::Schedule rewrites(downcast<tir::PrimFunc>(ir::parse_module(R"(
+  tir::Schedule rewrites(downcast<tir::PrimFunc>(text::parse_module(R"(
 @h = prim_func(%X: Buffer[(4), float32], %Out: Buffer[(4), float32]) {
   alloc %T: Buffer[(4), float32] {
     for %a: int64 from 0 extent 4 {
@@ -464,7 +464,7 @@ TEST(Schedule, RefusalsNameThePrimitiveAndTheReason) {
   }
 }
 )",
-                                                                  "h.loom")
+                                                                    "h.loom")
                                                      .lookup("h")));
   expect([&] { rewrites.compute_at("a", "i"); }, "schedule.compute_at: %i writes 'T' too");
   expect([&] { t.compute_at("a", "i"); },

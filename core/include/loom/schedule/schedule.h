@@ -10,8 +10,8 @@
 // A schedule records its trace: each primitive that succeeded, with its
 // arguments, as a JSON step (["split", "i", 16]); replaying the trace on
 // the same function gives the same schedule (docs/tuning.md, "Traces").
-#ifndef LOOM_TIR_SCHEDULE_H_
-#define LOOM_TIR_SCHEDULE_H_
+#ifndef LOOM_SCHEDULE_SCHEDULE_H_
+#define LOOM_SCHEDULE_SCHEDULE_H_
 
 #include <functional>
 #include <string>
@@ -181,4 +181,4 @@ class Schedule {
 
 }  // namespace loom::tir
 
-#endif  // LOOM_TIR_SCHEDULE_H_
+#endif  // LOOM_SCHEDULE_SCHEDULE_H_

@@ -18,7 +18,7 @@
 #include "loom/graph/bindings.h"
 #include "loom/graph/function.h"
 #include "loom/graph/shared.h"
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/object/serialization.h"
 #include "loom/object/structural.h"
 #include "loom/support/json.h"
@@ -27,10 +27,11 @@
 #include "loom/support/strings.h"
 #include "loom/tir/function.h"
 
-namespace loom::ir {
+namespace loom::text {
 
 namespace {
 
+using namespace loom::ir;   // NOLINT: types, functions, the module
 using namespace loom::tir;  // NOLINT: the prim IR's node names read best unqualified here
 
 int binary_precedence(const Object* op, const char** symbol) {
@@ -805,13 +806,9 @@ std::string print_module(const IRModule& module, const BlobSink& sink) {
   return Printer(true, UINT64_MAX, sink).module(module);
 }
 
-std::string to_text(const Any& node) {
-  // Used in diagnostics about IR that may be broken: never fail.
-  try {
-    return Printer(false).standalone(node);
-  } catch (const std::exception&) {
-    return repr(node);
-  }
-}
+namespace {
+std::string standalone_text(const Any& node) { return Printer(false).standalone(node); }
+const bool installed = (ir::set_node_printer(&standalone_text), true);
+}  // namespace
 
-}  // namespace loom::ir
+}  // namespace loom::text

@@ -3,8 +3,8 @@
 // trace step, and the helpers the primitive families use (defined in
 // schedule.cc).  The helpers are hidden: they are not part of
 // libloom_core's interface, as they were not when one file held them all.
-#ifndef LOOM_SRC_TIR_SCHEDULE_INTERNAL_H_
-#define LOOM_SRC_TIR_SCHEDULE_INTERNAL_H_
+#ifndef LOOM_SRC_SCHEDULE_SCHEDULE_INTERNAL_H_
+#define LOOM_SRC_SCHEDULE_SCHEDULE_INTERNAL_H_
 
 #include <exception>
 #include <set>
@@ -14,7 +14,7 @@
 
 #include "loom/support/json.h"
 #include "loom/tir/functor.h"
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 namespace loom::tir {
 
@@ -134,4 +134,4 @@ bool path_to(const Stmt& root, const Object* target, std::vector<Stmt>& path);
 
 }  // namespace loom::tir
 
-#endif  // LOOM_SRC_TIR_SCHEDULE_INTERNAL_H_
+#endif  // LOOM_SRC_SCHEDULE_SCHEDULE_INTERNAL_H_

@@ -1,8 +1,8 @@
-// Schedule primitives that inline a temporary buffer (loom/tir/schedule.h):
+// Schedule primitives that inline a temporary buffer (loom/schedule/schedule.h):
 // compute_inline puts its producer's value into each reader;
 // reverse_compute_inline puts its one elementwise reader into the
 // producer's nest (an epilogue).
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include <optional>
 #include <unordered_map>

@@ -1,5 +1,5 @@
-// read_dps_signature (loom/ir/dps_signature.h).
-#include "loom/ir/dps_signature.h"
+// read_dps_signature (loom/tir/dps_signature.h).
+#include "loom/tir/dps_signature.h"
 
 #include <map>
 
@@ -7,7 +7,9 @@
 #include "loom/ir/type.h"
 #include "loom/tir/expr.h"
 
-namespace loom::ir {
+namespace loom::tir {
+
+using namespace loom::ir;  // NOLINT: the signature's types
 
 runtime::DpsSignature read_dps_signature(const ExternFuncNode& f, const std::string& noun,
                                          const std::string& tensors_note) {
@@ -34,10 +36,10 @@ runtime::DpsSignature read_dps_signature(const ExternFuncNode& f, const std::str
     runtime::DpsTensor p;
     p.dtype = t->dtype;
     for (const Any& d : t->shape) {
-      if (const auto* imm = d.as_object_ref().as<tir::IntImmNode>()) {
+      if (const auto* imm = d.as_object_ref().as<IntImmNode>()) {
         p.dims.push_back(imm->value);
         p.dim_vars.push_back(-1);
-      } else if (const auto* var = d.as_object_ref().as<tir::VarNode>()) {
+      } else if (const auto* var = d.as_object_ref().as<VarNode>()) {
         auto found = dim_index.find(var);
         if (found == dim_index.end()) {
           found = dim_index.emplace(var, static_cast<int>(out.dims.size())).first;
@@ -46,7 +48,7 @@ runtime::DpsSignature read_dps_signature(const ExternFuncNode& f, const std::str
         p.dims.push_back(-1);
         p.dim_vars.push_back(found->second);
       } else {
-        LOOM_THROW(Error) << where << " has the extent " << to_text(d.cast<tir::PrimExpr>())
+        LOOM_THROW(Error) << where << " has the extent " << to_text(d.cast<PrimExpr>())
                           << "; extents are integers or symbolic dimensions";
       }
     }
@@ -55,4 +57,4 @@ runtime::DpsSignature read_dps_signature(const ExternFuncNode& f, const std::str
   return out;
 }
 
-}  // namespace loom::ir
+}  // namespace loom::tir

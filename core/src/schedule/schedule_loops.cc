@@ -1,7 +1,7 @@
-// Schedule primitives on loops (loom/tir/schedule.h): split, fuse, reorder
+// Schedule primitives on loops (loom/schedule/schedule.h): split, fuse, reorder
 // and tile change the nest; parallel, vectorize, unroll and bind change a
 // loop's kind.
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,8 +1,8 @@
-// A Schedule's trace (loom/tir/schedule.h, docs/tuning.md "Traces"): the
+// A Schedule's trace (loom/schedule/schedule.h, docs/tuning.md "Traces"): the
 // steps as JSON, and their replay, each step checked and applied by the
 // primitive it names.  Steps are recorded by Schedule::Recorder
 // (schedule_internal.h), which each primitive holds while it runs.
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include "loom/support/strings.h"
 #include "loom/tir/layout.h"

@@ -5,7 +5,8 @@
 #include <unordered_set>
 
 #include "loom/graph/function.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/type_infer.h"
+#include "loom/graph/well_formed.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/traversal.h"
@@ -13,28 +14,13 @@
 #include "loom/support/stack.h"
 #include "loom/tir/function.h"
 
-namespace loom::ir {
+namespace loom::graph {
 
-std::string Diagnostic::to_string() const {
-  std::string out = "@" + function + ": " + message;
-  if (!node.empty()) {
-    std::string shown = node.size() > 200 ? node.substr(0, 197) + "..." : node;
-    for (size_t at = shown.find('\n'); at != std::string::npos; at = shown.find('\n', at + 5))
-      shown.replace(at, 1, "\n       ");
-    out += "\n    in: " + shown;
-  }
-  return out;
-}
-
-std::string diagnostic_lines(const std::vector<Diagnostic>& diagnostics) {
-  std::string out;
-  for (const Diagnostic& d : diagnostics) out += "\n  " + d.to_string();
-  return out;
-}
+using namespace loom::ir;  // NOLINT: the module, types and functions of the ir base
 
 namespace {
 
-using namespace loom::tir;  // NOLINT
+using namespace loom::tir;  // NOLINT: the prim IR (its Var, Let and Call are written tir::, beside the graph IR's)
 
 bool is_integer(DataType t) { return t.code == DataType::kInt || t.code == DataType::kUInt; }
 
@@ -106,7 +92,7 @@ class Checker {
   // ---- prim functions ------------------------------------------------------
   void prim_func(const PrimFuncNode* f) {
     for (const Any& p : f->params) {
-      if (const auto* v = p.as_object_ref().as<VarNode>()) bind(v, p);
+      if (const auto* v = p.as_object_ref().as<tir::VarNode>()) bind(v, p);
     }
     // Buffer parameters bind their data variable and, on first appearance,
     // the symbolic variables of their shape, strides and offset.
@@ -173,7 +159,7 @@ class Checker {
   }
   void prim_here(const PrimExpr& e) {
     if (!e.defined()) return;
-    if (const auto* v = e.as<VarNode>()) {
+    if (const auto* v = e.as<tir::VarNode>()) {
       if (!bound_.count(v)) report("variable '%" + v->name + "' is used but not bound", Any(e));
       return;
     }
@@ -181,7 +167,7 @@ class Checker {
       access(p->buffer, p->indices, Any(e));
       return;
     }
-    if (const auto* p = e.as<LetNode>()) {
+    if (const auto* p = e.as<tir::LetNode>()) {
       prim(p->value);
       if (p->value.defined() && p->value.dtype() != p->var->dtype) {
         report("let binds '%" + p->var->name + "' of type " + p->var->dtype.to_string() + " to a value of type " +
@@ -302,7 +288,7 @@ class Checker {
   // Binds every prim variable in `node` (symbols bound by a signature).
   void bind_every_var(const Any& node) {
     Visitor visitor;
-    visitor.on<VarNode>([&](const VarNode* v) { bound_.insert(v); });
+    visitor.on<tir::VarNode>([&](const tir::VarNode* v) { bound_.insert(v); });
     visitor.visit(node);
   }
 
@@ -501,4 +487,15 @@ std::vector<Diagnostic> well_formed(const IRModule& module) {
   return out;
 }
 
-}  // namespace loom::ir
+IRModule check_module(const IRModule& module) {
+  std::vector<Diagnostic> diagnostics = well_formed(module);
+  IRModule typed = module;
+  if (diagnostics.empty()) typed = infer_types(module, &diagnostics);
+  if (!diagnostics.empty()) {
+    throw Error(std::to_string(diagnostics.size()) + " problem" + (diagnostics.size() == 1 ? "" : "s") + ":" +
+                diagnostic_lines(diagnostics));
+  }
+  return typed;
+}
+
+}  // namespace loom::graph

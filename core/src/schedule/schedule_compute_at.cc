@@ -1,6 +1,6 @@
-// The compute_at schedule primitive (loom/tir/schedule.h): a producer nest
+// The compute_at schedule primitive (loom/schedule/schedule.h): a producer nest
 // moved into a later loop, cut to the region one iteration reads.
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include <algorithm>
 #include <optional>

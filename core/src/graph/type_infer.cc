@@ -8,14 +8,16 @@
 #include <unordered_set>
 
 #include "loom/graph/function.h"
-#include "loom/ir/analysis.h"
+#include "loom/graph/type_infer.h"
 #include "loom/ir/op.h"
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/support/stack.h"
 #include "loom/tir/function.h"
 
-namespace loom::ir {
+namespace loom::graph {
+
+using namespace loom::ir;  // NOLINT: the module, types and functions of the ir base
 
 namespace {
 
@@ -78,7 +80,7 @@ class TypeInferencer {
     if (const auto* v = e.as<graph::VarNode>()) return v->annotation.defined() ? v->annotation : bound_types_[v];
     if (const auto* c = e.as<graph::ConstantNode>()) {
       std::vector<int64_t> shape = c->data.shape_vector();
-      return TensorType::of(shape, c->data->dtype);
+      return tir::tensor_type(shape, c->data->dtype);
     }
     if (const auto* g = e.as<GlobalVarNode>()) return module_.contains(g->name) ? function_type(g->name) : Type();
     if (const auto* t = e.as<graph::TupleNode>()) {
@@ -326,15 +328,4 @@ Type infer_expr_type(const Expr& expr, const IRModule& module) {
   throw TypeInferenceError(message);
 }
 
-IRModule check_module(const IRModule& module) {
-  std::vector<Diagnostic> diagnostics = well_formed(module);
-  IRModule typed = module;
-  if (diagnostics.empty()) typed = infer_types(module, &diagnostics);
-  if (!diagnostics.empty()) {
-    throw Error(std::to_string(diagnostics.size()) + " problem" + (diagnostics.size() == 1 ? "" : "s") + ":" +
-                diagnostic_lines(diagnostics));
-  }
-  return typed;
-}
-
-}  // namespace loom::ir
+}  // namespace loom::graph

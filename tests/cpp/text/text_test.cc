@@ -1,5 +1,5 @@
 // The IR text format: printer, parser, round trips and error messages.
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include "loom/object/structural.h"
 #include "loom/object/serialization.h"
 #include "loom/object/traversal.h"
-#include "random_ir.h"
-#include "sample_module.h"
+#include "ir/random_ir.h"
+#include "ir/sample_module.h"
 #include "test_util.h"
 
 namespace loom {
@@ -20,24 +20,24 @@ using namespace loom::test;  // NOLINT
 
 namespace {
 ir::IRModule round_trip(const ir::IRModule& mod) {
-  std::string text = ir::print_module(mod);
+  std::string text = text::print_module(mod);
   ir::IRModule back;
   try {
-    back = ir::parse_module(text, "printed.loom");
+    back = text::parse_module(text, "printed.loom");
   } catch (const ParseError& e) {
     ADD_FAILURE() << e.what() << "\n--- text ---\n" << text;
     return mod;
   }
   auto diff = structural_difference(mod, back);
   EXPECT_FALSE(diff) << *diff << "\n--- text ---\n" << text;
-  EXPECT_EQ(ir::print_module(back), text) << "printing is not a fixed point";
+  EXPECT_EQ(text::print_module(back), text) << "printing is not a fixed point";
   return back;
 }
 }  // namespace
 
 TEST(Text, SampleModuleRoundTrips) {
   ir::IRModule mod = sample_module();
-  std::cout << ir::print_module(mod);
+  std::cout << text::print_module(mod);
   round_trip(mod);
 }
 
@@ -49,16 +49,16 @@ TEST(Text, RandomModulesRoundTripThroughTextAndJson) {
   for (uint32_t seed = 0; seed < 1000; ++seed) {
     test::RandomIR gen(seed);
     ir::IRModule mod = gen.module();
-    std::string text = ir::print_module(mod);
+    std::string text = text::print_module(mod);
     ir::IRModule back;
     try {
-      back = ir::parse_module(text, "random.loom");
+      back = text::parse_module(text, "random.loom");
     } catch (const ParseError& e) {
       FAIL() << "seed " << seed << ": " << e.what() << "\n--- text ---\n" << text;
     }
     auto diff = structural_difference(mod, back);
     ASSERT_FALSE(diff) << "seed " << seed << ": " << *diff << "\n--- text ---\n" << text;
-    ASSERT_EQ(ir::print_module(back), text) << "seed " << seed << ": printing is not a fixed point";
+    ASSERT_EQ(text::print_module(back), text) << "seed " << seed << ": printing is not a fixed point";
     Any from_json = load_json(save_json(mod));
     diff = structural_difference(mod, from_json);
     ASSERT_FALSE(diff) << "seed " << seed << " (JSON): " << *diff;
@@ -75,7 +75,7 @@ TEST(Text, MalformedInputsGiveTheirExpectedErrors) {
   ASSERT_GE(files.size(), 25u);
   for (const auto& file : files) {
     try {
-      ir::parse_module(file.text, file.name);
+      text::parse_module(file.text, file.name);
       ADD_FAILURE() << file.name << " parsed without error";
     } catch (const ParseError& e) {
       std::string what = e.what();
@@ -102,8 +102,8 @@ TEST(Text, GoldenFilesAreCanonicalAndCoverEveryNodeType) {
     std::ifstream in(entry.path());
     std::string text((std::istreambuf_iterator<char>(in)), {});
     while (text.rfind("#", 0) == 0) text.erase(0, text.find('\n') + 1);
-    ir::IRModule mod = ir::parse_module(text, entry.path().filename().string());
-    EXPECT_EQ(ir::print_module(mod), text) << entry.path() << " is not canonical";
+    ir::IRModule mod = text::parse_module(text, entry.path().filename().string());
+    EXPECT_EQ(text::print_module(mod), text) << entry.path() << " is not canonical";
     Any back = load_json(save_json(mod));
     EXPECT_TRUE(structural_equal(mod, back)) << entry.path();
     Visitor collect;

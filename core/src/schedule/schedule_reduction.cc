@@ -1,8 +1,8 @@
-// Schedule primitives on reductions (loom/tir/schedule.h):
+// Schedule primitives on reductions (loom/schedule/schedule.h):
 // decompose_reduction distributes a nest over the statements of its body
 // (init, update, epilogue); rfactor computes partial results per
 // iteration of a reduction loop, then combines them.
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include <optional>
 #include <set>

@@ -1,8 +1,8 @@
-// Schedule primitives on buffers (loom/tir/schedule.h): cache_read copies
+// Schedule primitives on buffers (loom/schedule/schedule.h): cache_read copies
 // an input into a new buffer (in a new layout, in a memory scope),
 // transform_layout gives a buffer a new layout, cache_write computes a
 // nest into a local buffer and copies it back.
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,10 +1,10 @@
-// Schedule primitives (loom/tir/schedule.h): the Schedule's core, its
+// Schedule primitives (loom/schedule/schedule.h): the Schedule's core, its
 // construction (unique loop and buffer names), its loops, and the helpers
 // the primitives share (schedule_internal.h).  The primitives live beside
 // it by family: schedule_loops.cc, schedule_inline.cc, schedule_cache.cc,
 // schedule_compute_at.cc, schedule_reduction.cc; the trace and its replay
 // in schedule_trace.cc.
-#include "loom/tir/schedule.h"
+#include "loom/schedule/schedule.h"
 
 #include <map>
 #include <optional>

@@ -13,13 +13,13 @@
 #include <fstream>
 #include <map>
 
-#include "loom/ir/text.h"
+#include "loom/text/text.h"
 #include "loom/support/bytes.h"
 #include "loom/support/file.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
 
-namespace loom::ir {
+namespace loom::text {
 
 namespace {
 
@@ -190,4 +190,4 @@ IRModule load_module_file(const std::string& path, std::string* weights_name) {
   return module;
 }
 
-}  // namespace loom::ir
+}  // namespace loom::text
