@@ -73,15 +73,15 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.threads_attr = "num-threads";
   traits.default_pipeline = {"cpu"};
   traits.codegen_needs = {"intrinsics_lowered"};
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "c",
-      {{"cflags", "str", std::string("-O2"), "flags for the C compiler ($CC, else cc), after -std=c99 -fwrapv"},
-       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0,
-        loom::runtime::kMaxThreads}},
-      Function::typed([](Map attrs) { compiler_flags(attrs); }, "c.validate_target"),
-      "C99 source compiled with the system C compiler: portable, readable, the base of C-dialect backends",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("c")
+          .attrs(
+              {{"cflags", "str", std::string("-O2"), "flags for the C compiler ($CC, else cc), after -std=c99 -fwrapv"},
+               loom::SchemaField{"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"}
+                   .between(0, loom::runtime::kMaxThreads)})
+          .validate(Function::typed([](Map attrs) { compiler_flags(attrs); }, "c.validate_target"))
+          .doc("C99 source compiled with the system C compiler: portable, readable, the base of C-dialect backends")
+          .traits(traits));
   loom::target::CodegenRegistry::register_codegen(
       "c",
       Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); }, "c.codegen"));

@@ -84,17 +84,18 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.threads_attr = "num-threads";
   traits.default_pipeline = {"cpu"};
   traits.codegen_needs = {"intrinsics_lowered"};
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "llvm",
-      {{"mtriple", "str", std::string(""), "LLVM target triple; empty: this machine's"},
-       {"mcpu", "str", std::string("native"), "CPU model (LLVM's names, e.g. skylake-avx512); native: this machine's"},
-       {"mattr", "str", std::string(""), "CPU features to add or remove, e.g. +avx2,-avx512f"},
-       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0, loom::runtime::kMaxThreads},
-       {"opt-level", "int", int64_t{3}, "LLVM optimisation level", 0, 3}},
-      Function::typed([](Map attrs) { backend::machine_options(attrs); }, "llvm.validate_target"),
-      "CPU machine code through LLVM: vectorized, parallel, JIT-loaded or exported as a shared library",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("llvm")
+          .attrs({{"mtriple", "str", std::string(""), "LLVM target triple; empty: this machine's"},
+                  {"mcpu", "str", std::string("native"),
+                   "CPU model (LLVM's names, e.g. skylake-avx512); native: this machine's"},
+                  {"mattr", "str", std::string(""), "CPU features to add or remove, e.g. +avx2,-avx512f"},
+                  loom::SchemaField{"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"}
+                      .between(0, loom::runtime::kMaxThreads),
+                  loom::SchemaField{"opt-level", "int", int64_t{3}, "LLVM optimisation level"}.between(0, 3)})
+          .validate(Function::typed([](Map attrs) { backend::machine_options(attrs); }, "llvm.validate_target"))
+          .doc("CPU machine code through LLVM: vectorized, parallel, JIT-loaded or exported as a shared library")
+          .traits(traits));
   loom::target::CodegenRegistry::register_codegen(
       "llvm", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                               "llvm.codegen"));

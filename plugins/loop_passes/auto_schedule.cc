@@ -206,20 +206,18 @@ PrimFunc tuned(const TuningDatabase& database, const ir::IRModule& module, const
 }  // namespace
 
 transform::Pass AutoSchedule() {
-  transform::PassInfo info{
-      "AutoSchedule",
-      "a schedule for each prim function from its shape: elementwise temporaries inlined, epilogues moved into "
-      "reductions, matmul-like reductions register-tiled (constant weights packed at compile time), inner loops "
-      "vectorized, outer loops parallel",
-      2,
-      {},
-      {{"parallel_min_work", "int", Any(int64_t{32768}),
-        "a loop nest with fewer stores (each counted once per iteration of the loops around it) runs on one thread: "
-        "a parallel region costs a few microseconds",
-        0, std::nullopt}},
-      {},
-      {},
-      {"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("AutoSchedule")
+          .summary(
+              "a schedule for each prim function from its shape: elementwise temporaries inlined, epilogues moved into "
+              "reductions, matmul-like reductions register-tiled (constant weights packed at compile time), inner "
+              "loops vectorized, outer loops parallel")
+          .opt_level(2)
+          .options({SchemaField{"parallel_min_work", "int", Any(int64_t{32768}),
+                                "a loop nest with fewer stores (each counted once per iteration of the loops around "
+                                "it) runs on one thread: a parallel region costs a few microseconds"}
+                        .at_least(0)})
+          .preserves({"types_inferred", "ops_lowered", "fused", "intrinsics_lowered"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t min_work = context.get_config("AutoSchedule.parallel_min_work").as_int();
     std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);

@@ -178,24 +178,23 @@ PrimFunc schedule(const PrimFunc& f, int64_t block, int64_t tile_threads) {
 }  // namespace
 
 transform::Pass DefaultDeviceSchedule() {
-  transform::PassInfo info{
-      "DefaultDeviceSchedule",
-      "a thread binding for each loop nest, for a parallel device: contractions (matmul, dense, conv2d) in "
-      "shared-memory tiles; nests with fewer rows than reduced elements a block per row with cross-thread "
-      "reductions; otherwise the leading loops that write disjoint elements fused, split by the block size and "
-      "bound to blockIdx.x and threadIdx.x, the rest serial in each thread",
-      0,
-      {},
-      {{"block_size", "int", Any(int64_t{128}),
-        "threads per block (work-group), at most the target's max-work-group-size where it has one", 1, std::nullopt},
-       {"tile_threads", "int", Any(int64_t{64}),
-        "threads per block of a contraction's shared-memory tiles: 64 (8 x 8 threads, 64 x 64 outputs; best on "
-        "PoCL) or 256 (16 x 16 threads, 128 x 128 outputs; GPUs), at most the target's max-work-group-size; below 64, "
-        "no tiles",
-        1, std::nullopt}},
-      {},
-      {},
-      {"*"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("DefaultDeviceSchedule")
+          .summary(
+              "a thread binding for each loop nest, for a parallel device: contractions (matmul, dense, conv2d) in "
+              "shared-memory tiles; nests with fewer rows than reduced elements a block per row with cross-thread "
+              "reductions; otherwise the leading loops that write disjoint elements fused, split by the block size and "
+              "bound to blockIdx.x and threadIdx.x, the rest serial in each thread")
+          .options(
+              {SchemaField{"block_size", "int", Any(int64_t{128}),
+                           "threads per block (work-group), at most the target's max-work-group-size where it has one"}
+                   .at_least(1),
+               SchemaField{"tile_threads", "int", Any(int64_t{64}),
+                           "threads per block of a contraction's shared-memory tiles: 64 (8 x 8 threads, 64 x 64 "
+                           "outputs; best on PoCL) or 256 (16 x 16 threads, 128 x 128 outputs; GPUs), at most the "
+                           "target's max-work-group-size; below 64, no tiles"}
+                   .at_least(1)})
+          .preserves({"*"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t block = context.get_config("DefaultDeviceSchedule.block_size").as_int();
     int64_t tile_threads = context.get_config("DefaultDeviceSchedule.tile_threads").as_int();

@@ -93,15 +93,12 @@ class Flattener {
 }  // namespace
 
 transform::Pass FlattenBuffer() {
-  transform::PassInfo info{"FlattenBuffer",
-                           "every buffer access becomes one-dimensional: a flat view of the same memory, indexed "
-                           "row-major (or by the buffer's strides)",
-                           0,
-                           {},
-                           {},
-                           {},
-                           {"buffers_flat"},
-                           {"*"}};
+  transform::PassInfo info = transform::PassInfo::named("FlattenBuffer")
+                                 .summary(
+                                     "every buffer access becomes one-dimensional: a flat view of the same memory, "
+                                     "indexed row-major (or by the buffer's strides)")
+                                 .establishes({"buffers_flat"})
+                                 .preserves({"*"});
   return transform::prim_pass(
       info,
       [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {

@@ -116,15 +116,12 @@ class Partitioner {
 }  // namespace
 
 transform::Pass LoopPartition() {
-  transform::PassInfo info{"LoopPartition",
-                           "a loop with constant bounds whose body has an if decided on a prefix (or suffix) of its "
-                           "range is split there, and each part simplified: the main part loses the check",
-                           0,
-                           {},
-                           {},
-                           {},
-                           {},
-                           {"*"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("LoopPartition")
+          .summary(
+              "a loop with constant bounds whose body has an if decided on a prefix (or suffix) of its range is split "
+              "there, and each part simplified: the main part loses the check")
+          .preserves({"*"});
   return transform::prim_pass(
       info,
       [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {

@@ -57,15 +57,12 @@ class Lowerer {
 }  // namespace
 
 transform::Pass LowerIntrinsics() {
-  transform::PassInfo info{"LowerIntrinsics",
-                           "intrinsic calls checked (known, arity, dtype); those the target's codegen does not "
-                           "implement are replaced by their expansion",
-                           0,
-                           {},
-                           {},
-                           {},
-                           {"intrinsics_lowered"},
-                           {"*"}};
+  transform::PassInfo info = transform::PassInfo::named("LowerIntrinsics")
+                                 .summary(
+                                     "intrinsic calls checked (known, arity, dtype); those the target's codegen does "
+                                     "not implement are replaced by their expansion")
+                                 .establishes({"intrinsics_lowered"})
+                                 .preserves({"*"});
   // Each function against its own target's intrinsics (function_target).
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     return module.with_functions(

@@ -183,16 +183,13 @@ class Splitter {
 }  // namespace
 
 transform::Pass SplitHostDevice() {
-  transform::PassInfo info{
-      "SplitHostDevice",
-      "for a device target: each outermost thread-bound loop becomes a kernel (a prim function marked "
-      "device_kernel) and, in its place, a tir.launch with its grid and block sizes; the rest stays host code",
-      0,
-      {},
-      {},
-      {},
-      {transform::property::kKernelsSplit},
-      {"*"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("SplitHostDevice")
+          .summary(
+              "for a device target: each outermost thread-bound loop becomes a kernel (a prim function marked "
+              "device_kernel) and, in its place, a tir.launch with its grid and block sizes; the rest stays host code")
+          .establishes({transform::property::kKernelsSplit})
+          .preserves({"*"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::set<std::string> names;
     for (const std::string& n : module.names()) names.insert(n);

@@ -207,15 +207,12 @@ class StorageSharer {
 }  // namespace
 
 transform::Pass StorageRewrite() {
-  transform::PassInfo info{"StorageRewrite",
-                           "flat temporary buffers of one allocation chain whose live ranges (steps of the body) do "
-                           "not overlap share one allocation; unused ones are dropped",
-                           0,
-                           {},
-                           {},
-                           {"buffers_flat"},
-                           {},
-                           {"*"}};
+  transform::PassInfo info = transform::PassInfo::named("StorageRewrite")
+                                 .summary(
+                                     "flat temporary buffers of one allocation chain whose live ranges (steps of the "
+                                     "body) do not overlap share one allocation; unused ones are dropped")
+                                 .needs({"buffers_flat"})
+                                 .preserves({"*"});
   return transform::prim_pass(
       info,
       [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) {

@@ -164,16 +164,12 @@ Stmt sync(const Stmt& body) {
 }  // namespace
 
 transform::Pass ThreadSync() {
-  transform::PassInfo info{"ThreadSync",
-                           "for a device target: a barrier between the steps of a block that write a shared buffer "
-                           "and the later steps that read or write it (and at the end of a serial loop whose next "
-                           "iteration would)",
-                           0,
-                           {},
-                           {},
-                           {},
-                           {},
-                           {"*"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("ThreadSync")
+          .summary(
+              "for a device target: a barrier between the steps of a block that write a shared buffer and the later "
+              "steps that read or write it (and at the end of a serial loop whose next iteration would)")
+          .preserves({"*"});
   return transform::prim_pass(
       info, [](const PrimFuncNode& f, const ir::IRModule&, const transform::PassContext&) { return sync(f.body); });
 }

@@ -69,19 +69,19 @@ class Unroller {
 }  // namespace
 
 transform::Pass UnrollLoop() {
-  transform::PassInfo info{
-      "UnrollLoop",
-      "loops marked unrolled (and, with auto_max_extent, short innermost serial loops) become one copy of the body "
-      "per iteration",
-      0,
-      {},
-      {{"max_extent", "int", Any(int64_t{256}), "the longest loop that is unrolled; longer ones stay serial, annotated",
-        0, 4096},
-       {"auto_max_extent", "int", Any(int64_t{0}),
-        "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)", 0, 64}},
-      {},
-      {},
-      {"*"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("UnrollLoop")
+          .summary(
+              "loops marked unrolled (and, with auto_max_extent, short innermost serial loops) become one copy of the "
+              "body per iteration")
+          .options({SchemaField{"max_extent", "int", Any(int64_t{256}),
+                                "the longest loop that is unrolled; longer ones stay serial, annotated"}
+                        .between(0, 4096),
+                    SchemaField{
+                        "auto_max_extent", "int", Any(int64_t{0}),
+                        "innermost serial loops of constant extent up to this are unrolled too (0: only marked loops)"}
+                        .between(0, 64)})
+          .preserves({"*"});
   return transform::prim_pass(
       info,
       [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {

@@ -148,16 +148,16 @@ class LoopVectorizer {
 }  // namespace
 
 transform::Pass VectorizeLoop() {
-  transform::PassInfo info{
-      "VectorizeLoop",
-      "loops marked vectorized become vector operations (ramps, broadcasts, vector loads and "
-      "stores); a loop that cannot be vectorized becomes serial with the reason annotated",
-      0,
-      {},
-      {{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have", 2, tir::kMaxLanes}},
-      {"buffers_flat"},
-      {},
-      {"*"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("VectorizeLoop")
+          .summary(
+              "loops marked vectorized become vector operations (ramps, broadcasts, vector loads and stores); a loop "
+              "that cannot be vectorized becomes serial with the reason annotated")
+          .options(
+              {SchemaField{"max_lanes", "int", Any(int64_t{64}), "the most lanes one vectorized loop may have"}.between(
+                  2, tir::kMaxLanes)})
+          .needs({"buffers_flat"})
+          .preserves({"*"});
   return transform::prim_pass(
       info,
       [](const tir::PrimFuncNode& f, const ir::IRModule&, const transform::PassContext& ctx) {

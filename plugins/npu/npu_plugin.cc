@@ -427,18 +427,20 @@ LOOM_PLUGIN_INIT(ctx) {
   register_pattern_table();
   loom::target::TargetTraits traits;  // its memory is host memory
   traits.partition_only = true;
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "npu",
-      {{"scratchpad-kib", "int", int64_t{256}, "on-chip scratchpad, KiB", 1, 1 << 20},
-       {"mac-rows", "int", int64_t{16}, "rows of the matrix unit's MAC array", 1, 1024},
-       {"mac-cols", "int", int64_t{16}, "columns of the matrix unit's MAC array", 1, 1024},
-       {"dma-bytes-per-cycle", "int", int64_t{64}, "DMA bandwidth", 1, 1 << 16},
-       {"dma-latency", "int", int64_t{64}, "cycles before a DMA transfer's first bytes", 0, 1 << 20}},
-      Function(),
-      "the reference NPU (docs/npu-spec.md): a partition codegen, named in target.partition: [npu]; compiles "
-      "partitioned regions to command streams run by its simulator",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("npu")
+          .attrs(
+              {loom::SchemaField{"scratchpad-kib", "int", int64_t{256}, "on-chip scratchpad, KiB"}.between(1, 1 << 20),
+               loom::SchemaField{"mac-rows", "int", int64_t{16}, "rows of the matrix unit's MAC array"}.between(1,
+                                                                                                                1024),
+               loom::SchemaField{"mac-cols", "int", int64_t{16}, "columns of the matrix unit's MAC array"}.between(
+                   1, 1024),
+               loom::SchemaField{"dma-bytes-per-cycle", "int", int64_t{64}, "DMA bandwidth"}.between(1, 1 << 16),
+               loom::SchemaField{"dma-latency", "int", int64_t{64}, "cycles before a DMA transfer's first bytes"}
+                   .between(0, 1 << 20)})
+          .doc("the reference NPU (docs/npu-spec.md): a partition codegen, named in target.partition: [npu]; compiles "
+               "partitioned regions to command streams run by its simulator")
+          .traits(traits));
   loom::Device::register_type("npu", kNpuDevice);
   loom::runtime::DeviceAPIRegistry::register_api("npu", std::make_shared<NpuDeviceAPI>());
   loom::target::CodegenRegistry::register_codegen(

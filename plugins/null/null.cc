@@ -16,14 +16,15 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
   traits.vector_bits = loom::target::TargetTraits::vector_bits_from_attr("vector-bits");
   traits.threads_attr = "num-threads";
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "null_target",
-      {{"num-threads", "int", int64_t{1}, "threads (only checked, nothing runs)", 0, loom::runtime::kMaxThreads},
-       {"vector-bits", "int", int64_t{0}, "vector width; 0: no vector unit", 0, 512}},
-      loom::Function(),
-      "a target that generates nothing",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("null_target")
+          .attrs(
+              {loom::SchemaField{"num-threads", "int", int64_t{1}, "threads (only checked, nothing runs)"}.between(
+                   0, loom::runtime::kMaxThreads),
+               loom::SchemaField{"vector-bits", "int", int64_t{0}, "vector width; 0: no vector unit"}.between(0, 512)})
+
+          .doc("a target that generates nothing")
+          .traits(traits));
   // A tag: a named preset of the kind's attributes (target: {tag: null_wide}).
   loom::target::TargetTagRegistry::register_tag(
       loom::target::TargetTag{"null_wide", "null_target", loom::Map({{"vector-bits", loom::Any(int64_t{512})}}),

@@ -44,16 +44,17 @@ LOOM_PLUGIN_INIT(ctx) {
   };
   traits.default_pipeline = {"device"};
   traits.codegen_needs = {"devices_planned", "kernels_split", "intrinsics_lowered"};
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "opencl",
-      {{"platform", "str", std::string(""), "the first platform whose name contains this ('' for any)"},
-       {"device", "int", int64_t{0}, "the device's index among that platform's devices", 0, std::nullopt},
-       {"max-work-group-size", "int", int64_t{256},
-        "the most threads a block (work-group) of the default device schedule has", 1, std::nullopt}},
-      Function(),
-      "OpenCL C kernels run through the ICD loader (PoCL on the CPU); needs target.host for the launching code",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("opencl")
+          .attrs({{"platform", "str", std::string(""), "the first platform whose name contains this ('' for any)"},
+                  loom::SchemaField{"device", "int", int64_t{0}, "the device's index among that platform's devices"}
+                      .at_least(0),
+                  loom::SchemaField{"max-work-group-size", "int", int64_t{256},
+                                    "the most threads a block (work-group) of the default device schedule has"}
+                      .at_least(1)})
+          .doc(
+              "OpenCL C kernels run through the ICD loader (PoCL on the CPU); needs target.host for the launching code")
+          .traits(traits));
   loom::target::CodegenRegistry::register_codegen(
       "opencl", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                                 "opencl.codegen"));

@@ -258,7 +258,7 @@ void pool(const std::string& name, bool is_max) {
 
 void register_conv_ops() {
   std::vector<SchemaField> conv_attrs = kWindowAttrs;
-  conv_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)", 1, std::nullopt});
+  conv_attrs.push_back(SchemaField{"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"}.at_least(1));
   conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW or NHWC"});
   conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW or OHWI"});
   define_operator(
@@ -327,7 +327,7 @@ void register_conv_ops() {
   std::vector<SchemaField> transpose_attrs = kWindowAttrs;
   transpose_attrs.push_back({"output_padding", "Array", Any(Array(std::vector<Any>{int64_t{0}, int64_t{0}})),
                              "extra rows and columns at the end of the result: (oh, ow) or (o)"});
-  transpose_attrs.push_back({"groups", "int", Any(int64_t{1}), "channel groups", 1, std::nullopt});
+  transpose_attrs.push_back(SchemaField{"groups", "int", Any(int64_t{1}), "channel groups"}.at_least(1));
   define_operator(
       "conv2d_transpose", 2, transpose_attrs, ir::PatternKind::kOutputFusable,
       "the transpose of conv2d (the gradient of its input): x N C H W, w C (O/groups) KH KW -> N O H' W' with H' = (H "

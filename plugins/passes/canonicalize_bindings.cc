@@ -5,14 +5,10 @@
 namespace loom::passes {
 
 transform::Pass CanonicalizeBindings() {
-  transform::PassInfo info{"CanonicalizeBindings",
-                           "let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a",
-                           0,
-                           {},
-                           {},
-                           {},
-                           {},
-                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info = transform::PassInfo::named("CanonicalizeBindings")
+                                 .summary("let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a")
+                                 .changes({"graph"})
+                                 .preserves({"ops_lowered", "fused"});
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

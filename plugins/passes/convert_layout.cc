@@ -153,15 +153,14 @@ class Converter {
 }  // namespace
 
 transform::Pass ConvertLayout() {
-  transform::PassInfo info{"ConvertLayout",
-                           "channels-first (NCHW) convolutions and pools, and the elementwise ops between them, to "
-                           "channels-last (NHWC)",
-                           1,
-                           {},
-                           {},
-                           {"types_inferred"},
-                           {},
-                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info = transform::PassInfo::named("ConvertLayout")
+                                 .summary(
+                                     "channels-first (NCHW) convolutions and pools, and the elementwise ops between "
+                                     "them, to channels-last (NHWC)")
+                                 .opt_level(1)
+                                 .needs({"types_inferred"})
+                                 .changes({"graph"})
+                                 .preserves({"ops_lowered", "fused"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> converted;
     for (const std::string& name : module.names()) {

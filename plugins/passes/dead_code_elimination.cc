@@ -7,14 +7,10 @@
 namespace loom::passes {
 
 transform::Pass DeadCodeElimination() {
-  transform::PassInfo info{"DeadCodeElimination",
-                           "drops unused pure let bindings and the prim and extern functions no graph function calls",
-                           0,
-                           {},
-                           {},
-                           {},
-                           {},
-                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("DeadCodeElimination")
+          .summary("drops unused pure let bindings and the prim and extern functions no graph function calls")
+          .preserves({"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> rewritten;
     std::set<std::string> called;

@@ -72,15 +72,12 @@ ir::Expr cse(const ir::Expr& e, Table table, std::unordered_map<const Object*, i
 }  // namespace
 
 transform::Pass EliminateCommonSubexpr() {
-  transform::PassInfo info{"EliminateCommonSubexpr",
-                           "a pure value bound twice in one scope (same callee, attributes, types, arguments) is bound "
-                           "once",
-                           1,
-                           {},
-                           {},
-                           {},
-                           {},
-                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("EliminateCommonSubexpr")
+          .summary("a pure value bound twice in one scope (same callee, attributes, types, arguments) is bound once")
+          .opt_level(1)
+          .changes({"graph"})
+          .preserves({"ops_lowered", "fused"});
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

@@ -167,15 +167,15 @@ class Folder {
 }  // namespace
 
 transform::Pass FoldBatchNorm() {
-  transform::PassInfo info{"FoldBatchNorm",
-                           "batch_norm with constant statistics becomes a per-channel scale and shift, folded into "
-                           "the weight and bias of a convolution with constant weights that it follows",
-                           1,
-                           {},
-                           {},
-                           {"types_inferred"},
-                           {},
-                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("FoldBatchNorm")
+          .summary(
+              "batch_norm with constant statistics becomes a per-channel scale and shift, folded into the weight and "
+              "bias of a convolution with constant weights that it follows")
+          .opt_level(1)
+          .needs({"types_inferred"})
+          .changes({"graph"})
+          .preserves({"ops_lowered", "fused"});
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

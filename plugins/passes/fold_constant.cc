@@ -66,16 +66,14 @@ ir::Expr evaluate(const graph::CallNode& call, const std::vector<ir::Expr>& args
 }  // namespace
 
 transform::Pass FoldConstant() {
-  transform::PassInfo info{
-      "FoldConstant",
-      "evaluates operator calls on constants (their lowerings, run by the reference interpreter) and "
-      "items of constant tuples",
-      1,
-      {},
-      {},
-      {"types_inferred"},
-      {},
-      {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info = transform::PassInfo::named("FoldConstant")
+                                 .summary(
+                                     "evaluates operator calls on constants (their lowerings, run by the reference "
+                                     "interpreter) and items of constant tuples")
+                                 .opt_level(1)
+                                 .needs({"types_inferred"})
+                                 .changes({"graph"})
+                                 .preserves({"ops_lowered", "fused"});
   return transform::function_pass<graph::FunctionNode>(
       info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
         const auto* f = func.as<graph::FunctionNode>();

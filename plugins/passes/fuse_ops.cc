@@ -65,16 +65,17 @@ std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRMo
 }  // namespace
 
 transform::Pass FuseOps() {
-  transform::PassInfo info{
-      "FuseOps",
-      "groups operator calls into primitive functions: elementwise and broadcast operators join the "
-      "group of their producer when they are its only user",
-      1,
-      {},
-      {{"max_depth", "int", Any(int64_t{8}), "the most operators in one group", 1, 256}},
-      {"types_inferred", "shared_values_bound"},
-      {"fused"},
-      {"buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("FuseOps")
+          .summary(
+              "groups operator calls into primitive functions: elementwise and broadcast operators join the group of "
+              "their producer when they are its only user")
+          .opt_level(1)
+          .options(
+              {SchemaField{"max_depth", "int", Any(int64_t{8}), "the most operators in one group"}.between(1, 256)})
+          .needs({"types_inferred", "shared_values_bound"})
+          .establishes({"fused"})
+          .changes({"graph"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     int64_t max_depth = context.get_config("FuseOps.max_depth").as_int();
     std::map<std::string, Any> out;  // the groups' functions and the rewritten callers

@@ -111,15 +111,13 @@ std::optional<tir::PrimFunc> fuse(const ir::IRModule& module, const graph::Funct
 }  // namespace
 
 transform::Pass FuseTIR() {
-  transform::PassInfo info{"FuseTIR",
-                           "each primitive graph function whose body is a chain of call_dps becomes one prim function "
-                           "(intermediates allocated inside), called through call_dps",
-                           1,
-                           {},
-                           {},
-                           {"fused", "ops_lowered"},
-                           {},
-                           {"ops_lowered", "fused", "intrinsics_lowered"}};
+  transform::PassInfo info = transform::PassInfo::named("FuseTIR")
+                                 .summary(
+                                     "each primitive graph function whose body is a chain of call_dps becomes one prim "
+                                     "function (intermediates allocated inside), called through call_dps")
+                                 .opt_level(1)
+                                 .needs({"fused", "ops_lowered"})
+                                 .preserves({"ops_lowered", "fused", "intrinsics_lowered"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> prims;
     std::map<std::string, ir::Type> fused;         // name -> result type

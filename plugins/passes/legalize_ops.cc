@@ -11,15 +11,13 @@
 namespace loom::passes {
 
 transform::Pass LegalizeOps() {
-  transform::PassInfo info{"LegalizeOps",
-                           "operator calls to call_dps of the prim functions their lowerings generate; identical "
-                           "calls (operator, attributes, types) share one function",
-                           0,
-                           {},
-                           {},
-                           {"types_inferred"},
-                           {"ops_lowered"},
-                           {"fused"}};
+  transform::PassInfo info = transform::PassInfo::named("LegalizeOps")
+                                 .summary(
+                                     "operator calls to call_dps of the prim functions their lowerings generate; "
+                                     "identical calls (operator, attributes, types) share one function")
+                                 .needs({"types_inferred"})
+                                 .establishes({"ops_lowered"})
+                                 .preserves({"fused"});
   // The lowerings read the calls' and the arguments' types (types_inferred).
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::map<std::string, Any> out;  // new kernels and rewritten functions

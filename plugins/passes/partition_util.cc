@@ -63,8 +63,10 @@ void Chain::set(size_t i, const ir::Expr& value) {
 }
 
 transform::Pass partition_pass(const std::string& name, const std::string& summary, ChainRewrite rewrite) {
-  transform::PassInfo info{
-      name, summary, 0, {}, {}, {"types_inferred", "shared_values_bound"}, {}, {"buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info = transform::PassInfo::named(name)
+                                 .summary(summary)
+                                 .needs({"types_inferred", "shared_values_bound"})
+                                 .changes({"graph"});
   return transform::module_pass(info, [rewrite](const ir::IRModule& module, const transform::PassContext&) {
     std::vector<graph::PatternTable> tables = partition_tables(module);
     if (tables.empty()) return module;

@@ -69,21 +69,21 @@ LOOM_PLUGIN_INIT(ctx) {
   // context's opt level, disabled and required lists.
   using loom::transform::PassInfo;
   using loom::transform::pipeline;
-  PassRegistry::register_pass(pipeline(PassInfo{"O0", "the least that runs: operators lowered, nothing optimised"},
-                                       {"InferType", "LegalizeOps"}));
+  PassRegistry::register_pass(
+      pipeline(PassInfo::named("O0").summary("the least that runs: operators lowered, nothing optimised"),
+               {"InferType", "LegalizeOps"}));
   PassRegistry::register_pass(pipeline(
-      PassInfo{"cpu",
-               "the CPU pipeline: graph clean-ups and folding, partitioning for the config's codegens (none: nothing), "
-               "fusion, lowering, then the loop passes"},
+      PassInfo::named("cpu").summary("the CPU pipeline: graph clean-ups and folding, partitioning for the config's "
+                                     "codegens (none: nothing), fusion, lowering, then the loop passes"),
       concat(kGraphPasses, {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
                             "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"})));
   // What makes a device target's prim functions kernels and host code
   // (the property kernels_split): the driver runs it when a pipeline left
   // them whole.
   PassRegistry::register_pass(
-      pipeline(PassInfo{"device_kernels",
-                        "the device's loop passes alone: a thread binding for each nest on a device, the "
-                        "barriers shared memory needs, and the host/device split"},
+      pipeline(PassInfo::named("device_kernels")
+                   .summary("the device's loop passes alone: a thread binding for each nest on a device, the barriers "
+                            "shared memory needs, and the host/device split"),
                {"DefaultDeviceSchedule", "ThreadSync", "SplitHostDevice"}));
   // A device target's, and a module's whose functions are placed on
   // several targets (docs/devices.md): the same graph passes, the device
@@ -91,10 +91,9 @@ LOOM_PLUGIN_INIT(ctx) {
   // and a thread binding for every nest of those on a device, which the
   // host/device split divides into kernels and launches.
   PassRegistry::register_pass(
-      pipeline(PassInfo{"device",
-                        "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for "
-                        "functions on the CPU, the default device schedule for those on a device, and the "
-                        "host/device split"},
+      pipeline(PassInfo::named("device").summary(
+                   "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for functions "
+                   "on the CPU, the default device schedule for those on a device, and the host/device split"),
                concat(kGraphPasses, {"PlanDevices", "AutoSchedule", "DefaultDeviceSchedule", "ThreadSync",
                                      "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop",
                                      "UnrollLoop", "StorageRewrite", "SplitHostDevice", "Simplify"})));

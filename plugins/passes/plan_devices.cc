@@ -397,23 +397,23 @@ std::optional<std::string> unplanned(const ir::IRModule& module) {
 
 void register_devices_planned() {
   transform::PropertyRegistry::register_property(
-      {kDevicesPlanned,
-       "every tensor of a graph function is on the device of the kernels that use it, crossings are device_copy "
-       "calls, and each prim function is built for its caller's placement",
-       "PlanDevices", false, unplanned, ""});
+      transform::PropertyInfo::named(kDevicesPlanned)
+          .summary("every tensor of a graph function is on the device of the kernels that use it, crossings are "
+                   "device_copy calls, and each prim function is built for its caller's placement")
+          .established_by("PlanDevices")
+          .check(unplanned));
 }
 
 transform::Pass PlanDevices() {
-  transform::PassInfo info{"PlanDevices",
-                           "every tensor gets the device of the kernel that makes it (a call_dps of a prim function "
-                           "runs on its target's device), the parameters and results of graph functions the host; "
-                           "each crossing becomes a device_copy, one per variable and device",
-                           0,
-                           {},
-                           {},
-                           {"types_inferred", "ops_lowered"},
-                           {kDevicesPlanned},
-                           {"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}};
+  transform::PassInfo info =
+      transform::PassInfo::named("PlanDevices")
+          .summary(
+              "every tensor gets the device of the kernel that makes it (a call_dps of a prim function runs on its "
+              "target's device), the parameters and results of graph functions the host; each crossing becomes a "
+              "device_copy, one per variable and device")
+          .needs({"types_inferred", "ops_lowered"})
+          .establishes({kDevicesPlanned})
+          .preserves({"ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"});
   return transform::module_pass(info,
                                 [](const ir::IRModule& input, const transform::PassContext&) { return plan(input); });
 }

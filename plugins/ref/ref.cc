@@ -70,14 +70,13 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.native_intrinsics = std::set<std::string>(known.begin(), known.end());
   traits.threads_attr = "num-threads";
   traits.default_pipeline = {"cpu"};
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "ref",
-      {{"num-threads", "int", int64_t{0}, "threads for the VM's host pool; prim functions run serially", 0,
-        loom::runtime::kMaxThreads}},
-      Function(),
-      "the reference interpreter: slow, simple, exact; a numerical oracle",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("ref")
+          .attrs({loom::SchemaField{"num-threads", "int", int64_t{0},
+                                    "threads for the VM's host pool; prim functions run serially"}
+                      .between(0, loom::runtime::kMaxThreads)})
+          .doc("the reference interpreter: slow, simple, exact; a numerical oracle")
+          .traits(traits));
   loom::target::CodegenRegistry::register_codegen(
       "ref", Function::typed([](IRModule module, loom::target::Target) { return make_module(module); }, "ref.codegen"));
   // The interpreter as a function, for passes that evaluate at compile

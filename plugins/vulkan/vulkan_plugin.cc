@@ -66,19 +66,21 @@ LOOM_PLUGIN_INIT(ctx) {
   };
   traits.default_pipeline = {"device"};
   traits.codegen_needs = {"devices_planned", "kernels_split", "intrinsics_lowered"};
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "vulkan",
-      {{"device", "int", int64_t{0}, "the physical device's index, in the Vulkan loader's order", 0, std::nullopt},
-       {"max-work-group-size", "int", int64_t{256},
-        "the most threads a block (workgroup) of the default device schedule has", 1, std::nullopt},
-       {"fp64", "str", std::string("auto"), "float64 kernels: auto (if the device has shaderFloat64), true, false"},
-       {"fp16", "str", std::string("auto"), "float16 and 16-bit integers: auto, true, false"},
-       {"int8", "str", std::string("auto"), "8-bit integers and bool buffers: auto, true, false"}},
-      Function(),
-      "GLSL compute shaders compiled to SPIR-V, run through the Vulkan loader (lavapipe on the CPU); needs "
-      "target.host for the launching code",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("vulkan")
+          .attrs({loom::SchemaField{"device", "int", int64_t{0},
+                                    "the physical device's index, in the Vulkan loader's order"}
+                      .at_least(0),
+                  loom::SchemaField{"max-work-group-size", "int", int64_t{256},
+                                    "the most threads a block (workgroup) of the default device schedule has"}
+                      .at_least(1),
+                  {"fp64", "str", std::string("auto"),
+                   "float64 kernels: auto (if the device has shaderFloat64), true, false"},
+                  {"fp16", "str", std::string("auto"), "float16 and 16-bit integers: auto, true, false"},
+                  {"int8", "str", std::string("auto"), "8-bit integers and bool buffers: auto, true, false"}})
+          .doc("GLSL compute shaders compiled to SPIR-V, run through the Vulkan loader (lavapipe on the CPU); needs "
+               "target.host for the launching code")
+          .traits(traits));
   loom::target::CodegenRegistry::register_codegen(
       "vulkan", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                                 "vulkan.codegen"));

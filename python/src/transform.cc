@@ -175,14 +175,13 @@ Pass make_function_pass(py::object body, PassInfo info, const std::string& varia
 PassInfo make_info(const std::string& name, int opt_level, std::vector<std::string> required, std::string summary,
                    const py::list& options, std::vector<std::string> needs, std::vector<std::string> establishes,
                    std::vector<std::string> preserves) {
-  PassInfo info{name,
-                std::move(summary),
-                opt_level,
-                std::move(required),
-                {},
-                std::move(needs),
-                std::move(establishes),
-                std::move(preserves)};
+  PassInfo info = PassInfo::named(name)
+                      .summary(std::move(summary))
+                      .opt_level(opt_level)
+                      .required(std::move(required))
+                      .needs(std::move(needs))
+                      .establishes(std::move(establishes))
+                      .preserves(std::move(preserves));
   for (py::handle option : options) {
     auto t = option.cast<py::tuple>();
     if (t.size() != 4) throw py::type_error("a pass option is (name, type, default, doc)");
@@ -205,6 +204,7 @@ void bind_transform(py::module_& m) {
       .def_readonly("needs", &PassInfo::needs)
       .def_readonly("establishes", &PassInfo::establishes)
       .def_readonly("preserves", &PassInfo::preserves)
+      .def_readonly("changes", &PassInfo::changes)
       .def_property_readonly("options",
                              [](const PassInfo& info) {
                                py::list out;
@@ -340,6 +340,7 @@ void bind_transform(py::module_& m) {
           d["auto_establish"] = p.auto_establish;
           d["checked"] = static_cast<bool>(p.check);
           d["owner"] = p.owner;
+          d["level"] = p.level;
           out.append(d);
         }
         return out;

@@ -42,26 +42,29 @@ def passes_json():
 
 def test_the_contract_table_is_the_passes_declarations():
     text = (DOCS / "passes.md").read_text()
-    rows = table_rows(text, "| pass | needs | establishes | preserves |")
+    rows = table_rows(text, "| pass | needs | establishes | preserves | changes |")
     listed = passes_json()
     library = {n for n, p in listed.items() if p.get("owner") in ("core", "passes", "loop_passes") and not p.get("passes")}
     documented = {row[0] for row in rows}
     assert documented == library, (f"not in the table: {sorted(library - documented)}; "
                                    f"not passes: {sorted(documented - library)}")
-    for name, needs, establishes, preserves in rows:
+    for name, needs, establishes, preserves, changes in rows:
         info = transform.get_pass(name).info
         assert set(names(needs)) == set(info.needs), (name, "needs", needs, info.needs)
         assert set(names(establishes)) == set(info.establishes), (name, "establishes", establishes, info.establishes)
         assert set(names(preserves)) == set(info.preserves), (name, "preserves", preserves, info.preserves)
+        assert set(names("" if changes == "any" else changes)) == set(info.changes), (name, "changes", changes,
+                                                                                      info.changes)
     # The properties table names every registered property and its establisher.
     props = {p["name"]: p for p in transform.list_properties()}
-    for row in table_rows(text, "| property | holds when |"):
+    for row in table_rows(text, "| property | level | holds when |"):
         name = row[0].strip("`")
         assert name in props, name
-        assert row[2] == props[name]["established_by"], (name, row[2])
-        assert (row[3] == "yes") == props[name]["auto_establish"], (name, row[3])
-        assert row[4].startswith("yes") == props[name]["checked"], (name, row[4])
-    assert {r[0].strip("`") for r in table_rows(text, "| property | holds when |")} >= \
+        assert row[1] == (props[name]["level"] or "module"), (name, row[1], props[name]["level"])
+        assert row[3] == props[name]["established_by"], (name, row[3])
+        assert (row[4] == "yes") == props[name]["auto_establish"], (name, row[4])
+        assert row[5].startswith("yes") == props[name]["checked"], (name, row[5])
+    assert {r[0].strip("`") for r in table_rows(text, "| property | level | holds when |")} >= \
         {"types_inferred", "ops_lowered", "fused", "buffers_flat", "intrinsics_lowered"}
 
 

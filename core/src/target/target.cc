@@ -66,7 +66,9 @@ std::vector<TargetKindEntry> TargetKindRegistry::declarations() {
       traits.device_type = k.device_type;
       traits.default_pipeline = k.default_pipeline;
       traits.codegen_needs = k.codegen_needs;
-      out.emplace(k.name, TargetKindEntry{k.name, k.attrs, Function(), k.doc, owner, traits});
+      TargetKindEntry entry = TargetKindEntry::named(k.name).attrs(k.attrs).doc(k.doc).traits(traits);
+      entry.owner = owner;  // declared by that plugin, not registered
+      out.emplace(k.name, std::move(entry));
     }
   });
   std::vector<TargetKindEntry> list;
@@ -342,36 +344,44 @@ std::optional<std::string> unsplit_device_function(const ir::IRModule& module) {
 }
 
 const bool target_properties_registered = [] {
+  using transform::PropertyInfo;
   transform::PropertyRegistry::register_property(
-      {transform::property::kIntrinsicsLowered,
-       "every intrinsic call in a prim function is one the module's target implements natively, or a primitive",
-       "LowerIntrinsics", false, unlowered_intrinsic, ""});
+      PropertyInfo::named(transform::property::kIntrinsicsLowered)
+          .summary(
+              "every intrinsic call in a prim function is one the module's target implements natively, or a primitive")
+          .level("tir")
+          .established_by("LowerIntrinsics")
+          .check(unlowered_intrinsic));
   transform::PropertyRegistry::register_property(
-      {transform::property::kKernelsSplit,
-       "every prim function on a device target is a kernel or the host code that launches kernels", "device_kernels",
-       false, unsplit_device_function, ""});
+      PropertyInfo::named(transform::property::kKernelsSplit)
+          .summary("every prim function on a device target is a kernel or the host code that launches kernels")
+          .level("tir")
+          .established_by("device_kernels")
+          .check(unsplit_device_function));
   return true;
 }();
 
 // The machine Loom runs on.  vector-bits: -1 means "detect"; 0 means no
 // vector unit (a constraint every pass must respect).
 const bool cpu_kind_registered = [] {
-  TargetKindRegistry::register_kind(TargetKindEntry{
-      "cpu",
-      {{"mcpu", "str", "native", "CPU model, or 'native' for the machine Loom runs on"},
-       {"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core", 0, runtime::kMaxThreads},
-       {"vector-bits", "int", int64_t{-1}, "vector register width in bits; -1: detect, 0: no vector unit", -1, 512}},
-      Function::typed(
-          [](Map attrs) {
-            int64_t bits = attrs.at("vector-bits").as_int();
-            if (bits != -1 && bits != 0 && bits != 64 && bits != 128 && bits != 256 && bits != 512) {
-              LOOM_THROW(Error) << "vector-bits must be -1 (detect), 0, 64, 128, 256 or 512, got " << bits;
-            }
-          },
-          "cpu.validate"),
-      "the CPU of the machine Loom runs on",
-      "",
-      TargetTraits{TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads", 1, {}, {}, {}}});
+  TargetKindRegistry::register_kind(
+      TargetKindEntry::named("cpu")
+          .attrs({{"mcpu", "str", "native", "CPU model, or 'native' for the machine Loom runs on"},
+                  SchemaField{"num-threads", "int", int64_t{0}, "threads for parallel loops; 0: one per core"}.between(
+                      0, runtime::kMaxThreads),
+                  SchemaField{"vector-bits", "int", int64_t{-1},
+                              "vector register width in bits; -1: detect, 0: no vector unit"}
+                      .between(-1, 512)})
+          .validate(Function::typed(
+              [](Map attrs) {
+                int64_t bits = attrs.at("vector-bits").as_int();
+                if (bits != -1 && bits != 0 && bits != 64 && bits != 128 && bits != 256 && bits != 512) {
+                  LOOM_THROW(Error) << "vector-bits must be -1 (detect), 0, 64, 128, 256 or 512, got " << bits;
+                }
+              },
+              "cpu.validate"))
+          .doc("the CPU of the machine Loom runs on")
+          .traits(TargetTraits{TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads", 1, {}, {}, {}}));
   return true;
 }();
 }  // namespace

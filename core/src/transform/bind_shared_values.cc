@@ -9,14 +9,10 @@
 namespace loom::transform {
 
 Pass BindSharedValues() {
-  return module_pass(PassInfo{"BindSharedValues",
-                              "bind every graph value used in more than one place by a let, so it is computed once",
-                              0,
-                              {},
-                              {},
-                              {},
-                              {property::kSharedValuesBound},
-                              {property::kAll}},
+  return module_pass(PassInfo::named("BindSharedValues")
+                         .summary("bind every graph value used in more than one place by a let, so it is computed once")
+                         .establishes({property::kSharedValuesBound})
+                         .preserves({property::kAll}),
                      [](const IRModule& module, const PassContext&) {
                        std::map<std::string, Any> bound;
                        for (const std::string& name : module.names()) {

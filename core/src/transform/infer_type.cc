@@ -6,14 +6,10 @@
 namespace loom::transform {
 
 Pass InferType() {
-  return module_pass(PassInfo{"InferType",
-                              "infer the types of graph expressions and function results",
-                              0,
-                              {},
-                              {},
-                              {},
-                              {property::kTypesInferred},
-                              {property::kAll}},
+  return module_pass(PassInfo::named("InferType")
+                         .summary("infer the types of graph expressions and function results")
+                         .establishes({property::kTypesInferred})
+                         .preserves({property::kAll}),
                      [](const IRModule& module, const PassContext&) {
                        std::vector<ir::Diagnostic> problems;
                        IRModule typed = graph::infer_types(module, &problems);

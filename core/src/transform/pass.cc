@@ -75,6 +75,37 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
+// Whether `property` speaks of an IR level the pass does not change.
+bool beside_changes(const PassInfo& info, const std::string& property) {
+  if (info.changes.empty()) return false;
+  std::string level = PropertyRegistry::get(property).level;
+  return !level.empty() && !contains(info.changes, level);
+}
+
+// A pass that declares the levels it changes leaves every function of the
+// other levels as it was: the same objects under the same names.
+void check_changes(const PassInfo& info, const IRModule& before, const IRModule& after) {
+  if (info.changes.empty()) return;
+  std::set<std::string> names;
+  for (const std::string& name : before.names()) names.insert(name);
+  for (const std::string& name : after.names()) names.insert(name);
+  for (const std::string& name : names) {
+    ir::BaseFunc was = before.contains(name) ? before.lookup(name) : ir::BaseFunc();
+    ir::BaseFunc now = after.contains(name) ? after.lookup(name) : ir::BaseFunc();
+    if (was.same_as(now)) continue;
+    const ir::BaseFunc& f = now.defined() ? now : was;
+    std::string level = function_level(f);
+    if (!contains(info.changes, level)) {
+      LOOM_THROW(Error) << "pass '" << info.name << "' declares that it changes only " << join(info.changes, ", ")
+                        << " functions, but it "
+                        << (!was.defined()   ? "added"
+                            : !now.defined() ? "removed"
+                                             : "changed")
+                        << " the " << level << " function @" << name;
+    }
+  }
+}
+
 class Runner {
  public:
   // `completing`: every property with a check is established when it
@@ -134,7 +165,7 @@ class Runner {
       bool changed = !result.same_as(module);
       if (changed && !keeps_all(info)) {
         for (auto it = t_.holding.begin(); it != t_.holding.end();) {
-          if (contains(info.preserves, *it) || contains(info.establishes, *it)) {
+          if (contains(info.preserves, *it) || contains(info.establishes, *it) || beside_changes(info, *it)) {
             ++it;
           } else {
             t_.lost_by[*it] = info.name;
@@ -148,6 +179,7 @@ class Runner {
       }
       // A Sequential's passes are checked one by one; checking it again adds nothing.
       if (context_.check_well_formed && changed) {
+        check_changes(info, module, result);
         WellFormedInstrument().after(info, result);
         verify(info, result);
       }
@@ -298,9 +330,15 @@ std::vector<std::string> PassRegistry::list() { return passes().names(); }
 
 namespace {
 PassDeclaration declared_pass(const DeclaredPass& p, const std::string& owner) {
-  return PassDeclaration{
-      PassInfo{p.name, p.summary, p.opt_level, p.required, p.options, p.needs, p.establishes, p.preserves}, owner,
-      false, p.sequence};
+  return PassDeclaration{PassInfo::named(p.name)
+                             .summary(p.summary)
+                             .opt_level(p.opt_level)
+                             .required(p.required)
+                             .options(p.options)
+                             .needs(p.needs)
+                             .establishes(p.establishes)
+                             .preserves(p.preserves),
+                         owner, false, p.sequence};
 }
 }  // namespace
 

@@ -108,16 +108,32 @@ std::optional<std::string> structured_buffer(const ir::IRModule& module) {
 NamedRegistry<PropertyInfo>& properties() {
   static auto* instance = [] {
     auto* r = new NamedRegistry<PropertyInfo>("IR property", "property", /*overridable=*/true);
-    r->add({property::kTypesInferred, "every graph expression has its type and every graph function its result type",
-            "InferType", true, untyped, ""});
-    r->add({property::kSharedValuesBound,
-            "every graph value used in more than one place is bound by a let, so it is computed once",
-            "BindSharedValues", true, shared_value, ""});
-    r->add({property::kOpsLowered, "no graph function calls an operator that has a lowering (FLower)", "LegalizeOps",
-            false, unlowered_op, ""});
-    r->add({property::kFused, "operator calls are grouped into primitive functions", "FuseOps", false, nullptr, ""});
-    r->add({property::kBuffersFlat, "every buffer a prim function allocates or accesses is one-dimensional and compact",
-            "FlattenBuffer", false, structured_buffer, ""});
+    r->add(PropertyInfo::named(property::kTypesInferred)
+               .summary("every graph expression has its type and every graph function its result type")
+               .level("graph")
+               .established_by("InferType")
+               .auto_establish()
+               .check(untyped));
+    r->add(PropertyInfo::named(property::kSharedValuesBound)
+               .summary("every graph value used in more than one place is bound by a let, so it is computed once")
+               .level("graph")
+               .established_by("BindSharedValues")
+               .auto_establish()
+               .check(shared_value));
+    r->add(PropertyInfo::named(property::kOpsLowered)
+               .summary("no graph function calls an operator that has a lowering (FLower)")
+               .level("graph")
+               .established_by("LegalizeOps")
+               .check(unlowered_op));
+    r->add(PropertyInfo::named(property::kFused)
+               .summary("operator calls are grouped into primitive functions")
+               .level("graph")
+               .established_by("FuseOps"));
+    r->add(PropertyInfo::named(property::kBuffersFlat)
+               .summary("every buffer a prim function allocates or accesses is one-dimensional and compact")
+               .level("tir")
+               .established_by("FlattenBuffer")
+               .check(structured_buffer));
     return r;
   }();
   return *instance;
@@ -125,6 +141,11 @@ NamedRegistry<PropertyInfo>& properties() {
 
 const bool core_properties_registered = (properties(), true);
 }  // namespace
+
+std::string function_level(const ir::BaseFunc& f) {
+  const std::string& key = f->type_key();
+  return key.substr(0, key.find('.'));
+}
 
 void PropertyRegistry::register_property(PropertyInfo info, bool allow_override) {
   if (info.established_by.empty()) {

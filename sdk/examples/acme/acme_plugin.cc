@@ -33,14 +33,12 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.threads_attr = "num-threads";
   traits.default_pipeline = {"AcmeFuseSwish", "cpu"};
   traits.codegen_needs = {"intrinsics_lowered"};
-  loom::target::TargetKindRegistry::register_kind(loom::target::TargetKindEntry{
-      "acme",
-      {{"cflags", "str", std::string("-O2"), "flags for Acme's C compiler (the system compiler here)"},
-       {"num-threads", "int", int64_t{1}, "DSP cores for parallel loops", 1, 64}},
-      Function(),
-      "the Acme DSP: C compiled by its compiler",
-      "",
-      traits});
+  loom::target::TargetKindRegistry::register_kind(
+      loom::target::TargetKindEntry::named("acme")
+          .attrs({{"cflags", "str", std::string("-O2"), "flags for Acme's C compiler (the system compiler here)"},
+                  loom::SchemaField{"num-threads", "int", int64_t{1}, "DSP cores for parallel loops"}.between(1, 64)})
+          .doc("the Acme DSP: C compiled by its compiler")
+          .traits(traits));
 
   // A tag: a named preset of the kind's attributes, for the boards that
   // have four DSP cores (target: {tag: acme_quad}; `loomc targets list`).

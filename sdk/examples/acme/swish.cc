@@ -65,14 +65,11 @@ loom::graph::Pattern swish_pattern(const loom::graph::Pattern& x) {
 }
 
 loom::transform::Pass FuseSwish() {
-  loom::transform::PassInfo info{"AcmeFuseSwish",
-                                 "silu(x) and x * sigmoid(x) become acme.swish(x), which Acme runs as one routine",
-                                 0,
-                                 {},
-                                 {},
-                                 {"types_inferred"},
-                                 {},
-                                 {}};
+  loom::transform::PassInfo info =
+      loom::transform::PassInfo::named("AcmeFuseSwish")
+          .summary("silu(x) and x * sigmoid(x) become acme.swish(x), which Acme runs as one routine")
+          .needs({"types_inferred"})
+          .changes({"graph"});  // keeps every tir property
   return loom::transform::function_pass<loom::graph::FunctionNode>(
       info,
       [](const loom::ir::BaseFunc& func, const loom::ir::IRModule&,

@@ -96,7 +96,7 @@ TEST(Config, ConstraintBeatsContradictingOption) {
 TEST(Config, PipelineRunsPassesWithOptionsAndDisabled) {
   if (!transform::PassRegistry::entry("test.stamp")) {
     transform::PassRegistry::register_pass(transform::module_pass(
-        transform::PassInfo{"test.stamp", "", 0, {}, {{"label", "str", "none", "what to stamp"}}},
+        transform::PassInfo::named("test.stamp").options({{"label", "str", "none", "what to stamp"}}),
         [](const ir::IRModule& m, const transform::PassContext& ctx) {
           return m.with_attr("stamp", ctx.get_config("test.stamp.label"));
         }));

@@ -27,7 +27,7 @@ PluginDeclarations sample() {
                                   {},
                                   {"*"},
                                   {},
-                                  {{"size", "int", Any(int64_t{32}), "the tile", 1, 4096},
+                                  {SchemaField{"size", "int", Any(int64_t{32}), "the tile"}.between(1, 4096),
                                    {"layout", "str", Any(std::string("NHWC")), ""},
                                    {"scale", "float", Any(0.5), ""},
                                    {"dtype", "dtype", Any(DataType::Float(16)), ""},
@@ -36,7 +36,7 @@ PluginDeclarations sample() {
   d.passes.push_back(DeclaredPass{"all", "a pipeline", 0, {}, {}, {}, {}, {"Tile", "Tile"}, {}});
   d.target_kinds.push_back(DeclaredTargetKind{"acme",
                                               "an accelerator",
-                                              {{"cores", "int", Any(int64_t{4}), "cores", 1, std::nullopt},
+                                              {SchemaField{"cores", "int", Any(int64_t{4}), "cores"}.at_least(1),
                                                {"device", "device", Any(Device{Device::kExtDev, 1}), ""},
                                                {"mode", "str", Any(), "required"}},
                                               {"exp"},

@@ -26,8 +26,10 @@ void register_wide_kind() {
   TargetTraits traits;
   traits.vector_bits = [](const Target&) { return int64_t{256}; };
   traits.threads_attr = "threads";
-  TargetKindRegistry::register_kind(
-      TargetKindEntry{"test_wide", {{"threads", "int", int64_t{3}, "threads"}}, Function(), "a test kind", "", traits});
+  TargetKindRegistry::register_kind(TargetKindEntry::named("test_wide")
+                                        .attrs({{"threads", "int", int64_t{3}, "threads"}})
+                                        .doc("a test kind")
+                                        .traits(traits));
 }
 
 const char* kAdd = R"(
@@ -54,13 +56,14 @@ TEST(Traits, TheThreadsAttributeSizesTheVMsPool) {
   register_wide_kind();
   EXPECT_EQ(num_threads(Target("test_wide")), 3);
   EXPECT_EQ(num_threads(Target("cpu", Map({{"num-threads", int64_t{2}}}))), 2);
-  EXPECT_EQ(error_of([] {
-              TargetTraits traits;
-              traits.threads_attr = "thread";
-              TargetKindRegistry::register_kind(TargetKindEntry{
-                  "test_bad_threads", {{"threads", "int", int64_t{1}, ""}}, Function(), "", "", traits});
-            }),
-            "target kind 'test_bad_threads': its threads attribute 'thread' is not an int attribute of the kind");
+  EXPECT_EQ(
+      error_of([] {
+        TargetTraits traits;
+        traits.threads_attr = "thread";
+        TargetKindRegistry::register_kind(
+            TargetKindEntry::named("test_bad_threads").attrs({{"threads", "int", int64_t{1}, ""}}).traits(traits));
+      }),
+      "target kind 'test_bad_threads': its threads attribute 'thread' is not an int attribute of the kind");
   EXPECT_FALSE(TargetKindRegistry::entry("test_bad_threads").has_value());
 }
 

@@ -4,6 +4,9 @@
 // declarations, and the messages of each failure.
 #include <gtest/gtest.h>
 
+#include "loom/graph/function.h"
+#include "loom/text/text.h"
+#include "loom/tir/function.h"
 #include "loom/transform/pass.h"
 #include "loom/transform/property.h"
 #include "test_util.h"
@@ -25,11 +28,21 @@ void register_test_properties() {
       return "the module has no attribute '" + key + "'";
     };
   };
+  PropertyRegistry::register_property(PropertyInfo::named("test.stamped")
+                                          .summary("the module is stamped")
+                                          .established_by("test.Stamp")
+                                          .check(has_attr("stamped")));
+  PropertyRegistry::register_property(PropertyInfo::named("test.counted")
+                                          .summary("the module is counted")
+                                          .established_by("test.Count")
+                                          .auto_establish()
+                                          .check(has_attr("counted")));
   PropertyRegistry::register_property(
-      {"test.stamped", "the module is stamped", "test.Stamp", false, has_attr("stamped"), ""});
-  PropertyRegistry::register_property(
-      {"test.counted", "the module is counted", "test.Count", true, has_attr("counted"), ""});
-  PropertyRegistry::register_property({"test.tracked", "the module is tracked", "test.Track", false, nullptr, ""});
+      PropertyInfo::named("test.tracked").summary("the module is tracked").established_by("test.Track"));
+  PropertyRegistry::register_property(PropertyInfo::named("test.prims_tracked")
+                                          .summary("the prim functions are tracked")
+                                          .level("tir")
+                                          .established_by("test.TrackPrims"));
 }
 
 // A pass that logs its name into the module attribute "log" (so it always
@@ -37,7 +50,11 @@ void register_test_properties() {
 Pass pass(const std::string& name, std::vector<std::string> needs, std::vector<std::string> establishes,
           std::vector<std::string> preserves, std::vector<std::string> sets = {}, std::vector<std::string> drops = {}) {
   register_test_properties();
-  PassInfo info{name, "a test pass", 0, {}, {}, std::move(needs), std::move(establishes), std::move(preserves)};
+  PassInfo info = PassInfo::named(name)
+                      .summary("a test pass")
+                      .needs(std::move(needs))
+                      .establishes(std::move(establishes))
+                      .preserves(std::move(preserves));
   return module_pass(info, [name, sets, drops](const IRModule& m, const PassContext&) {
     std::map<std::string, Any> attrs = m->attrs->items;
     std::vector<Any> log;
@@ -160,8 +177,8 @@ TEST(Contract, ANestedSequenceSharesWhatIsKnown) {
   // A pipeline looks its passes up by name when it runs.
   register_once(track);
   register_once(needs);
-  EXPECT_EQ(log_of(pipeline(PassInfo{"test.pipeline", "a test pipeline"}, {"test.Track", "test.NeedsTracked"})(
-                IRModule::empty(), checking())),
+  EXPECT_EQ(log_of(pipeline(PassInfo::named("test.pipeline").summary("a test pipeline"),
+                            {"test.Track", "test.NeedsTracked"})(IRModule::empty(), checking())),
             (std::vector<std::string>{"test.Track", "test.NeedsTracked"}));
 }
 
@@ -185,6 +202,70 @@ TEST(Contract, TheCoreDeclaresItsPropertiesAndInferTypesContract) {
   const PassInfo& info = PassRegistry::get("InferType").info();
   EXPECT_EQ(info.establishes, std::vector<std::string>{"types_inferred"});
   EXPECT_EQ(info.preserves, std::vector<std::string>{"*"});
+}
+
+namespace {
+// A module with a graph function @main and a prim function @f.
+IRModule graph_and_prim() {
+  return text::parse_module(R"(
+@f = prim_func(%X: Buffer[(4), float32], %Y: Buffer[(4), float32]) {
+  for %i: int64 from 0 extent 4 {
+    %Y[%i] = %X[%i] * 2.0;
+  }
+}
+@main = fn(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { %x }
+)");
+}
+
+// A pass that changes @main or @f (a copy with an attribute), declaring
+// the levels it changes.
+Pass touching(const std::string& name, const std::string& function, std::vector<std::string> changes,
+              std::vector<std::string> needs = {}) {
+  register_test_properties();
+  return module_pass(
+      PassInfo::named(name).needs(std::move(needs)).changes(std::move(changes)),
+      [function](const IRModule& m, const PassContext&) {
+        ir::BaseFunc f = m.lookup(function);
+        if (const auto* p = f.as<tir::PrimFuncNode>()) {
+          return m.with_function(function, tir::PrimFunc(std::vector<Any>(p->params.begin(), p->params.end()), p->body,
+                                                         p->ret, Map({{"touched", true}})));
+        }
+        const auto* g = f.as<graph::FunctionNode>();
+        std::vector<graph::Var> params;
+        for (const Any& v : g->params) params.push_back(v.cast<graph::Var>());
+        return m.with_function(function, graph::Function(params, g->body, g->ret_type, Map({{"touched", true}})));
+      });
+}
+}  // namespace
+
+TEST(Contract, APassKeepsThePropertiesOfTheLevelsItDoesNotChange) {
+  register_test_properties();
+  Pass track = module_pass(PassInfo::named("test.TrackPrims").establishes({"test.prims_tracked"}),
+                           [](const IRModule& m, const PassContext&) { return m; });
+  Pass graph_only = touching("test.GraphOnly", "main", {"graph"});
+  Pass needer = touching("test.NeedsPrims", "main", {"graph"}, {"test.prims_tracked"});
+  IRModule out = sequential({track, graph_only, needer})(graph_and_prim(), checking());
+  EXPECT_TRUE(out.lookup("main")->attrs.contains("touched"));
+  // The same pass without `changes` may have changed the prim functions.
+  Pass any_level = touching("test.AnyLevel", "main", {});
+  EXPECT_EQ(error_of([&] {
+              sequential({track, any_level, needer})(graph_and_prim(), checking());
+            }),
+            "pass 'test.NeedsPrims' needs the property 'test.prims_tracked' (the prim functions are tracked), which "
+            "does not hold here; pass 'test.AnyLevel' changed the module and does not keep it; pass "
+            "'test.TrackPrims' establishes it: run test.TrackPrims before test.NeedsPrims");
+  // A tir pass keeps the graph-level properties (types_inferred here).
+  EXPECT_EQ(PropertyRegistry::get(property::kTypesInferred).level, "graph");
+  EXPECT_EQ(PropertyRegistry::get(property::kBuffersFlat).level, "tir");
+}
+
+TEST(Contract, APassThatChangesALevelItDidNotDeclareFails) {
+  Pass liar = touching("test.SaysGraphOnly", "f", {"graph"});
+  EXPECT_EQ(error_of([&] { liar(graph_and_prim(), checking()); }),
+            "pass 'test.SaysGraphOnly' declares that it changes only graph functions, but it changed the tir "
+            "function @f");
+  Pass honest = touching("test.SaysTir", "f", {"tir"});
+  EXPECT_TRUE(honest(graph_and_prim(), checking()).lookup("f")->attrs.contains("touched"));
 }
 
 }  // namespace loom::transform

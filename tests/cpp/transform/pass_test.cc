@@ -21,7 +21,7 @@ using test::error_of;
 namespace {
 // A module pass that appends its name to the module attribute "log".
 Pass logging_pass(const std::string& name, int opt_level = 0, std::vector<std::string> required = {}) {
-  return module_pass(PassInfo{name, "logs its name", opt_level, std::move(required), {}},
+  return module_pass(PassInfo::named(name).summary("logs its name").opt_level(opt_level).required(std::move(required)),
                      [name](const IRModule& m, const PassContext&) {
                        std::vector<Any> log;
                        if (m->attrs.contains("log")) log = m->attrs.at("log").cast<Array>()->items;
@@ -86,7 +86,7 @@ TEST(Pass, FunctionPassTouchesOnlyItsVariant) {
   IRModule mod = test::sample_module();
   int seen = 0;
   Pass rename = function_pass<tir::PrimFuncNode>(
-      PassInfo{"test.tag_prim", "", 0, {}, {}}, [&](const ir::BaseFunc& f, const IRModule&, const PassContext&) {
+      PassInfo::named("test.tag_prim"), [&](const ir::BaseFunc& f, const IRModule&, const PassContext&) {
         ++seen;
         auto p = downcast<tir::PrimFunc>(f);
         return ir::BaseFunc(tir::PrimFunc(p->params.begin() == p->params.end()
@@ -100,15 +100,15 @@ TEST(Pass, FunctionPassTouchesOnlyItsVariant) {
   EXPECT_TRUE(out.lookup("main").same_as(mod.lookup("main")));
   EXPECT_TRUE(out.lookup("fast_relu").same_as(mod.lookup("fast_relu")));
   // A function pass that changes nothing returns the same module.
-  Pass identity =
-      function_pass<graph::FunctionNode>(PassInfo{"test.identity", "", 0, {}, {}},
-                                         [](const ir::BaseFunc& f, const IRModule&, const PassContext&) { return f; });
+  Pass identity = function_pass<graph::FunctionNode>(
+      PassInfo::named("test.identity"), [](const ir::BaseFunc& f, const IRModule&, const PassContext&) { return f; });
   EXPECT_TRUE(identity(mod, PassContext()).same_as(mod));
 }
 
 TEST(PassContext, TypedConfigKeys) {
   if (!ConfigRegistry::entry("test.unroll_max")) {
-    ConfigRegistry::register_option(SchemaField{"test.unroll_max", "int", int64_t{8}, "max unroll factor", 0, 64});
+    ConfigRegistry::register_option(
+        SchemaField{"test.unroll_max", "int", int64_t{8}, "max unroll factor"}.between(0, 64));
   }
   PassContext ctx;
   EXPECT_EQ(ctx.get_config("test.unroll_max").as_int(), 8);
@@ -124,13 +124,13 @@ TEST(PassContext, TypedConfigKeys) {
             "config option 'test.unroll_max' must be from 0 to 64, got 65");
   EXPECT_EQ(ctx.get_config("test.unroll_max").as_int(), 64);
   EXPECT_EQ(error_of([] {
-              ConfigRegistry::register_option(SchemaField{"test.bad_default", "int", int64_t{-1}, "", 0, std::nullopt});
+              ConfigRegistry::register_option(SchemaField{"test.bad_default", "int", int64_t{-1}, ""}.at_least(0));
             }),
             "config option 'test.bad_default': the default of 'test.bad_default' must be at least 0, got -1");
   ctx.set_config("test.unroll_max", 16);
   // Pass options become config keys NAME.OPTION.
   register_once(module_pass(
-      PassInfo{"test.tiler", "", 0, {}, {{"tile", "int", int64_t{32}, "tile size"}}},
+      PassInfo::named("test.tiler").options({{"tile", "int", int64_t{32}, "tile size"}}),
       [](const IRModule& m, const PassContext& c) { return m.with_attr("tile", c.get_config("test.tiler.tile")); }));
   ctx.set_config("test.tiler.tile", 64);
   EXPECT_EQ(PassRegistry::get("test.tiler")(empty_module(), ctx)->attrs.at("tile").as_int(), 64);
@@ -195,7 +195,7 @@ TEST(Instruments, WellFormedCheckIsOnInTests) {
 }
 
 TEST(Instruments, WellFormedCheckNamesTheBreakingPass) {
-  Pass breaker = module_pass(PassInfo{"test.breaker", "", 0, {}, {}}, [](const IRModule& m, const PassContext&) {
+  Pass breaker = module_pass(PassInfo::named("test.breaker"), [](const IRModule& m, const PassContext&) {
     // Store through an index variable that nothing binds.
     tir::Buffer b("B", DataType::Float(32), {tir::PrimExpr(int64_t{4})});
     tir::Stmt body = tir::BufferStore(b, tir::FloatImm(DataType::Float(32), 0), {tir::Var("ghost", DataType::Int(64))});

@@ -21,6 +21,10 @@
 
 namespace loom {
 
+// A row of a schema: {name, type, default (none: required), doc}, with
+// bounds named where an int field has them:
+//
+//   SchemaField{"max_depth", "int", Any(int64_t{8}), "the most operators in one group"}.between(1, 256)
 struct SchemaField {
   std::string name;
   std::string type;
@@ -28,6 +32,18 @@ struct SchemaField {
   std::string doc;
   std::optional<int64_t> min = std::nullopt;  // int fields: the least value accepted
   std::optional<int64_t> max = std::nullopt;  // int fields: the greatest value accepted
+
+  SchemaField between(int64_t least, int64_t greatest) const {
+    SchemaField out = *this;
+    out.min = least;
+    out.max = greatest;
+    return out;
+  }
+  SchemaField at_least(int64_t least) const {
+    SchemaField out = *this;
+    out.min = least;
+    return out;
+  }
 };
 
 // Why `value` is outside `field`'s bounds ("must be from 0 to 1024, got

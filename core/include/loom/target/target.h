@@ -19,6 +19,7 @@
 #include "loom/ir/module.h"
 #include "loom/object/function.h"
 #include "loom/object/schema.h"
+#include "loom/support/builder.h"
 
 namespace loom::target {
 
@@ -57,6 +58,9 @@ struct TargetTraits {
   static std::function<int64_t(const Target&)> vector_bits_from_attr(std::string attr);
 };
 
+// Written with its builder:
+//
+//   TargetKindEntry::named("npu").doc("...").attrs({...}).traits(traits)
 struct TargetKindEntry {
   std::string name;
   std::vector<SchemaField> attrs;
@@ -64,9 +68,23 @@ struct TargetKindEntry {
   // combination is invalid.  May be undefined.
   Function validate;
   std::string doc;
-  std::string owner;
+  std::string owner;  // set by the registry: the plugin (or "core") that registered it
   TargetTraits traits;
+
+  class Builder;
+  static Builder named(std::string name);
 };
+
+class TargetKindEntry::Builder : public FieldBuilder<TargetKindEntry, TargetKindEntry::Builder> {
+ public:
+  explicit Builder(std::string name) { value_.name = std::move(name); }
+  Builder& attrs(std::vector<SchemaField> fields) { return set(&TargetKindEntry::attrs, std::move(fields)); }
+  Builder& validate(Function check) { return set(&TargetKindEntry::validate, std::move(check)); }
+  Builder& doc(std::string text) { return set(&TargetKindEntry::doc, std::move(text)); }
+  Builder& traits(TargetTraits traits) { return set(&TargetKindEntry::traits, std::move(traits)); }
+};
+
+inline TargetKindEntry::Builder TargetKindEntry::named(std::string name) { return Builder(std::move(name)); }
 
 class TargetKindRegistry {
  public:

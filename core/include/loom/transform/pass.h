@@ -14,15 +14,20 @@
 
 #include "loom/ir/module.h"
 #include "loom/object/schema.h"
+#include "loom/support/builder.h"
 
 namespace loom::transform {
 
 using ir::IRModule;
 
 // Declared once per pass; read by the registry, `loomc passes list`, the docs
-// and the YAML validator.  The contract (needs, establishes, preserves)
-// names IR properties (loom/transform/property.h) and is checked by the
-// pass manager (docs/passes.md, "Pass contracts").
+// and the YAML validator.  The contract (needs, establishes, preserves,
+// changes) names IR properties (loom/transform/property.h) and is checked
+// by the pass manager (docs/passes.md, "Pass contracts").  Written with
+// its builder, field by field:
+//
+//   PassInfo::named("FuseOps").summary("...").opt_level(1).changes({"graph"})
+//       .needs({"types_inferred"}).establishes({"fused"})
 struct PassInfo {
   std::string name;
   std::string summary;
@@ -32,7 +37,31 @@ struct PassInfo {
   std::vector<std::string> needs = {};        // properties that must hold before it runs
   std::vector<std::string> establishes = {};  // properties that hold after it runs
   std::vector<std::string> preserves = {};    // properties it keeps when it changes the module; "*": all
+  // The IR levels whose functions it may change or add ("graph", "tir",
+  // "ir" for extern functions); empty: any.  A property of another level
+  // is kept without being listed in `preserves`.
+  std::vector<std::string> changes = {};
+
+  class Builder;
+  static Builder named(std::string name);
 };
+
+class PassInfo::Builder : public FieldBuilder<PassInfo, PassInfo::Builder> {
+ public:
+  explicit Builder(std::string name) { value_.name = std::move(name); }
+  Builder& summary(std::string text) { return set(&PassInfo::summary, std::move(text)); }
+  Builder& opt_level(int level) { return set(&PassInfo::opt_level, level); }
+  Builder& required(std::vector<std::string> passes) { return set(&PassInfo::required, std::move(passes)); }
+  Builder& options(std::vector<SchemaField> fields) { return set(&PassInfo::options, std::move(fields)); }
+  Builder& needs(std::vector<std::string> properties) { return set(&PassInfo::needs, std::move(properties)); }
+  Builder& establishes(std::vector<std::string> properties) {
+    return set(&PassInfo::establishes, std::move(properties));
+  }
+  Builder& preserves(std::vector<std::string> properties) { return set(&PassInfo::preserves, std::move(properties)); }
+  Builder& changes(std::vector<std::string> levels) { return set(&PassInfo::changes, std::move(levels)); }
+};
+
+inline PassInfo::Builder PassInfo::named(std::string name) { return Builder(std::move(name)); }
 
 class PassContext;
 

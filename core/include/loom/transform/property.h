@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "loom/ir/module.h"
+#include "loom/support/builder.h"
 
 namespace loom::transform {
 
@@ -25,6 +26,9 @@ namespace loom::transform {
 // where it fails ("@main: buffer 'A' is accessed with 2 indices").
 using PropertyCheck = std::function<std::optional<std::string>(const ir::IRModule&)>;
 
+// Written with its builder:
+//
+//   PropertyInfo::named("fused").summary("...").level("graph").established_by("FuseOps")
 struct PropertyInfo {
   std::string name;
   std::string summary;         // what holds, as a clause ("every ... is ...")
@@ -34,8 +38,32 @@ struct PropertyInfo {
   // choices: InferType); otherwise a missing property is an error.
   bool auto_establish = false;
   PropertyCheck check;  // may be empty: the property is only tracked
-  std::string owner;
+  std::string owner;    // set by the registry: the plugin (or "core") that registered it
+  // The IR level whose functions it speaks of ("graph", "tir", "ir"); a
+  // pass that changes only other levels keeps it (PassInfo::changes).
+  // Empty: the whole module, which any change may break.
+  std::string level;
+
+  class Builder;
+  static Builder named(std::string name);
 };
+
+class PropertyInfo::Builder : public FieldBuilder<PropertyInfo, PropertyInfo::Builder> {
+ public:
+  explicit Builder(std::string name) { value_.name = std::move(name); }
+  Builder& summary(std::string text) { return set(&PropertyInfo::summary, std::move(text)); }
+  Builder& established_by(std::string pass) { return set(&PropertyInfo::established_by, std::move(pass)); }
+  // The pass manager may run established_by itself (see above).
+  Builder& auto_establish() { return set(&PropertyInfo::auto_establish, true); }
+  Builder& check(PropertyCheck check) { return set(&PropertyInfo::check, std::move(check)); }
+  Builder& level(std::string level) { return set(&PropertyInfo::level, std::move(level)); }
+};
+
+inline PropertyInfo::Builder PropertyInfo::named(std::string name) { return Builder(std::move(name)); }
+
+// The IR level of a function: the prefix of its node's type key ("graph"
+// for graph.Function, "tir" for tir.PrimFunc, "ir" for ir.ExternFunc).
+std::string function_level(const ir::BaseFunc& f);
 
 // For checks: the first problem `check_one(name, function)` finds among the
 // module's functions of one variant (a graph::FunctionNode, a

@@ -96,7 +96,9 @@ config::Config fusing_config(const std::string& passes) {
 // primitive function of its own, before the built-in fuser runs.
 transform::Pass user_double_conv() {
   return transform::module_pass(
-      transform::PassInfo{"UserFuseDoubleConv", "test: fuses conv2d(conv2d(x)) its own way", 0, {"InferType"}, {}},
+      transform::PassInfo::named("UserFuseDoubleConv")
+          .summary("test: fuses conv2d(conv2d(x)) its own way")
+          .required({"InferType"}),
       [](const ir::IRModule& m, const transform::PassContext&) {
         const auto* main = m.lookup("main").as<graph::FunctionNode>();
         const auto* l1 = main->body.as<graph::LetNode>();
