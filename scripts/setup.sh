@@ -17,6 +17,7 @@ PACKAGES=(
   libgtest-dev
   python3                        # /usr/bin/python3 checks JSON output in e2e tests
   python3-numpy python3-pytest   # the pytest suite (tests/python): operators against NumPy
+  python3-pytest-timeout         # a stalled pytest test fails alone (tests/CMakeLists.txt)
   python3-dev pybind11-dev       # the Python package's extension (python/)
   llvm-16-dev llvm-16-tools      # the llvm plugin (CPU codegen, ORC JIT); FileCheck
   libopenblas0-pthread           # NumPy's BLAS: the peer of the matmul benchmark
