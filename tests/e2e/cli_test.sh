@@ -35,6 +35,8 @@ expect_output load-lists-functions 0 "hello.greet +Greets" -- "$LOOMC" plugins l
 expect_output info-path 0 "state: +discovered" -- "$LOOMC" plugins info "$BINARY_DIR/lib/loom/plugins/loom_hello.so"
 expect_output info-path-missing 1 "no file $BINARY_DIR/nothing/loom_x.so" -- "$LOOMC" plugins info "$BINARY_DIR/nothing/loom_x.so"
 expect_output info-path-failed 0 "reason: +C\+\+ ABI mismatch" -- "$LOOMC" plugins info "$FIXTURES/cxx_abi/loom_fx_cxx_abi.so"
+# A file name ending in .so is a path for every plugins command, as for info.
+expect_output declare-file 0 '"function:hello.greet"' -- env -C "$BINARY_DIR/lib/loom/plugins" "$LOOMC" plugins declare loom_hello.so
 expect_output load-lists-everything 0 "target: +npu" -- "$LOOMC" plugins load "$BINARY_DIR/lib/loom/plugins/loom_npu.so"
 expect_output load-lists-patterns 0 "patterns: +npu" -- "$LOOMC" plugins load npu
 # Operators, registered or declared, with owner, arity, pattern and schema.

@@ -38,8 +38,9 @@ Usage:
   loomc plugins info NAME|PATH [--json]
       The manifest of the plugin named NAME, without loading it.
   loomc plugins load NAME|PATH
-      Loads the plugin named NAME (or the file PATH, when it contains a '/'),
-      loading its requirements first, and prints the functions it registered.
+      Loads the plugin named NAME (or the file PATH, when it contains a '/' or
+      ends in .so), loading its requirements first, and prints the functions
+      it registered.
   loomc plugins declare NAME|PATH [-o FILE]
       Loads the plugin and writes its declarations as JSON (to FILE, else
       stdout): the capabilities its init registered and the schemas of its
@@ -240,7 +241,7 @@ int plugins_load(const std::string& target) {
 // .loom_declarations section after linking.
 int plugins_declare(const std::string& target, const std::string& output) {
   PluginManager& manager = PluginManager::global();
-  PluginRecord r = target.find('/') != std::string::npos ? manager.load_path(target) : manager.load(target);
+  PluginRecord r = is_path(target) ? manager.load_path(target) : manager.load(target);
   std::string text = loom::driver::plugin_declarations(r.name);
   if (output.empty()) {
     std::cout << text;
