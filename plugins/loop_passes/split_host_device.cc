@@ -189,7 +189,10 @@ transform::Pass SplitHostDevice() {
               "for a device target: each outermost thread-bound loop becomes a kernel (a prim function marked "
               "device_kernel) and, in its place, a tir.launch with its grid and block sizes; the rest stays host code")
           .establishes({transform::property::kKernelsSplit})
-          .preserves({"*"});
+          // Not buffers_flat: a kernel takes its buffers with their shapes
+          // (the accesses stay flat).
+          .preserves({transform::property::kIntrinsicsLowered, "devices_planned"})
+          .changes({"tir"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     std::set<std::string> names;
     for (const std::string& n : module.names()) names.insert(n);
