@@ -309,6 +309,37 @@ std::string detect_cpu() {
 namespace {
 // intrinsics_lowered: every intrinsic call is one the function's target
 // implements natively, or a primitive every target implements.
+// buffers_flat: every buffer a CPU function allocates or accesses is
+// one-dimensional and compact (FlattenBuffer flattens CPU functions only;
+// a device's codegen takes buffers with their shapes).
+std::optional<std::string> structured_buffer(const ir::IRModule& module) {
+  return transform::first_problem<tir::PrimFuncNode>(
+      module, [&module](const std::string& name, const tir::PrimFuncNode& f) {
+        std::optional<std::string> found;
+        if (!on_cpu_target(module, name)) return found;  // a device's code keeps its buffers' shapes
+        auto flat = [&](const tir::BufferNode* b, const std::string& how) {
+          if (found || (b->shape.size() == 1 && b->strides.size() == 0)) return;
+          found = "@" + name + ": buffer '" + b->name + "' is " + how + " with " + std::to_string(b->shape.size()) +
+                  (b->strides.size() ? " dimensions and strides" : " dimensions");
+        };
+        Visitor v;
+        v.on<tir::BufferLoadNode>([&](const tir::BufferLoadNode* l) {
+          flat(l->buffer.get(), "read");
+          v.visit_children(l);
+        });
+        v.on<tir::BufferStoreNode>([&](const tir::BufferStoreNode* s) {
+          flat(s->buffer.get(), "written");
+          v.visit_children(s);
+        });
+        v.on<tir::AllocateNode>([&](const tir::AllocateNode* a) {
+          flat(a->buffer.get(), "allocated");
+          v.visit_children(a);
+        });
+        v.visit(Any(f.body));
+        return found;
+      });
+}
+
 std::optional<std::string> unlowered_intrinsic(const ir::IRModule& module) {
   return transform::first_problem<tir::PrimFuncNode>(module, [&](const std::string& name, const tir::PrimFuncNode& f) {
     Target target = function_target(module, name);
@@ -352,6 +383,12 @@ const bool target_properties_registered = [] {
           .level("tir")
           .established_by("LowerIntrinsics")
           .check(unlowered_intrinsic));
+  transform::PropertyRegistry::register_property(
+      PropertyInfo::named(transform::property::kBuffersFlat)
+          .summary("every buffer a prim function for a CPU target allocates or accesses is one-dimensional and compact")
+          .level("tir")
+          .established_by("FlattenBuffer")
+          .check(structured_buffer));
   transform::PropertyRegistry::register_property(
       PropertyInfo::named(transform::property::kKernelsSplit)
           .summary("every prim function on a device target is a kernel or the host code that launches kernels")

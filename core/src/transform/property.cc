@@ -63,6 +63,7 @@ std::optional<std::string> shared_value(const ir::IRModule& module) {
 std::optional<std::string> unlowered_op(const ir::IRModule& module) {
   return first_problem<graph::FunctionNode>(module, [](const std::string& name, const graph::FunctionNode& f) {
     std::optional<std::string> found;
+    if (f.attrs.contains("codegen")) return found;  // a partitioned region: its codegen takes the operators
     Visitor v;
     v.on<graph::CallNode>([&](const graph::CallNode* call) {
       const auto* op = call->callee.as<ir::OpNode>();
@@ -70,32 +71,6 @@ std::optional<std::string> unlowered_op(const ir::IRModule& module) {
         found = "@" + name + " calls the operator '" + op->name + "', which has a lowering";
       }
       v.visit_children(call);
-    });
-    v.visit(Any(f.body));
-    return found;
-  });
-}
-
-std::optional<std::string> structured_buffer(const ir::IRModule& module) {
-  return first_problem<tir::PrimFuncNode>(module, [](const std::string& name, const tir::PrimFuncNode& f) {
-    std::optional<std::string> found;
-    auto flat = [&](const tir::BufferNode* b, const std::string& how) {
-      if (found || (b->shape.size() == 1 && b->strides.size() == 0)) return;
-      found = "@" + name + ": buffer '" + b->name + "' is " + how + " with " + std::to_string(b->shape.size()) +
-              (b->strides.size() ? " dimensions and strides" : " dimensions");
-    };
-    Visitor v;
-    v.on<tir::BufferLoadNode>([&](const tir::BufferLoadNode* l) {
-      flat(l->buffer.get(), "read");
-      v.visit_children(l);
-    });
-    v.on<tir::BufferStoreNode>([&](const tir::BufferStoreNode* s) {
-      flat(s->buffer.get(), "written");
-      v.visit_children(s);
-    });
-    v.on<tir::AllocateNode>([&](const tir::AllocateNode* a) {
-      flat(a->buffer.get(), "allocated");
-      v.visit_children(a);
     });
     v.visit(Any(f.body));
     return found;
@@ -129,11 +104,6 @@ NamedRegistry<PropertyInfo>& properties() {
                .summary("operator calls are grouped into primitive functions")
                .level("graph")
                .established_by("FuseOps"));
-    r->add(PropertyInfo::named(property::kBuffersFlat)
-               .summary("every buffer a prim function allocates or accesses is one-dimensional and compact")
-               .level("tir")
-               .established_by("FlattenBuffer")
-               .check(structured_buffer));
     return r;
   }();
   return *instance;

@@ -250,9 +250,9 @@ TEST(Passes, APipelineThatBreaksAnOrderingRuleIsRefused) {
     return test::error_of([&] { config.pipeline()(config.constrain(text::parse_module(model)), config.context); });
   };
   EXPECT_EQ(error("[O0, AutoSchedule, VectorizeLoop, FlattenBuffer]"),
-            "pass 'VectorizeLoop' needs the property 'buffers_flat' (every buffer a prim function allocates or "
-            "accesses is one-dimensional and compact), which does not hold here (@matmul: buffer 'C' is written with 2 "
-            "dimensions); pass 'FlattenBuffer' establishes it: run FlattenBuffer before VectorizeLoop");
+            "pass 'VectorizeLoop' needs the property 'buffers_flat' (every buffer a prim function for a CPU target "
+            "allocates or accesses is one-dimensional and compact), which does not hold here (@matmul: buffer 'C' is "
+            "written with 2 dimensions); pass 'FlattenBuffer' establishes it: run FlattenBuffer before VectorizeLoop");
   EXPECT_EQ(error("[InferType, LegalizeOps, FuseTIR]"),
             "pass 'FuseTIR' needs the property 'fused' (operator calls are grouped into primitive functions), which "
             "does not hold here; pass 'FuseOps' establishes it: run FuseOps before FuseTIR");
