@@ -61,9 +61,9 @@ std::optional<std::string> shared_value(const ir::IRModule& module) {
 }
 
 std::optional<std::string> unlowered_op(const ir::IRModule& module) {
-  return first_problem<graph::FunctionNode>(module, [](const std::string& name, const graph::FunctionNode& f) {
+  return first_problem<graph::FunctionNode>(module, [&module](const std::string& name, const graph::FunctionNode& f) {
     std::optional<std::string> found;
-    if (f.attrs.contains("codegen")) return found;  // a partitioned region: its codegen takes the operators
+    if (!graph::codegen_of(module.lookup(name)).empty()) return found;  // a partitioned region: its codegen's
     Visitor v;
     v.on<graph::CallNode>([&](const graph::CallNode* call) {
       const auto* op = call->callee.as<ir::OpNode>();
