@@ -37,3 +37,16 @@ def get_global_func(name):
 
 def list_global_funcs():
     return list(_core.list_global_funcs())
+
+
+def set_num_threads(threads):
+    """Sizes the runtime's thread pool for the whole process (0: one per
+    CPU this process may use).  LOOM_NUM_THREADS, when set, wins; a
+    library built with a num-threads of its own sizes the pool again when
+    it loads (docs/python.md, "Threads")."""
+    _core.set_num_threads(int(threads))
+
+
+def num_threads():
+    """The threads the runtime's pool runs parallel loops on."""
+    return _core.num_threads()

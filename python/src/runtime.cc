@@ -12,6 +12,7 @@
 #include "loom/ir/module.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/module.h"
+#include "loom/runtime/thread_pool.h"
 #include "loom/transform/pass.h"
 
 namespace loom::python {
@@ -172,6 +173,15 @@ void bind_runtime(py::module_& m) {
           [](const runtime::Module& mod, const std::string& path) { runtime::export_library(mod, path); },
           py::arg("path"));
   m.def("load_module", &runtime::load_module, py::arg("path"));
+  m.def(
+      "set_num_threads",
+      [](int64_t threads) {
+        if (threads < 0)
+          throw Error("set_num_threads: " + std::to_string(threads) + " is not a number of threads (0: one per CPU)");
+        runtime::ThreadPool::global().set_num_threads(threads);
+      },
+      py::arg("threads"));
+  m.def("num_threads", [] { return runtime::ThreadPool::global().num_threads(); });
 
   py::class_<config::Config>(m, "Config", "a YAML config: the target (C1) and the pipeline (C0)")
       .def_static("load", &config::load_config, py::arg("path"))
