@@ -5,14 +5,22 @@ convolutions of DeepLabV3's ASPP, each one torch.nn.Conv2d exported to
 ONNX and built with configs/host.yaml at num-threads 1, against it traced
 and frozen; 10 alternating rounds, the median of the per-round ratios.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=python \\
-        /usr/bin/python3 bench/conv_layers.py
+    PYTHONPATH=python /usr/bin/python3 bench/conv_layers.py
+
+(It runs itself again without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE:
+bench/peers.py.)
 """
 import io
 import pathlib
 import statistics
+import sys
 import time
 import warnings
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peers  # noqa: E402
+
+peers.blas_at_best()  # before NumPy and PyTorch load OpenBLAS (bench/peers.py)
 
 import torch
 from threadpoolctl import threadpool_limits

@@ -4,16 +4,20 @@
 
 Every case is built in Python (constants for weights, as an importer
 makes them), built once into a library with `loomc build` and
-configs/host.yaml, and timed by `loomc run LIB.so --bench N` (the
-runtime's call, no Python in the loop) at 1 and at 2 threads
-(LOOM_NUM_THREADS).  Its peer runs in this process with the same thread
-count: PyTorch eager under no_grad, NumPy, or another Loom form of the
-same computation.  Each thread count runs in a child process so that
-OpenBLAS and PyTorch see their settings before they start.  Loom and its
-peer are timed alternately in rounds (in_rounds): the table gives their
-medians and the median of the rounds' ratios, and the target; the
-2-thread section also gives each case's 2-thread time over its 1-thread
-time, measured the same way.
+configs/host.yaml, loaded into this process and called from Python on
+random inputs, timed around each call exactly as its peer is (before,
+Loom was timed in `loomc run --bench`'s C++ loop and its peer one Python
+call at a time, which decided the microsecond cases).  Loom runs at 1
+and at 2 threads (loom.runtime.set_num_threads); its peer with the same
+budget at its best setting: PyTorch eager under no_grad at the fastest
+of its intra-op and OpenBLAS thread counts (peers.best_setting; the
+table says which), NumPy as it runs (one thread for elementwise work), or
+another Loom form of the same computation.  Each thread count runs in a
+child process without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+(peers.py).  Loom and its peer are timed alternately in rounds
+(in_rounds): the table gives their medians and the median of the
+rounds' ratios, and the target; the 2-thread section also gives each
+case's 2-thread time over its 1-thread time, measured the same way.
 
     /usr/bin/python3 bench/ops.py [--runs N] [--busy] [CASE...]
 
@@ -29,9 +33,14 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peers  # noqa: E402
 
-from timing import median_ms
+peers.blas_at_best()
+
+import numpy as np  # noqa: E402
+
+from timing import median_ms  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
@@ -62,40 +71,51 @@ def build_library(tmp, name, mod, config):
     return lib
 
 
-def run_ms(lib, threads, runs):
-    env = dict(os.environ, LOOM_NUM_THREADS=str(threads))
-    out = subprocess.run([str(LOOMC), "run", str(lib), "--seed", "1", "--bench", str(runs)],
-                         capture_output=True, text=True, env=env)
-    if out.returncode:
-        sys.exit(f"loomc run {lib.name}: {out.stderr}")
-    return float(re.search(r"median ([0-9.e+-]+) ms", out.stdout).group(1))
-
-
 class LoomTimer:
-    """Loom's median time (ms) over a number of runs of a case built once,
-    at `threads` threads; `scale` multiplies it (a time per byte moved).
-    Each `loomc run` times at least MIN_MS of runs: in a process younger
-    than a few milliseconds the scheduler has often not yet moved the
-    pool's new threads off the caller's CPU, and a short case measured
+    """Loom's median time (ms) over a number of calls of a case built once
+    into a library, loaded here and called from Python on random inputs,
+    with the runtime's pool at `threads` threads; `scale` multiplies it
+    (a time per byte moved).  Each batch of calls lasts at least MIN_MS:
+    right after the pool is resized the scheduler has often not yet
+    moved its new threads off the caller's CPU, and a short case measured
     there (softmax [1x128x256]: 24 runs, 1 ms) showed no gain from a
-    second thread that a longer-lived process has."""
+    second thread that a longer batch shows."""
 
     MIN_MS = 50.0
 
     def __init__(self, tmp, name, mod, threads, config=HOST, scale=1.0):
-        self.lib, self.threads, self.scale = build_library(tmp, name, mod, config), threads, scale
+        import loom
+        self.module = loom.runtime.load_module(str(build_library(tmp, name, mod, config)))
+        self.main = self.module["main"]
+        shapes = [[d.value for d in p.annotation.shape] for p in mod["main"].params]
+        self.args = [f32(*shape) for shape in shapes]
+        self.threads, self.scale = threads, scale
         self.estimate = {}  # threads -> the last median (ms)
 
     def __call__(self, runs, threads=None):
+        import loom
         threads = threads or self.threads
+        loom.runtime.set_num_threads(threads)
         if threads in self.estimate:
             runs = max(runs, int(self.MIN_MS / max(self.estimate[threads], 1e-3)) + 1)
-        self.estimate[threads] = run_ms(self.lib, threads, runs)
+        self.estimate[threads] = median_ms(lambda: self.main(*self.args), runs)
         return self.estimate[threads] * self.scale
 
 
 def peer_timer(f):
     return lambda runs: median_ms(f, runs)
+
+
+def torch_timer(f, threads):
+    """PyTorch eager at its fastest (intra-op, OpenBLAS) thread setting
+    for `threads` cores; returns the timer and the setting's label."""
+    (intra, blas), _ = peers.best_setting(f, peers.torch_settings(threads), lambda s: peers.torch_threads(*s))
+
+    def timer(runs):
+        with peers.torch_threads(intra, blas):
+            return median_ms(f, runs)
+
+    return timer, f"torch {intra}+{blas} blas"
 
 
 ROUNDS = 5
@@ -151,7 +171,8 @@ def mlp_cases(tmp, threads, runs):
                 y = torch.relu(layers[1](y))
                 return torch.softmax(layers[2](y), dim=-1)
 
-        yield f"MLP 784-512-512-10 batch {batch} (ms)", loom_t, peer_timer(eager), "vs torch", "<= 0.8", runs * 4
+        peer, label = torch_timer(eager, threads)
+        yield f"MLP 784-512-512-10 batch {batch} (ms)", loom_t, peer, f"vs {label}", "<= 0.8", runs * 4
 
 
 def matmul_cases(tmp, threads, runs):
@@ -214,8 +235,9 @@ def reduction_cases(tmp, threads, runs):
                     return peer()
 
             label = "x".join(map(str, shape))
-            yield (f"{name} [{label}] (ms)", LoomTimer(tmp, f"{name}{len(shape)}", mod, threads), peer_timer(eager),
-                   "vs torch", "<= 1.0", runs * 4)
+            timer, setting = torch_timer(eager, threads)
+            yield (f"{name} [{label}] (ms)", LoomTimer(tmp, f"{name}{len(shape)}", mod, threads), timer,
+                   f"vs {setting}", "<= 1.0", runs * 4)
 
 
 def elementwise_cases(tmp, threads, runs):
@@ -226,7 +248,7 @@ def elementwise_cases(tmp, threads, runs):
     loom_t = LoomTimer(tmp, "add1k", loom.IRModule({"main": graph.Function([a, b], op.add(a, b))}), threads)
     x, y = f32(n), f32(n)
     out = np.empty_like(x)
-    yield ("add 1K elements (ms)", loom_t, peer_timer(lambda: np.add(x, y, out=out)), "vs np.add out=", "<= 2.0",
+    yield ("add 1K elements (ms)", loom_t, peer_timer(lambda: np.add(x, y, out=out)), "vs np.add out= (1 thr)", "<= 2.0",
            runs * 20)
     n = 1 << 24
     a, b = graph.Var("a", shape=(n,)), graph.Var("b", shape=(n,))
@@ -236,7 +258,7 @@ def elementwise_cases(tmp, threads, runs):
                        threads, scale=2 / 3)
     src = f32(n)
     dst = np.empty_like(src)
-    yield ("relu(a+b) 16M, ms per 2 arrays moved", loom_t, peer_timer(lambda: np.copyto(dst, src)), "vs np.copyto",
+    yield ("relu(a+b) 16M, ms per 2 arrays moved", loom_t, peer_timer(lambda: np.copyto(dst, src)), "vs np.copyto (1 thr)",
            "<= 1.0", runs)
 
 
@@ -262,15 +284,6 @@ def child(threads, runs, wanted):
     print(json.dumps(rows))
 
 
-def blas_kernel():
-    try:
-        from threadpoolctl import threadpool_info
-        return ", ".join(f"{i.get('internal_api')} {i.get('version')} kernel {i.get('architecture')}"
-                         for i in threadpool_info() if i.get("user_api") == "blas") or "no BLAS found"
-    except ImportError:
-        return "threadpoolctl missing"
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=11)
@@ -287,9 +300,8 @@ def main():
     try:
         results = {}
         for threads in (1, 2):
-            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-            for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # they slow OpenBLAS on some machines
-                env.pop(var, None)
+            env = peers.peer_env(OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
+            env.pop("LOOM_NUM_THREADS", None)  # it would fix the pool's size for the whole process
             print(f"threads: {threads}", file=sys.stderr, flush=True)
             out = subprocess.run([sys.executable, __file__, "--child", str(threads), "--runs", str(args.runs),
                                   *args.cases], env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
@@ -299,7 +311,7 @@ def main():
             busy.kill()
     import numpy
     print(f"\nOperators, medians of {args.runs}+ runs (ms){' with one core kept busy' if args.busy else ''}; "
-          f"NumPy {numpy.__version__}: {blas_kernel()}")
+          f"NumPy {numpy.__version__}: {peers.blas_kernel()}")
     print(f"| figure | threads | Loom | peer | ratio | target | 2 thr / 1 thr |")
     print("|---|---|---|---|---|---|---|")
     for threads in (1, 2):

@@ -17,6 +17,11 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peers  # noqa: E402
+
+peers.blas_at_best()  # before NumPy and PyTorch load OpenBLAS (bench/peers.py)
+
 import numpy as np  # noqa: E402
 import loom  # noqa: E402
 

@@ -5,9 +5,10 @@ torchvision's ResNet-18 (random weights, eval mode, batch 1, 224x224)
 compiled with loom.torch.compile (configs/host.yaml: every core) and
 called with a torch tensor, giving a torch tensor (DLPack both ways); the
 peer is torch.jit.trace + torch.jit.freeze of the same module under
-no_grad, with torch.set_num_threads at the core count, as Loom's
-(Debian's torch starts with one thread here).  ROUNDS rounds alternate the
-two, each the median of RUNS calls after warm-up; prints the medians of
+no_grad at its fastest thread setting for the core count (intra-op and
+OpenBLAS threads, bench/peers.py; printed).  ROUNDS rounds alternate the
+two, which goes first alternating too, each the median of RUNS calls
+after warm-up; prints the medians of
 the rounds' medians and the median of the rounds' ratios Loom /
 TorchScript (below 1: Loom is faster), and the largest difference of the
 outputs.
@@ -19,6 +20,11 @@ import pathlib
 import statistics
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peers  # noqa: E402
+
+peers.blas_at_best()  # before NumPy and PyTorch load OpenBLAS (bench/peers.py)
 
 import torch
 import torchvision
@@ -44,16 +50,26 @@ def main():
         frozen = torch.jit.freeze(torch.jit.trace(module, x))
         want = frozen(x)
         got = compiled(x)
-    ours, peers, ratios = [], [], []
-    for _ in range(ROUNDS):
-        a = median_ms(lambda: compiled(x), RUNS)
+
+    def peer():
         with torch.no_grad():
-            b = median_ms(lambda: frozen(x), RUNS)
+            return frozen(x)
+
+    setting, _ = peers.best_setting(peer, peers.torch_settings(os.cpu_count()), lambda s: peers.torch_threads(*s))
+    ours, theirs, ratios = [], [], []
+    for r in range(ROUNDS):
+        with peers.torch_threads(*setting):
+            if r % 2:
+                b = median_ms(peer, RUNS)
+            a = median_ms(lambda: compiled(x), RUNS)
+            if r % 2 == 0:
+                b = median_ms(peer, RUNS)
         ours.append(a)
-        peers.append(b)
+        theirs.append(b)
         ratios.append(a / b)
     print(f"resnet18  loom.torch.compile {statistics.median(ours):8.2f} ms  torchscript frozen "
-          f"{statistics.median(peers):8.2f} ms  ratio {statistics.median(ratios):5.2f}  "
+          f"({setting[0]} intra-op + {setting[1]} OpenBLAS threads) "
+          f"{statistics.median(theirs):8.2f} ms  ratio {statistics.median(ratios):5.2f}  "
           f"(max |loom - torch| / max |torch| {float((got - want).abs().max() / want.abs().max()):.1e})")
 
 

@@ -1,7 +1,8 @@
 """Tuning against AutoSchedule and TorchScript (docs/tuning.md, "Measured").
 
-torchvision's ResNet-18 and a 2-layer nn.TransformerEncoder (as in
-bench/models.py: random weights, batch 1, exported to ONNX and imported),
+torchvision's ResNet-18 and a 2-layer nn.TransformerEncoder (d_model 256,
+4 heads, FFN 1024, sequence 128; random weights, batch 1, exported to
+ONNX and imported),
 built with configs/host.yaml at num-threads 1.
 
   tasks    each convolution of ResNet-18 and each matmul/dense of the
@@ -34,6 +35,11 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peers  # noqa: E402
+
+peers.blas_at_best()  # before NumPy and PyTorch load OpenBLAS (bench/peers.py)
 
 import numpy as np
 import onnx

@@ -9,11 +9,10 @@ torch.set_num_threads(1) and OpenBLAS held to one thread.  Rounds
 alternate the two sides (a call of each per round, ROUNDS rounds after
 warm-up); the ratio is the median of the per-round ratios Loom /
 TorchScript (below 1: Loom is faster).  The last lines give the
-geometric mean of the ratios and the worst three.  Run it with OpenBLAS's
-variables unset for the peer:
+geometric mean of the ratios and the worst three.  It runs itself again
+without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (bench/peers.py):
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=python \\
-        /usr/bin/python3 bench/zoo.py [ROUNDS] [MODEL...]
+    PYTHONPATH=python /usr/bin/python3 bench/zoo.py [ROUNDS] [MODEL...]
 """
 import math
 import pathlib
@@ -23,6 +22,11 @@ import sys
 import tempfile
 import time
 import warnings
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peers  # noqa: E402
+
+peers.blas_at_best()  # before NumPy and PyTorch load OpenBLAS (bench/peers.py)
 
 import torch
 from threadpoolctl import threadpool_limits
