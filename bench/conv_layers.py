@@ -7,8 +7,7 @@ and frozen; 10 alternating rounds, the median of the per-round ratios.
 
     PYTHONPATH=python /usr/bin/python3 bench/conv_layers.py
 
-(It runs itself again without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE:
-bench/peers.py.)
+(It runs itself again with OpenBLAS at its best kernel: bench/peers.py.)
 """
 import io
 import pathlib

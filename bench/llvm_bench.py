@@ -4,12 +4,12 @@
 (configs/host.yaml), loaded into this process and called from Python,
 timed around each call as the peers (NumPy/OpenBLAS, PyTorch eager) are;
 before, Loom was timed in `loomc run --bench`'s C++ loop.  The sides
-alternate in ROUNDS rounds and each figure is the median of the rounds'
+alternate in 5 rounds (peers.in_rounds) and each figure is the median of the rounds'
 ratios.  Threads: every figure runs with 1 and with 2 threads (Loom:
 loom.runtime.set_num_threads; NumPy: OPENBLAS_NUM_THREADS; PyTorch: the
 fastest of its intra-op and OpenBLAS thread settings, printed), each
-thread count in a child process without OPENBLAS_CORETYPE and
-OPENBLAS_L2_SIZE (peers.py) so that OpenBLAS starts at its best.
+thread count in a child process whose OpenBLAS starts at its best
+kernel (peers.py).
 
 Usage: /usr/bin/python3 bench/llvm_bench.py [--runs N]
 """
@@ -33,7 +33,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 LOOMC = pathlib.Path(os.environ.get("LOOMC", ROOT / "build" / "bin" / "loomc"))
 CONFIG = ROOT / "configs" / "host.yaml"
-ROUNDS = 5
 
 
 class Loom:
@@ -56,31 +55,6 @@ class Loom:
         return median_ms(lambda: self.main(*self.args), runs)
 
 
-def in_rounds(ours, peer, runs):
-    """(Loom's median, the peer's, the median of per-round ratios), the
-    two timed alternately in ROUNDS rounds, which goes first alternating."""
-    per = max(runs // ROUNDS, 3)
-    a, b = [], []
-    for r in range(ROUNDS):
-        if r % 2:
-            b.append(peer(per))
-            a.append(ours(per))
-        else:
-            a.append(ours(per))
-            b.append(peer(per))
-    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
-
-
-def torch_peer(f, threads):
-    (intra, blas), _ = peers.best_setting(f, peers.torch_settings(threads), lambda s: peers.torch_threads(*s))
-
-    def timer(runs):
-        with peers.torch_threads(intra, blas):
-            return median_ms(f, runs)
-
-    return timer, f"torch {intra}+{blas} blas threads"
-
-
 def line(name, loom, peer, unit, ratio, target):
     print(f"  {name:<34} loom {loom:9.3f} {unit:<6} | peer {peer:9.3f} {unit:<6} | ratio {ratio:5.2f} | {target}", flush=True)
 
@@ -97,7 +71,7 @@ def child(threads, runs):
                                  "-> Tensor[(1024, 1024), float32] { matmul(%a, %b) }\n")
     flops = 2 * 1024 ** 3
     a, b = (np.random.default_rng(k).random((1024, 1024), dtype=np.float32) for k in (1, 2))
-    ours, theirs, ratio = in_rounds(Loom(tmp / "mm.loom", tmp, threads), lambda k: median_ms(lambda: a @ b, k), runs)
+    ours, theirs, ratio = peers.in_rounds(Loom(tmp / "mm.loom", tmp, threads), lambda k: median_ms(lambda: a @ b, k), runs)
     line("matmul 1024^3 (GFLOP/s)", flops / ours / 1e6, flops / theirs / 1e6, "GF/s", 1 / ratio,
          f"target >= 0.6 (NumPy at {threads} OpenBLAS threads)")
 
@@ -107,7 +81,7 @@ def child(threads, runs):
                                  f"-> Tensor[({n}), float32] {{ relu(add(%a, %b)) }}\n")
     src = np.random.default_rng(3).random(n, dtype=np.float32)
     dst = np.empty_like(src)
-    ours, theirs, ratio = in_rounds(Loom(tmp / "ew.loom", tmp, threads),
+    ours, theirs, ratio = peers.in_rounds(Loom(tmp / "ew.loom", tmp, threads),
                                     lambda k: median_ms(lambda: np.copyto(dst, src), k), runs)
     # Bandwidth: Loom moves 3 arrays, np.copyto 2.
     line("relu(a+b) 16M (GB/s) vs copyto", 3 * 4 * n / ours / 1e6, 2 * 4 * n / theirs / 1e6, "GB/s",
@@ -123,8 +97,8 @@ def child(threads, runs):
             h = torch.relu(layers[1](h))
             return torch.softmax(layers[2](h), dim=-1)
 
-    peer, setting = torch_peer(mlp, threads)
-    ours, theirs, ratio = in_rounds(Loom(ROOT / "examples" / "mlp.loom", tmp, threads), peer, runs * 4)
+    peer, setting = peers.torch_timer(mlp, threads)
+    ours, theirs, ratio = peers.in_rounds(Loom(ROOT / "examples" / "mlp.loom", tmp, threads), peer, runs * 4)
     line("MLP 784-512-512-10, batch 64 (ms)", ours, theirs, "ms", ratio, f"target <= 1.2 ({setting})")
 
     # The small CNN of examples/cnn.loom (3x3 convolutions with padding,
@@ -141,8 +115,8 @@ def child(threads, runs):
             y2 = F.max_pool2d(torch.relu(F.conv2d(y1, k2, padding=1) + c2), 2, 2)
             return torch.softmax(F.linear(y2.flatten(1), w, b), dim=-1)
 
-    peer, setting = torch_peer(cnn, threads)
-    ours, theirs, ratio = in_rounds(Loom(ROOT / "examples" / "cnn.loom", tmp, threads), peer, runs * 4)
+    peer, setting = peers.torch_timer(cnn, threads)
+    ours, theirs, ratio = peers.in_rounds(Loom(ROOT / "examples" / "cnn.loom", tmp, threads), peer, runs * 4)
     line("CNN examples/cnn.loom, batch 8 (ms)", ours, theirs, "ms", ratio, f"no target, reported ({setting})")
 
 
@@ -156,7 +130,7 @@ def main():
         return
     if not LOOMC.exists():
         sys.exit(f"{LOOMC} is missing: run 'bash scripts/setup.sh' first")
-    print(f"llvm target benchmarks (medians of {args.runs}+ runs in {ROUNDS} alternating rounds; both sides "
+    print(f"llvm target benchmarks (medians of {args.runs}+ runs in 5 alternating rounds; both sides "
           "timed around each call from Python)")
     for threads in (1, 2):
         env = peers.peer_env(OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)

@@ -13,9 +13,9 @@ budget at its best setting: PyTorch eager under no_grad at the fastest
 of its intra-op and OpenBLAS thread counts (peers.best_setting; the
 table says which), NumPy as it runs (one thread for elementwise work), or
 another Loom form of the same computation.  Each thread count runs in a
-child process without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+child process whose OpenBLAS starts at its best kernel
 (peers.py).  Loom and its peer are timed alternately in rounds
-(in_rounds): the table gives their medians and the median of the
+(peers.in_rounds): the table gives their medians and the median of the
 rounds' ratios, and the target; the 2-thread section also gives each
 case's 2-thread time over its 1-thread time, measured the same way.
 
@@ -106,41 +106,6 @@ def peer_timer(f):
     return lambda runs: median_ms(f, runs)
 
 
-def torch_timer(f, threads):
-    """PyTorch eager at its fastest (intra-op, OpenBLAS) thread setting
-    for `threads` cores; returns the timer and the setting's label."""
-    (intra, blas), _ = peers.best_setting(f, peers.torch_settings(threads), lambda s: peers.torch_threads(*s))
-
-    def timer(runs):
-        with peers.torch_threads(intra, blas):
-            return median_ms(f, runs)
-
-    return timer, f"torch {intra}+{blas} blas"
-
-
-ROUNDS = 5
-
-
-def in_rounds(first, second, runs):
-    """The medians of `first` and `second` (functions of a number of runs)
-    and the median of their ratio, timed alternately in ROUNDS rounds of
-    runs // ROUNDS each (which goes first alternates too), so that a change
-    in the machine's load between rounds cancels out of the ratio."""
-    per = max(runs // ROUNDS, 3)
-    a, b, ratios = [], [], []
-    for r in range(ROUNDS):
-        if r % 2 == 0:
-            x = first(per)
-            y = second(per)
-        else:
-            y = second(per)
-            x = first(per)
-        a.append(x)
-        b.append(y)
-        ratios.append(x / y)
-    return float(np.median(a)), float(np.median(b)), float(np.median(ratios))
-
-
 # ---- the cases: each yields (figure, Loom's timer, the peer's, how the ratio reads, target, runs) ----
 
 def mlp_cases(tmp, threads, runs):
@@ -171,7 +136,7 @@ def mlp_cases(tmp, threads, runs):
                 y = torch.relu(layers[1](y))
                 return torch.softmax(layers[2](y), dim=-1)
 
-        peer, label = torch_timer(eager, threads)
+        peer, label = peers.torch_timer(eager, threads)
         yield f"MLP 784-512-512-10 batch {batch} (ms)", loom_t, peer, f"vs {label}", "<= 0.8", runs * 4
 
 
@@ -235,7 +200,7 @@ def reduction_cases(tmp, threads, runs):
                     return peer()
 
             label = "x".join(map(str, shape))
-            timer, setting = torch_timer(eager, threads)
+            timer, setting = peers.torch_timer(eager, threads)
             yield (f"{name} [{label}] (ms)", LoomTimer(tmp, f"{name}{len(shape)}", mod, threads), timer,
                    f"vs {setting}", "<= 1.0", runs * 4)
 
@@ -275,9 +240,9 @@ def child(threads, runs, wanted):
             if wanted and key not in wanted:
                 continue
             for figure, loom, peer, versus, target, n in cases(pathlib.Path(d), threads, runs):
-                loom_t, peer_t, ratio = in_rounds(loom, peer, n)
+                loom_t, peer_t, ratio = peers.in_rounds(loom, peer, n)
                 # 2 threads against 1: Loom's 1-thread time again, in rounds with its 2-thread time.
-                scaling = in_rounds(loom, lambda k: loom(k, threads=1), n)[2] if threads == 2 else None
+                scaling = peers.in_rounds(loom, lambda k: loom(k, threads=1), n)[2] if threads == 2 else None
                 rows.append([figure, loom_t, peer_t, ratio, versus, target, scaling])
                 print(f"  {figure:<48} loom {loom_t:9.4f} | peer {peer_t:9.4f} | {versus:<14} {ratio:5.2f} "
                       f"| target {target}" + (f" | 2t/1t {scaling:.2f}" if scaling else ""), file=sys.stderr, flush=True)

@@ -253,15 +253,12 @@ def measure(name, rounds, thread_counts, with_ort):
 
 
 def cpu_line():
-    model, flags = "unknown CPU", set()
+    model = "unknown CPU"
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and model == "unknown CPU":
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
         pass
+    flags = peers.cpu_flags()
     isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in flags]
     return f"{model}; {', '.join(isa) or 'no AVX2'}; {os.cpu_count()} cores"
 

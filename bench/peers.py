@@ -21,7 +21,9 @@
   (PyTorch's intra-op threads and OpenBLAS's) is neither oversubscribed
   nor held to one core when two help it.
 * `alternate()` times several sides in rounds, the order rotating, and
-  gives each side's median and the median of the per-round ratios.
+  gives each side's per-round medians; `in_rounds()` does it for two
+  sides and gives their medians and the median of the per-round ratios;
+  `torch_timer()` times PyTorch at its best setting.
 """
 import contextlib
 import os
@@ -145,6 +147,38 @@ def alternate(sides, rounds, per_round, pause=0.02):
             time.sleep(pause)
             out[name].append(statistics.median(sides[name](per_round)))
     return out
+
+
+def in_rounds(first, second, runs, rounds=5):
+    """The medians of `first` and `second` (functions of a number of runs
+    that return a time) and the median of their per-round ratio, timed
+    alternately in `rounds` rounds of runs // rounds each (which goes
+    first alternates too), so that a change in the machine's load between
+    rounds cancels out of the ratio."""
+    per = max(runs // rounds, 3)
+    a, b = [], []
+    for r in range(rounds):
+        if r % 2:
+            b.append(second(per))
+            a.append(first(per))
+        else:
+            a.append(first(per))
+            b.append(second(per))
+    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
+
+
+def torch_timer(f, threads):
+    """PyTorch running `f` at its fastest (intra-op, OpenBLAS) thread
+    setting for `threads` cores: a function of a number of runs giving
+    their median (ms), and the setting's label."""
+    from timing import median_ms
+    (intra, blas), _ = best_setting(f, torch_settings(threads), lambda s: torch_threads(*s))
+
+    def timer(runs):
+        with torch_threads(intra, blas):
+            return median_ms(f, runs)
+
+    return timer, f"torch {intra}+{blas} blas"
 
 
 def ratio(per_round, ours, theirs):

@@ -10,7 +10,7 @@ alternate the two sides (a call of each per round, ROUNDS rounds after
 warm-up); the ratio is the median of the per-round ratios Loom /
 TorchScript (below 1: Loom is faster).  The last lines give the
 geometric mean of the ratios and the worst three.  It runs itself again
-without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (bench/peers.py):
+with OpenBLAS at its best kernel (bench/peers.py):
 
     PYTHONPATH=python /usr/bin/python3 bench/zoo.py [ROUNDS] [MODEL...]
 """
