@@ -13,7 +13,8 @@
 //    CLBlast's SGEMM on the same device (libclblast-dev), both checked
 //    against each other.  GFLOP/s; the issue aims at 0.8x CLBlast.
 //
-// Prints medians and ratios.  Usage: [LOOM_BENCH_HOST=c] loom_bench_opencl [RUNS [launch|matmul]]
+// Prints medians and ratios.  Usage: [LOOM_BENCH_HOST=c] [LOOM_BENCH_TILE_THREADS=N]
+//   loom_bench_opencl [RUNS [launch|matmul]]
 #include <CL/cl.h>
 #include <clblast_c.h>
 
@@ -39,14 +40,6 @@ namespace {
 using loom::bench::median;
 using loom::bench::time_ns;
 
-// The host target: llvm, or another from LOOM_BENCH_HOST (c where the
-// llvm plugin's LLVM is not installed).
-std::string config_text() {
-  const char* host = std::getenv("LOOM_BENCH_HOST");
-  return std::string("target:\n  kind: opencl\n  host:\n    kind: ") + (host && *host ? host : "llvm") +
-         "\npipeline:\n  passes: [device]\n";
-}
-
 void check(cl_int status, const char* what) {
   if (status != CL_SUCCESS) {
     std::fprintf(stderr, "raw OpenCL: %s failed (%d)\n", what, status);
@@ -55,7 +48,8 @@ void check(cl_int status, const char* what) {
 }
 
 Module build(const std::string& text) {
-  return driver::build(text::parse_module(text, "<bench>"), config::parse_config(config_text(), "<bench config>"));
+  return driver::build(text::parse_module(text, "<bench>"),
+                       config::parse_config(loom::bench::device_config("opencl"), "<bench config>"));
 }
 
 // The raw OpenCL side: the first device of the first platform that has

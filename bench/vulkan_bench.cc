@@ -17,7 +17,10 @@
 //    its copies in and out).  Milliseconds and the ratios vulkan/opencl
 //    and vulkan/llvm; the outputs are checked against llvm's.
 //
-// Prints medians and ratios.  Usage: loom_bench_vulkan [RUNS [dispatch|models]]
+// The host (and the CPU reference) is llvm, or LOOM_BENCH_HOST (c).
+//
+// Prints medians and ratios.  Usage: [LOOM_BENCH_HOST=c] [LOOM_BENCH_TILE_THREADS=N]
+//   loom_bench_vulkan [RUNS [dispatch|models]]
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 
@@ -56,9 +59,7 @@ void check(VkResult r, const char* what) {
 }
 
 Module build(const std::string& text, const std::string& kind) {
-  std::string config = kind == "llvm"
-                           ? "target:\n  kind: llvm\n  mcpu: native\npipeline:\n  passes: [default]\n"
-                           : "target:\n  kind: " + kind + "\n  host:\n    kind: llvm\npipeline:\n  passes: [device]\n";
+  std::string config = kind == loom::bench::host_kind() ? loom::bench::host_config() : loom::bench::device_config(kind);
   return driver::build(text::parse_module(text, "<bench>"), config::parse_config(config, "<bench config>"));
 }
 
@@ -300,7 +301,7 @@ void dispatch_overhead(int runs) {
       launches, launches, static_cast<double>(back.data_as<float>()[0]), static_cast<double>(raw_result));
 }
 
-// A model's median time on each target, its outputs against llvm's.
+// A model's median time on each target, its outputs against the CPU target's.
 void models(int runs) {
   std::mt19937 gen(7);
   std::normal_distribution<float> dist(0, 1);
@@ -329,7 +330,8 @@ void models(int runs) {
     std::map<std::string, double> ms;
     NDArray reference;
     double worst = 0;
-    for (const char* kind : {"llvm", "opencl", "vulkan"}) {
+    const std::string host = loom::bench::host_kind();
+    for (const std::string& kind : {host, std::string("opencl"), std::string("vulkan")}) {
       Module lib = build(c.text, kind);
       Function f = lib.get_function("main");
       std::vector<Any> args(c.inputs.begin(), c.inputs.end());
@@ -346,10 +348,10 @@ void models(int runs) {
         }
       }
     }
-    std::printf("  %-32s vulkan %9.1f ms | opencl %9.1f ms | llvm %8.1f ms | vulkan/opencl %.2f | vulkan/llvm %.2f\n",
-                (std::string(c.name) + ":").c_str(), ms["vulkan"], ms["opencl"], ms["llvm"],
-                ms["vulkan"] / ms["opencl"], ms["vulkan"] / ms["llvm"]);
-    std::printf("    (host arrays in and out; largest difference from llvm's output %.2g)\n", worst);
+    std::printf("  %-32s vulkan %9.1f ms | opencl %9.1f ms | %s %8.1f ms | vulkan/opencl %.2f | vulkan/%s %.2f\n",
+                (std::string(c.name) + ":").c_str(), ms["vulkan"], ms["opencl"], host.c_str(), ms[host],
+                ms["vulkan"] / ms["opencl"], host.c_str(), ms["vulkan"] / ms[host]);
+    std::printf("    (host arrays in and out; largest difference from %s's output %.2g)\n", host.c_str(), worst);
     if (worst > 1e-2) {
       std::fprintf(stderr, "the targets disagree\n");
       std::exit(1);

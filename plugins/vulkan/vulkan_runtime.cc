@@ -3,8 +3,14 @@
 // is recorded into the device's open command buffer (its "batch": each
 // launch binds its pipeline, a descriptor set of its buffers and its
 // scalars as push constants, then a memory barrier orders it before the
-// next command); a copy to the host, synchronize, freeing a buffer or a
-// full descriptor pool submits the batch and waits on a fence.
+// next command).  A full batch is submitted without waiting, so the
+// device runs it while the next is recorded (at most kInFlight batches
+// are in flight, each with its own descriptor pool and fence); a copy
+// between host and device, synchronize and releasing memory submit the
+// open batch and wait for all of them.  Host copies go through one staging
+// buffer per device, kept mapped; freed device buffers are kept by size
+// for the next allocation (one queue orders every use of a buffer before
+// the commands of its next owner), up to kCachedBytes.
 #include "vulkan_runtime.h"
 
 #include <vulkan/vulkan.h>
@@ -17,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -80,6 +87,15 @@ struct Buffer {
   VkDeviceSize size = 0;
 };
 
+// A command buffer with its descriptor pool and fence, reused once its
+// work is done.
+struct Batch {
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  int recorded = 0;
+};
+
 struct DeviceState {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkPhysicalDeviceProperties properties{};
@@ -92,12 +108,15 @@ struct DeviceState {
   VkQueue queue = VK_NULL_HANDLE;
   VkCommandPool commands = VK_NULL_HANDLE;
   VkPipelineCache cache = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
   std::unique_ptr<runtime::WorkspacePool> pool;
-  std::recursive_mutex mutex;  // the batch; held while recording or submitting
-  VkCommandBuffer batch = VK_NULL_HANDLE;
-  VkDescriptorPool descriptors = VK_NULL_HANDLE;
-  int recorded = 0;
+  std::recursive_mutex mutex;   // the batches, staging and cache; held while recording or submitting
+  Batch open;                   // recording (cmd set) or none
+  std::deque<Batch> in_flight;  // submitted, oldest first
+  std::vector<Batch> idle;      // done, ready to record again
+  Buffer* staging = nullptr;    // host-visible, mapped at `staged`
+  void* staged = nullptr;
+  std::multimap<VkDeviceSize, Buffer*> cached;  // freed device buffers by size
+  VkDeviceSize cached_bytes = 0;
 
   std::string describe() const {
     return std::string(properties.deviceName) + " (Vulkan " +
@@ -107,8 +126,11 @@ struct DeviceState {
 };
 
 constexpr uint32_t kSetsPerBatch = 256, kBuffersPerSet = 16;
+constexpr size_t kInFlight = 3;                                 // batches submitted and not waited for
+constexpr VkDeviceSize kCachedBytes = VkDeviceSize(256) << 20;  // freed buffers kept for reuse
+constexpr VkDeviceSize kStagingKept = VkDeviceSize(64) << 20;   // larger staging buffers are not kept
 
-void flush(DeviceState& s);  // submits the open batch and waits for it (below)
+void flush(DeviceState& s);  // submits the open batch and waits for every batch (below)
 
 // The instance and every physical device, found once; kept for the
 // process's life (drivers tear down their own state at exit).
@@ -252,8 +274,6 @@ class Vulkan {
     check(vkCreateCommandPool(s.device, &pool, nullptr, &s.commands), "cannot create a command pool");
     VkPipelineCacheCreateInfo cache{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     check(vkCreatePipelineCache(s.device, &cache, nullptr, &s.cache), "cannot create a pipeline cache");
-    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    check(vkCreateFence(s.device, &fence, nullptr, &s.fence), "cannot create a fence");
     DeviceState* state = &s;
     s.pool = std::make_unique<runtime::WorkspacePool>(
         [state, id](size_t bytes) { return static_cast<void*>(allocate(*state, id, bytes)); },
@@ -304,6 +324,8 @@ class Vulkan {
     alloc.allocationSize = needs.size;
     alloc.memoryTypeIndex = type;
     VkResult r = vkAllocateMemory(s.device, &alloc, nullptr, &b->memory);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY && drop_cache(s))
+      r = vkAllocateMemory(s.device, &alloc, nullptr, &b->memory);
     if (r != VK_SUCCESS) {
       vkDestroyBuffer(s.device, b->buffer, nullptr);
       check(r,
@@ -317,6 +339,40 @@ class Vulkan {
     vkDestroyBuffer(s.device, b->buffer, nullptr);
     vkFreeMemory(s.device, b->memory, nullptr);
     delete b;
+  }
+  // A device buffer of `bytes`: a freed one of the same size, else new.
+  static Buffer* take(DeviceState& s, int id, size_t bytes) {
+    VkDeviceSize size = std::max<VkDeviceSize>((bytes + 3) / 4 * 4, 4);
+    {
+      std::lock_guard<std::recursive_mutex> lock(s.mutex);
+      auto it = s.cached.find(size);
+      if (it != s.cached.end()) {
+        Buffer* b = it->second;
+        s.cached.erase(it);
+        s.cached_bytes -= size;
+        return b;
+      }
+    }
+    return allocate(s, id, bytes);
+  }
+  // Keeps a freed device buffer for reuse; past kCachedBytes, waits for
+  // the device and frees the kept ones.
+  static void give(DeviceState& s, Buffer* b) {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    s.cached.emplace(b->size, b);
+    s.cached_bytes += b->size;
+    if (s.cached_bytes > kCachedBytes) drop_cache(s);
+  }
+  // Frees the kept buffers (after the device is done with them); whether
+  // there were any.
+  static bool drop_cache(DeviceState& s) {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    if (s.cached.empty()) return false;
+    flush(s);
+    for (auto& [size, b] : s.cached) release(s, b);
+    s.cached.clear();
+    s.cached_bytes = 0;
+    return true;
   }
 
  private:
@@ -341,44 +397,73 @@ void barrier_after(VkCommandBuffer cmd) {
       nullptr, 0, nullptr);
 }
 
-// The open command buffer, begun if none is (the caller holds s.mutex).
+// The open command buffer, begun if none is (the caller holds s.mutex):
+// an idle batch reused, or a new one.
 VkCommandBuffer batch(DeviceState& s) {
-  if (s.batch) return s.batch;
-  VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  info.commandPool = s.commands;
-  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  info.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(s.device, &info, &s.batch), "cannot allocate a command buffer");
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(s.batch, &begin), "cannot begin a command buffer");
-  if (!s.descriptors) {
+  if (s.open.cmd) return s.open.cmd;
+  Batch b;
+  if (!s.idle.empty()) {
+    b = s.idle.back();
+    s.idle.pop_back();
+  } else {
+    VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    info.commandPool = s.commands;
+    info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    info.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(s.device, &info, &b.cmd), "cannot allocate a command buffer");
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerBatch * kBuffersPerSet};
     VkDescriptorPoolCreateInfo pool{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pool.maxSets = kSetsPerBatch;
     pool.poolSizeCount = 1;
     pool.pPoolSizes = &size;
-    check(vkCreateDescriptorPool(s.device, &pool, nullptr, &s.descriptors), "cannot create a descriptor pool");
+    check(vkCreateDescriptorPool(s.device, &pool, nullptr, &b.descriptors), "cannot create a descriptor pool");
+    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check(vkCreateFence(s.device, &fence, nullptr, &b.fence), "cannot create a fence");
   }
-  return s.batch;
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(b.cmd, &begin), "cannot begin a command buffer");  // resets it
+  s.open = b;
+  return s.open.cmd;
 }
 
-// Submits the open batch and waits for it; its descriptor sets go back
-// to the pool.
+// Waits for the oldest batch in flight; its descriptor sets go back to
+// its pool and it becomes idle.
+void retire_oldest(DeviceState& s) {
+  Batch b = s.in_flight.front();
+  s.in_flight.pop_front();
+  s.idle.push_back(b);  // reusable whatever the wait says: its fence is reset below or the device is lost
+  check(vkWaitForFences(s.device, 1, &b.fence, VK_TRUE, UINT64_MAX), "waiting for " + s.describe());
+  check(vkResetFences(s.device, 1, &b.fence), "cannot reset a fence");
+  check(vkResetDescriptorPool(s.device, b.descriptors, 0), "cannot reset a descriptor pool");
+}
+
+// Submits the open batch without waiting (past kInFlight batches, waits
+// for the oldest).
+void submit(DeviceState& s) {
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  if (!s.open.cmd) return;
+  Batch b = s.open;
+  s.open = Batch{};
+  b.recorded = 0;
+  check(vkEndCommandBuffer(b.cmd), "cannot end a command buffer");
+  VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  info.commandBufferCount = 1;
+  info.pCommandBuffers = &b.cmd;
+  VkResult r = vkQueueSubmit(s.queue, 1, &info, b.fence);
+  if (r != VK_SUCCESS) {
+    s.idle.push_back(b);
+    check(r, "cannot submit work to " + s.describe());
+  }
+  s.in_flight.push_back(b);
+  while (s.in_flight.size() > kInFlight) retire_oldest(s);
+}
+
+// Submits the open batch and waits for every batch in flight.
 void flush(DeviceState& s) {
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  if (!s.batch) return;
-  check(vkEndCommandBuffer(s.batch), "cannot end a command buffer");
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &s.batch;
-  check(vkQueueSubmit(s.queue, 1, &submit, s.fence), "cannot submit work to " + s.describe());
-  check(vkWaitForFences(s.device, 1, &s.fence, VK_TRUE, UINT64_MAX), "waiting for " + s.describe());
-  check(vkResetFences(s.device, 1, &s.fence), "cannot reset a fence");
-  vkFreeCommandBuffers(s.device, s.commands, 1, &s.batch);
-  s.batch = VK_NULL_HANDLE;
-  check(vkResetDescriptorPool(s.device, s.descriptors, 0), "cannot reset a descriptor pool");
-  s.recorded = 0;
+  submit(s);
+  while (!s.in_flight.empty()) retire_oldest(s);
 }
 
 size_t tensor_bytes(const DLTensor& t) {
@@ -387,13 +472,38 @@ size_t tensor_bytes(const DLTensor& t) {
   return bytes * ((t.dtype.bits * t.dtype.lanes + 7) / 8);
 }
 
-// Copies between a device buffer and host memory through a staging buffer.
+// Copies between a device buffer and host memory through the device's
+// staging buffer (grown to the largest copy up to kStagingKept; a larger
+// copy gets a buffer of its own, freed after it).
 void host_copy(DeviceState& s, int id, Buffer* device, size_t offset, char* host, size_t bytes, bool to_device) {
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  Buffer* staging = Vulkan::allocate(s, id, bytes, true);
-  void* mapped = nullptr;
+  Buffer* staging = s.staging;
+  void* mapped = s.staged;
+  bool own = false;
+  if (!staging || staging->size < bytes) {
+    if (bytes <= kStagingKept && s.staging) {  // the old one is idle: every copy waits for its work
+      vkUnmapMemory(s.device, s.staging->memory);
+      Vulkan::release(s, s.staging);
+      s.staging = nullptr;
+      s.staged = nullptr;
+    }
+    staging = Vulkan::allocate(s, id, bytes, true);
+    mapped = nullptr;
+    VkResult r = vkMapMemory(s.device, staging->memory, 0, VK_WHOLE_SIZE, 0, &mapped);
+    if (r != VK_SUCCESS) Vulkan::release(s, staging);
+    check(r, "cannot map a staging buffer");
+    own = bytes > kStagingKept;
+    if (!own) {
+      s.staging = staging;
+      s.staged = mapped;
+    }
+  }
+  auto done = [&] {
+    if (!own) return;
+    vkUnmapMemory(s.device, staging->memory);
+    Vulkan::release(s, staging);
+  };
   try {
-    check(vkMapMemory(s.device, staging->memory, 0, VK_WHOLE_SIZE, 0, &mapped), "cannot map a staging buffer");
     if (to_device) std::memcpy(mapped, host, bytes);
     VkCommandBuffer cmd = batch(s);
     VkBufferCopy region{to_device ? 0 : offset, to_device ? offset : 0, bytes};
@@ -402,25 +512,23 @@ void host_copy(DeviceState& s, int id, Buffer* device, size_t offset, char* host
     barrier_after(cmd);
     flush(s);
     if (!to_device) std::memcpy(host, mapped, bytes);
-    vkUnmapMemory(s.device, staging->memory);
   } catch (...) {
-    if (mapped) vkUnmapMemory(s.device, staging->memory);
-    Vulkan::release(s, staging);
+    done();
     throw;
   }
-  Vulkan::release(s, staging);
+  done();
 }
 
 class VulkanDeviceAPI : public runtime::DeviceAPI {
  public:
   void* alloc(Device d, size_t bytes, size_t) override {
-    return Vulkan::allocate(Vulkan::get().open(d.device_id), d.device_id, bytes);
+    return Vulkan::take(Vulkan::get().open(d.device_id), d.device_id, bytes);
   }
+  // Kept for the next allocation of its size, without waiting (see the
+  // file's comment).
   void free(Device d, void* ptr) override {
     if (!ptr) return;
-    DeviceState& s = Vulkan::get().open(d.device_id);
-    flush(s);  // no recorded command may still use it
-    Vulkan::release(s, static_cast<Buffer*>(ptr));
+    Vulkan::give(Vulkan::get().open(d.device_id), static_cast<Buffer*>(ptr));
   }
   void copy(const DLTensor& from, DLTensor& to, void*) override {
     size_t bytes = tensor_bytes(from);
@@ -645,10 +753,10 @@ class VulkanModuleNode : public runtime::ModuleNode {
     std::lock_guard<std::recursive_mutex> lock(s.mutex);
     Program& p = program(s, index);
     VkPipeline pipe = pipeline(s, p, index, block);
-    if (s.recorded >= static_cast<int>(kSetsPerBatch)) flush(s);
+    if (s.open.recorded >= static_cast<int>(kSetsPerBatch)) submit(s);
     VkCommandBuffer cmd = batch(s);
     VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    alloc.descriptorPool = s.descriptors;
+    alloc.descriptorPool = s.open.descriptors;
     alloc.descriptorSetCount = 1;
     alloc.pSetLayouts = &p.set_layout;
     VkDescriptorSet set = VK_NULL_HANDLE;
@@ -695,7 +803,7 @@ class VulkanModuleNode : public runtime::ModuleNode {
     if (p.push_bytes) vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push.data());
     vkCmdDispatch(cmd, grid[0], grid[1], grid[2]);
     barrier_after(cmd);
-    ++s.recorded;
+    ++s.open.recorded;
   }
 
   mutable std::map<size_t, Program> programs_;  // by kernel index, made on first launch

@@ -165,3 +165,49 @@ def test_device_arrays_copy_and_refuse_numpy(rng):
     with pytest.raises(loom.LoomError, match=r"the array is on vulkan:0; copy it to the host first"):
         d.numpy()
     np.testing.assert_array_equal(d.copyto("vulkan").copyto("cpu").numpy(), a)
+
+
+ADD_ONE = """
+@add1 = prim_func(%A: Buffer[(1000), float32], %B: Buffer[(1000), float32]) {
+  for %i: int64 from 0 extent 1000 {
+    %B[%i] = %A[%i] + 1.0;
+  }
+}
+"""
+
+
+def test_batches_in_flight_keep_launch_order(rng):
+    # 1100 dependent launches: more than the batches in flight hold (3 of
+    # 256 dispatches), so full batches are submitted without waiting and
+    # reused while later ones are recorded; each launch reads what the
+    # one before wrote.
+    lib = loom.build(loom.parse(ADD_ONE), config())
+    x = rng.uniform(-1, 1, 1000).astype(np.float32)
+    a, b = on_device(x), on_device(np.zeros(1000, np.float32))
+    for _ in range(550):
+        lib["add1"](a, b)
+        lib["add1"](b, a)
+    expected = x.copy()
+    for _ in range(1100):
+        expected += np.float32(1)  # float32 steps, as the kernel takes them
+    np.testing.assert_array_equal(a.copyto("cpu").numpy(), expected)
+
+
+def test_freed_buffers_are_reused_after_their_last_use(rng):
+    # A freed array's buffer is kept for the next array of its size without
+    # waiting: its next owner's copy and launches come after the commands
+    # that used it, so no result reads another array's data.
+    lib = loom.build(loom.parse(ADD_ONE), config())
+    expected, outs = [], []
+    for k in range(40):
+        x = rng.uniform(-1, 1, 1000).astype(np.float32)
+        a = on_device(x)
+        b = on_device(np.zeros(1000, np.float32))
+        lib["add1"](a, b)
+        c = on_device(np.zeros(1000, np.float32))
+        lib["add1"](b, c)
+        del a, b  # back to the cache while the launches may still run
+        outs.append(c)
+        expected.append(x + np.float32(1) + np.float32(1))
+    for c, e in zip(outs, expected):
+        np.testing.assert_array_equal(c.copyto("cpu").numpy(), e)
