@@ -16,6 +16,14 @@
 namespace loom::ref {
 
 namespace {
+// The node as a T, or nullptr: Loom's type index, not dynamic_cast (which
+// compares type names across the plugins' RTTI, a string compare per
+// node the interpreter visits: most of FoldConstant's time).
+template <class T>
+const T* as_node(const Object* node) {
+  return node->is_instance<T>() ? static_cast<const T*>(node) : nullptr;
+}
+
 using runtime::NDArray;
 using runtime::NDArrayNode;
 
@@ -309,7 +317,7 @@ class Interpreter {
 
   Value eval_here(const tir::PrimExpr& e) {
     const Object* node = e.get();
-    if (const auto* i = dynamic_cast<const tir::IntImmNode*>(node)) {
+    if (const auto* i = as_node<tir::IntImmNode>(node)) {
       Value v = Value::of(i->dtype);
       if (is_float(i->dtype)) {
         v.one.f = static_cast<double>(i->value);
@@ -318,39 +326,39 @@ class Interpreter {
       }
       return v;
     }
-    if (const auto* f = dynamic_cast<const tir::FloatImmNode*>(node)) {
+    if (const auto* f = as_node<tir::FloatImmNode>(node)) {
       Value v = Value::of(f->dtype);
       v.one.f = f->value;
       normalize(v.one, f->dtype);
       return v;
     }
-    if (dynamic_cast<const tir::VarNode*>(node)) {
+    if (as_node<tir::VarNode>(node)) {
       auto found = vars_.find(node);
       if (found == vars_.end()) fail("%" + static_cast<const tir::VarNode*>(node)->name + " has no value");
       return found->second;
     }
-    if (const auto* b = dynamic_cast<const tir::BinaryOpNode*>(node)) return binary(e, *b);
-    if (const auto* n = dynamic_cast<const tir::NotNode*>(node)) {
+    if (const auto* b = as_node<tir::BinaryOpNode>(node)) return binary(e, *b);
+    if (const auto* n = as_node<tir::NotNode>(node)) {
       Value a = eval(n->a), out = Value::of(n->dtype);
       for (int k = 0; k < out.lanes(); ++k) out.at(k).i = !truth(a.at(k), a.t);
       return out;
     }
-    if (const auto* s = dynamic_cast<const tir::SelectNode*>(node)) {
+    if (const auto* s = as_node<tir::SelectNode>(node)) {
       Value c = eval(s->condition), t = eval(s->true_value), f = eval(s->false_value), out = Value::of(s->dtype);
       for (int k = 0; k < out.lanes(); ++k) out.at(k) = truth(c.at(k), c.t) ? t.at(k) : f.at(k);
       return out;
     }
-    if (const auto* c = dynamic_cast<const tir::CastNode*>(node)) {
+    if (const auto* c = as_node<tir::CastNode>(node)) {
       Value a = eval(c->value), out = Value::of(c->dtype);
       for (int k = 0; k < out.lanes(); ++k) out.at(k) = convert(a.at(k), a.t, c->dtype);
       return out;
     }
-    if (const auto* l = dynamic_cast<const tir::BufferLoadNode*>(node)) {
+    if (const auto* l = as_node<tir::BufferLoadNode>(node)) {
       Value out = Value::of(l->dtype);
       access(l->buffer, l->indices, &out, -out.lanes());
       return out;
     }
-    if (const auto* r = dynamic_cast<const tir::RampNode*>(node)) {
+    if (const auto* r = as_node<tir::RampNode>(node)) {
       Value base = eval(r->base), stride = eval(r->stride), out = Value::of(r->dtype);
       for (int k = 0; k < out.lanes(); ++k) {
         out.at(k).i = base.one.i + k * stride.one.i;
@@ -358,18 +366,18 @@ class Interpreter {
       }
       return out;
     }
-    if (const auto* b = dynamic_cast<const tir::BroadcastNode*>(node)) {
+    if (const auto* b = as_node<tir::BroadcastNode>(node)) {
       Value v = eval(b->value), out = Value::of(b->dtype);
       for (int k = 0; k < out.lanes(); ++k) out.at(k) = v.one;
       return out;
     }
-    if (const auto* l = dynamic_cast<const tir::LetNode*>(node)) {
+    if (const auto* l = as_node<tir::LetNode>(node)) {
       bind(l->var.get(), eval(l->value));
       Value out = eval(l->body);
       vars_.erase(l->var.get());
       return out;
     }
-    if (const auto* c = dynamic_cast<const tir::CallNode*>(node)) return intrinsic(*c);
+    if (const auto* c = as_node<tir::CallNode>(node)) return intrinsic(*c);
     fail("cannot evaluate " + ir::to_text(Any(e)));
   }
 
@@ -402,7 +410,7 @@ class Interpreter {
     Value out = Value::of(e->dtype);
     bool fl = is_float(x.t);
     const Object* n = e.get();
-    auto is = [n](auto* tag) { return dynamic_cast<decltype(tag)>(n) != nullptr; };
+    auto is = [n](auto* tag) { return n->is_instance<std::remove_const_t<std::remove_pointer_t<decltype(tag)>>>(); };
     DataType scalar(static_cast<DataType::Code>(e->dtype.code), e->dtype.bits);
     for (int k = 0; k < out.lanes(); ++k) {
       const Lane &p = x.at(k), &q = y.at(k);
