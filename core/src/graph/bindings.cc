@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "loom/ir/op.h"
@@ -122,14 +123,20 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
   int fresh = 0;
   std::function<ir::Expr(const ir::Expr&)> flatten;
   // A call nested in an argument or a tuple field, bound to a variable of
-  // its own (after its own nested calls); anything else as it is.
+  // its own (after its own nested calls); anything else as it is.  A call
+  // node reached twice (a DAG: hard-swish reads its input twice) is bound
+  // once: without that, each level of sharing doubled the chain
+  // (MobileNetV3's graph ran out of memory).
+  std::unordered_map<const Object*, Var> seen;
   auto bound = [&](const ir::Expr& e, bool* changed) -> ir::Expr {
     if (!e.as<CallNode>()) return e;
+    *changed = true;
+    if (auto found = seen.find(e.get()); found != seen.end()) return found->second;
     Var v("t" + std::to_string(fresh++));
     ir::Expr inner = with_stack([&] { return flatten(e); });  // one level of stack per level of nesting
     const_cast<VarNode*>(v.get())->checked_type = e->checked_type;
     bindings.push_back({v, inner});
-    *changed = true;
+    seen.emplace(e.get(), v);
     return v;
   };
   flatten = [&](const ir::Expr& value) -> ir::Expr {
