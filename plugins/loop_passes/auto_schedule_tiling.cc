@@ -124,7 +124,15 @@ bool StageScheduler::tile(const std::string& nest) {
   int lanes = lanes_for(j->body);
   auto ei = const_int(i->extent), ej = const_int(j->extent);
   if (!ei || !ej) return false;
+  // Each operand read along j; `strided` when j is not its last index.
+  std::vector<Operand> operands = operands_along(j->body, i->loop_var.get(), jv, jv);
+  // A matmul-like nest (below) takes whole vectors: where the row is not
+  // whole vectors of the full width (24 channels with 16 lanes), narrower
+  // ones that divide it (8 lanes: 3 vectors) rather than no tile.
+  bool window = operands.empty();
   while (lanes > 1 && lanes > *ej) lanes /= 2;  // a short row: narrower vectors (ends for any extent)
+  if (!window)
+    while (lanes > 4 && *ej % lanes != 0) lanes /= 2;
   if (lanes < 2) return false;
   std::string iname = i->loop_var->name, jname = j->loop_var->name;
   int64_t vectors = (*ej + lanes - 1) / lanes;
@@ -143,14 +151,11 @@ bool StageScheduler::tile(const std::string& nest) {
   // must be packed to be read along j at all; a [r, j] one is packed
   // when enough row tiles reuse each panel.
   int64_t panel = tj * lanes;
-  // Each operand read along j; `strided` when j is not its last index.
-  std::vector<Operand> operands = operands_along(j->body, i->loop_var.get(), jv, jv);
   // A matmul-like nest: whole vectors, and a tile large enough to pay
   // (otherwise vector_reduction's partial sums do better).  Other nests
   // (a convolution, a pool: every operand read along j is at least 3-D)
   // take a tail guard where the row is not whole vectors, and read along
   // j with a small constant stride (a pool's window).
-  bool window = operands.empty();
   // vector_reduction's per-lane partial sums need an innermost reduction
   // loop that reads contiguously (a dense with few columns); where none
   // does (a depthwise convolution, channels last: its window is short
@@ -271,7 +276,7 @@ bool StageScheduler::tile(const std::string& nest) {
 std::pair<int64_t, int64_t> StageScheduler::choose_tile(int64_t extent, int64_t vectors, int64_t ti, int64_t tj) {
   int64_t registers = vector_bits_ >= 512 ? 32 : 16;
   std::vector<int64_t> cols;
-  for (int64_t c : {1, 2, 3, 4})
+  for (int64_t c : column_counts(vectors))
     if (vectors % c == 0 && 2 * c + 1 <= registers) cols.push_back(c);
   if (std::find(cols.begin(), cols.end(), tj) == cols.end()) cols.push_back(tj);
   int64_t chosen_tj = decider_.choose("tile.vectors", cols, tj);
@@ -281,6 +286,22 @@ std::pair<int64_t, int64_t> StageScheduler::choose_tile(int64_t extent, int64_t 
   if (chosen_tj == tj && std::find(rows.begin(), rows.end(), ti) == rows.end()) rows.push_back(ti);
   int64_t preferred = std::find(rows.begin(), rows.end(), ti) != rows.end() ? ti : rows.back();
   return {decider_.choose("tile.rows", rows, preferred), chosen_tj};
+}
+
+// The tile widths (in vectors) tried for a row of `vectors` vectors: 1 to
+// 4, and where none of 2 to 4 divides it (1000 channels of 8 lanes: 125
+// vectors) its smallest divisor from 5 to 8, so that such a row is not
+// left one vector at a time (SqueezeNet's 512 -> 1000 classifier ran at
+// a fifth of the rate).
+std::vector<int64_t> StageScheduler::column_counts(int64_t vectors) {
+  std::vector<int64_t> counts = {1, 2, 3, 4};
+  if (vectors % 2 != 0 && vectors % 3 != 0)
+    for (int64_t c = 5; c <= 8; ++c)
+      if (vectors % c == 0) {
+        counts.push_back(c);
+        break;
+      }
+  return counts;
 }
 
 // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
@@ -306,7 +327,7 @@ std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t v
   int64_t registers = vector_bits_ >= 512 ? 32 : 16;
   std::pair<int64_t, int64_t> best{1, 1};
   double best_rate = 0;
-  for (int64_t tj : {1, 2, 3, 4}) {
+  for (int64_t tj : column_counts(vectors)) {
     if (vectors % tj != 0) continue;
     for (int64_t ti : {1, 2, 3, 4, 5, 6, 7, 8}) {
       if (extent % ti != 0 || ti * tj + tj + 1 > registers) continue;
