@@ -1,9 +1,12 @@
 #include "convert_layout.h"
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
+#include "loom/runtime/ndarray.h"
 
 namespace loom::passes {
 
@@ -15,6 +18,39 @@ Array ints(const std::vector<int64_t>& v) { return Array(std::vector<Any>(v.begi
 
 ir::Expr transpose(const ir::Expr& x, const std::vector<int64_t>& axes) {
   return graph::Call(ir::Op::get("transpose"), {x}, Map({{"axes", Any(ints(axes))}}));
+}
+
+// A host constant with its axes permuted (result axis k is axis axes[k]):
+// weights are re-laid out here, once, rather than by FoldConstant, whose
+// reference interpreter takes microseconds an element (two minutes for
+// ResNet-18's weights).  Nullopt for an array not in host memory or not
+// compact, which keeps the transpose call.
+std::optional<runtime::NDArray> permuted(const runtime::NDArray& x, const std::vector<int64_t>& axes) {
+  if (x->device.device_type != kDLCPU || !x->is_contiguous() || (x->dtype.bits * x->dtype.lanes) % 8)
+    return std::nullopt;
+  std::vector<int64_t> in = x.shape_vector(), out(axes.size()), strides(in.size(), 1);
+  if (in.size() != axes.size()) return std::nullopt;
+  for (size_t k = in.size(); k-- > 1;) strides[k - 1] = strides[k] * in[k];
+  std::vector<int64_t> step(axes.size());  // input stride of each result axis
+  for (size_t k = 0; k < axes.size(); ++k) {
+    out[k] = in[axes[k]];
+    step[k] = strides[axes[k]];
+  }
+  runtime::NDArray y = runtime::NDArray::empty(out, x->dtype);
+  size_t bytes = (x->dtype.bits * x->dtype.lanes) / 8;
+  const char* src = static_cast<const char*>(x->data());
+  char* dst = y.data_as<char>();
+  std::vector<int64_t> index(out.size(), 0);
+  for (int64_t n = 0, total = y->numel(); n < total; ++n) {
+    int64_t from = 0;
+    for (size_t k = 0; k < out.size(); ++k) from += index[k] * step[k];
+    std::memcpy(dst + n * bytes, src + from * bytes, bytes);
+    for (size_t k = out.size(); k-- > 0;) {  // the next result index, last axis fastest
+      if (++index[k] < out[k]) break;
+      index[k] = 0;
+    }
+  }
+  return y;
 }
 
 const ir::TensorTypeNode* tensor_type(const ir::Expr& e) {
@@ -83,6 +119,7 @@ class Converter {
       args[0] = channels_last(args[0]);
       return emit(b, *op, args, with_attrs(call->attrs, changes));
     }
+    if (op->name == "concat") return concat(b, *op, args, attrs);
     bool agnostic = (def.pattern == ir::PatternKind::kElementwise || def.pattern == ir::PatternKind::kBroadcast) &&
                     !has_attr(def, "axes") && !has_attr(def, "shape");
     if (!agnostic) return keep(b);
@@ -113,10 +150,35 @@ class Converter {
         }
         std::vector<int64_t> shape;
         for (int64_t axis : kToLast) shape.push_back(padded[axis]);
-        a = graph::Call(ir::Op::get("reshape"), {a}, Map({{"shape", Any(ints(shape))}}));
+        const auto* c = a.as<graph::ConstantNode>();
+        if (c && c->data->device.device_type == kDLCPU && c->data->is_contiguous()) {
+          a = graph::Constant(c->data.view(shape));  // a bias: the same bytes, shaped here
+        } else {
+          a = graph::Call(ir::Op::get("reshape"), {a}, Map({{"shape", Any(ints(shape))}}));
+        }
       }
     }
     return emit(b, *op, args, call->attrs);
+  }
+
+  // A concat of rank-4 values, one of them channels-last (a Fire module's
+  // two branches), joins channels-last along the mapped axis, so the
+  // branches need no transposes back and the result none forth.
+  bool concat(const graph::Binding& b, const ir::OpNode& op, std::vector<ir::Expr> args, const Map& attrs) {
+    bool any_last = false;
+    for (const ir::Expr& a : args) {
+      const auto* t = tensor_type(a);
+      if (!t || t->shape.size() != 4) return keep(b);
+      any_last |= last_.count(a.get()) > 0;
+    }
+    if (!any_last) return keep(b);
+    int64_t axis = attrs.at("axis").as_int();
+    if (axis < -4 || axis > 3) return keep(b);
+    if (axis < 0) axis += 4;
+    int64_t mapped = std::find(kToLast.begin(), kToLast.end(), axis) - kToLast.begin();
+    for (ir::Expr& a : args) a = channels_last(a);
+    const auto* call = b.value.as<graph::CallNode>();
+    return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}));
   }
 
   bool keep(const graph::Binding& b) {
@@ -138,6 +200,13 @@ class Converter {
   ir::Expr channels_last(const ir::Expr& e) {
     auto found = last_.find(e.get());
     if (found != last_.end()) return found->second;
+    if (const auto* c = e.as<graph::ConstantNode>()) {
+      if (std::optional<runtime::NDArray> data = permuted(c->data, kToLast)) {
+        graph::Constant relaid(*data);
+        last_[e.get()] = relaid;
+        return relaid;
+      }
+    }
     ir::Expr t = transpose(e, kToLast);
     const auto* var = e.as<graph::VarNode>();
     if (!var) return t;

@@ -1,6 +1,7 @@
 // The graph pass library: passes over graph functions, registered by name
 // so a YAML pipeline, the CLI and Python can name them (docs/passes.md).
 // One pass per file pair.
+#include <algorithm>
 #include <loom/plugin_sdk.h>
 
 #include "annotate_target.h"
@@ -77,6 +78,18 @@ LOOM_PLUGIN_INIT(ctx) {
                                      "codegens (none: nothing), fusion, lowering, then the loop passes"),
       concat(kGraphPasses, {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
                             "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"})));
+  // The llvm target's default: `cpu` with ConvertLayout after the
+  // partitioning, so convolutional models run channels-last on the CPU
+  // while the regions a codegen took (outlined functions, which
+  // ConvertLayout leaves alone) keep the layout its patterns were written
+  // for (docs/target-llvm.md, "Layout").
+  std::vector<std::string> channels_last = kGraphPasses;
+  channels_last.insert(std::find(channels_last.begin(), channels_last.end(), "PartitionGraph") + 1, "ConvertLayout");
+  PassRegistry::register_pass(pipeline(
+      PassInfo::named("cpu_channels_last")
+          .summary("the CPU pipeline with ConvertLayout after the partitioning: convolutions and pools channels-last"),
+      concat(channels_last, {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
+                             "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"})));
   // What makes a device target's prim functions kernels and host code
   // (the property kernels_split): the driver runs it when a pipeline left
   // them whole.

@@ -43,7 +43,7 @@ TEST(Config, HostPresetLoads) {
   EXPECT_EQ(host.target->kind, "llvm");
   EXPECT_EQ(host.target.attr("mcpu").as_string(), "native");
   ASSERT_EQ(host.passes.size(), 1u);
-  EXPECT_EQ(host.passes[0].name, "cpu");
+  EXPECT_EQ(host.passes[0].name, "cpu_channels_last");  // `default`: llvm's
   EXPECT_TRUE(host.warnings.empty()) << host.warnings[0];
 }
 

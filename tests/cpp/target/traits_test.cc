@@ -90,11 +90,11 @@ TEST(Traits, AConfigWithoutPassesRunsTheTargetsDefaultPipeline) {
   };
   EXPECT_EQ(names(config::parse_config("target: {kind: ref}\n", "r.yaml")), std::vector<std::string>{"cpu"});
   EXPECT_EQ(names(config::parse_config("target: {kind: llvm}\npipeline: {opt-level: 1}\n", "l.yaml")),
-            std::vector<std::string>{"cpu"});
+            std::vector<std::string>{"cpu_channels_last"});
   EXPECT_EQ(names(config::parse_config("target: {kind: ref}\npipeline: {passes: []}\n", "none.yaml")),
             std::vector<std::string>{});
   EXPECT_EQ(names(config::parse_config("target: {kind: cpu}\n", "cpu.yaml")), std::vector<std::string>{});
-  EXPECT_EQ(TargetKindRegistry::get("llvm").traits.default_pipeline, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(TargetKindRegistry::get("llvm").traits.default_pipeline, std::vector<std::string>{"cpu_channels_last"});
   // `default` among the passes is the target's default pipeline, whatever the target.
   EXPECT_EQ(
       names(config::parse_config("target: {kind: opencl}\npipeline: {passes: [ConvertLayout, default]}\n", "o.yaml")),

@@ -8,6 +8,7 @@
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
 #include "loom/graph/function.h"
+#include "loom/object/traversal.h"
 #include "loom/text/text.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/support/strings.h"
@@ -210,6 +211,37 @@ TEST(Passes, ConvertLayoutKeepsTheNumbers) {
   EXPECT_NE(text.find("batch_norm(%c1_nhwc, %g, %g, %g, %g, axis=3)"), std::string::npos) << text;
   EXPECT_NE(text.find("avg_pool2d(%t2_nhwc, layout=\"NHWC\""), std::string::npos) << text;
   EXPECT_EQ(text.find("transpose(%c2_nhwc"), std::string::npos) << text;  // no round trip between converted ops
+}
+
+// A constant weight is re-laid out by ConvertLayout itself (no transpose
+// call left for FoldConstant's interpreter), element for element.
+TEST(Passes, ConvertLayoutRelaysConstantWeightsItself) {
+  graph::Var x("x", tir::tensor_type({1, 3, 6, 7}, DataType::Float(32)));
+  NDArray w = floats({5, 3, 2, 4}, test::random_floats(120, 21, -1, 1));
+  ir::Expr body = graph::Call(ir::Op::get("conv2d"), {x, graph::Constant(w)});
+  ir::IRModule model(std::map<std::string, Any>{{"main", graph::Function({x}, body)}});
+  config::Config config = fusing_config("[ConvertLayout]");
+  ir::IRModule out = config.pipeline()(config.constrain(model), config.context);
+  std::string text = text::print_module(out);
+  EXPECT_EQ(text.find("transpose(meta"), std::string::npos) << text;
+  const graph::ConstantNode* relaid = nullptr;
+  Visitor find;
+  find.on<graph::ConstantNode>([&](const graph::ConstantNode* c) { relaid = c; });
+  find.visit(out.lookup("main"));
+  ASSERT_NE(relaid, nullptr) << text;
+  ASSERT_EQ(relaid->data.shape_vector(), (std::vector<int64_t>{5, 2, 4, 3}));  // OIHW -> OHWI
+  for (int64_t o = 0; o < 5; ++o)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t k = 0; k < 4; ++k)
+          ASSERT_EQ(relaid->data.data_as<float>()[((o * 2 + h) * 4 + k) * 3 + i],
+                    w.data_as<float>()[((o * 3 + i) * 2 + h) * 4 + k]);
+  // And the model computes what it did channels-first.
+  NDArray input = floats({1, 3, 6, 7}, test::random_floats(126, 22, -1, 1));
+  NDArray reference = driver::build(model, fusing_config("[O0]")).get_function("main")(input).cast<NDArray>();
+  NDArray converted =
+      driver::build(model, fusing_config("[ConvertLayout, default]")).get_function("main")(input).cast<NDArray>();
+  EXPECT_EQ(std::memcmp(converted.data_as<float>(), reference.data_as<float>(), reference->nbytes()), 0);
 }
 
 TEST(Passes, ADisabledPassIsReallySkipped) {
