@@ -242,10 +242,10 @@ void ThreadPool::wake_workers() {
 bool ThreadPool::run_chunks(uint64_t generation, int64_t recruit_at) {
   bool ran = false;
   uint64_t c = claim_.load(std::memory_order_acquire);
-  while ((c >> 32) == (generation & 0xffffffffu) && (c & 0xffffffffu) < parts_.load(std::memory_order_relaxed)) {
+  while ((c >> 32) == (generation & 0xffffffffu) && (c & 0xffffu) < ((c >> 16) & 0xffffu)) {
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     ran = true;
-    int64_t part = static_cast<int64_t>(c & 0xffffffffu), parts = parts_.load(std::memory_order_relaxed);
+    int64_t part = static_cast<int64_t>(c & 0xffffu), parts = static_cast<int64_t>((c >> 16) & 0xffffu);
     int64_t b = begin_ + count_ * part / parts, e = begin_ + count_ * (part + 1) / parts;
     std::exception_ptr error;
     {
@@ -260,7 +260,7 @@ bool ThreadPool::run_chunks(uint64_t generation, int64_t recruit_at) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = error;
     }
-    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == parts_.load(std::memory_order_relaxed)) {
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(parts)) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (caller_sleeping_) done_.notify_all();
     }
@@ -319,11 +319,12 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
     body_ = &body;
     begin_ = begin;
     count_ = count;
-    parts_ = static_cast<uint32_t>(std::min<int64_t>(count, threads_ * kChunksPerThread));
+    // At most 0xffff chunks (the claim's field; kMaxThreads x kChunksPerThread fits).
+    parts_ = static_cast<uint32_t>(std::min<int64_t>({count, threads_ * kChunksPerThread, 0xffff}));
     finished_ = 0;
     error_ = nullptr;
     generation = generation_ + 1;
-    claim_.store((generation & 0xffffffffu) << 32, std::memory_order_release);
+    claim_.store(((generation & 0xffffffffu) << 32) | (uint64_t{parts_.load()} << 16), std::memory_order_release);
     generation_.store(generation, std::memory_order_release);
     sleeping = sleepers_ > 0;
   }

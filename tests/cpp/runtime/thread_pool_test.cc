@@ -29,6 +29,29 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
   pool.parallel_for(5, 5, [](int64_t, int64_t) { FAIL() << "empty range ran"; });
 }
 
+// Short regions of few chunks followed by regions of more: a worker that
+// finished the last chunk of a small region and reads the claim again
+// must not take a chunk of the next one from the old claim (the chunk ran
+// twice and was counted twice, and a later caller waited forever: seen in
+// bench/ort.py at two threads after about ten thousand regions).
+TEST(ThreadPool, ASpentClaimTakesNoChunkOfTheNextRegion) {
+  ThreadPool pool(2);
+  std::vector<std::atomic<int>> hits(64);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int regions = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int64_t small = 2 + regions % 3;
+    pool.parallel_for(0, small, [](int64_t, int64_t) {});
+    for (auto& h : hits) h = 0;
+    pool.parallel_for(0, 64, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < 64; ++i) ASSERT_EQ(hits[i].load(), 1) << "region " << regions << " index " << i;
+    ++regions;
+  }
+  EXPECT_GT(regions, 100);
+}
+
 TEST(ThreadPool, ChunksRunOnSeveralThreads) {
   // Chunks of 5 ms: the workers join a long region whether they spin or
   // sleep (on a crowded machine they are woken once the region has run

@@ -78,8 +78,13 @@ class ThreadPool {
   bool run_chunks(uint64_t generation, int64_t recruit_at);
 
   // A region: generation_ counts regions; claim_ holds the generation in
-  // its high 32 bits and the next unclaimed chunk in its low 32, so that a
-  // worker that wakes late can claim nothing from a region that ended.
+  // its high 32 bits, the region's number of chunks in the next 16 and the
+  // next unclaimed chunk in the low 16, so that a worker that wakes late
+  // can claim nothing from a region that ended.  The count is in the claim
+  // itself: checked against parts_, which the next region's caller sets
+  // before it replaces claim_, a worker holding the last region's spent
+  // claim could take one more chunk (of the new region's body: run twice,
+  // and counted once too many, after which a caller waited forever).
   bool spin_ = false;
   int cpus_ = 1;
   std::atomic<int64_t> spin_checked_{0};  // when should_spin last read the load (ns)
@@ -95,7 +100,7 @@ class ThreadPool {
   bool caller_sleeping_ = false;  // under mutex_
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t begin_ = 0, count_ = 0;
-  std::atomic<uint32_t> parts_{0};  // atomic: a worker holding a stale claim reads it
+  std::atomic<uint32_t> parts_{0};  // the caller's copy of the claim's count
   std::atomic<uint32_t> finished_{0};
   std::exception_ptr error_;
 
