@@ -1,12 +1,12 @@
 #include "convert_layout.h"
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
 #include "loom/runtime/ndarray.h"
+#include "loom/tir/layout.h"
 
 namespace loom::passes {
 
@@ -20,37 +20,17 @@ ir::Expr transpose(const ir::Expr& x, const std::vector<int64_t>& axes) {
   return graph::Call(ir::Op::get("transpose"), {x}, Map({{"axes", Any(ints(axes))}}));
 }
 
-// A host constant with its axes permuted (result axis k is axis axes[k]):
-// weights are re-laid out here, once, rather than by FoldConstant, whose
-// reference interpreter takes microseconds an element (two minutes for
-// ResNet-18's weights).  Nullopt for an array not in host memory or not
-// compact, which keeps the transpose call.
-std::optional<runtime::NDArray> permuted(const runtime::NDArray& x, const std::vector<int64_t>& axes) {
-  if (x->device.device_type != kDLCPU || !x->is_contiguous() || (x->dtype.bits * x->dtype.lanes) % 8)
-    return std::nullopt;
-  std::vector<int64_t> in = x.shape_vector(), out(axes.size()), strides(in.size(), 1);
-  if (in.size() != axes.size()) return std::nullopt;
-  for (size_t k = in.size(); k-- > 1;) strides[k - 1] = strides[k] * in[k];
-  std::vector<int64_t> step(axes.size());  // input stride of each result axis
-  for (size_t k = 0; k < axes.size(); ++k) {
-    out[k] = in[axes[k]];
-    step[k] = strides[axes[k]];
-  }
-  runtime::NDArray y = runtime::NDArray::empty(out, x->dtype);
-  size_t bytes = (x->dtype.bits * x->dtype.lanes) / 8;
-  const char* src = static_cast<const char*>(x->data());
-  char* dst = y.data_as<char>();
-  std::vector<int64_t> index(out.size(), 0);
-  for (int64_t n = 0, total = y->numel(); n < total; ++n) {
-    int64_t from = 0;
-    for (size_t k = 0; k < out.size(); ++k) from += index[k] * step[k];
-    std::memcpy(dst + n * bytes, src + from * bytes, bytes);
-    for (size_t k = out.size(); k-- > 0;) {  // the next result index, last axis fastest
-      if (++index[k] < out[k]) break;
-      index[k] = 0;
-    }
-  }
-  return y;
+// Whether a constant's array can be re-laid out here: in host memory and
+// compact.  Weights are re-laid out by this pass, once, rather than by a
+// transpose call that FoldConstant's reference interpreter evaluates at
+// microseconds an element (two minutes for ResNet-18's weights).
+bool host_compact(const runtime::NDArray& x) { return x->device.device_type == kDLCPU && x->is_contiguous(); }
+
+// A host constant in the channels-last order (OIHW -> OHWI).
+runtime::NDArray channels_last_array(const runtime::NDArray& x) {
+  tir::Layout layout;
+  for (int64_t axis : kToLast) layout.push_back({tir::LayoutIndex::kWhole, static_cast<int>(axis), 1});
+  return tir::relayout(x, layout);
 }
 
 const ir::TensorTypeNode* tensor_type(const ir::Expr& e) {
@@ -151,7 +131,7 @@ class Converter {
         std::vector<int64_t> shape;
         for (int64_t axis : kToLast) shape.push_back(padded[axis]);
         const auto* c = a.as<graph::ConstantNode>();
-        if (c && c->data->device.device_type == kDLCPU && c->data->is_contiguous()) {
+        if (c && host_compact(c->data)) {
           a = graph::Constant(c->data.view(shape));  // a bias: the same bytes, shaped here
         } else {
           a = graph::Call(ir::Op::get("reshape"), {a}, Map({{"shape", Any(ints(shape))}}));
@@ -200,12 +180,10 @@ class Converter {
   ir::Expr channels_last(const ir::Expr& e) {
     auto found = last_.find(e.get());
     if (found != last_.end()) return found->second;
-    if (const auto* c = e.as<graph::ConstantNode>()) {
-      if (std::optional<runtime::NDArray> data = permuted(c->data, kToLast)) {
-        graph::Constant relaid(*data);
-        last_[e.get()] = relaid;
-        return relaid;
-      }
+    if (const auto* c = e.as<graph::ConstantNode>(); c && host_compact(c->data) && c->data->shape.size() == 4) {
+      graph::Constant relaid(channels_last_array(c->data));
+      last_[e.get()] = relaid;
+      return relaid;
     }
     ir::Expr t = transpose(e, kToLast);
     const auto* var = e.as<graph::VarNode>();

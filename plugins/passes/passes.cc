@@ -40,6 +40,10 @@ const std::vector<std::string> kGraphPasses = {"InferType",
                                                "LegalizeOps",
                                                "FuseTIR",
                                                "DeadCodeElimination"};
+// What the CPU pipelines end with: the schedule and the loop passes.
+const std::vector<std::string> kCpuLoopPasses = {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer",
+                                                 "Simplify",     "LoopPartition",   "VectorizeLoop",
+                                                 "UnrollLoop",   "StorageRewrite",  "Simplify"};
 
 std::vector<std::string> concat(std::vector<std::string> head, const std::vector<std::string>& tail) {
   head.insert(head.end(), tail.begin(), tail.end());
@@ -76,8 +80,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(pipeline(
       PassInfo::named("cpu").summary("the CPU pipeline: graph clean-ups and folding, partitioning for the config's "
                                      "codegens (none: nothing), fusion, lowering, then the loop passes"),
-      concat(kGraphPasses, {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
-                            "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"})));
+      concat(kGraphPasses, kCpuLoopPasses)));
   // The llvm target's default: `cpu` with ConvertLayout after the
   // partitioning, so convolutional models run channels-last on the CPU
   // while the regions a codegen took (outlined functions, which
@@ -88,8 +91,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(pipeline(
       PassInfo::named("cpu_channels_last")
           .summary("the CPU pipeline with ConvertLayout after the partitioning: convolutions and pools channels-last"),
-      concat(channels_last, {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
-                             "VectorizeLoop", "UnrollLoop", "StorageRewrite", "Simplify"})));
+      concat(channels_last, kCpuLoopPasses)));
   // What makes a device target's prim functions kernels and host code
   // (the property kernels_split): the driver runs it when a pipeline left
   // them whole.
