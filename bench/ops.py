@@ -182,6 +182,57 @@ def conv_block_cases(tmp, threads, runs):
         yield f"{name} ConvertLayout (ms)", nhwc, nchw, "vs NCHW", "<= 1.0 (conv <= 1.2)", runs
 
 
+# MobileNetV2's and EfficientNet-B0's depthwise layers (channels, map, window, stride).
+DEPTHWISE = [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (192, 28, 3, 1), (576, 14, 3, 1), (960, 7, 3, 1),
+             (144, 56, 5, 2), (240, 28, 5, 1), (672, 14, 5, 1), (1152, 7, 5, 1)]
+# Their pointwise (1x1) layers (input channels, output channels, map).
+POINTWISE = [(16, 96, 112), (24, 144, 56), (32, 192, 28), (96, 576, 14), (160, 960, 7), (320, 1280, 7), (960, 160, 7)]
+
+
+def nhwc_conv(x, cout, k, stride, groups):
+    """conv2d + bias + clip(0, 6) channels last, as ConvertLayout leaves a
+    model's layer (docs/target-llvm.md, "Layout")."""
+    from loom import graph, op
+    cin = x.annotation.shape[3].value
+    w = graph.Constant(f32(cout, k, k, cin // groups, scale=(cin // groups * k * k) ** -0.5))
+    y = op.conv2d(x, w, strides=[stride, stride], padding=[k // 2] * 4, groups=groups, data_layout="NHWC",
+                  kernel_layout="OHWI")
+    return op.clip(op.add(y, graph.Constant(f32(1, 1, cout))), a_min=0.0, a_max=6.0)
+
+
+def depthwise_cases(tmp, threads, runs):
+    """Depthwise convolutions against copy bandwidth: the peer is np.copyto
+    moving as many bytes as the layer does (its input, output and weights
+    read or written once), so the ratio is time per byte moved and at most
+    1.67 means at least 60 % of copy bandwidth (docs/target-llvm.md)."""
+    import loom
+    from loom import graph
+    for c, h, k, stride in DEPTHWISE:
+        x = graph.Var("x", shape=(1, h, h, c))
+        mod = loom.IRModule({"main": graph.Function([x], nhwc_conv(x, c, k, stride, c))})
+        ho = (h - 1) // stride + 1
+        moved = 4 * (h * h * c + ho * ho * c + c * k * k + c)
+        src = np.ones(moved // 8, np.float32)  # not zeros: calloc maps them to one shared page
+        dst = np.empty_like(src)
+        yield (f"depthwise {k}x{k} s{stride} {c}x{h}x{h} (ms)", LoomTimer(tmp, f"dw{c}_{h}_{k}_{stride}", mod, threads),
+               peer_timer(lambda: np.copyto(dst, src)), "vs copy (1 thr)", "<= 1.67", runs * 4)
+
+
+def pointwise_cases(tmp, threads, runs):
+    """1x1 convolutions against Loom's own matmul of the same shape (pixels
+    x input channels times input x output channels: the same multiply-adds),
+    so the ratio is the convolution's rate against the matmul kernel's."""
+    import loom
+    from loom import graph, op
+    for cin, cout, h in POINTWISE:
+        x = graph.Var("x", shape=(1, h, h, cin))
+        conv = loom.IRModule({"main": graph.Function([x], nhwc_conv(x, cout, 1, 1, 1))})
+        a = graph.Var("a", shape=(h * h, cin))
+        mm = loom.IRModule({"main": graph.Function([a], op.matmul(a, graph.Constant(f32(cin, cout))))})
+        yield (f"pointwise {cin}->{cout} {h}x{h} (ms)", LoomTimer(tmp, f"pw{cin}_{cout}_{h}", conv, threads),
+               LoomTimer(tmp, f"pwmm{cin}_{cout}_{h}", mm, threads), "vs matmul", "<= 1.25", runs * 4)
+
+
 def reduction_cases(tmp, threads, runs):
     import torch
     import loom
@@ -230,7 +281,8 @@ def elementwise_cases(tmp, threads, runs):
            "<= 1.0", runs)
 
 
-CASES = {"mlp": mlp_cases, "matmul": matmul_cases, "conv": conv_block_cases, "reduce": reduction_cases,
+CASES = {"mlp": mlp_cases, "matmul": matmul_cases, "conv": conv_block_cases, "depthwise": depthwise_cases,
+         "pointwise": pointwise_cases, "reduce": reduction_cases,
          "elementwise": elementwise_cases}
 
 

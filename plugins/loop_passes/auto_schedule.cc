@@ -81,22 +81,77 @@ void StageScheduler::run(const std::string& root) {
 
 namespace {
 
+// Whether the nest `top` reads `buffer`.
+bool reads(const ForNode* top, const std::string& buffer) {
+  bool found = false;
+  Visitor v;
+  v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+    if (l->buffer->name == buffer) found = true;
+    v.visit_children(l);
+  });
+  v.visit(Any(top->body));
+  return found;
+}
+
 // Whether any nest reading `buffer` has a reduction.
 bool read_by_reduction(const Schedule& s, const std::string& buffer) {
   std::vector<std::string> nests;
   roots(s.func()->body, nests);
   for (const std::string& n : nests) {
     const ForNode* f = find(s, n);
-    bool reads = false;
-    Visitor v;
-    v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
-      if (l->buffer->name == buffer) reads = true;
-      v.visit_children(l);
-    });
-    v.visit(Any(f->body));
-    if (reads && has_reduction(f)) return true;
+    if (reads(f, buffer) && has_reduction(f)) return true;
   }
   return false;
+}
+
+// The most multiply-adds per padded element for which a convolution
+// reads its padded input in place (pad_in_place).
+constexpr int64_t kPadInPlaceWork = 128;
+
+// Whether the padded copy `buffer` is better read in place by the
+// convolutions that read it: it is select(in bounds, load, 0) whose
+// condition and source index leave its last axis alone (a channels-last
+// input, padded along rows and columns), and each reduction reading it
+// does fewer than kPadInPlaceWork multiply-adds per padded element.
+// Inlined, each read becomes a check per window tap that does not depend
+// on the vector lanes, and LoopPartition splits the output's rows and
+// columns so that the interior reads the input directly.  That pays
+// where the copy is a large share of the work: a depthwise convolution
+// (about 9 multiply-adds per element; MobileNetV2's stride-2 layer over
+// 96x112x112 copied 5 MB first and took twice as long) or a stem with 3
+// input channels (about 70); a 3x3 convolution over 64 channels (about
+// 540) gains nothing and its edges, partitioned, double its code.
+bool pad_in_place(const Schedule& s, const std::string& buffer) {
+  std::vector<std::string> nests;
+  roots(s.func()->body, nests);
+  bool pad = false;
+  int64_t elements = 1;
+  for (const std::string& n : nests) {
+    const ForNode* top = find(s, n);
+    std::vector<const ForNode*> chain = perfect_nest(top);
+    const auto* st = chain.back()->body.as<BufferStoreNode>();
+    if (st && st->buffer->name == buffer) {
+      const auto* select = st->value.as<SelectNode>();
+      const auto* load = select ? select->true_value.as<BufferLoadNode>() : nullptr;
+      const auto* zero = select ? select->false_value.as<FloatImmNode>() : nullptr;
+      const VarNode* last = chain.back()->loop_var.get();
+      size_t n_st = st->indices.size(), n_load = load ? load->indices.size() : 0;
+      if (!load || !zero || zero->value != 0.0 || !n_st || !n_load || st->indices[n_st - 1].object() != last ||
+          load->indices[n_load - 1].object() != last || uses_var(Any(select->condition), last))
+        return false;
+      for (const Any& e : st->buffer->shape) {
+        auto extent = const_int(e.cast<PrimExpr>());
+        if (!extent) return false;
+        elements *= *extent;
+      }
+      pad = true;
+      continue;
+    }
+    if (!reads(top, buffer) || !has_reduction(top)) continue;
+    auto work = work_of(top);
+    if (!work || *work >= kPadInPlaceWork * elements) return false;
+  }
+  return pad;
 }
 
 // The most temporaries AutoSchedule tries to inline in one function.
@@ -126,7 +181,7 @@ Schedule schedule_with(const PrimFunc& f, int bits, const std::set<std::string>&
   std::vector<std::string> temporaries = allocated(s);
   if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
   for (const std::string& b : temporaries)
-    if (!read_by_reduction(s, b)) attempt([&] { s.compute_inline(b); });
+    if (!read_by_reduction(s, b) || pad_in_place(s, b)) attempt([&] { s.compute_inline(b); });
   temporaries = allocated(s);
   if (temporaries.size() > kMaxInlined) temporaries.resize(kMaxInlined);
   for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });

@@ -186,9 +186,9 @@ class StageScheduler {
   std::pair<int64_t, int64_t> choose_tile(int64_t extent, int64_t vectors, int64_t ti, int64_t tj);
   static std::vector<int64_t> column_counts(int64_t vectors);
   // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
-  static double tile_rate(int64_t ti, int64_t tj);
+  static double tile_rate(int64_t ti, int64_t tj, bool own_rows = false);
   // The register tile with the most multiply-adds per cycle by the model.
-  std::pair<int64_t, int64_t> tile_shape(int64_t extent, int64_t vectors) const;
+  std::pair<int64_t, int64_t> tile_shape(int64_t extent, int64_t vectors, bool own_rows = false) const;
   // The tile's loops unrolled, unrolled and vectorized; the reduction
   // loops below them, outermost first.
   std::vector<std::string> register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes);

@@ -136,14 +136,20 @@ bool StageScheduler::tile(const std::string& nest) {
   if (lanes < 2) return false;
   std::string iname = i->loop_var->name, jname = j->loop_var->name;
   int64_t vectors = (*ej + lanes - 1) / lanes;
-  // Without rows (a dense at batch 1) the tile is one row of one or two
-  // vectors (four with 512-bit ones), which the test below leaves to
+  // Without shared rows, the loop outside j gives rows of their own where
+  // it is longer than 1 (a depthwise convolution channels last: pixels
+  // along the width, each reading its own input, all sharing the weight):
+  // several accumulators in flight instead of one chain waiting on each
+  // multiply-add (a 5x5 one over 240x28x28 ran at 14 GFLOP/s).  Without
+  // either (a dense at batch 1) the tile is one row of one or two vectors
+  // (four with 512-bit ones), which the test below leaves to
   // vector_reduction's partial sums where they fit.
-  auto [ti, tj] = rows ? tile_shape(*ei, vectors)
-                       : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4
-                                                        : vectors % 2 == 0                      ? 2
-                                                                                                : 1};
-  std::tie(ti, tj) = choose_tile(rows ? *ei : 1, vectors, ti, tj);
+  bool own_rows = !rows && *ei > 1 && decide("tile.own_rows", true);
+  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, vectors, own_rows)
+                                   : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4
+                                                                    : vectors % 2 == 0                      ? 2
+                                                                                                            : 1};
+  std::tie(ti, tj) = choose_tile(rows || own_rows ? *ei : 1, vectors, ti, tj);
   // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
   // packed into panels, (j // F, r, j % F) with F the tile's width, so
   // that the tile reads one contiguous panel (rows of B a power of two
@@ -304,10 +310,13 @@ std::vector<int64_t> StageScheduler::column_counts(int64_t vectors) {
   return counts;
 }
 
-// Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
-double StageScheduler::tile_rate(int64_t ti, int64_t tj) {
+// Multiply-adds per cycle of a ti x tj tile by tile_shape's model; with
+// `own_rows` each row reads its own vector of the left operand (ti x tj
+// loads a step).
+double StageScheduler::tile_rate(int64_t ti, int64_t tj, bool own_rows) {
   double fmas = static_cast<double>(ti * tj);
-  return std::min({2.0, 2.0 * fmas / static_cast<double>(ti + tj), fmas / 5.0});
+  double loads = static_cast<double>(own_rows ? ti * tj + tj : ti + tj);
+  return std::min({2.0, 2.0 * fmas / loads, fmas / 5.0});
 }
 
 // The register tile, ti rows by tj vectors, for `extent` rows and
@@ -322,8 +331,10 @@ double StageScheduler::tile_rate(int64_t ti, int64_t tj) {
 // busy).  Ties go to the larger tile, then to fewer loads per step, then
 // to more rows.  A 1024-wide matmul gets 6 x 2 (12 accumulators), a
 // 7-pixel row of a channels-last convolution 7 x 1, a 14-pixel row
-// 2 x 4, 8 rows of 8 vectors 4 x 2.
-std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t vectors) const {
+// 2 x 4, 8 rows of 8 vectors 4 x 2.  With `own_rows` (a depthwise
+// convolution channels last: its rows are pixels, each reading its own
+// input, sharing the weight) a step loads ti x tj + tj values.
+std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t vectors, bool own_rows) const {
   int64_t registers = vector_bits_ >= 512 ? 32 : 16;
   std::pair<int64_t, int64_t> best{1, 1};
   double best_rate = 0;
@@ -331,7 +342,7 @@ std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t v
     if (vectors % tj != 0) continue;
     for (int64_t ti : {1, 2, 3, 4, 5, 6, 7, 8}) {
       if (extent % ti != 0 || ti * tj + tj + 1 > registers) continue;
-      double rate = tile_rate(ti, tj);
+      double rate = tile_rate(ti, tj, own_rows);
       int64_t size = ti * tj, best_size = best.first * best.second;
       int64_t loads = ti + tj, best_loads = best.first + best.second;
       bool tie = rate > best_rate - 1e-9;

@@ -58,6 +58,18 @@ const AllocateNode* find_alloc(const PrimFunc& func, const std::string& primitiv
   return found;
 }
 
+// The statements of `s`, nested sequences flattened (FuseTIR leaves a
+// kernel's statements in a sequence of their own inside the caller's).
+void flat_elements(const Stmt& s, std::vector<Stmt>& out) {
+  for (const Stmt& part : elements(s)) {
+    if (part.as<SeqStmtNode>()) {
+      flat_elements(part, out);
+    } else {
+      out.push_back(part);
+    }
+  }
+}
+
 // The statements in the scope of allocation `alloc`: its body's sequence,
 // looking through allocations directly inside it (FuseTIR puts each
 // kernel's own buffers there), and the scope rebuilt around new ones.
@@ -71,7 +83,7 @@ struct Scope {
       inner.push_back(nested);
       body = nested->body;
     }
-    parts = elements(body);
+    flat_elements(body, parts);
   }
   // The new statement for `alloc` (without it where `keep` is false).
   Stmt rebuild(const std::vector<Stmt>& stmts, bool keep) const {

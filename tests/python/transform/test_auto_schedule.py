@@ -271,6 +271,31 @@ def test_channels_last_convolutions_are_tiled_with_their_weights_packed(cin, cou
     close(got, np.maximum(want, 0))
 
 
+@pytest.mark.parametrize("cin,cout,k,hw,stride,groups,in_place", [
+    (32, 32, 3, 15, 1, 32, True),   # depthwise: about 9 multiply-adds per padded element
+    (24, 24, 5, 13, 2, 24, True),   # depthwise 5x5, stride 2, odd map: borders on both sides
+    (3, 16, 3, 17, 2, 1, True),     # a stem with 3 input channels
+    (64, 64, 3, 9, 1, 1, False),    # about 500 per element: the copy stays
+])
+def test_a_channels_last_padded_input_is_read_in_place_where_the_copy_dominates(cin, cout, k, hw, stride, groups,
+                                                                                in_place):
+    # AutoSchedule inlines the padded copy of a channels-last input where
+    # its readers do little work per element (docs/passes.md, AutoSchedule),
+    # and LoopPartition splits the padded reads' checks off the interior.
+    x = f32(1, hw, hw, cin)
+    w = f32(cout, k, k, cin // groups)  # OHWI
+    b = f32(1, 1, cout)
+    xv = graph.Var("x", shape=x.shape)
+    conv = op.conv2d(xv, graph.Constant(w), strides=[stride, stride], padding=[k // 2] * 4, groups=groups,
+                     data_layout="NHWC", kernel_layout="OHWI")
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(op.add(conv, graph.Constant(b))))})
+    text = scheduled(mod)
+    assert ("alloc %X_pad" not in text) == in_place, text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    full = conv_ref(x.transpose(0, 3, 1, 2), w.transpose(0, 3, 1, 2), k // 2, groups)[:, :, ::stride, ::stride]
+    close(got, np.maximum(full.transpose(0, 2, 3, 1) + b, 0))
+
+
 def conv_stride_ref(x, w, pad, stride):
     full = conv_ref(x, w, pad)
     return full[:, :, ::stride, ::stride]
