@@ -211,6 +211,7 @@ class StageScheduler {
   Decider& decider_;
   int vector_bits_;
   bool channel_mode_ = false;  // tiling the nest channel_tile reordered
+  bool tails_ = false;         // tile_shape may leave a guarded last row tile (matmul-like nests)
   int64_t min_work_;
   bool parallel_ = true;  // the nest being scheduled has work enough for threads
   std::set<std::string> constant_;

@@ -296,6 +296,23 @@ def test_a_channels_last_padded_input_is_read_in_place_where_the_copy_dominates(
     close(got, np.maximum(full.transpose(0, 2, 3, 1) + b, 0))
 
 
+def test_rows_without_a_good_divisor_take_a_guarded_last_tile():
+    # A 1x1 convolution channels last over a 13x13 map: 13 rows divide
+    # only into tiles of 1 row (one chain of multiply-adds per vector), so
+    # the tile takes several rows and a guarded last tile (docs/passes.md,
+    # AutoSchedule, "Tile shape"); the result stays exact.
+    x, w, b = f32(1, 13, 13, 64), f32(200, 1, 1, 64), f32(1, 1, 200)
+    xv = graph.Var("x", shape=x.shape)
+    conv = op.conv2d(xv, graph.Constant(w), data_layout="NHWC", kernel_layout="OHWI")
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(op.add(conv, graph.Constant(b))))})
+    text = scheduled(mod)
+    guard = re.search(r"if %\w+ \* (\d) \+ %\w+ < 13 \{", text)
+    assert guard and int(guard.group(1)) > 1, text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0, :].astype(np.float64)) + b
+    close(got, np.maximum(want, 0))
+
+
 def conv_stride_ref(x, w, pad, stride):
     full = conv_ref(x, w, pad)
     return full[:, :, ::stride, ::stride]
