@@ -19,7 +19,8 @@ using arith::simplify;
 
 namespace {
 
-// A condition of an if inside the loop, with the loops between.
+// A condition inside the loop (an if's, or a clause of a select's), with
+// the loops between.
 struct Guard {
   PrimExpr condition;
   std::vector<const ForNode*> inner;
@@ -133,9 +134,11 @@ class Partitioner {
                  f->annotations);
         For tail(tail_var, IntImm(t, *split), IntImm(f->extent.dtype(), *begin + *extent - *split), f->for_kind(),
                  tail_body, f->thread, f->annotations);
+        // The loops inside keep `selects` (an unrolled loop in a border
+        // splits itself, not the loops below it).
         bool head_longer = *split - *begin >= *begin + *extent - *split;
-        return seq({run(simplify(Stmt(head), an), an, own && head_longer),
-                    run(simplify(Stmt(tail), an), an, own && !head_longer)});
+        return seq({run(simplify(Stmt(head), an), an, selects && own && head_longer),
+                    run(simplify(Stmt(tail), an), an, selects && own && !head_longer)});
       }
     }
     an.bind_loop(*f);
