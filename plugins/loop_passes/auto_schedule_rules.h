@@ -188,7 +188,8 @@ class StageScheduler {
   // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
   static double tile_rate(int64_t ti, int64_t tj, bool own_rows = false);
   // The register tile with the most multiply-adds per cycle by the model.
-  std::pair<int64_t, int64_t> tile_shape(int64_t extent, int64_t vectors, bool own_rows = false) const;
+  std::pair<int64_t, int64_t> tile_shape(int64_t extent, int64_t vectors, bool own_rows = false,
+                                         bool tails = false) const;
   // The tile's loops unrolled, unrolled and vectorized; the reduction
   // loops below them, outermost first.
   std::vector<std::string> register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes);
@@ -211,7 +212,6 @@ class StageScheduler {
   Decider& decider_;
   int vector_bits_;
   bool channel_mode_ = false;  // tiling the nest channel_tile reordered
-  bool tails_ = false;         // tile_shape may leave a guarded last row tile (matmul-like nests)
   int64_t min_work_;
   bool parallel_ = true;  // the nest being scheduled has work enough for threads
   std::set<std::string> constant_;

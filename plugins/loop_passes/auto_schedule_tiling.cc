@@ -145,13 +145,11 @@ bool StageScheduler::tile(const std::string& nest) {
   // (four with 512-bit ones), which the test below leaves to
   // vector_reduction's partial sums where they fit.
   bool own_rows = !rows && *ei > 1 && decide("tile.own_rows", true);
-  tails_ = !window && rows;
-  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, vectors, own_rows)
+  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, vectors, own_rows, !window && rows)
                                    : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4
                                                                     : vectors % 2 == 0                      ? 2
                                                                                                             : 1};
   std::tie(ti, tj) = choose_tile(rows || own_rows ? *ei : 1, vectors, ti, tj);
-  tails_ = false;
   // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
   // packed into panels, (j // F, r, j % F) with F the tile's width, so
   // that the tile reads one contiguous panel (rows of B a power of two
@@ -335,19 +333,21 @@ double StageScheduler::tile_rate(int64_t ti, int64_t tj, bool own_rows) {
 // 7-pixel row of a channels-last convolution 7 x 1, a 14-pixel row
 // 2 x 4, 8 rows of 8 vectors 4 x 2.  With `own_rows` (a depthwise
 // convolution channels last: its rows are pixels, each reading its own
-// input, sharing the weight) a step loads ti x tj + tj values.
-std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t vectors, bool own_rows) const {
+// input, sharing the weight) a step loads ti x tj + tj values.  With
+// `tails` (a matmul-like nest) the rows may end in a guarded tile.
+std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t vectors, bool own_rows,
+                                                       bool tails) const {
   int64_t registers = vector_bits_ >= 512 ? 32 : 16;
-  // The best tile whose rows divide the extent, or (`tails`) the best of
-  // all, a ti that does not divide leaving a guarded last tile whose idle
-  // rows count against it.
-  auto search = [&](bool tails) {
+  // The best tile whose rows divide the extent, or (`any_rows`) the best
+  // of all, a ti that does not divide leaving a guarded last tile whose
+  // idle rows count against it.
+  auto search = [&](bool any_rows) {
     std::pair<int64_t, int64_t> best{1, 1};
     double best_rate = 0;
     for (int64_t tj : column_counts(vectors)) {
       if (vectors % tj != 0) continue;
       for (int64_t ti : {1, 2, 3, 4, 5, 6, 7, 8}) {
-        if (ti * tj + tj + 1 > registers || (extent % ti != 0 && (!tails || extent < ti))) continue;
+        if (ti * tj + tj + 1 > registers || (extent % ti != 0 && (!any_rows || extent < ti))) continue;
         int64_t tiles = (extent + ti - 1) / ti;
         double rate = tile_rate(ti, tj, own_rows) * static_cast<double>(extent) / static_cast<double>(tiles * ti);
         int64_t size = ti * tj, best_size = best.first * best.second;
@@ -363,7 +363,7 @@ std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t v
     return std::make_pair(best, best_rate);
   };
   auto [whole, whole_rate] = search(false);
-  if (!tails_) return whole;
+  if (!tails) return whole;
   // A guarded last tile only where it beats the whole tiles by a quarter:
   // rows with no good divisor (13 pixels of a 13x13 map: 1 x 5 ran at
   // half the rate of 2 x 5, SqueezeNet's classifier 4.3 -> 2.9 ms).
