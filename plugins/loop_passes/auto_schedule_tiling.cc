@@ -150,6 +150,36 @@ bool StageScheduler::tile(const std::string& nest) {
                                                                     : vectors % 2 == 0                      ? 2
                                                                                                             : 1};
   std::tie(ti, tj) = choose_tile(rows || own_rows ? *ei : 1, vectors, ti, tj);
+  // The bytes the nest touches, by what they vary with: `weights` along
+  // j only (a panel per column tile), `shared` not along j (the input of
+  // a matmul-like nest: every column tile reads all of it), `own` along
+  // j and the output's rows (the output, a residual, a depthwise
+  // convolution's input: each part touched by one column tile); and how
+  // many times the spatial loops outside the tile run.
+  int64_t weights = 0, shared = 0, own = 0, outer = 1;
+  {
+    std::set<const Object*> seen;
+    auto count = [&](const Buffer& buffer, const Array& indices) {
+      if (!seen.insert(buffer->data.get()).second) return;
+      int64_t bytes = (buffer->dtype.bits + 7) / 8;
+      for (const Any& d : buffer->shape) bytes *= const_int(d.cast<PrimExpr>()).value_or(0);
+      bool rows_vary = false;
+      for (size_t k = 0; k + 1 < spatial; ++k) rows_vary |= uses_var(Any(indices), chain[k]->loop_var.get());
+      (!uses_var(Any(indices), jv) ? shared : rows_vary ? own : weights) += bytes;
+    };
+    Visitor access;
+    access.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+      count(l->buffer, l->indices);
+      access.visit_children(l);
+    });
+    access.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+      count(st->buffer, st->indices);
+      access.visit_children(st);
+    });
+    access.visit(Any(j->body));
+    for (size_t k = 0; k < spatial; ++k)
+      if (chain[k] != i && chain[k] != j) outer *= const_int(chain[k]->extent).value_or(1);
+  }
   // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
   // packed into panels, (j // F, r, j % F) with F the tile's width, so
   // that the tile reads one contiguous panel (rows of B a power of two
@@ -233,8 +263,21 @@ bool StageScheduler::tile(const std::string& nest) {
   // tiles outside, so each row tile's weights stay in cache while every
   // column tile uses them.
   bool rows_outer = window && *ei > *ej;
-  if (!copies_.empty() || relaid || window)
-    return tile_panels(root, joo, io, ii, joi, ji, decide("tile.rows_outer", rows_outer));
+  if (!copies_.empty() || relaid || window) {
+    rows_outer = decide("tile.rows_outer", rows_outer);
+    // The column tiles outside the spatial loops above the tile where
+    // the weights that saves reading again (once per pass over the
+    // rows) outweigh what it touches more: the shared input once per
+    // column tile, and the column tiles' own parts, in strips rather
+    // than whole rows.  These are the layers of a small map with many
+    // channels (ResNet-50's last stage read 4-9 MB of weights for each
+    // of its 7 rows); a large map keeps its rows outside.
+    int64_t row_passes = outer * (rows_outer ? (*ei + ti - 1) / ti : 1);
+    int64_t column_tiles = (vectors + tj - 1) / tj;
+    bool panels_outer = row_passes > 1 && column_tiles > 1 &&
+                        decide("tile.panels_outer", weights * (row_passes - 1) > shared * (column_tiles - 1) + own);
+    return tile_panels(root, joo, io, ii, joi, ji, rows_outer, panels_outer);
+  }
   s_.reorder({io, joo, ii, joi, ji});
   // Without packed panels: init, reduction and epilogue become nests of
   // their own over the whole output, so the reduction can be blocked: a
@@ -392,14 +435,14 @@ std::vector<std::string> StageScheduler::register_tile(const std::string& rows, 
 // init, the whole reduction (over the panels while they are in cache)
 // and its epilogue.
 bool StageScheduler::tile_panels(const std::string& root, const std::string& joo, const std::string& io,
-                                 const std::string& ii, const std::string& joi, const std::string& ji,
-                                 bool rows_outer) {
+                                 const std::string& ii, const std::string& joi, const std::string& ji, bool rows_outer,
+                                 bool panels_outer) {
   if (rows_outer) {
     s_.reorder({io, joo, ii, joi, ji});
   } else {
     s_.reorder({joo, io, ii, joi, ji});
   }
-  if (channel_mode_) {
+  if (channel_mode_ || panels_outer) {
     // Each panel of weights (a column tile) serves every row of the
     // output while it is in cache: the column tiles go outside the
     // spatial loops above the tile's rows (those longer than 1).

@@ -313,6 +313,38 @@ def test_rows_without_a_good_divisor_take_a_guarded_last_tile():
     close(got, np.maximum(want, 0))
 
 
+@pytest.mark.parametrize("h,w,cin,cout,residual,panels_outer", [
+    (7, 2, 256, 512, True, True),    # 512 KB of weights over 7 short rows (with any vector width)
+    (6, 2, 96, 200, False, True),    # channels that end in a partial panel
+    (28, 28, 16, 64, True, False),   # 4 KB of weights over a 28x28 map: the rows stay outside
+])
+def test_weights_that_outweigh_the_map_are_read_once_per_panel(h, w, cin, cout, residual, panels_outer):
+    # Channels last, the tile's rows are pixels of one output row and the
+    # column tiles panels of output channels.  Where the weights would be
+    # read again for every output row and outweigh the map, the column
+    # tiles go outside the rows (docs/passes.md, AutoSchedule, "Loop
+    # order"): each panel is read once and serves every row from cache.
+    x, k, b, r = f32(1, h, w, cin), f32(cout, 1, 1, cin), f32(1, 1, cout), f32(1, h, w, cout)
+    xv, rv = graph.Var("x", shape=x.shape), graph.Var("r", shape=r.shape)
+    y = op.add(op.conv2d(xv, graph.Constant(k), data_layout="NHWC", kernel_layout="OHWI"), graph.Constant(b))
+    if residual:
+        y = op.add(y, rv)
+    mod = loom.IRModule({"main": graph.Function([xv, rv] if residual else [xv], op.relu(y))})
+    text = scheduled(mod)
+    layout = re.search(r'param_layouts: \{"1": "0 // (\d+), 1, 2, 3, 0 % \1"\}', text)
+    assert layout, text
+    panels = -(-cout // int(layout.group(1)))
+    outermost = re.search(r"prim_func.*\n(?:\s*alloc.*\n)*\s*for %(\w+): int64 from 0 extent (\d+)", text)
+    assert outermost, text
+    # The panels' loop (j split by the lanes, then by the tile's vectors),
+    # fused with the batch of one where it is outermost.
+    assert (outermost.group(1).endswith("_o_o") and int(outermost.group(2)) == panels) == panels_outer, text
+    args = [x, r] if residual else [x]
+    got = loom.build(mod, CONFIG)["main"](*args).numpy()
+    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), k[:, 0, 0, :].astype(np.float64)) + b
+    close(got, np.maximum(want + (r if residual else 0), 0))
+
+
 def conv_stride_ref(x, w, pad, stride):
     full = conv_ref(x, w, pad)
     return full[:, :, ::stride, ::stride]
