@@ -195,9 +195,11 @@ class StageScheduler {
   std::vector<std::string> register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes);
   // Each column tile's panels packed, then each row tile's init,
   // reduction and epilogue; `panels_outer`: the column tiles outside the
-  // spatial loops above the tile's rows.
+  // spatial loops above the tile's rows; `accumulator`, the buffer the
+  // reduction accumulates in, allocated per tile where it can be.
   bool tile_panels(const std::string& root, const std::string& joo, const std::string& io, const std::string& ii,
-                   const std::string& joi, const std::string& ji, bool rows_outer, bool panels_outer);
+                   const std::string& joi, const std::string& ji, bool rows_outer, bool panels_outer,
+                   const std::string& accumulator);
 
   // auto_schedule_channel_tile.cc
 

@@ -89,6 +89,7 @@ void bind_schedule(py::module_& m) {
           "keeps the buffer's")
       .def("cache_write", &Schedule::cache_write, py::arg("buffer"), py::arg("scope") = "global")
       .def("compute_at", &Schedule::compute_at, py::arg("nest"), py::arg("loop"))
+      .def("allocate_at", &Schedule::allocate_at, py::arg("buffer"), py::arg("loop"))
       .def(
           "rfactor",
           [](Schedule& s, const std::string& loop) {

@@ -1,5 +1,7 @@
 // The compute_at schedule primitive (loom/schedule/schedule.h): a producer nest
-// moved into a later loop, cut to the region one iteration reads.
+// moved into a later loop, cut to the region one iteration reads; and
+// allocate_at, an allocation moved into a loop, cut to the region one
+// iteration touches.
 #include "loom/schedule/schedule.h"
 
 #include <algorithm>
@@ -59,6 +61,33 @@ std::optional<std::pair<PrimExpr, PrimExpr>> index_range(const PrimExpr& e, cons
     hi = substitute(hi, {{l.var, *step >= 0 ? l.hi : l.lo}});
   }
   return std::make_pair(simplify(lo, an), simplify(hi, an));
+}
+
+// `s` with every access of `buffer` going to `compact`, its indices taken
+// from the region's start `lo` (and an allocation of `buffer` in it
+// dropped): a buffer shrunk to the region one iteration uses.
+Stmt rebased(const Stmt& s, const BufferNode* buffer, const Buffer& compact, const std::vector<PrimExpr>& lo,
+             const Analyzer& an) {
+  ExprRule load_rule;
+  auto relative = [&](const Array& indices) {
+    std::vector<PrimExpr> out;
+    for (size_t d = 0; d < lo.size(); ++d)
+      out.push_back(simplify(Sub(rewrite(indices[d].cast<PrimExpr>(), load_rule), lo[d]), an));
+    return out;
+  };
+  load_rule = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
+    const auto* l = e.as<BufferLoadNode>();
+    if (!l || l->buffer.get() != buffer) return std::nullopt;
+    return BufferLoad(compact, relative(l->indices));
+  };
+  StmtRule store_rule = [&](const Stmt& st) -> std::optional<Stmt> {
+    if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer)
+      return rewrite(a->body, load_rule, store_rule);
+    const auto* store = st.as<BufferStoreNode>();
+    if (!store || store->buffer.get() != buffer) return std::nullopt;
+    return BufferStore(compact, rewrite(store->value, load_rule), relative(store->indices));
+  };
+  return rewrite(s, load_rule, store_rule);
 }
 
 }  // namespace
@@ -217,25 +246,6 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       shape.push_back(extent);
     }
     Buffer compact(buffer->name, buffer->dtype, shape, buffer->scope);
-    ExprRule load_rule;
-    auto relative = [&](const Array& indices) {
-      std::vector<PrimExpr> out;
-      for (size_t d = 0; d < rank; ++d)
-        out.push_back(simplify(Sub(rewrite(indices[d].cast<PrimExpr>(), load_rule), lo[d]), an));
-      return out;
-    };
-    load_rule = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
-      const auto* l = e.as<BufferLoadNode>();
-      if (!l || l->buffer.get() != buffer) return std::nullopt;
-      return BufferLoad(compact, relative(l->indices));
-    };
-    StmtRule store_rule = [&](const Stmt& st) -> std::optional<Stmt> {
-      if (const auto* a = st.as<AllocateNode>(); a && a->buffer.get() == buffer)
-        return rewrite(a->body, load_rule, store_rule);
-      const auto* store = st.as<BufferStoreNode>();
-      if (!store || store->buffer.get() != buffer) return std::nullopt;
-      return BufferStore(compact, rewrite(store->value, load_rule), relative(store->indices));
-    };
     // The producer: loop v of axis d runs over [0, extent) at v + lo[d].
     std::unordered_map<const Object*, PrimExpr> shifted;
     PrimExpr in_range;
@@ -248,7 +258,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       PrimExpr cond = And(GE(at, f->min), LT(at, Add(f->min, f->extent)));
       in_range = in_range.defined() ? PrimExpr(And(in_range, cond)) : cond;
     }
-    Stmt body = rewrite(substitute(chain.back()->body, shifted), load_rule, store_rule);
+    Stmt body = rebased(substitute(chain.back()->body, shifted), buffer, compact, lo, an);
     Stmt moved = IfThenElse(in_range, body);
     for (size_t k = chain.size(); k-- > 0;) {
       const ForNode* f = chain[k];
@@ -262,7 +272,7 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
       moved = For(f->loop_var, simplify(min), simplify(extent), f->for_kind(), moved, f->thread, f->annotations);
     }
     moved = simplify(moved, an);  // drops the guard where the region is in range
-    Stmt inside = Allocate(compact, seq({moved, rewrite(loop->body, load_rule, store_rule)}));
+    Stmt inside = Allocate(compact, seq({moved, rebased(loop->body, buffer, compact, lo, an)}));
     Stmt rebuilt = without_producer(with_kind_and_body(*loop, loop->for_kind(), inside));
     StmtRule drop_alloc = [&](const Stmt& st) -> std::optional<Stmt> {
       const auto* a = st.as<AllocateNode>();
@@ -291,6 +301,98 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   }
   moved = simplify(moved, an);  // a loop cut to one iteration goes
   func_ = with_new_body(func_, without_producer(with_kind_and_body(*loop, loop->for_kind(), seq({moved, loop->body}))));
+}
+
+void Schedule::allocate_at(const std::string& name, const std::string& loop_name) {
+  Recorder record(*this, "allocate_at", name, loop_name);
+  const ForNode* loop = find_loop(func_, "allocate_at", loop_name);
+  const AllocateNode* alloc = nullptr;
+  pre_order(func_->body, [&](const Stmt& st) {
+    if (const auto* a = st.as<AllocateNode>(); a && a->buffer->name == name) alloc = a;
+    return !alloc;
+  });
+  if (!alloc) refuse("allocate_at", "'" + name + "' is not an allocation of the function");
+  const BufferNode* buffer = alloc->buffer.get();
+  std::vector<Stmt> to_loop;
+  path_to(func_->body, loop, to_loop);
+  auto at_alloc = std::find_if(to_loop.begin(), to_loop.end(), [&](const Stmt& st) { return st.get() == alloc; });
+  if (at_alloc == to_loop.end())
+    refuse("allocate_at", "%" + loop_name + " is not inside the allocation of '" + name + "'");
+  if (touches(replace(alloc->body, loop, no_op()), buffer)) {
+    refuse("allocate_at", "'" + name + "' is used outside %" + loop_name);
+  }
+  // The region one iteration of `loop` touches, over the loops inside it.
+  Analyzer an;
+  std::vector<const ForNode*> enclosing;  // between the allocation and `loop`, `loop` included
+  for (auto it = to_loop.begin(); it != to_loop.end(); ++it) {
+    const auto* f = it->as<ForNode>();
+    if (!f) continue;
+    an.bind_loop(*f);
+    if (it > at_alloc) enclosing.push_back(f);
+  }
+  std::vector<InnerLoop> inner;
+  for (const ForNode* f : all_loops(loop->body)) {
+    inner.push_back({f->loop_var.get(), f->min, simplify(Sub(Add(f->min, f->extent), IntImm(f->extent.dtype(), 1)))});
+    an.bind_loop(*f);
+  }
+  size_t rank = buffer->shape.size();
+  std::vector<PrimExpr> lo(rank), hi(rank);
+  for (const Access& a : accesses(loop->body)) {
+    if (a.buffer->data.get() != buffer->data.get()) continue;
+    if (a.buffer != buffer) refuse("allocate_at", "'" + name + "' is accessed through a view");
+    for (size_t d = 0; d < rank; ++d) {
+      auto r = index_range(a.indices[d].cast<PrimExpr>(), inner, an);
+      if (!r) {
+        refuse("allocate_at", "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + name +
+                                  "' over the loops in %" + loop_name);
+      }
+      lo[d] = lo[d].defined() ? PrimExpr(Min(lo[d], r->first)) : r->first;
+      hi[d] = hi[d].defined() ? PrimExpr(Max(hi[d], r->second)) : r->second;
+    }
+  }
+  if (rank == 0 || !lo[0].defined()) refuse("allocate_at", "%" + loop_name + " does not use '" + name + "'");
+  std::vector<PrimExpr> shape;
+  for (size_t d = 0; d < rank; ++d) {
+    lo[d] = simplify(lo[d], an);
+    PrimExpr extent = simplify(Add(Sub(hi[d], lo[d]), IntImm(hi[d].dtype(), 1)), an);
+    if (auto c = const_int(extent); !c || *c <= 0) {
+      refuse("allocate_at", "the region of '" + name + "' that one iteration of %" + loop_name +
+                                " touches along axis " + std::to_string(d) + " (" + ir::to_text(Any(lo[d])) + " to " +
+                                ir::to_text(Any(hi[d])) + ") has no constant extent");
+    }
+    shape.push_back(extent);
+  }
+  // No value may pass from one iteration of an enclosing loop to another:
+  // each such loop moves some axis's region by at least its extent, on an
+  // axis no other enclosing loop moves (a reduction's block loop around
+  // the tiles, whose accumulators carry over, is refused).
+  for (const ForNode* f : enclosing) {
+    if (auto e = const_int(f->extent); e && *e == 1) continue;
+    bool own = false;
+    for (size_t d = 0; d < rank && !own; ++d) {
+      auto step = step_along(lo[d], f->loop_var.get());
+      auto extent = const_int(shape[d]);
+      bool alone = true;
+      for (const ForNode* g : enclosing) {
+        auto ge = const_int(g->extent);
+        if (g != f && !(ge && *ge == 1) && uses_var(Any(lo[d]), g->loop_var.get())) alone = false;
+      }
+      own = alone && step && *step >= *extent;
+    }
+    if (!own) {
+      refuse("allocate_at", "iterations of %" + f->loop_var->name + " may touch the same elements of '" + name +
+                                "', so a value could pass between them");
+    }
+  }
+  Buffer compact(buffer->name, buffer->dtype, shape, buffer->scope);
+  Stmt inside = Allocate(compact, rebased(loop->body, buffer, compact, lo, an));
+  Stmt rebuilt = replace(func_->body, loop, with_kind_and_body(*loop, loop->for_kind(), inside));
+  StmtRule drop_alloc = [&](const Stmt& st) -> std::optional<Stmt> {
+    const auto* a = st.as<AllocateNode>();
+    if (!a || a->buffer.get() != buffer) return std::nullopt;
+    return rewrite(a->body, nullptr, drop_alloc);
+  };
+  func_ = with_new_body(func_, rewrite(rebuilt, nullptr, drop_alloc));
 }
 
 }  // namespace loom::tir

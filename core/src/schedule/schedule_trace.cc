@@ -79,6 +79,7 @@ const TracePrimitive kTracePrimitives[] = {
     {"transform_layout", 2, [](Schedule& s, const StepArgs& a) { s.transform_layout(a.str(1), a.layout(2)); }},
     {"cache_write", 2, [](Schedule& s, const StepArgs& a) { s.cache_write(a.str(1), a.str(2)); }},
     {"compute_at", 2, [](Schedule& s, const StepArgs& a) { s.compute_at(a.str(1), a.str(2)); }},
+    {"allocate_at", 2, [](Schedule& s, const StepArgs& a) { s.allocate_at(a.str(1), a.str(2)); }},
     {"rfactor", 1, [](Schedule& s, const StepArgs& a) { s.rfactor(a.str(1)); }},
 };
 }  // namespace

@@ -217,6 +217,53 @@ TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
   EXPECT_EQ(run(rows.func()), want) << text;
 }
 
+// allocate_at: a tile's accumulator, used only inside the tile loop, is
+// allocated there and holds one tile (indices from the tile's start); the
+// numbers stay.  Where a value could pass between iterations, or the
+// buffer is used outside the loop, it is refused.
+TEST(Schedule, AllocateAtGivesEachTileItsOwnAccumulator) {
+  std::vector<float> want = run(original());
+  tir::Schedule s(original());
+  s.compute_inline("biased");
+  s.reverse_compute_inline("acc");  // the epilogue moves into the accumulator's nest
+  std::string outside = error_of([&] { tir::Schedule(original()).allocate_at("acc", "i"); });
+  EXPECT_NE(outside.find("schedule.allocate_at: 'acc' is used outside %i"), std::string::npos) << outside;
+  auto [io, ii] = s.split("i", 3);
+  auto [jo, ji] = s.split("j", 5);
+  s.reorder({io, jo, ii, ji});
+  s.decompose_reduction(ii);
+  s.allocate_at("acc", jo);
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("extent 2 {\n      alloc %acc: Buffer[(3, 5), float32] {"), std::string::npos) << text;
+  EXPECT_NE(text.find("%acc[%i_i_init, %j_i_init] = 0.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("max(%acc[%i_i_post, %j_i_post] + %B[%j_o * 5 + %j_i_post], 0.0)"), std::string::npos) << text;
+  EXPECT_EQ(run(s.func()), want) << text;
+  EXPECT_NE(s.trace_json().find(R"(["allocate_at", "acc", "j_o"])"), std::string::npos) << s.trace_json();
+  EXPECT_TRUE(structural_equal(Any(tir::Schedule::replay(original(), s.trace_json()).func()), Any(s.func())));
+
+  const char* carried = R"(
+@sum = prim_func(%A: Buffer[(4, 8), float32], %Out: Buffer[(8), float32]) {
+  alloc %s: Buffer[(8), float32] {
+    for %k: int64 from 0 extent 4 {
+      for %j: int64 from 0 extent 8 {
+        %s[%j] = %s[%j] + %A[%k, %j];
+        %Out[%j] = %s[%j];
+      }
+    }
+  }
+}
+)";
+  tir::Schedule sum(downcast<tir::PrimFunc>(text::parse_module(carried, "sum.loom").lookup("sum")));
+  std::string got = error_of([&] { sum.allocate_at("s", "k"); });
+  EXPECT_NE(got.find("schedule.allocate_at: iterations of %k may touch the same elements of 's'"), std::string::npos)
+      << got;
+  // Per iteration of %j one element, but %k around it carries the sums.
+  got = error_of([&] { sum.allocate_at("s", "j"); });
+  EXPECT_NE(got.find("iterations of %k may touch the same elements of 's'"), std::string::npos) << got;
+  got = error_of([&] { sum.allocate_at("t", "j"); });
+  EXPECT_NE(got.find("'t' is not an allocation of the function"), std::string::npos) << got;
+}
+
 // transform_layout of an allocation: the accumulator transposed and split
 // (its stores and loads move with it, nothing is recorded) gives the same
 // numbers; a padded split's extra elements are never read.

@@ -140,6 +140,15 @@ class Schedule {
   // read overlapping regions), a local one one per thread.  Barriers
   // between a shared buffer's writes and reads are ThreadSync's.
   void compute_at(const std::string& nest, const std::string& loop);
+  // The allocation `buffer`, used only inside `loop`, moves into `loop`'s
+  // body and holds only the region one iteration of `loop` touches (its
+  // shape the region's extents, which must be constants; its indices
+  // taken from the region's start): a tile's accumulator becomes a few
+  // registers' worth, not an output-sized array written out and read
+  // back.  Refused where a value could pass between iterations of `loop`
+  // or of a loop between it and the allocation (each must move the
+  // region by at least its extent along an axis that no other moves).
+  void allocate_at(const std::string& buffer, const std::string& loop);
   // Reduction factoring: a reduction `B[idx] = B[idx] + e` inside a
   // perfect nest of reduction loops (whose variables idx does not use)
   // accumulates instead into partial sums rf[v], one per value of the
