@@ -137,7 +137,15 @@ bool StageScheduler::tile(const std::string& nest) {
   // ones that divide it (8 lanes: 3 vectors) rather than no tile.
   bool window = operands.empty();
   while (lanes > 1 && lanes > *ej) lanes /= 2;  // a short row: narrower vectors (ends for any extent)
-  if (!window)
+  // A long row of constant operands (a 1000-class classifier's weights)
+  // keeps full vectors and a guarded tail: the weights' panels are padded
+  // with zeros at compile time, and LoopPartition leaves the guard to the
+  // last vectors only (8-lane vectors ran the classifier at half the
+  // multiply-add rate).
+  bool constant_operands = !operands.empty();
+  for (const Operand& o : operands) constant_operands = constant_operands && constant_.count(o.load->buffer->name);
+  bool tail = !window && constant_operands && *ej % lanes != 0 && *ej >= 8 * lanes && decide("tile.tail", true);
+  if (!window && !tail)
     while (lanes > 4 && *ej % lanes != 0) lanes /= 2;
   if (lanes < 2) return false;
   std::string iname = i->loop_var->name, jname = j->loop_var->name;
@@ -218,7 +226,7 @@ bool StageScheduler::tile(const std::string& nest) {
     if (!strided_loads(j->body, jv).empty()) rate /= 2;
     if (channel_tile(root, rate)) return true;
   }
-  if (!window && (*ej % lanes != 0 || (ti * tj < 4 && partial_sums_fit))) return false;
+  if (!window && ((*ej % lanes != 0 && !tail) || (ti * tj < 4 && partial_sums_fit))) return false;
   if (window) {
     for (const BufferLoadNode* l : strided_loads(j->body, jv)) {
       auto step = stride_along(l, jv);

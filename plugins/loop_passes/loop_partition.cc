@@ -61,7 +61,12 @@ void collect(const Stmt& s, const VarNode* var, bool selects, std::vector<const 
           return false;
         }
         if (const auto* i = st.as<IfThenElseNode>()) {
-          if (uses_var(Any(i->condition), var)) out->push_back({i->condition, *inner});
+          // Each clause of a conjunction a guard of its own (a tile's
+          // last row and last column are decided on different loops).
+          std::vector<PrimExpr> parts;
+          clauses(i->condition, &parts);
+          for (const PrimExpr& c : parts)
+            if (uses_var(Any(c), var)) out->push_back({c, *inner});
         }
         return true;
       },

@@ -25,11 +25,18 @@ std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::s
   const ForNode* top = find_loop(func_, "decompose_reduction", loop);
   std::vector<const ForNode*> chain = perfect_nest(top);
   // A split's guard around the sequence goes with each part, as far in as
-  // the part's own perfect nest (so reorder still reaches its loops).
+  // the part's own perfect nest (so reorder still reaches its loops); the
+  // guards of two splits (rows and columns that both end in a part tile)
+  // go together.
   Stmt inner = chain.back()->body;
-  const auto* guard = inner.as<IfThenElseNode>();
-  if (guard && guard->else_case.defined()) guard = nullptr;
-  std::vector<Stmt> parts = elements(guard ? guard->then_case : inner);
+  Stmt guarded = inner;
+  PrimExpr condition;
+  while (const auto* g = guarded.as<IfThenElseNode>()) {
+    if (g->else_case.defined()) break;
+    condition = condition.defined() ? PrimExpr(And(condition, g->condition)) : g->condition;
+    guarded = g->then_case;
+  }
+  std::vector<Stmt> parts = elements(guarded);
   if (parts.size() < 2) {
     refuse("decompose_reduction", "the innermost body of the nest at %" + loop + " is not a sequence of statements");
   }
@@ -64,7 +71,7 @@ std::vector<std::vector<std::string>> Schedule::decompose_reduction(const std::s
         vars.push_back(v);
       }
     }
-    Stmt body = substitute(guard ? push_guard(parts[k], guard->condition, {}) : parts[k], with);
+    Stmt body = substitute(condition.defined() ? push_guard(parts[k], condition, {}) : parts[k], with);
     std::vector<std::string> list;
     for (size_t m = chain.size(); m-- > 0;) {
       const ForNode* f = chain[m];

@@ -178,6 +178,19 @@ TEST(Schedule, DecomposeReductionCarriesASplitsGuard) {
       std::string::npos)
       << text;
   EXPECT_EQ(run(s.func()), want) << text;
+
+  // Rows and columns both split with a guard (6 = 4 + 2, 10 = 4 + 4 + 2):
+  // the two guards go together with each part.
+  tir::Schedule both(original());
+  both.compute_inline("biased");
+  both.reverse_compute_inline("acc");
+  auto [io, ii] = both.split("i", 4);
+  auto [jo2, ji2] = both.split("j", 4);
+  both.reorder({io, jo2, ii, ji2});
+  EXPECT_EQ(both.decompose_reduction(ii).size(), 3u);
+  text = ir::to_text(Any(both.func()));
+  EXPECT_NE(text.find("if %j_o * 4 + %j_i_init < 10 && %i_o * 4 + %i_i_init < 6 {"), std::string::npos) << text;
+  EXPECT_EQ(run(both.func()), want) << text;
 }
 
 TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {

@@ -345,6 +345,26 @@ def test_weights_that_outweigh_the_map_are_read_once_per_panel(h, w, cin, cout, 
     close(got, np.maximum(want + (r if residual else 0), 0))
 
 
+def test_a_long_row_of_constant_weights_keeps_full_vectors_and_a_guarded_tail():
+    # A 1x1 convolution to 102 channels (SqueezeNet's 1000-class classifier,
+    # scaled to 4-lane vectors): full vectors with a guarded tail rather
+    # than vectors of 2 lanes; the weight's panels are padded with zeros at
+    # compile time and LoopPartition leaves the guard to the last vector
+    # (docs/passes.md, AutoSchedule, "Tile shape").
+    x, w, b = f32(1, 5, 5, 64), f32(102, 1, 1, 64), f32(1, 1, 102)
+    xv = graph.Var("x", shape=x.shape)
+    conv = op.conv2d(xv, graph.Constant(w), data_layout="NHWC", kernel_layout="OHWI")
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(op.add(conv, graph.Constant(b))))})
+    text = scheduled(mod)
+    layout = re.search(r'param_layouts: \{"1": "0 // (\d+), 1, 2, 3, 0 % \1"\}', text)
+    assert layout and int(layout.group(1)) % 4 == 0, text
+    assert "extent 4 vectorized" in text and "extent 2 vectorized" not in text, text
+    assert re.search(r"if .* < 102 \{", text), text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0, :].astype(np.float64)) + b
+    close(got, np.maximum(want, 0))
+
+
 def conv_stride_ref(x, w, pad, stride):
     full = conv_ref(x, w, pad)
     return full[:, :, ::stride, ::stride]
