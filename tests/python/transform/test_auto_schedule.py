@@ -296,21 +296,31 @@ def test_a_channels_last_padded_input_is_read_in_place_where_the_copy_dominates(
     close(got, np.maximum(full.transpose(0, 2, 3, 1) + b, 0))
 
 
+def pointwise_nhwc(x, w, b, r=None):
+    """relu(conv1x1(x, w) + b [+ r]) channels last: the module and the
+    float64 reference."""
+    xv = graph.Var("x", shape=x.shape)
+    y = op.add(op.conv2d(xv, graph.Constant(w), data_layout="NHWC", kernel_layout="OHWI"), graph.Constant(b))
+    params = [xv]
+    if r is not None:
+        rv = graph.Var("r", shape=r.shape)
+        y = op.add(y, rv)
+        params.append(rv)
+    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0, :].astype(np.float64)) + b
+    return loom.IRModule({"main": graph.Function(params, op.relu(y))}), np.maximum(want + (0 if r is None else r), 0)
+
+
 def test_rows_without_a_good_divisor_take_a_guarded_last_tile():
     # A 1x1 convolution channels last over a 13x13 map: 13 rows divide
     # only into tiles of 1 row (one chain of multiply-adds per vector), so
     # the tile takes several rows and a guarded last tile (docs/passes.md,
     # AutoSchedule, "Tile shape"); the result stays exact.
-    x, w, b = f32(1, 13, 13, 64), f32(200, 1, 1, 64), f32(1, 1, 200)
-    xv = graph.Var("x", shape=x.shape)
-    conv = op.conv2d(xv, graph.Constant(w), data_layout="NHWC", kernel_layout="OHWI")
-    mod = loom.IRModule({"main": graph.Function([xv], op.relu(op.add(conv, graph.Constant(b))))})
+    x = f32(1, 13, 13, 64)
+    mod, want = pointwise_nhwc(x, f32(200, 1, 1, 64), f32(1, 1, 200))
     text = scheduled(mod)
     guard = re.search(r"if %\w+ \* (\d) \+ %\w+ < 13 \{", text)
     assert guard and int(guard.group(1)) > 1, text
-    got = loom.build(mod, CONFIG)["main"](x).numpy()
-    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0, :].astype(np.float64)) + b
-    close(got, np.maximum(want, 0))
+    close(loom.build(mod, CONFIG)["main"](x).numpy(), want)
 
 
 @pytest.mark.parametrize("h,w,cin,cout,residual,panels_outer", [
@@ -324,12 +334,8 @@ def test_weights_that_outweigh_the_map_are_read_once_per_panel(h, w, cin, cout, 
     # read again for every output row and outweigh the map, the column
     # tiles go outside the rows (docs/passes.md, AutoSchedule, "Loop
     # order"): each panel is read once and serves every row from cache.
-    x, k, b, r = f32(1, h, w, cin), f32(cout, 1, 1, cin), f32(1, 1, cout), f32(1, h, w, cout)
-    xv, rv = graph.Var("x", shape=x.shape), graph.Var("r", shape=r.shape)
-    y = op.add(op.conv2d(xv, graph.Constant(k), data_layout="NHWC", kernel_layout="OHWI"), graph.Constant(b))
-    if residual:
-        y = op.add(y, rv)
-    mod = loom.IRModule({"main": graph.Function([xv, rv] if residual else [xv], op.relu(y))})
+    x, r = f32(1, h, w, cin), f32(1, h, w, cout)
+    mod, want = pointwise_nhwc(x, f32(cout, 1, 1, cin), f32(1, 1, cout), r if residual else None)
     text = scheduled(mod)
     layout = re.search(r'param_layouts: \{"1": "0 // (\d+), 1, 2, 3, 0 % \1"\}', text)
     assert layout, text
@@ -339,10 +345,7 @@ def test_weights_that_outweigh_the_map_are_read_once_per_panel(h, w, cin, cout, 
     # The panels' loop (j split by the lanes, then by the tile's vectors),
     # fused with the batch of one where it is outermost.
     assert (outermost.group(1).endswith("_o_o") and int(outermost.group(2)) == panels) == panels_outer, text
-    args = [x, r] if residual else [x]
-    got = loom.build(mod, CONFIG)["main"](*args).numpy()
-    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), k[:, 0, 0, :].astype(np.float64)) + b
-    close(got, np.maximum(want + (r if residual else 0), 0))
+    close(loom.build(mod, CONFIG)["main"](*([x, r] if residual else [x])).numpy(), want)
 
 
 def test_a_long_row_of_constant_weights_keeps_full_vectors_and_a_guarded_tail():
@@ -351,18 +354,14 @@ def test_a_long_row_of_constant_weights_keeps_full_vectors_and_a_guarded_tail():
     # than vectors of 2 lanes; the weight's panels are padded with zeros at
     # compile time and LoopPartition leaves the guard to the last vector
     # (docs/passes.md, AutoSchedule, "Tile shape").
-    x, w, b = f32(1, 5, 5, 64), f32(102, 1, 1, 64), f32(1, 1, 102)
-    xv = graph.Var("x", shape=x.shape)
-    conv = op.conv2d(xv, graph.Constant(w), data_layout="NHWC", kernel_layout="OHWI")
-    mod = loom.IRModule({"main": graph.Function([xv], op.relu(op.add(conv, graph.Constant(b))))})
+    x = f32(1, 5, 5, 64)
+    mod, want = pointwise_nhwc(x, f32(102, 1, 1, 64), f32(1, 1, 102))
     text = scheduled(mod)
     layout = re.search(r'param_layouts: \{"1": "0 // (\d+), 1, 2, 3, 0 % \1"\}', text)
     assert layout and int(layout.group(1)) % 4 == 0, text
     assert "extent 4 vectorized" in text and "extent 2 vectorized" not in text, text
     assert re.search(r"if .* < 102 \{", text), text
-    got = loom.build(mod, CONFIG)["main"](x).numpy()
-    want = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0, :].astype(np.float64)) + b
-    close(got, np.maximum(want, 0))
+    close(loom.build(mod, CONFIG)["main"](x).numpy(), want)
 
 
 def conv_stride_ref(x, w, pad, stride):
