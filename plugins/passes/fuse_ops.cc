@@ -97,18 +97,64 @@ transform::Pass FuseOps() {
       std::vector<Group> groups;
       std::unordered_map<const Object*, size_t> group_of;  // a group's output variable -> group
       std::vector<int64_t> binding_group(bindings.size(), -1);
+      // The elementwise bindings from `i` on that close a diamond over the
+      // group output `a` (a value with several users, all of them among
+      // these bindings: swish, x * sigmoid(x); hard-swish, x * clip(x + 3,
+      // 0, 6) / 6), whose values other than the last are used only among
+      // them; empty when there is none.
+      auto diamond = [&](size_t i, const Object* a) {
+        std::vector<size_t> members;
+        std::set<const Object*> inside;
+        int left = uses[a];
+        for (size_t k = i; k < bindings.size() && left > 0; ++k) {
+          const auto* call = bindings[k].value.as<graph::CallNode>();
+          if (!call) continue;
+          bool reads_a = false, reads_inside = false;
+          for (const Any& x : call->args) {
+            reads_a = reads_a || x.object() == a;
+            reads_inside = reads_inside || inside.count(x.object());
+          }
+          if (!reads_a && !reads_inside) continue;
+          std::string op_name;
+          auto pattern = pattern_of(module, bindings[k].value, &op_name);
+          if (!pattern || *pattern > PatternKind::kBroadcast) return std::vector<size_t>{};
+          for (const Any& x : call->args) left -= x.object() == a ? 1 : 0;
+          members.push_back(k);
+          inside.insert(bindings[k].var.get());
+        }
+        if (left != 0 || members.size() < 2) return std::vector<size_t>{};
+        // Every value but the last used only by the members.
+        std::unordered_map<const Object*, int> used_inside;
+        for (size_t k : members)
+          for (const Any& x : bindings[k].value.as<graph::CallNode>()->args)
+            if (inside.count(x.object())) ++used_inside[x.object()];
+        for (size_t m = 0; m + 1 < members.size(); ++m) {
+          const Object* v = bindings[members[m]].var.get();
+          if (uses[v] != used_inside[v]) return std::vector<size_t>{};
+        }
+        return members;
+      };
+      std::unordered_map<size_t, size_t> forced;  // binding -> the group a diamond put it in
       for (size_t i = 0; i < bindings.size(); ++i) {
         std::string name;
         auto pattern = pattern_of(module, bindings[i].value, &name);
         if (!pattern) continue;
         int64_t joined = -1;
-        if (*pattern <= PatternKind::kBroadcast) {
+        if (auto f = forced.find(i); f != forced.end()) {
+          joined = static_cast<int64_t>(f->second);
+          for (auto it = group_of.begin(); it != group_of.end();)
+            it = it->second == f->second ? group_of.erase(it) : std::next(it);
+        } else if (*pattern <= PatternKind::kBroadcast) {
           for (const Any& a : bindings[i].value.as<graph::CallNode>()->args) {
             auto found = group_of.find(a.object());
-            if (found == group_of.end() || uses[a.object()] != 1) continue;
+            if (found == group_of.end()) continue;
             Group& g = groups[found->second];
-            if (static_cast<int64_t>(g.members.size()) >= max_depth) continue;
+            std::vector<size_t> closing = uses[a.object()] == 1 ? std::vector<size_t>{} : diamond(i, a.object());
+            if (uses[a.object()] != 1 && closing.empty()) continue;
+            if (static_cast<int64_t>(g.members.size() + std::max<size_t>(closing.size(), 1)) > max_depth) continue;
             joined = static_cast<int64_t>(found->second);
+            for (size_t k : closing)
+              if (k != i) forced[k] = found->second;
             group_of.erase(found);
             break;
           }

@@ -264,3 +264,37 @@ def test_python_passes_declare_contracts_the_pass_manager_checks():
     # A misspelt property is refused when the pass is declared.
     with pytest.raises(loom.LookupError, match="no IR property named 'ops_lowerd'.*did you mean 'ops_lowered'"):
         transform.module_pass(lambda mod, ctx: mod, name=unique("Typo"), needs=["ops_lowerd"])
+
+
+@pytest.mark.parametrize("activation", ["swish", "hard_swish", "escapes"])
+def test_fuse_ops_closes_a_diamond_of_elementwise_operators(activation):
+    # swish (x * sigmoid(x)) and hard-swish (x * clip(x + 3, 0, 6) / 6) read
+    # the convolution's output twice; the operators that close that diamond
+    # join the convolution's group (docs/passes.md, FuseOps), so no kernel
+    # reads the output again.  Where an inner value is also used outside,
+    # the diamond stays out of the group.
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((1, 8, 6, 6)).astype(np.float32), rng.standard_normal((4, 8, 3, 3)).astype(np.float32)
+    xv = graph.Var("x", shape=x.shape)
+    c = op.conv2d(xv, graph.Constant(w), padding=[1, 1, 1, 1])
+    if activation == "swish":
+        y = op.multiply(c, op.sigmoid(c))
+    elif activation == "hard_swish":
+        y = op.divide(op.multiply(c, op.clip(op.add(c, graph.Constant(np.float32(3))), a_min=0.0, a_max=6.0)),
+                      graph.Constant(np.float32(6)))
+    else:
+        s = op.sigmoid(c)
+        y = graph.Tuple([op.multiply(c, s), s])
+    mod = loom.IRModule({"main": graph.Function([xv], y)})
+    with transform.PassContext(opt_level=2):
+        fused = transform.Sequential(["InferType", "FuseOps"])(mod)
+    groups = [n for n in fused.functions.keys() if n.startswith("fused_")]
+    if activation == "escapes":
+        assert not any("conv2d" in n and "sigmoid" in n for n in groups), groups
+        return
+    assert len(groups) == 1 and groups[0].startswith("fused_conv2d_"), groups
+    cfg = loom.Config.parse(open(pathlib.Path(__file__).resolve().parents[3] / "configs" / "host.yaml").read(),
+                            "host.yaml")
+    got = loom.build(mod, cfg)["main"](x).numpy()
+    want = loom.build(mod, loom.Config.parse("target:\n  kind: ref\n", "ref.yaml"))["main"](x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
