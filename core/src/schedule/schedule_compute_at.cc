@@ -63,6 +63,38 @@ std::optional<std::pair<PrimExpr, PrimExpr>> index_range(const PrimExpr& e, cons
   return std::make_pair(simplify(lo, an), simplify(hi, an));
 }
 
+// The region of `buffer` (of rank `rank`) that one iteration of `loop`
+// accesses: each index's least and greatest value over the loops inside
+// `loop`, which are bound in `an` (it knows the loops around `loop`
+// already); lo[0] undefined where `loop` does not access the buffer.
+// Refused (as `primitive`) for an index it cannot bound, or an access
+// through a view (`view`: why that is refused).
+std::pair<std::vector<PrimExpr>, std::vector<PrimExpr>> touched_region(const ForNode& loop, const BufferNode* buffer,
+                                                                       size_t rank, Analyzer& an,
+                                                                       const std::string& primitive,
+                                                                       const std::string& view) {
+  std::vector<InnerLoop> inner;
+  for (const ForNode* f : all_loops(loop.body)) {
+    inner.push_back({f->loop_var.get(), f->min, simplify(Sub(Add(f->min, f->extent), IntImm(f->extent.dtype(), 1)))});
+    an.bind_loop(*f);
+  }
+  std::vector<PrimExpr> lo(rank), hi(rank);
+  for (const Access& a : accesses(loop.body)) {
+    if (a.buffer->data.get() != buffer->data.get()) continue;
+    if (a.buffer != buffer) refuse(primitive, "'" + buffer->name + "' is " + view);
+    for (size_t d = 0; d < rank; ++d) {
+      auto r = index_range(a.indices[d].cast<PrimExpr>(), inner, an);
+      if (!r) {
+        refuse(primitive, "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + buffer->name +
+                              "' over the loops in %" + loop.loop_var->name);
+      }
+      lo[d] = lo[d].defined() ? PrimExpr(Min(lo[d], r->first)) : r->first;
+      hi[d] = hi[d].defined() ? PrimExpr(Max(hi[d], r->second)) : r->second;
+    }
+  }
+  return {lo, hi};
+}
+
 // `s` with every access of `buffer` going to `compact`, its indices taken
 // from the region's start `lo` (and an allocation of `buffer` in it
 // dropped): a buffer shrunk to the region one iteration uses.
@@ -160,27 +192,9 @@ void Schedule::compute_at(const std::string& nest_name, const std::string& loop_
   for (const Stmt& s : to_loop)
     if (const auto* f = s.as<ForNode>()) outer.push_back(f);
   for (const ForNode* f : outer) an.bind_loop(*f);
-  std::vector<InnerLoop> inner;
-  for (const ForNode* f : all_loops(loop->body)) {
-    inner.push_back({f->loop_var.get(), f->min, simplify(Sub(Add(f->min, f->extent), IntImm(f->extent.dtype(), 1)))});
-    an.bind_loop(*f);
-  }
   size_t rank = store_vars.size();
-  std::vector<PrimExpr> lo(rank), hi(rank);
-  for (const Access& a : accesses(loop->body)) {
-    if (a.buffer->data.get() != buffer->data.get()) continue;
-    if (a.buffer != buffer)
-      refuse("compute_at", "'" + buffer->name + "' is read through a view; schedule before FlattenBuffer");
-    for (size_t d = 0; d < rank; ++d) {
-      auto r = index_range(a.indices[d].cast<PrimExpr>(), inner, an);
-      if (!r) {
-        refuse("compute_at", "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + buffer->name +
-                                 "' over the loops in %" + loop_name);
-      }
-      lo[d] = lo[d].defined() ? PrimExpr(Min(lo[d], r->first)) : r->first;
-      hi[d] = hi[d].defined() ? PrimExpr(Max(hi[d], r->second)) : r->second;
-    }
-  }
+  auto [lo, hi] =
+      touched_region(*loop, buffer, rank, an, "compute_at", "read through a view; schedule before FlattenBuffer");
   if (!lo.empty() && !lo[0].defined()) refuse("compute_at", "%" + loop_name + " does not read '" + buffer->name + "'");
   // Under a parallel loop, or one bound to a thread axis, each iteration's
   // region must be its own: some dimension's region starts a * v + b with
@@ -330,26 +344,8 @@ void Schedule::allocate_at(const std::string& name, const std::string& loop_name
     an.bind_loop(*f);
     if (it > at_alloc) enclosing.push_back(f);
   }
-  std::vector<InnerLoop> inner;
-  for (const ForNode* f : all_loops(loop->body)) {
-    inner.push_back({f->loop_var.get(), f->min, simplify(Sub(Add(f->min, f->extent), IntImm(f->extent.dtype(), 1)))});
-    an.bind_loop(*f);
-  }
   size_t rank = buffer->shape.size();
-  std::vector<PrimExpr> lo(rank), hi(rank);
-  for (const Access& a : accesses(loop->body)) {
-    if (a.buffer->data.get() != buffer->data.get()) continue;
-    if (a.buffer != buffer) refuse("allocate_at", "'" + name + "' is accessed through a view");
-    for (size_t d = 0; d < rank; ++d) {
-      auto r = index_range(a.indices[d].cast<PrimExpr>(), inner, an);
-      if (!r) {
-        refuse("allocate_at", "cannot bound the index " + ir::to_text(a.indices[d]) + " of '" + name +
-                                  "' over the loops in %" + loop_name);
-      }
-      lo[d] = lo[d].defined() ? PrimExpr(Min(lo[d], r->first)) : r->first;
-      hi[d] = hi[d].defined() ? PrimExpr(Max(hi[d], r->second)) : r->second;
-    }
-  }
+  auto [lo, hi] = touched_region(*loop, buffer, rank, an, "allocate_at", "accessed through a view");
   if (rank == 0 || !lo[0].defined()) refuse("allocate_at", "%" + loop_name + " does not use '" + name + "'");
   std::vector<PrimExpr> shape;
   for (size_t d = 0; d < rank; ++d) {
