@@ -1,11 +1,12 @@
 """The llvm target's layout rule (docs/target-llvm.md, "Layout"): each
-ImageNet CNN built twice from the same ONNX file, channels-last (the
-default pipeline, ConvertLayout first) and channels-first (the same
-pipeline with ConvertLayout disabled), at one thread, timed in
+ImageNet CNN built three ways from the same ONNX file -- channel blocks
+(`ConvertLayout.layout: NCHWc`), channels-last (`NHWC`) and
+channels-first (ConvertLayout disabled) -- at one thread, timed in
 alternating rounds; prints each build's time, each side's median, the
-median of the per-round ratios (channels-last / channels-first) and the
-largest difference between the two outputs relative to their scale.
-Each model runs in the benchmark's process, one after another.
+medians of the per-round ratios blocks / channels-last and channels-last
+/ channels-first, which layout the default (`auto`) takes, and the
+largest difference between the outputs relative to their scale.  Each
+model runs in the benchmark's process, one after another.
 
     PYTHONPATH=python /usr/bin/python3 bench/layout.py [--rounds N] [--calls N] [MODEL...]
 
@@ -31,7 +32,9 @@ CONFIG = """target: {kind: llvm, mcpu: native, num-threads: 1}
 pipeline:
   passes: [default]
 """
-SIDES = {"channels-last": CONFIG, "channels-first": CONFIG + "  disabled: [ConvertLayout]\n"}
+SIDES = {"blocks": CONFIG + "  config: {ConvertLayout.layout: NCHWc}\n",
+         "channels-last": CONFIG + "  config: {ConvertLayout.layout: NHWC}\n",
+         "channels-first": CONFIG + "  disabled: [ConvertLayout]\n"}
 
 
 def main():
@@ -46,9 +49,10 @@ def main():
     import loom
     from loom.frontend import onnx as lonnx
     warnings.filterwarnings("ignore")
-    print(f"Loom channels-last (default) vs channels-first, llvm, 1 thread; {args.rounds} rounds of {args.calls} calls")
-    print("| model | build last / first (s) | channels-last (ms) | channels-first (ms) | ratio | output difference |")
-    print("|---|---|---|---|---|---|")
+    print(f"Loom's layouts, llvm, 1 thread; {args.rounds} rounds of {args.calls} calls")
+    print("| model | build blocks / last / first (s) | blocks (ms) | channels-last (ms) | channels-first (ms) "
+          "| blocks / last | last / first | default | output difference |")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as directory:
         d = pathlib.Path(directory)
         for name in args.models:
@@ -58,6 +62,7 @@ def main():
             path = d / f"{name}.onnx"
             torch.onnx.export(model, x, str(path), opset_version=13)
             calls, outputs, builds = {}, {}, {}
+            module = lonnx.from_onnx(path)
             for side, text in SIDES.items():
                 config = d / f"{side}.yaml"
                 config.write_text(text)
@@ -70,20 +75,31 @@ def main():
                 outputs[side] = f(xa).numpy()
                 calls[side] = (lambda f=f, xa=xa: f(xa))
             medians = {side: [] for side in SIDES}
-            ratios = []
+            ratios = {"blocks": [], "channels-last": []}
             for r in range(args.rounds):
                 order = list(SIDES) if r % 2 == 0 else list(SIDES)[::-1]
                 per = {side: statistics.median(timed_calls(calls[side], args.calls)) for side in order}
                 for side in SIDES:
                     medians[side].append(per[side])
-                ratios.append(per["channels-last"] / per["channels-first"])
+                ratios["blocks"].append(per["blocks"] / per["channels-last"])
+                ratios["channels-last"].append(per["channels-last"] / per["channels-first"])
             first = outputs["channels-first"]
-            diff = float(np.abs(outputs["channels-last"] - first).max() / max(np.abs(first).max(), 1e-30))
-            print(f"| {name} | {builds['channels-last']:.1f} / {builds['channels-first']:.1f} "
-                  f"| {statistics.median(medians['channels-last']):.2f} "
-                  f"| {statistics.median(medians['channels-first']):.2f} | {statistics.median(ratios):.2f} "
-                  f"| {diff:.1e} |", flush=True)
+            diff = max(float(np.abs(outputs[side] - first).max() / max(np.abs(first).max(), 1e-30))
+                       for side in ("blocks", "channels-last"))
+            default = "blocks" if any(op_is_depthwise(module)) else "channels-last"
+            print(f"| {name} | {builds['blocks']:.1f} / {builds['channels-last']:.1f} / {builds['channels-first']:.1f} "
+                  + "".join(f"| {statistics.median(medians[side]):.2f} " for side in SIDES)
+                  + f"| {statistics.median(ratios['blocks']):.2f} | {statistics.median(ratios['channels-last']):.2f} "
+                  f"| {default} | {diff:.1e} |", flush=True)
 
+
+def op_is_depthwise(module):
+    """For each conv2d of the module, whether it has several groups: what
+    the default layout (auto) looks for, a depthwise convolution (docs/
+    passes.md, ConvertLayout; the seven CNNs group only depthwise)."""
+    import re
+    for m in re.finditer(r"\bgroups=(\d+)", module.script()):
+        yield int(m.group(1)) > 1
 
 if __name__ == "__main__":
     main()

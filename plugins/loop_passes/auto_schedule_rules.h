@@ -185,6 +185,8 @@ class StageScheduler {
   // The tile's shape with the decider's say.
   std::pair<int64_t, int64_t> choose_tile(int64_t extent, int64_t vectors, int64_t ti, int64_t tj);
   static std::vector<int64_t> column_counts(int64_t vectors);
+  // The loop that picks a channel block of a blocked nest, or null.
+  static const ForNode* block_loop(const std::vector<const ForNode*>& chain, size_t spatial, const ForNode* i);
   // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
   static double tile_rate(int64_t ti, int64_t tj, bool own_rows = false);
   // The register tile with the most multiply-adds per cycle by the model.

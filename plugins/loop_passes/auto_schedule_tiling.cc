@@ -159,11 +159,20 @@ bool StageScheduler::tile(const std::string& nest) {
   // (four with 512-bit ones), which the test below leaves to
   // vector_reduction's partial sums where they fit.
   bool own_rows = !rows && *ei > 1 && decide("tile.own_rows", true);
-  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, vectors, own_rows, !window && rows)
+  // Channel blocks (NCHW{b}c): where the row is one vector (a block of
+  // channels) and an outer loop picks the block of everything read along
+  // it (the weights' output block, the output's) but not of the shared
+  // input, the tile's columns are blocks: tj of them, a vector each, so
+  // a step loads ti + tj values for ti x tj multiply-adds as in a
+  // channels-last tile (one block a tile loaded ti + 1 for ti).
+  const ForNode* blocks = rows && vectors == 1 && *ej == lanes ? block_loop(chain, spatial, i) : nullptr;
+  if (blocks && !decide("tile.blocks", true)) blocks = nullptr;
+  int64_t columns = blocks ? *const_int(blocks->extent) : vectors;
+  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, columns, own_rows, !window && rows)
                                    : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4
                                                                     : vectors % 2 == 0                      ? 2
                                                                                                             : 1};
-  std::tie(ti, tj) = choose_tile(rows || own_rows ? *ei : 1, vectors, ti, tj);
+  std::tie(ti, tj) = choose_tile(rows || own_rows ? *ei : 1, columns, ti, tj);
   // The bytes the nest touches, by what they vary with: `weights` along
   // j only (a panel per column tile), `shared` not along j (the input of
   // a matmul-like nest: every column tile reads all of it), `own` along
@@ -178,7 +187,8 @@ bool StageScheduler::tile(const std::string& nest) {
       int64_t bytes = (buffer->dtype.bits + 7) / 8;
       for (const Any& d : buffer->shape) bytes *= const_int(d.cast<PrimExpr>()).value_or(0);
       bool rows_vary = false;
-      for (size_t k = 0; k + 1 < spatial; ++k) rows_vary |= uses_var(Any(indices), chain[k]->loop_var.get());
+      for (size_t k = 0; k + 1 < spatial; ++k)
+        if (chain[k] != blocks) rows_vary |= uses_var(Any(indices), chain[k]->loop_var.get());
       (!uses_var(Any(indices), jv) ? shared : rows_vary ? own : weights) += bytes;
     };
     Visitor access;
@@ -192,7 +202,7 @@ bool StageScheduler::tile(const std::string& nest) {
     });
     access.visit(Any(j->body));
     for (size_t k = 0; k < spatial; ++k)
-      if (chain[k] != i && chain[k] != j) outer *= const_int(chain[k]->extent).value_or(1);
+      if (chain[k] != i && chain[k] != j && chain[k] != blocks) outer *= const_int(chain[k]->extent).value_or(1);
   }
   // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
   // packed into panels, (j // F, r, j % F) with F the tile's width, so
@@ -236,7 +246,8 @@ bool StageScheduler::tile(const std::string& nest) {
   if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
   std::set<std::string> panels;
   bool relaid = false;
-  for (const Operand& o : operands) {
+  // Blocked weights are panels already: a block's, contiguous.
+  for (const Operand& o : blocks ? std::vector<Operand>{} : operands) {
     // A constant operand takes the panel layout itself: the caller's
     // constant is packed once, at compile time.  Any other is copied
     // per call when it must be (strided) or enough row tiles share it
@@ -270,14 +281,32 @@ bool StageScheduler::tile(const std::string& nest) {
     }
   }
   auto [io, ii] = s_.split(iname, ti);
-  auto [jo, ji] = s_.split(jname, lanes);
-  auto [joo, joi] = s_.split(jo, tj);
+  std::string joo, joi, ji;
+  if (blocks) {
+    // The tile's blocks right outside the lanes, the block tiles where
+    // the block loop was.
+    std::tie(joo, joi) = s_.split(blocks->loop_var->name, tj);
+    ji = jname;
+    std::vector<std::string> order;
+    bool between = false;
+    for (const ForNode* f : perfect_nest(find(s_, joo))) {
+      if (f->loop_var->name == jname) break;
+      if (between) order.push_back(f->loop_var->name);
+      between = between || f->loop_var->name == joi;
+    }
+    order.push_back(joi);
+    s_.reorder(order);
+  } else {
+    std::string jo;
+    std::tie(jo, ji) = s_.split(jname, lanes);
+    std::tie(joo, joi) = s_.split(jo, tj);
+  }
   // A window nest with more rows than columns (a convolution over a small
   // map with many channels: its weights outweigh its input) runs the row
   // tiles outside, so each row tile's weights stay in cache while every
   // column tile uses them.
   bool rows_outer = window && *ei > *ej;
-  if (!copies_.empty() || relaid || window) {
+  if (!copies_.empty() || relaid || window || blocks) {
     rows_outer = decide("tile.rows_outer", rows_outer);
     // The column tiles outside the spatial loops above the tile where
     // the weights that saves reading again (once per pass over the
@@ -287,7 +316,7 @@ bool StageScheduler::tile(const std::string& nest) {
     // channels (ResNet-50's last stage read 4-9 MB of weights for each
     // of its 7 rows); a large map keeps its rows outside.
     int64_t row_passes = outer * (rows_outer ? (*ei + ti - 1) / ti : 1);
-    int64_t column_tiles = (vectors + tj - 1) / tj;
+    int64_t column_tiles = (columns + tj - 1) / tj;
     bool panels_outer = row_passes > 1 && column_tiles > 1 &&
                         decide("tile.panels_outer", weights * (row_passes - 1) > shared * (column_tiles - 1) + own);
     return tile_panels(root, joo, io, ii, joi, ji, rows_outer, panels_outer, accumulator);
@@ -330,6 +359,38 @@ bool StageScheduler::tile(const std::string& nest) {
     if (parallel_) attempt([&] { s_.parallel(tiles); });
   }
   return true;
+}
+
+// The loop of a channel-blocked nest that picks the block (tile()'s
+// "Channel blocks"): a spatial loop other than the rows `i` and the
+// lanes, longer than 1, used by every operand of the reduction read
+// along the lanes and by its accumulator, and by none of the others (the
+// input, shared by every block); the innermost such, or null.
+const ForNode* StageScheduler::block_loop(const std::vector<const ForNode*>& chain, size_t spatial, const ForNode* i) {
+  const ForNode* j = chain[spatial - 1];
+  const VarNode* jv = j->loop_var.get();
+  for (size_t k = spatial - 1; k-- > 0;) {
+    const ForNode* c = chain[k];
+    auto extent = const_int(c->extent);
+    if (c == i || !extent || *extent < 2) continue;
+    const VarNode* cv = c->loop_var.get();
+    bool fits = true, along = false;
+    Visitor access;
+    access.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+      bool by_j = uses_var(Any(l->indices), jv);
+      along = along || by_j;
+      if (by_j != uses_var(Any(l->indices), cv)) fits = false;
+      access.visit_children(l);
+    });
+    access.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+      if (!uses_var(Any(st->indices), cv)) fits = false;
+      access.visit_children(st);
+    });
+    for (const Any& st : j->body.as<SeqStmtNode>()->seq)
+      if (st.cast<Stmt>().as<ForNode>()) access.visit(st);
+    if (fits && along) return c;
+  }
+  return nullptr;
 }
 
 // The tile's shape with the decider's say: tile.vectors among the

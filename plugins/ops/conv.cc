@@ -1,6 +1,8 @@
-// conv2d (NCHW or NHWC data, OIHW or OHWI weights, stride, padding,
-// dilation, groups) and 2-D pooling in either layout (docs/operators.md).
+// conv2d (NCHW, NHWC or channel-blocked NCHW{b}c data; OIHW, OHWI or
+// OIHW{i}i{o}o weights; stride, padding, dilation, groups) and 2-D
+// pooling in those layouts (docs/operators.md).
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "loom/ir/text.h"
@@ -50,41 +52,74 @@ int64_t out_extent(int64_t in, int64_t pad, int64_t kernel, int64_t stride, int6
 
 Any dim_of(int64_t v) { return Any(tir::IntImm(DataType::Int(64), v)); }
 
-// Where each logical axis of a 4-D layout sits: batch (or output
-// channels), channels (or input channels), height, width.
+// Where each axis of a data layout sits: batch, channels (the channel
+// blocks in NCHW{b}c), height, width; `block` > 0 for NCHW{b}c, whose
+// fifth index is the channel within its block (docs/operators.md,
+// "Blocked layouts").  A kernel layout uses n and c for the output and
+// input channels, and OIHW{i}i{o}o its two blocks.
 struct Layout {
   size_t n, c, h, w;
+  int64_t block = 0, in_block = 0;  // NCHW{block}c; OIHW{in_block}i{block}o
+  size_t rank() const { return block ? (in_block ? 6 : 5) : 4; }
   template <class T>
   std::vector<T> order(T n_, T c_, T h_, T w_) const {
     std::vector<T> v(4);
     v[n] = n_, v[c] = c_, v[h] = h_, v[w] = w_;
     return v;
   }
+  // The indices `at` with the pixel moved to (y, x): the same channel.
+  template <class T>
+  std::vector<T> at_pixel(std::vector<T> at, T y, T x) const {
+    at[h] = y, at[w] = x;
+    return at;
+  }
 };
+
+// The block factors of "NCHW16c" (prefix NCHW, then {16, "c"}) or
+// "OIHW1i16o" (prefix OIHW, then {1, "i"}, {16, "o"}); empty when `s` is
+// not of that form.
+std::vector<std::pair<int64_t, char>> blocks_of(const std::string& s, const std::string& prefix) {
+  std::vector<std::pair<int64_t, char>> out;
+  if (s.size() <= prefix.size() || s.compare(0, prefix.size(), prefix) != 0) return out;
+  size_t k = prefix.size();
+  while (k < s.size()) {
+    size_t digits = k;
+    while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+    if (digits == k || digits == s.size() || digits - k > 6) return {};
+    out.push_back({std::stoll(s.substr(k, digits - k)), s[digits]});
+    if (out.back().first < 1) return {};
+    k = digits + 1;
+  }
+  return out;
+}
 
 Layout layout_attr(const Map& attrs, const std::string& key) {
   const std::string& s = attrs.at(key).as_string();
   if (key == "kernel_layout") {
     if (s == "OIHW") return {0, 1, 2, 3};
     if (s == "OHWI") return {0, 3, 1, 2};
-    LOOM_THROW(TypeError) << key << " must be OIHW or OHWI, got '" << s << "'";
+    auto b = blocks_of(s, "OIHW");
+    if (b.size() == 2 && b[0].second == 'i' && b[1].second == 'o') return {0, 1, 2, 3, b[1].first, b[0].first};
+    LOOM_THROW(TypeError) << key << " must be OIHW, OHWI or OIHW{i}i{o}o (OIHW16i16o), got '" << s << "'";
   }
   if (s == "NCHW") return {0, 1, 2, 3};
   if (s == "NHWC") return {0, 3, 1, 2};
-  LOOM_THROW(TypeError) << key << " must be NCHW or NHWC, got '" << s << "'";
+  auto b = blocks_of(s, "NCHW");
+  if (b.size() == 1 && b[0].second == 'c') return {0, 1, 2, 3, b[0].first};
+  LOOM_THROW(TypeError) << key << " must be NCHW, NHWC or NCHW{b}c (NCHW16c), got '" << s << "'";
 }
 
-// x at (n, c, y, x) in layout `l`, with zero (or `fill`) outside the
-// input: the load is clamped into range so that it is always valid, and
-// the select picks.
-PrimExpr padded_load(const tir::Buffer& x, const Layout& l, const PrimExpr& n, const PrimExpr& c, const PrimExpr& iy,
-                     const PrimExpr& ix, int64_t h, int64_t w, const PrimExpr& fill) {
+// x at `at` moved to the pixel (iy, ix), with zero (or `fill`) outside
+// the input: the load is clamped into range so that it is always valid,
+// and the select picks.
+PrimExpr padded_load(const tir::Buffer& x, const Layout& l, const Indices& at, const PrimExpr& iy, const PrimExpr& ix,
+                     int64_t h, int64_t w, const PrimExpr& fill) {
   auto clamp = [](const PrimExpr& i, int64_t extent) {
     return PrimExpr(tir::Max(tir::Min(i, PrimExpr(extent - 1)), PrimExpr(int64_t{0})));
   };
   PrimExpr inside = tir::And(tir::And(tir::GE(iy, PrimExpr(int64_t{0})), tir::LT(iy, PrimExpr(h))),
                              tir::And(tir::GE(ix, PrimExpr(int64_t{0})), tir::LT(ix, PrimExpr(w))));
-  return tir::Select(inside, tir::BufferLoad(x, l.order(n, c, clamp(iy, h), clamp(ix, w))), fill);
+  return tir::Select(inside, tir::BufferLoad(x, l.at_pixel(at, clamp(iy, h), clamp(ix, w))), fill);
 }
 
 // The input with its padding made explicit: a local copy of x (in the
@@ -111,17 +146,26 @@ Padded pad_input(PrimBuilder& b, const tir::Buffer& x, const Layout& l, int64_t 
       shape,
       [&](const Indices& i) {
         PrimExpr y = tir::Sub(i[l.h], PrimExpr(p[0])), xi = tir::Sub(i[l.w], PrimExpr(p[1]));
-        return tir::Stmt(tir::BufferStore(padded, padded_load(x, l, i[l.n], i[l.c], y, xi, h, w, fill), i));
+        return tir::Stmt(tir::BufferStore(padded, padded_load(x, l, i, y, xi, h, w, fill), i));
       },
       "p");
   return {padded, nest};
 }
 
-const ir::TensorTypeNode& image(const graph::CallNode& call, const std::string& layout) {
+// The image argument in layout `l` (named `layout`): its rank, and in
+// NCHW{b}c a last extent of b.
+const ir::TensorTypeNode& image(const graph::CallNode& call, const Layout& l, const std::string& layout,
+                                bool numeric = false) {
   const auto& x = tensor_arg(call, 0);
-  if (x.shape.size() != 4)
-    LOOM_THROW(TypeError) << "needs an " << layout << " tensor (rank 4), got " << shape_text(x.shape);
-  if (!is_float(x.dtype)) LOOM_THROW(TypeError) << "needs a float tensor, got " << x.dtype.to_string();
+  if (x.shape.size() != l.rank())
+    LOOM_THROW(TypeError) << "needs an " << layout << " tensor (rank " << l.rank() << "), got " << shape_text(x.shape);
+  if (l.block && constant_dim(x.shape[4]) != std::optional<int64_t>(l.block)) {
+    LOOM_THROW(TypeError) << "needs an " << layout << " tensor, whose last extent is " << l.block << ", got "
+                          << shape_text(x.shape);
+  }
+  if (numeric ? x.dtype == DataType::Bool() : !is_float(x.dtype)) {
+    LOOM_THROW(TypeError) << "needs a " << (numeric ? "numeric" : "float") << " tensor, got " << x.dtype.to_string();
+  }
   return x;
 }
 
@@ -129,7 +173,7 @@ const std::vector<SchemaField> kWindowAttrs = {
     {"strides", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(sh, sw) or (s)"},
     {"padding", "Array", Any(Array(std::vector<Any>{int64_t{0}})), "(p), (ph, pw) or (top, left, bottom, right)"},
     {"dilation", "Array", Any(Array(std::vector<Any>{int64_t{1}, int64_t{1}})), "(dh, dw) or (d)"}};
-const SchemaField kLayoutAttr{"layout", "str", Any(std::string("NCHW")), "NCHW or NHWC"};
+const SchemaField kLayoutAttr{"layout", "str", Any(std::string("NCHW")), "NCHW, NHWC or NCHW{b}c"};
 
 // A pool's output extent along one axis, and the padding it adds at the
 // end for ceil_mode (windows that start inside the input or its leading
@@ -185,18 +229,11 @@ void pool(const std::string& name, bool is_max) {
       [is_max](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "layout");
-        const auto& x = tensor_arg(call, 0);
-        if (x.shape.size() != 4) {
-          LOOM_THROW(TypeError) << "needs an " << a.at("layout").as_string() << " tensor (rank 4), got "
-                                << shape_text(x.shape);
-        }
-        if (is_max ? x.dtype == DataType::Bool() : !is_float(x.dtype)) {
-          LOOM_THROW(TypeError) << "needs a " << (is_max ? "numeric" : "float") << " tensor, got "
-                                << x.dtype.to_string();
-        }
+        const auto& x = image(call, l, a.at("layout").as_string(), is_max);
         int64_t h = static_dim(x, l.h, "the height"), w = static_dim(x, l.w, "the width");
         PoolGeometry g = pool_geometry(a, h, w);
-        return ir::TensorType(Array(l.order(x.shape[l.n], x.shape[l.c], dim_of(g.oh), dim_of(g.ow))), x.dtype);
+        return ir::TensorType(
+            Array(l.at_pixel(std::vector<Any>(x.shape.begin(), x.shape.end()), dim_of(g.oh), dim_of(g.ow))), x.dtype);
       },
       [is_max](const graph::CallNode& call) {
         PrimBuilder b;
@@ -215,8 +252,8 @@ void pool(const std::string& name, bool is_max) {
           PrimExpr y0 = tir::Mul(o[l.h], PrimExpr(s[0])), x0 = tir::Mul(o[l.w], PrimExpr(s[1]));
           PrimExpr ry = d[0] == 1 ? r[0] : PrimExpr(tir::Mul(r[0], PrimExpr(d[0])));
           PrimExpr rx = d[1] == 1 ? r[1] : PrimExpr(tir::Mul(r[1], PrimExpr(d[1])));
-          return PrimExpr(tir::BufferLoad(
-              xp.buffer, l.order(o[l.n], o[l.c], PrimExpr(tir::Add(y0, ry)), PrimExpr(tir::Add(x0, rx)))));
+          return PrimExpr(
+              tir::BufferLoad(xp.buffer, l.at_pixel(o, PrimExpr(tir::Add(y0, ry)), PrimExpr(tir::Add(x0, rx)))));
         };
         auto combine = [is_max](const PrimExpr& acc, const PrimExpr& v) {
           return is_max ? PrimExpr(tir::Max(acc, v)) : PrimExpr(tir::Add(acc, v));
@@ -259,20 +296,26 @@ void pool(const std::string& name, bool is_max) {
 void register_conv_ops() {
   std::vector<SchemaField> conv_attrs = kWindowAttrs;
   conv_attrs.push_back(SchemaField{"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"}.at_least(1));
-  conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW or NHWC"});
-  conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW or OHWI"});
+  conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW, NHWC or NCHW{b}c"});
+  conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW, OHWI or OIHW{i}i{o}o"});
   define_operator(
       "conv2d", 2, conv_attrs, ir::PatternKind::kOutputFusable,
       "2-D convolution (cross-correlation): x N C H W, w O I KH KW with I = C / groups -> N O H' W' (in the given "
-      "layouts)",
+      "layouts; NCHW{b}c data takes OIHW{b}i{o}o weights, depthwise OIHW1i{b}o, and gives NCHW{o}c)",
       [](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
-        const auto& x = image(call, a.at("data_layout").as_string());
+        const auto& x = image(call, l, a.at("data_layout").as_string());
         const auto& w = tensor_arg(call, 1);
-        if (w.shape.size() != 4 || w.dtype != x.dtype) {
-          LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights of "
-                                << x.dtype.to_string() << ", got " << shape_text(w.shape) << " " << w.dtype.to_string();
+        if (w.shape.size() != kl.rank() || w.dtype != x.dtype) {
+          LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights (rank " << kl.rank()
+                                << ") of " << x.dtype.to_string() << ", got " << shape_text(w.shape) << " "
+                                << w.dtype.to_string();
+        }
+        if (!l.block != !kl.block) {
+          LOOM_THROW(TypeError) << "data layout " << a.at("data_layout").as_string() << " needs a "
+                                << (l.block ? "blocked (OIHW{i}i{o}o)" : "plain") << " kernel layout, got "
+                                << a.at("kernel_layout").as_string();
         }
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
         auto p = padding_attr(a);
@@ -281,6 +324,22 @@ void register_conv_ops() {
                 wd = static_dim(x, l.w, "the width");
         int64_t o = static_dim(w, kl.n, "the weights"), i = static_dim(w, kl.c, "the weights");
         int64_t kh = static_dim(w, kl.h, "the weights"), kw = static_dim(w, kl.w, "the weights");
+        if (l.block) {  // blocks of channels: count them in channels
+          c *= l.block, o *= kl.block, i *= kl.in_block;
+          for (size_t k : {size_t{4}, size_t{5}}) {
+            int64_t want = k == 4 ? kl.in_block : kl.block;
+            if (static_dim(w, k, "the weights") != want) {
+              LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights, whose extent " << k
+                                    << " is " << want << ", got " << shape_text(w.shape);
+            }
+          }
+          bool depthwise = groups == c && o == c && i == 1 && kl.in_block == 1 && kl.block == l.block;
+          if (!(groups == 1 && kl.in_block == l.block) && !depthwise) {
+            LOOM_THROW(TypeError) << "a blocked convolution is one group with weights blocked as its input (OIHW"
+                                  << l.block << "i{o}o) or depthwise (groups = channels, OIHW1i" << l.block
+                                  << "o); got groups " << groups << " and " << a.at("kernel_layout").as_string();
+          }
+        }
         if (groups < 1 || c % groups != 0 || o % groups != 0) {
           LOOM_THROW(TypeError) << "groups " << groups << " must divide the " << c << " input and " << o
                                 << " output channels";
@@ -289,9 +348,10 @@ void register_conv_ops() {
           LOOM_THROW(TypeError) << "weights " << shape_text(w.shape) << " need " << c / groups
                                 << " input channels per group (C " << c << " / groups " << groups << "), got " << i;
         }
-        return ir::TensorType(Array(l.order(x.shape[l.n], dim_of(o), dim_of(out_extent(h, p[0] + p[2], kh, s[0], d[0])),
-                                            dim_of(out_extent(wd, p[1] + p[3], kw, s[1], d[1])))),
-                              x.dtype);
+        Any oh = dim_of(out_extent(h, p[0] + p[2], kh, s[0], d[0])),
+            ow = dim_of(out_extent(wd, p[1] + p[3], kw, s[1], d[1]));
+        if (l.block) return ir::TensorType(Array({x.shape[0], w.shape[0], oh, ow, dim_of(kl.block)}), x.dtype);
+        return ir::TensorType(Array(l.order(x.shape[l.n], dim_of(o), oh, ow)), x.dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
@@ -310,18 +370,40 @@ void register_conv_ops() {
         int64_t kh = *constant_dim(wt.shape[kl.h]), kw = *constant_dim(wt.shape[kl.w]);
         DataType t = x->dtype;
         Padded xp = pad_input(b, x, l, h, wd, p, make_const(t, 0));
-        return b.finish(xp.around(reduction(
-            y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0),
-            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& out, const Indices& r) {
-              // With one group every output channel reads every input channel.
-              PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
-              PrimExpr c = groups == 1 ? r[0] : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
-              PrimExpr iy = tir::Add(tir::Mul(out[l.h], PrimExpr(s[0])), tir::Mul(r[1], PrimExpr(d[0])));
-              PrimExpr ix = tir::Add(tir::Mul(out[l.w], PrimExpr(s[1])), tir::Mul(r[2], PrimExpr(d[1])));
-              return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
-                                       tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2]))));
-            })));
+        auto add = [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); };
+        auto pixel = [&](const Indices& out, const PrimExpr& ry, const PrimExpr& rx) {
+          return std::pair<PrimExpr, PrimExpr>{
+              tir::Add(tir::Mul(out[l.h], PrimExpr(s[0])), tir::Mul(ry, PrimExpr(d[0]))),
+              tir::Add(tir::Mul(out[l.w], PrimExpr(s[1])), tir::Mul(rx, PrimExpr(d[1])))};
+        };
+        PrimExpr zero(int64_t{0});
+        if (l.block && groups > 1) {  // depthwise: each lane reads its own channel
+          return b.finish(xp.around(reduction(
+              y, {PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0), add, [&](const Indices& out, const Indices& r) {
+                auto [iy, ix] = pixel(out, r[0], r[1]);
+                return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.at_pixel(out, iy, ix)),
+                                         tir::BufferLoad(w, {out[1], zero, r[0], r[1], zero, out[4]})));
+              })));
+        }
+        if (l.block) {  // one group: over the input's blocks, the taps, then the channels of a block
+          return b.finish(xp.around(reduction(y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw), PrimExpr(l.block)},
+                                              make_const(t, 0), add, [&](const Indices& out, const Indices& r) {
+                                                auto [iy, ix] = pixel(out, r[1], r[2]);
+                                                return PrimExpr(tir::Mul(
+                                                    tir::BufferLoad(xp.buffer, {out[0], r[0], iy, ix, r[3]}),
+                                                    tir::BufferLoad(w, {out[1], r[0], r[1], r[2], r[3], out[4]})));
+                                              })));
+        }
+        return b.finish(xp.around(
+            reduction(y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0), add,
+                      [&](const Indices& out, const Indices& r) {
+                        // With one group every output channel reads every input channel.
+                        PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
+                        PrimExpr c = groups == 1 ? r[0] : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
+                        auto [iy, ix] = pixel(out, r[1], r[2]);
+                        return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
+                                                 tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2]))));
+                      })));
       });
 
   std::vector<SchemaField> transpose_attrs = kWindowAttrs;
@@ -335,7 +417,7 @@ void register_conv_ops() {
       "stride - pads + dilation (KH - 1) + output_padding + 1 (NCHW)",
       [](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
-        const auto& x = image(call, "NCHW");
+        const auto& x = image(call, Layout{0, 1, 2, 3}, "NCHW");
         const auto& w = tensor_arg(call, 1);
         if (w.shape.size() != 4 || w.dtype != x.dtype) {
           LOOM_THROW(TypeError) << "needs weights C (O/groups) KH KW of " << x.dtype.to_string() << ", got "
@@ -415,8 +497,9 @@ void register_conv_ops() {
       [](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "layout");
-        const auto& x = image(call, a.at("layout").as_string());
-        return ir::TensorType(Array(l.order(x.shape[l.n], x.shape[l.c], dim_of(1), dim_of(1))), x.dtype);
+        const auto& x = image(call, l, a.at("layout").as_string());
+        return ir::TensorType(Array(l.at_pixel(std::vector<Any>(x.shape.begin(), x.shape.end()), dim_of(1), dim_of(1))),
+                              x.dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
@@ -429,9 +512,7 @@ void register_conv_ops() {
         return b.finish(reduction(
             y, {xs[l.h], xs[l.w]}, make_const(t, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& o, const Indices& r) {
-              return PrimExpr(tir::BufferLoad(x, l.order(o[l.n], o[l.c], r[0], r[1])));
-            },
+            [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, l.at_pixel(o, r[0], r[1]))); },
             [count](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, count)); }));
       });
 }

@@ -6,6 +6,7 @@
 #include "graph_util.h"
 #include "loom/ir/op.h"
 #include "loom/runtime/ndarray.h"
+#include "loom/target/target.h"
 #include "loom/tir/layout.h"
 
 namespace loom::passes {
@@ -16,9 +17,11 @@ const std::vector<int64_t> kToFirst = {0, 3, 1, 2};  // NHWC -> NCHW
 
 Array ints(const std::vector<int64_t>& v) { return Array(std::vector<Any>(v.begin(), v.end())); }
 
-ir::Expr transpose(const ir::Expr& x, const std::vector<int64_t>& axes) {
-  return graph::Call(ir::Op::get("transpose"), {x}, Map({{"axes", Any(ints(axes))}}));
+ir::Expr call(const std::string& op, const ir::Expr& x, const std::string& key, const std::vector<int64_t>& v) {
+  return graph::Call(ir::Op::get(op), {x}, Map({{key, Any(ints(v))}}));
 }
+ir::Expr transpose(const ir::Expr& x, const std::vector<int64_t>& axes) { return call("transpose", x, "axes", axes); }
+ir::Expr reshape(const ir::Expr& x, const std::vector<int64_t>& shape) { return call("reshape", x, "shape", shape); }
 
 // Whether a constant's array can be re-laid out here: in host memory and
 // compact.  Weights are re-laid out by this pass, once, rather than by a
@@ -26,15 +29,43 @@ ir::Expr transpose(const ir::Expr& x, const std::vector<int64_t>& axes) {
 // microseconds an element (two minutes for ResNet-18's weights).
 bool host_compact(const runtime::NDArray& x) { return x->device.device_type == kDLCPU && x->is_contiguous(); }
 
-// A host constant in the channels-last order (OIHW -> OHWI).
-runtime::NDArray channels_last_array(const runtime::NDArray& x) {
-  tir::Layout layout;
-  for (int64_t axis : kToLast) layout.push_back({tir::LayoutIndex::kWhole, static_cast<int>(axis), 1});
-  return tir::relayout(x, layout);
-}
-
 const ir::TensorTypeNode* tensor_type(const ir::Expr& e) {
   return e->checked_type.defined() ? e->checked_type.as<ir::TensorTypeNode>() : nullptr;
+}
+
+// The static extents of a value's type, nullopt where one is symbolic.
+std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e) {
+  const auto* t = tensor_type(e);
+  if (!t) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Any& d : t->shape) {
+    const auto* c = dynamic_cast<const tir::IntImmNode*>(d.object());
+    if (!c) return std::nullopt;
+    out.push_back(c->value);
+  }
+  return out;
+}
+
+// The shape of a rank-4 value whose channels, height and width are
+// static; a symbolic batch is -1 (the reshapes infer it).
+std::optional<std::vector<int64_t>> image_shape(const ir::Expr& e) {
+  const auto* t = tensor_type(e);
+  if (!t || t->shape.size() != 4) return std::nullopt;
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < 4; ++k) {
+    const auto* c = dynamic_cast<const tir::IntImmNode*>(t->shape[k].object());
+    if (!c && k > 0) return std::nullopt;
+    out.push_back(c ? c->value : -1);
+  }
+  return out;
+}
+
+// The channels of a rank-4 value (its axis 1), nullopt when not static.
+std::optional<int64_t> channels_of(const ir::Expr& e) {
+  const auto* t = tensor_type(e);
+  if (!t || t->shape.size() != 4) return std::nullopt;
+  const auto* c = dynamic_cast<const tir::IntImmNode*>(t->shape[1].object());
+  return c ? std::optional<int64_t>(c->value) : std::nullopt;
 }
 
 bool has_attr(const ir::OpDef& def, const std::string& key) {
@@ -49,9 +80,52 @@ Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes) {
   return Map(items);
 }
 
+// The layout a rank-4 channels-first value takes: channels-last (block 0)
+// or NCHW{block}c, blocks of `block` channels with the channel within its
+// block innermost (docs/passes.md, ConvertLayout).
+struct Form {
+  int64_t block = 0;
+  // The element order from NCHW (and, for weights, OIHW: the same axes
+  // as O I H W), as a tir layout.
+  tir::Layout data_layout() const {
+    tir::Layout l;
+    if (!block) {
+      for (int64_t axis : kToLast) l.push_back({tir::LayoutIndex::kWhole, static_cast<int>(axis), 1});
+      return l;
+    }
+    return {{tir::LayoutIndex::kWhole, 0, 1},
+            {tir::LayoutIndex::kDiv, 1, block},
+            {tir::LayoutIndex::kWhole, 2, 1},
+            {tir::LayoutIndex::kWhole, 3, 1},
+            {tir::LayoutIndex::kMod, 1, block}};
+  }
+  std::string data_name() const { return block ? "NCHW" + std::to_string(block) + "c" : "NHWC"; }
+  std::string suffix() const { return block ? "_nchwc" : "_nhwc"; }
+  // A value in this form, from its NCHW expression of `shape`.
+  ir::Expr from_first(const ir::Expr& x, const std::vector<int64_t>& shape) const {
+    if (!block) return transpose(x, kToLast);
+    return transpose(reshape(x, {-1, shape[1] / block, block, shape[2], shape[3]}), {0, 1, 3, 4, 2});
+  }
+  // The NCHW value of `shape` from its expression in this form.
+  ir::Expr to_first(const ir::Expr& x, const std::vector<int64_t>& shape) const {
+    if (!block) return transpose(x, kToFirst);
+    return reshape(transpose(x, {0, 1, 4, 2, 3}), {-1, shape[1], shape[2], shape[3]});
+  }
+};
+
+// A value converted: its expression in `form`.
+struct Formed {
+  ir::Expr expr;
+  Form form;
+};
+
 // Rewrites one function's top-level chain; nullopt when nothing converts.
+// `lanes` > 0 converts to channel blocks (NCHW{b}c, b at most `lanes`),
+// 0 to channels-last.
 class Converter {
  public:
+  explicit Converter(int64_t lanes) : lanes_(lanes) {}
+
   std::optional<ir::Expr> run(const ir::Expr& body) {
     std::vector<graph::Binding> bindings;
     ir::Expr result;
@@ -75,7 +149,28 @@ class Converter {
   }
 
  private:
-  // Whether the binding was converted (its channels-last form recorded).
+  // The form for a value of `channels` channels: channels-last, or the
+  // widest block of at most the vector's lanes (halving) that divides the
+  // channels; fewer channels than lanes make one block of all of them (a
+  // 3-channel image: NCHW3c, its pixels' channels together).
+  Form form_for(int64_t channels) const {
+    if (!lanes_) return Form{};
+    if (channels <= lanes_) return Form{channels};
+    int64_t b = lanes_;
+    while (b > 1 && channels % b != 0) b /= 2;
+    return Form{b};
+  }
+
+  // The form a value already has, else the one its channels get.
+  std::optional<Form> form_of(const ir::Expr& e) const {
+    auto found = formed_.find(e.get());
+    if (found != formed_.end()) return found->second.form;
+    auto c = channels_of(e);
+    if (!c) return std::nullopt;
+    return form_for(*c);
+  }
+
+  // Whether the binding was converted (its converted form recorded).
   bool convert(const graph::Binding& b) {
     const auto* call = b.value.as<graph::CallNode>();
     const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
@@ -87,78 +182,149 @@ class Converter {
     std::vector<ir::Expr> args;
     for (const Any& a : call->args) args.push_back(a.cast<ir::Expr>());
     std::string layout_key = has_attr(def, "data_layout") ? "data_layout" : has_attr(def, "layout") ? "layout" : "";
-    const auto* first = args.empty() ? nullptr : tensor_type(args[0]);
-    if (!layout_key.empty()) {
-      if (attrs.at(layout_key).as_string() != "NCHW" || !first || first->shape.size() != 4) return keep(b);
-      std::map<std::string, Any> changes = {{layout_key, Any(std::string("NHWC"))}};
-      if (has_attr(def, "kernel_layout")) {
-        if (attrs.at("kernel_layout").as_string() != "OIHW" || args.size() < 2) return keep(b);
-        args[1] = channels_last(args[1]);
-        changes["kernel_layout"] = Any(std::string("OHWI"));
-      }
-      args[0] = channels_last(args[0]);
-      return emit(b, *op, args, with_attrs(call->attrs, changes));
-    }
+    if (!layout_key.empty()) return sensitive(b, *op, def, args, attrs, layout_key);
     if (op->name == "concat") return concat(b, *op, args, attrs);
     bool agnostic = (def.pattern == ir::PatternKind::kElementwise || def.pattern == ir::PatternKind::kBroadcast) &&
                     !has_attr(def, "axes") && !has_attr(def, "shape");
     if (!agnostic) return keep(b);
-    bool any_last = false;
-    for (const ir::Expr& a : args) any_last |= last_.count(a.get()) > 0;
-    if (!any_last) return keep(b);
+    bool any_formed = false;
+    for (const ir::Expr& a : args) any_formed |= formed_.count(a.get()) > 0;
+    if (!any_formed) return keep(b);
+    auto out_channels = channels_of(b.var);
+    if (!out_channels || !image_shape(b.var)) return keep(b);
+    // The result's form: that of a converted argument of as many
+    // channels (so a chain keeps its blocks), else its channels'.
+    Form form = form_for(*out_channels);
+    for (const ir::Expr& a : args) {
+      auto found = formed_.find(a.get());
+      if (found != formed_.end() && channels_of(a) == out_channels) {
+        form = found->second.form;
+        break;
+      }
+    }
     if (has_attr(def, "axis")) {  // batch_norm-like: the channel axis moves
-      if (def.pattern != ir::PatternKind::kBroadcast || !last_.count(args[0].get())) return keep(b);
+      if (form.block || def.pattern != ir::PatternKind::kBroadcast || !formed_.count(args[0].get())) return keep(b);
       int64_t axis = attrs.at("axis").as_int();
       if (axis != 1 && axis != -3) return keep(b);
       for (size_t i = 1; i < args.size(); ++i)
-        if (last_.count(args[i].get())) return keep(b);
-      args[0] = last_.at(args[0].get());
-      return emit(b, *op, args, with_attrs(call->attrs, {{"axis", Any(int64_t{3})}}));
+        if (formed_.count(args[i].get())) return keep(b);
+      args[0] = in_form(args[0], form);
+      return emit(b, *op, args, with_attrs(call->attrs, {{"axis", Any(int64_t{3})}}), form);
     }
     for (ir::Expr& a : args) {
       const auto* t = tensor_type(a);
       if (!t) return keep(b);
+      if (t->shape.size() == 0) continue;
+      if (t->shape.size() > 4) return keep(b);
+      auto shape = static_shape(a);
+      if (!shape && t->shape.size() < 4) return keep(b);
+      // Leading 1s to rank 4; a broadcast one channel takes a block of 1.
+      std::vector<int64_t> padded(4 - t->shape.size(), 1);
+      if (shape) padded.insert(padded.end(), shape->begin(), shape->end());
+      if (t->shape.size() == 4 && !image_shape(a)) return keep(b);
+      int64_t channels = t->shape.size() == 4 ? channels_of(a).value_or(-1) : padded[1];
+      if (channels != *out_channels && channels != 1) return keep(b);
+      Form f = channels == 1 && form.block ? Form{1} : form;
       if (t->shape.size() == 4) {
-        a = channels_last(a);
-      } else if (t->shape.size() > 0) {
-        // Leading 1s to rank 4, then the channels-last order of that shape.
-        std::vector<int64_t> padded(4 - t->shape.size(), 1);
-        for (const Any& d : t->shape) {
-          const auto* c = dynamic_cast<const tir::IntImmNode*>(d.object());
-          if (!c) return keep(b);
-          padded.push_back(c->value);
-        }
+        a = in_form(a, f);
+        continue;
+      }
+      const auto* c = a.as<graph::ConstantNode>();
+      if (c && host_compact(c->data)) {  // a bias: re-laid out here
+        a = graph::Constant(tir::relayout(c->data.view(padded), f.data_layout()));
+      } else if (!f.block) {  // to rank 4 in the channels-last order at once
         std::vector<int64_t> shape;
         for (int64_t axis : kToLast) shape.push_back(padded[axis]);
-        const auto* c = a.as<graph::ConstantNode>();
-        if (c && host_compact(c->data)) {
-          a = graph::Constant(c->data.view(shape));  // a bias: the same bytes, shaped here
-        } else {
-          a = graph::Call(ir::Op::get("reshape"), {a}, Map({{"shape", Any(ints(shape))}}));
-        }
+        a = reshape(a, shape);
+      } else {
+        a = f.from_first(reshape(a, padded), padded);
       }
     }
-    return emit(b, *op, args, call->attrs);
+    return emit(b, *op, args, call->attrs, form);
   }
 
-  // A concat of rank-4 values, one of them channels-last (a Fire module's
-  // two branches), joins channels-last along the mapped axis, so the
-  // branches need no transposes back and the result none forth.
-  bool concat(const graph::Binding& b, const ir::OpNode& op, std::vector<ir::Expr> args, const Map& attrs) {
-    bool any_last = false;
-    for (const ir::Expr& a : args) {
-      const auto* t = tensor_type(a);
-      if (!t || t->shape.size() != 4) return keep(b);
-      any_last |= last_.count(a.get()) > 0;
+  // A call of an operator with a layout attribute (conv2d, the pools).
+  bool sensitive(const graph::Binding& b, const ir::OpNode& op, const ir::OpDef& def, std::vector<ir::Expr> args,
+                 const Map& attrs, const std::string& layout_key) {
+    auto in = args.empty() ? std::nullopt : channels_of(args[0]);
+    if (attrs.at(layout_key).as_string() != "NCHW" || !in || !image_shape(args[0]) || !image_shape(b.var))
+      return keep(b);
+    Form form = *form_of(args[0]), out_form = form;
+    std::map<std::string, Any> changes;
+    if (has_attr(def, "kernel_layout")) {
+      if (attrs.at("kernel_layout").as_string() != "OIHW" || args.size() < 2) return keep(b);
+      auto w = static_shape(args[1]);
+      auto out = channels_of(b.var);
+      if (!w || w->size() != 4 || !out) return keep(b);
+      int64_t groups = has_attr(def, "groups") ? attrs.at("groups").as_int() : 1;
+      if (!form.block) {
+        args[1] = in_form(args[1], form);  // OIHW -> OHWI is NCHW -> NHWC
+        changes["kernel_layout"] = Any(std::string("OHWI"));
+      } else {
+        // One group: input blocks as the input's, output blocks as the
+        // result's channels get; depthwise: the input's blocks for both.
+        bool depthwise = groups == *in && *out == *in && (*w)[1] == 1;
+        if (groups != 1 && !depthwise) return keep(b);
+        out_form = depthwise ? form : form_for(*out);
+        int64_t in_block = depthwise ? 1 : form.block;
+        args[1] = weights(args[1], *w, {in_block, out_form.block});
+        changes["kernel_layout"] = Any("OIHW" + std::to_string(in_block) + "i" + std::to_string(out_form.block) + "o");
+      }
     }
-    if (!any_last) return keep(b);
+    changes[layout_key] = Any(form.data_name());
+    args[0] = in_form(args[0], form);
+    const auto* call = b.value.as<graph::CallNode>();
+    return emit(b, op, args, with_attrs(call->attrs, changes), out_form);
+  }
+
+  // OIHW weights of `shape` as OIHW{i}i{o}o (blocks {i, o}): a host
+  // constant re-laid out here, another value by a reshape and transpose.
+  ir::Expr weights(const ir::Expr& w, const std::vector<int64_t>& shape, std::pair<int64_t, int64_t> blocks) {
+    auto [bi, bo] = blocks;
+    const auto* c = w.as<graph::ConstantNode>();
+    if (c && host_compact(c->data)) {
+      return graph::Constant(tir::relayout(c->data, {{tir::LayoutIndex::kDiv, 0, bo},
+                                                     {tir::LayoutIndex::kDiv, 1, bi},
+                                                     {tir::LayoutIndex::kWhole, 2, 1},
+                                                     {tir::LayoutIndex::kWhole, 3, 1},
+                                                     {tir::LayoutIndex::kMod, 1, bi},
+                                                     {tir::LayoutIndex::kMod, 0, bo}}));
+    }
+    return transpose(reshape(w, {shape[0] / bo, bo, shape[1] / bi, bi, shape[2], shape[3]}), {0, 2, 4, 5, 3, 1});
+  }
+
+  // A concat of rank-4 values, one of them converted (a Fire module's two
+  // branches, DenseNet's growing feature maps), joins in the converted
+  // form along the mapped axis, so the branches need no transposes back
+  // and the result none forth.  Channel blocks join along the channels
+  // only where every part is whole blocks (the widest block all divide).
+  bool concat(const graph::Binding& b, const ir::OpNode& op, std::vector<ir::Expr> args, const Map& attrs) {
+    bool any_formed = false;
+    int64_t block = lanes_;
+    for (const ir::Expr& a : args) {
+      auto c = channels_of(a);
+      if (!c || !image_shape(a)) return keep(b);
+      any_formed |= formed_.count(a.get()) > 0;
+      while (block > 1 && *c % block != 0) block /= 2;
+    }
+    if (!any_formed) return keep(b);
     int64_t axis = attrs.at("axis").as_int();
     if (axis < -4 || axis > 3) return keep(b);
     if (axis < 0) axis += 4;
-    int64_t mapped = std::find(kToLast.begin(), kToLast.end(), axis) - kToLast.begin();
-    for (ir::Expr& a : args) a = channels_last(a);
+    Form form;
+    int64_t mapped = axis;
+    if (lanes_) {
+      // Along the channels: the common block; along another axis (the
+      // channels the same): the first converted part's.
+      form = axis == 1 ? Form{block} : *form_of(args[0]);
+      for (const ir::Expr& a : args)
+        if (axis != 1 && formed_.count(a.get())) form = formed_.at(a.get()).form;
+    } else {
+      mapped = std::find(kToLast.begin(), kToLast.end(), axis) - kToLast.begin();
+    }
+    for (ir::Expr& a : args) a = in_form(a, form);
     const auto* call = b.value.as<graph::CallNode>();
-    return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}));
+    return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}), form);
   }
 
   bool keep(const graph::Binding& b) {
@@ -166,54 +332,94 @@ class Converter {
     return false;
   }
 
-  // `let %v_nhwc = op(args); let %v = transpose(%v_nhwc, NHWC -> NCHW)`.
-  bool emit(const graph::Binding& b, const ir::OpNode& op, const std::vector<ir::Expr>& args, const Map& attrs) {
-    graph::Var last(b.var->name + "_nhwc");
-    out_.push_back({last, graph::Call(ir::Op::get(op.name), args, attrs)});
-    out_.push_back({b.var, transpose(last, kToFirst)});
-    last_[b.var.get()] = last;
+  // `let %v_nhwc = op(args); let %v = <back to NCHW>(%v_nhwc)`.
+  bool emit(const graph::Binding& b, const ir::OpNode& op, const std::vector<ir::Expr>& args, const Map& attrs,
+            const Form& form) {
+    graph::Var formed(b.var->name + form.suffix());
+    out_.push_back({formed, graph::Call(ir::Op::get(op.name), args, attrs)});
+    out_.push_back({b.var, form.to_first(formed, *image_shape(b.var))});
+    formed_[b.var.get()] = {formed, form};
     return true;
   }
 
-  // The channels-last form of a rank-4 value: recorded, or a transpose
-  // (bound once for a variable, so its users share it).
-  ir::Expr channels_last(const ir::Expr& e) {
-    auto found = last_.find(e.get());
-    if (found != last_.end()) return found->second;
+  // A rank-4 value in `form`: recorded, a re-laid-out constant, or the
+  // conversion from NCHW (bound once for a variable, so its users share
+  // it).  A value recorded in another form is converted from its NCHW
+  // binding.
+  ir::Expr in_form(const ir::Expr& e, const Form& form) {
+    auto found = formed_.find(e.get());
+    if (found != formed_.end() && found->second.form.block == form.block) return found->second.expr;
+    auto key = std::make_pair(e.get(), form.block);
+    if (auto again = converted_.find(key); again != converted_.end()) return again->second;
+    ir::Expr out;
     if (const auto* c = e.as<graph::ConstantNode>(); c && host_compact(c->data) && c->data->shape.size() == 4) {
-      graph::Constant relaid(channels_last_array(c->data));
-      last_[e.get()] = relaid;
-      return relaid;
+      out = graph::Constant(tir::relayout(c->data, form.data_layout()));
+    } else {
+      ir::Expr converted = form.from_first(e, *image_shape(e));
+      const auto* var = e.as<graph::VarNode>();
+      if (!var) return converted;
+      graph::Var bound(var->name + form.suffix());
+      out_.push_back({bound, converted});
+      out = bound;
     }
-    ir::Expr t = transpose(e, kToLast);
-    const auto* var = e.as<graph::VarNode>();
-    if (!var) return t;
-    graph::Var bound(var->name + "_nhwc");
-    out_.push_back({bound, t});
-    last_[e.get()] = bound;
-    return bound;
+    if (found == formed_.end() && form.block == form_for(channels_of(e).value_or(0)).block)
+      formed_[e.get()] = {out, form};
+    converted_[key] = out;
+    return out;
   }
 
+  int64_t lanes_;
   std::vector<graph::Binding> out_;
-  std::unordered_map<const Object*, ir::Expr> last_;  // value -> its channels-last variable
+  std::unordered_map<const Object*, Formed> formed_;  // value -> its converted variable
+  std::map<std::pair<const Object*, int64_t>, ir::Expr> converted_;
 };
+// Whether a function body has a depthwise convolution (groups = input
+// channels, one input channel per group): where channel blocks pay
+// (docs/passes.md, ConvertLayout).
+bool has_depthwise(const ir::Expr& body) {
+  bool found = false;
+  for (const graph::Binding& b : graph::flatten_chain(body).first) {
+    const auto* call = b.value.as<graph::CallNode>();
+    const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
+    if (!op || op->name != "conv2d" || call->args.size() != 2) continue;
+    Map attrs = ir::OpRegistry::check_attrs(op->name, call->attrs);
+    auto channels = channels_of(call->args[0].cast<ir::Expr>());
+    auto w = static_shape(call->args[1].cast<ir::Expr>());
+    int64_t groups = attrs.at("groups").as_int();
+    found = found || (channels && groups > 1 && groups == *channels && w && w->size() == 4 && (*w)[1] == 1);
+  }
+  return found;
+}
 }  // namespace
 
 transform::Pass ConvertLayout() {
-  transform::PassInfo info = transform::PassInfo::named("ConvertLayout")
-                                 .summary(
-                                     "channels-first (NCHW) convolutions and pools, and the elementwise ops between "
-                                     "them, to channels-last (NHWC)")
-                                 .opt_level(1)
-                                 .needs({"types_inferred"})
-                                 .changes({"graph"})
-                                 .preserves({"ops_lowered", "fused"});
-  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+  transform::PassInfo info =
+      transform::PassInfo::named("ConvertLayout")
+          .summary(
+              "channels-first (NCHW) convolutions and pools, and the elementwise ops between them, to channels-last "
+              "(NHWC) or channel blocks (NCHW{b}c)")
+          .opt_level(1)
+          .options({SchemaField{"layout", "str", Any(std::string("auto")),
+                                "NHWC (channels-last), NCHWc (blocks of the target's vector lanes), or auto: NCHWc "
+                                "for a function with a depthwise convolution, NHWC for the others"}})
+          .needs({"types_inferred"})
+          .changes({"graph"})
+          .preserves({"ops_lowered", "fused"});
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
+    std::string layout = context.get_config("ConvertLayout.layout").as_string();
+    if (layout != "NHWC" && layout != "NCHWc" && layout != "auto") {
+      LOOM_THROW(Error) << "ConvertLayout.layout must be auto, NHWC or NCHWc, got '" << layout << "'";
+    }
     std::map<std::string, Any> converted;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
-      std::optional<ir::Expr> body = Converter().run(f->body);
+      int64_t lanes = 0;
+      if (layout == "NCHWc" || (layout == "auto" && has_depthwise(f->body))) {
+        target::Target t = target::function_target(module, name);
+        lanes = std::max<int64_t>(1, (t.defined() ? target::vector_bits(t) : 128) / 32);
+      }
+      std::optional<ir::Expr> body = Converter(lanes).run(f->body);
       if (!body) continue;
       converted[name] = graph::with_body(*f, *body);
     }

@@ -10,7 +10,7 @@ import numpy as np
 # (plugins/loop_passes/auto_schedule.cc); each a feature (mean over the
 # nests that made it, -1 when none did).
 DECISIONS = ("vector.bits", "nest.parallel", "parallel.fuse_outer", "elementwise.unroll", "reduction.chains", "tile.vectors",
-             "tile.rows", "tile.rows_outer", "tile.own_rows", "tile.panels_outer", "tile.tail", "conv.try_channel_tile",
+             "tile.rows", "tile.rows_outer", "tile.own_rows", "tile.blocks", "tile.panels_outer", "tile.tail", "conv.try_channel_tile",
              "matmul.pack", "matmul.k_block")
 
 

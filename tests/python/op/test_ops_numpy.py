@@ -2,6 +2,7 @@
 of several shapes (broadcasting, odd sizes), through the default pipeline
 and the reference interpreter (docs/operators.md)."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -203,3 +204,67 @@ def test_pooling(run, rng):
     close(run("avg_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], count_include_pad=true)", x),
           np.nansum(windows, axis=(-2, -1)) / 6, x.dtype, rtol=1e-5)
     close(run("global_avg_pool2d(%a0)", x), xd.mean(axis=(2, 3), keepdims=True), x.dtype, rtol=1e-5)
+
+
+def blocked(x, b):
+    """NCHW -> NCHW{b}c (docs/operators.md, "Blocked layouts")."""
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def unblocked(y):
+    n, cb, h, w, b = y.shape
+    return y.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
+
+
+def blocked_weights(w, bi, bo):
+    """OIHW -> OIHW{bi}i{bo}o."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(w.reshape(o // bo, bo, i // bi, bi, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+
+
+@pytest.mark.parametrize("xs,ws,b,bo,s,p,g", [
+    ((1, 8, 7, 9), (12, 8, 3, 3), 4, 6, (1, 1), (1, 1, 1, 1), 1),   # one group: 2 blocks in, 2 out
+    ((2, 3, 9, 9), (8, 3, 3, 3), 3, 8, (2, 2), (1, 0, 1, 2), 1),    # a 3-channel image: one block of 3
+    ((1, 8, 8, 7), (8, 1, 3, 3), 4, 4, (2, 1), (1, 1, 1, 1), 8),    # depthwise
+    ((1, 4, 6, 6), (8, 4, 1, 1), 2, 8, (1, 1), (0, 0, 0, 0), 1),    # pointwise
+])
+def test_conv2d_in_channel_blocks(run, rng, xs, ws, b, bo, s, p, g):
+    x, w = uniform(rng, xs, -2, 2), uniform(rng, ws, -2, 2)
+    bi = 1 if g > 1 else b
+    call = (f"conv2d(%a0, %a1, strides={list(s)}, padding={list(p)}, groups={g}, data_layout=\"NCHW{b}c\", "
+            f"kernel_layout=\"OIHW{bi}i{bo}o\")")
+    got = run(call, blocked(x, b), blocked_weights(w, bi, bo))
+    assert got.shape[-1] == bo, got.shape
+    close(unblocked(got), conv2d_ref(x, w, s, p, (1, 1), g), F32, rtol=1e-5, atol=1e-5)
+
+
+def test_pooling_in_channel_blocks(run, rng):
+    x = uniform(rng, (2, 6, 7, 10))
+    xd = x.astype(np.float64)
+    xp = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 2), axis=(2, 3))[:, :, ::2, ::2]
+    xb = blocked(x, 3)
+    close(unblocked(run("max_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], layout=\"NCHW3c\")", xb)),
+          np.nanmax(windows, axis=(-2, -1)), x.dtype)
+    close(unblocked(run("avg_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], layout=\"NCHW3c\")", xb)),
+          np.nanmean(windows, axis=(-2, -1)), x.dtype, rtol=1e-5)
+    close(unblocked(run("global_avg_pool2d(%a0, layout=\"NCHW3c\")", xb)), xd.mean(axis=(2, 3), keepdims=True),
+          x.dtype, rtol=1e-5)
+
+
+@pytest.mark.parametrize("xs,ws,attrs,message", [
+    ((1, 2, 5, 5, 4), (4, 8, 3, 3), 'data_layout="NCHW4c"',
+     "data layout NCHW4c needs a blocked (OIHW{i}i{o}o) kernel layout, got OIHW"),
+    ((1, 2, 5, 5, 4), (2, 1, 3, 3, 4, 4), 'groups=2, data_layout="NCHW4c", kernel_layout="OIHW4i4o"',
+     "a blocked convolution is one group with weights blocked as its input (OIHW4i{o}o) or depthwise"),
+    ((1, 2, 5, 5, 3), (2, 2, 3, 3, 4, 4), 'data_layout="NCHW4c", kernel_layout="OIHW4i4o"',
+     "needs an NCHW4c tensor, whose last extent is 4, got (1, 2, 5, 5, 3)"),
+    ((1, 2, 5, 5, 4), (2, 2, 3, 3, 4, 4), 'data_layout="NCHW0c", kernel_layout="OIHW4i4o"',
+     "data_layout must be NCHW, NHWC or NCHW{b}c (NCHW16c), got 'NCHW0c'"),
+    ((1, 2, 5, 5, 4), (2, 2, 3, 3, 4, 4), 'data_layout="NCHW4c", kernel_layout="OIHW4o4i"',
+     "kernel_layout must be OIHW, OHWI or OIHW{i}i{o}o (OIHW16i16o), got 'OIHW4o4i'"),
+])
+def test_conv2d_in_channel_blocks_refuses_what_does_not_fit(run, rng, xs, ws, attrs, message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        run(f"conv2d(%a0, %a1, {attrs})", uniform(rng, xs), uniform(rng, ws))

@@ -296,6 +296,30 @@ def test_a_channels_last_padded_input_is_read_in_place_where_the_copy_dominates(
     close(got, np.maximum(full.transpose(0, 2, 3, 1) + b, 0))
 
 
+@pytest.mark.parametrize("cin,cout,k,stride", [(8, 24, 1, 1), (12, 16, 3, 1), (12, 16, 3, 2)])
+def test_channel_blocked_convolutions_tile_several_blocks(cin, cout, k, stride):
+    # NCHW4c (4 lanes: one vector on any x86 width): the tile's columns are
+    # output blocks, a vector each, so a step's input broadcast serves
+    # several of them (docs/passes.md, AutoSchedule, "Channel blocks").
+    x = f32(1, cin, 14, 14)
+    w = f32(cout, cin, k, k)
+    xb = np.ascontiguousarray(x.reshape(1, cin // 4, 4, 14, 14).transpose(0, 1, 3, 4, 2))
+    wb = np.ascontiguousarray(w.reshape(cout // 4, 4, cin // 4, 4, k, k).transpose(0, 2, 4, 5, 3, 1))
+    xv = graph.Var("x", shape=xb.shape)
+    conv = op.conv2d(xv, graph.Constant(wb), strides=[stride] * 2, padding=[k // 2] * 4, data_layout="NCHW4c",
+                     kernel_layout="OIHW4i4o")
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(conv))})
+    text = scheduled(mod)
+    tile = re.search(r"alloc %\w+: Buffer\[\(1, (\d+), 1, (\d+), 4\), float32\]", text)
+    # Without a target the model counts 16 registers: 7 output pixels
+    # (stride 2) fill them with one block (7 x 1), 14 with 2 x 4.
+    assert tile and int(tile.group(2)) > 1 and (int(tile.group(1)) > 1 or stride == 2), text
+    got = loom.build(mod, CONFIG)["main"](xb).numpy()
+    want = conv_ref(x, w, k // 2, 1)[:, :, ::stride, ::stride]
+    n, cb, h, wd, b = got.shape
+    close(got.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, wd), np.maximum(want, 0))
+
+
 def pointwise_nhwc(x, w, b, r=None):
     """relu(conv1x1(x, w) + b [+ r]) channels last: the module and the
     float64 reference."""

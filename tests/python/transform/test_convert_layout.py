@@ -1,0 +1,105 @@
+"""ConvertLayout (docs/passes.md) in its two layouts, channels-last and
+channel blocks (`ConvertLayout.layout: NCHWc`), on networks written the
+way the importers give them (NCHW, constants for weights): every form a
+model has -- a 3-channel stem, depthwise and pointwise convolutions, a
+residual add, squeeze-and-excitation, concats, pools, a flatten and a
+classifier -- built each way and compared with the same model built
+channels-first, on random inputs."""
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, op
+
+from conftest import LOOMC
+
+rng = np.random.default_rng(53)
+
+
+def f32(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def const(*shape):
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return graph.Constant(f32(*shape, scale=1.0 / np.sqrt(fan_in)))
+
+
+def config(layout, threads=1):
+    pipeline = ("  disabled: [ConvertLayout]\n" if layout is None else
+                f"  config:\n    ConvertLayout.layout: {layout}\n")
+    return loom.Config.parse(f"target:\n  kind: llvm\n  num-threads: {threads}\npipeline:\n{pipeline}", "t.yaml")
+
+
+def mobile_block(x, cin, cexp, cout, k, stride, se):
+    """An inverted residual block (MobileNetV2/V3, EfficientNet)."""
+    h = op.clip(op.conv2d(x, const(cexp, cin, 1, 1)), a_min=0.0, a_max=6.0)
+    h = op.conv2d(h, const(cexp, 1, k, k), strides=[stride] * 2, padding=[k // 2], groups=cexp)
+    h = op.multiply(h, op.sigmoid(h))  # swish
+    if se:
+        s = op.global_avg_pool2d(h)
+        s = op.relu(op.add(op.conv2d(s, const(cexp // 4, cexp, 1, 1)), const(cexp // 4, 1, 1)))
+        h = op.multiply(h, op.sigmoid(op.conv2d(s, const(cexp, cexp // 4, 1, 1))))
+    y = op.add(op.conv2d(h, const(cout, cexp, 1, 1)), const(cout, 1, 1))
+    return op.add(y, x) if stride == 1 and cin == cout else y
+
+
+def network(n=1, hw=32):
+    x = graph.Var("x", shape=(n, 3, hw, hw))
+    h = op.relu(op.add(op.conv2d(x, const(16, 3, 3, 3), strides=[2, 2], padding=[1]), const(16, 1, 1)))
+    h = mobile_block(h, 16, 48, 24, 3, 1, False)
+    h = mobile_block(h, 24, 72, 24, 5, 1, True)   # 72 channels: blocks of 8
+    h = mobile_block(h, 24, 96, 40, 3, 2, True)
+    # a Fire module: two branches joined along the channels, then a pool
+    s = op.relu(op.conv2d(h, const(16, 40, 1, 1)))
+    h = op.concat(op.relu(op.conv2d(s, const(32, 16, 1, 1))), op.relu(op.conv2d(s, const(32, 16, 3, 3), padding=[1])),
+                  axis=1)
+    h = op.max_pool2d(h, pool_size=[3], strides=[2], padding=[1])
+    h = op.avg_pool2d(op.concat(h, op.relu(h), axis=1), pool_size=[2], strides=[1])
+    h = op.reshape(op.global_avg_pool2d(h), shape=[n, 128])
+    return loom.IRModule({"main": graph.Function([x], op.add(op.dense(h, const(10, 128)), const(10)))})
+
+
+def test_channel_blocks_and_channels_last_compute_what_channels_first_does():
+    x, mod = f32(2, 3, 32, 32), network(2)
+    want = loom.build(mod, config(None))["main"](x).numpy()
+    for layout in ["NHWC", "NCHWc", "auto"]:
+        got = loom.build(mod, config(layout))["main"](x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=layout)
+
+
+@pytest.mark.parametrize("mcpu,lanes", [("skylake-avx512", 16), ("haswell", 8)])
+def test_channel_blocks_follow_the_vector_width_and_the_channels(tmp_path, mcpu, lanes):
+    # Compiled for a named CPU (never run), so the vector width is known.
+    loom.ir.save(network(), tmp_path / "m.loom")
+    (tmp_path / "c.yaml").write_text(f"target:\n  kind: llvm\n  mcpu: {mcpu}\npipeline:\n  config:\n"
+                                     "    ConvertLayout.layout: NCHWc\n")
+    done = subprocess.run([str(LOOMC), "build", tmp_path / "m.loom", "--config", tmp_path / "c.yaml", "-o",
+                           tmp_path / "out.loom", "--emit", "ir", "--dump-ir", tmp_path / "ir"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = next((tmp_path / "ir").glob("*ConvertLayout_after.loom")).read_text()
+    layouts = set(re.findall(r'data_layout="NCHW(\d+)c"', text))
+    # The stem reads its 3 channels as one block; the others take the
+    # widest block of at most the vector's lanes that divides their
+    # channels (24, 40 and 72: 8; the squeeze-and-excitation's 18: 2).
+    assert layouts == {"3", str(lanes), "8", "2"}, layouts
+    kernels = set(re.findall(r'kernel_layout="(OIHW\d+i\d+o)"', text))
+    assert {"OIHW1i8o", f"OIHW1i{lanes}o", f"OIHW3i{lanes}o"} <= kernels, kernels  # depthwise 72, 48; the stem
+    # Weights are re-laid out once, here: no transposes of constants left.
+    assert not re.search(r"(transpose|reshape)\(meta", text), text
+
+
+def test_a_batch_of_several_and_two_threads():
+    x, mod = f32(3, 3, 32, 32), network(3)
+    want = loom.build(mod, config(None))["main"](x).numpy()
+    got = loom.build(mod, config("NCHWc", threads=2))["main"](x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_an_unknown_layout_is_refused_by_name():
+    with pytest.raises(loom.LoomError, match=re.escape("ConvertLayout.layout must be auto, NHWC or NCHWc, got 'NCHW8c'")):
+        loom.build(network(), config("NCHW8c"))
