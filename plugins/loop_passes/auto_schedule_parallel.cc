@@ -26,6 +26,17 @@ void StageScheduler::parallel_outer(const std::string& root) {
       attempt([&] { outer = s_.fuse(root, second); });
     }
   }
+  // Loops of one iteration (a batch of one, a blocked convolution's
+  // blocks all in one tile) hold no work to share: fuse on through them.
+  for (;;) {
+    std::vector<const ForNode*> rest = perfect_nest(find(s_, outer));
+    auto first = const_int(rest[0]->extent);
+    if (rest.size() < 2 || !first || *first != 1 || rest[0]->for_kind() != ForKind::kSerial ||
+        rest[1]->for_kind() != ForKind::kSerial)
+      break;
+    std::string second = rest[1]->loop_var->name;
+    if (!attempt([&] { outer = s_.fuse(outer, second); })) break;
+  }
   const ForNode* f = find(s_, outer);
   auto extent = const_int(f->extent);
   if (extent && *extent < 2) return;

@@ -246,7 +246,29 @@ bool StageScheduler::tile(const std::string& nest) {
   if (rows && i != chain[spatial - 2]) s_.reorder({chain[spatial - 2]->loop_var->name, iname});
   std::set<std::string> panels;
   bool relaid = false;
-  // Blocked weights are panels already: a block's, contiguous.
+  // Blocked weights are a panel per block already; a tile of tj blocks
+  // reads tj of them, far apart (a block's whole filter), so a constant
+  // takes panels of tj blocks at compile time: the block index b becomes
+  // b // tj outermost and b % tj right outside the lanes, and a tile
+  // reads one contiguous panel (3x3 convolutions over 64 channels ran
+  // 1.03-1.10x their channels-last time).
+  if (blocks && tj > 1) {
+    const VarNode* bv = blocks->loop_var.get();
+    for (const Operand& o : operands) {
+      size_t at = 0;
+      while (at < o.load->indices.size() && !uses_var(o.load->indices[at], bv)) ++at;
+      if (at + 1 >= o.load->indices.size() || !constant_.count(o.load->buffer->name)) continue;
+      Schedule::IndexMap layout = [at, tj](const std::vector<PrimExpr>& idx) {
+        PrimExpr width = IntImm(DataType::Int(64), tj);
+        std::vector<PrimExpr> out;
+        for (size_t k = 0; k + 1 < idx.size(); ++k) out.push_back(k == at ? PrimExpr(FloorDiv(idx[k], width)) : idx[k]);
+        out.push_back(FloorMod(idx[at], width));
+        out.push_back(idx.back());
+        return out;
+      };
+      pack(o.load->buffer->name, layout, false, copies_, relaid);
+    }
+  }
   for (const Operand& o : blocks ? std::vector<Operand>{} : operands) {
     // A constant operand takes the panel layout itself: the caller's
     // constant is packed once, at compile time.  Any other is copied

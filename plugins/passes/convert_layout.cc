@@ -1,6 +1,8 @@
 #include "convert_layout.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "graph_util.h"
@@ -101,23 +103,57 @@ struct Form {
   }
   std::string data_name() const { return block ? "NCHW" + std::to_string(block) + "c" : "NHWC"; }
   std::string suffix() const { return block ? "_nchwc" : "_nhwc"; }
-  // A value in this form, from its NCHW expression of `shape`.
-  ir::Expr from_first(const ir::Expr& x, const std::vector<int64_t>& shape) const {
+  // The channels held for `channels`: whole blocks, the last padded.
+  int64_t padded(int64_t channels) const { return block ? (channels + block - 1) / block * block : channels; }
+  // A value in this form, from its NCHW expression of `shape` (padded
+  // with zero channels to whole blocks).
+  ir::Expr from_first(ir::Expr x, const std::vector<int64_t>& shape) const {
     if (!block) return transpose(x, kToLast);
-    return transpose(reshape(x, {-1, shape[1] / block, block, shape[2], shape[3]}), {0, 1, 3, 4, 2});
+    int64_t held = padded(shape[1]);
+    if (held > shape[1]) {
+      x = graph::Call(ir::Op::get("pad"), {x}, Map({{"pad_width", Any(ints({0, 0, 0, held - shape[1], 0, 0, 0, 0}))}}));
+    }
+    return transpose(reshape(x, {-1, held / block, block, shape[2], shape[3]}), {0, 1, 3, 4, 2});
   }
-  // The NCHW value of `shape` from its expression in this form.
+  // The NCHW value of `shape` from its expression in this form (its
+  // padding channels dropped).
   ir::Expr to_first(const ir::Expr& x, const std::vector<int64_t>& shape) const {
     if (!block) return transpose(x, kToFirst);
-    return reshape(transpose(x, {0, 1, 4, 2, 3}), {-1, shape[1], shape[2], shape[3]});
+    int64_t held = padded(shape[1]);
+    ir::Expr out = reshape(transpose(x, {0, 1, 4, 2, 3}), {-1, held, shape[2], shape[3]});
+    if (held == shape[1]) return out;
+    return graph::Call(ir::Op::get("slice"), {out},
+                       Map({{"begin", Any(ints({0}))}, {"end", Any(ints({shape[1]}))}, {"axes", Any(ints({1}))}}));
   }
 };
 
-// A value converted: its expression in `form`.
+// A value converted: its expression in `form`, and, where the form pads
+// its channels, what every padding channel holds: `pad`, a scalar, or
+// undefined where that is not known (a pool's result: finite, varying).
+// Padding channels are never NaN or infinite, so the zero weights a
+// convolution gives them cancel them exactly.
 struct Formed {
   ir::Expr expr;
   Form form;
+  runtime::NDArray pad;
 };
+
+// A scalar of `dtype` holding zero.
+runtime::NDArray zero_scalar(DataType dtype) {
+  runtime::NDArray z = runtime::NDArray::empty({}, dtype);
+  std::memset(z.data_as<char>(), 0, z->nbytes());
+  return z;
+}
+
+// Whether a scalar's value is a finite number; false where its type is
+// not one this pass reads (16-bit floats).
+bool finite(const runtime::NDArray& x) {
+  DataType t = x->dtype;
+  if (t.code != DataType::kFloat) return true;
+  if (t.bits == 32) return std::isfinite(*x.data_as<float>());
+  if (t.bits == 64) return std::isfinite(*x.data_as<double>());
+  return false;
+}
 
 // Rewrites one function's top-level chain; nullopt when nothing converts.
 // `lanes` > 0 converts to channel blocks (NCHW{b}c, b at most `lanes`),
@@ -149,16 +185,15 @@ class Converter {
   }
 
  private:
-  // The form for a value of `channels` channels: channels-last, or the
-  // widest block of at most the vector's lanes (halving) that divides the
-  // channels; fewer channels than lanes make one block of all of them (a
-  // 3-channel image: NCHW3c, its pixels' channels together).
+  // The form for a value of `channels` channels: channels-last, or
+  // blocks of the vector's lanes, the last padded with channels of zero
+  // weight where the lanes do not divide the channels (72 channels in 5
+  // blocks of 16); at most as many channels as lanes make one block of
+  // all of them (a 3-channel image: NCHW3c, its pixels' channels
+  // together).
   Form form_for(int64_t channels) const {
     if (!lanes_) return Form{};
-    if (channels <= lanes_) return Form{channels};
-    int64_t b = lanes_;
-    while (b > 1 && channels % b != 0) b /= 2;
-    return Form{b};
+    return Form{channels <= lanes_ ? channels : lanes_};
   }
 
   // The form a value already has, else the one its channels get.
@@ -209,12 +244,23 @@ class Converter {
       for (size_t i = 1; i < args.size(); ++i)
         if (formed_.count(args[i].get())) return keep(b);
       args[0] = in_form(args[0], form);
-      return emit(b, *op, args, with_attrs(call->attrs, {{"axis", Any(int64_t{3})}}), form);
+      return emit(b, *op, args, with_attrs(call->attrs, {{"axis", Any(int64_t{3})}}), form, runtime::NDArray());
     }
+    // What each argument holds in the result's padding channels (where
+    // the form pads them): a scalar to evaluate the operator on.
+    bool pads = form.padded(*out_channels) > *out_channels;
+    std::vector<ir::Expr> pad_args;
     for (ir::Expr& a : args) {
       const auto* t = tensor_type(a);
       if (!t) return keep(b);
-      if (t->shape.size() == 0) continue;
+      const auto* c = a.as<graph::ConstantNode>();
+      // A constant of one element is that element everywhere.
+      if (pads && c && host_compact(c->data) && c->data->numel() == 1)
+        pad_args.push_back(graph::Constant(c->data.view({})));
+      if (t->shape.size() == 0) {
+        if (pads && !c) return keep(b);  // a parameter scalar: its value unknown here
+        continue;
+      }
       if (t->shape.size() > 4) return keep(b);
       auto shape = static_shape(a);
       if (!shape && t->shape.size() < 4) return keep(b);
@@ -225,11 +271,19 @@ class Converter {
       int64_t channels = t->shape.size() == 4 ? channels_of(a).value_or(-1) : padded[1];
       if (channels != *out_channels && channels != 1) return keep(b);
       Form f = channels == 1 && form.block ? Form{1} : form;
+      if (pads && !(c && host_compact(c->data) && c->data->numel() == 1)) {
+        // One channel broadcast over the padding: its values vary.
+        if (channels == 1) return keep(b);
+        auto found = formed_.find(a.get());
+        bool recorded = found != formed_.end() && found->second.form.block == f.block;
+        if (recorded && !found->second.pad.defined()) return keep(b);
+        // Converted here, or a constant re-laid out: zero padding.
+        pad_args.push_back(graph::Constant(recorded ? found->second.pad : zero_scalar(t->dtype)));
+      }
       if (t->shape.size() == 4) {
         a = in_form(a, f);
         continue;
       }
-      const auto* c = a.as<graph::ConstantNode>();
       if (c && host_compact(c->data)) {  // a bias: re-laid out here
         a = graph::Constant(tir::relayout(c->data.view(padded), f.data_layout()));
       } else if (!f.block) {  // to rank 4 in the channels-last order at once
@@ -240,7 +294,14 @@ class Converter {
         a = f.from_first(reshape(a, padded), padded);
       }
     }
-    return emit(b, *op, args, call->attrs, form);
+    runtime::NDArray pad;
+    if (pads) {  // the operator on what its arguments' padding holds, at compile time
+      ir::Expr value = evaluate_call(*call, pad_args);
+      const auto* v = value.defined() ? value.as<graph::ConstantNode>() : nullptr;
+      if (!v || v->data->numel() != 1 || !finite(v->data)) return keep(b);  // 0 / 0, log(0): not padded
+      pad = v->data;
+    }
+    return emit(b, *op, args, call->attrs, form, pad);
   }
 
   // A call of an operator with a layout attribute (conv2d, the pools).
@@ -251,6 +312,9 @@ class Converter {
       return keep(b);
     Form form = *form_of(args[0]), out_form = form;
     std::map<std::string, Any> changes;
+    // A pool's padding channels: finite, varying; a convolution's: zero
+    // (its weights there are).
+    runtime::NDArray pad;
     if (has_attr(def, "kernel_layout")) {
       if (attrs.at("kernel_layout").as_string() != "OIHW" || args.size() < 2) return keep(b);
       auto w = static_shape(args[1]);
@@ -267,14 +331,20 @@ class Converter {
         if (groups != 1 && !depthwise) return keep(b);
         out_form = depthwise ? form : form_for(*out);
         int64_t in_block = depthwise ? 1 : form.block;
+        // Padded channels need weights of zero there: a constant's.
+        bool padding = form.padded(*in) > *in || out_form.padded(*out) > *out;
+        const auto* c = args[1].as<graph::ConstantNode>();
+        if (padding && !(c && host_compact(c->data))) return keep(b);
+        if (depthwise) changes["groups"] = Any(form.padded(*in));
         args[1] = weights(args[1], *w, {in_block, out_form.block});
+        pad = zero_scalar(tensor_type(b.var)->dtype);
         changes["kernel_layout"] = Any("OIHW" + std::to_string(in_block) + "i" + std::to_string(out_form.block) + "o");
       }
     }
     changes[layout_key] = Any(form.data_name());
     args[0] = in_form(args[0], form);
     const auto* call = b.value.as<graph::CallNode>();
-    return emit(b, op, args, with_attrs(call->attrs, changes), out_form);
+    return emit(b, op, args, with_attrs(call->attrs, changes), out_form, pad);
   }
 
   // OIHW weights of `shape` as OIHW{i}i{o}o (blocks {i, o}): a host
@@ -324,7 +394,7 @@ class Converter {
     }
     for (ir::Expr& a : args) a = in_form(a, form);
     const auto* call = b.value.as<graph::CallNode>();
-    return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}), form);
+    return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}), form, runtime::NDArray());
   }
 
   bool keep(const graph::Binding& b) {
@@ -334,11 +404,11 @@ class Converter {
 
   // `let %v_nhwc = op(args); let %v = <back to NCHW>(%v_nhwc)`.
   bool emit(const graph::Binding& b, const ir::OpNode& op, const std::vector<ir::Expr>& args, const Map& attrs,
-            const Form& form) {
+            const Form& form, const runtime::NDArray& pad) {
     graph::Var formed(b.var->name + form.suffix());
     out_.push_back({formed, graph::Call(ir::Op::get(op.name), args, attrs)});
     out_.push_back({b.var, form.to_first(formed, *image_shape(b.var))});
-    formed_[b.var.get()] = {formed, form};
+    formed_[b.var.get()] = {formed, form, pad};
     return true;
   }
 
@@ -363,7 +433,7 @@ class Converter {
       out = bound;
     }
     if (found == formed_.end() && form.block == form_for(channels_of(e).value_or(0)).block)
-      formed_[e.get()] = {out, form};
+      formed_[e.get()] = {out, form, zero_scalar(tensor_type(e)->dtype)};
     converted_[key] = out;
     return out;
   }

@@ -3,7 +3,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "loom/graph/type_infer.h"
 #include "loom/ir/op.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/tir/function.h"
 #include "loom/support/stack.h"
 
 namespace loom::passes {
@@ -23,4 +26,58 @@ std::string FunctionNames::fresh(const std::string& hint) {
   return name;
 }
 
+namespace {
+// The evaluator FoldConstant declares: the reference interpreter's
+// run_prim_func (plugin ref, named in this plugin's manifest), so that
+// folding and running agree bit for bit.
+constexpr const char* kEvaluator = "ref.run_prim_func";
+
+// A host array for each tensor of a static result type.
+std::vector<runtime::NDArray> outputs_for(const ir::Type& type) {
+  std::vector<ir::Type> tensors;
+  if (const auto* tuple = type.as<ir::TupleTypeNode>()) {
+    for (const Any& f : tuple->fields) tensors.push_back(f.cast<ir::Type>());
+  } else {
+    tensors.push_back(type);
+  }
+  std::vector<runtime::NDArray> out;
+  for (const ir::Type& t : tensors) {
+    const auto* tensor = t.as<ir::TensorTypeNode>();
+    if (!tensor || tensor->unknown_rank()) return {};
+    std::vector<int64_t> shape;
+    for (const Any& d : tensor->shape) {
+      const auto* c = dynamic_cast<const tir::IntImmNode*>(d.object());
+      if (!c) return {};
+      shape.push_back(c->value);
+    }
+    out.push_back(runtime::NDArray::empty(shape, tensor->dtype));
+  }
+  return out;
+}
+
+}  // namespace
+
+ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>& args) {
+  const auto* op = call.callee.as<ir::OpNode>();
+  std::optional<Any> lower = op ? ir::OpRegistry::property(op->name, "FLower") : std::nullopt;
+  if (!lower) return ir::Expr();
+  std::vector<ir::Type> type_args;
+  for (const Any& t : call.type_args) type_args.push_back(t.cast<ir::Type>());
+  graph::Call constant_call(call.callee, args, call.attrs, type_args);
+  // The lowering reads the call's and the arguments' types.
+  std::vector<ir::Diagnostic> problems;
+  graph::infer_types(ir::IRModule(std::map<std::string, Any>{{"main", graph::Function({}, constant_call)}}), &problems);
+  if (!problems.empty()) return ir::Expr();
+  std::vector<runtime::NDArray> outputs = outputs_for(constant_call->checked_type);
+  if (outputs.empty()) return ir::Expr();
+  tir::PrimFunc prim = lower->cast<Function>()(ObjectRef(constant_call)).cast<tir::PrimFunc>();
+  std::vector<Any> call_args{Any(prim)};
+  for (const ir::Expr& a : args) call_args.push_back(Any(a.as<graph::ConstantNode>()->data));
+  for (const runtime::NDArray& o : outputs) call_args.push_back(Any(o));
+  FunctionRegistry::get(kEvaluator).call(call_args.data(), static_cast<int32_t>(call_args.size()));
+  if (!constant_call->checked_type.as<ir::TupleTypeNode>()) return graph::Constant(outputs[0]);
+  std::vector<ir::Expr> fields;
+  for (const runtime::NDArray& o : outputs) fields.push_back(graph::Constant(o));
+  return graph::Tuple(fields);
+}
 }  // namespace loom::passes

@@ -28,6 +28,14 @@ class FunctionNames {
   std::map<std::string, int64_t> next_suffix_;
 };
 
+// The value of `call` with the constant arguments `args` (a Constant, or
+// a Tuple of them), or an undefined Expr when it cannot be evaluated
+// here: the operator's lowering run by the reference interpreter
+// (ref.run_prim_func, so that folding and running agree bit for bit) on
+// the constants' arrays.  FoldConstant's evaluator; ConvertLayout's for
+// what padded channels hold.
+ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>& args);
+
 }  // namespace loom::passes
 
 #endif  // LOOM_PLUGINS_PASSES_GRAPH_UTIL_H_

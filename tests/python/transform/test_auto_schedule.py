@@ -320,6 +320,19 @@ def test_channel_blocked_convolutions_tile_several_blocks(cin, cout, k, stride):
     close(got.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, wd), np.maximum(want, 0))
 
 
+def test_a_blocked_convolution_with_its_blocks_in_one_tile_still_runs_its_rows_in_parallel():
+    # 8 output channels in 2 blocks of 4: one tile holds them all, so
+    # the loop over the block tiles has one iteration; the output rows
+    # below it take the threads (they ran on one before).
+    x = graph.Var("x", shape=(1, 2, 56, 56, 4))
+    w = graph.Constant(f32(2, 2, 3, 3, 4, 4))
+    conv = op.conv2d(x, w, padding=[1] * 4, data_layout="NCHW4c", kernel_layout="OIHW4i4o")
+    text = scheduled(loom.IRModule({"main": graph.Function([x], op.relu(conv))}))
+    assert re.search(r"alloc %\w+: Buffer\[\(1, 2, 1, \d+, 4\), float32\]", text), text
+    extents = [int(e) for e in re.findall(r"from 0 extent (\d+) parallel", text)]
+    assert 56 in extents, text
+
+
 def pointwise_nhwc(x, w, b, r=None):
     """relu(conv1x1(x, w) + b [+ r]) channels last: the module and the
     float64 reference."""

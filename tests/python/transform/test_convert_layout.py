@@ -83,12 +83,13 @@ def test_channel_blocks_follow_the_vector_width_and_the_channels(tmp_path, mcpu,
     assert done.returncode == 0, done.stderr
     text = next((tmp_path / "ir").glob("*ConvertLayout_after.loom")).read_text()
     layouts = set(re.findall(r'data_layout="NCHW(\d+)c"', text))
-    # The stem reads its 3 channels as one block; the others take the
-    # widest block of at most the vector's lanes that divides their
-    # channels (24, 40 and 72: 8; the squeeze-and-excitation's 18: 2).
-    assert layouts == {"3", str(lanes), "8", "2"}, layouts
+    # The stem reads its 3 channels as one block; the others take blocks
+    # of the lanes, the last padded (72 channels: 5 blocks of 16, or 9 of 8).
+    assert layouts == {"3", str(lanes)}, layouts
     kernels = set(re.findall(r'kernel_layout="(OIHW\d+i\d+o)"', text))
-    assert {"OIHW1i8o", f"OIHW1i{lanes}o", f"OIHW3i{lanes}o"} <= kernels, kernels  # depthwise 72, 48; the stem
+    assert kernels == {f"OIHW1i{lanes}o", f"OIHW3i{lanes}o", f"OIHW{lanes}i{lanes}o"}, kernels
+    # A depthwise convolution's groups count its padded channels.
+    assert f"groups={-(-72 // lanes) * lanes}" in text, text
     # Weights are re-laid out once, here: no transposes of constants left.
     assert not re.search(r"(transpose|reshape)\(meta", text), text
 
@@ -103,3 +104,21 @@ def test_a_batch_of_several_and_two_threads():
 def test_an_unknown_layout_is_refused_by_name():
     with pytest.raises(loom.LoomError, match=re.escape("ConvertLayout.layout must be auto, NHWC or NCHWc, got 'NCHW8c'")):
         loom.build(network(), config("NCHW8c"))
+
+
+def test_padding_channels_never_hold_what_would_not_be_finite():
+    # 40 channels are padded to whole blocks; the padding of `h` holds
+    # zero, so 1 / h there would be infinite and the zero weights of the
+    # next convolution would not cancel it (0 * inf): that division runs
+    # channels-first, the rest in blocks, and the result is finite.
+    x = graph.Var("x", shape=(1, 8, 12, 12))
+    h = op.conv2d(x, const(40, 8, 1, 1))
+    h = op.conv2d(h, const(40, 1, 3, 3), padding=[1], groups=40)
+    g = op.divide(graph.Constant(np.array(1.0, np.float32)), h)
+    y = op.conv2d(op.add(g, const(40, 1, 1)), const(16, 40, 1, 1))
+    mod = loom.IRModule({"main": graph.Function([x], y)})
+    xv = f32(1, 8, 12, 12)
+    want = loom.build(mod, config(None))["main"](xv).numpy()
+    got = loom.build(mod, config("NCHWc"))["main"](xv).numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
