@@ -385,13 +385,13 @@ void register_conv_ops() {
                                          tir::BufferLoad(w, {out[1], zero, r[0], r[1], zero, out[4]})));
               })));
         }
-        if (l.block) {  // one group: over the input's blocks, the taps, then the channels of a block
-          return b.finish(xp.around(reduction(y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw), PrimExpr(l.block)},
+        if (l.block) {  // one group: over the input's channels (blocks, then within), then the taps: NCHW's order
+          return b.finish(xp.around(reduction(y, {PrimExpr(cg), PrimExpr(l.block), PrimExpr(kh), PrimExpr(kw)},
                                               make_const(t, 0), add, [&](const Indices& out, const Indices& r) {
-                                                auto [iy, ix] = pixel(out, r[1], r[2]);
+                                                auto [iy, ix] = pixel(out, r[2], r[3]);
                                                 return PrimExpr(tir::Mul(
-                                                    tir::BufferLoad(xp.buffer, {out[0], r[0], iy, ix, r[3]}),
-                                                    tir::BufferLoad(w, {out[1], r[0], r[1], r[2], r[3], out[4]})));
+                                                    tir::BufferLoad(xp.buffer, {out[0], r[0], iy, ix, r[1]}),
+                                                    tir::BufferLoad(w, {out[1], r[0], r[2], r[3], r[1], out[4]})));
                                               })));
         }
         return b.finish(xp.around(
