@@ -471,15 +471,13 @@ transform::Pass ConvertLayout() {
           .opt_level(1)
           .options({SchemaField{"layout", "str", Any(std::string("auto")),
                                 "NHWC (channels-last), NCHWc (blocks of the target's vector lanes), or auto: NCHWc "
-                                "for a function with a depthwise convolution, NHWC for the others"}})
+                                "for a function with a depthwise convolution, NHWC for the others"}
+                        .one_of({"auto", "NHWC", "NCHWc"})})
           .needs({"types_inferred"})
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     std::string layout = context.get_config("ConvertLayout.layout").as_string();
-    if (layout != "NHWC" && layout != "NCHWc" && layout != "auto") {
-      LOOM_THROW(Error) << "ConvertLayout.layout must be auto, NHWC or NCHWc, got '" << layout << "'";
-    }
     std::map<std::string, Any> converted;
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();

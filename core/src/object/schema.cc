@@ -27,6 +27,7 @@ bool value_has_type(const Any& value, const std::string& type) {
 }
 
 std::string bounds_text(const SchemaField& field) {
+  if (!field.choices.empty()) return "one of " + join(field.choices, ", ");
   if (field.min && field.max) return std::to_string(*field.min) + " to " + std::to_string(*field.max);
   if (field.min) return "at least " + std::to_string(*field.min);
   if (field.max) return "at most " + std::to_string(*field.max);
@@ -34,6 +35,11 @@ std::string bounds_text(const SchemaField& field) {
 }
 
 std::string bounds_problem(const SchemaField& field, const Any& value) {
+  if (!field.choices.empty() && value.kind() == AnyKind::kStr) {
+    const std::string& v = value.as_string();
+    if (std::find(field.choices.begin(), field.choices.end(), v) != field.choices.end()) return "";
+    return "must be " + bounds_text(field) + ", got '" + v + "'" + did_you_mean(v, field.choices);
+  }
   if (value.kind() != AnyKind::kInt) return "";
   int64_t v = value.as_int();
   if ((field.min && v < *field.min) || (field.max && v > *field.max)) {
@@ -58,6 +64,9 @@ void check_schema(const std::vector<SchemaField>& schema, const std::string& own
     }
     if ((field.min || field.max) && field.type != "int") {
       LOOM_THROW(Error) << owner << ": '" << field.name << "' has bounds but is " << field.type << ", not int";
+    }
+    if (!field.choices.empty() && field.type != "str") {
+      LOOM_THROW(Error) << owner << ": '" << field.name << "' has choices but is " << field.type << ", not str";
     }
     if (field.min && field.max && *field.min > *field.max) {
       LOOM_THROW(Error) << owner << ": '" << field.name << "' has no value in its bounds (" << *field.min << " > "
@@ -197,6 +206,11 @@ void write_schema_json(JsonWriter& json, const std::vector<SchemaField>& schema)
     json.key("doc").value(f.doc);
     if (f.min) json.key("min").value(*f.min);
     if (f.max) json.key("max").value(*f.max);
+    if (!f.choices.empty()) {
+      json.key("choices").begin_array();
+      for (const std::string& c : f.choices) json.value(c);
+      json.end_array();
+    }
     json.end_object();
   }
   json.end_array();
@@ -228,6 +242,13 @@ std::vector<SchemaField> read_schema_json(const JsonValue& value, const std::str
       if (const JsonValue* b = field.find(key)) {
         if (b->kind != JsonValue::Kind::kInt) LOOM_THROW(Error) << at << ": '" << key << "' must be an integer";
         *bound = b->integer;
+      }
+    }
+    if (const JsonValue* c = field.find("choices")) {
+      if (c->kind != JsonValue::Kind::kArray) LOOM_THROW(Error) << at << ": 'choices' must be an array of strings";
+      for (const JsonValue& v : c->array) {
+        if (v.kind != JsonValue::Kind::kString) LOOM_THROW(Error) << at << ": 'choices' must be an array of strings";
+        f.choices.push_back(v.string);
       }
     }
     out.push_back(std::move(f));

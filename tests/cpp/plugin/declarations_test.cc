@@ -28,7 +28,7 @@ PluginDeclarations sample() {
                                   {"*"},
                                   {},
                                   {SchemaField{"size", "int", Any(int64_t{32}), "the tile"}.between(1, 4096),
-                                   {"layout", "str", Any(std::string("NHWC")), ""},
+                                   SchemaField{"layout", "str", Any(std::string("NHWC")), ""}.one_of({"NHWC", "NCHW"}),
                                    {"scale", "float", Any(0.5), ""},
                                    {"dtype", "dtype", Any(DataType::Float(16)), ""},
                                    {"axes", "Array", Any(Array({Any(int64_t{1}), Any(std::string("x"))})), ""},
@@ -70,6 +70,10 @@ TEST(Declarations, RoundTripThroughTheirJson) {
   EXPECT_EQ(back.passes[0].needs, std::vector<std::string>{"buffers_flat"});
   EXPECT_EQ(back.passes[0].preserves, std::vector<std::string>{"*"});
   EXPECT_EQ(fields(back.passes[0].options), fields(d.passes[0].options));
+  EXPECT_EQ(bounds_text(back.passes[0].options[1]), "one of NHWC, NCHW");
+  EXPECT_EQ(bounds_problem(back.passes[0].options[1], Any(std::string("NWHC"))),
+            "must be one of NHWC, NCHW, got 'NWHC'; did you mean 'NHWC'?");
+  EXPECT_EQ(bounds_problem(back.passes[0].options[1], Any(std::string("NCHW"))), "");
   EXPECT_EQ(back.passes[0].options[0].max, std::optional<int64_t>(4096));
   EXPECT_EQ(back.passes[0].options[1].min, std::nullopt);
   EXPECT_EQ(back.passes[1].sequence, (std::vector<std::string>{"Tile", "Tile"}));

@@ -102,7 +102,7 @@ def test_a_batch_of_several_and_two_threads():
 
 
 def test_an_unknown_layout_is_refused_by_name():
-    with pytest.raises(loom.LoomError, match=re.escape("ConvertLayout.layout must be auto, NHWC or NCHWc, got 'NCHW8c'")):
+    with pytest.raises(loom.LoomError, match=re.escape("config option 'ConvertLayout.layout' must be one of auto, NHWC, NCHWc, got 'NCHW8c'; did you mean 'NCHWc'?")):
         loom.build(network(), config("NCHW8c"))
 
 

@@ -6,7 +6,8 @@
 //
 // Types: "int", "float" (an int is accepted), "bool", "str", "dtype",
 // "device", "Array", "Map", "Any".  An int field may have bounds (min,
-// max, inclusive): every value set through the schema, a YAML config or a
+// max, inclusive) and a str field a list of the values it takes
+// (`one_of`): every value set through the schema, a YAML config or a
 // PassContext is checked against them, and listings show them
 // (docs/reliability.md, "Cost").
 #ifndef LOOM_OBJECT_SCHEMA_H_
@@ -32,6 +33,7 @@ struct SchemaField {
   std::string doc;
   std::optional<int64_t> min = std::nullopt;  // int fields: the least value accepted
   std::optional<int64_t> max = std::nullopt;  // int fields: the greatest value accepted
+  std::vector<std::string> choices = {};      // str fields: the values accepted (empty: any)
 
   SchemaField between(int64_t least, int64_t greatest) const {
     SchemaField out = *this;
@@ -44,12 +46,19 @@ struct SchemaField {
     out.min = least;
     return out;
   }
+  SchemaField one_of(std::vector<std::string> values) const {
+    SchemaField out = *this;
+    out.choices = std::move(values);
+    return out;
+  }
 };
 
 // Why `value` is outside `field`'s bounds ("must be from 0 to 1024, got
-// 5000"), or "" when it is inside them (or the field has none).
+// 5000"; "must be one of auto, NHWC, NCHWc, got 'x'"), or "" when it is
+// inside them (or the field has none).
 std::string bounds_problem(const SchemaField& field, const Any& value);
-// The bounds as text: "0 to 1024", "at least 1", "" when there are none.
+// The bounds as text: "0 to 1024", "at least 1", "one of a, b", "" when
+// there are none.
 std::string bounds_text(const SchemaField& field);
 
 const std::vector<std::string>& schema_types();
