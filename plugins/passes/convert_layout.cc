@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "graph_util.h"
+#include "loom/graph/operator.h"
 #include "loom/ir/op.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
@@ -41,9 +42,9 @@ std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e) {
   if (!t) return std::nullopt;
   std::vector<int64_t> out;
   for (const Any& d : t->shape) {
-    const auto* c = dynamic_cast<const tir::IntImmNode*>(d.object());
+    auto c = graph::constant_dim(d);
     if (!c) return std::nullopt;
-    out.push_back(c->value);
+    out.push_back(*c);
   }
   return out;
 }
@@ -53,11 +54,11 @@ std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e) {
 std::optional<std::vector<int64_t>> image_shape(const ir::Expr& e) {
   const auto* t = tensor_type(e);
   if (!t || t->shape.size() != 4) return std::nullopt;
-  std::vector<int64_t> out;
-  for (size_t k = 0; k < 4; ++k) {
-    const auto* c = dynamic_cast<const tir::IntImmNode*>(t->shape[k].object());
-    if (!c && k > 0) return std::nullopt;
-    out.push_back(c ? c->value : -1);
+  std::vector<int64_t> out{graph::constant_dim(t->shape[0]).value_or(-1)};
+  for (size_t k = 1; k < 4; ++k) {
+    auto c = graph::constant_dim(t->shape[k]);
+    if (!c) return std::nullopt;
+    out.push_back(*c);
   }
   return out;
 }
@@ -65,9 +66,14 @@ std::optional<std::vector<int64_t>> image_shape(const ir::Expr& e) {
 // The channels of a rank-4 value (its axis 1), nullopt when not static.
 std::optional<int64_t> channels_of(const ir::Expr& e) {
   const auto* t = tensor_type(e);
-  if (!t || t->shape.size() != 4) return std::nullopt;
-  const auto* c = dynamic_cast<const tir::IntImmNode*>(t->shape[1].object());
-  return c ? std::optional<int64_t>(c->value) : std::nullopt;
+  return t && t->shape.size() == 4 ? graph::constant_dim(t->shape[1]) : std::nullopt;
+}
+
+// Whether a conv2d of `groups` over `channels` input channels with OIHW
+// weights of `weights` is depthwise (groups = channels, one input
+// channel per group; any channel multiplier).
+bool depthwise_conv(int64_t channels, int64_t groups, const std::vector<int64_t>& weights) {
+  return groups > 1 && groups == channels && weights.size() == 4 && weights[1] == 1;
 }
 
 bool has_attr(const ir::OpDef& def, const std::string& key) {
@@ -255,8 +261,8 @@ class Converter {
       if (!t) return keep(b);
       const auto* c = a.as<graph::ConstantNode>();
       // A constant of one element is that element everywhere.
-      if (pads && c && host_compact(c->data) && c->data->numel() == 1)
-        pad_args.push_back(graph::Constant(c->data.view({})));
+      bool one_element = c && host_compact(c->data) && c->data->numel() == 1;
+      if (pads && one_element) pad_args.push_back(graph::Constant(c->data.view({})));
       if (t->shape.size() == 0) {
         if (pads && !c) return keep(b);  // a parameter scalar: its value unknown here
         continue;
@@ -271,7 +277,7 @@ class Converter {
       int64_t channels = t->shape.size() == 4 ? channels_of(a).value_or(-1) : padded[1];
       if (channels != *out_channels && channels != 1) return keep(b);
       Form f = channels == 1 && form.block ? Form{1} : form;
-      if (pads && !(c && host_compact(c->data) && c->data->numel() == 1)) {
+      if (pads && !one_element) {
         // One channel broadcast over the padding: its values vary.
         if (channels == 1) return keep(b);
         auto found = formed_.find(a.get());
@@ -327,7 +333,7 @@ class Converter {
       } else {
         // One group: input blocks as the input's, output blocks as the
         // result's channels get; depthwise: the input's blocks for both.
-        bool depthwise = groups == *in && *out == *in && (*w)[1] == 1;
+        bool depthwise = depthwise_conv(*in, groups, *w) && *out == *in;
         if (groups != 1 && !depthwise) return keep(b);
         out_form = depthwise ? form : form_for(*out);
         int64_t in_block = depthwise ? 1 : form.block;
@@ -456,7 +462,7 @@ bool has_depthwise(const ir::Expr& body) {
     auto channels = channels_of(call->args[0].cast<ir::Expr>());
     auto w = static_shape(call->args[1].cast<ir::Expr>());
     int64_t groups = attrs.at("groups").as_int();
-    found = found || (channels && groups > 1 && groups == *channels && w && w->size() == 4 && (*w)[1] == 1);
+    found = found || (channels && w && depthwise_conv(*channels, groups, *w));
   }
   return found;
 }
