@@ -967,6 +967,24 @@ Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
     return to.lanes > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(i, to.lanes)) : i;
   };
   auto splat = [&](unsigned bits, uint64_t value) { return llvm::ConstantInt::get(ints(bits), value); };
+  if (to.bits == 16 && (to.code == DataType::kFloat || to.code == DataType::kBFloat) && from.code == DataType::kFloat &&
+      from.bits == 64) {
+    // float64 to a 16-bit float: narrowed to float32 rounding to odd
+    // (toward zero, the last bit set when inexact), then to nearest even
+    // once, as float32 keeps more than twice their bits plus two; to nearest
+    // twice would give 1 for 1 + 2^-11 + 2^-40, not float16's 1 + 2^-10.
+    // (LLVM's own float64 -> float16 calls __truncdfhf2 on CPUs without
+    // AVX512-FP16, which the JIT does not link.)
+    DataType f32t(DataType::kFloat, 32, from.lanes);
+    Value* f = b_.CreateFPTrunc(v, type(f32t));
+    Value* back = b_.CreateFPExt(f, v->getType());
+    Value* bits = b_.CreateBitCast(f, ints(32));
+    Value* away = b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
+                                   b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v));
+    Value* toward_zero = b_.CreateSelect(away, b_.CreateSub(bits, splat(32, 1)), bits);
+    Value* odd = b_.CreateSelect(b_.CreateFCmpONE(back, v), b_.CreateOr(toward_zero, splat(32, 1)), bits);
+    return cast(to, f32t, b_.CreateBitCast(odd, type(f32t)));
+  }
   if (from.code == DataType::kBFloat && to.code != DataType::kBFloat) {
     Value* wide = b_.CreateShl(b_.CreateZExt(b_.CreateBitCast(v, ints(16)), ints(32)), splat(32, 16));
     Value* f32 = b_.CreateBitCast(

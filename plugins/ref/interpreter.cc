@@ -74,6 +74,21 @@ uint16_t float_to_half_bits(float value) {
   return static_cast<uint16_t>(half);
 }
 
+// A double narrowed to float rounding to odd (toward zero, the last bit
+// set when inexact): narrowing that to a 16-bit float then rounds once, as
+// float keeps more than twice their bits plus two. Narrowing to nearest
+// twice rounds 1 + 2^-11 + 2^-40 to 1 instead of float16's 1 + 2^-10.
+float to_float_rounding_to_odd(double value) {
+  float f = static_cast<float>(value);
+  if (std::isnan(value) || static_cast<double>(f) == value) return f;
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --x;  // rounded away from zero: one step back
+  x |= 1u;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
 float half_bits_to_float(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
   uint32_t x;
@@ -118,9 +133,9 @@ float bfloat_bits_to_float(uint16_t b) {
 void normalize(Lane& l, DataType t) {
   if (t.code == DataType::kFloat) {
     if (t.bits == 32) l.f = static_cast<float>(l.f);
-    if (t.bits == 16) l.f = half_bits_to_float(float_to_half_bits(static_cast<float>(l.f)));
+    if (t.bits == 16) l.f = half_bits_to_float(float_to_half_bits(to_float_rounding_to_odd(l.f)));
   } else if (t.code == DataType::kBFloat) {
-    l.f = bfloat_bits_to_float(float_to_bfloat_bits(static_cast<float>(l.f)));
+    l.f = bfloat_bits_to_float(float_to_bfloat_bits(to_float_rounding_to_odd(l.f)));
   } else if (t.code == DataType::kBool) {
     l.i = l.i != 0;
   } else if (t.bits < 64) {
@@ -179,12 +194,12 @@ void store_lane(char* p, DataType t, const Lane& l) {
       } else if (t.bits == 64) {
         std::memcpy(p, &l.f, 8);
       } else if (t.bits == 16) {
-        uint16_t h = float_to_half_bits(static_cast<float>(l.f));
+        uint16_t h = float_to_half_bits(to_float_rounding_to_odd(l.f));
         std::memcpy(p, &h, 2);
       }
       return;
     case DataType::kBFloat: {
-      uint16_t b = float_to_bfloat_bits(static_cast<float>(l.f));
+      uint16_t b = float_to_bfloat_bits(to_float_rounding_to_odd(l.f));
       std::memcpy(p, &b, 2);
       return;
     }

@@ -110,6 +110,26 @@ std::string GLSLPrinter::cast_text(const std::string& type, const std::string& v
   return type + "(" + value + ")";
 }
 
+std::string GLSLPrinter::print_cast(DataType to, const tir::PrimExpr& value) {
+  DataType from = value.dtype();
+  if (to.code != DataType::kFloat || to.bits != 16 || from.code != DataType::kFloat || from.bits != 64) {
+    return CSourcePrinter::print_cast(to, value);
+  }
+  // float16_t(double) narrows through float on lavapipe, rounding twice
+  // (1 + 2^-11 + 2^-40 gives 1, not 1 + 2^-10): narrowed to float rounding
+  // to odd first, float16 then rounds once (as the llvm target does).
+  need_helper("loom_f64_to_f16",
+              "float16_t loom_f64_to_f16(double d) {\n"
+              "  float f = float(d);\n"
+              "  if (isnan(d) || double(f) == d) return float16_t(f);\n"
+              "  uint x = floatBitsToUint(f);\n"
+              "  if (abs(double(f)) > abs(d)) x -= 1u;\n"
+              "  return float16_t(uintBitsToFloat(x | 1u));\n"
+              "}\n");
+  scalar_type(to);  // the 16-bit extension and the target's fp16 check
+  return "loom_f64_to_f16(" + print_expr(value) + ")";
+}
+
 // GLSL 4.50's keywords and reserved words, the built-in functions a
 // shader could call (a variable of that name would hide the function),
 // its vector, matrix and opaque types, the gl_ prefix and the names of the

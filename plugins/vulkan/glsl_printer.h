@@ -42,6 +42,7 @@ class GLSLPrinter : public target::CSourcePrinter {
   std::string function_tail() override { return ""; }
   std::string helper_qualifiers() override { return ""; }
   std::string cast_text(const std::string& type, const std::string& value) override;
+  std::string print_cast(DataType to, const tir::PrimExpr& value) override;
   bool reserved_identifier(const std::string& name) override;
   std::string intrinsic_name(const std::string& op, DataType t) override;
   std::string thread_index(const std::string& axis) override;

@@ -96,6 +96,37 @@ def test_where_clip_cast(run, rng):
     close(run('cast(%a0, dtype=float64)', x), x.astype(np.float64), np.float64, rtol=0, atol=0)
 
 
+def test_float64_to_float16_rounds_once(run, rng):
+    # Correctly rounded as NumPy does, on every CPU (without AVX512-FP16 LLVM
+    # calls __truncdfhf2, which the JIT does not link). The first values sit
+    # just off float16 ties, where narrowing through float32 to nearest
+    # would round twice; then overflow, subnormals, infinities and NaN.
+    tie = 1 + 2.0 ** -11
+    x = np.array([tie + 2.0 ** -40, tie - 2.0 ** -40, -(tie + 2.0 ** -40), 2049 + 2.0 ** -30, 65519.99, 65520.0,
+                  1e300, -1e300, 2.0 ** -25 + 2.0 ** -60, 2.0 ** -26, 3e-8, 0.0, -0.0, np.inf, -np.inf, np.nan],
+                 np.float64)
+    x = np.concatenate([x, rng.standard_normal(200) * 10.0 ** rng.integers(-9, 6, 200)])
+    if run.config.endswith(("/c.yaml", "/opencl.yaml")):
+        with pytest.raises(RuntimeError, match="C has no type for float16"):
+            run('cast(%a0, dtype=float16)', x)
+        return
+    got = run('cast(%a0, dtype=float16)', x)
+    assert got.dtype == np.float16, got.dtype
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    if run.config.endswith(("/ref.yaml", "/host.yaml")):  # bfloat16: the same, against rounding the bits
+        tie = 1 + 2.0 ** -8
+        x = np.concatenate([[tie + 2.0 ** -50, -(tie + 2.0 ** -50), tie - 2.0 ** -50, tie + 2.0 ** -7 + 2.0 ** -45, 3.0,
+                             np.inf, np.nan],
+                            rng.standard_normal(100) * 10.0 ** rng.integers(-30, 30, 100)])
+        bits = x.view(np.uint64)
+        want = ((bits + (2 ** 44 - 1) + ((bits >> 45) & 1)) >> 45 << 45).view(np.float64).astype(np.float32)
+        want[np.isinf(x) | np.isnan(x)] = x[np.isinf(x) | np.isnan(x)]
+        got = run('cast(cast(%a0, dtype=bfloat16), dtype=float32)', x)
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("op,ref", [("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min)])
 def test_reductions(run, rng, op, ref):
     x = uniform(rng, (2, 3, 5))
