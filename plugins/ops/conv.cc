@@ -293,6 +293,138 @@ void pool(const std::string& name, bool is_max) {
 }
 }  // namespace
 
+// Winograd's F(2x2, 3x3) for a stride-1 3x3 convolution channels-last
+// (docs/operators.md, "Winograd"; the Winograd pass makes these): the
+// input's overlapping 4x4 tiles (one per 2x2 block of outputs) go through
+// B^T d B, a batched matmul with the weights' G g G^T (made at compile
+// time) multiplies them by 16 matrices, and A^T m A turns each product
+// back into 2x2 outputs: 16 multiply-adds per 4 outputs and channel pair,
+// not 36.
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: row i is d[u_i] + s_i d[v_i]
+//   A^T = [1 1 1 0; 0 1 -1 -1]: row p is m[p] + t m[p + 1] + t m[p + 2], t = 1 - 2p
+namespace {
+constexpr int64_t kBtFirst[4] = {0, 1, 2, 1}, kBtSecond[4] = {2, 2, 1, 3};
+constexpr double kBtSign[4] = {-1, 1, -1, -1};
+
+struct WinogradTiles {
+  int64_t th, tw;  // tiles down and across: ceil(out / 2)
+};
+
+WinogradTiles winograd_tiles(int64_t oh, int64_t ow) { return {(oh + 1) / 2, (ow + 1) / 2}; }
+
+void register_winograd_ops() {
+  define_operator(
+      "winograd_input", 1,
+      {{"padding", "Array", Any(Array(std::vector<Any>{int64_t{0}})),
+        "of the convolution: (top, left, bottom, right)"}},
+      ir::PatternKind::kInjective,
+      "Winograd F(2x2, 3x3) input transform: x N H W C (channels last) -> 4 4 T C, B^T d B of each 4x4 tile of the "
+      "padded input at stride 2, T = N ceil(H'/2) ceil(W'/2) tiles, H' = H + pads - 2",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = tensor_arg(call, 0);
+        if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs x N H W C, got " << shape_text(x.shape);
+        if (!is_float(x.dtype)) LOOM_THROW(TypeError) << "needs floats, got " << x.dtype.to_string();
+        auto p = padding_attr(attrs_of(call));
+        int64_t n = static_dim(x, 0, "the batch"), h = static_dim(x, 1, "the height"),
+                w = static_dim(x, 2, "the width");
+        auto tiles = winograd_tiles(out_extent(h, p[0] + p[2], 3, 1, 1), out_extent(w, p[1] + p[3], 3, 1, 1));
+        return ir::TensorType(Array({dim_of(4), dim_of(4), dim_of(n * tiles.th * tiles.tw), x.shape[3]}), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        const auto& xt = tensor_arg(call, 0);
+        tir::Buffer x = b.param(xt, "X");
+        tir::Buffer v = b.param(result_type(call), "V");
+        auto p = padding_attr(attrs_of(call));
+        int64_t h = *constant_dim(xt.shape[1]), w = *constant_dim(xt.shape[2]);
+        auto tiles = winograd_tiles(h + p[0] + p[2] - 2, w + p[1] + p[3] - 2);
+        DataType t = x->dtype;
+        // Row i of B^T's first and second taps and its sign, as expressions of i.
+        auto table = [](const PrimExpr& i, const int64_t* at) {
+          return PrimExpr(tir::Select(
+              tir::EQ(i, PrimExpr(int64_t{0})), PrimExpr(at[0]),
+              tir::Select(tir::EQ(i, PrimExpr(int64_t{1})), PrimExpr(at[1]),
+                          tir::Select(tir::EQ(i, PrimExpr(int64_t{2})), PrimExpr(at[2]), PrimExpr(at[3])))));
+        };
+        auto sign = [&](const PrimExpr& i) {
+          return PrimExpr(tir::Select(tir::EQ(i, PrimExpr(int64_t{1})), make_const(t, 1), make_const(t, -1)));
+        };
+        return b.finish(compute(v, [&](const Indices& o) {
+          PrimExpr per_image(tiles.th * tiles.tw);
+          PrimExpr n = tir::FloorDiv(o[2], per_image), k = tir::FloorMod(o[2], per_image);
+          PrimExpr y0 = tir::Sub(tir::Mul(tir::FloorDiv(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})), PrimExpr(p[0]));
+          PrimExpr x0 = tir::Sub(tir::Mul(tir::FloorMod(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})), PrimExpr(p[1]));
+          auto d = [&](const PrimExpr& a, const PrimExpr& c) {  // the padded input at tap (a, c) of the tile
+            PrimExpr y = tir::Add(y0, a), xx = tir::Add(x0, c);
+            PrimExpr inside = tir::And(tir::And(tir::GE(y, PrimExpr(int64_t{0})), tir::LT(y, PrimExpr(h))),
+                                       tir::And(tir::GE(xx, PrimExpr(int64_t{0})), tir::LT(xx, PrimExpr(w))));
+            PrimExpr cy = tir::Max(tir::Min(y, PrimExpr(h - 1)), PrimExpr(int64_t{0}));
+            PrimExpr cx = tir::Max(tir::Min(xx, PrimExpr(w - 1)), PrimExpr(int64_t{0}));
+            return PrimExpr(tir::Select(inside, tir::BufferLoad(x, {n, cy, cx, o[3]}), make_const(t, 0)));
+          };
+          // (B^T d B)[i][j] = (d[u_i] + s_i d[v_i]) (columns likewise).
+          PrimExpr ui = table(o[0], kBtFirst), vi = table(o[0], kBtSecond);
+          PrimExpr uj = table(o[1], kBtFirst), vj = table(o[1], kBtSecond);
+          auto row = [&](const PrimExpr& a) { return PrimExpr(tir::Add(d(a, uj), tir::Mul(sign(o[1]), d(a, vj)))); };
+          return PrimExpr(tir::Add(row(ui), tir::Mul(sign(o[0]), row(vi))));
+        }));
+      });
+
+  define_operator(
+      "winograd_output", 1,
+      {SchemaField{"height", "int", Any(), "of the result (the convolution's)"}.at_least(1),
+       SchemaField{"width", "int", Any(), "of the result"}.at_least(1)},
+      ir::PatternKind::kInjective,
+      "Winograd F(2x2, 3x3) output transform: m 4 4 T K (the products of winograd_input's tiles and the transformed "
+      "weights) -> N height width K, A^T m A of each tile, N = T / (ceil(height/2) ceil(width/2))",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& m = tensor_arg(call, 0);
+        Map a = attrs_of(call);
+        int64_t oh = a.at("height").as_int(), ow = a.at("width").as_int();
+        if (m.shape.size() != 4 || constant_dim(m.shape[0]) != 4 || constant_dim(m.shape[1]) != 4) {
+          LOOM_THROW(TypeError) << "needs m 4 4 T K, got " << shape_text(m.shape);
+        }
+        if (!is_float(m.dtype)) LOOM_THROW(TypeError) << "needs floats, got " << m.dtype.to_string();
+        auto tiles = winograd_tiles(oh, ow);
+        int64_t count = static_dim(m, 2, "the tiles");
+        if (count % (tiles.th * tiles.tw) != 0) {
+          LOOM_THROW(TypeError) << count << " tiles are not a whole number of " << oh << "x" << ow << " images ("
+                                << tiles.th * tiles.tw << " tiles each)";
+        }
+        return ir::TensorType(Array({dim_of(count / (tiles.th * tiles.tw)), dim_of(oh), dim_of(ow), m.shape[3]}),
+                              m.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer m = b.param(tensor_arg(call, 0), "M");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        Map a = attrs_of(call);
+        auto tiles = winograd_tiles(a.at("height").as_int(), a.at("width").as_int());
+        DataType t = m->dtype;
+        PrimExpr two(int64_t{2});
+        return b.finish(compute(y, [&](const Indices& o) {
+          PrimExpr tile = tir::Add(
+              tir::Mul(tir::Add(tir::Mul(o[0], PrimExpr(tiles.th)), tir::FloorDiv(o[1], two)), PrimExpr(tiles.tw)),
+              tir::FloorDiv(o[2], two));
+          PrimExpr p = tir::FloorMod(o[1], two), q = tir::FloorMod(o[2], two);
+          // Row p of A^T: m[p] + t m[p + 1] + t m[p + 2], t = 1 - 2p.
+          auto sign = [&](const PrimExpr& r) {
+            return PrimExpr(tir::Sub(make_const(t, 1), tir::Mul(make_const(t, 2), tir::Cast(t, r))));
+          };
+          PrimExpr sp = sign(p), sq = sign(q);
+          auto row = [&](const PrimExpr& i) {
+            auto at = [&](int64_t k) {
+              return PrimExpr(tir::BufferLoad(m, {i, tir::Add(q, PrimExpr(k)), tile, o[3]}));
+            };
+            return PrimExpr(tir::Add(at(0), tir::Mul(sq, tir::Add(at(1), at(2)))));
+          };
+          return PrimExpr(
+              tir::Add(row(p), tir::Mul(sp, tir::Add(row(tir::Add(p, PrimExpr(int64_t{1}))), row(tir::Add(p, two))))));
+        }));
+      });
+}
+}  // namespace
+
 void register_conv_ops() {
   std::vector<SchemaField> conv_attrs = kWindowAttrs;
   conv_attrs.push_back(SchemaField{"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"}.at_least(1));
@@ -515,6 +647,7 @@ void register_conv_ops() {
             [&](const Indices& o, const Indices& r) { return PrimExpr(tir::BufferLoad(x, l.at_pixel(o, r[0], r[1]))); },
             [count](const PrimExpr& acc) { return PrimExpr(tir::Div(acc, count)); }));
       });
+  register_winograd_ops();
 }
 
 }  // namespace loom::ops

@@ -38,6 +38,9 @@ void register_op_examples() {
   set("conv2d", {{"conv2d(%a0, %a1, strides=[2, 2], padding=[1, 1])", {kImage, "Tensor[(4, 3, 3, 3), float32]"}},
                  {"conv2d(%a0, %a1, groups=3)", {kImage, "Tensor[(3, 1, 3, 3), float32]"}}});
   set("global_avg_pool2d", {{"global_avg_pool2d(%a0)", {kImage}}});
+  // Winograd's transforms: odd sizes (a last tile half outside), asymmetric padding.
+  set("winograd_input", {{"winograd_input(%a0, padding=[1, 0, 1, 2])", {"Tensor[(2, 5, 6, 3), float32]"}}});
+  set("winograd_output", {{"winograd_output(%a0, height=5, width=3)", {"Tensor[(4, 4, 12, 3), float32]"}}});
   set("batch_norm",
       {{"batch_norm(%a0, %a1, %a2, %a3, %a4)",
         {kImage, "Tensor[(3,), float32]", "Tensor[(3,), float32]", "Tensor[(3,), float32]", "Tensor[(3,), float32]"},

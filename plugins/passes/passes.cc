@@ -17,6 +17,7 @@
 #include "merge_composite.h"
 #include "partition_graph.h"
 #include "plan_devices.h"
+#include "winograd.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
                          LOOM_PLUGIN_DESCRIPTION("Graph passes: lowering of operators and clean-ups")
@@ -64,6 +65,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());
+  PassRegistry::register_pass(loom::passes::Winograd());
   PassRegistry::register_pass(loom::passes::PlanDevices());
   PassRegistry::register_pass(loom::passes::MergeComposite());
   PassRegistry::register_pass(loom::passes::AnnotateTarget());
@@ -87,7 +89,8 @@ LOOM_PLUGIN_INIT(ctx) {
   // ConvertLayout leaves alone) keep the layout its patterns were written
   // for (docs/target-llvm.md, "Layout").
   std::vector<std::string> channels_last = kGraphPasses;
-  channels_last.insert(std::find(channels_last.begin(), channels_last.end(), "PartitionGraph") + 1, "ConvertLayout");
+  channels_last.insert(std::find(channels_last.begin(), channels_last.end(), "PartitionGraph") + 1,
+                       {"ConvertLayout", "Winograd"});
   PassRegistry::register_pass(pipeline(
       PassInfo::named("cpu_channels_last")
           .summary("the CPU pipeline with ConvertLayout after the partitioning: convolutions and pools channels-last"),

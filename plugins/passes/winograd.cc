@@ -1,0 +1,130 @@
+#include "winograd.h"
+
+#include "graph_util.h"
+#include "loom/graph/function.h"
+#include "loom/graph/operator.h"
+#include "loom/ir/op.h"
+#include "loom/object/traversal.h"
+#include "loom/runtime/ndarray.h"
+
+namespace loom::passes {
+
+namespace {
+
+// G of F(2x2, 3x3): the weights' transform, U = G g G^T (4x4 per channel pair).
+constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+std::vector<int64_t> ints_of(const Map& attrs, const char* key) {
+  std::vector<int64_t> v;
+  for (const Any& a : attrs.at(key).cast<Array>()) v.push_back(a.as_int());
+  return v;
+}
+
+Array ints(const std::vector<int64_t>& v) { return Array(std::vector<Any>(v.begin(), v.end())); }
+
+class Rewriter {
+ public:
+  explicit Rewriter(int64_t min_channels) : min_channels_(min_channels) {
+    m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
+      ObjectRef mutated = m_.mutate_children(self);
+      ir::Expr rewritten = rewrite(*original, *mutated.as<graph::CallNode>());
+      return rewritten.defined() ? Any(rewritten) : Any(mutated);
+    });
+  }
+
+  ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
+  int64_t count() const { return count_; }
+
+ private:
+  // conv2d(x NHWC, w OHWI constant float32 K 3 3 C, stride 1, dilation 1,
+  // one group), x of static shape, both C and K at least min_channels.
+  ir::Expr rewrite(const graph::CallNode& original, const graph::CallNode& conv) {
+    const auto* op = conv.callee.as<ir::OpNode>();
+    if (!op || op->name != "conv2d") return ir::Expr();
+    const auto* type = original.checked_type.defined() ? original.checked_type.as<ir::TensorTypeNode>() : nullptr;
+    const auto* w = conv.args[1].cast<ir::Expr>().as<graph::ConstantNode>();
+    if (!type || !w || type->dtype != DataType::Float(32) || w->data->dtype != DataType::Float(32) ||
+        w->data->device.device_type != kDLCPU || !w->data->is_contiguous()) {
+      return ir::Expr();
+    }
+    Map attrs = ir::OpRegistry::check_attrs("conv2d", conv.attrs);
+    if (attrs.at("data_layout").as_string() != "NHWC" || attrs.at("kernel_layout").as_string() != "OHWI" ||
+        attrs.at("groups").as_int() != 1 || ints_of(attrs, "strides") != std::vector<int64_t>{1, 1} ||
+        ints_of(attrs, "dilation") != std::vector<int64_t>{1, 1}) {
+      return ir::Expr();
+    }
+    std::vector<int64_t> out;
+    for (const Any& d : type->shape) {
+      auto c = graph::constant_dim(d);
+      if (!c) return ir::Expr();
+      out.push_back(*c);
+    }
+    const runtime::NDArrayNode* g = w->data.get();
+    if (g->shape.size() != 4 || g->shape[1].as_int() != 3 || g->shape[2].as_int() != 3) return ir::Expr();
+    int64_t k = g->shape[0].as_int(), c = g->shape[3].as_int();
+    if (k < min_channels_ || c < min_channels_) return ir::Expr();
+    // U[i][j][c][k] = sum over a, b of G[i][a] g[k][a][b][c] G[j][b], in double.
+    runtime::NDArray u = runtime::NDArray::empty({4, 4, c, k}, DataType::Float(32));
+    const float* src = static_cast<const float*>(g->data());
+    float* dst = u.data_as<float>();
+    for (int64_t ko = 0; ko < k; ++ko) {
+      for (int64_t ci = 0; ci < c; ++ci) {
+        double tap[3][3], half[4][3];  // g of this pair; G g
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b) tap[a][b] = src[((ko * 3 + a) * 3 + b) * c + ci];
+        for (int i = 0; i < 4; ++i)
+          for (int b = 0; b < 3; ++b) half[i][b] = kG[i][0] * tap[0][b] + kG[i][1] * tap[1][b] + kG[i][2] * tap[2][b];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j)
+            dst[((i * 4 + j) * c + ci) * k + ko] =
+                static_cast<float>(half[i][0] * kG[j][0] + half[i][1] * kG[j][1] + half[i][2] * kG[j][2]);
+      }
+    }
+    ++count_;
+    ir::Expr tiles = graph::Call(ir::Op::get("winograd_input"), {conv.args[0].cast<ir::Expr>()},
+                                 Map({{"padding", Any(ints(padding(attrs)))}}));
+    ir::Expr products = graph::Call(ir::Op::get("matmul"), {tiles, graph::Constant(u)});
+    return graph::Call(ir::Op::get("winograd_output"), {products},
+                       Map({{"height", Any(out[1])}, {"width", Any(out[2])}}));
+  }
+
+  // (top, left, bottom, right) from conv2d's 1, 2 or 4 entries.
+  static std::vector<int64_t> padding(const Map& attrs) {
+    std::vector<int64_t> p = ints_of(attrs, "padding");
+    if (p.size() == 1) return {p[0], p[0], p[0], p[0]};
+    if (p.size() == 2) return {p[0], p[1], p[0], p[1]};
+    return p;
+  }
+
+  int64_t min_channels_;
+  int64_t count_ = 0;
+  Mutator m_;
+};
+
+}  // namespace
+
+transform::Pass Winograd() {
+  transform::PassInfo info =
+      transform::PassInfo::named("Winograd")
+          .summary(
+              "stride-1 3x3 convolutions channels-last with constant float32 weights become Winograd's F(2x2, 3x3): "
+              "an input transform, a batched matmul with weights transformed at compile time, an output transform")
+          .opt_level(2)
+          .options({SchemaField{"min_channels", "int", Any(int64_t{16}),
+                                "the fewest input and output channels a convolution needs to be rewritten"}
+                        .at_least(1)})
+          .needs({"types_inferred"})
+          .changes({"graph"})
+          .preserves({"ops_lowered", "fused"});
+  return transform::function_pass<graph::FunctionNode>(
+      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext& context) -> ir::BaseFunc {
+        const auto* f = func.as<graph::FunctionNode>();
+        if (f->attrs.contains("primitive") || f->attrs.contains("codegen")) return func;
+        Rewriter rewriter(context.get_config("Winograd.min_channels").as_int());
+        ir::Expr body = rewriter.run(f->body);
+        if (body.same_as(f->body)) return func;
+        return graph::with_body(*f, body);
+      });
+}
+
+}  // namespace loom::passes

@@ -1,0 +1,124 @@
+"""Winograd (docs/passes.md): stride-1 3x3 convolutions channels-last
+become winograd_input, a batched matmul with weights transformed at
+compile time, and winograd_output; the transforms against NumPy's B^T d B
+and A^T m A, the rewrite against a direct convolution in NumPy on random
+inputs (odd sizes, asymmetric padding, a bias, a residual add, relu),
+and the convolutions it must leave alone."""
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, op, transform
+
+rng = np.random.default_rng(2611)
+
+BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+
+
+def f32(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def conv_nchw(x, w, pad):
+    """Direct cross-correlation in float64: x N C H W, w K C 3 3, pad (top, left, bottom, right)."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])])
+    n, c, h, wd = xp.shape
+    oh, ow = h - 2, wd - 2
+    out = np.zeros((n, w.shape[0], oh, ow))
+    for a in range(3):
+        for b in range(3):
+            out += np.einsum("nchw,kc->nkhw", xp[:, :, a:a + oh, b:b + ow], w[:, :, a, b].astype(np.float64))
+    return out
+
+
+def config(text=""):
+    return loom.Config.parse("target:\n  kind: llvm\n  num-threads: 1\npipeline:\n" + (text or "  passes: [default]\n"),
+                             "t.yaml")
+
+
+def rewritten(mod, text=""):
+    """The ops of @main after the llvm target's graph passes up to Winograd."""
+    with transform.PassContext(opt_level=2, config=text or {}):
+        for name in ["InferType", "ConvertLayout", "InferType", "Winograd"]:
+            mod = transform.get_pass(name)(mod)
+    return mod.script()
+
+
+def test_the_transforms_are_winogradss_matrices():
+    # winograd_input: B^T d B of every 4x4 tile of the padded input at stride 2.
+    x = f32(2, 5, 6, 3)
+    pad = [1, 0, 1, 2]
+    v = graph.Var("x", shape=x.shape)
+    mod = loom.IRModule({"main": graph.Function([v], op.winograd_input(v, padding=pad))})
+    got = loom.build(mod, config())["main"](x).numpy()
+    xp = np.pad(x.astype(np.float64), [(0, 0), (pad[0], pad[2] + 1), (pad[1], pad[3] + 1), (0, 0)])
+    th, tw = (5 + 2 - 2 + 1) // 2, (6 + 2 - 2 + 1) // 2
+    want = np.zeros((4, 4, 2 * th * tw, 3))
+    for n in range(2):
+        for ty in range(th):
+            for tx in range(tw):
+                d = xp[n, 2 * ty:2 * ty + 4, 2 * tx:2 * tx + 4, :]
+                want[:, :, (n * th + ty) * tw + tx, :] = np.einsum("ia,abc,jb->ijc", BT, d, BT)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    # winograd_output: A^T m A of each tile, clipped to height x width.
+    m = f32(4, 4, 12, 3)
+    v = graph.Var("m", shape=m.shape)
+    mod = loom.IRModule({"main": graph.Function([v], op.winograd_output(v, height=5, width=3))})
+    got = loom.build(mod, config())["main"](m).numpy()
+    tiles = np.einsum("pa,abtk,qb->tpqk", AT, m.astype(np.float64), AT).reshape(2, 3, 2, 2, 2, 3)
+    want = tiles.transpose(0, 1, 3, 2, 4, 5).reshape(2, 6, 4, 3)[:, :5, :3]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("hw,pad", [((9, 7), [1, 1, 1, 1]), ((8, 8), [0, 2, 1, 0]), ((1, 5), [1, 1, 1, 1])])
+def test_a_residual_block_computes_the_direct_convolution(hw, pad):
+    c, k = 16, 16
+    x = f32(2, c, *hw)
+    w1, w2 = f32(k, c, 3, 3, scale=(9 * c) ** -0.5), f32(k, k, 3, 3, scale=(9 * k) ** -0.5)
+    b1, b2 = f32(k, 1, 1), f32(k, 1, 1)
+    v = graph.Var("x", shape=x.shape)
+    h = op.relu(op.add(op.conv2d(v, graph.Constant(w1), padding=pad), graph.Constant(b1)))
+    y = op.add(op.conv2d(h, graph.Constant(w2), padding=[1]), graph.Constant(b2))
+    residual = pad == [1, 1, 1, 1]
+    mod = loom.IRModule({"main": graph.Function([v], op.relu(op.add(y, v)) if residual else y)})
+    assert rewritten(mod).count("winograd_input(") == 2
+    got = loom.build(mod, config())["main"](x).numpy()
+    h = np.maximum(conv_nchw(x, w1, pad) + b1, 0)
+    want = conv_nchw(h, w2, [1, 1, 1, 1]) + b2
+    if residual:
+        want = np.maximum(want + x, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    direct = loom.build(mod, config("  disabled: [Winograd]\n"))["main"](x).numpy()
+    np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def conv_module(cin=32, cout=32, k=3, **attrs):
+    v = graph.Var("x", shape=(1, cin * attrs.get("groups", 1) if attrs.get("groups") else cin, 12, 12))
+    groups = attrs.get("groups", 1)
+    w = graph.Constant(f32(cout, v.annotation.shape[1].value // groups, k, k))
+    return loom.IRModule({"main": graph.Function([v], op.conv2d(v, w, padding=[k // 2], **attrs))})
+
+
+@pytest.mark.parametrize("attrs", [dict(strides=[2, 2]), dict(dilation=[2, 2]), dict(groups=2), dict(k=5),
+                                   dict(cin=8), dict(cout=8)])
+def test_what_it_leaves_direct(attrs):
+    assert "winograd" not in rewritten(conv_module(**attrs))
+
+
+def test_the_channel_threshold_is_an_option_and_blocks_stay_direct():
+    mod = conv_module(cin=8, cout=8)
+    assert "winograd_input(" in rewritten(mod, {"Winograd.min_channels": 8})
+    assert "winograd" not in rewritten(conv_module(), {"ConvertLayout.layout": "NCHWc"})
+    with pytest.raises(loom.LoomError, match="min_channels"):
+        rewritten(mod, {"Winograd.min_channels": 0})
+
+
+def test_bad_transform_calls_are_type_errors():
+    m = graph.Var("m", shape=(4, 4, 7, 3))
+    with pytest.raises(loom.LoomError, match=r"7 tiles are not a whole number of 5x3 images \(6 tiles each\)"):
+        loom.build(loom.IRModule({"main": graph.Function([m], op.winograd_output(m, height=5, width=3))}), config())
+    x = graph.Var("x", shape=(5, 6, 3))
+    with pytest.raises(loom.LoomError, match=r"needs x N H W C, got \(5, 6, 3\)"):
+        loom.build(loom.IRModule({"main": graph.Function([x], op.winograd_input(x))}), config())
