@@ -3,8 +3,11 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/Target/TargetMachine.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
@@ -59,10 +62,25 @@ std::string symbol_for(const std::string& name) {
   return out;
 }
 
+// The x86 vector widths whose maxps/minps the codegen may call (SSE: 4
+// floats, AVX: 8, AVX-512: 16); none elsewhere.
+struct X86MinMax {
+  bool sse = false, avx = false, avx512 = false;
+  static X86MinMax of(const llvm::TargetMachine& machine) {
+    X86MinMax x;
+    if (!machine.getTargetTriple().isX86()) return x;
+    const llvm::MCSubtargetInfo* info = machine.getMCSubtargetInfo();
+    x.sse = info->checkFeatures("+sse");
+    x.avx = info->checkFeatures("+avx");
+    x.avx512 = info->checkFeatures("+avx512f");
+    return x;
+  }
+};
+
 class FunctionCodegen {
  public:
-  FunctionCodegen(llvm::Module& module, std::string name)
-      : context_(module.getContext()), module_(module), b_(module.getContext()), name_(std::move(name)) {
+  FunctionCodegen(llvm::Module& module, std::string name, X86MinMax x86 = {})
+      : context_(module.getContext()), module_(module), b_(module.getContext()), name_(std::move(name)), x86_(x86) {
     // a * b + c may become one fused multiply-add (as OpenBLAS and NumPy
     // do): one rounding instead of two.  Nothing else is relaxed.
     llvm::FastMathFlags flags;
@@ -190,6 +208,7 @@ class FunctionCodegen {
   Value* expr_here(const tir::PrimExpr& e);
   Value* binary(const tir::BinaryOpNode* op);
   Value* cast(DataType to, DataType from, Value* v);
+  Value* x86_min_max(bool min, Value* a, Value* b);
   Value* call(const tir::CallNode* op);
   Value* libm_call(const std::string& name, Value* x, llvm::Type* t);
   Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
@@ -227,6 +246,7 @@ class FunctionCodegen {
   llvm::Module& module_;
   mutable llvm::IRBuilder<> b_;
   std::string name_;
+  X86MinMax x86_;
   llvm::Function* fn_ = nullptr;
   int device_type_ = kDLCPU;  // where the buffers are (tir::device_type_of)
   llvm::BasicBlock* entry_block_ = nullptr;
@@ -888,6 +908,7 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
                              a, b);
     // NumPy's minimum/maximum propagate NaN: a NaN a is kept, a NaN b
     // loses every ordered comparison.
+    if (Value* one = x86_min_max(min, a, b)) return one;
     Value* pick_a = min ? b_.CreateFCmpOLT(a, b) : b_.CreateFCmpOGT(a, b);
     return b_.CreateSelect(b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a)), a, b);
   }
@@ -955,6 +976,38 @@ Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   if (is(tir::AndNode::runtime_type_index())) return b_.CreateAnd(truth(a), truth(b));
   if (is(tir::OrNode::runtime_type_index())) return b_.CreateOr(truth(a), truth(b));
   fail("cannot compile the operator " + std::string(op->type_key()));
+}
+
+// min or max of float32 vectors against a constant that is not NaN (the
+// bounds of relu, clip and hard-swish) as one x86 maxps/minps: maxps(c, x)
+// is c > x ? c : x, so a NaN x comes out as itself, as the general
+// lowering's four instructions (two compares, an or, a blend) give it;
+// only max(-0, +0) differs (-0; +0 there). Null where it does not apply.
+Value* FunctionCodegen::x86_min_max(bool min, Value* a, Value* b) {
+  auto* type = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
+  if (!type || !type->getElementType()->isFloatTy()) return nullptr;
+  auto not_nan = [](Value* v) {
+    auto* c = llvm::dyn_cast<llvm::Constant>(v);
+    const llvm::ConstantFP* splat = c ? llvm::dyn_cast_or_null<llvm::ConstantFP>(c->getSplatValue()) : nullptr;
+    return splat && !splat->getValueAPF().isNaN();
+  };
+  if (!not_nan(b)) {
+    if (!not_nan(a)) return nullptr;
+    std::swap(a, b);
+  }
+  unsigned lanes = type->getNumElements();
+  llvm::Intrinsic::ID id;
+  if (lanes == 4 && x86_.sse)
+    id = min ? llvm::Intrinsic::x86_sse_min_ps : llvm::Intrinsic::x86_sse_max_ps;
+  else if (lanes == 8 && x86_.avx)
+    id = min ? llvm::Intrinsic::x86_avx_min_ps_256 : llvm::Intrinsic::x86_avx_max_ps_256;
+  else if (lanes == 16 && x86_.avx512)
+    id = min ? llvm::Intrinsic::x86_avx512_min_ps_512 : llvm::Intrinsic::x86_avx512_max_ps_512;
+  else
+    return nullptr;
+  std::vector<Value*> args = {b, a};                // the constant first: a NaN a is the result
+  if (lanes == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
+  return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id), args);
 }
 
 Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
@@ -1118,7 +1171,7 @@ GeneratedModule generate(const ir::IRModule& module, llvm::LLVMContext& context,
     }
     if (!f.as<tir::PrimFuncNode>()) LOOM_THROW(Error) << "llvm: @" << name << " is not a prim function";
     std::string symbol = symbol_for(name);
-    FunctionCodegen(*out.module, name).emit(downcast<tir::PrimFunc>(f), symbol);
+    FunctionCodegen(*out.module, name, X86MinMax::of(machine)).emit(downcast<tir::PrimFunc>(f), symbol);
     out.functions.emplace_back(name, symbol);
   }
   std::string problems;

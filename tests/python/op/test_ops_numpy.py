@@ -96,6 +96,18 @@ def test_where_clip_cast(run, rng):
     close(run('cast(%a0, dtype=float64)', x), x.astype(np.float64), np.float64, rtol=0, atol=0)
 
 
+def test_bounds_against_constants_propagate_nan(run, rng):
+    # relu, clip and maximum/minimum with a constant (the llvm target's
+    # one-instruction x86 form on whole vectors) keep NaN as NumPy does.
+    x = uniform(rng, (4, 64), -8, 8)
+    x[0, ::5], x[1, ::7], x[2, ::3] = np.nan, np.inf, -np.inf
+    for call, want in [("relu(%a0)", np.maximum(x, 0)), ("clip(%a0, a_min=-1.5, a_max=2.0)", np.clip(x, -1.5, 2.0)),
+                       ("maximum(%a0, %a1)", np.maximum(x, F32(0.5))), ("minimum(%a1, %a0)", np.minimum(F32(0.5), x))]:
+        args = (x, np.full((1,), 0.5, F32)) if "%a1" in call else (x,)
+        got = run(call, *args)
+        np.testing.assert_array_equal(got, want, err_msg=call)
+
+
 def test_float64_to_float16_rounds_once(run, rng):
     # Correctly rounded as NumPy does, on every CPU (without AVX512-FP16 LLVM
     # calls __truncdfhf2, which the JIT does not link). The first values sit
