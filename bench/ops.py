@@ -38,6 +38,8 @@ import peers  # noqa: E402
 
 peers.blas_at_best()
 
+import limits  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 from timing import median_ms  # noqa: E402
@@ -187,50 +189,124 @@ DEPTHWISE = [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (192, 28, 3, 1),
              (144, 56, 5, 2), (240, 28, 5, 1), (672, 14, 5, 1), (1152, 7, 5, 1)]
 # Their pointwise (1x1) layers (input channels, output channels, map).
 POINTWISE = [(16, 96, 112), (24, 144, 56), (32, 192, 28), (96, 576, 14), (160, 960, 7), (320, 1280, 7), (960, 160, 7)]
+# ResNet-18's 3x3 convolutions (channels, map), which the Winograd pass rewrites.
+RESNET_3X3 = [(64, 56), (128, 28), (256, 14), (512, 7)]
 
 
-def nhwc_conv(x, cout, k, stride, groups):
-    """conv2d + bias + clip(0, 6) channels last, as ConvertLayout leaves a
-    model's layer (docs/target-llvm.md, "Layout")."""
+def lanes():
+    import loom
+    return loom.target.vector_bits(loom.target.host()) // 32
+
+
+def blocked_conv(x, cout, k, stride, groups, act="clip"):
+    """conv2d + bias + clip(0, 6) (or hard-swish) in channel blocks of the
+    target's vector lanes, as ConvertLayout leaves a layer of a network
+    with depthwise convolutions (docs/target-llvm.md, "Layout"): x is
+    (1, C/b, H, W, b) (C padded to whole blocks), weights OIHW{b}i{b}o or,
+    depthwise, OIHW1i{b}o."""
     from loom import graph, op
-    cin = x.annotation.shape[3].value
-    w = graph.Constant(f32(cout, k, k, cin // groups, scale=(cin // groups * k * k) ** -0.5))
-    y = op.conv2d(x, w, strides=[stride, stride], padding=[k // 2] * 4, groups=groups, data_layout="NHWC",
-                  kernel_layout="OHWI")
-    return op.clip(op.add(y, graph.Constant(f32(1, 1, cout))), a_min=0.0, a_max=6.0)
+    _, cb, _, _, b = (d.value for d in x.annotation.shape)
+    o = lanes()  # the result's block: the lanes (the input's is fewer for a 3-channel image)
+    ob = -(-cout // o)
+    if groups > 1:
+        w = graph.Constant(f32(ob, 1, k, k, 1, o, scale=k ** -1.0))
+        kernel = f"OIHW1i{o}o"
+    else:
+        w = graph.Constant(f32(ob, cb, k, k, b, o, scale=(cb * b * k * k) ** -0.5))
+        kernel = f"OIHW{b}i{o}o"
+    y = op.conv2d(x, w, strides=[stride, stride], padding=[k // 2] * 4, groups=groups, data_layout=f"NCHW{b}c",
+                  kernel_layout=kernel)
+    y = op.add(y, graph.Constant(f32(ob, 1, 1, o)))
+    if act == "hardswish":
+        return op.multiply(y, op.clip(op.add(op.multiply(y, graph.Constant(np.array(1 / 6, np.float32))),
+                                             graph.Constant(np.array(0.5, np.float32))), a_min=0.0, a_max=1.0))
+    return op.clip(y, a_min=0.0, a_max=6.0)
+
+
+def blocked_input(c, h, name="x"):
+    """(1, C/b, H, W, b), the last block padded; C at most the lanes is one block of C (an image's 3)."""
+    from loom import graph
+    b = lanes()
+    return graph.Var(name, shape=(1, -(-c // b), h, h, b) if c > b else (1, 1, h, h, c))
 
 
 def depthwise_cases(tmp, threads, runs):
-    """Depthwise convolutions against copy bandwidth: the peer is np.copyto
-    moving as many bytes as the layer does (its input, output and weights
-    read or written once), so the ratio is time per byte moved and at most
-    1.67 means at least 60 % of copy bandwidth (docs/target-llvm.md)."""
+    """Depthwise convolutions in channel blocks against their roofline
+    (bench/limits.py): the larger of np.copyto moving as many bytes as the
+    layer does (its input, output and weights read or written once) and
+    its multiply-adds at the measured FMA peak of `threads` threads, so at
+    most 1.67 is at least 60 % of the layer's limit (docs/target-llvm.md)."""
     import loom
     from loom import graph
     for c, h, k, stride in DEPTHWISE:
-        x = graph.Var("x", shape=(1, h, h, c))
-        mod = loom.IRModule({"main": graph.Function([x], nhwc_conv(x, c, k, stride, c))})
+        x = blocked_input(c, h)
+        mod = loom.IRModule({"main": graph.Function([x], blocked_conv(x, c, k, stride, c))})
         ho = (h - 1) // stride + 1
         moved = 4 * (h * h * c + ho * ho * c + c * k * k + c)
-        src = np.ones(moved // 8, np.float32)  # not zeros: calloc maps them to one shared page
-        dst = np.empty_like(src)
         yield (f"depthwise {k}x{k} s{stride} {c}x{h}x{h} (ms)", LoomTimer(tmp, f"dw{c}_{h}_{k}_{stride}", mod, threads),
-               peer_timer(lambda: np.copyto(dst, src)), "vs copy (1 thr)", "<= 1.67", runs * 4)
+               limits.roofline_timer(moved, c * ho * ho * k * k, threads), "vs roofline", "<= 1.67", runs * 4)
 
 
 def pointwise_cases(tmp, threads, runs):
-    """1x1 convolutions against Loom's own matmul of the same shape (pixels
-    x input channels times input x output channels: the same multiply-adds),
-    so the ratio is the convolution's rate against the matmul kernel's."""
+    """1x1 convolutions in channel blocks against their roofline (their
+    multiply-adds at the FMA peak, or the bytes they move if that takes
+    longer): at most 1.25 is at least 80 % of the FMA peak.  Input
+    channels the lanes do not divide (24) are padded to whole blocks, as
+    ConvertLayout pads them; only the real multiply-adds count."""
+    import loom
+    from loom import graph
+    for cin, cout, h in POINTWISE:
+        x = blocked_input(cin, h)
+        conv = loom.IRModule({"main": graph.Function([x], blocked_conv(x, cout, 1, 1, 1))})
+        moved = 4 * (h * h * (cin + cout) + cin * cout)
+        yield (f"pointwise {cin}->{cout} {h}x{h} (ms)", LoomTimer(tmp, f"pw{cin}_{cout}_{h}", conv, threads),
+               limits.roofline_timer(moved, cin * cout * h * h, threads), "vs roofline", "<= 1.25", runs * 4)
+
+
+def stem_and_se_cases(tmp, threads, runs):
+    """MobileNetV3's stem (3 -> 16 channels, stride 2, hard-swish) read from
+    the image's 3-channel block without a padded copy, and a
+    squeeze-and-excitation block (global pool, two 1x1 layers, relu and
+    hard-sigmoid, the scale multiplied in), each against its roofline."""
     import loom
     from loom import graph, op
-    for cin, cout, h in POINTWISE:
-        x = graph.Var("x", shape=(1, h, h, cin))
-        conv = loom.IRModule({"main": graph.Function([x], nhwc_conv(x, cout, 1, 1, 1))})
-        a = graph.Var("a", shape=(h * h, cin))
-        mm = loom.IRModule({"main": graph.Function([a], op.matmul(a, graph.Constant(f32(cin, cout))))})
-        yield (f"pointwise {cin}->{cout} {h}x{h} (ms)", LoomTimer(tmp, f"pw{cin}_{cout}_{h}", conv, threads),
-               LoomTimer(tmp, f"pwmm{cin}_{cout}_{h}", mm, threads), "vs matmul", "<= 1.25", runs * 4)
+    x = blocked_input(3, 224)
+    stem = loom.IRModule({"main": graph.Function([x], blocked_conv(x, 16, 3, 2, 1, act="hardswish"))})
+    moved = 4 * (224 * 224 * 3 + 112 * 112 * 16)
+    yield ("MobileNetV3 stem 3->16 s2 224x224 + hard-swish (ms)", LoomTimer(tmp, "stem", stem, threads),
+           limits.roofline_timer(moved, 112 * 112 * 16 * 27, threads), "vs roofline", "<= 1.67", runs * 4)
+    b = lanes()
+    for c, h in [(72, 28), (480, 14)]:
+        x = blocked_input(c, h)
+        cb, sq = -(-c // b), max(c // 4, b) // b * b
+        s = op.global_avg_pool2d(x, layout=f"NCHW{b}c")
+        s = op.relu(op.add(op.conv2d(s, graph.Constant(f32(sq // b, cb, 1, 1, b, b, scale=c ** -0.5)),
+                                     data_layout=f"NCHW{b}c", kernel_layout=f"OIHW{b}i{b}o"),
+                           graph.Constant(f32(sq // b, 1, 1, b))))
+        s = op.conv2d(s, graph.Constant(f32(cb, sq // b, 1, 1, b, b, scale=sq ** -0.5)), data_layout=f"NCHW{b}c",
+                      kernel_layout=f"OIHW{b}i{b}o")
+        sixth, half = graph.Constant(np.array(1 / 6, np.float32)), graph.Constant(np.array(0.5, np.float32))
+        s = op.clip(op.add(op.multiply(op.add(s, graph.Constant(f32(cb, 1, 1, b))), sixth), half), a_min=0.0, a_max=1.0)
+        mod = loom.IRModule({"main": graph.Function([x], op.multiply(x, s))})
+        moved = 4 * 3 * h * h * cb * b  # x read twice (the pool, the scale), the result written
+        yield (f"squeeze-and-excitation {c}x{h}x{h} (ms)", LoomTimer(tmp, f"se{c}", mod, threads),
+               limits.roofline_timer(moved, 2 * c * sq, threads), "vs roofline", "<= 1.67", runs * 4)
+
+
+def winograd_cases(tmp, threads, runs):
+    """ResNet-18's 3x3 convolutions (+ bias, relu) built as a model's are
+    (channels-first, the default pipeline converting them), against the
+    same with `disabled: [Winograd]` (direct, channels-last)."""
+    import loom
+    from loom import graph, op
+    direct = HOST.replace("    - default", "    - default\n  disabled: [Winograd]")
+    for c, h in RESNET_3X3:
+        x = graph.Var("x", shape=(1, c, h, h))
+        w = graph.Constant(f32(c, c, 3, 3, scale=(9 * c) ** -0.5))
+        y = op.relu(op.add(op.conv2d(x, w, padding=[1]), graph.Constant(f32(c, 1, 1))))
+        mod = loom.IRModule({"main": graph.Function([x], y)})
+        yield (f"3x3 conv {c}x{h}x{h} Winograd (ms)", LoomTimer(tmp, f"wg{c}", mod, threads),
+               LoomTimer(tmp, f"direct{c}", mod, threads, direct), "vs direct", "<= 0.8", runs * 4)
 
 
 def reduction_cases(tmp, threads, runs):
@@ -282,8 +358,8 @@ def elementwise_cases(tmp, threads, runs):
 
 
 CASES = {"mlp": mlp_cases, "matmul": matmul_cases, "conv": conv_block_cases, "depthwise": depthwise_cases,
-         "pointwise": pointwise_cases, "reduce": reduction_cases,
-         "elementwise": elementwise_cases}
+         "pointwise": pointwise_cases, "stem": stem_and_se_cases, "winograd": winograd_cases,
+         "reduce": reduction_cases, "elementwise": elementwise_cases}
 
 
 def child(threads, runs, wanted):
