@@ -304,7 +304,6 @@ void pool(const std::string& name, bool is_max) {
 //   A^T = [1 1 1 0; 0 1 -1 -1]: row p is m[p] + t m[p + 1] + t m[p + 2], t = 1 - 2p
 namespace {
 constexpr int64_t kBtFirst[4] = {0, 1, 2, 1}, kBtSecond[4] = {2, 2, 1, 3};
-constexpr double kBtSign[4] = {-1, 1, -1, -1};
 
 struct WinogradTiles {
   int64_t th, tw;  // tiles down and across: ceil(out / 2)
@@ -346,7 +345,7 @@ void register_winograd_ops() {
               tir::Select(tir::EQ(i, PrimExpr(int64_t{1})), PrimExpr(at[1]),
                           tir::Select(tir::EQ(i, PrimExpr(int64_t{2})), PrimExpr(at[2]), PrimExpr(at[3])))));
         };
-        auto sign = [&](const PrimExpr& i) {
+        auto sign = [&](const PrimExpr& i) {  // s_i: +1 for row 1 only
           return PrimExpr(tir::Select(tir::EQ(i, PrimExpr(int64_t{1})), make_const(t, 1), make_const(t, -1)));
         };
         return b.finish(compute(v, [&](const Indices& o) {

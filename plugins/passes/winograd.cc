@@ -33,7 +33,6 @@ class Rewriter {
   }
 
   ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
-  int64_t count() const { return count_; }
 
  private:
   // conv2d(x NHWC, w OHWI constant float32 K 3 3 C, stride 1, dilation 1,
@@ -80,7 +79,6 @@ class Rewriter {
                 static_cast<float>(half[i][0] * kG[j][0] + half[i][1] * kG[j][1] + half[i][2] * kG[j][2]);
       }
     }
-    ++count_;
     ir::Expr tiles = graph::Call(ir::Op::get("winograd_input"), {conv.args[0].cast<ir::Expr>()},
                                  Map({{"padding", Any(ints(padding(attrs)))}}));
     ir::Expr products = graph::Call(ir::Op::get("matmul"), {tiles, graph::Constant(u)});
@@ -97,7 +95,6 @@ class Rewriter {
   }
 
   int64_t min_channels_;
-  int64_t count_ = 0;
   Mutator m_;
 };
 
