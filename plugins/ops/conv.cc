@@ -348,18 +348,15 @@ void register_winograd_ops() {
         auto sign = [&](const PrimExpr& i) {  // s_i: +1 for row 1 only
           return PrimExpr(tir::Select(tir::EQ(i, PrimExpr(int64_t{1})), make_const(t, 1), make_const(t, -1)));
         };
+        PrimExpr zero(int64_t{0});  // the pixel's place in the indices, set by padded_load
         return b.finish(compute(v, [&](const Indices& o) {
           PrimExpr per_image(tiles.th * tiles.tw);
           PrimExpr n = tir::FloorDiv(o[2], per_image), k = tir::FloorMod(o[2], per_image);
           PrimExpr y0 = tir::Sub(tir::Mul(tir::FloorDiv(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})), PrimExpr(p[0]));
           PrimExpr x0 = tir::Sub(tir::Mul(tir::FloorMod(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})), PrimExpr(p[1]));
           auto d = [&](const PrimExpr& a, const PrimExpr& c) {  // the padded input at tap (a, c) of the tile
-            PrimExpr y = tir::Add(y0, a), xx = tir::Add(x0, c);
-            PrimExpr inside = tir::And(tir::And(tir::GE(y, PrimExpr(int64_t{0})), tir::LT(y, PrimExpr(h))),
-                                       tir::And(tir::GE(xx, PrimExpr(int64_t{0})), tir::LT(xx, PrimExpr(w))));
-            PrimExpr cy = tir::Max(tir::Min(y, PrimExpr(h - 1)), PrimExpr(int64_t{0}));
-            PrimExpr cx = tir::Max(tir::Min(xx, PrimExpr(w - 1)), PrimExpr(int64_t{0}));
-            return PrimExpr(tir::Select(inside, tir::BufferLoad(x, {n, cy, cx, o[3]}), make_const(t, 0)));
+            return padded_load(x, Layout{0, 3, 1, 2}, {n, zero, zero, o[3]}, tir::Add(y0, a), tir::Add(x0, c), h, w,
+                               make_const(t, 0));
           };
           // (B^T d B)[i][j] = (d[u_i] + s_i d[v_i]) (columns likewise).
           PrimExpr ui = table(o[0], kBtFirst), vi = table(o[0], kBtSecond);

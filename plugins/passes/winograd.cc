@@ -14,13 +14,12 @@ namespace {
 // G of F(2x2, 3x3): the weights' transform, U = G g G^T (4x4 per channel pair).
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
-std::vector<int64_t> ints_of(const Map& attrs, const char* key) {
-  std::vector<int64_t> v;
-  for (const Any& a : attrs.at(key).cast<Array>()) v.push_back(a.as_int());
-  return v;
+// Whether every entry of conv2d's `key` (strides or dilation: 1 or 2 entries) is 1.
+bool all_ones(const Map& attrs, const char* key) {
+  for (const Any& a : attrs.at(key).cast<Array>())
+    if (a.as_int() != 1) return false;
+  return true;
 }
-
-Array ints(const std::vector<int64_t>& v) { return Array(std::vector<Any>(v.begin(), v.end())); }
 
 class Rewriter {
  public:
@@ -48,8 +47,7 @@ class Rewriter {
     }
     Map attrs = ir::OpRegistry::check_attrs("conv2d", conv.attrs);
     if (attrs.at("data_layout").as_string() != "NHWC" || attrs.at("kernel_layout").as_string() != "OHWI" ||
-        attrs.at("groups").as_int() != 1 || ints_of(attrs, "strides") != std::vector<int64_t>{1, 1} ||
-        ints_of(attrs, "dilation") != std::vector<int64_t>{1, 1}) {
+        attrs.at("groups").as_int() != 1 || !all_ones(attrs, "strides") || !all_ones(attrs, "dilation")) {
       return ir::Expr();
     }
     std::vector<int64_t> out;
@@ -80,18 +78,10 @@ class Rewriter {
       }
     }
     ir::Expr tiles = graph::Call(ir::Op::get("winograd_input"), {conv.args[0].cast<ir::Expr>()},
-                                 Map({{"padding", Any(ints(padding(attrs)))}}));
+                                 Map({{"padding", attrs.at("padding")}}));  // 1, 2 or 4 entries, as conv2d's
     ir::Expr products = graph::Call(ir::Op::get("matmul"), {tiles, graph::Constant(u)});
     return graph::Call(ir::Op::get("winograd_output"), {products},
                        Map({{"height", Any(out[1])}, {"width", Any(out[2])}}));
-  }
-
-  // (top, left, bottom, right) from conv2d's 1, 2 or 4 entries.
-  static std::vector<int64_t> padding(const Map& attrs) {
-    std::vector<int64_t> p = ints_of(attrs, "padding");
-    if (p.size() == 1) return {p[0], p[0], p[0], p[0]};
-    if (p.size() == 2) return {p[0], p[1], p[0], p[1]};
-    return p;
   }
 
   int64_t min_channels_;

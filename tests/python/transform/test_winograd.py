@@ -107,6 +107,10 @@ def test_what_it_leaves_direct(attrs):
     assert "winograd" not in rewritten(conv_module(**attrs))
 
 
+def test_strides_and_dilation_of_one_entry_are_rewritten_too():
+    assert "winograd_input(" in rewritten(conv_module(strides=[1], dilation=[1]))
+
+
 def test_the_channel_threshold_is_an_option_and_blocks_stay_direct():
     mod = conv_module(cin=8, cout=8)
     assert "winograd_input(" in rewritten(mod, {"Winograd.min_channels": 8})
