@@ -288,7 +288,8 @@ def stem_and_se_cases(tmp, threads, runs):
         sixth, half = graph.Constant(np.array(1 / 6, np.float32)), graph.Constant(np.array(0.5, np.float32))
         s = op.clip(op.add(op.multiply(op.add(s, graph.Constant(f32(cb, 1, 1, b))), sixth), half), a_min=0.0, a_max=1.0)
         mod = loom.IRModule({"main": graph.Function([x], op.multiply(x, s))})
-        moved = 4 * 3 * h * h * cb * b  # x read twice (the pool, the scale), the result written
+        # x read twice (the pool, the scale), the result written, the two layers' weights and biases read once
+        moved = 4 * (3 * h * h * cb * b + 2 * cb * b * sq + sq + cb * b)
         yield (f"squeeze-and-excitation {c}x{h}x{h} (ms)", LoomTimer(tmp, f"se{c}", mod, threads),
                limits.roofline_timer(moved, 2 * c * sq, threads), "vs roofline", "<= 1.67", runs * 4)
 

@@ -195,6 +195,10 @@ class StageScheduler {
   // The tile's loops unrolled, unrolled and vectorized; the reduction
   // loops below them, outermost first.
   std::vector<std::string> register_tile(const std::string& rows, const std::string& vectors, const std::string& lanes);
+  // The innermost window loop of a tile (`order`: the reduction loops,
+  // then the tile's) unrolled where selects check its taps (a padded
+  // input read in place) and the tile stays small.
+  void unroll_guarded_window(const std::vector<std::string>& order);
   // Each column tile's panels packed, then each row tile's init,
   // reduction and epilogue; `panels_outer`: the column tiles outside the
   // spatial loops above the tile's rows; `accumulator`, the buffer the

@@ -296,6 +296,29 @@ def test_a_channels_last_padded_input_is_read_in_place_where_the_copy_dominates(
     close(got, np.maximum(full.transpose(0, 2, 3, 1) + b, 0))
 
 
+@pytest.mark.parametrize("c,hw,k,stride", [(8, 14, 5, 1), (8, 7, 5, 1), (12, 9, 3, 1), (8, 13, 5, 2), (4, 6, 7, 1)])
+def test_a_window_read_in_place_unrolls_its_columns_so_border_tiles_check_only_the_outer_taps(c, hw, k, stride):
+    # Depthwise in channel blocks of 4, the padded input read in place:
+    # the window's column loop (the innermost loop its checks use) is
+    # unrolled, so LoopPartition splits it in the border tiles too
+    # (docs/passes.md, AutoSchedule), and its row loop stays a loop.
+    x = f32(1, c // 4, hw, hw, 4)
+    w = f32(c // 4, 1, k, k, 1, 4)
+    xv = graph.Var("x", shape=x.shape)
+    conv = op.conv2d(xv, graph.Constant(w), strides=[stride] * 2, padding=[k // 2] * 4, groups=c,
+                     data_layout="NCHW4c", kernel_layout="OIHW1i4o")
+    mod = loom.IRModule({"main": graph.Function([xv], op.relu(conv))})
+    text = scheduled(mod)
+    assert "alloc %X_pad" not in text, text
+    window = re.findall(rf"for %r\d+: int64 from 0 extent {k}( unrolled)? {{", text)
+    assert window == ["", " unrolled"], text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    plain = x.transpose(0, 1, 4, 2, 3).reshape(1, c, hw, hw)
+    want = conv_ref(plain, w.transpose(0, 5, 1, 2, 3, 4).reshape(c, 1, k, k), k // 2, c)[:, :, ::stride, ::stride]
+    n, cb, h, wd, b = got.shape
+    close(got.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, wd), np.maximum(want, 0))
+
+
 @pytest.mark.parametrize("cin,cout,k,stride", [(8, 24, 1, 1), (12, 16, 3, 1), (12, 16, 3, 2)])
 def test_channel_blocked_convolutions_tile_several_blocks(cin, cout, k, stride):
     # NCHW4c (4 lanes: one vector on any x86 width): the tile's columns are
