@@ -35,6 +35,13 @@ def get_global_func(name):
     return _core.get_global_func(name)
 
 
+def register_func(name, fn, override=False):
+    """Registers the Python callable `fn` as the global function `name`, so
+    that C++, plugins and C API callers (docs/c-api.md) can call it;
+    refused when the name is taken, unless `override`."""
+    _core.register_global_func(name, fn, bool(override))
+
+
 def list_global_funcs():
     return list(_core.list_global_funcs())
 

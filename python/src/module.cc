@@ -191,6 +191,14 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "get_global_func", [](const std::string& name) { return FunctionRegistry::get(name); }, py::arg("name"));
   m.def("list_global_funcs", &FunctionRegistry::list);
+  m.def(
+      "register_global_func",
+      [](const std::string& name, py::object fn, bool allow_override) {
+        if (!PyCallable_Check(fn.ptr())) throw TypeError("register_func('" + name + "'): the function is not callable");
+        FunctionRegistry::register_function(name, to_any(fn, "the function to register").cast<Function>(),
+                                            "registered from Python", allow_override);
+      },
+      py::arg("name"), py::arg("fn"), py::arg("allow_override") = false);
 
   // The plugin manager.
   m.def("plugins_available", [] {
