@@ -190,7 +190,10 @@ int plugins_info(const std::string& name, bool as_json) {
               << "provides:     " << loom::join(m.provides, ", ") << "\n"
               << "requires:     " << loom::join(m.requires_, ", ") << "\n"
               << "plugin ABI:   " << m.abi_major << "." << m.abi_minor << "\n"
-              << "built for:    Loom " << m.core_version << ", C++ ABI " << m.cxx_abi << "\n";
+              << "built for:    Loom " << m.core_version
+              << (m.c_api ? ", C API " + std::to_string(m.c_api) + " (a plugin written in C)"
+                          : ", C++ ABI " + m.cxx_abi)
+              << "\n";
     if (!m.declarations) {
       std::cout << "declarations: none (built without them; load the plugin to see its schemas)\n";
       return 0;

@@ -107,6 +107,20 @@ typedef struct {
   int32_t inspect_only;
 } LoomLoadOptions;
 
+/* A device a plugin written in C provides (device_register): memory
+ * and copies on it.  `resource` is the one given to device_register. */
+typedef struct {
+  size_t struct_size; /* sizeof(LoomDeviceInterface) as the caller knows it */
+  /* `bytes` (at least 1) aligned to `alignment`; NULL when out of memory. */
+  void* (*alloc)(void* resource, DLDevice device, size_t bytes, size_t alignment);
+  void (*free)(void* resource, DLDevice device, void* ptr);
+  /* Copies `from` to `to`: the same dtype and number of bytes, compact;
+   * one of them is on this device, the other on it or on the CPU. */
+  LoomStatus (*copy)(void* resource, const DLTensor* from, DLTensor* to);
+  /* Waits for the device's queued work; NULL: nothing is ever queued. */
+  LoomStatus (*synchronize)(void* resource, DLDevice device);
+} LoomDeviceInterface;
+
 /* Version 1 of the runtime table. */
 typedef struct {
   size_t struct_size; /* sizeof the table in the library: entries past it do not exist */
@@ -178,7 +192,27 @@ typedef struct {
   LoomStatus (*device_list)(DLDevice* out, int32_t capacity, int32_t* count);
   /* Waits for the device's queued work. */
   LoomStatus (*device_synchronize)(DLDevice device);
+  /* Registers the device API of device `name` (a plugin's init: docs/c-api.md,
+   * "Plugins in C").  `type_code` names a vendor device (64 to 127, the
+   * vendor's ABI: docs/runtime.md, "Vendor devices"), or is 0 for a name
+   * Loom knows ("opencl").  `finalizer`, if not NULL, gets `resource` when
+   * the device API goes. */
+  LoomStatus (*device_register)(const char* name, int32_t type_code, const LoomDeviceInterface* device, void* resource,
+                                void (*finalizer)(void* resource));
 } LoomApi;
+
+/* A pass written in C: `module` is borrowed; `*out` gets the new module
+ * (a new reference, which the pass passes to Loom).  On failure it sets
+ * an error with set_last_error and returns LOOM_ERROR. */
+typedef LoomStatus (*LoomPassFunction)(void* resource, LoomObject* module, LoomObject** out);
+
+/* What pass_register registers. */
+typedef struct {
+  size_t struct_size;  /* sizeof(LoomPassInfo) as the caller knows it */
+  const char* name;    /* the pass's name in pipelines ("MyPass") */
+  int32_t opt_level;   /* runs when the pipeline's opt level is at least this (default 0) */
+  const char* summary; /* one line for `loomc passes list` (default "") */
+} LoomPassInfo;
 
 /* Version 1 of the compiler table (libloom_core). */
 typedef struct {
@@ -193,6 +227,11 @@ typedef struct {
   /* Runs the registered passes named in `passes` (comma separated, as a
    * YAML pipeline names them) on `module` at `opt_level`; the new module. */
   LoomStatus (*run_passes)(LoomObject* module, const char* passes, int32_t opt_level, LoomObject** out);
+  /* Registers a pass (Module -> Module) under info->name, so pipelines
+   * (YAML configs, run_passes, Python) run it like any other;
+   * `finalizer`, if not NULL, gets `resource` when the pass goes. */
+  LoomStatus (*pass_register)(const LoomPassInfo* info, LoomPassFunction fn, void* resource,
+                              void (*finalizer)(void* resource));
 } LoomCompilerApi;
 
 /* The runtime table of `version` (1 .. LOOM_API_VERSION of the library),

@@ -1,7 +1,9 @@
 // The compiler table of the C API (loom/c_api.h, docs/c-api.md), exported
 // by libloom_core: IR text in and out, and passes run by name, so that a
 // program or a pass written in another language can transform a module.
-#include <sstream>
+#include <algorithm>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,9 +48,42 @@ LoomStatus run_passes(LoomObject* module, const char* passes, int32_t opt_level,
   });
 }
 
+LoomStatus pass_register(const LoomPassInfo* info, LoomPassFunction fn, void* resource, void (*finalizer)(void*)) {
+  return guard([&] {
+    if (!info || info->struct_size < sizeof(size_t))
+      throw Error("pass_register: no LoomPassInfo, or its struct_size is unset");
+    // A caller's smaller struct: the fields it does not know keep their defaults.
+    LoomPassInfo i{sizeof(LoomPassInfo), nullptr, 0, nullptr};
+    std::memcpy(&i, info, std::min(info->struct_size, sizeof(LoomPassInfo)));
+    if (!i.name || !*i.name) throw Error("pass_register: the pass has no name");
+    if (!fn) throw Error(std::string("pass_register('") + i.name + "'): the pass function is NULL");
+    std::string name = i.name;
+    std::shared_ptr<void> owned(resource, [finalizer](void* r) {
+      if (finalizer) finalizer(r);
+    });
+    auto body = [fn, owned, name](const ir::IRModule& module, const transform::PassContext&) {
+      LoomObject* in = give(module);
+      LoomObject* out = nullptr;
+      LoomStatus status = fn(owned.get(), in, &out);
+      reinterpret_cast<Object*>(in)->dec_ref();
+      // The pass's reference to its result becomes this function's.
+      ObjectRef result = out ? ref_of(out) : ObjectRef();
+      if (out) reinterpret_cast<Object*>(out)->dec_ref();
+      if (status != LOOM_OK) throw Error("pass " + name + " (written in C) failed: " + last_error());
+      if (!result.defined()) throw Error("pass " + name + " (written in C) returned no module");
+      if (!result.get()->is_instance<ir::IRModuleNode>())
+        throw Error("pass " + name + " (written in C) returned a " + result.get()->type_key() + ", not an IRModule");
+      return ir::IRModule(result.object_ptr());
+    };
+    transform::PassInfo pass_info =
+        transform::PassInfo::named(name).opt_level(i.opt_level).summary(i.summary ? i.summary : "");
+    transform::PassRegistry::register_pass(transform::module_pass(pass_info, body));
+  });
+}
+
 // Version 1: frozen.  New entries go at the end of LoomCompilerApi, in a new version.
 const LoomCompilerApi kCompilerApi = {
-    sizeof(LoomCompilerApi), LOOM_API_VERSION, ir_parse, ir_print, run_passes,
+    sizeof(LoomCompilerApi), LOOM_API_VERSION, ir_parse, ir_print, run_passes, pass_register,
 };
 
 }  // namespace

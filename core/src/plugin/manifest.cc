@@ -1,6 +1,7 @@
 // Parsing and checking plugin manifests (format: loom/plugin.h).
 #include "loom/plugin/manifest.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <tuple>
@@ -8,6 +9,7 @@
 #include "loom/plugin.h"
 #include "loom/support/json.h"
 #include "loom/support/strings.h"
+#include "loom/c_api.h"
 #include "loom/version.h"
 
 namespace loom {
@@ -95,7 +97,13 @@ PluginManifest parse_manifest(const std::string& bytes, const std::string& path)
       m.core_version = value;
     else if (key == "cxx_abi")
       m.cxx_abi = value;
-    else if (key == "description")
+    else if (key == "c_api") {
+      char* end = nullptr;
+      long version = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || version < 1 || version > 1000000)
+        return fail("invalid c_api '" + value + "' in manifest: expected the C API version, a positive integer");
+      m.c_api = static_cast<int>(version);
+    } else if (key == "description")
       m.description = value;
     else if (key == "provides")
       for (auto& item : split(value, ',')) m.provides.push_back(trim(item));
@@ -308,6 +316,26 @@ PluginManifest read_manifest(const std::string& path) {
 }
 
 std::string check_compatibility(const PluginManifest& m) {
+  if (m.c_api > 0) {
+    // A plugin of the C API: no C++ ABI, any core of its major version
+    // whose tables reach the version it needs (docs/c-api.md).
+    Version built, core;
+    if (!parse_version(m.core_version, built)) {
+      return "invalid core_version '" + m.core_version + "' in manifest: expected MAJOR.MINOR.PATCH";
+    }
+    parse_version(LOOM_VERSION, core);
+    if (m.c_api > LOOM_API_VERSION) {
+      return "C API version mismatch: the plugin needs C API version " + std::to_string(m.c_api) +
+             "; this core (Loom " + LOOM_VERSION + ") has versions 1 to " + std::to_string(LOOM_API_VERSION) +
+             " (use a newer Loom)";
+    }
+    if (built.major != core.major) {
+      return "core version mismatch: the plugin was built against Loom " + m.core_version + " (C API " +
+             std::to_string(m.c_api) + ") and needs Loom " + std::to_string(built.major) + ".x; this core is " +
+             LOOM_VERSION;
+    }
+    return "";
+  }
   if (m.cxx_abi != core_cxx_abi_tag()) {
     return "C++ ABI mismatch: the plugin was built for '" + m.cxx_abi + "', this core for '" + core_cxx_abi_tag() +
            "' (rebuild the plugin with the same compiler ABI and standard library)";

@@ -397,6 +397,61 @@ LoomStatus device_synchronize(DLDevice dev) {
   });
 }
 
+// A device API whose operations are a C plugin's callbacks.
+class CDeviceAPI : public runtime::DeviceAPI {
+ public:
+  CDeviceAPI(std::string name, const LoomDeviceInterface& device, std::shared_ptr<void> resource)
+      : name_(std::move(name)), device_(device), resource_(std::move(resource)) {}
+  void* alloc(Device d, size_t bytes, size_t alignment) override {
+    void* p = device_.alloc(resource_.get(), dl_device(d), bytes ? bytes : 1, alignment);
+    if (!p)
+      throw Error("device " + d.to_string() + " (" + name_ + "): out of memory allocating " + std::to_string(bytes) +
+                  " bytes");
+    return p;
+  }
+  void free(Device d, void* ptr) override { device_.free(resource_.get(), dl_device(d), ptr); }
+  void copy(const DLTensor& from, DLTensor& to, void*) override {
+    if (device_.copy(resource_.get(), &from, &to) != LOOM_OK)
+      throw Error("device " + name_ + ": copy failed: " + last_error_message);
+  }
+  void synchronize(Device d, void*) override {
+    if (device_.synchronize && device_.synchronize(resource_.get(), dl_device(d)) != LOOM_OK)
+      throw Error("device " + d.to_string() + ": synchronize failed: " + last_error_message);
+  }
+  void* alloc_workspace(Device d, size_t bytes) override { return alloc(d, bytes, 64); }
+  void free_workspace(Device d, void* ptr) override { free(d, ptr); }
+
+ private:
+  static DLDevice dl_device(Device d) { return DLDevice{static_cast<DLDeviceType>(d.device_type), d.device_id}; }
+  std::string name_;
+  LoomDeviceInterface device_;
+  std::shared_ptr<void> resource_;
+};
+
+LoomStatus device_register(const char* name, int32_t type_code, const LoomDeviceInterface* device, void* resource,
+                           void (*finalizer)(void*)) {
+  return guard([&] {
+    if (!name) throw Error("device_register: the device name is NULL");
+    if (!device || device->struct_size < sizeof(size_t))
+      throw Error(std::string("device_register('") + name + "'): no LoomDeviceInterface, or its struct_size is unset");
+    // A caller's smaller struct: the operations it does not know stay NULL.
+    LoomDeviceInterface d{};
+    std::memcpy(&d, device, std::min(device->struct_size, sizeof(LoomDeviceInterface)));
+    if (!d.alloc || !d.free || !d.copy)
+      throw Error(std::string("device_register('") + name + "'): alloc, free and copy are required");
+    if (type_code != 0) {
+      Device::register_type(name, type_code);
+    } else if (!Device::type_of(name)) {
+      throw Error(std::string("device_register('") + name +
+                  "'): Loom knows no device of that name; give a vendor type code (64 to 127)");
+    }
+    std::shared_ptr<void> owned(resource, [finalizer](void* r) {
+      if (finalizer) finalizer(r);
+    });
+    runtime::DeviceAPIRegistry::register_api(name, std::make_shared<CDeviceAPI>(name, d, owned));
+  });
+}
+
 // Version 1: frozen.  New entries go at the end of LoomApi, in a new version.
 const LoomApi kApi = {
     sizeof(LoomApi),
@@ -423,6 +478,7 @@ const LoomApi kApi = {
     tensor_copy,
     device_list,
     device_synchronize,
+    device_register,
 };
 }  // namespace
 

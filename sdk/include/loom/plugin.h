@@ -36,11 +36,15 @@
  *   - Changelog:
  *       1.0  first version: manifest header + text, loom_plugin_init_v1.
  *       1.1  the optional ".loom_declarations" section.
+ *       1.2  the manifest key c_api: a plugin written in C against the C
+ *            API only (loom/c_plugin.h, docs/c-api.md "Plugins in C").
  *
- * The plugin ABI covers only the life cycle.  During init a plugin uses the
- * core's C++ API (registries, objects); that is why the manifest also carries
- * the C++ ABI tag and the core version the plugin was built against, and why
- * both are checked before any plugin code runs.
+ * The plugin ABI covers only the life cycle.  During init a C++ plugin uses
+ * the core's C++ API (registries, objects); that is why the manifest also
+ * carries the C++ ABI tag and the core version the plugin was built against,
+ * and why both are checked before any plugin code runs.  A plugin written in
+ * C registers through the C API's tables instead (loom/c_plugin.h), and its
+ * manifest names the table version it needs.
  */
 #ifndef LOOM_PLUGIN_H_
 #define LOOM_PLUGIN_H_
@@ -53,7 +57,7 @@ extern "C" {
 #endif
 
 #define LOOM_PLUGIN_ABI_MAJOR 1
-#define LOOM_PLUGIN_ABI_MINOR 1
+#define LOOM_PLUGIN_ABI_MINOR 2
 
 /* Name of the ELF section that holds the manifest. */
 #define LOOM_PLUGIN_MANIFEST_SECTION ".loom_manifest"
@@ -73,7 +77,12 @@ extern "C" {
  *   name=         required; [a-z0-9_]+, unique among loaded plugins
  *   version=      required; the plugin's own version, "MAJOR.MINOR.PATCH"
  *   core_version= required; the core version the plugin was built against
- *   cxx_abi=      required; the C++ ABI tag (see LOOM_CXX_ABI_TAG)
+ *   cxx_abi=      required; the C++ ABI tag (see LOOM_CXX_ABI_TAG), or
+ *                 "none" for a plugin of the C API (c_api=)
+ *   c_api=        a plugin that uses only the C API (loom/c_api.h): the
+ *                 version of its tables it needs.  No C++ ABI is checked;
+ *                 any core of the same major version whose tables reach
+ *                 it loads the plugin, without a rebuild.
  *   description=  one line
  *   provides=     capabilities, e.g. "function:hello.greet,target:null"
  *   requires=     plugin names ("llvm") or capabilities ("target:llvm")

@@ -166,4 +166,26 @@ TEST(Manifest, ParseErrorsNameTheProblem) {
             "plugin p.so: manifest section does not start with the Loom magic");
 }
 
+TEST(Manifest, APluginOfTheCApiIsCheckedByItsTableVersionNotItsCxxAbi) {
+  const std::string base = "name=x\nversion=1.0.0\ncxx_abi=none\n";
+  auto check = [](const std::string& text) {
+    return check_compatibility(parse_manifest(section(LOOM_PLUGIN_ABI_MAJOR, 0, text), "p.so"));
+  };
+  // Any core of its major version whose tables reach its version.
+  EXPECT_EQ(check(base + "core_version=0.0.1\nc_api=1\n"), "");
+  EXPECT_EQ(check(base + "core_version=" LOOM_VERSION "\nc_api=1\n"), "");
+  EXPECT_EQ(check(base + "core_version=0.0.1\nc_api=3\n"),
+            std::string("C API version mismatch: the plugin needs C API version 3; this core (Loom ") + LOOM_VERSION +
+                ") has versions 1 to 1 (use a newer Loom)");
+  EXPECT_EQ(check(base + "core_version=7.0.0\nc_api=1\n"),
+            std::string("core version mismatch: the plugin was built against Loom 7.0.0 (C API 1) and needs Loom "
+                        "7.x; this core is ") +
+                LOOM_VERSION);
+  // Without c_api, cxx_abi=none is a C++ plugin of another ABI.
+  EXPECT_NE(check(base + "core_version=" LOOM_VERSION "\n").find("C++ ABI mismatch"), std::string::npos);
+  auto error = [](const std::string& bytes) { return plugin_error([&] { parse_manifest(bytes, "p.so"); }); };
+  EXPECT_EQ(error(section(LOOM_PLUGIN_ABI_MAJOR, 0, base + "core_version=0.1.0\nc_api=one\n")),
+            "plugin p.so: invalid c_api 'one' in manifest: expected the C API version, a positive integer");
+}
+
 }  // namespace loom

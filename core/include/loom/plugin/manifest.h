@@ -91,6 +91,11 @@ struct PluginManifest {
   std::string version;
   std::string core_version;
   std::string cxx_abi;
+  // A plugin written against the C API only (manifest key c_api=N, cxx_abi
+  // "none"): the version of the tables it needs; 0 for a C++ plugin.  Such
+  // a plugin loads into any core of the same major version whose tables
+  // reach N (docs/c-api.md, "Plugins in C").
+  int c_api = 0;
   std::string description;
   std::vector<std::string> provides;
   std::vector<std::string> requires_;        // plugin names or capabilities
