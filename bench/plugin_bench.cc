@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
     auto* library =
         new boost::dll::shared_library(b, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     auto init = library->get<int(const LoomPluginHost*, char*, size_t)>(LOOM_PLUGIN_INIT_SYMBOL);
-    LoomPluginHost host{sizeof(LoomPluginHost), LOOM_PLUGIN_ABI_MAJOR, LOOM_PLUGIN_ABI_MINOR, "0.1.0", "peer", "peer"};
+    LoomPluginHost host{
+        sizeof(LoomPluginHost), LOOM_PLUGIN_ABI_MAJOR, LOOM_PLUGIN_ABI_MINOR, "0.1.0", "peer", "peer", 0};
     char error[256];
     if (init(&host, error, sizeof(error)) != 0) return 1;
     peer_load.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());

@@ -22,7 +22,7 @@ from . import _sugar  # noqa: E402,F401 (operators on loom.Object)
 from .ir import parse, IRModule  # noqa: E402,F401
 from .build import build, Config  # noqa: E402,F401
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Subpackages that import heavy dependencies (NumPy-only importers, ONNX,
 # PyTorch, Dask) load on first attribute access (PEP 562), so

@@ -3,8 +3,9 @@
 //
 // The manifest is data read by the core without running this file; the init
 // body runs once, when the plugin is first needed, and registers what the
-// manifest promises.  Throwing from init fails the load cleanly: everything
-// registered so far is removed again.
+// plugin provides (the build runs it once too, to record those
+// registrations: docs/plugins.md, "Declarations").  Throwing from init
+// fails the load cleanly: everything registered so far is removed again.
 #include <loom/plugin_sdk.h>
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("template_plugin") LOOM_PLUGIN_VERSION("0.1.0")

@@ -37,3 +37,37 @@ grep -q "missing.npy" "$tmp/err"
 if "$run_model" "$tmp/mlp.so" "$tmp/in0.npy" 2> "$tmp/err"; then exit 1; fi
 cat "$tmp/err"
 grep -q "^loom: " "$tmp/err"
+# The CNN built for OpenCL (PoCL): the same program, its kernels on the
+# OpenCL device; the opencl plugin it loads still links the compiler.
+"$loomc" build "$src/examples/cnn.loom" --config "$src/configs/opencl.yaml" -o "$tmp/cnn_cl.so"
+/usr/bin/python3 - "$tmp" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(6)
+shapes = [(8, 1, 28, 28), (8, 1, 3, 3), (8, 1, 1), (16, 8, 3, 3), (16, 1, 1), (10, 784), (10,)]
+for k, shape in enumerate(shapes):
+    np.save(f"{sys.argv[1]}/cnn{k}.npy", (rng.standard_normal(shape) * (0.2 if k else 1)).astype(np.float32))
+PY
+cnn=()
+cnn_args=()
+for k in 0 1 2 3 4 5 6; do cnn+=("$tmp/cnn$k.npy"); cnn_args+=(--input "$tmp/cnn$k.npy"); done
+"$loomc" run "$tmp/cnn_cl.so" "${cnn_args[@]}" --output "$tmp/cy.npy" > /dev/null
+LOOM_C_API_TEST_RUNTIME_ONLY=0 "$test" "$tmp/cnn_cl.so" "$tmp/cy.npy" "${cnn[@]}"
+out=$("$run_model" "$tmp/cnn_cl.so" "${cnn[@]}")
+echo "$out"
+grep -q "^output: float32 (8, 10)$" <<< "$out"
+# No leak over 1,000 load/call/unload cycles, under valgrind where it is
+# installed (a tiny model: valgrind runs code some 50x slower).
+if command -v valgrind > /dev/null; then
+  printf '@main = fn(%%x: Tensor[(16), float32]) -> Tensor[(16), float32] {\n  relu(%%x)\n}\n' > "$tmp/tiny.loom"
+  # valgrind runs no AVX-512: the tiny model is built for x86-64-v2.
+  sed 's/mcpu: native/mcpu: x86-64-v2/' "$src/configs/host.yaml" > "$tmp/v2.yaml"
+  grep -q "mcpu: x86-64-v2" "$tmp/v2.yaml"
+  "$loomc" build "$tmp/tiny.loom" --config "$tmp/v2.yaml" -o "$tmp/tiny.so"
+  /usr/bin/python3 -c "import numpy as np; np.save('$tmp/t.npy', np.linspace(-1, 1, 16, dtype=np.float32))"
+  "$loomc" run "$tmp/tiny.so" --input "$tmp/t.npy" --output "$tmp/ty.npy" > /dev/null
+  LOOM_C_API_TEST_CYCLES=1000 valgrind --quiet --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+    --error-exitcode=3 "$test" "$tmp/tiny.so" "$tmp/ty.npy" "$tmp/t.npy"
+else
+  echo "valgrind is not installed: the leak check over 1,000 cycles is skipped"
+fi

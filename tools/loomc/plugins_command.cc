@@ -244,6 +244,7 @@ int plugins_load(const std::string& target) {
 // .loom_declarations section after linking.
 int plugins_declare(const std::string& target, const std::string& output) {
   PluginManager& manager = PluginManager::global();
+  manager.declare_only();  // its init may skip probing hardware the build machine lacks
   PluginRecord r = is_path(target) ? manager.load_path(target) : manager.load(target);
   std::string text = loom::driver::plugin_declarations(r.name);
   if (output.empty()) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -18,6 +19,7 @@
 
 #include "loom/object/function.h"
 #include "loom/plugin.h"
+#include "loom/plugin/manifest.h"
 #include "loom/support/registration.h"
 #include "loom/support/strings.h"
 #include "loom/version.h"
@@ -101,12 +103,58 @@ std::string unsafe_reason(const std::string& path, bool folder) {
 
 }  // namespace
 
+namespace {
+// The Loom libraries the plugin file at `path` links (its DT_NEEDED
+// entries named libloom_*) that sit beside this runtime library, opened
+// before the plugin is: their static initialisers register the core's
+// own entries (libloom_core's functions, ops, passes), which must count as
+// the core's, not as registrations of the plugin being opened.  A
+// runtime-only program (examples/c, examples/deploy) that loads a library
+// needing the opencl plugin brings libloom_core in this way.  Best effort:
+// a file that cannot be read is left to the plugin's own open to report.
+void open_loom_dependencies(const std::string& path) {
+  static std::mutex mutex;
+  static std::vector<boost::dll::shared_library> opened;  // kept for the process's life
+  std::map<std::string, std::string> sections;
+  try {
+    sections = read_elf_sections(path, {".dynamic", ".dynstr"}, 16 * 1024 * 1024);
+  } catch (const std::exception&) {
+    return;
+  }
+  auto dynamic = sections.find(".dynamic"), strings = sections.find(".dynstr");
+  if (dynamic == sections.end() || strings == sections.end()) return;
+  std::error_code ec;
+  std::filesystem::path here = boost::dll::this_line_location(ec).parent_path();
+  if (ec) return;
+  const std::string& table = strings->second;
+  constexpr int64_t kNeeded = 1;  // DT_NEEDED
+  for (size_t at = 0; at + 16 <= dynamic->second.size(); at += 16) {
+    int64_t tag;
+    uint64_t value;
+    std::memcpy(&tag, dynamic->second.data() + at, 8);
+    std::memcpy(&value, dynamic->second.data() + at + 8, 8);
+    if (tag == 0) break;  // DT_NULL
+    if (tag != kNeeded || value >= table.size()) continue;
+    std::string name = table.c_str() + value;
+    std::filesystem::path file = here / name;
+    if (name.rfind("libloom_", 0) != 0 || !std::filesystem::exists(file)) continue;
+    std::lock_guard<std::mutex> lock(mutex);
+    try {
+      opened.emplace_back(file.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_global);
+    } catch (const std::exception&) {
+      // The plugin's own open names what is wrong.
+    }
+  }
+}
+}  // namespace
+
 struct PluginManager::Impl {
   std::recursive_mutex mutex;
   std::vector<std::string> search_path;
   std::vector<std::string> warnings;       // ignored search-path entries
   std::vector<std::string> scan_warnings;  // refused and shadowed plugins, from the last scan
   bool scanned = false;
+  bool declaring = false;             // declare_only()
   std::vector<PluginRecord> records;  // in search-path order
 
   // Prefers a loaded record, then a usable one, then a failed one (for its reason).
@@ -318,6 +366,7 @@ struct PluginManager::Impl {
     auto start = std::chrono::steady_clock::now();
     boost::dll::shared_library library;
     std::string early;  // what its static initialisers registered
+    open_loom_dependencies(r.path);
     {
       // Opening runs its static initialisers, before the core can check or
       // roll back anything they register: refuse a plugin that does.
@@ -348,6 +397,7 @@ struct PluginManager::Impl {
     host.core_version = LOOM_VERSION;
     host.plugin_name = r.name.c_str();
     host.plugin_path = r.path.c_str();
+    host.flags = declaring ? LOOM_PLUGIN_HOST_DECLARING : 0u;
 
     std::string reason;
     {
@@ -492,6 +542,16 @@ PluginRecord PluginManager::read_path(const std::string& path) {
   std::string absolute = absolute_path(path);
   if (PluginRecord* r = impl_->find_by_path(absolute)) return *r;
   return Impl::read_record(absolute);
+}
+
+void PluginManager::declare_only() {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  impl_->declaring = true;
+}
+
+bool PluginManager::declaring() const {
+  std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
+  return impl_->declaring;
 }
 
 PluginRecord PluginManager::load(const std::string& name) {

@@ -66,12 +66,12 @@
 #define LOOM_C_PLUGIN_EXPORT __attribute__((visibility("default")))
 
 /* One per plugin.  FIELDS: LOOM_PLUGIN_NAME(...) LOOM_PLUGIN_VERSION(...) ... */
-#define LOOM_C_PLUGIN_MANIFEST(FIELDS)                                                                         \
-  __attribute__((used, section(LOOM_PLUGIN_MANIFEST_SECTION))) LOOM__C_RETAIN static const struct {            \
-    LoomPluginManifestHeader header;                                                                          \
-    char text[sizeof(LOOM__C_MANIFEST_TEXT(FIELDS))];                                                         \
+#define LOOM_C_PLUGIN_MANIFEST(FIELDS)                                                                            \
+  __attribute__((used, section(LOOM_PLUGIN_MANIFEST_SECTION))) LOOM__C_RETAIN static const struct {               \
+    LoomPluginManifestHeader header;                                                                              \
+    char text[sizeof(LOOM__C_MANIFEST_TEXT(FIELDS))];                                                             \
   } loom_plugin_manifest = {{LOOM_PLUGIN_MANIFEST_MAGIC, sizeof(LoomPluginManifestHeader), LOOM_PLUGIN_ABI_MAJOR, \
-                             LOOM_PLUGIN_ABI_MINOR, sizeof(LOOM__C_MANIFEST_TEXT(FIELDS)), 0},                  \
+                             LOOM_PLUGIN_ABI_MINOR, sizeof(LOOM__C_MANIFEST_TEXT(FIELDS)), 0},                    \
                             LOOM__C_MANIFEST_TEXT(FIELDS)}
 
 /* The init entry a plugin defines (loom/plugin.h): */

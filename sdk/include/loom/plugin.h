@@ -37,7 +37,8 @@
  *       1.0  first version: manifest header + text, loom_plugin_init_v1.
  *       1.1  the optional ".loom_declarations" section.
  *       1.2  the manifest key c_api: a plugin written in C against the C
- *            API only (loom/c_plugin.h, docs/c-api.md "Plugins in C").
+ *            API only (loom/c_plugin.h, docs/c-api.md "Plugins in C");
+ *            LoomPluginHost.flags (LOOM_PLUGIN_HOST_DECLARING).
  *
  * The plugin ABI covers only the life cycle.  During init a C++ plugin uses
  * the core's C++ API (registries, objects); that is why the manifest also
@@ -106,7 +107,16 @@ typedef struct LoomPluginHost {
   const char* core_version; /* e.g. "0.1.0" */
   const char* plugin_name;  /* the name from this plugin's manifest */
   const char* plugin_path;  /* absolute path of this plugin's file */
+  /* ABI 1.2: LOOM_PLUGIN_HOST_* bits.  Read it only when struct_size
+   * reaches it (a 1.0 or 1.1 core's host ends before it). */
+  uint32_t flags;
 } LoomPluginHost;
+
+/* The core loads the plugin only to read what it registers: `loomc
+ * plugins declare`, run by loom_add_plugin at build time, on the build
+ * machine.  Init must register everything it provides, as always, but
+ * need not open or probe its hardware: nothing it registers runs. */
+#define LOOM_PLUGIN_HOST_DECLARING 1u
 
 /*
  * The init entry point.

@@ -4,12 +4,18 @@
 //
 //   LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("hello")
 //                        LOOM_PLUGIN_VERSION("1.0.0")
-//                        LOOM_PLUGIN_DESCRIPTION("Greets people")
-//                        LOOM_PLUGIN_PROVIDES("function:hello.greet"));
+//                        LOOM_PLUGIN_DESCRIPTION("Greets people"));
 //
 //   LOOM_PLUGIN_INIT(ctx) {
 //     ctx.register_function("hello.greet", [](std::string who) { return "hello, " + who; });
 //   }
+//
+// What the plugin provides is read off what its init registers, at build
+// time (loom_add_plugin's declarations step, which loads the plugin and
+// runs its init with ctx.declaring() true: docs/plugins.md,
+// "Declarations").  LOOM_PLUGIN_PROVIDES("function:hello.greet,...") is
+// only for a plugin built with NO_DECLARATIONS (one that cannot be loaded
+// on the build machine).
 //
 // LOOM_PLUGIN_MANIFEST emits the manifest into the ".loom_manifest" section,
 // adding the core version and C++ ABI tag of the SDK it is compiled with.
@@ -38,6 +44,14 @@ class PluginContext {
   std::string name() const { return host_.plugin_name; }
   std::string path() const { return host_.plugin_path; }
   std::string core_version() const { return host_.core_version; }
+  // Whether the core loads the plugin only to read its declarations (at
+  // build time, `loomc plugins declare`): register everything, but do not
+  // open or probe the hardware; nothing registered runs (docs/plugins.md,
+  // "Declarations").  False with a core older than plugin ABI 1.2.
+  bool declaring() const {
+    return host_.struct_size >= offsetof(LoomPluginHost, flags) + sizeof(host_.flags) &&
+           (host_.flags & LOOM_PLUGIN_HOST_DECLARING) != 0;
+  }
 
   // Registers a packed Function, or wraps a typed C++ callable.
   template <class F>
@@ -70,7 +84,8 @@ inline void copy_message(char* out, size_t size, const char* text) {
 inline int run_plugin_init(const LoomPluginHost* host, char* error, size_t error_size,
                            void (*body)(PluginContext&)) noexcept {
   try {
-    if (!host || host->struct_size < sizeof(LoomPluginHost)) {
+    // The host of plugin ABI 1.0/1.1 ends before `flags` (declaring() checks).
+    if (!host || host->struct_size < offsetof(LoomPluginHost, flags)) {
       copy_message(error, error_size, "the host's LoomPluginHost is older than this plugin's SDK");
       return 2;
     }

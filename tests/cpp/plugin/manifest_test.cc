@@ -166,6 +166,17 @@ TEST(Manifest, ParseErrorsNameTheProblem) {
             "plugin p.so: manifest section does not start with the Loom magic");
 }
 
+TEST(Manifest, ACxxPluginBuiltAgainstLoom01IsRefusedInOneLine) {
+  // 0.2.0 moved public headers: a C++ plugin of 0.1.x would fail to load
+  // with an undefined symbol; the version check says why first.
+  PluginManifest m = parse_manifest(
+      section(LOOM_PLUGIN_ABI_MAJOR, 1, "name=old\nversion=1.0.0\ncore_version=0.1.0\ncxx_abi=" + core_cxx_abi_tag()),
+      "p.so");
+  EXPECT_EQ(check_compatibility(m), std::string("core version mismatch: the plugin was built against Loom 0.1.0 and "
+                                                "needs Loom 0.1.x at least 0.1.0; this core is ") +
+                                        LOOM_VERSION);
+}
+
 TEST(Manifest, APluginOfTheCApiIsCheckedByItsTableVersionNotItsCxxAbi) {
   const std::string base = "name=x\nversion=1.0.0\ncxx_abi=none\n";
   auto check = [](const std::string& text) {

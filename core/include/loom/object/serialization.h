@@ -3,7 +3,7 @@
 // its own.  Sharing is preserved (a node referenced twice is stored once and
 // loaded as one object).  The format (docs/json-format.md):
 //
-//   {"loom_json": 1, "loom_version": "0.1.0", "root": VALUE, "nodes": [NODE, ...]}
+//   {"loom_json": 1, "loom_version": "0.2.0", "root": VALUE, "nodes": [NODE, ...]}
 //   NODE  = {"type": KEY, "fields": {NAME: VALUE, ...}, "bytes": BYTES?}
 //         | {"type": "Array", "items": [VALUE, ...]}
 //         | {"type": "Map", "items": {KEY: VALUE, ...}}

@@ -75,6 +75,12 @@ class PluginManager {
   // its manifest read, nothing loaded; a failed record says why.
   PluginRecord read_path(const std::string& path);
 
+  // From now on, plugins are loaded only to read their declarations: their
+  // init is told so (LOOM_PLUGIN_HOST_DECLARING), and may skip probing its
+  // hardware.  `loomc plugins declare` sets it; there is no way back.
+  void declare_only();
+  bool declaring() const;
+
   // Loads a discovered plugin (and what it requires).  Throws PluginError.
   PluginRecord load(const std::string& name);
   // Loads the plugin file at `path`, which need not be on the search path.
