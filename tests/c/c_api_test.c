@@ -60,6 +60,20 @@ static void finalize(void* resource) {
   free(resource);
 }
 
+/* --- a DLPack producer's tensor over the caller's memory --- */
+static int deleted;
+static void count_delete(DLManagedTensor* self) {
+  ++deleted;
+  free(self);
+}
+static DLManagedTensor* managed_view(const DLTensor* t) {
+  DLManagedTensor* m = (DLManagedTensor*)malloc(sizeof(DLManagedTensor));
+  m->dl_tensor = *t;
+  m->manager_ctx = NULL;
+  m->deleter = count_delete;
+  return m;
+}
+
 /* --- eight threads calling one function --- */
 #define MAX_INPUTS 16
 static int32_t num_inputs;
@@ -172,6 +186,20 @@ int main(int argc, char** argv) {
   OK(api->object_release(copy));
   OK(api->object_release(tensor));
   OK(api->value_release(&out));
+
+  /* A LOOM_DLMANAGED argument is Loom's: its deleter runs once, after a
+   * call that succeeds and after one that fails before taking it. */
+  memcpy(in, inputs, sizeof in);
+  in[0].kind = LOOM_DLMANAGED;
+  in[0].v.v_managed = managed_view(&x_t[0]);
+  OK(api->function_call(fn, in, num_inputs, &out));
+  OK(api->tensor_get_dltensor(out.v.v_object, &y));
+  CHECK(memcmp(y->data, expected, (size_t)count * sizeof(float)) == 0, "a DLPack input gave another result");
+  OK(api->value_release(&out));
+  CHECK(deleted == 1, "deleter ran %d times after a call", deleted);
+  in[0].v.v_managed = managed_view(&x_t[0]);
+  CHECK(api->function_call(fn, in, num_inputs, NULL) == LOOM_ERROR, "a NULL result was taken");
+  CHECK(deleted == 2, "deleter ran %d times in all after a failed call", deleted);
 
   /* Bad arguments are errors, never crashes. */
   CHECK(api->function_call(fn, NULL, 0, &out) == LOOM_ERROR, "called main without its input");

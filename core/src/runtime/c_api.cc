@@ -270,23 +270,30 @@ LoomStatus module_function_names(LoomObject* module, LoomValue* out) {
 
 Function function_of(LoomObject* handle) { return handle_as<Function>(handle, "a function"); }
 
+// Calls the deleters of the LOOM_DLMANAGED arguments args[from, to): they
+// belong to Loom once passed, also when the call fails before it takes them.
+void release_managed(const LoomValue* args, int32_t from, int32_t to) {
+  for (int32_t j = from; args && j < to; ++j)
+    if (args[j].kind == LOOM_DLMANAGED && args[j].v.v_managed && args[j].v.v_managed->deleter)
+      args[j].v.v_managed->deleter(args[j].v.v_managed);
+}
+
 LoomStatus function_call(LoomObject* function, const LoomValue* args, int32_t num_args, LoomValue* result) {
-  // DLPack tensors passed with LOOM_DLMANAGED belong to Loom from here on,
-  // also when the call fails before they are taken.
-  std::vector<Any> packed;
+  std::vector<Any> packed;  // the arguments taken so far (their Anys own the DLPack tensors)
   return guard([&] {
-    out_pointer(result, "result");
+    if (!result) {
+      release_managed(args, 0, num_args);
+      throw Error("the out-parameter result is NULL");
+    }
     *result = LoomValue{};
     if (num_args < 0 || (num_args > 0 && !args))
       throw Error("function_call: " + std::to_string(num_args) + " arguments at " + (args ? "args" : "NULL"));
     packed.reserve(static_cast<size_t>(num_args));
     for (int32_t k = 0; k < num_args; ++k) {
       try {
-        packed.push_back(to_any(args[k]));
+        packed.push_back(to_any(args[k]));  // from_dlpack calls the deleter itself when it throws
       } catch (const std::exception& e) {
-        for (int32_t j = k + 1; j < num_args; ++j)
-          if (args[j].kind == LOOM_DLMANAGED && args[j].v.v_managed && args[j].v.v_managed->deleter)
-            args[j].v.v_managed->deleter(args[j].v.v_managed);
+        release_managed(args, k + 1, num_args);
         throw Error("argument " + std::to_string(k) + ": " + e.what());
       }
     }
