@@ -314,18 +314,28 @@ LoomStatus function_from_c(LoomCFunction fn, void* resource, void (*finalizer)(v
           std::vector<std::string> strings;
           std::vector<LoomValue> values = borrowed_values(args, count, strings);
           LoomValue result{};
-          if (fn(owned.get(), values.data(), count, &result) != LOOM_OK) {
-            release_value(&result);
+          // The callback's own message, not one an earlier call left.
+          std::string earlier = std::move(last_error_message);
+          last_error_message.clear();
+          LoomStatus status = fn(owned.get(), values.data(), count, &result);
+          // An object it returns is passed to Loom with that reference; a
+          // string stays the callback's (copied below); a DLPack tensor is
+          // refused, and one passed with its ownership is given back.
+          ObjectRef object;
+          if (result.kind == LOOM_OBJECT && result.v.v_object) {
+            object = ref_of(result.v.v_object);
+            reinterpret_cast<Object*>(result.v.v_object)->dec_ref();
+          }
+          if (result.kind == LOOM_DLMANAGED && result.v.v_managed && result.v.v_managed->deleter)
+            result.v.v_managed->deleter(result.v.v_managed);
+          if (status != LOOM_OK)
             throw Error(last_error_message.empty() ? "a C function failed without an error message"
                                                    : last_error_message);
-          }
-          if (result.kind == LOOM_DLTENSOR || result.kind == LOOM_DLMANAGED) {
-            release_value(&result);
+          last_error_message = std::move(earlier);
+          if (result.kind == LOOM_DLTENSOR || result.kind == LOOM_DLMANAGED)
             throw Error("a C function returned a DLPack tensor; return a tensor object (tensor_from_dlpack)");
-          }
-          Any a = to_any(result);  // takes its own reference of an object, copies a string
-          if (result.kind == LOOM_OBJECT && result.v.v_object) reinterpret_cast<Object*>(result.v.v_object)->dec_ref();
-          return a;
+          if (result.kind == LOOM_OBJECT) return object.defined() ? Any(object) : Any();
+          return to_any(result);  // a scalar, or a copy of a string
         },
         "C function");
     *out = give(f);

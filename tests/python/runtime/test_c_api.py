@@ -112,6 +112,10 @@ static LoomStatus affine(void* resource, const LoomValue* args, int32_t n, LoomV
 static LoomStatus greet(void* resource, const LoomValue* args, int32_t n, LoomValue* result) {
   (void)resource;
   if (n != 1 || args[0].kind != LOOM_STR) {
+    /* A failing callback may leave a result behind: a string of its own,
+     * which Loom must neither use nor free. */
+    result->kind = LOOM_STR;
+    result->v.v_str = "not freed";
     api->set_last_error("c.greet expects a str");
     return LOOM_ERROR;
   }
@@ -159,6 +163,8 @@ def test_a_function_registered_from_c_is_callable_from_python(c_library):
     assert affine(3, 0.5) == 6.5
     assert affine(-4, 1.25) == -6.75
     assert loom.runtime.get_global_func("c.greet")("loom") == "hello, loom"
+    with pytest.raises(Exception, match=r"c\.greet expects a str"):
+        loom.runtime.get_global_func("c.greet")(7)
     # The C function's error reaches Python with its message.
     with pytest.raises(Exception, match=r"c\.affine expects \(int, float\)"):
         affine("three", 0.5)
