@@ -1,18 +1,17 @@
-// The opencl plugin (docs/target-opencl.md): target kind `opencl`, whose
-// codegen prints the device kernels SplitHostDevice makes as OpenCL C
-// (OpenCLPrinter, derived from the SDK's C printer) and builds them into
-// the runtime module `opencl`; device:opencl, the DeviceAPI over the ICD
-// loader; and the module's loader, so an exported library restores it.
+// The opencl plugin, its compiler half (docs/target-opencl.md, "Two
+// plugins"): target kind `opencl`, whose codegen prints the device kernels
+// SplitHostDevice makes as OpenCL C (OpenCLPrinter, derived from the SDK's
+// C printer) and has the runtime half (plugin opencl_runtime: device,
+// runtime module, loader) build them into the runtime module `opencl`.
 // The host code that launches the kernels is built by the host target
 // (target.host) and imports this module.
+#include <loom/object/containers.h>
 #include <loom/plugin_sdk.h>
-#include <loom/runtime/device_api.h>
 #include <loom/runtime/module.h>
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
 
 #include "opencl_printer.h"
-#include "opencl_runtime.h"
 
 namespace {
 using loom::Function;
@@ -24,13 +23,21 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
   loom::opencl::OpenCLPrinter printer;
   std::vector<loom::opencl::KernelSignature> kernels;
   std::string source = printer.print_program(module, &kernels);
-  return loom::opencl::make_module(std::move(source), std::move(kernels), device);
+  std::vector<loom::Any> signatures;
+  for (const auto& k : kernels) {
+    std::vector<loom::Any> items{loom::Any(k.name)};
+    for (const std::string& a : k.args) items.emplace_back(a);
+    signatures.emplace_back(loom::Array(items));
+  }
+  return loom::FunctionRegistry::get("opencl.make_module")(source, loom::Array(signatures), device)
+      .cast<loom::runtime::Module>();
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("opencl") LOOM_PLUGIN_VERSION("0.1.0")
-                         LOOM_PLUGIN_DESCRIPTION("OpenCL: target kind opencl (OpenCL C from the C printer), "
-                                                 "device:opencl over the ICD loader, runtime module opencl"));
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("opencl") LOOM_PLUGIN_VERSION("0.2.0")
+                         LOOM_PLUGIN_DESCRIPTION("OpenCL: target kind opencl (OpenCL C from the C printer); "
+                                                 "its runtime is the plugin opencl_runtime")
+                             LOOM_PLUGIN_REQUIRES("opencl_runtime"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
@@ -39,8 +46,9 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.native_intrinsics.insert("tir.barrier");
   traits.device_type = kDLOpenCL;
   traits.device_id = [](const loom::target::Target& target) {
-    return loom::opencl::find_device(target.attr("platform").as_string(),
-                                     static_cast<int>(target.attr("device").as_int()));
+    return static_cast<int>(loom::FunctionRegistry::get("opencl.find_device")(target.attr("platform").as_string(),
+                                                                              target.attr("device").as_int())
+                                .as_int());
   };
   traits.default_pipeline = {"device"};
   traits.codegen_needs = {"devices_planned", "kernels_split", "intrinsics_lowered"};
@@ -58,7 +66,4 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::target::CodegenRegistry::register_codegen(
       "opencl", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                                 "opencl.codegen"));
-  loom::runtime::DeviceAPIRegistry::register_api("opencl", loom::opencl::make_device_api());
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "opencl", Function::typed([](std::string bytes) { return loom::opencl::load_module(bytes); }, "opencl.load"));
 }

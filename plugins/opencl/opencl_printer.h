@@ -10,14 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace loom::opencl {
+#include "opencl_runtime.h"
 
-// One kernel of a program: its name and, after the six launch sizes, the
-// kind of each argument ("buffer" or a scalar dtype such as "int64").
-struct KernelSignature {
-  std::string name;
-  std::vector<std::string> args;
-};
+namespace loom::opencl {
 
 class OpenCLPrinter : public target::CSourcePrinter {
  public:

@@ -1,7 +1,10 @@
 // The OpenCL runtime (docs/target-opencl.md): device:opencl, a DeviceAPI
 // over the ICD loader, and the runtime module `opencl` that holds a
 // program's source and binary and launches its kernels.  Only
-// opencl_runtime.cc includes OpenCL's headers.
+// opencl_runtime.cc includes OpenCL's headers.  It is the runtime half
+// (plugin opencl_runtime, linking libloom_runtime only): the compiler half
+// (plugin opencl) reaches it through the global functions
+// opencl.make_module and opencl.find_device.
 #ifndef LOOM_PLUGINS_OPENCL_OPENCL_RUNTIME_H_
 #define LOOM_PLUGINS_OPENCL_OPENCL_RUNTIME_H_
 
@@ -12,9 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "opencl_printer.h"
-
 namespace loom::opencl {
+
+// One kernel of a program: its name and, after the six launch sizes, the
+// kind of each argument ("buffer" or a scalar dtype such as "int64").
+struct KernelSignature {
+  std::string name;
+  std::vector<std::string> args;
+};
 
 // The DeviceAPI registered as "opencl".  Devices are numbered across every
 // platform the ICD loader finds, in its order; nothing is opened until the

@@ -1,8 +1,9 @@
 # loom_add_plugin(NAME SOURCES file... [LIBRARIES lib...] [OUTPUT_DIRECTORY dir] [NO_INSTALL]
-#                 [NO_DECLARATIONS])
+#                 [NO_DECLARATIONS] [RUNTIME_ONLY])
 #
 # Builds one Loom plugin: a MODULE library named loom_NAME.so, linked against
-# Loom::core, compiled as C++17 with hidden visibility (only the init entry is
+# Loom::core (with RUNTIME_ONLY, Loom::runtime alone: a backend's runtime
+# half, which an exported library loads without the compiler), compiled as C++17 with hidden visibility (only the init entry is
 # exported), with every symbol resolved at link time.  The same function
 # builds the plugins in Loom's own tree and plugins built out of tree against
 # an installed SDK (find_package(Loom)).
@@ -24,7 +25,7 @@ include_guard(GLOBAL)
 include(GNUInstallDirs)
 
 function(loom_add_plugin name)
-  cmake_parse_arguments(ARG "NO_INSTALL;NO_DECLARATIONS" "OUTPUT_DIRECTORY" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL;NO_DECLARATIONS;RUNTIME_ONLY" "OUTPUT_DIRECTORY" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "loom_add_plugin(${name}): SOURCES is required")
   endif()
@@ -32,7 +33,11 @@ function(loom_add_plugin name)
     message(FATAL_ERROR "loom_add_plugin(${name}): plugin names use lower-case letters, digits and '_'")
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE Loom::core ${ARG_LIBRARIES})
+  if(ARG_RUNTIME_ONLY)
+    target_link_libraries(${name} PRIVATE Loom::runtime ${ARG_LIBRARIES})
+  else()
+    target_link_libraries(${name} PRIVATE Loom::core ${ARG_LIBRARIES})
+  endif()
   target_compile_features(${name} PRIVATE cxx_std_17)
   if(ARG_OUTPUT_DIRECTORY)
     set(output_dir ${ARG_OUTPUT_DIRECTORY})

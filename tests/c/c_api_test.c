@@ -256,9 +256,10 @@ int main(int argc, char** argv) {
   CHECK(k < n, "no CPU among %d devices", n);
   OK(api->device_synchronize(devices[k]));
 
-  /* The library's code is machine code: running it mapped no compiler
-   * (LOOM_C_API_TEST_RUNTIME_ONLY=0 for a library whose backend plugin
-   * still links it: OpenCL's, until the runtime halves are split). */
+  /* Running the library mapped no compiler: its host code is machine
+   * code, and a backend it needs comes as its runtime half (opencl_runtime)
+   * (LOOM_C_API_TEST_RUNTIME_ONLY=0 for a library of a backend whose
+   * runtime half is not split off yet: vulkan, npu). */
   if (!getenv("LOOM_C_API_TEST_RUNTIME_ONLY") || strcmp(getenv("LOOM_C_API_TEST_RUNTIME_ONLY"), "0") != 0) {
     char line[1024];
     FILE* maps = fopen("/proc/self/maps", "r");

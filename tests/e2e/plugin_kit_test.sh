@@ -19,7 +19,8 @@ done
 for kind in llvm c opencl vulkan; do
   expect_output "kit $kind: conv2d" 0 "^ops $kind: conv2d +pass +2 examples" -- "$LOOMC" plugin test "$PLUGINS/loom_$kind.so" --only "ops $kind: conv2d"
 done
-expect_output "kit opencl: device" 0 "^device opencl +pass +alloc, copy of 4096 bytes" -- "$LOOMC" plugin test "$PLUGINS/loom_opencl.so" --only device
+# The device comes from the runtime half (docs/target-opencl.md, "Two plugins").
+expect_output "kit opencl_runtime: device" 0 "^device opencl +pass +alloc, copy of 4096 bytes" -- "$LOOMC" plugin test "$PLUGINS/loom_opencl_runtime.so" --only device
 expect_output "kit npu: partition ops" 0 "^ops npu: conv2d +pass" -- "$LOOMC" plugin test "$PLUGINS/loom_npu.so"
 expect_output "kit npu: roundtrip" 0 "^roundtrip npu +pass +.*exported, loaded back, same outputs" -- "$LOOMC" plugin test "$PLUGINS/loom_npu.so"
 expect_output "kit null: tag" 0 "^tag null_wide +pass +a target of kind null_target" -- "$LOOMC" plugin test "$PLUGINS/loom_null.so"
