@@ -10,24 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "vulkan_runtime.h"
+
 namespace loom::vulkan {
-
-// What the runtime needs of a kernel: its name, its GLSL, and after the six
-// launch sizes the kind of each argument ("buffer" or a scalar dtype); the
-// scalars travel as push constants in that order, each aligned to its size.
-struct Kernel {
-  std::string name;
-  std::string glsl;
-  std::vector<std::string> args;
-  std::vector<uint32_t> spirv;  // filled by the compiler
-};
-
-// The data types a device runs (the target's fp64, fp16, int8 attributes
-// as the device allows them); a kernel using another is an Error naming
-// the attribute.
-struct Features {
-  bool fp64 = false, fp16 = false, int8 = false;
-};
 
 class GLSLPrinter : public target::CSourcePrinter {
  public:

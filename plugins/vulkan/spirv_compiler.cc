@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "vulkan_runtime.h"
+#include "spirv_compiler.h"
 
 namespace loom::vulkan {
 

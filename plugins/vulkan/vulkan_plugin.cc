@@ -1,21 +1,26 @@
-// The vulkan plugin (docs/target-vulkan.md): target kind `vulkan`, whose
-// codegen prints the device kernels SplitHostDevice makes as GLSL compute
-// shaders (GLSLPrinter, derived from the SDK's C printer), compiles them to
-// SPIR-V with libshaderc and validates them with SPIRV-Tools into the
-// runtime module `vulkan`; device:vulkan, the DeviceAPI over the Vulkan
-// loader; and the module's loader, so an exported library restores it.
+// The vulkan plugin, its compiler half (docs/target-vulkan.md, "Two
+// plugins"): target kind `vulkan`, whose codegen prints the device kernels
+// SplitHostDevice makes as GLSL compute shaders (GLSLPrinter, derived from
+// the SDK's C printer), compiles them to SPIR-V with libshaderc and
+// validates them with SPIRV-Tools, and has the runtime half (plugin
+// vulkan_runtime: device, runtime module, loader) make the module `vulkan`.
+#include <loom/object/containers.h>
 #include <loom/plugin_sdk.h>
-#include <loom/runtime/device_api.h>
 #include <loom/runtime/module.h>
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
 
 #include "glsl_printer.h"
-#include "vulkan_runtime.h"
+#include "spirv_compiler.h"
 
 namespace {
 using loom::Function;
+using loom::FunctionRegistry;
 using loom::ir::IRModule;
+
+std::string describe_device(int device) {
+  return FunctionRegistry::get("vulkan.describe_device")(int64_t{device}).cast<std::string>();
+}
 
 // A data type the target allows: its attribute (auto: what the device
 // has; true: required of the device; false: refused).
@@ -24,7 +29,7 @@ bool allowed(const loom::target::Target& target, const std::string& attribute, b
   if (wanted == "false") return false;
   if (wanted == "true" && !device_has) {
     LOOM_THROW(Error) << "vulkan: the target asks for " << attribute << " (" << attribute << ": true) but "
-                      << loom::vulkan::describe_device(device) << " lacks it; set it to auto or false";
+                      << describe_device(device) << " lacks it; set it to auto or false";
   }
   if (wanted != "true" && wanted != "auto") {
     LOOM_THROW(Error) << "vulkan: the target's " << attribute << " is '" << wanted << "'; it is auto, true or false";
@@ -34,20 +39,30 @@ bool allowed(const loom::target::Target& target, const std::string& attribute, b
 
 loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
   int device = loom::target::device_of(target).device_id;
-  loom::vulkan::Features has = loom::vulkan::device_features(device), use;
+  loom::Array features = FunctionRegistry::get("vulkan.device_features")(int64_t{device}).cast<loom::Array>();
+  loom::vulkan::Features has{features[0].as_bool(), features[1].as_bool(), features[2].as_bool()}, use;
   use.fp64 = allowed(target, "fp64", has.fp64, device);
   use.fp16 = allowed(target, "fp16", has.fp16, device);
   use.int8 = allowed(target, "int8", has.int8, device);
   loom::vulkan::GLSLPrinter printer(use);
   std::vector<loom::vulkan::Kernel> kernels = printer.print_kernels(module);
-  for (loom::vulkan::Kernel& k : kernels) loom::vulkan::compile(k);
-  return loom::vulkan::make_module(std::move(kernels), device);
+  std::vector<loom::Any> compiled;
+  for (loom::vulkan::Kernel& k : kernels) {
+    loom::vulkan::compile(k);
+    std::vector<loom::Any> items{
+        loom::Any(k.name), loom::Any(k.glsl),
+        loom::Any(std::string(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * sizeof(uint32_t)))};
+    for (const std::string& a : k.args) items.emplace_back(a);
+    compiled.emplace_back(loom::Array(items));
+  }
+  return FunctionRegistry::get("vulkan.make_module")(loom::Array(compiled), int64_t{device})
+      .cast<loom::runtime::Module>();
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("vulkan") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("vulkan") LOOM_PLUGIN_VERSION("0.2.0") LOOM_PLUGIN_DESCRIPTION(
     "Vulkan: target kind vulkan (GLSL from the C printer, SPIR-V by libshaderc, "
-    "checked by SPIRV-Tools), device:vulkan, runtime module vulkan"));
+    "checked by SPIRV-Tools); its runtime is the plugin vulkan_runtime") LOOM_PLUGIN_REQUIRES("vulkan_runtime"));
 
 LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
@@ -61,7 +76,7 @@ LOOM_PLUGIN_INIT(ctx) {
   traits.device_type = kDLVulkan;
   traits.device_id = [](const loom::target::Target& target) {
     int device = static_cast<int>(target.attr("device").as_int());
-    loom::vulkan::describe_device(device);  // an Error naming the package when there is none
+    describe_device(device);  // an Error naming the package when there is none
     return device;
   };
   traits.default_pipeline = {"device"};
@@ -84,9 +99,6 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::target::CodegenRegistry::register_codegen(
       "vulkan", Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                                 "vulkan.codegen"));
-  loom::runtime::DeviceAPIRegistry::register_api("vulkan", loom::vulkan::make_device_api());
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "vulkan", Function::typed([](std::string bytes) { return loom::vulkan::load_module(bytes); }, "vulkan.load"));
   // The shader compiler as the codegen runs it, for checking a shader by
   // hand (docs/target-vulkan.md, "Checking a shader"): GLSL to validated
   // SPIR-V, returned as its disassembly; and SPIR-V assembly validated.
@@ -103,7 +115,4 @@ LOOM_PLUGIN_INIT(ctx) {
       "vulkan.validate_spirv",
       Function::typed([](std::string name, std::string assembly) { loom::vulkan::validate_assembly(name, assembly); },
                       "vulkan.validate_spirv"));
-  loom::FunctionRegistry::register_function(
-      "vulkan.validation_messages",
-      Function::typed([]() { return loom::vulkan::take_validation_messages(); }, "vulkan.validation_messages"));
 }

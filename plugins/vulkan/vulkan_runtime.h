@@ -1,7 +1,10 @@
 // The Vulkan runtime (docs/target-vulkan.md): device:vulkan, a DeviceAPI
 // over the Vulkan loader, and the runtime module `vulkan` that holds each
 // kernel's SPIR-V and launches it.  Only vulkan_runtime.cc includes
-// Vulkan's headers; only spirv_compiler.cc shaderc's and SPIRV-Tools'.
+// Vulkan's headers.  It is the runtime half (plugin vulkan_runtime, linking
+// libloom_runtime only); the compiler half (plugin vulkan: the GLSL
+// printer and spirv_compiler.h) reaches it through the global functions
+// vulkan.make_module, vulkan.describe_device and vulkan.device_features.
 #ifndef LOOM_PLUGINS_VULKAN_VULKAN_RUNTIME_H_
 #define LOOM_PLUGINS_VULKAN_VULKAN_RUNTIME_H_
 
@@ -12,9 +15,24 @@
 #include <string>
 #include <vector>
 
-#include "glsl_printer.h"
-
 namespace loom::vulkan {
+
+// What the runtime needs of a kernel: its name, its GLSL, and after the six
+// launch sizes the kind of each argument ("buffer" or a scalar dtype); the
+// scalars travel as push constants in that order, each aligned to its size.
+struct Kernel {
+  std::string name;
+  std::string glsl;
+  std::vector<std::string> args;
+  std::vector<uint32_t> spirv;  // filled by the compiler
+};
+
+// The data types a device runs (the target's fp64, fp16, int8 attributes
+// as the device allows them); a kernel using another is an Error naming
+// the attribute.
+struct Features {
+  bool fp64 = false, fp16 = false, int8 = false;
+};
 
 // The DeviceAPI registered as "vulkan": physical devices in the loader's
 // order; nothing is opened until the first use.
@@ -38,16 +56,6 @@ runtime::Module load_module(const std::string& bytes);
 // The messages the validation layers gave since the last call
 // (LOOM_VULKAN_VALIDATION=1 enables them), one per line.
 std::string take_validation_messages();
-
-// GLSL -> SPIR-V (libshaderc), checked by SPIRV-Tools' validator: fills
-// kernel.spirv; Error naming the kernel, with the compiler's or the
-// validator's message.
-void compile(Kernel& kernel);
-// SPIR-V as text (SPIRV-Tools' disassembler), for the functions below.
-std::string disassemble(const std::vector<uint32_t>& words);
-// Assembles SPIR-V text and validates it as compile() does: Error naming
-// the kernel and the assembler's line or the validator's message.
-void validate_assembly(const std::string& name, const std::string& assembly);
 
 }  // namespace loom::vulkan
 

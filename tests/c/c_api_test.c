@@ -257,9 +257,9 @@ int main(int argc, char** argv) {
   OK(api->device_synchronize(devices[k]));
 
   /* Running the library mapped no compiler: its host code is machine
-   * code, and a backend it needs comes as its runtime half (opencl_runtime)
-   * (LOOM_C_API_TEST_RUNTIME_ONLY=0 for a library of a backend whose
-   * runtime half is not split off yet: vulkan, npu). */
+   * code, and a backend it needs comes as its runtime half (opencl_runtime,
+   * vulkan_runtime) (LOOM_C_API_TEST_RUNTIME_ONLY=0 for a library of a
+   * backend whose runtime half is not split off yet: npu, torchscript). */
   if (!getenv("LOOM_C_API_TEST_RUNTIME_ONLY") || strcmp(getenv("LOOM_C_API_TEST_RUNTIME_ONLY"), "0") != 0) {
     char line[1024];
     FILE* maps = fopen("/proc/self/maps", "r");

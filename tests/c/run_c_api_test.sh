@@ -37,9 +37,10 @@ grep -q "missing.npy" "$tmp/err"
 if "$run_model" "$tmp/mlp.so" "$tmp/in0.npy" 2> "$tmp/err"; then exit 1; fi
 cat "$tmp/err"
 grep -q "^loom: " "$tmp/err"
-# The CNN built for OpenCL (PoCL): the same program, its kernels on the
-# OpenCL device, through the runtime half opencl_runtime, which links no
-# compiler library (nor is one mapped: the test reads /proc/self/maps).
+# The CNN built for OpenCL (PoCL) and for Vulkan (lavapipe): the same
+# program, its kernels on the device, through the runtime halves
+# opencl_runtime and vulkan_runtime, which link no compiler library (nor
+# is one mapped: the test reads /proc/self/maps).
 plugins=$(dirname "$loomc")/../lib/loom/plugins
 if ldd "$plugins/loom_opencl_runtime.so" | grep -q libloom_core; then
   echo "loom_opencl_runtime.so links libloom_core" >&2; exit 1
@@ -61,6 +62,13 @@ for k in 0 1 2 3 4 5 6; do cnn+=("$tmp/cnn$k.npy"); cnn_args+=(--input "$tmp/cnn
 out=$("$run_model" "$tmp/cnn_cl.so" "${cnn[@]}")
 echo "$out"
 grep -q "^output: float32 (8, 10)$" <<< "$out"
+# The same CNN built for Vulkan (lavapipe), through vulkan_runtime.
+if ldd "$plugins/loom_vulkan_runtime.so" | grep -q libloom_core; then
+  echo "loom_vulkan_runtime.so links libloom_core" >&2; exit 1
+fi
+"$loomc" build "$src/examples/cnn.loom" --config "$src/configs/vulkan.yaml" -o "$tmp/cnn_vk.so"
+"$loomc" run "$tmp/cnn_vk.so" "${cnn_args[@]}" --output "$tmp/vy.npy" > /dev/null
+"$test" "$tmp/cnn_vk.so" "$tmp/vy.npy" "${cnn[@]}"
 # No leak over 1,000 load/call/unload cycles, under valgrind where it is
 # installed (a tiny model: valgrind runs code some 50x slower).
 if command -v valgrind > /dev/null; then
