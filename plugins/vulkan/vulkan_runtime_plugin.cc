@@ -29,15 +29,14 @@ LOOM_PLUGIN_INIT(ctx) {
         std::vector<loom::vulkan::Kernel> out;
         for (const loom::Any& k : kernels) {
           loom::Array items = k.cast<loom::Array>();
-          if (items.size() < 3)
-            LOOM_THROW(Error) << "vulkan.make_module: a kernel is [name, glsl, spirv, args...]";
+          if (items.size() < 3) LOOM_THROW(Error) << "vulkan.make_module: a kernel is [name, glsl, spirv, args...]";
           loom::vulkan::Kernel kernel;
           kernel.name = items[0].cast<std::string>();
           kernel.glsl = items[1].cast<std::string>();
           std::string words = items[2].cast<std::string>();
           if (words.size() % 4 != 0)
             LOOM_THROW(Error) << "vulkan.make_module: kernel " << kernel.name << "'s SPIR-V is " << words.size()
-                                    << " bytes, not whole words";
+                              << " bytes, not whole words";
           kernel.spirv.resize(words.size() / 4);
           std::memcpy(kernel.spirv.data(), words.data(), words.size());
           for (size_t i = 3; i < items.size(); ++i) kernel.args.push_back(items[i].cast<std::string>());
