@@ -554,11 +554,7 @@ void StageScheduler::unroll_guarded_window(const std::vector<std::string>& order
       [&](const PrimExpr& e) {
         const auto* sel = e.as<SelectNode>();
         if (!sel) return true;
-        bool reads = false;
-        Visitor v;
-        v.on<BufferLoadNode>([&](const BufferLoadNode*) { reads = true; });
-        v.visit(Any(sel->condition));
-        if (!reads)
+        if (!reads_memory(sel->condition))
           for (const ForNode* f : perfect_nest(outer))
             if (reduction.count(f->loop_var->name) && uses_var(Any(sel->condition), f->loop_var.get()))
               guarded.insert(f->loop_var.get());

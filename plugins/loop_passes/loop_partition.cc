@@ -37,15 +37,6 @@ void clauses(const PrimExpr& e, std::vector<PrimExpr>* out) {
   }
 }
 
-// Whether `e` reads memory (a select on loaded values is no guard).
-bool reads_memory(const PrimExpr& e) {
-  bool reads = false;
-  Visitor v;
-  v.on<BufferLoadNode>([&](const BufferLoadNode*) { reads = true; });
-  v.visit(Any(e));
-  return reads;
-}
-
 // The guards on `var` inside `s`: conditions of ifs, and (with `selects`)
 // the clauses of selects' conditions that read no memory (a padded input
 // read in place: select(row and column in range, x[...], 0)).

@@ -258,4 +258,12 @@ bool uses_var(const Any& node, const VarNode* v) {
   return found;
 }
 
+bool reads_memory(const PrimExpr& e) {
+  bool reads = false;
+  Visitor v;
+  v.on<BufferLoadNode>([&](const BufferLoadNode*) { reads = true; });
+  v.visit(Any(e));
+  return reads;
+}
+
 }  // namespace loom::tir

@@ -90,6 +90,10 @@ bool has_loop(const Stmt& s);
 // Whether `node` mentions variable `v`.
 bool uses_var(const Any& node, const VarNode* v);
 
+// Whether `e` reads memory (a BufferLoad): a select's condition that does
+// not is a guard on loop variables (a padded input read in place).
+bool reads_memory(const PrimExpr& e);
+
 }  // namespace loom::tir
 
 #endif  // LOOM_TIR_FUNCTOR_H_
