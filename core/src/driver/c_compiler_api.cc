@@ -50,26 +50,21 @@ LoomStatus run_passes(LoomObject* module, const char* passes, int32_t opt_level,
 
 LoomStatus pass_register(const LoomPassInfo* info, LoomPassFunction fn, void* resource, void (*finalizer)(void*)) {
   return guard([&] {
-    if (!info || info->struct_size < sizeof(size_t))
-      throw Error("pass_register: no LoomPassInfo, or its struct_size is unset");
-    // A caller's smaller struct: the fields it does not know keep their defaults.
-    LoomPassInfo i{sizeof(LoomPassInfo), nullptr, 0, nullptr};
-    std::memcpy(&i, info, std::min(info->struct_size, sizeof(LoomPassInfo)));
+    LoomPassInfo i =
+        with_defaults(info, LoomPassInfo{sizeof(LoomPassInfo), nullptr, 0, nullptr}, "pass_register's LoomPassInfo");
     if (!i.name || !*i.name) throw Error("pass_register: the pass has no name");
     if (!fn) throw Error(std::string("pass_register('") + i.name + "'): the pass function is NULL");
     std::string name = i.name;
-    std::shared_ptr<void> owned(resource, [finalizer](void* r) {
-      if (finalizer) finalizer(r);
-    });
+    std::shared_ptr<void> owned = owned_resource(resource, finalizer);
     auto body = [fn, owned, name](const ir::IRModule& module, const transform::PassContext&) {
       LoomObject* in = give(module);
       LoomObject* out = nullptr;
-      LoomStatus status = fn(owned.get(), in, &out);
-      reinterpret_cast<Object*>(in)->dec_ref();
-      // The pass's reference to its result becomes this function's.
-      ObjectRef result = out ? ref_of(out) : ObjectRef();
-      if (out) reinterpret_cast<Object*>(out)->dec_ref();
-      if (status != LOOM_OK) throw Error("pass " + name + " (written in C) failed: " + last_error());
+      LoomStatus status = call_back([&] { return fn(owned.get(), in, &out); });
+      take(in);                      // the pass borrowed it
+      ObjectRef result = take(out);  // the pass's reference to its result becomes this function's
+      if (status != LOOM_OK)
+        throw Error("pass " + name + " (written in C) failed: " +
+                    (*last_error() ? std::string(last_error()) : std::string("(no error message)")));
       if (!result.defined()) throw Error("pass " + name + " (written in C) returned no module");
       if (!result.get()->is_instance<ir::IRModuleNode>())
         throw Error("pass " + name + " (written in C) returned a " + result.get()->type_key() + ", not an IRModule");

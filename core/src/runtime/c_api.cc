@@ -32,15 +32,11 @@ runtime::NDArray wrap_dltensor(const DLTensor* t) {
   if (!t) throw Error("a LOOM_DLTENSOR argument is NULL");
   if (t->ndim < 0) throw Error("a LOOM_DLTENSOR argument has ndim " + std::to_string(t->ndim));
   std::vector<int64_t> shape(t->shape, t->shape + t->ndim);
-  if (t->strides) {
-    int64_t expected = 1;
-    for (int32_t k = t->ndim; k-- > 0;) {
-      if (shape[k] != 1 && t->strides[k] != expected)
-        throw Error("a LOOM_DLTENSOR argument is not compact (dimension " + std::to_string(k) + " has stride " +
-                    std::to_string(t->strides[k]) + ", expected " + std::to_string(expected) +
-                    "); pass a compact tensor or copy it first");
-      expected *= shape[k];
-    }
+  if (!runtime::is_compact(*t)) {
+    std::string strides;
+    for (int32_t k = 0; k < t->ndim; ++k) strides += (k ? ", " : "") + std::to_string(t->strides[k]);
+    throw Error("a LOOM_DLTENSOR argument is not compact (strides (" + strides + ") for a shape of " +
+                std::to_string(t->ndim) + " dimensions); pass a compact tensor or copy it first");
   }
   return runtime::NDArray::wrap(static_cast<char*>(t->data) + t->byte_offset, shape, data_type(t->dtype),
                                 device(t->device));
@@ -76,6 +72,19 @@ LoomObject* give(const ObjectRef& ref) {
 }
 
 ObjectRef ref_of(LoomObject* handle) { return ObjectRef(ObjectPtr<Object>(reinterpret_cast<Object*>(handle))); }
+
+ObjectRef take(LoomObject* handle) {
+  if (!handle) return ObjectRef();
+  ObjectRef ref = ref_of(handle);
+  reinterpret_cast<Object*>(handle)->dec_ref();
+  return ref;
+}
+
+std::shared_ptr<void> owned_resource(void* resource, void (*finalizer)(void*)) {
+  return std::shared_ptr<void>(resource, [finalizer](void* r) {
+    if (finalizer) finalizer(r);
+  });
+}
 
 Any to_any(const LoomValue& v) {
   switch (v.kind) {
@@ -236,14 +245,8 @@ LoomStatus module_load(const char* path, const LoomLoadOptions* options, LoomObj
   return guard([&] {
     out_pointer(out, "out");
     if (!path) throw Error("the library path is NULL");
-    // A caller's smaller struct: the fields it does not know keep their defaults.
     LoomLoadOptions o{sizeof(LoomLoadOptions), 0};
-    if (options) {
-      if (options->struct_size < sizeof(size_t))
-        throw Error("LoomLoadOptions.struct_size is " + std::to_string(options->struct_size) +
-                    "; set it to sizeof(LoomLoadOptions)");
-      std::memcpy(&o, options, std::min(options->struct_size, sizeof(LoomLoadOptions)));
-    }
+    if (options) o = with_defaults(options, o, "module_load's LoomLoadOptions");
     *out = give(o.inspect_only ? runtime::inspect_library(path) : runtime::load_module(path));
   });
 }
@@ -306,32 +309,21 @@ LoomStatus function_from_c(LoomCFunction fn, void* resource, void (*finalizer)(v
   return guard([&] {
     out_pointer(out, "out");
     if (!fn) throw Error("the C function is NULL");
-    std::shared_ptr<void> owned(resource, [finalizer](void* r) {
-      if (finalizer) finalizer(r);
-    });
+    std::shared_ptr<void> owned = owned_resource(resource, finalizer);
     Function f(
         [fn, owned](const Any* args, int32_t count) -> Any {
           std::vector<std::string> strings;
           std::vector<LoomValue> values = borrowed_values(args, count, strings);
           LoomValue result{};
-          // The callback's own message, not one an earlier call left.
-          std::string earlier = std::move(last_error_message);
-          last_error_message.clear();
-          LoomStatus status = fn(owned.get(), values.data(), count, &result);
+          LoomStatus status = call_back([&] { return fn(owned.get(), values.data(), count, &result); });
           // An object it returns is passed to Loom with that reference; a
           // string stays the callback's (copied below); a DLPack tensor is
           // refused, and one passed with its ownership is given back.
-          ObjectRef object;
-          if (result.kind == LOOM_OBJECT && result.v.v_object) {
-            object = ref_of(result.v.v_object);
-            reinterpret_cast<Object*>(result.v.v_object)->dec_ref();
-          }
-          if (result.kind == LOOM_DLMANAGED && result.v.v_managed && result.v.v_managed->deleter)
-            result.v.v_managed->deleter(result.v.v_managed);
+          ObjectRef object = result.kind == LOOM_OBJECT ? take(result.v.v_object) : ObjectRef();
+          if (result.kind == LOOM_DLMANAGED) release_managed(&result, 0, 1);
           if (status != LOOM_OK)
             throw Error(last_error_message.empty() ? "a C function failed without an error message"
                                                    : last_error_message);
-          last_error_message = std::move(earlier);
           if (result.kind == LOOM_DLTENSOR || result.kind == LOOM_DLMANAGED)
             throw Error("a C function returned a DLPack tensor; return a tensor object (tensor_from_dlpack)");
           if (result.kind == LOOM_OBJECT) return object.defined() ? Any(object) : Any();
@@ -449,11 +441,9 @@ LoomStatus device_register(const char* name, int32_t type_code, const LoomDevice
                            void (*finalizer)(void*)) {
   return guard([&] {
     if (!name) throw Error("device_register: the device name is NULL");
-    if (!device || device->struct_size < sizeof(size_t))
-      throw Error(std::string("device_register('") + name + "'): no LoomDeviceInterface, or its struct_size is unset");
-    // A caller's smaller struct: the operations it does not know stay NULL.
-    LoomDeviceInterface d{};
-    std::memcpy(&d, device, std::min(device->struct_size, sizeof(LoomDeviceInterface)));
+    // The operations an older caller's struct does not know stay NULL.
+    LoomDeviceInterface d = with_defaults(device, LoomDeviceInterface{},
+                                          std::string("device_register('") + name + "')'s LoomDeviceInterface");
     if (!d.alloc || !d.free || !d.copy)
       throw Error(std::string("device_register('") + name + "'): alloc, free and copy are required");
     if (type_code != 0) {
@@ -462,10 +452,8 @@ LoomStatus device_register(const char* name, int32_t type_code, const LoomDevice
       throw Error(std::string("device_register('") + name +
                   "'): Loom knows no device of that name; give a vendor type code (64 to 127)");
     }
-    std::shared_ptr<void> owned(resource, [finalizer](void* r) {
-      if (finalizer) finalizer(r);
-    });
-    runtime::DeviceAPIRegistry::register_api(name, std::make_shared<CDeviceAPI>(name, d, owned));
+    runtime::DeviceAPIRegistry::register_api(
+        name, std::make_shared<CDeviceAPI>(name, d, owned_resource(resource, finalizer)));
   });
 }
 

@@ -5,7 +5,10 @@
 #ifndef LOOM_SRC_RUNTIME_C_API_INTERNAL_H_
 #define LOOM_SRC_RUNTIME_C_API_INTERNAL_H_
 
+#include <algorithm>
+#include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "loom/c_api.h"
@@ -37,6 +40,36 @@ Ref handle_as(LoomObject* handle, const char* what) {
                 ref.get()->type_key());
   return Ref(ref.object_ptr());
 }
+// The reference a callback hands over with `handle` (NULL: none), now the
+// caller's: the handle's own reference is released.
+ObjectRef take(LoomObject* handle);
+// `resource`, kept while a copy lives, then given to `finalizer` (if not NULL).
+std::shared_ptr<void> owned_resource(void* resource, void (*finalizer)(void*));
+
+// A caller's argument struct `in`, which may come from an older header and
+// be smaller than T: the fields its struct_size covers, over `defaults`.
+// Error naming `what` when it is NULL or its struct_size is unset.
+template <class T>
+T with_defaults(const T* in, T defaults, const std::string& what) {
+  if (!in || in->struct_size < sizeof(size_t))
+    throw Error(what + ": no struct, or its struct_size (" + (in ? std::to_string(in->struct_size) : "-") +
+                ") is unset; set it to sizeof the struct");
+  std::memcpy(&defaults, in, std::min(in->struct_size, sizeof(T)));
+  return defaults;
+}
+
+// Runs a C callback (`call`, returning its status) so that the thread's
+// error after a failure is the callback's own ("" when it set none), and
+// the message an earlier call left comes back after a success.
+template <class F>
+LoomStatus call_back(F&& call) {
+  std::string earlier = last_error();
+  set_last_error("");
+  LoomStatus status = call();
+  if (status == LOOM_OK) set_last_error(earlier.c_str());
+  return status;
+}
+
 // An argument as an Any (objects with a reference of the Any's own).
 Any to_any(const LoomValue& value);
 // A result as a LoomValue the caller owns (release_value).

@@ -78,19 +78,21 @@ int64_t NDArrayNode::numel() const {
 
 size_t NDArrayNode::nbytes() const { return static_cast<size_t>(numel()) * element_bytes(dtype); }
 
-bool NDArrayNode::is_contiguous() const {
-  if (strides_storage_.empty()) return true;
+bool is_compact(const DLTensor& t) {
+  if (!t.strides) return true;
   // Strides of an axis of extent 1, and every stride of an empty tensor,
   // address nothing (PyTorch gives an empty tensor strides (1, 1)).
-  for (int i = 0; i < tensor_.ndim; ++i)
-    if (shape_storage_[i] == 0) return true;
+  for (int i = 0; i < t.ndim; ++i)
+    if (t.shape[i] == 0) return true;
   int64_t expected = 1;
-  for (int i = tensor_.ndim - 1; i >= 0; --i) {
-    if (shape_storage_[i] != 1 && strides_storage_[i] != expected) return false;
-    expected *= shape_storage_[i];
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != expected) return false;
+    expected *= t.shape[i];
   }
   return true;
 }
+
+bool NDArrayNode::is_contiguous() const { return is_compact(tensor_); }
 
 void NDArrayNode::sync_tensor() {
   shape_storage_.clear();

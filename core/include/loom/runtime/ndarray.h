@@ -57,6 +57,10 @@ class NDArrayNode : public Object {
   DLManagedTensor* managed_ = nullptr;  // kDLPack: the producer's tensor
 };
 
+// Whether `t` is compact row-major (strides NULL, or those of its shape;
+// an axis of extent 1, or any axis of an empty tensor, may have any).
+bool is_compact(const DLTensor& t);
+
 class NDArray : public ObjectRef {
  public:
   LOOM_OBJECT_REF(NDArray, ObjectRef, NDArrayNode)
