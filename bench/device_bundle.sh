@@ -18,16 +18,19 @@ out=${2:-.devbundle}
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/loom/plugins" "$out/deps"
 
-for b in loom_bench_opencl loom_bench_vulkan loomc; do
+for b in loom_bench_opencl loom_bench_vulkan loomc run_model; do
   [ -x "$build/bin/$b" ] && strip -o "$out/bin/$b" "$build/bin/$b"
 done
 for l in "$build"/lib/libloom_core.so.* "$build"/lib/libloom_runtime.so.*; do
   [ -L "$l" ] && cp -P "$l" "$out/lib/" || strip -o "$out/lib/$(basename "$l")" "$l"
 done
-# The device path: targets c, opencl, vulkan; operators, passes, loop passes;
-# ref for checks.  llvm, asm (LLVM) and torchscript (libtorch) stay behind.
-for p in c opencl vulkan ops passes loop_passes ref null; do
-  strip -o "$out/lib/loom/plugins/loom_$p.so" "$build/lib/loom/plugins/loom_$p.so"
+# Every plugin that links neither LLVM nor libtorch: the targets c, opencl
+# and vulkan with their runtime halves, operators, passes, loop passes, ref
+# for checks, the npu.  llvm, asm (LLVM) and torchscript (libtorch) stay
+# behind.
+for p in "$build"/lib/loom/plugins/loom_*.so; do
+  ldd "$p" | grep -q -E 'libLLVM|libtorch|libMLIR' && continue
+  strip -o "$out/lib/loom/plugins/$(basename "$p")" "$p"
 done
 cp "$(command -v glslc)" "$out/bin/"
 

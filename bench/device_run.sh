@@ -51,6 +51,37 @@ for m in mlp cnn; do
       --output "/tmp/${m}_$t.npy" --bench 50
   done
 done
+# Deployment with the runtime library alone (docs/c-api.md): the CNN
+# exported for each target and run by the C example run_model, which links
+# libloom_runtime only and loads the runtime halves the library names.
+if command -v run_model >/dev/null; then
+  python3 - <<'PY'
+import re, numpy as np  # one seeded input per parameter of @main
+text = open("examples/cnn.loom").read()
+params = re.findall(r"%\w+: Tensor\[\(([^)]*)\)", text[text.index("@main"):text.index("->")])
+rng = np.random.default_rng(1)
+for i, dims in enumerate(params):
+    x = rng.standard_normal([int(d) for d in dims.split(",")], dtype=np.float32)
+    np.save(f"/tmp/cnn_in{i}.npy", x * np.float32(0.2 if i else 1))  # weights small: no saturated softmax
+PY
+  for t in c opencl vulkan; do
+    step "cnn_${t}_build" loomc build examples/cnn.loom --config "/tmp/$t.yaml" -o "/tmp/cnn_$t.so"
+    step "cnn_${t}_run_model" run_model "/tmp/cnn_$t.so" /tmp/cnn_in?.npy
+    # What the process opened: the runtime library and runtime halves only.
+    LD_DEBUG=files run_model "/tmp/cnn_$t.so" /tmp/cnn_in?.npy 2>&1 >/dev/null |
+      grep -o 'file=[^ ;]*loom[^ ;]*' | sed 's|.*/||; s|file=||' | sort -u | tr '\n' ' ' |
+      sed "s/^/run_model on $t opened: /"; echo
+    if LD_DEBUG=files run_model "/tmp/cnn_$t.so" /tmp/cnn_in?.npy 2>&1 >/dev/null | grep -q 'file=[^ ]*libloom_core'; then
+      echo "run_model on $t opened libloom_core"; status=1
+    fi
+  done
+  for t in opencl vulkan; do
+    top() { sed -n 2p "$1" | sed 's/ ([^)]*)//g'; }  # the indices, not the values
+    if ! cmp -s <(top "$out/cnn_c_run_model.log") <(top "$out/cnn_${t}_run_model.log"); then
+      echo "run_model: the CNN's top entries on $t differ from c's"; status=1
+    fi
+  done
+fi
 python3 - <<'PY' || status=1
 import numpy as np, sys
 bad = 0

@@ -21,15 +21,9 @@ using loom::ir::IRModule;
 loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
   int device = loom::target::device_of(target).device_id;
   loom::opencl::OpenCLPrinter printer;
-  std::vector<loom::opencl::KernelSignature> kernels;
+  std::vector<loom::Any> kernels;
   std::string source = printer.print_program(module, &kernels);
-  std::vector<loom::Any> signatures;
-  for (const auto& k : kernels) {
-    std::vector<loom::Any> items{loom::Any(k.name)};
-    for (const std::string& a : k.args) items.emplace_back(a);
-    signatures.emplace_back(loom::Array(items));
-  }
-  return loom::FunctionRegistry::get("opencl.make_module")(source, loom::Array(signatures), device)
+  return loom::FunctionRegistry::get("opencl.make_module")(source, loom::Array(kernels), device)
       .cast<loom::runtime::Module>();
 }
 }  // namespace

@@ -17,9 +17,9 @@ namespace loom::opencl {
 class OpenCLPrinter : public target::CSourcePrinter {
  public:
   // Every device_kernel function of `module` as a __kernel of one OpenCL C
-  // program; `kernels` receives their signatures.  Error naming the
+  // program; `kernels` receives each one's runtime.Kernel.  Error naming the
   // function for one that is not a kernel, or that OpenCL C cannot express.
-  std::string print_program(const ir::IRModule& module, std::vector<KernelSignature>* kernels);
+  std::string print_program(const ir::IRModule& module, std::vector<Any>* kernels);
 
  protected:
   // `func` with its shared-memory allocations at the top of its body.

@@ -7,7 +7,6 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
-#include <loom/support/bytes.h>
 #include <loom/support/error.h>
 #include <loom/support/size.h>
 
@@ -245,58 +244,22 @@ class OpenCLDeviceAPI : public runtime::DeviceAPI {
 
 // ---- the module ------------------------------------------------------------------------
 
-std::string take(const std::string& in, size_t& at) {
-  std::string field;
-  if (!take_field(in, at, field)) LOOM_THROW(Error) << "opencl module: truncated bytes";
-  return field;
-}
-constexpr const char* kMagic = "LOOMCL01";
-
-class OpenCLModuleNode : public runtime::ModuleNode {
+// A program's kernels on one device (a runtime::KernelModuleNode: the base
+// keeps the kernel table, checks each call and saves the module): the
+// OpenCL C source, and the driver's binary of it for the device that
+// built it, which a later load on the same device takes instead of
+// compiling again.
+class OpenCLModuleNode : public runtime::KernelModuleNode {
  public:
   std::string source;
-  std::string binary;         // for the device named binary_device, possibly empty
+  runtime::Bytes binary;      // for the device named binary_device, or none
   std::string binary_device;  // DeviceState::describe() of the device that built it
-  std::vector<KernelSignature> kernels;
-  int device_id = 0;
 
   ~OpenCLModuleNode() override {
     for (cl_kernel k : cl_kernels_) clReleaseKernel(k);
     if (program_) clReleaseProgram(program_);
   }
   std::string type_key() const override { return "opencl"; }
-  std::vector<std::string> function_names() const override {
-    std::vector<std::string> out;
-    for (const KernelSignature& k : kernels) out.push_back(k.name);
-    return out;
-  }
-  std::optional<Function> own_function(const std::string& name) const override {
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      if (kernels[k].name != name) continue;
-      ObjectRef self(ObjectPtr<Object>(const_cast<OpenCLModuleNode*>(this)));
-      return Function(
-          [self, k](const Any* args, int32_t count) -> Any {
-            static_cast<const OpenCLModuleNode*>(self.get())->launch(k, args, count);
-            return Any();
-          },
-          name);
-    }
-    return std::nullopt;
-  }
-  std::string save_to_binary() const override {
-    std::string out = kMagic;
-    put_field(out, source);
-    put_field(out, binary);
-    put_field(out, binary_device);
-    put_field(out, std::to_string(device_id));
-    put_field(out, std::to_string(kernels.size()));
-    for (const KernelSignature& k : kernels) {
-      put_field(out, k.name);
-      put_field(out, std::to_string(k.args.size()));
-      for (const std::string& a : k.args) put_field(out, a);
-    }
-    return out;
-  }
   std::string inspect_source(const std::string& format) const override {
     if (format == "opencl" || format == "cl") return source;
     LOOM_THROW(Error) << "opencl module: no source format '" << format << "' (it has: opencl)";
@@ -305,9 +268,10 @@ class OpenCLModuleNode : public runtime::ModuleNode {
   // Builds the program for device_id (from the binary when it was built
   // for this device and the driver takes it, else from the source) and
   // makes its kernels, with their arguments' kinds read once.
-  void build() {
+  void restore() override {
     build_program();
-    for (const KernelSignature& sig : kernels) {
+    for (size_t index = 0; index < kernels.size(); ++index) {
+      const runtime::KernelNode& sig = kernel(index);
       cl_int e = CL_SUCCESS;
       cl_kernel k = clCreateKernel(program_, sig.name.c_str(), &e);
       check(e, "cannot create kernel '" + sig.name + "'");
@@ -321,9 +285,9 @@ class OpenCLModuleNode : public runtime::ModuleNode {
   void build_program() {
     DeviceState& s = Devices::get().open(device_id);
     cl_int e = CL_SUCCESS;
-    if (!binary.empty() && binary_device == s.describe()) {
-      const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
-      size_t size = binary.size();
+    if (binary.defined() && !binary.data().empty() && binary_device == s.describe()) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data().data());
+      size_t size = binary.data().size();
       cl_int status = CL_SUCCESS;
       cl_program p = clCreateProgramWithBinary(s.context, 1, &s.device, &size, &bytes, &status, &e);
       if (e == CL_SUCCESS && status == CL_SUCCESS &&
@@ -354,13 +318,18 @@ class OpenCLModuleNode : public runtime::ModuleNode {
       std::string out(size, '\0');
       unsigned char* at = reinterpret_cast<unsigned char*>(out.data());
       if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr) == CL_SUCCESS) {
-        binary = std::move(out);
+        binary = runtime::Bytes(std::move(out));
         binary_device = s.describe();
       }
     }
   }
 
-  LOOM_OBJECT(OpenCLModuleNode, runtime::ModuleNode, "opencl.Module");
+  LOOM_OBJECT(OpenCLModuleNode, runtime::KernelModuleNode, "opencl.Module");
+  static void reflect(ReflectionBuilder<OpenCLModuleNode>& r) {
+    r.field("source", &OpenCLModuleNode::source, "the program's OpenCL C")
+        .field("binary", &OpenCLModuleNode::binary, "the driver's binary of it, or none", kOptional)
+        .field("binary_device", &OpenCLModuleNode::binary_device, "the device the binary is for");
+  }
 
  private:
   // "kernel 'NAME'" for the kernel whose source holds the first line a
@@ -368,7 +337,7 @@ class OpenCLModuleNode : public runtime::ModuleNode {
   std::string kernel_at_error(const std::string& log) const {
     std::smatch m;
     std::string names;
-    for (const KernelSignature& k : kernels) names += (names.empty() ? "'" : ", '") + k.name + "'";
+    for (const std::string& k : function_names()) names += (names.empty() ? "'" : ", '") + k + "'";
     // Clang writes "FILE:LINE:COL: error: ...", PoCL "error: FILE:LINE:COL: ...".
     if (!std::regex_search(log, m, std::regex(R"(:(\d+):\d+: error)")) &&
         !std::regex_search(log, m, std::regex(R"(error: \S*:(\d+):\d+:)"))) {
@@ -389,45 +358,34 @@ class OpenCLModuleNode : public runtime::ModuleNode {
 
   // How a kernel argument is set: a buffer's handle, or a scalar of a size.
   enum class ArgKind { kBuffer, kFloat32, kFloat64, kInt64, kInt32, kInt16, kInt8 };
-  static ArgKind arg_kind(const KernelSignature& sig, size_t i) {
+  static ArgKind arg_kind(const runtime::KernelNode& sig, size_t i) {
     static const std::map<std::string, ArgKind> kinds = {
         {"buffer", ArgKind::kBuffer}, {"float32", ArgKind::kFloat32}, {"float64", ArgKind::kFloat64},
         {"int64", ArgKind::kInt64},   {"uint64", ArgKind::kInt64},    {"int32", ArgKind::kInt32},
         {"uint32", ArgKind::kInt32},  {"int16", ArgKind::kInt16},     {"uint16", ArgKind::kInt16},
         {"int8", ArgKind::kInt8},     {"uint8", ArgKind::kInt8}};
-    auto found = kinds.find(sig.args[i]);
+    auto found = kinds.find(sig.args[i].as_string());
     if (found == kinds.end()) {
-      LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': argument " << i << " has the unknown kind '"
-                        << sig.args[i] << "'";
+      LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': argument " << i << " has the kind '"
+                        << sig.args[i].as_string() << "', which OpenCL kernels do not take";
     }
     return found->second;
   }
 
-  // (grid x, y, z, block x, y, z, arguments...): the kernel on the
-  // module's device, enqueued (not waited for).
-  void launch(size_t index, const Any* args, int32_t count) const {
-    const KernelSignature& sig = kernels[index];
-    if (count != static_cast<int32_t>(6 + sig.args.size())) {
-      LOOM_THROW(TypeError) << "opencl kernel '" << sig.name << "' takes 6 launch sizes and " << sig.args.size()
-                            << " arguments, got " << count << " values";
-    }
+  // The kernel on the module's device, enqueued (not waited for).
+  void launch(size_t index, const runtime::LaunchSizes& sizes, const Any* args) const override {
+    const runtime::KernelNode& sig = kernel(index);
     size_t global[3], local[3];
     for (int d = 0; d < 3; ++d) {
-      int64_t grid = args[d].as_int(), block = args[3 + d].as_int();
-      if (grid < 0 || block < 1) {
-        LOOM_THROW(Error) << "opencl kernel '" << sig.name << "': launch sizes must be positive (grid " << grid
-                          << ", block " << block << ")";
-      }
-      if (grid == 0) return;  // no work (an empty tensor)
-      global[d] = static_cast<size_t>(grid * block);
-      local[d] = static_cast<size_t>(block);
+      global[d] = static_cast<size_t>(sizes.grid[d] * sizes.block[d]);
+      local[d] = static_cast<size_t>(sizes.block[d]);
     }
     DeviceState& s = Devices::get().open(device_id);
     std::lock_guard<std::mutex> lock(mutex_);  // a kernel's arguments are state: one launch at a time
     cl_kernel k = cl_kernels_[index];
     const std::vector<ArgKind>& kinds = arg_kinds_[index];
     for (size_t i = 0; i < kinds.size(); ++i) {
-      const Any& a = args[6 + i];
+      const Any& a = args[i];
       cl_int e;
       switch (kinds[i]) {
         case ArgKind::kBuffer:
@@ -496,32 +454,18 @@ int find_device(const std::string& platform, int device) {
                     << "' (the devices: " << all.list() << ")";
 }
 
-runtime::Module make_module(std::string source, std::vector<KernelSignature> kernels, int device_id) {
+runtime::Module make_module(std::string source, Array kernels, int device_id) {
   auto node = make_object<OpenCLModuleNode>();
   node->source = std::move(source);
   node->kernels = std::move(kernels);
   node->device_id = device_id;
-  node->build();
-  return runtime::Module(node);
+  return runtime::KernelModuleNode::finish(node);
 }
 
 runtime::Module load_module(const std::string& bytes) {
-  if (bytes.compare(0, 8, kMagic) != 0) LOOM_THROW(Error) << "opencl module: not the bytes of an opencl module";
-  size_t at = 8;
-  auto node = make_object<OpenCLModuleNode>();
-  node->source = take(bytes, at);
-  node->binary = take(bytes, at);
-  node->binary_device = take(bytes, at);
-  node->device_id = std::stoi(take(bytes, at));
-  size_t n = std::stoul(take(bytes, at));
-  for (size_t k = 0; k < n; ++k) {
-    KernelSignature sig{take(bytes, at), {}};
-    size_t m = std::stoul(take(bytes, at));
-    for (size_t i = 0; i < m; ++i) sig.args.push_back(take(bytes, at));
-    node->kernels.push_back(std::move(sig));
-  }
-  node->build();
-  return runtime::Module(node);
+  return runtime::KernelModuleNode::load<OpenCLModuleNode>(bytes);
 }
+
+void register_module_type() { (void)OpenCLModuleNode::runtime_type_index(); }
 
 }  // namespace loom::opencl

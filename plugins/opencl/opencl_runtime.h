@@ -9,6 +9,7 @@
 #define LOOM_PLUGINS_OPENCL_OPENCL_RUNTIME_H_
 
 #include <loom/runtime/device_api.h>
+#include <loom/runtime/kernel_module.h>
 #include <loom/runtime/module.h>
 
 #include <memory>
@@ -16,13 +17,6 @@
 #include <vector>
 
 namespace loom::opencl {
-
-// One kernel of a program: its name and, after the six launch sizes, the
-// kind of each argument ("buffer" or a scalar dtype such as "int64").
-struct KernelSignature {
-  std::string name;
-  std::vector<std::string> args;
-};
 
 // The DeviceAPI registered as "opencl".  Devices are numbered across every
 // platform the ICD loader finds, in its order; nothing is opened until the
@@ -37,12 +31,15 @@ std::string describe_device(int device_id);
 // there is when none matches.
 int find_device(const std::string& platform, int device);
 
-// A program built for device `device_id` from `source` (its kernels'
-// signatures in `kernels`): built now, so a kernel that does not build is
-// an Error with the build log and the IR function's name.
-runtime::Module make_module(std::string source, std::vector<KernelSignature> kernels, int device_id);
+// A program built for device `device_id` from `source` (its kernels in
+// `kernels`, runtime.Kernel objects: name and argument kinds): built now,
+// so a kernel that does not build is an Error with the build log and the
+// IR function's name.
+runtime::Module make_module(std::string source, Array kernels, int device_id);
 // The module's loader (type key "opencl").
 runtime::Module load_module(const std::string& bytes);
+// Registers the module's object type (opencl.Module), from the plugin's init.
+void register_module_type();
 
 }  // namespace loom::opencl
 

@@ -15,25 +15,19 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("opencl_runtime") LOOM_PLUGIN_VERSION("0.2
                                                  "the runtime module opencl and its loader"));
 
 LOOM_PLUGIN_INIT(ctx) {
+  loom::opencl::register_module_type();
   loom::runtime::DeviceAPIRegistry::register_api("opencl", loom::opencl::make_device_api());
   loom::runtime::ModuleLoaderRegistry::register_loader(
       "opencl",
       loom::Function::typed([](std::string bytes) { return loom::opencl::load_module(bytes); }, "opencl.load"));
-  // A program built now for a device: (source, kernels, device), each
-  // kernel [name, argument kinds...].
+  // A program built now for a device: (source, kernels, device), the
+  // kernels runtime.Kernel objects (name and argument kinds).
   ctx.register_function(
       "opencl.make_module",
       [](std::string source, loom::Array kernels, int64_t device) {
-        std::vector<loom::opencl::KernelSignature> signatures;
-        for (const loom::Any& k : kernels) {
-          loom::Array items = k.cast<loom::Array>();
-          loom::opencl::KernelSignature sig{items[0].cast<std::string>(), {}};
-          for (size_t i = 1; i < items.size(); ++i) sig.args.push_back(items[i].cast<std::string>());
-          signatures.push_back(std::move(sig));
-        }
-        return loom::opencl::make_module(std::move(source), std::move(signatures), static_cast<int>(device));
+        return loom::opencl::make_module(std::move(source), std::move(kernels), static_cast<int>(device));
       },
-      "an OpenCL program built for a device: (source, [[kernel, arg kinds...]...], device) -> opencl module");
+      "an OpenCL program built for a device: (source, [runtime.Kernel...], device) -> opencl module");
   ctx.register_function(
       "opencl.find_device",
       [](std::string platform, int64_t device) {

@@ -1,20 +1,20 @@
-// The torchscript plugin (docs/extern-torchscript.md): the extern kind
-// `torchscript`, a serialized TorchScript module inside an IRModule, run by
-// libtorch; and the runtime module `torchscript` that runs it, exported
-// and loaded like any other.  libtorch is reached through torch_runner.h
-// only; this file does not include its headers.
+// The torchscript plugin's compiler half (docs/extern-torchscript.md): the
+// extern kind `torchscript`, a serialized TorchScript module inside an
+// IRModule, checked against its signature and handed to the runtime half
+// (plugin torchscript_runtime: torchscript_runtime_plugin.cc), whose module
+// runs it with libtorch and is exported and loaded like any other.
+// libtorch is reached through torch_runner.h only; this file does not
+// include its headers.
 #include <loom/tir/dps_signature.h>
 #include <loom/ir/op.h>
 #include <loom/plugin_sdk.h>
+#include <loom/runtime/kernel_module.h>
 #include <loom/runtime/module.h>
 #include <loom/runtime/ndarray.h>
 #include <loom/support/bytes.h>
 #include <loom/support/json.h>
 #include <loom/support/strings.h>
 #include <loom/target/target.h>
-
-#include <map>
-#include <mutex>
 
 #include "torch_runner.h"
 
@@ -27,7 +27,6 @@ using loom::torchscript::Schema;
 using loom::torchscript::Script;
 
 constexpr const char* kNoun = "a torchscript function";
-constexpr const char* kMagic = "LOOMTS1";
 
 // A torchscript function, read and checked from its ir.ExternFunc.
 struct Spec {
@@ -95,133 +94,24 @@ Spec checked(const loom::ir::ExternFuncNode& f, const std::string& name) {
   return spec;
 }
 
-class TorchScriptModuleNode : public loom::runtime::ModuleNode {
- public:
-  std::vector<Spec> functions;
-
-  std::string type_key() const override { return "torchscript"; }
-  std::vector<std::string> function_names() const override {
-    std::vector<std::string> out;
-    for (const Spec& f : functions) out.push_back(f.name);
-    return out;
-  }
-  std::optional<Function> own_function(const std::string& name) const override {
-    for (size_t k = 0; k < functions.size(); ++k) {
-      if (functions[k].name != name) continue;
-      loom::ObjectRef self(loom::ObjectPtr<loom::Object>(const_cast<TorchScriptModuleNode*>(this)));
-      return Function(
-          [self, k](const Any* args, int32_t count) -> Any {
-            static_cast<const TorchScriptModuleNode*>(self.get())->call(k, args, count);
-            return Any();
-          },
-          name);
-    }
-    return std::nullopt;
-  }
-  std::string save_to_binary() const override {
-    std::string out = kMagic;
-    loom::put_field(out, std::to_string(functions.size()));
-    for (const Spec& f : functions) {
-      loom::put_field(out, f.name);
-      loom::put_field(out, f.method);
-      loom::put_field(out, std::to_string(f.inputs));
-      loom::put_field(out, f.signature.serialize());
-      loom::put_field(out, f.payload);
-    }
-    return out;
-  }
-  std::string inspect_source(const std::string& format) const override {
-    if (format != "torchscript")
-      LOOM_THROW(Error) << "torchscript module: no source format '" << format << "' (it has: torchscript)";
-    std::string out;
-    for (size_t k = 0; k < functions.size(); ++k) {
-      const Spec& f = functions[k];
-      out += "# @" + f.name + ": method " + f.method + ", " + plural(f.inputs, "input") + ", " +
-             plural(f.signature.params.size() - f.inputs, "output") + ", " + std::to_string(f.payload.size()) +
-             " bytes of torch.jit.save\n";
-    }
-    return out;
-  }
-  LOOM_OBJECT(TorchScriptModuleNode, loom::runtime::ModuleNode, "torchscript.Module");
-
- private:
-  // The loaded module of function k, on its first call.
-  const Script& script(size_t k) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (scripts_.size() < functions.size()) scripts_.resize(functions.size());
-    if (!scripts_[k]) scripts_[k] = std::make_shared<Script>(functions[k].payload);
-    return *scripts_[k];
-  }
-
-  void call(size_t k, const Any* args, int32_t count) const {
-    const Spec& f = functions[k];
-    try {
-      std::vector<const DLTensor*> tensors = loom::runtime::array_arguments(args, count);
-      loom::runtime::check_dps_arguments(f.signature, tensors.data(), tensors.size(),
-                                         "libtorch runs a torchscript function on the CPU");
-      std::vector<const DLTensor*> inputs(tensors.begin(), tensors.begin() + f.inputs);
-      std::vector<const DLTensor*> outputs(tensors.begin() + f.inputs, tensors.end());
-      script(k).run(f.method, inputs, outputs);
-    } catch (const Error& e) {
-      LOOM_THROW(Error) << "@" << f.name << ": " << e.what();
-    }
-  }
-
-  mutable std::mutex mutex_;
-  mutable std::vector<std::shared_ptr<Script>> scripts_;
-};
-
-loom::runtime::Module make_module(std::vector<Spec> functions) {
-  auto node = loom::make_object<TorchScriptModuleNode>();
-  node->functions = std::move(functions);
-  return loom::runtime::Module(node);
-}
-
 loom::runtime::Module build(const IRModule& module, const loom::target::Target&) {
-  std::vector<Spec> functions;
+  std::vector<Any> functions;
   for (const std::string& name : module.names()) {
     const auto* f = module.lookup(name).as<loom::ir::ExternFuncNode>();
     if (!f || f->kind != "torchscript") continue;
     try {
-      functions.push_back(checked(*f, name));
+      Spec spec = checked(*f, name);
+      std::vector<std::string> args(spec.signature.params.size(), "buffer");
+      loom::Map attrs{{"method", Any(spec.method)},
+                      {"inputs", Any(static_cast<int64_t>(spec.inputs))},
+                      {"signature", Any(spec.signature.serialize())}};
+      functions.emplace_back(
+          loom::runtime::Kernel(name, args, "", loom::runtime::Bytes(std::move(spec.payload)), std::move(attrs)));
     } catch (const Error& e) {
       LOOM_THROW(Error) << "torchscript: @" << name << ": " << e.what();
     }
   }
-  return make_module(std::move(functions));
-}
-
-loom::runtime::Module load(const std::string& bytes) {
-  std::string_view in(bytes);
-  auto bad = [] { LOOM_THROW(Error) << "torchscript module: malformed bytes"; };
-  if (in.substr(0, std::strlen(kMagic)) != kMagic) bad();
-  size_t at = std::strlen(kMagic);
-  std::string field;
-  if (!loom::take_field(in, at, field)) bad();
-  size_t n = 0;
-  try {
-    n = std::stoul(field);
-  } catch (const std::logic_error&) {
-    bad();
-  }
-  std::vector<Spec> functions;
-  for (size_t k = 0; k < n; ++k) {
-    Spec f;
-    std::string inputs, signature;
-    if (!loom::take_field(in, at, f.name) || !loom::take_field(in, at, f.method) || !loom::take_field(in, at, inputs) ||
-        !loom::take_field(in, at, signature) || !loom::take_field(in, at, f.payload)) {
-      bad();
-    }
-    f.signature = loom::runtime::DpsSignature::parse(signature);
-    try {
-      f.inputs = std::stoul(inputs);
-    } catch (const std::logic_error&) {
-      bad();
-    }
-    if (f.inputs > f.signature.params.size()) bad();
-    functions.push_back(std::move(f));
-  }
-  return make_module(std::move(functions));
+  return loom::FunctionRegistry::get("torchscript.make_module")(loom::Array(functions)).cast<loom::runtime::Module>();
 }
 
 void validate(const loom::ObjectRef& function, const std::string& name) {
@@ -231,18 +121,16 @@ void validate(const loom::ObjectRef& function, const std::string& name) {
 }
 }  // namespace
 
-LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("torchscript") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
+LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("torchscript") LOOM_PLUGIN_VERSION("0.2.0") LOOM_PLUGIN_DESCRIPTION(
     "Extern kind torchscript: serialized TorchScript modules run by libtorch "
-    "(CPU), called through call_dps"));
+    "(CPU), called through call_dps; its runtime is the plugin torchscript_runtime")
+                         LOOM_PLUGIN_REQUIRES("torchscript_runtime"));
 
 LOOM_PLUGIN_INIT(ctx) {
-  ctx.register_object<TorchScriptModuleNode>();
   loom::ir::ExternKindRegistry::register_kind(
       "torchscript",
       Function::typed([](loom::ObjectRef f, std::string name) { validate(f, name); }, "torchscript.validate"),
       "a TorchScript module (torch.jit.save's bytes, base64) run by libtorch, called through call_dps; attr method",
       Function::typed([](IRModule module, loom::target::Target target) { return build(module, target); },
                       "torchscript.build"));
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "torchscript", Function::typed([](std::string bytes) { return load(bytes); }, "torchscript.load"));
 }

@@ -14,6 +14,16 @@
 
 namespace loom::vulkan {
 
+// A kernel as the compiler half makes it: its name, its GLSL, the kind of
+// each argument after the launch sizes, and its SPIR-V once compiled
+// (spirv_compiler.h); vulkan.make_module takes it as a runtime.Kernel.
+struct Kernel {
+  std::string name;
+  std::string glsl;
+  std::vector<std::string> args;
+  std::vector<uint32_t> spirv;  // filled by the compiler
+};
+
 class GLSLPrinter : public target::CSourcePrinter {
  public:
   explicit GLSLPrinter(Features features) : features_(features) {}

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vulkan_runtime.h"
+#include "glsl_printer.h"
 
 namespace loom::vulkan {
 

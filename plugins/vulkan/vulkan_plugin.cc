@@ -49,11 +49,8 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
   std::vector<loom::Any> compiled;
   for (loom::vulkan::Kernel& k : kernels) {
     loom::vulkan::compile(k);
-    std::vector<loom::Any> items{
-        loom::Any(k.name), loom::Any(k.glsl),
-        loom::Any(std::string(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * sizeof(uint32_t)))};
-    for (const std::string& a : k.args) items.emplace_back(a);
-    compiled.emplace_back(loom::Array(items));
+    std::string spirv(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * sizeof(uint32_t));
+    compiled.emplace_back(loom::runtime::Kernel(k.name, k.args, k.glsl, loom::runtime::Bytes(std::move(spirv))));
   }
   return FunctionRegistry::get("vulkan.make_module")(loom::Array(compiled), int64_t{device})
       .cast<loom::runtime::Module>();

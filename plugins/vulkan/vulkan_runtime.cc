@@ -15,7 +15,6 @@
 
 #include <vulkan/vulkan.h>
 
-#include <loom/support/bytes.h>
 #include <loom/support/error.h>
 #include <loom/support/size.h>
 
@@ -569,77 +568,56 @@ class VulkanDeviceAPI : public runtime::DeviceAPI {
 
 // ---- the module ------------------------------------------------------------------------
 
-std::string take(const std::string& in, size_t& at) {
-  std::string field;
-  if (!take_field(in, at, field)) LOOM_THROW(Error) << "vulkan module: truncated bytes";
-  return field;
-}
-constexpr const char* kMagic = "LOOMVK01";
-
 // How a scalar travels in the push constants: its size (its alignment
 // too) and whether it is a float.
 struct ScalarKind {
   int bytes;
   bool is_float;
 };
-ScalarKind scalar_kind(const Kernel& k, size_t i) {
+ScalarKind scalar_kind(const runtime::KernelNode& k, size_t i) {
   static const std::map<std::string, ScalarKind> kinds = {{"float32", {4, true}}, {"float64", {8, true}},
                                                           {"int64", {8, false}},  {"uint64", {8, false}},
                                                           {"int32", {4, false}},  {"uint32", {4, false}}};
-  auto found = kinds.find(k.args[i]);
+  auto found = kinds.find(k.args[i].as_string());
   if (found == kinds.end()) {
-    LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': argument " << i << " of kind '" << k.args[i]
+    LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': argument " << i << " of kind '" << k.args[i].as_string()
                       << "' cannot be a push constant (32- and 64-bit scalars only)";
   }
   return found->second;
 }
 
-class VulkanModuleNode : public runtime::ModuleNode {
+// Compiled kernels on one device (a runtime::KernelModuleNode: the base
+// keeps the kernel table, each kernel's GLSL as its source and its SPIR-V
+// as its binary, checks each call and saves the module).
+class VulkanModuleNode : public runtime::KernelModuleNode {
  public:
-  std::vector<Kernel> kernels;
-  int device_id = 0;
-
   std::string type_key() const override { return "vulkan"; }
-  std::vector<std::string> function_names() const override {
-    std::vector<std::string> out;
-    for (const Kernel& k : kernels) out.push_back(k.name);
-    return out;
-  }
-  std::optional<Function> own_function(const std::string& name) const override {
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      if (kernels[k].name != name) continue;
-      ObjectRef self(ObjectPtr<Object>(const_cast<VulkanModuleNode*>(this)));
-      return Function(
-          [self, k](const Any* args, int32_t count) -> Any {
-            static_cast<const VulkanModuleNode*>(self.get())->launch(k, args, count);
-            return Any();
-          },
-          name);
-    }
-    return std::nullopt;
-  }
-  std::string save_to_binary() const override {
-    std::string out = kMagic;
-    put_field(out, std::to_string(device_id));
-    put_field(out, std::to_string(kernels.size()));
-    for (const Kernel& k : kernels) {
-      put_field(out, k.name);
-      put_field(out, k.glsl);
-      put_field(out, std::string(reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * 4));
-      put_field(out, std::to_string(k.args.size()));
-      for (const std::string& a : k.args) put_field(out, a);
-    }
-    return out;
-  }
   std::string inspect_source(const std::string& format) const override {
     if (format != "glsl" && format != "vulkan") {
       LOOM_THROW(Error) << "vulkan module: no source format '" << format << "' (it has: glsl)";
     }
     std::string out;
-    for (const Kernel& k : kernels) out += k.glsl + "\n";
+    for (size_t k = 0; k < kernels.size(); ++k) out += kernel(k).source + "\n";
     return out;
   }
-  LOOM_OBJECT(VulkanModuleNode, runtime::ModuleNode, "vulkan.Module");
+  // Every kernel has SPIR-V: whole words, starting with SPIR-V's magic
+  // number.  Pipelines are made at a kernel's first launch.
+  void restore() override {
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const runtime::KernelNode& kernel = this->kernel(k);
+      size_t size = kernel.binary.defined() ? kernel.binary.data().size() : 0;
+      uint32_t magic = 0;
+      if (size >= 4) std::memcpy(&magic, kernel.binary.data().data(), 4);
+      if (size == 0 || size % 4 != 0 || magic != 0x07230203) {
+        LOOM_THROW(Error) << "vulkan module: kernel '" << kernel.name << "' has no SPIR-V (" << size << " bytes"
+                          << (size && size % 4 ? ", not whole words"
+                              : size           ? ", no SPIR-V magic"
+                                               : "")
+                          << ")";
+      }
+    }
+  }
+  LOOM_OBJECT(VulkanModuleNode, runtime::KernelModuleNode, "vulkan.Module");
 
  private:
   // What a kernel's pipelines share: its shader module and layouts.
@@ -655,9 +633,9 @@ class VulkanModuleNode : public runtime::ModuleNode {
   Program& program(DeviceState& s, size_t index) const {
     Program& p = programs_[index];
     if (p.shader) return p;
-    const Kernel& k = kernels[index];
+    const runtime::KernelNode& k = kernel(index);
     for (size_t i = 0; i < k.args.size(); ++i) {
-      if (k.args[i] == "buffer") {
+      if (k.args[i].as_string() == "buffer") {
         ++p.buffers;
         continue;
       }
@@ -676,8 +654,11 @@ class VulkanModuleNode : public runtime::ModuleNode {
                         << s.describe() << " has";
     }
     VkShaderModuleCreateInfo shader{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    shader.codeSize = k.spirv.size() * 4;
-    shader.pCode = k.spirv.data();
+    const std::string& spirv = k.binary.data();  // whole words (restore)
+    std::vector<uint32_t> words(spirv.size() / 4);
+    std::memcpy(words.data(), spirv.data(), spirv.size());
+    shader.codeSize = spirv.size();
+    shader.pCode = words.data();
     check(vkCreateShaderModule(s.device, &shader, nullptr, &p.shader), "cannot load kernel '" + k.name + "'");
     std::vector<VkDescriptorSetLayoutBinding> bindings(p.buffers);
     for (uint32_t b = 0; b < p.buffers; ++b) {
@@ -712,30 +693,20 @@ class VulkanModuleNode : public runtime::ModuleNode {
     info.layout = p.layout;
     VkPipeline made = VK_NULL_HANDLE;
     check(vkCreateComputePipelines(s.device, s.cache, 1, &info, nullptr, &made),
-          "cannot make the pipeline of kernel '" + kernels[index].name + "'");
+          "cannot make the pipeline of kernel '" + kernel(index).name + "'");
     p.pipelines.emplace(key, made);
     return made;
   }
 
-  // (grid x, y, z, block x, y, z, arguments...): recorded into the
-  // device's batch (not waited for).
-  void launch(size_t index, const Any* args, int32_t count) const {
-    const Kernel& k = kernels[index];
-    if (count != static_cast<int32_t>(6 + k.args.size())) {
-      LOOM_THROW(TypeError) << "vulkan kernel '" << k.name << "' takes 6 launch sizes and " << k.args.size()
-                            << " arguments, got " << count << " values";
-    }
+  // Recorded into the device's batch (not waited for).
+  void launch(size_t index, const runtime::LaunchSizes& sizes, const Any* args) const override {
+    const runtime::KernelNode& k = kernel(index);
     DeviceState& s = Vulkan::get().open(device_id);
     const VkPhysicalDeviceLimits& limits = s.properties.limits;
     uint32_t grid[3], block[3];
     uint64_t threads = 1;
     for (int d = 0; d < 3; ++d) {
-      int64_t g = args[d].as_int(), b = args[3 + d].as_int();
-      if (g < 0 || b < 1) {
-        LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': launch sizes must be positive (grid " << g << ", block "
-                          << b << ")";
-      }
-      if (g == 0) return;  // no work (an empty tensor)
+      int64_t g = sizes.grid[d], b = sizes.block[d];
       if (g > limits.maxComputeWorkGroupCount[d] || b > limits.maxComputeWorkGroupSize[d]) {
         LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': a launch of " << g << " workgroups of " << b
                           << " threads along axis " << d << " is more than " << s.describe() << " runs (at most "
@@ -765,8 +736,8 @@ class VulkanModuleNode : public runtime::ModuleNode {
     std::string push(p.push_bytes, '\0');
     size_t scalar = 0;
     for (size_t i = 0; i < k.args.size(); ++i) {
-      const Any& a = args[6 + i];
-      if (k.args[i] == "buffer") {
+      const Any& a = args[i];
+      if (k.args[i].as_string() == "buffer") {
         auto* b = static_cast<Buffer*>(a.as_opaque_ptr());
         if (!b) LOOM_THROW(Error) << "vulkan kernel '" << k.name << "': argument " << i << " is not a Vulkan buffer";
         infos.push_back({b->buffer, 0, VK_WHOLE_SIZE});
@@ -829,33 +800,18 @@ int64_t max_workgroup_size(int device_id) {
   return Vulkan::get().at(device_id).properties.limits.maxComputeWorkGroupInvocations;
 }
 
-runtime::Module make_module(std::vector<Kernel> kernels, int device_id) {
+runtime::Module make_module(Array kernels, int device_id) {
   auto node = make_object<VulkanModuleNode>();
   node->kernels = std::move(kernels);
   node->device_id = device_id;
-  return runtime::Module(node);
+  return runtime::KernelModuleNode::finish(node);
 }
 
 runtime::Module load_module(const std::string& bytes) {
-  if (bytes.compare(0, 8, kMagic) != 0) LOOM_THROW(Error) << "vulkan module: not the bytes of a vulkan module";
-  size_t at = 8;
-  auto node = make_object<VulkanModuleNode>();
-  node->device_id = std::stoi(take(bytes, at));
-  size_t n = std::stoul(take(bytes, at));
-  for (size_t k = 0; k < n; ++k) {
-    Kernel kernel;
-    kernel.name = take(bytes, at);
-    kernel.glsl = take(bytes, at);
-    std::string words = take(bytes, at);
-    if (words.size() % 4 != 0) LOOM_THROW(Error) << "vulkan module: kernel '" << kernel.name << "': truncated SPIR-V";
-    kernel.spirv.resize(words.size() / 4);
-    std::memcpy(kernel.spirv.data(), words.data(), words.size());
-    size_t m = std::stoul(take(bytes, at));
-    for (size_t i = 0; i < m; ++i) kernel.args.push_back(take(bytes, at));
-    node->kernels.push_back(std::move(kernel));
-  }
-  return runtime::Module(node);
+  return runtime::KernelModuleNode::load<VulkanModuleNode>(bytes);
 }
+
+void register_module_type() { (void)VulkanModuleNode::runtime_type_index(); }
 
 std::string take_validation_messages() {
   std::lock_guard<std::mutex> lock(messages_mutex);

@@ -9,6 +9,7 @@
 #define LOOM_PLUGINS_VULKAN_VULKAN_RUNTIME_H_
 
 #include <loom/runtime/device_api.h>
+#include <loom/runtime/kernel_module.h>
 #include <loom/runtime/module.h>
 
 #include <memory>
@@ -16,16 +17,6 @@
 #include <vector>
 
 namespace loom::vulkan {
-
-// What the runtime needs of a kernel: its name, its GLSL, and after the six
-// launch sizes the kind of each argument ("buffer" or a scalar dtype); the
-// scalars travel as push constants in that order, each aligned to its size.
-struct Kernel {
-  std::string name;
-  std::string glsl;
-  std::vector<std::string> args;
-  std::vector<uint32_t> spirv;  // filled by the compiler
-};
 
 // The data types a device runs (the target's fp64, fp16, int8 attributes
 // as the device allows them); a kernel using another is an Error naming
@@ -48,10 +39,15 @@ Features device_features(int device_id);
 // The most threads a workgroup may have on the device.
 int64_t max_workgroup_size(int device_id);
 
-// A module of kernels (compiled: their SPIR-V filled) for device_id.
-runtime::Module make_module(std::vector<Kernel> kernels, int device_id);
+// A module of compiled kernels for device_id: runtime.Kernel objects, each
+// with its GLSL as source, its SPIR-V as binary and, after the six launch
+// sizes, the kind of each argument ("buffer" or a scalar dtype); the
+// scalars travel as push constants in that order, each aligned to its size.
+runtime::Module make_module(Array kernels, int device_id);
 // The module's loader (type key "vulkan").
 runtime::Module load_module(const std::string& bytes);
+// Registers the module's object type (vulkan.Module), from the plugin's init.
+void register_module_type();
 
 // The messages the validation layers gave since the last call
 // (LOOM_VULKAN_VALIDATION=1 enables them), one per line.

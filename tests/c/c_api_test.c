@@ -258,13 +258,17 @@ int main(int argc, char** argv) {
 
   /* Running the library mapped no compiler: its host code is machine
    * code, and a backend it needs comes as its runtime half (opencl_runtime,
-   * vulkan_runtime) (LOOM_C_API_TEST_RUNTIME_ONLY=0 for a library of a
-   * backend whose runtime half is not split off yet: npu, torchscript). */
+   * vulkan_runtime, npu_runtime): neither libloom_core nor a plugin whose
+   * name does not end in _runtime is mapped (LOOM_C_API_TEST_RUNTIME_ONLY=0
+   * for a library of a backend with one plugin: torchscript). */
   if (!getenv("LOOM_C_API_TEST_RUNTIME_ONLY") || strcmp(getenv("LOOM_C_API_TEST_RUNTIME_ONLY"), "0") != 0) {
     char line[1024];
     FILE* maps = fopen("/proc/self/maps", "r");
     CHECK(maps != NULL, "no /proc/self/maps");
-    while (fgets(line, sizeof line, maps)) CHECK(!contains(line, "libloom_core"), "mapped: %s", line);
+    while (fgets(line, sizeof line, maps)) {
+      CHECK(!contains(line, "libloom_core"), "mapped: %s", line);
+      CHECK(!contains(line, "/plugins/loom_") || contains(line, "_runtime.so"), "a compiler half is mapped: %s", line);
+    }
     fclose(maps);
   }
 

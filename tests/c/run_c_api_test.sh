@@ -69,6 +69,48 @@ fi
 "$loomc" build "$src/examples/cnn.loom" --config "$src/configs/vulkan.yaml" -o "$tmp/cnn_vk.so"
 "$loomc" run "$tmp/cnn_vk.so" "${cnn_args[@]}" --output "$tmp/vy.npy" > /dev/null
 "$test" "$tmp/cnn_vk.so" "$tmp/vy.npy" "${cnn[@]}"
+# One library with functions of all four kinds: host code (llvm), an
+# OpenCL kernel, a Vulkan kernel and npu regions (examples/multi_device.loom
+# with its dense layers partitioned for the npu), run through the runtime
+# halves alone; ldd of every runtime half shows no compiler library (Loom's,
+# LLVM, MLIR or the shader compiler; torchscript_runtime's libtorch is what
+# runs its modules).
+for half in "$plugins"/loom_*_runtime.so; do
+  if ldd "$half" | grep -q -E 'libloom_core|libLLVM|libMLIR|libshaderc'; then
+    echo "$(basename "$half") links a compiler library:" >&2; ldd "$half" >&2; exit 1
+  fi
+done
+sed 's/^  kind: llvm .*/&\n  partition: [npu]/' "$src/examples/multi_device.yaml" > "$tmp/four.yaml"
+grep -q "partition: \[npu\]" "$tmp/four.yaml"
+"$loomc" build "$src/examples/multi_device.loom" --config "$tmp/four.yaml" -o "$tmp/four.so"
+tree=$("$loomc" inspect "$tmp/four.so")
+for kind in "library:" "npu:" "opencl:" "vulkan:"; do
+  grep -q "$kind" <<< "$tree" || { echo "no $kind module in the library:" >&2; echo "$tree" >&2; exit 1; }
+done
+/usr/bin/python3 - "$tmp" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(7)
+for k, shape in enumerate([(32, 64), (64, 64), (64,), (64, 64), (10, 64)]):
+    np.save(f"{sys.argv[1]}/four{k}.npy", (rng.standard_normal(shape) * 0.3).astype(np.float32))
+PY
+four=()
+four_args=()
+for k in 0 1 2 3 4; do four+=("$tmp/four$k.npy"); four_args+=(--input "$tmp/four$k.npy"); done
+"$loomc" run "$tmp/four.so" "${four_args[@]}" --output "$tmp/fy.npy" > /dev/null
+/usr/bin/python3 - "$tmp" <<'PY'
+import sys
+import numpy as np
+x, w1, b1, w2, w3 = (np.load(f"{sys.argv[1]}/four{k}.npy").astype(np.float64) for k in range(5))
+h = np.maximum(x @ w1.T + b1, 0)
+h = h + np.tanh(h @ w2.T)
+z = h @ w3.T
+want = np.exp(z - z.max(axis=1, keepdims=True))
+want /= want.sum(axis=1, keepdims=True)
+err = np.abs(np.load(f"{sys.argv[1]}/fy.npy") - want).max()
+assert err < 1e-4, f"the four-kind library is {err} from NumPy"
+PY
+"$test" "$tmp/four.so" "$tmp/fy.npy" "${four[@]}"
 # No leak over 1,000 load/call/unload cycles, under valgrind where it is
 # installed (a tiny model: valgrind runs code some 50x slower).
 if command -v valgrind > /dev/null; then

@@ -6,36 +6,33 @@
 
 #include <string>
 
+#include "loom/object/serialization.h"
 #include "loom/plugin/manager.h"
+#include "loom/runtime/kernel_module.h"
 #include "loom/runtime/module.h"
-#include "loom/support/bytes.h"
 #include "test_util.h"
 
 namespace loom {
 namespace {
 
-void put(std::string& out, const std::string& s) {
-  size_t at = out.size();
-  out.resize(at + 8);
-  store_le<uint64_t>(out, at, s.size());
-  out += s;
+// The bytes an opencl module saves (the serializer's binary form of an
+// opencl.Module): its source, the binary and the device it is for, and two
+// kernels taking one buffer each.
+std::string module_bytes(const std::string& source, const std::string& binary, const std::string& device) {
+  const TypeInfo& info = TypeRegistry::info("opencl.Module");
+  ObjectPtr<Object> node = info.create();
+  info.field("source")->set(node.get(), Any(source));
+  info.field("binary")->set(node.get(), binary.empty() ? Any() : Any(runtime::Bytes(binary)));
+  info.field("binary_device")->set(node.get(), Any(device));
+  info.field("kernels")->set(node.get(),
+                             Any(Array{runtime::Kernel("fine", {"buffer"}), runtime::Kernel("broken", {"buffer"})}));
+  return save_binary(Any(ObjectRef(node)));
 }
 
-// The bytes the module saves: source, binary, its device, the device index,
-// then each kernel's name and argument kinds.
-std::string module_bytes(const std::string& source, const std::string& binary, const std::string& device) {
-  std::string out = "LOOMCL01";
-  put(out, source);
-  put(out, binary);
-  put(out, device);
-  put(out, "0");
-  put(out, "2");
-  for (const char* name : {"fine", "broken"}) {
-    put(out, name);
-    put(out, "1");
-    put(out, "buffer");
-  }
-  return out;
+// A field of the opencl.Module that `bytes` hold.
+Any saved_field(const std::string& bytes, const std::string& field) {
+  Any root = load_binary(bytes);
+  return TypeRegistry::info("opencl.Module").field(field)->get(root.object());
 }
 
 const char* kFine = "__kernel void fine(__global float* a) { a[get_global_id(0)] = 1.0f; }\n";
@@ -58,16 +55,16 @@ TEST(OpenCLModule, ABinaryTheDeviceRefusesIsRebuiltFromTheSource) {
   auto built = load(module_bytes(source, "", "")).cast<runtime::Module>();
   std::string saved = built.node()->save_to_binary();
   // The device's own binary, then garbage in its place for the same device.
-  size_t at = 8 + 8 + source.size();
-  uint64_t binary_size = load_le<uint64_t>(saved, at);
-  ASSERT_GT(binary_size, 0u) << "PoCL returns a program binary";
-  std::string device = saved.substr(at + 8 + binary_size + 8, load_le<uint64_t>(saved, at + 8 + binary_size));
+  Any binary = saved_field(saved, "binary");
+  ASSERT_FALSE(binary.is_none()) << "PoCL returns a program binary";
+  EXPECT_GT(binary.cast<runtime::Bytes>().data().size(), 0u);
+  std::string device = saved_field(saved, "binary_device").as_string();
   EXPECT_NE(device.find("OpenCL"), std::string::npos) << device;
   auto rebuilt = load(module_bytes(source, "not a program binary", device)).cast<runtime::Module>();
   EXPECT_EQ(rebuilt.node()->function_names(), (std::vector<std::string>{"fine", "broken"}));
   EXPECT_TRUE(rebuilt.find_function("broken").has_value());
-  EXPECT_NE(rebuilt.node()->save_to_binary().find("not a program binary"), 0u);
-  EXPECT_EQ(rebuilt.node()->save_to_binary().find("not a program binary"), std::string::npos);
+  std::string resaved = rebuilt.node()->save_to_binary();
+  EXPECT_NE(saved_field(resaved, "binary").cast<runtime::Bytes>().data(), "not a program binary");
 }
 
 }  // namespace
