@@ -14,7 +14,9 @@
 # target kinds, operators and config keys, declared once (in code) and read
 # by listings and the config validator without loading the plugin.  So the
 # build machine must be able to load the plugin (its requirements on the
-# plugin search path; LOOM_PLUGIN_PATH adds folders).  NO_DECLARATIONS skips
+# plugin search path; LOOM_PLUGIN_PATH adds folders, and out of tree the
+# output folder is added, so a requirement built beside it is found: add
+# it as a dependency, as Acme's CMakeLists.txt does).  NO_DECLARATIONS skips
 # it (a plugin cross-compiled for another machine); list the capabilities in
 # LOOM_PLUGIN_PROVIDES instead.
 #
@@ -60,7 +62,13 @@ function(loom_add_plugin name)
       set(loomc $<TARGET_FILE:loomc>)
       add_dependencies(${name} loomc)
     elseif(TARGET Loom::loomc)  # against an installed SDK
-      set(loomc $<TARGET_FILE:Loom::loomc>)
+      # The plugins this one requires may be built beside it (a backend's
+      # runtime half): the output folder joins the search path.
+      set(search ${output_dir})
+      if(DEFINED ENV{LOOM_PLUGIN_PATH})
+        set(search "${search}:$ENV{LOOM_PLUGIN_PATH}")
+      endif()
+      set(loomc ${CMAKE_COMMAND} -E env "LOOM_PLUGIN_PATH=${search}" $<TARGET_FILE:Loom::loomc>)
     else()
       message(FATAL_ERROR "loom_add_plugin(${name}): no loomc to declare the plugin with (the Loom SDK installs "
                           "Loom::loomc); pass NO_DECLARATIONS and list the capabilities in LOOM_PLUGIN_PROVIDES")

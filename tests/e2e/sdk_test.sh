@@ -50,8 +50,13 @@ if ! cmake -S "$work/acme" -B "$work/acme/build" "${gen[@]}" -DCMAKE_PREFIX_PATH
 fi
 export LOOM_PLUGIN_PATH="$work/vendor/build:$work/acme/build"
 cd "$work/acme"
-expect_output acme-load 0 "codegen: +acme.*device: +acme.*op: +acme\.swish.*pass: +AcmeFuseSwish.*patterns: +acme.*runtime: +acme.*target: +acme" -- \
+expect_output acme-load 0 "codegen: +acme.*op: +acme\.swish.*pass: +AcmeFuseSwish.*patterns: +acme.*target: +acme" -- \
   bash -c "'$prefix/bin/loomc' plugins load acme | tr '\n' ' '"
+# The runtime half: the device and the runtime module, linking the runtime
+# library alone.
+expect_output acme-runtime-load 0 "device: +acme.*runtime: +acme" -- \
+  bash -c "'$prefix/bin/loomc' plugins load acme_runtime | tr '\n' ' '"
+if ldd build/loom_acme_runtime.so | grep -q libloom_core; then fail "loom_acme_runtime.so links libloom_core"; fi
 expect_output acme-check 0 "" -- "$prefix/bin/loomc" check acme.yaml
 expect_output acme-ir 0 "acme\.swish\(%h\)" -- "$prefix/bin/loomc" opt model.loom --passes AcmeFuseSwish
 # loomc builds the library and runs it on inputs; NumPy checks the output.
@@ -74,8 +79,10 @@ expect_output acme-tag-run 0 "output 0: float32 \(4, 8\)" -- "$prefix/bin/loomc"
 # through its loader, its device; the doctor says it loads.
 expect_output acme-kit 0 "^ops acme: acme\.swish +pass +2 examples" -- "$prefix/bin/loomc" plugin test build/loom_acme.so
 expect_output acme-kit-partition 0 "^roundtrip acme +pass" -- "$prefix/bin/loomc" plugin test build/loom_acme.so
-expect_output acme-kit-device 0 "^device acme +pass" -- "$prefix/bin/loomc" plugin test build/loom_acme.so --only device
+expect_output acme-kit-device 0 "^device acme +pass" -- "$prefix/bin/loomc" plugin test build/loom_acme_runtime.so \
+  --only device
 expect_output acme-doctor 0 "verdict: +loads$" -- "$prefix/bin/loomc" plugin doctor build/loom_acme.so
+expect_output acme-runtime-doctor 0 "verdict: +loads$" -- "$prefix/bin/loomc" plugin doctor build/loom_acme_runtime.so
 printf 'target:\n  kind: acme\n  num-thread: 2\n' >typo.yaml
 expect_output acme-yaml-error 1 "typo\.yaml:3:3: .*'num-thread'.*num-threads" -- "$prefix/bin/loomc" check typo.yaml
 # Python, from the installed package: YAML, partitioning, the operator,

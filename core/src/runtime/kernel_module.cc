@@ -140,7 +140,8 @@ Any KernelModuleNode::read(const std::string& bytes, const std::string& type_key
   std::string kind = kind_of(type_key);
   if (!is_binary_document(bytes)) {
     LOOM_THROW(Error) << kind << ": the saved bytes are not a kernel module (" << bytes.size()
-                      << " bytes; saved by Loom before 0.2, or not a module: build the library again)";
+                      << " bytes; saved by an earlier Loom in a format of its own, or not a module: build the "
+                         "library again)";
   }
   Any root;
   try {

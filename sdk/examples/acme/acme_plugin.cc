@@ -1,12 +1,14 @@
-// The Acme plugin: one init registers every extension point a backend
-// has (docs/plugins.md, "Write a backend"), each in its own file:
-//   the device "acme" and its DeviceAPI ............... device.cc
+// The Acme plugin: its init registers every extension point of the
+// compiler a backend has (docs/plugins.md, "Write a backend"), each in its
+// own file:
 //   the operator acme.swish (type rule, lowering) ...... swish.cc
 //   the pass AcmeFuseSwish ............................. swish.cc
 //   the target kind acme (attributes, traits, pipeline)  here
 //   the pattern table acme (what partitioning gives it)  here
 //   the codegen acme, derived from the C codegen ....... codegen.cc
-//   the runtime module kind "acme" and its loader ...... codegen.cc
+// What runs a built model (the device acme, the runtime module acme and
+// its loader) is the plugin acme_runtime (acme_runtime_plugin.cc), which
+// this one requires.
 #include <loom/graph/pattern_table.h>
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/module.h>
@@ -17,11 +19,12 @@
 #include "acme.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("acme") LOOM_PLUGIN_VERSION("1.0.0")
-                         LOOM_PLUGIN_DESCRIPTION("Acme DSP: an example backend using every extension point"));
+                         LOOM_PLUGIN_DESCRIPTION("Acme DSP: an example backend using every extension point; "
+                                                 "its runtime is the plugin acme_runtime")
+                             LOOM_PLUGIN_REQUIRES("acme_runtime"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::Function;
-  acme::register_device();
   acme::register_swish();
 
   // The target kind: its attributes (checked in YAML at file:line:col),
@@ -58,11 +61,8 @@ LOOM_PLUGIN_INIT(ctx) {
                {"acme.multiply", float32(op("multiply", {wildcard(), wildcard()})), nullptr},
                {"acme.add", float32(op("add", {wildcard(), wildcard()})), nullptr}});
 
-  // The codegen, and the loader that restores its module from a library.
-  acme::register_module_type();
+  // The codegen; its modules are made by acme_runtime.
   loom::target::CodegenRegistry::register_codegen(
       "acme", Function::typed([](loom::ir::IRModule m, loom::target::Target t) { return acme::codegen(m, t); },
                               "acme.codegen"));
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "acme", Function::typed([](std::string bytes) { return acme::load_module(bytes); }, "acme.load"));
 }

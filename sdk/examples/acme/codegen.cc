@@ -15,17 +15,17 @@
 //    into one prim function with the core's own passes, and this codegen
 //    builds that module for its target with the target's pipeline.
 //
-// The runtime module "acme" is a HostCodeModuleNode (its functions run
-// from a host library; loom/runtime/library.h) that keeps the source
-// (loomc inspect --source c) and the object; it is saved into exported
-// libraries as those bytes, and its loader links the object again when a
-// library is loaded.
+// The module it returns is made by the runtime half (plugin acme_runtime,
+// runtime.cc) from the source, the object and the functions' table,
+// through the global function acme.make_module: a deployed model loads
+// the runtime half alone.
 #include <loom/config/config.h>
 #include <loom/driver/build.h>
 #include <loom/driver/regions.h>
 #include <loom/graph/function.h>
+#include <loom/runtime/kernel_module.h>
 #include <loom/runtime/library.h>
-#include <loom/support/bytes.h>
+#include <loom/tir/function.h>
 #include <loom/support/strings.h>
 #include <loom/target/c_source.h>
 
@@ -34,8 +34,6 @@
 namespace acme {
 
 namespace {
-constexpr const char* kMagic = "ACME0001";
-
 class AcmePrinter : public loom::target::CSourcePrinter {
  protected:
   std::string preamble() override {
@@ -49,48 +47,40 @@ class AcmePrinter : public loom::target::CSourcePrinter {
   }
 };
 
-class AcmeModuleNode : public loom::runtime::HostCodeModuleNode {
- public:
-  std::string source, object;
-
-  std::string type_key() const override { return "acme"; }
-  std::string save_to_binary() const override {
-    std::string out = kMagic;
-    loom::put_field(out, source);
-    loom::put_field(out, object);
-    loom::put_field(out, std::to_string(functions.size()));
-    for (const auto& f : functions) {
-      loom::put_field(out, f.first);
-      loom::put_field(out, f.second);
-    }
-    return out;
+// Each function's kind of argument, as the runtime module's kernel table
+// takes them: "buffer" for a buffer, the dtype of a scalar.
+std::vector<std::string> argument_kinds(const loom::ir::IRModule& module, const std::string& name) {
+  std::vector<std::string> kinds;
+  const auto* f = module.lookup(name).as<loom::tir::PrimFuncNode>();
+  if (!f) LOOM_THROW(Error) << "target acme: @" << name << " is not a prim function";
+  for (const loom::Any& p : f->params) {
+    const auto* v = p.as_object_ref().as<loom::tir::VarNode>();
+    kinds.push_back(v ? v->dtype.to_string() : "buffer");
   }
-  std::string inspect_source(const std::string& format) const override {
-    if (format == "c") return source;
-    LOOM_THROW(Error) << "acme module: no source format '" << format << "' (it has: c)";
-  }
-  LOOM_OBJECT(AcmeModuleNode, loom::runtime::HostCodeModuleNode, "acme.Module");
-};
-
-loom::runtime::Module link(loom::ObjectPtr<AcmeModuleNode> node) {
-  loom::runtime::LinkedCode code{{{"acme_kernels.o", node->object}}, node->functions};
-  node->library = loom::runtime::build_host_library(code, node.get());
-  return loom::runtime::Module(node);
+  return kinds;
 }
 
 loom::runtime::Module build_prim(const loom::ir::IRModule& module, const loom::target::Target& target) {
-  auto node = loom::make_object<AcmeModuleNode>();
   AcmePrinter printer;
-  node->source = printer.print_host_module(module, &node->functions);
+  std::vector<std::pair<std::string, std::string>> functions;  // (name, C symbol)
+  std::string source = printer.print_host_module(module, &functions);
   std::vector<std::string> flags{"-std=c99", "-fwrapv"};
   for (const std::string& f : loom::split(target->attrs.at("cflags").as_string(), ' '))
     if (!f.empty()) flags.push_back(f);
+  std::string object;
   try {
-    node->object = loom::runtime::compile_c_object("acme_kernels.c", node->source, flags);
+    object = loom::runtime::compile_c_object("acme_kernels.c", source, flags);
   } catch (const loom::Error& e) {
     LOOM_THROW(Error) << "target acme: " << e.what();
   }
-  return link(node);
+  std::vector<loom::Any> kernels;
+  for (const auto& [name, symbol] : functions) {
+    kernels.emplace_back(loom::runtime::Kernel(name, argument_kinds(module, name), "", loom::runtime::Bytes(),
+                                               loom::Map{{"symbol", loom::Any(symbol)}}));
+  }
+  // The runtime half (plugin acme_runtime) makes the module.
+  return loom::FunctionRegistry::get("acme.make_module")(source, object, loom::Array(kernels))
+      .cast<loom::runtime::Module>();
 }
 }  // namespace
 
@@ -105,26 +95,5 @@ loom::runtime::Module codegen(const loom::ir::IRModule& module, const loom::targ
     config.passes.push_back(loom::config::PassSpec{pass, loom::Map::empty()});
   return loom::driver::build(loom::driver::lower_regions(module), config);
 }
-
-loom::runtime::Module load_module(const std::string& bytes) {
-  auto node = loom::make_object<AcmeModuleNode>();
-  std::string count;
-  size_t at = std::string(kMagic).size();
-  bool ok = bytes.compare(0, at, kMagic) == 0 && loom::take_field(bytes, at, node->source) &&
-            loom::take_field(bytes, at, node->object) && loom::take_field(bytes, at, count) && !count.empty() &&
-            count.size() < 7 && count.find_first_not_of("0123456789") == std::string::npos;
-  for (size_t i = 0, n = ok ? std::stoul(count) : 0; ok && i < n; ++i) {
-    std::pair<std::string, std::string> f;
-    ok = loom::take_field(bytes, at, f.first) && loom::take_field(bytes, at, f.second);
-    node->functions.push_back(f);
-  }
-  if (!ok || at != bytes.size()) {
-    LOOM_THROW(Error) << "acme module: the saved bytes are not an Acme module (" << bytes.size()
-                      << " bytes; truncated, or written by another version)";
-  }
-  return link(node);
-}
-
-void register_module_type() { (void)AcmeModuleNode::runtime_type_index(); }
 
 }  // namespace acme

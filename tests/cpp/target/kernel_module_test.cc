@@ -82,7 +82,7 @@ TEST_P(KernelModules, SaveLoadAndCorruption) {
       EXPECT_NE(std::string(e.what()).find(kind), std::string::npos) << at << ": " << e.what();
     }
   }
-  // Bytes in Loom 0.1's private formats (LOOMCL01, LOOMVK01, LOOMNPU1).
+  // Bytes in the private formats earlier builds wrote (LOOMCL01, LOOMVK01, LOOMNPU1).
   message = test::error_of([&] { load(std::string("LOOMXX01") + saved); });
   EXPECT_EQ(message.rfind(prefix + "the saved bytes are not a kernel module", 0), 0u) << message;
   // Another kind's bytes.

@@ -1,7 +1,8 @@
 // Fixed-width little-endian fields in byte strings, for the binary
 // formats' headers (the binary object form, weights files; callers of
 // load_le check that `at + sizeof(T)` is within the bytes first), and
-// length-prefixed fields for runtime modules' saved bytes.
+// length-prefixed fields (kept for plugins' own formats; Loom's kernel
+// modules save through runtime::KernelModuleNode and the serializer).
 #ifndef LOOM_SUPPORT_BYTES_H_
 #define LOOM_SUPPORT_BYTES_H_
 
@@ -28,7 +29,7 @@ void store_le(std::string& bytes, size_t at, T v) {
 constexpr uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 // A length-prefixed field (its size as a little-endian uint64, then its
-// bytes), appended to `out`: the fields of runtime modules' saved bytes.
+// bytes), appended to `out`.
 inline void put_field(std::string& out, std::string_view field) {
   size_t at = out.size();
   out.resize(at + 8);
