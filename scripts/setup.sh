@@ -38,6 +38,12 @@ PACKAGES=(
   libtorch-dev                   # the torchscript plugin (docs/extern-torchscript.md): libtorch's C++ libraries
 )
 
+# Rust, for the Rust binding (bindings/rust, tests/bindings): the machine
+# image's cargo (~/.cargo/bin) when there is one, else Debian's.
+if ! command -v cargo > /dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  PACKAGES+=(cargo)
+fi
+
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -63,11 +63,12 @@ LoomStatus pass_register(const LoomPassInfo* info, LoomPassFunction fn, void* re
       take(in);                      // the pass borrowed it
       ObjectRef result = take(out);  // the pass's reference to its result becomes this function's
       if (status != LOOM_OK)
-        throw Error("pass " + name + " (written in C) failed: " +
+        throw Error("pass " + name + " (through the C API) failed: " +
                     (*last_error() ? std::string(last_error()) : std::string("(no error message)")));
-      if (!result.defined()) throw Error("pass " + name + " (written in C) returned no module");
+      if (!result.defined()) throw Error("pass " + name + " (through the C API) returned no module");
       if (!result.get()->is_instance<ir::IRModuleNode>())
-        throw Error("pass " + name + " (written in C) returned a " + result.get()->type_key() + ", not an IRModule");
+        throw Error("pass " + name + " (through the C API) returned a " + result.get()->type_key() +
+                    ", not an IRModule");
       return ir::IRModule(result.object_ptr());
     };
     transform::PassInfo pass_info =
