@@ -264,7 +264,7 @@ impl Function {
         let api = api()?;
         let n = args.len();
         // Storage that outlives the call: strings and DLTensor views.
-        let mut strings = Vec::with_capacity(n);
+        let mut strings = Vec::new(); // allocates only for a string argument
         let mut views: Vec<ffi::DLTensor> = Vec::with_capacity(n);
         let mut values = Vec::with_capacity(n);
         for a in args {
@@ -402,16 +402,33 @@ pub enum Value {
 impl Value {
     /// Takes over what a LoomValue Loom returned holds.
     unsafe fn take(mut raw: ffi::LoomValue) -> Result<Value> {
-        let value = Value::borrow(&raw);
         if raw.kind == ffi::LOOM_OBJECT {
-            raw.kind = ffi::LOOM_NONE; // the reference moved into `value` (borrow retained it: drop one)
-            if let Ok(api) = api() {
-                (api.object_release)(raw.v.v_object);
-            }
-        } else if let Ok(api) = api() {
+            return Ok(Value::of_object(Object::from_raw(raw.v.v_object))); // the reference moves over
+        }
+        let value = Value::borrow(&raw);
+        if let Ok(api) = api() {
             (api.value_release)(&mut raw);
         }
         value
+    }
+
+    /// A tensor for a runtime.NDArray, else the object (the type key read
+    /// without a copy: this runs once per call).
+    fn of_object(object: Object) -> Value {
+        let mut key: *const c_char = ptr::null();
+        let is_tensor = match api() {
+            Ok(api) => unsafe {
+                (api.object_type_key)(object.raw, &mut key) == ffi::LOOM_OK
+                    && !key.is_null()
+                    && CStr::from_ptr(key).to_bytes() == b"runtime.NDArray"
+            },
+            Err(_) => false,
+        };
+        if is_tensor {
+            Value::Tensor(Tensor { object })
+        } else {
+            Value::Object(object)
+        }
     }
 
     /// A Value for a LoomValue that stays owned by Loom (retains objects).
@@ -423,14 +440,8 @@ impl Value {
             ffi::LOOM_FLOAT => Value::Float(raw.v.v_float),
             ffi::LOOM_STR => Value::Str(string_of(raw.v.v_str)),
             ffi::LOOM_OBJECT => {
-                let api = api()?;
-                (api.object_retain)(raw.v.v_object);
-                let object = Object::from_raw(raw.v.v_object);
-                if object.type_key()? == "runtime.NDArray" {
-                    Value::Tensor(Tensor { object })
-                } else {
-                    Value::Object(object)
-                }
+                (api()?.object_retain)(raw.v.v_object);
+                Value::of_object(Object::from_raw(raw.v.v_object))
             }
             k => return Err(Error::new(format!("a value of kind {} cannot come back from Loom", k))),
         })
