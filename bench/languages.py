@@ -7,11 +7,12 @@ floats).  Each language's program times both the same way (the median of
 7 batches of CALLS calls after a warm-up, its own clock, arguments made
 once from the language's arrays without a copy): C through the C API
 (build/bin/loom_bench_calls_c), Rust through the crate
-(bindings/rust/examples/bench_calls.rs, built --release by cargo), Python
-through the loom package (loom NDArrays).  The languages run one after
+(bindings/rust/examples/bench_calls.rs, built --release by cargo), Go
+through the package (bindings/go/bench, tensors made once from slices),
+Python through the loom package (loom NDArrays).  The languages run one after
 another in each of ROUNDS rounds, in a rotating order; the report gives
 each one's median per call and the median of the rounds' ratios to C
-(target: Rust within 2x of C; Python reported).  No peer of another
+(target: Rust and Go within 2x of C; Python reported).  No peer of another
 project runs, so nothing is handicapped (bench/peers.py).
 
 Usage: /usr/bin/python3 bench/languages.py [--rounds N] [--calls N]
@@ -81,6 +82,14 @@ def main():
         sides["Rust"] = [str(BUILD / "rust" / "release" / "examples" / "bench_calls"), str(lib), str(a.calls)]
     else:
         print("Rust: skipped (no cargo; scripts/setup.sh installs Debian's)")
+    go = shutil.which("go")
+    if go:
+        env = dict(os.environ, GOCACHE=str(BUILD / "go-cache"), GOFLAGS="-mod=mod", GOPROXY="off")
+        subprocess.run([go, "build", "-o", str(BUILD / "bin" / "loom_bench_calls_go"), "./bench"],
+                       cwd=ROOT / "bindings" / "go", env=env, check=True)
+        sides["Go"] = [str(BUILD / "bin" / "loom_bench_calls_go"), str(lib), str(a.calls)]
+    else:
+        print("Go: skipped (no go; scripts/setup.sh installs golang-go)")
     sides["Python"] = ["/usr/bin/python3", "-c", PYTHON_SIDE, str(lib), str(a.calls)]
     py_env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
 
@@ -103,7 +112,7 @@ def main():
         for n in names:
             mine = [r[fn] for r in results[n]]
             ratio = statistics.median(m / base for m, base in zip(mine, c))
-            target = " (target <= 2.0)" if n == "Rust" else ""
+            target = " (target <= 2.0)" if n in ("Rust", "Go") else ""
             print(f"    {n:<7} {statistics.median(mine):8.3f} us   x C {ratio:5.2f}{target}")
 
 

@@ -36,6 +36,7 @@ PACKAGES=(
   vulkan-validationlayers        # the Khronos validation layers the tests run under
   valgrind                       # the C API's leak check over 1,000 load/call/unload cycles (tests/c)
   libtorch-dev                   # the torchscript plugin (docs/extern-torchscript.md): libtorch's C++ libraries
+  golang-go                      # the Go binding (bindings/go, docs/languages.md): cgo and the standard library
 )
 
 # Rust, for the Rust binding (bindings/rust, tests/bindings): the machine

@@ -21,6 +21,11 @@ export CARGO_TARGET_DIR="$build/rust" LOOMC="$loomc" LOOM_LIB_DIR="$build/lib"
 # The crates have no dependencies, so their lock files hold nothing to pin;
 # one written by another cargo (a newer format) would stop this one.
 rm -f "$src/bindings/rust/Cargo.lock" "$src/bindings/rust/examples/fold_negation/Cargo.lock"
+# The style, where this cargo has rustfmt (Debian's cargo comes without).
+if "$cargo" fmt --version > /dev/null 2>&1; then
+  (cd "$src/bindings/rust" && "$cargo" fmt --check)
+  (cd "$src/bindings/rust/examples/fold_negation" && "$cargo" fmt --check)
+fi
 (cd "$src/bindings/rust" && "$cargo" test --offline --quiet)
 (cd "$src/bindings/rust/examples/fold_negation" && "$cargo" test --offline --quiet && "$cargo" build --offline --quiet)
 plugin_dir="$build/rust/debug"

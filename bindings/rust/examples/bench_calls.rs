@@ -33,8 +33,7 @@ fn main() {
         let y = vec![1.0f32; 1024];
         let (one, n1k) = ([1i64], [1024i64]);
         let t_noop = median_us(calls, || noop.call(&[loom::Arg::slice(&x[..1], &one)]).map(drop))?;
-        let t_add =
-            median_us(calls, || add.call(&[loom::Arg::slice(&x, &n1k), loom::Arg::slice(&y, &n1k)]).map(drop))?;
+        let t_add = median_us(calls, || add.call(&[loom::Arg::slice(&x, &n1k), loom::Arg::slice(&y, &n1k)]).map(drop))?;
         Ok((t_noop, t_add))
     };
     match run() {

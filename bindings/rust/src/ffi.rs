@@ -82,8 +82,12 @@ impl LoomValue {
     }
 }
 
-pub type LoomCFunction =
-    unsafe extern "C" fn(resource: *mut c_void, args: *const LoomValue, num_args: i32, result: *mut LoomValue) -> LoomStatus;
+pub type LoomCFunction = unsafe extern "C" fn(
+    resource: *mut c_void,
+    args: *const LoomValue,
+    num_args: i32,
+    result: *mut LoomValue,
+) -> LoomStatus;
 pub type Finalizer = unsafe extern "C" fn(resource: *mut c_void);
 
 #[repr(C)]
@@ -135,7 +139,8 @@ pub struct LoomApi {
         device: DLDevice,
         out: *mut *mut LoomObject,
     ) -> LoomStatus,
-    pub tensor_from_dlpack: unsafe extern "C" fn(managed: *mut DLManagedTensor, out: *mut *mut LoomObject) -> LoomStatus,
+    pub tensor_from_dlpack:
+        unsafe extern "C" fn(managed: *mut DLManagedTensor, out: *mut *mut LoomObject) -> LoomStatus,
     pub tensor_to_dlpack: unsafe extern "C" fn(tensor: *mut LoomObject, out: *mut *mut DLManagedTensor) -> LoomStatus,
     pub tensor_get_dltensor: unsafe extern "C" fn(tensor: *mut LoomObject, out: *mut *const DLTensor) -> LoomStatus,
     pub tensor_copy: unsafe extern "C" fn(src: *mut LoomObject, dst: *mut LoomObject) -> LoomStatus,
@@ -159,7 +164,8 @@ pub struct LoomPassInfo {
 pub struct LoomCompilerApi {
     pub struct_size: usize,
     pub version: u32,
-    pub ir_parse: unsafe extern "C" fn(text: *const c_char, name: *const c_char, out: *mut *mut LoomObject) -> LoomStatus,
+    pub ir_parse:
+        unsafe extern "C" fn(text: *const c_char, name: *const c_char, out: *mut *mut LoomObject) -> LoomStatus,
     pub ir_print: unsafe extern "C" fn(module: *mut LoomObject, out: *mut LoomValue) -> LoomStatus,
     pub run_passes: unsafe extern "C" fn(
         module: *mut LoomObject,

@@ -211,7 +211,11 @@ pub enum Arg<'a> {
     Object(&'a Object),
     /// The caller's memory as a compact CPU tensor, not copied: it must
     /// stay valid for the call, which `'a` ensures.
-    View { data: *mut c_void, shape: &'a [i64], dtype: DataType },
+    View {
+        data: *mut c_void,
+        shape: &'a [i64],
+        dtype: DataType,
+    },
 }
 
 impl<'a> Arg<'a> {
@@ -468,7 +472,9 @@ impl Value {
             Value::Tensor(t) => {
                 ffi::LoomValue { kind: ffi::LOOM_OBJECT, v: ffi::LoomValueData { v_object: t.object.into_raw() } }
             }
-            Value::Object(o) => ffi::LoomValue { kind: ffi::LOOM_OBJECT, v: ffi::LoomValueData { v_object: o.into_raw() } },
+            Value::Object(o) => {
+                ffi::LoomValue { kind: ffi::LOOM_OBJECT, v: ffi::LoomValueData { v_object: o.into_raw() } }
+            }
         })
     }
 

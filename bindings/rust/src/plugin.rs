@@ -71,7 +71,11 @@ struct Pass {
     body: Box<dyn Fn(&IrModule) -> Result<IrModule> + Send + Sync>,
 }
 
-unsafe extern "C" fn run_pass(resource: *mut c_void, module: *mut ffi::LoomObject, out: *mut *mut ffi::LoomObject) -> i32 {
+unsafe extern "C" fn run_pass(
+    resource: *mut c_void,
+    module: *mut ffi::LoomObject,
+    out: *mut *mut ffi::LoomObject,
+) -> i32 {
     let pass = &*(resource as *const Pass);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let api = api()?;
@@ -191,8 +195,17 @@ macro_rules! loom_plugin {
     (name: $name:literal, version: $version:literal, description: $description:literal,
      provides: $provides:literal, init: $init:path) => {
         const __LOOM_MANIFEST_TEXT: &[u8] = concat!(
-            "name=", $name, "\nversion=", $version, "\ndescription=", $description, "\nprovides=", $provides,
-            "\ncore_version=", $crate::core_version!(), "\ncxx_abi=none\nc_api=1\n\0"
+            "name=",
+            $name,
+            "\nversion=",
+            $version,
+            "\ndescription=",
+            $description,
+            "\nprovides=",
+            $provides,
+            "\ncore_version=",
+            $crate::core_version!(),
+            "\ncxx_abi=none\nc_api=1\n\0"
         )
         .as_bytes();
         #[used]
