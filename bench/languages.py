@@ -9,10 +9,11 @@ once from the language's arrays without a copy): C through the C API
 (build/bin/loom_bench_calls_c), Rust through the crate
 (bindings/rust/examples/bench_calls.rs, built --release by cargo), Go
 through the package (bindings/go/bench, tensors made once from slices),
-Python through the loom package (loom NDArrays).  The languages run one after
+Java through the JNI binding (bindings/java/bench, tensors made once from
+float[]; run by the JDK's source launcher, JIT warm after the warm-up), Python through the loom package (loom NDArrays).  The languages run one after
 another in each of ROUNDS rounds, in a rotating order; the report gives
 each one's median per call and the median of the rounds' ratios to C
-(target: Rust and Go within 2x of C; Python reported).  No peer of another
+(target: Rust, Go and Java within 2x of C; Python reported).  No peer of another
 project runs, so nothing is handicapped (bench/peers.py).
 
 Usage: /usr/bin/python3 bench/languages.py [--rounds N] [--calls N]
@@ -90,6 +91,12 @@ def main():
         sides["Go"] = [str(BUILD / "bin" / "loom_bench_calls_go"), str(lib), str(a.calls)]
     else:
         print("Go: skipped (no go; scripts/setup.sh installs golang-go)")
+    jar, jni = BUILD / "java" / "loom.jar", BUILD / "lib" / "libloom_jni.so"
+    if shutil.which("java") and jar.exists() and jni.exists():
+        sides["Java"] = ["java", f"-Dorg.loom.library={jni}", "-cp", str(jar),
+                         str(ROOT / "bindings" / "java" / "bench" / "BenchCalls.java"), str(lib), str(a.calls)]
+    else:
+        print("Java: skipped (no JDK or the binding is not built; scripts/setup.sh installs default-jdk-headless)")
     sides["Python"] = ["/usr/bin/python3", "-c", PYTHON_SIDE, str(lib), str(a.calls)]
     py_env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
 
@@ -112,7 +119,7 @@ def main():
         for n in names:
             mine = [r[fn] for r in results[n]]
             ratio = statistics.median(m / base for m, base in zip(mine, c))
-            target = " (target <= 2.0)" if n in ("Rust", "Go") else ""
+            target = " (target <= 2.0)" if n in ("Rust", "Go", "Java") else ""
             print(f"    {n:<7} {statistics.median(mine):8.3f} us   x C {ratio:5.2f}{target}")
 
 

@@ -37,6 +37,7 @@ PACKAGES=(
   valgrind                       # the C API's leak check over 1,000 load/call/unload cycles (tests/c)
   libtorch-dev                   # the torchscript plugin (docs/extern-torchscript.md): libtorch's C++ libraries
   golang-go                      # the Go binding (bindings/go, docs/languages.md): cgo and the standard library
+  default-jdk-headless junit4    # the Java binding (bindings/java): JNI, javac, JUnit 4 for its tests
 )
 
 # Rust, for the Rust binding (bindings/rust, tests/bindings): the machine
