@@ -119,11 +119,19 @@ void KernelModuleNode::check_kernels() const {
   if (device_id < 0) LOOM_THROW(Error) << kind << ": device " << device_id << " is not a device index";
   std::set<std::string> seen;
   for (size_t k = 0; k < kernels.size(); ++k) {
+    const Object* object = kernels[k].object();
+    if (!object || !object->is_instance<KernelNode>()) {
+      LOOM_THROW(Error) << kind << ": kernel " << k << " is " << kernels[k].describe() << ", not a runtime.Kernel";
+    }
     const KernelNode& kernel = this->kernel(k);
     if (kernel.name.empty()) LOOM_THROW(Error) << kind << ": kernel " << k << " has no name";
     if (!seen.insert(kernel.name).second)
       LOOM_THROW(Error) << kind << ": two kernels are named '" << kernel.name << "'";
     for (size_t i = 0; i < kernel.args.size(); ++i) {
+      if (kernel.args[i].kind() != AnyKind::kStr) {
+        LOOM_THROW(Error) << kind << ": kernel '" << kernel.name << "': argument " << i << " has the kind "
+                          << kernel.args[i].describe() << ", not a string";
+      }
       const std::string& a = kernel.args[i].as_string();
       if (a == "buffer") continue;
       try {

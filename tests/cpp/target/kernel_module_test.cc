@@ -11,6 +11,7 @@
 #include <string>
 
 #include "loom/config/config.h"
+#include "loom/plugin/manager.h"
 #include "loom/driver/build.h"
 #include "loom/runtime/kernel_module.h"
 #include "loom/runtime/module.h"
@@ -91,6 +92,23 @@ TEST_P(KernelModules, SaveLoadAndCorruption) {
     message = test::error_of([&] { runtime::ModuleLoaderRegistry::get(other)(saved); });
     EXPECT_NE(message.find("not a " + other + ".Module"), std::string::npos) << message;
   }
+}
+
+// A backend's make_module given a table that is not runtime.Kernel objects,
+// or a kernel with an argument kind that is not a string: an Error, not a
+// crash.
+TEST(KernelModuleTable, WrongEntriesAreErrors) {
+  PluginManager::global().load("npu_runtime");
+  Function make = FunctionRegistry::get("npu.make_module");
+  Array machine{Any(int64_t{1024}), Any(int64_t{16}), Any(int64_t{16}), Any(int64_t{64}), Any(int64_t{64})};
+  std::string message = test::error_of([&] { make(Array{Any(int64_t{7})}, machine); });
+  EXPECT_NE(message.find("npu module: kernel 0 is"), std::string::npos) << message;
+  EXPECT_NE(message.find("not a runtime.Kernel"), std::string::npos) << message;
+  auto node = make_object<runtime::KernelNode>();
+  node->name = "k";
+  node->args = Array{Any(int64_t{3})};
+  message = test::error_of([&] { make(Array{Any(runtime::Kernel(node))}, machine); });
+  EXPECT_NE(message.find("argument 0 has the kind"), std::string::npos) << message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KernelModules, ::testing::Values("opencl", "vulkan", "npu"),
