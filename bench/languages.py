@@ -10,7 +10,9 @@ once from the language's arrays without a copy): C through the C API
 (bindings/rust/examples/bench_calls.rs, built --release by cargo), Go
 through the package (bindings/go/bench, tensors made once from slices),
 Java through the JNI binding (bindings/java/bench, tensors made once from
-float[]; run by the JDK's source launcher, JIT warm after the warm-up), Python through the loom package (loom NDArrays).  The languages run one after
+float[]; run by the JDK's source launcher, JIT warm after the warm-up),
+Node through the N-API addon (bindings/node/bench, tensors made once from
+typed arrays; reported), Python through the loom package (loom NDArrays).  The languages run one after
 another in each of ROUNDS rounds, in a rotating order; the report gives
 each one's median per call and the median of the rounds' ratios to C
 (target: Rust, Go and Java within 2x of C; Python reported).  No peer of another
@@ -97,6 +99,11 @@ def main():
                          str(ROOT / "bindings" / "java" / "bench" / "BenchCalls.java"), str(lib), str(a.calls)]
     else:
         print("Java: skipped (no JDK or the binding is not built; scripts/setup.sh installs default-jdk-headless)")
+    addon = BUILD / "lib" / "loom.node"
+    if shutil.which("node") and addon.exists():
+        sides["Node"] = ["node", str(ROOT / "bindings" / "node" / "bench" / "bench_calls.js"), str(lib), str(a.calls)]
+    else:
+        print("Node: skipped (no node or the addon is not built)")
     sides["Python"] = ["/usr/bin/python3", "-c", PYTHON_SIDE, str(lib), str(a.calls)]
     py_env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
 

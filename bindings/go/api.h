@@ -24,13 +24,17 @@ static LoomStatus loom_go_get_function(LoomObject* m, const char* name, LoomObje
 static LoomStatus loom_go_function_names(LoomObject* m, LoomValue* out) {
   return LoomGetApi(1)->module_function_names(m, out);
 }
-/* The call, and whether its result is a tensor: one crossing for both. */
-static LoomStatus loom_go_call(LoomObject* f, const LoomValue* args, int32_t n, LoomValue* out, int* is_tensor) {
+/* The call, whether its result is a tensor, and on failure a copy of the
+ * message (the caller frees it): one crossing for all, so the goroutine
+ * need not stay on its thread to read the thread's error. */
+static LoomStatus loom_go_call(LoomObject* f, const LoomValue* args, int32_t n, LoomValue* out, int* is_tensor,
+                               char** error) {
   const LoomApi* api = LoomGetApi(1);
   const char* key = NULL;
   LoomStatus status = api->function_call(f, args, n, out);
   *is_tensor = status == LOOM_OK && out->kind == LOOM_OBJECT &&
                api->object_type_key(out->v.v_object, &key) == LOOM_OK && strcmp(key, "runtime.NDArray") == 0;
+  *error = status == LOOM_OK ? NULL : strdup(api->last_error());
   return status;
 }
 static LoomStatus loom_go_global_get(const char* name, LoomObject** out) {

@@ -26,7 +26,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -59,8 +59,8 @@ func locked(f func() C.LoomStatus) error {
 
 // Object is one counted reference to a Loom object.
 type Object struct {
-	h    *C.LoomObject
-	once sync.Once
+	h      *C.LoomObject
+	closed uint32 // set by the first Close
 }
 
 func newObject(h *C.LoomObject) *Object {
@@ -72,10 +72,10 @@ func newObject(h *C.LoomObject) *Object {
 // Close gives the reference back (once; later calls do nothing).  It
 // also drops the finalizer: a closed handle costs the collector nothing.
 func (o *Object) Close() {
-	o.once.Do(func() {
+	if atomic.CompareAndSwapUint32(&o.closed, 0, 1) {
 		C.loom_go_release(o.h)
 		runtime.SetFinalizer(o, nil)
-	})
+	}
 }
 
 // TypeKey is the object's type ("runtime.NDArray", "Function", ...).
@@ -198,14 +198,11 @@ func (f *Function) Call(args ...interface{}) (interface{}, error) {
 	}
 	result := &values[n]
 	var isTensor C.int
-	runtime.LockOSThread() // the error, if any, is this thread's (as in locked, without its closure)
-	status := C.loom_go_call(f.h, &values[0], C.int32_t(n), result, &isTensor)
-	if status != C.LOOM_OK {
-		err := lastError()
-		runtime.UnlockOSThread()
-		return nil, err
+	var message *C.char
+	if C.loom_go_call(f.h, &values[0], C.int32_t(n), result, &isTensor, &message) != C.LOOM_OK {
+		defer C.free(unsafe.Pointer(message))
+		return nil, &Error{Message: C.GoString(message)}
 	}
-	runtime.UnlockOSThread()
 	// Keep the handles alive until the call has returned.
 	runtime.KeepAlive(args)
 	runtime.KeepAlive(f)

@@ -3,7 +3,10 @@
  * its five largest entries (the top-5 classes of a classifier).  It links
  * libloom_runtime alone, through the C API (docs/c-api.md):
  *
- *   run_model LIBRARY.so [--function NAME] INPUT.npy...
+ *   run_model LIBRARY.so [--function NAME] [--raw OUT.f32] INPUT.npy...
+ *
+ * --raw writes the output's elements (float32, C order, no header) to a
+ * file, for comparing runs bit by bit (tests/bindings/agreement.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +28,21 @@ int main(int argc, char** argv) {
   int64_t shapes[MAX_INPUTS][NPY_MAX_DIMS], numel = 1, i;
   int32_t ndim, k, n = 0, best[5], first = 2;
   const char* function = "main";
+  const char* raw = NULL; /* --raw: the output's bytes written there */
   char err[512];
   int status = 1;
 
-  if (argc > 3 && strcmp(argv[2], "--function") == 0) {
-    function = argv[3];
-    first = 4;
+  while (first + 1 < argc && (strcmp(argv[first], "--function") == 0 || strcmp(argv[first], "--raw") == 0)) {
+    if (strcmp(argv[first], "--function") == 0) {
+      function = argv[first + 1];
+    } else {
+      raw = argv[first + 1];
+    }
+    first += 2;
   }
   if (argc <= first || argc - first > MAX_INPUTS) {
-    fprintf(stderr, "usage: %s LIBRARY.so [--function NAME] INPUT.npy... (at most %d inputs)\n", argv[0], MAX_INPUTS);
+    fprintf(stderr, "usage: %s LIBRARY.so [--function NAME] [--raw OUT.f32] INPUT.npy... (at most %d inputs)\n",
+            argv[0], MAX_INPUTS);
     return 2;
   }
   api = LoomGetApi(1);
@@ -75,6 +84,17 @@ int main(int argc, char** argv) {
     numel *= result->shape[k];
   }
   printf(")\ntop-5:");
+  if (raw) {
+    FILE* f = fopen(raw, "wb");
+    size_t bytes = (size_t)numel * sizeof(float);
+    int written = f && fwrite((const char*)result->data + result->byte_offset, 1, bytes, f) == bytes;
+    if (f && fclose(f) != 0) written = 0;
+    if (!written) {
+      fprintf(stderr, "%s: cannot write\n", raw);
+      api->value_release(&out);
+      goto done;
+    }
+  }
   for (k = 0; k < 5 && k < numel; ++k) {
     const float* y = (const float*)((const char*)result->data + result->byte_offset);
     int32_t j, taken;

@@ -4,6 +4,7 @@
  * org.loom.LoomException with Loom's message.  Links libloom_runtime
  * alone. */
 #include <jni.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
