@@ -114,6 +114,9 @@ func Load(path string) (*Module, error) {
 // Function is the function name of the module or, depth first, of its
 // imports; an error names the closest name when none defines it.
 func (m *Module) Function(name string) (*Function, error) {
+	if m.object() == nil {
+		return nil, errClosed("module")
+	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var h *C.LoomObject
@@ -177,6 +180,9 @@ func (f *Function) RegisterGlobal(name string, allowOverride bool) error {
 // embedding type), int, int64, float64, float32, bool, string, nil.  The
 // result is nil, int64, float64, bool, string, *Tensor or *Object.
 func (f *Function) Call(args ...interface{}) (interface{}, error) {
+	if f.object() == nil {
+		return nil, errClosed("function")
+	}
 	n := len(args)
 	// Go memory that holds C pointers only (handles, C strings), which cgo
 	// allows to pass; the last entry receives the result.
@@ -190,6 +196,9 @@ func (f *Function) Call(args ...interface{}) (interface{}, error) {
 	for k, a := range args {
 		cstr, ok := setValue(&values[k], a, false)
 		if !ok {
+			if h, isHandle := a.(handle); isHandle && h.object() == nil {
+				return nil, &Error{Message: fmt.Sprintf("argument %d: the %T was closed", k, a)}
+			}
 			return nil, &Error{Message: fmt.Sprintf("argument %d: a %T cannot be passed to Loom (make a *loom.Tensor of a slice with NewTensor)", k, a)}
 		}
 		if cstr != nil {
@@ -329,15 +338,23 @@ func NewTensor(data interface{}, shape ...int64) (*Tensor, error) {
 	return t, nil
 }
 
+// dl is the tensor's DLTensor, or nil once it is closed.
 func (t *Tensor) dl() *C.DLTensor {
+	h := t.object()
+	if h == nil {
+		return nil
+	}
 	var out *C.DLTensor
-	C.loom_go_dltensor(t.h, &out)
+	C.loom_go_dltensor(h, &out)
 	return out
 }
 
-// Shape is the tensor's shape.
+// Shape is the tensor's shape (nil once it is closed).
 func (t *Tensor) Shape() []int64 {
 	dl := t.dl()
+	if dl == nil {
+		return nil
+	}
 	out := make([]int64, int(dl.ndim))
 	dims := (*[64]C.int64_t)(unsafe.Pointer(dl.shape))
 	for k := range out {
@@ -346,15 +363,22 @@ func (t *Tensor) Shape() []int64 {
 	return out
 }
 
-// DType is the element type's name ("float32", "int64", ...).
+// DType is the element type's name ("float32", "int64", ...; "" once
+// the tensor is closed).
 func (t *Tensor) DType() string {
 	dl := t.dl()
+	if dl == nil {
+		return ""
+	}
 	names := map[int]string{0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
 	return fmt.Sprintf("%s%d", names[int(dl.dtype.code)], int(dl.dtype.bits))
 }
 
 func (t *Tensor) elements(code, bits int) (unsafe.Pointer, int, error) {
 	dl := t.dl()
+	if dl == nil {
+		return nil, 0, errClosed("tensor")
+	}
 	if int(dl.dtype.code) != code || int(dl.dtype.bits) != bits || dl.dtype.lanes != 1 {
 		return nil, 0, &Error{Message: fmt.Sprintf("the tensor holds %s", t.DType())}
 	}
@@ -444,7 +468,15 @@ func functionFromGo(id uintptr) (*Function, error) {
 // handle is what every handle type has (through the embedded Object).
 type handle interface{ object() *C.LoomObject }
 
-func (o *Object) object() *C.LoomObject { return o.h }
+// object is the reference, or nil once the handle is closed.
+func (o *Object) object() *C.LoomObject {
+	if atomic.LoadUint32(&o.closed) != 0 {
+		return nil
+	}
+	return o.h
+}
+
+func errClosed(what string) error { return &Error{Message: "the " + what + " was closed"} }
 
 // setValue stores x in v: a scalar, a string (a C copy, returned for the
 // caller to free), or a handle (retained first when the reference passes
@@ -474,10 +506,14 @@ func setValue(v *C.LoomValue, x interface{}, retain bool) (*C.char, bool) {
 		C.loom_go_set_str(v, s)
 		return s, true
 	case handle:
-		if retain {
-			C.loom_go_retain(x.object())
+		h := x.object()
+		if h == nil {
+			return nil, false
 		}
-		C.loom_go_set_object(v, x.object())
+		if retain {
+			C.loom_go_retain(h)
+		}
+		C.loom_go_set_object(v, h)
 	default:
 		return nil, false
 	}

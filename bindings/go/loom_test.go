@@ -209,6 +209,14 @@ func TestErrorsCarryLoomsMessage(t *testing.T) {
 	if _, err := loom.GlobalFunction("no.such.function"); err == nil {
 		t.Fatal("no error for a missing global function")
 	}
+	closed, _ := loom.NewTensor([]float32{1}, 1)
+	closed.Close()
+	if _, err := closed.Float32s(); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := main.Call(closed); err == nil || !strings.Contains(err.Error(), "was closed") {
+		t.Fatalf("%v", err)
+	}
 }
 
 func TestScalarsAndFunctionsWrittenInGo(t *testing.T) {
