@@ -226,10 +226,6 @@ class NpuModuleNode : public loom::runtime::KernelModuleNode {
   mutable std::vector<int64_t> calls_;
 };
 
-loom::runtime::Module load(const std::string& bytes) {
-  return loom::runtime::KernelModuleNode::load<NpuModuleNode>(bytes);
-}
-
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("npu_runtime") LOOM_PLUGIN_VERSION("0.2.0")
@@ -237,11 +233,9 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("npu_runtime") LOOM_PLUGIN_VERSION("0.2.0"
                                                  "npu and its loader, the cycle-counting simulator (docs/npu.md)"));
 
 LOOM_PLUGIN_INIT(ctx) {
-  ctx.register_object<NpuModuleNode>();
   loom::Device::register_type("npu", kNpuDevice);
   loom::runtime::DeviceAPIRegistry::register_api("npu", std::make_shared<NpuDeviceAPI>());
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "npu", Function::typed([](std::string bytes) { return load(bytes); }, "npu.load"));
+  loom::runtime::KernelModuleNode::register_loader<NpuModuleNode>("npu");
   // What the compiler half compiled: (regions as runtime.Kernel objects,
   // [scratchpad words, MAC rows, MAC columns, DMA bytes per cycle, DMA
   // latency]).

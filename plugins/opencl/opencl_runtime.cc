@@ -462,10 +462,6 @@ runtime::Module make_module(std::string source, Array kernels, int device_id) {
   return runtime::KernelModuleNode::finish(node);
 }
 
-runtime::Module load_module(const std::string& bytes) {
-  return runtime::KernelModuleNode::load<OpenCLModuleNode>(bytes);
-}
-
-void register_module_type() { (void)OpenCLModuleNode::runtime_type_index(); }
+void register_module_kind() { runtime::KernelModuleNode::register_loader<OpenCLModuleNode>("opencl"); }
 
 }  // namespace loom::opencl

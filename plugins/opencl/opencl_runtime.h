@@ -36,10 +36,9 @@ int find_device(const std::string& platform, int device);
 // so a kernel that does not build is an Error with the build log and the
 // IR function's name.
 runtime::Module make_module(std::string source, Array kernels, int device_id);
-// The module's loader (type key "opencl").
-runtime::Module load_module(const std::string& bytes);
-// Registers the module's object type (opencl.Module), from the plugin's init.
-void register_module_type();
+// Registers the module kind opencl (its object type and loader), from the
+// plugin's init.
+void register_module_kind();
 
 }  // namespace loom::opencl
 

@@ -15,11 +15,8 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("opencl_runtime") LOOM_PLUGIN_VERSION("0.2
                                                  "the runtime module opencl and its loader"));
 
 LOOM_PLUGIN_INIT(ctx) {
-  loom::opencl::register_module_type();
   loom::runtime::DeviceAPIRegistry::register_api("opencl", loom::opencl::make_device_api());
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "opencl",
-      loom::Function::typed([](std::string bytes) { return loom::opencl::load_module(bytes); }, "opencl.load"));
+  loom::opencl::register_module_kind();
   // A program built now for a device: (source, kernels, device), the
   // kernels runtime.Kernel objects (name and argument kinds).
   ctx.register_function(

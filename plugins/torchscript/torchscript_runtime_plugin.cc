@@ -111,12 +111,7 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("torchscript_runtime") LOOM_PLUGIN_VERSION
                                                  "loader, run by libtorch (CPU)"));
 
 LOOM_PLUGIN_INIT(ctx) {
-  ctx.register_object<TorchScriptModuleNode>();
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "torchscript",
-      Function::typed(
-          [](std::string bytes) { return loom::runtime::KernelModuleNode::load<TorchScriptModuleNode>(bytes); },
-          "torchscript.load"));
+  loom::runtime::KernelModuleNode::register_loader<TorchScriptModuleNode>("torchscript");
   ctx.register_function(
       "torchscript.make_module",
       [](loom::Array functions) {

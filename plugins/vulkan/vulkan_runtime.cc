@@ -807,11 +807,7 @@ runtime::Module make_module(Array kernels, int device_id) {
   return runtime::KernelModuleNode::finish(node);
 }
 
-runtime::Module load_module(const std::string& bytes) {
-  return runtime::KernelModuleNode::load<VulkanModuleNode>(bytes);
-}
-
-void register_module_type() { (void)VulkanModuleNode::runtime_type_index(); }
+void register_module_kind() { runtime::KernelModuleNode::register_loader<VulkanModuleNode>("vulkan"); }
 
 std::string take_validation_messages() {
   std::lock_guard<std::mutex> lock(messages_mutex);

@@ -44,10 +44,9 @@ int64_t max_workgroup_size(int device_id);
 // sizes, the kind of each argument ("buffer" or a scalar dtype); the
 // scalars travel as push constants in that order, each aligned to its size.
 runtime::Module make_module(Array kernels, int device_id);
-// The module's loader (type key "vulkan").
-runtime::Module load_module(const std::string& bytes);
-// Registers the module's object type (vulkan.Module), from the plugin's init.
-void register_module_type();
+// Registers the module kind vulkan (its object type and loader), from the
+// plugin's init.
+void register_module_kind();
 
 // The messages the validation layers gave since the last call
 // (LOOM_VULKAN_VALIDATION=1 enables them), one per line.

@@ -15,11 +15,8 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("vulkan_runtime") LOOM_PLUGIN_VERSION("0.2
                                                  "the runtime module vulkan and its loader"));
 
 LOOM_PLUGIN_INIT(ctx) {
-  loom::vulkan::register_module_type();
   loom::runtime::DeviceAPIRegistry::register_api("vulkan", loom::vulkan::make_device_api());
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "vulkan",
-      loom::Function::typed([](std::string bytes) { return loom::vulkan::load_module(bytes); }, "vulkan.load"));
+  loom::vulkan::register_module_kind();
   // Compiled kernels as the compiler half hands them over: runtime.Kernel
   // objects with their GLSL as source and SPIR-V as binary.
   ctx.register_function(

@@ -64,8 +64,10 @@ void KernelModuleNode::reflect(ReflectionBuilder<KernelModuleNode>& r) {
   r.structural(StructuralKind::kUnique);
 }
 
+// Every entry is a runtime.Kernel (check_kernels, which every module passes
+// through before it runs: load and finish); this is on each launch's path.
 const KernelNode& KernelModuleNode::kernel(size_t index) const {
-  return *kernels[index].as_object_ref().as<KernelNode>();
+  return *static_cast<const KernelNode*>(kernels[index].object());
 }
 
 std::vector<std::string> KernelModuleNode::function_names() const {

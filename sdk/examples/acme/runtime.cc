@@ -66,11 +66,7 @@ class AcmeModuleNode : public loom::runtime::KernelModuleNode {
 }  // namespace
 
 void register_runtime_module(loom::PluginContext& ctx) {
-  ctx.register_object<AcmeModuleNode>();
-  loom::runtime::ModuleLoaderRegistry::register_loader(
-      "acme",
-      loom::Function::typed(
-          [](std::string bytes) { return loom::runtime::KernelModuleNode::load<AcmeModuleNode>(bytes); }, "acme.load"));
+  loom::runtime::KernelModuleNode::register_loader<AcmeModuleNode>("acme");
   // What the codegen (plugin acme) hands over: the C, the object, and the
   // functions as runtime.Kernel objects (name, argument kinds, attrs
   // {symbol}).

@@ -91,6 +91,14 @@ class KernelModuleNode : public ModuleNode {
   static Module load(const std::string& bytes) {
     return finish(read_as<T>(bytes));
   }
+  // Registers T's object type and the loader of module kind `kind`
+  // (load<T>): all a runtime half's init does for its module kind.
+  template <class T>
+  static void register_loader(const std::string& kind) {
+    (void)T::runtime_type_index();
+    ModuleLoaderRegistry::register_loader(
+        kind, Function::typed([](std::string bytes) { return load<T>(bytes); }, kind + ".load"));
+  }
   // A module a backend made in process (its make_module): checked and
   // restored as a loaded one is.
   template <class T>
