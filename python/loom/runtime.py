@@ -57,3 +57,18 @@ def set_num_threads(threads):
 def num_threads():
     """The threads the runtime's pool runs parallel loops on."""
     return _core.num_threads()
+
+
+def time_evaluator(func, dev="cpu", number=10, repeat=1, min_repeat_ms=0, cache_flush=False):
+    """A callable that times `func` (a Function) on its arguments as TVM's
+    time_evaluator does (docs/rpc.md, "The client"): the same code as a
+    remote session's, so local and remote figures compare.  It returns a
+    loom.rpc.TimeResult (seconds per run, one entry per repeat)."""
+    from .rpc import TimeResult
+
+    def evaluate(*args):
+        n, seconds = _core.time_evaluate(func, list(args), str(dev), int(number), int(repeat), float(min_repeat_ms),
+                                         bool(cache_flush))
+        return TimeResult(n, seconds)
+
+    return evaluate

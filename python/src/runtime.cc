@@ -13,6 +13,7 @@
 #include "loom/runtime/library.h"
 #include "loom/runtime/module.h"
 #include "loom/runtime/thread_pool.h"
+#include "loom/runtime/time_evaluator.h"
 #include "loom/transform/pass.h"
 
 namespace loom::python {
@@ -182,6 +183,18 @@ void bind_runtime(py::module_& m) {
       },
       py::arg("threads"));
   m.def("num_threads", [] { return runtime::ThreadPool::global().num_threads(); });
+  m.def(
+      "time_evaluate",
+      [](const Function& f, py::list args, const std::string& device, int64_t number, int64_t repeat,
+         double min_repeat_ms, bool cache_flush) {
+        std::vector<Any> values;
+        for (py::handle a : args) values.push_back(to_any(a, "an argument"));
+        runtime::TimeEvaluation t =
+            runtime::time_evaluate(f, values, Device::parse(device), {number, repeat, min_repeat_ms, cache_flush});
+        return py::make_tuple(t.number, t.seconds);
+      },
+      py::arg("function"), py::arg("args"), py::arg("device"), py::arg("number"), py::arg("repeat"),
+      py::arg("min_repeat_ms"), py::arg("cache_flush"));
 
   py::class_<config::Config>(m, "Config", "a YAML config: the target (C1) and the pipeline (C0)")
       .def_static("load", &config::load_config, py::arg("path"))

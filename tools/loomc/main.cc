@@ -56,6 +56,9 @@ int run_model(const Args& a) {
   o.seed = a.get("--seed", "0");
   o.bench = a.get("--bench");
   o.profile = a.has("--profile");
+  o.remote = a.get("--remote");
+  o.key = a.get("--key");
+  if (!o.key.empty() && o.remote.empty()) return loomc::usage_error("--key is for --remote");
   return loomc::run_model(o);
 }
 
@@ -199,13 +202,15 @@ loomc::Table table() {
           .runs([](const Args& a) { return loomc::fmt(a.positional[0], a.has("--check")); }),
       Command::named("run",
                      "LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME]\n"
-                     "[--input X.npy]... [--seed N] [--output Y.npy]... [--bench N] [--profile]",
+                     "[--input X.npy]... [--seed N] [--output Y.npy]... [--bench N] [--profile]\n"
+                     "[--remote HOST:PORT [--key FILE]]",
                      "run a function (default main) of a library, or of a model\n"
                      "built in memory with the config, on .npy inputs (in order)\n"
                      "or seeded random ones; print each output's type, write them\n"
                      "to the --output files (in order); --bench N times N runs\n"
                      "and prints the median latency; --profile prints what each\n"
-                     "module records of its calls (the npu's cycle report)")
+                     "module records of its calls (the npu's cycle report);\n"
+                     "--remote runs it all on a loom-rpc-server (docs/rpc.md)")
           .takes("--config", "FILE.yaml")
           .takes("--function", "NAME")
           .takes("--input", "X.npy", true)
@@ -213,6 +218,8 @@ loomc::Table table() {
           .takes("--output", "Y.npy", true)
           .takes("--bench", "N")
           .takes("--profile")
+          .takes("--remote", "HOST:PORT")
+          .takes("--key", "FILE")
           .arguments(1, 1, "run takes one library or model file")
           .runs(run_model),
       Command::named("inspect", "LIBRARY.so [--source FORMAT]",

@@ -6,10 +6,15 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <filesystem>
 #include <random>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
+#include "loom/rpc/net.h"
 #include "loom/support/json.h"
 #include "loom/text/text.h"
 #include "loom/runtime/library.h"
@@ -141,44 +146,38 @@ void print_json(const loom::JsonValue& v, int depth) {
 }
 
 // Every module of the tree that keeps a profile, printed.
+void print_profile(const std::string& kind, const std::string& json) {
+  std::cout << "profile of the " << kind << " module:\n";
+  print_json(loom::parse_json(json, kind + " profile"), 1);
+}
+
 void print_profiles(const loom::runtime::Module& m) {
   std::string json = m->profile();
-  if (!json.empty()) {
-    std::cout << "profile of the " << m->type_key() << " module:\n";
-    print_json(loom::parse_json(json, m->type_key() + " profile"), 1);
-  }
+  if (!json.empty()) print_profile(m->type_key(), json);
   for (const auto& child : m.imports()) print_profiles(child);
 }
 
-int run_model(const RunOptions& o) {
-  loom::runtime::Module module;
-  if (loom::ends_with(o.input, ".loom")) {
-    if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
-    loom::config::Config config = loom::config::load_config(o.config);
-    for (const auto& warning : config.warnings) std::cerr << warning << "\n";
-    module = loom::driver::build(loom::text::load_module_file(o.input), config);
-  } else {
-    if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";
-    module = loom::runtime::load_module(o.input);
-  }
-  loom::Function fn = module.get_function(o.function);
-  loom::runtime::VMSignature signature;
-  if (module->type_key() == "vm") signature = loom::runtime::signature(module, o.function);
+namespace {
+
+// The inputs: the --input files, else seeded random ones shaped by the
+// signature (a VM's; none for another kind of module).
+std::vector<NDArray> make_inputs(const RunOptions& o, const loom::runtime::VMSignature& signature) {
   const auto& types = signature.param_types;
-  std::vector<Any> args;
+  std::vector<NDArray> inputs;
   if (!o.inputs.empty()) {
     if (!types.empty() && o.inputs.size() != types.size()) {
       LOOM_THROW(Error) << "@" << o.function << " takes " << types.size() << " input(s), got " << o.inputs.size()
                         << " --input file(s)";
     }
-    for (const std::string& path : o.inputs) args.push_back(Any(loom::runtime::load_npy(path)));
+    for (const std::string& path : o.inputs) inputs.push_back(loom::runtime::load_npy(path));
   } else {
     std::mt19937_64 rng(static_cast<uint64_t>(parse_count(o.seed, "--seed")));
-    for (size_t i = 0; i < types.size(); ++i) args.push_back(Any(random_input(signature, i, rng, InputRange{})));
+    for (size_t i = 0; i < types.size(); ++i) inputs.push_back(random_input(signature, i, rng, InputRange{}));
   }
-  Any result = fn.call(args.data(), static_cast<int32_t>(args.size()));
-  std::vector<NDArray> outputs;
-  flatten_outputs(result, &outputs);
+  return inputs;
+}
+
+void report_outputs(const RunOptions& o, const std::vector<NDArray>& outputs) {
   if (!o.outputs.empty() && o.outputs.size() != outputs.size()) {
     LOOM_THROW(Error) << "@" << o.function << " has " << outputs.size() << " output(s), got " << o.outputs.size()
                       << " --output file(s)";
@@ -191,18 +190,171 @@ int run_model(const RunOptions& o) {
     }
     std::cout << "\n";
   }
+}
+
+int64_t bench_runs(const RunOptions& o) {
+  int64_t runs = parse_count(o.bench, "--bench");
+  if (runs < 1) LOOM_THROW(Error) << "--bench needs at least 1 run";
+  return runs;
+}
+
+void report_latency(std::vector<double> ms, const std::string& where) {
+  std::sort(ms.begin(), ms.end());
+  std::cout << "latency: median " << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms over " << ms.size()
+            << " runs (after one untimed run" << where << ")\n";
+}
+
+loom::runtime::VMSignature signature_of(const loom::runtime::Module& module, const std::string& function) {
+  if (module->type_key() == "vm") return loom::runtime::signature(module, function);
+  return {};
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) LOOM_THROW(Error) << "cannot read " << path;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A .loom model built in memory with --config.
+loom::runtime::Module build_model(const RunOptions& o) {
+  if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
+  loom::config::Config config = loom::config::load_config(o.config);
+  for (const auto& warning : config.warnings) std::cerr << warning << "\n";
+  return loom::driver::build(loom::text::load_module_file(o.input), config);
+}
+
+// `loomc run --remote`: the library uploaded to a loom-rpc-server, run,
+// timed and profiled there (docs/rpc.md).  The signature that shapes
+// random inputs is read here, without running the library.
+int run_remote(const RunOptions& o) {
+  namespace rpc = loom::rpc;
+  std::string path = o.input, name;
+  std::string temp;
+  loom::runtime::Module local;
+  if (loom::ends_with(o.input, ".loom")) {
+    local = build_model(o);
+    temp = (std::filesystem::temp_directory_path() / ("loomc-remote-" + std::to_string(getpid()) + ".so")).string();
+    loom::runtime::export_library(local, temp);
+    path = temp;
+    name = std::filesystem::path(o.input).stem().string() + ".so";
+  } else {
+    if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";
+    local = loom::runtime::inspect_library(o.input);
+    name = std::filesystem::path(o.input).filename().string();
+  }
+  std::string bytes = read_file(path);
+  if (!temp.empty()) std::filesystem::remove(temp);
+  std::vector<NDArray> inputs = make_inputs(o, signature_of(local, o.function));
+
+  std::string key;
+  if (!o.key.empty()) key = rpc::read_key_file(o.key);
+  try {
+    rpc::Client client(o.remote, key);
+    auto request = [&](rpc::Msg type) {
+      rpc::Request r;
+      r.type = type;
+      return r;
+    };
+    rpc::Request r = request(rpc::Msg::kUpload);
+    r.name = name;
+    r.data = std::move(bytes);
+    client.request(r);
+    r = request(rpc::Msg::kLoadModule);
+    r.name = name;
+    uint64_t module = client.request(r).handle;
+    r = request(rpc::Msg::kGetFunction);
+    r.handle = module;
+    r.name = o.function;
+    uint64_t function = client.request(r).handle;
+    std::vector<rpc::Value> args;
+    for (const NDArray& input : inputs) {
+      r = request(rpc::Msg::kArrayEmpty);
+      r.device = "cpu:0";
+      r.dtype = input->dtype.to_string();
+      r.shape = input.shape_vector();
+      rpc::Value tensor = client.request(r);
+      r = request(rpc::Msg::kArraySet);
+      r.handle = tensor.handle;
+      r.data.assign(static_cast<const char*>(input->data()), input->nbytes());
+      client.request(r);
+      args.push_back(tensor);
+    }
+    r = request(rpc::Msg::kCall);
+    r.handle = function;
+    r.args = args;
+    rpc::Value result = client.request(r);
+    std::vector<NDArray> outputs;
+    std::vector<rpc::Value> todo{result};
+    while (!todo.empty()) {
+      rpc::Value v = std::move(todo.back());
+      todo.pop_back();
+      if (v.kind == rpc::Value::kTuple) {
+        todo.insert(todo.end(), v.items.rbegin(), v.items.rend());
+        continue;
+      }
+      if (v.kind != rpc::Value::kTensor)
+        LOOM_THROW(Error) << "the function returned " << v.describe() << ", not tensors";
+      r = request(rpc::Msg::kArrayGet);
+      r.handle = v.handle;
+      outputs.push_back(NDArray::from_bytes(v.shape, DataType::parse(v.dtype), client.request(r).s));
+    }
+    report_outputs(o, outputs);
+    if (!o.bench.empty()) {
+      r = request(rpc::Msg::kTimeEvaluator);
+      r.handle = function;
+      r.device = "cpu:0";
+      r.number = 1;
+      r.repeat = bench_runs(o);
+      r.args = args;
+      rpc::Value timed = client.request(r);
+      std::vector<double> ms;
+      for (const rpc::Value& s : timed.items.at(1).items) ms.push_back(s.f * 1000);
+      report_latency(ms, ", on " + client.endpoint().text() + "'s clock");
+    }
+    if (o.profile) {
+      r = request(rpc::Msg::kProfile);
+      r.handle = module;
+      loom::JsonValue all = loom::parse_json(client.request(r).s, "the remote profile");
+      for (const auto& [kind, value] : all.object) {
+        std::cout << "profile of the " << kind << " module:\n";
+        print_json(value, 1);
+      }
+    }
+  } catch (const rpc::ProtocolError& e) {
+    LOOM_THROW(Error) << o.remote << ": " << e.what();
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_model(const RunOptions& o) {
+  if (!o.remote.empty()) return run_remote(o);
+  loom::runtime::Module module;
+  if (loom::ends_with(o.input, ".loom")) {
+    module = build_model(o);
+  } else {
+    if (!o.config.empty()) LOOM_THROW(Error) << "--config is for .loom models; " << o.input << " is already built";
+    module = loom::runtime::load_module(o.input);
+  }
+  loom::Function fn = module.get_function(o.function);
+  std::vector<Any> args;
+  for (const NDArray& input : make_inputs(o, signature_of(module, o.function))) args.push_back(Any(input));
+  Any result = fn.call(args.data(), static_cast<int32_t>(args.size()));
+  std::vector<NDArray> outputs;
+  flatten_outputs(result, &outputs);
+  report_outputs(o, outputs);
   if (!o.bench.empty()) {
-    int64_t runs = parse_count(o.bench, "--bench");
-    if (runs < 1) LOOM_THROW(Error) << "--bench needs at least 1 run";
+    int64_t runs = bench_runs(o);
     std::vector<double> ms;
     for (int64_t r = 0; r < runs; ++r) {
       auto start = std::chrono::steady_clock::now();
       fn.call(args.data(), static_cast<int32_t>(args.size()));
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
-    std::sort(ms.begin(), ms.end());
-    std::cout << "latency: median " << ms[ms.size() / 2] << " ms, min " << ms.front() << " ms over " << runs
-              << " runs (after one untimed run)\n";
+    report_latency(ms, "");
   }
   if (o.profile) print_profiles(module);
   return 0;
