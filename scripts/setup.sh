@@ -34,6 +34,7 @@ PACKAGES=(
   glslc                          # the raw-Vulkan peer of the dispatch benchmark (bench/vulkan_bench.cc)
   mesa-vulkan-drivers            # lavapipe: Vulkan on this CPU, for the tests
   vulkan-validationlayers        # the Khronos validation layers the tests run under
+  chromium tesseract-ocr tesseract-ocr-eng  # a profile's HTML drawn headless and read back (tests/python/rpc)
   libssl-dev                     # loom-rpc-server and loomc --remote: the handshake's HMAC-SHA256 (docs/rpc.md)
   valgrind                       # the C API's leak check over 1,000 load/call/unload cycles (tests/c)
   libtorch-dev                   # the torchscript plugin (docs/extern-torchscript.md): libtorch's C++ libraries

@@ -12,6 +12,7 @@
 #include "loom/ir/module.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/module.h"
+#include "loom/runtime/profiler.h"
 #include "loom/runtime/thread_pool.h"
 #include "loom/runtime/time_evaluator.h"
 #include "loom/transform/pass.h"
@@ -155,6 +156,10 @@ void bind_runtime(py::module_& m) {
       .def("function_names", [](const runtime::Module& mod) { return mod.node()->function_names(); })
       .def_property_readonly("imports", &runtime::Module::imports)
       .def("profile_json", [](const runtime::Module& mod) { return mod.node()->profile(); })
+      .def(
+          "set_profiling", [](const runtime::Module& mod, bool on) { runtime::set_profiling(mod, on); },
+          py::arg("on") = true,
+          "starts (clearing what was recorded) or stops recording each kernel call of the tree (docs/rpc.md)")
       .def(
           "inspect_source",
           [](const runtime::Module& mod, const std::string& format) { return mod.node()->inspect_source(format); },

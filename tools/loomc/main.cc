@@ -17,6 +17,7 @@
 #include "loom/plugin/manager.h"
 #include "loom/support/error.h"
 #include "plugin_tools.h"
+#include "profile_command.h"
 #include "run_command.h"
 
 namespace {
@@ -56,6 +57,7 @@ int run_model(const Args& a) {
   o.seed = a.get("--seed", "0");
   o.bench = a.get("--bench");
   o.profile = a.has("--profile");
+  o.trace = a.get("--trace");
   o.remote = a.get("--remote");
   o.key = a.get("--key");
   if (!o.key.empty() && o.remote.empty()) return loomc::usage_error("--key is for --remote");
@@ -203,13 +205,14 @@ loomc::Table table() {
       Command::named("run",
                      "LIBRARY.so|MODEL.loom [--config FILE.yaml] [--function NAME]\n"
                      "[--input X.npy]... [--seed N] [--output Y.npy]... [--bench N] [--profile]\n"
-                     "[--remote HOST:PORT [--key FILE]]",
+                     "[--trace FILE.json] [--remote HOST:PORT [--key FILE]]",
                      "run a function (default main) of a library, or of a model\n"
                      "built in memory with the config, on .npy inputs (in order)\n"
                      "or seeded random ones; print each output's type, write them\n"
                      "to the --output files (in order); --bench N times N runs\n"
-                     "and prints the median latency; --profile prints what each\n"
-                     "module records of its calls (the npu's cycle report);\n"
+                     "and prints the median latency; --profile prints each kernel\n"
+                     "call's time by kernel (and the npu's cycle report), --trace\n"
+                     "writes them as Chrome trace events (docs/rpc.md);\n"
                      "--remote runs it all on a loom-rpc-server (docs/rpc.md)")
           .takes("--config", "FILE.yaml")
           .takes("--function", "NAME")
@@ -218,10 +221,18 @@ loomc::Table table() {
           .takes("--output", "Y.npy", true)
           .takes("--bench", "N")
           .takes("--profile")
+          .takes("--trace", "FILE.json")
           .takes("--remote", "HOST:PORT")
           .takes("--key", "FILE")
           .arguments(1, 1, "run takes one library or model file")
           .runs(run_model),
+      Command::named("profile", "TRACE.json [--html OUT.html]",
+                     "read a trace written by run --trace and print its kernels\n"
+                     "by time; --html draws them as a page that needs no network\n"
+                     "(docs/rpc.md, \"Profiles and traces\")")
+          .takes("--html", "OUT.html")
+          .arguments(1, 1, "profile takes one trace file")
+          .runs([](const Args& a) { return loomc::profile_command(a.positional[0], a.get("--html")); }),
       Command::named("inspect", "LIBRARY.so [--source FORMAT]",
                      "read a library written by export_library, without loading\n"
                      "it or running any of its code, and print its module tree\n"

@@ -1,5 +1,7 @@
 #include "run_command.h"
 
+#include "profile_command.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include "loom/text/text.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/npy.h"
+#include "loom/runtime/profiler.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/file.h"
 #include "loom/support/strings.h"
@@ -146,15 +149,39 @@ void print_json(const loom::JsonValue& v, int depth) {
 }
 
 // Every module of the tree that keeps a profile, printed.
-void print_profile(const std::string& kind, const std::string& json) {
+void print_profile(const std::string& kind, const loom::JsonValue& profile) {
   std::cout << "profile of the " << kind << " module:\n";
-  print_json(loom::parse_json(json, kind + " profile"), 1);
+  if (profile.find("kernels")) {
+    print_kernel_table(profile);  // the VM's: each kernel call
+  } else {
+    print_json(profile, 1);
+  }
 }
 
-void print_profiles(const loom::runtime::Module& m) {
-  std::string json = m->profile();
-  if (!json.empty()) print_profile(m->type_key(), json);
-  for (const auto& child : m.imports()) print_profiles(child);
+// The profiles of the tree, by module kind.
+std::vector<std::pair<std::string, loom::JsonValue>> tree_profiles(const loom::runtime::Module& root) {
+  std::vector<std::pair<std::string, loom::JsonValue>> out;
+  std::vector<loom::runtime::Module> pending{root};
+  for (size_t k = 0; k < pending.size(); ++k) {
+    std::string json = pending[k]->profile();
+    if (!json.empty())
+      out.emplace_back(pending[k]->type_key(), loom::parse_json(json, pending[k]->type_key() + " profile"));
+    for (const auto& child : pending[k].imports()) pending.push_back(child);
+  }
+  return out;
+}
+
+// --profile's table and --trace's file.
+void report_profiles(const RunOptions& o, const std::vector<std::pair<std::string, loom::JsonValue>>& profiles) {
+  if (o.profile) {
+    for (const auto& [kind, profile] : profiles) print_profile(kind, profile);
+  }
+  if (!o.trace.empty()) {
+    std::vector<loom::JsonValue> all;
+    for (const auto& [kind, profile] : profiles) all.push_back(profile);
+    write_trace(all, o.trace);
+    std::cout << "trace -> " << o.trace << "\n";
+  }
 }
 
 namespace {
@@ -209,14 +236,6 @@ loom::runtime::VMSignature signature_of(const loom::runtime::Module& module, con
   return {};
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) LOOM_THROW(Error) << "cannot read " << path;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A .loom model built in memory with --config.
 loom::runtime::Module build_model(const RunOptions& o) {
   if (o.config.empty()) LOOM_THROW(Error) << "running a .loom model needs --config FILE.yaml";
@@ -244,7 +263,7 @@ int run_remote(const RunOptions& o) {
     local = loom::runtime::inspect_library(o.input);
     name = std::filesystem::path(o.input).filename().string();
   }
-  std::string bytes = read_file(path);
+  std::string bytes = loom::read_file(path);
   if (!temp.empty()) std::filesystem::remove(temp);
   std::vector<NDArray> inputs = make_inputs(o, signature_of(local, o.function));
 
@@ -281,6 +300,12 @@ int run_remote(const RunOptions& o) {
       client.request(r);
       args.push_back(tensor);
     }
+    if (o.profile || !o.trace.empty()) {
+      r = request(rpc::Msg::kProfile);
+      r.handle = module;
+      r.action = 1;  // start
+      client.request(r);
+    }
     r = request(rpc::Msg::kCall);
     r.handle = function;
     r.args = args;
@@ -313,14 +338,11 @@ int run_remote(const RunOptions& o) {
       for (const rpc::Value& s : timed.items.at(1).items) ms.push_back(s.f * 1000);
       report_latency(ms, ", on " + client.endpoint().text() + "'s clock");
     }
-    if (o.profile) {
+    if (o.profile || !o.trace.empty()) {
       r = request(rpc::Msg::kProfile);
       r.handle = module;
       loom::JsonValue all = loom::parse_json(client.request(r).s, "the remote profile");
-      for (const auto& [kind, value] : all.object) {
-        std::cout << "profile of the " << kind << " module:\n";
-        print_json(value, 1);
-      }
+      report_profiles(o, all.object);
     }
   } catch (const rpc::ProtocolError& e) {
     LOOM_THROW(Error) << o.remote << ": " << e.what();
@@ -340,6 +362,7 @@ int run_model(const RunOptions& o) {
     module = loom::runtime::load_module(o.input);
   }
   loom::Function fn = module.get_function(o.function);
+  if (o.profile || !o.trace.empty()) loom::runtime::set_profiling(module, true);
   std::vector<Any> args;
   for (const NDArray& input : make_inputs(o, signature_of(module, o.function))) args.push_back(Any(input));
   Any result = fn.call(args.data(), static_cast<int32_t>(args.size()));
@@ -356,7 +379,7 @@ int run_model(const RunOptions& o) {
     }
     report_latency(ms, "");
   }
-  if (o.profile) print_profiles(module);
+  report_profiles(o, tree_profiles(module));
   return 0;
 }
 

@@ -22,6 +22,7 @@ struct RunOptions {
   std::string seed = "0";
   std::string bench;     // number of timed runs; empty: none
   bool profile = false;  // print each module's profile (ModuleNode::profile) after the runs
+  std::string trace;     // write the kernel calls as Chrome trace events (docs/rpc.md)
   std::string remote;    // HOST:PORT of a loom-rpc-server: run there (docs/rpc.md)
   std::string key;       // its key file
 };

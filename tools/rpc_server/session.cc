@@ -18,6 +18,7 @@
 #include "loom/runtime/device_api.h"
 #include "loom/runtime/library.h"
 #include "loom/runtime/ndarray.h"
+#include "loom/runtime/profiler.h"
 #include "loom/runtime/time_evaluator.h"
 #include "loom/support/error.h"
 #include "loom/support/size.h"
@@ -102,9 +103,14 @@ class Session {
         return Value::tuple({Value::integer(t.number), Value::tuple(std::move(seconds))});
       }
       case Msg::kProfile: {
+        Module root = get<Module>(r.handle, "module");
+        if (r.action != 0) {
+          runtime::set_profiling(root, r.action == 1);
+          return Value();
+        }
         // {"KIND": PROFILE, ...} over the tree, as Python's Module.profile().
         std::string json = "{";
-        std::vector<Module> pending{get<Module>(r.handle, "module")};
+        std::vector<Module> pending{root};
         for (size_t k = 0; k < pending.size(); ++k) {
           std::string profile = pending[k]->profile();
           if (!profile.empty()) json += (json.size() > 1 ? ", \"" : "\"") + pending[k]->type_key() + "\": " + profile;

@@ -403,8 +403,15 @@ Request decode_request(const Frame& frame) {
       r.name = std::string(in.str("name"));
       break;
     case Msg::kFunctionNames:
+      r.handle = in.u64("module");
+      break;
     case Msg::kProfile:
       r.handle = in.u64("module");
+      r.action = in.u8("action");
+      if (r.action > 2) {
+        throw ProtocolError(ErrorCode::kProtocol,
+                            "PROFILE: action " + std::to_string(r.action) + " (0 read, 1 start, 2 stop)");
+      }
       break;
     case Msg::kArrayGet:
       r.handle = in.u64("handle");
@@ -476,9 +483,11 @@ std::string encode_request(const Request& r) {
       w.u64(r.handle).str(r.name);
       break;
     case Msg::kFunctionNames:
-    case Msg::kProfile:
     case Msg::kArrayGet:
       w.u64(r.handle);
+      break;
+    case Msg::kProfile:
+      w.u64(r.handle).u8(r.action);
       break;
     case Msg::kRelease:
       w.u32(static_cast<uint32_t>(r.handles.size()));

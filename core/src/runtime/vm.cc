@@ -12,6 +12,8 @@
 #include "loom/support/stack.h"
 #include "loom/runtime/vm.h"
 
+#include "loom/runtime/profiler.h"
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -745,6 +747,14 @@ class VMModuleNode : public ModuleNode {
 
   Any invoke(size_t index, const Any* args, int32_t count) const;
   std::string disassemble() const;
+  // docs/rpc.md, "Profiles and traces": each kernel and graph function
+  // call while profiling.
+  void set_profiling(bool on) override {
+    if (on) profiler_.start();
+    profiling_.store(on, std::memory_order_relaxed);
+    if (on) profiled_.store(true);
+  }
+  std::string profile() const override { return profiled_.load() ? profiler_.to_json() : ""; }
   LOOM_OBJECT(VMModuleNode, ModuleNode, "runtime.VMModule");
 
  private:
@@ -756,7 +766,31 @@ class VMModuleNode : public ModuleNode {
   mutable std::mutex resolve_mutex_;
   mutable std::atomic<bool> resolved_{false};
   mutable std::vector<Function> callee_functions_;
+  Any run(size_t index, const Any* args, int32_t count) const;
+  // A kernel call timed to the end of its device's work, with its tensors' bytes.
+  Any call_profiled(size_t callee, const std::vector<Any>& args) const;
+  mutable Profiler profiler_;
+  std::atomic<bool> profiling_{false};
+  std::atomic<bool> profiled_{false};  // a profile was ever started: profile() reports it
 };
+
+Any VMModuleNode::call_profiled(size_t callee, const std::vector<Any>& args) const {
+  int64_t bytes = 0;
+  Device device = devices.empty() ? Device() : devices[0];
+  for (const Any& a : args) {
+    if (const auto* t = dynamic_cast<const NDArrayNode*>(a.object())) {
+      bytes += static_cast<int64_t>(t->nbytes());
+      device = t->device;  // a call_dps's outputs come last: the device that runs it
+    }
+  }
+  int64_t start = profiler_.now_ns();
+  Any result = callee_functions_[callee].call(args.data(), static_cast<int32_t>(args.size()));
+  if (device.device_type != Device::kCPU) DeviceAPIRegistry::get(device).synchronize(device, nullptr);
+  int64_t end = profiler_.now_ns();
+  profiler_.record({"@" + callees[callee].substr(callees[callee].find(':') + 1), "kernel", device.to_string(), start,
+                    end - start, bytes});
+  return result;
+}
 
 void VMModuleNode::resolve() const {
   std::lock_guard<std::mutex> lock(resolve_mutex_);
@@ -797,6 +831,16 @@ void copy_across(const NDArray& from, const NDArray& to) {
 }
 
 Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
+  if (!profiling_.load(std::memory_order_relaxed)) return run(index, args, count);
+  int64_t start = profiler_.now_ns();
+  Any result = run(index, args, count);
+  int64_t end = profiler_.now_ns();
+  profiler_.record({"@" + functions[index].name, "function", (devices.empty() ? Device() : devices[0]).to_string(),
+                    start, end - start, 0});
+  return result;
+}
+
+Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
   if (!resolved_.load(std::memory_order_acquire)) resolve();
   const FunctionRt& f = functions[index];
   auto where = [&] { return "@" + f.name; };
@@ -930,7 +974,8 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
           if (in.op == kVMCallGraph) {
             regs[in.dst] = invoke(static_cast<size_t>(in.a), scratch.data(), n);
           } else {
-            Any result = callee_functions_[in.a].call(scratch.data(), n);
+            Any result = profiling_.load(std::memory_order_relaxed) ? call_profiled(static_cast<size_t>(in.a), scratch)
+                                                                    : callee_functions_[in.a].call(scratch.data(), n);
             if (in.op == kVMCallPacked) {
               check_result(result, f.types[in.b], f.shape_vars, "call_packed '" + callees[in.a].substr(7) + "'");
               regs[in.dst] = std::move(result);

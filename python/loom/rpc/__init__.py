@@ -403,10 +403,11 @@ class Session:
 
     def profile(self, module):
         """What the remote module tree recorded of its calls, by module kind
-        (as loom.runtime.Module.profile())."""
+        (as loom.runtime.Module.profile()): the VM's kernel table and trace
+        events once profiling was started (RemoteModule.set_profiling)."""
         import json
 
-        return json.loads(self._request(_PROFILE, _Writer().u64(module._handle), "profile"))
+        return json.loads(self._request(_PROFILE, _Writer().u64(module._handle).u8(0), "profile"))
 
     def _release(self, handle):
         """Frees a remote object with the next request (a list append: safe
@@ -556,6 +557,12 @@ class RemoteModule(_Remote):
 
     def profile(self):
         return self._session.profile(self)
+
+    def set_profiling(self, on=True):
+        """Starts (clearing what was recorded) or stops recording each kernel
+        call of the remote module tree (docs/rpc.md, "Profiles and traces")."""
+        self._check_alive()
+        self._session._request(_PROFILE, _Writer().u64(self._handle).u8(1 if on else 2), "set_profiling")
 
     def __repr__(self):
         return f"<loom.rpc.RemoteModule {self.name} of {self._session.address}>"

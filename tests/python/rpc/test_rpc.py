@@ -345,3 +345,30 @@ def test_the_server_refuses_unsafe_settings(tmp_path):
                           (["--max-upload", "12Q"], "--max-upload takes a size")]:
         run = subprocess.run([SERVER, "--port", "0", *args], capture_output=True, text=True, timeout=10)
         assert run.returncode == 2 and message in run.stderr, (args, run.stderr)
+
+
+@pytest.mark.parametrize("config,device", [("opencl.yaml", "opencl"), ("vulkan.yaml", "vulkan"), ("npu.yaml", "npu")])
+def test_remote_devices_run_the_mlp(server, tmp_path, config, device):
+    """A library built for a device runs on the server, which loads that
+    device's runtime half (OpenCL on PoCL, Vulkan on lavapipe, the NPU's
+    simulator); arrays copy to and from the device itself."""
+    library = tmp_path / f"mlp_{device}.so"
+    built = subprocess.run([LOOMC, "build", str(ROOT / "examples/mlp.loom"), "--config", str(ROOT / "configs" / config),
+                            "-o", str(library)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    arrays = mlp_arrays()
+    want = mlp_reference(*[a.astype(np.float64) for a in arrays])
+    with loom.rpc.connect(server.address, key=server.key) as sess:
+        sess.upload(library)
+        mod = sess.load_module(library.name)
+        got = mod["main"](*arrays).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        if device != "npu":  # the NPU's memory is its simulator's: the CPU holds the arrays
+            dev = sess.device(device, 0)
+            x = sess.array(arrays[0], dev)
+            assert x.device == f"{device}:0" and np.array_equal(x.numpy(), arrays[0])
+            assert f"{device}" in sess.devices()
+        t = mod.time_evaluator("main", number=2, repeat=2)(*arrays)
+        assert len(t.results) == 2 and t.min > 0
+        if device == "npu":
+            assert "npu" in mod.profile()

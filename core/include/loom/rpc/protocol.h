@@ -199,6 +199,7 @@ struct Request {
   int64_t number = 1, repeat = 1;
   double min_repeat_ms = 0;
   bool cache_flush = false;
+  uint8_t action = 0;  // PROFILE: 0 read, 1 start (clearing), 2 stop
 };
 // A frame after the handshake as a request; ProtocolError for an unknown
 // or out-of-place type, malformed fields or trailing bytes.

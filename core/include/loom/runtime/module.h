@@ -53,6 +53,10 @@ class ModuleNode : public Object {
   // no such record.  `loomc run --profile` prints it, Python's
   // Module.profile() returns it parsed.
   virtual std::string profile() const { return ""; }
+  // Starts (clearing what was recorded) or stops recording each kernel
+  // call (docs/rpc.md, "Profiles and traces"); the VM does, a kind that
+  // always records (the npu simulator) or never can ignores it.
+  virtual void set_profiling(bool on) {}
   // Lines on its own state beyond its functions, for the module tree (the
   // VM's memory plan per function); none by default.
   virtual std::vector<std::string> describe() const { return {}; }

@@ -1,0 +1,135 @@
+"""Kernel profiles and traces (docs/rpc.md, "Profiles and traces"): the
+trace of ResNet-18 has one event per kernel call of its bytecode, their
+sum is within 10 % of the call, Python (local and remote) sees the same
+kernels, and headless Chromium draws the trace's HTML summary with the
+top kernel's name on it."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import loom
+import loom.rpc
+from conftest import LOOMC, ROOT
+from rpc_util import SERVER, Server
+
+sys.path.insert(0, str(ROOT / "tests" / "python" / "zoo"))
+
+HOST = str(ROOT / "configs" / "host.yaml")
+
+
+@pytest.fixture(scope="module")
+def resnet18(tmp_path_factory):
+    """ResNet-18 (random weights) through ONNX, exported for the host, and
+    an input."""
+    pytest.importorskip("torchvision")
+    pytest.importorskip("onnx")
+    import zoo
+
+    model, x = zoo.make("resnet18")
+    d = tmp_path_factory.mktemp("resnet18")
+    lib = loom.build(zoo.import_onnx(model, x), HOST)
+    lib.export_library(str(d / "resnet18.so"))
+    np.save(d / "x.npy", x.numpy())
+    return d / "resnet18.so", x.numpy()
+
+
+def bytecode_calls(library):
+    """The kernel calls of @main's bytecode, in order (straight-line code:
+    each runs once per call)."""
+    text = subprocess.run([LOOMC, "inspect", str(library), "--source", "bytecode"], capture_output=True, text=True,
+                          check=True).stdout
+    main = text[text.index("\n@main:"):]
+    main = main[:re.search(r"\n(@|\s+library:)", main[1:]).start() + 1]
+    assert " br " not in main and "jmp" not in main and "call_graph" not in main  # straight-line code
+    return ["@" + m.group(1) for m in re.finditer(r"call_(?:dps|packed) (?:dps|packed):(\S+)", main)]
+
+
+def test_the_trace_has_one_event_per_kernel_call_summing_to_the_call(resnet18, tmp_path):
+    library, x = resnet18
+    trace = tmp_path / "trace.json"
+    run = subprocess.run([LOOMC, "run", str(library), "--input", str(library.parent / "x.npy"), "--profile",
+                          "--trace", str(trace)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    calls = [e for e in events if e.get("cat") == "function"]
+    assert [e["name"] for e in kernels] == bytecode_calls(library)
+    assert len(calls) == 1 and calls[0]["name"] == "@main"
+    assert all(e["ph"] == "X" and e["dur"] > 0 and e["args"]["bytes"] > 0 for e in kernels)
+    # In order, inside the call, and nearly all of it.
+    starts = [e["ts"] for e in kernels]
+    assert starts == sorted(starts) and calls[0]["ts"] <= starts[0]
+    assert kernels[-1]["ts"] + kernels[-1]["dur"] <= calls[0]["ts"] + calls[0]["dur"] + 1e-3
+    total = sum(e["dur"] for e in kernels)
+    assert 0.9 * calls[0]["dur"] <= total <= calls[0]["dur"], (total, calls[0]["dur"])
+    # The table: sorted by time, shares summing to 100 %.
+    rows = [line.split() for line in run.stdout.splitlines() if re.match(r"\s+\d+\.\d%", line)]
+    assert len(rows) >= 10
+    totals = [float(r[1]) for r in rows]
+    assert totals == sorted(totals, reverse=True)
+    assert abs(sum(float(r[0].rstrip("%")) for r in rows) - 100) < 0.5
+    assert f"{len(kernels)} kernel call(s)" in run.stdout
+
+
+def test_python_and_a_remote_session_see_the_same_kernels(resnet18, tmp_path):
+    library, x = resnet18
+    lib = loom.runtime.load_module(str(library))
+    assert lib.profile() == {}  # nothing recorded before profiling starts
+    lib.set_profiling(True)
+    want = lib["main"](x).numpy()
+    local = lib.profile()["vm"]
+    lib.set_profiling(False)
+    lib["main"](x)
+    assert len([e for e in lib.profile()["vm"]["traceEvents"] if e.get("cat") == "kernel"]) == \
+        len(bytecode_calls(library))
+    names = sorted(k["name"] for k in local["kernels"])
+    assert abs(sum(k["share"] for k in local["kernels"]) - 1) < 1e-6
+    if not SERVER.exists():
+        pytest.skip(f"{SERVER} is not built")
+    server = Server(tmp_path)
+    try:
+        with loom.rpc.connect(server.address, key=server.key) as sess:
+            sess.upload(library)
+            mod = sess.load_module(library.name)
+            mod.set_profiling(True)
+            got = mod["main"](x).numpy()
+            remote = mod.profile()["vm"]
+    finally:
+        server.stop()
+    assert np.array_equal(got, want)
+    assert sorted(k["name"] for k in remote["kernels"]) == names
+    assert sum(k["calls"] for k in remote["kernels"]) == len(bytecode_calls(library))
+
+
+def test_headless_chromium_draws_the_summary_with_the_top_kernel(resnet18, tmp_path):
+    chromium, tesseract = shutil.which("chromium"), shutil.which("tesseract")
+    if not chromium or not tesseract:
+        pytest.skip("needs chromium and tesseract-ocr (scripts/setup.sh installs both)")
+    library, _ = resnet18
+    trace = tmp_path / "trace.json"
+    subprocess.run([LOOMC, "run", str(library), "--input", str(library.parent / "x.npy"), "--trace", str(trace)],
+                   check=True, capture_output=True)
+    html = tmp_path / "profile.html"
+    summary = subprocess.run([LOOMC, "profile", str(trace), "--html", str(html)], capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    top = next(line.split()[-1] for line in summary.stdout.splitlines() if re.match(r"\s+\d+\.\d%", line))
+    page = html.read_text()
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
+    shot = tmp_path / "shot.png"
+    subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars",
+                    "--window-size=1600,900", f"--screenshot={shot}", html.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    assert shot.stat().st_size > 10000
+    text = subprocess.run([tesseract, str(shot), "-", "--psm", "6"], capture_output=True, text=True,
+                          check=True).stdout
+
+    def letters(s):
+        return re.sub(r"[^a-z0-9]", "", s.lower())
+
+    assert letters(top) in letters(text), (top, text[:500])
