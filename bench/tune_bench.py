@@ -20,7 +20,9 @@ built with configs/host.yaml at num-threads 1.
            after 8, 16, ... trials, all measured again in turn.
   rate     trials per minute on one task with local:1, local:2 and a Dask
            cluster of 1 and 2 workers (dask-scheduler and dask-worker
-           processes on this machine).
+           processes on this machine), and a device pool of 2
+           loom-rpc-servers on this machine (built here, measured there:
+           docs/rpc.md).
 
     PYTHONPATH=python /usr/bin/python3 bench/tune_bench.py [tasks|compare|rate]... [--trials N] [--runs N]
 """
@@ -210,6 +212,32 @@ def dask_cluster(workers, logdir):
     return client, procs
 
 
+def device_pool(servers, logdir):
+    """A Dask scheduler and `servers` loom-rpc-servers, each fronted by a
+    worker with the resource loom-rpc:bench (docs/rpc.md, "Device pools on
+    Dask"): the pool's client, its address and the processes."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    sys.path.insert(0, str(ROOT / "tests" / "python" / "rpc"))
+    from rpc_util import Server
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    procs = [subprocess.Popen(["dask-scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=open(logdir / "pool-scheduler.log", "w"), stderr=subprocess.STDOUT, env=env)]
+    rpc_servers = []
+    for k in range(servers):
+        d = logdir / f"server{k}"
+        d.mkdir(exist_ok=True)
+        rpc_servers.append(Server(d))
+        procs.append(subprocess.Popen([sys.executable, "-m", "loom.rpc.worker", f"dask://127.0.0.1:{port}", "--server",
+                                       rpc_servers[-1].address, "--key", str(rpc_servers[-1].key), "--device-key",
+                                       "bench"], stdout=open(logdir / f"front{k}.log", "w"),
+                                      stderr=subprocess.STDOUT, env=env))
+    from distributed import Client
+    client = Client(f"tcp://127.0.0.1:{port}", timeout="30s")
+    client.wait_for_workers(servers, timeout=60)
+    return client, f"dask://127.0.0.1:{port}", procs, rpc_servers
+
+
 def part_rate(args):
     trials = args.rate_trials
     print(f"== rate: trials per minute, {trials} trials of one task (ResNet-18's first convolution)")
@@ -217,18 +245,22 @@ def part_rate(args):
     mod, _ = imported(module, shape)
     task = [t for t in loom.tune.tasks(mod, host_config()) if "conv2d" in t.name][0]
     with tempfile.TemporaryDirectory() as tmp:
-        for label in ("local:1", "local:2", "dask 1 worker", "dask 2 workers"):
-            client, procs = None, []
+        for label in ("local:1", "local:2", "dask 1 worker", "dask 2 workers", "rpc pool 2 servers"):
+            client, procs, servers, device_key = None, [], [], None
             workers = label
             if label.startswith("dask"):
                 client, procs = dask_cluster(int(label.split()[1]), pathlib.Path(tmp))
                 workers = client
+            if label.startswith("rpc pool"):
+                client, workers, procs, servers = device_pool(2, pathlib.Path(tmp))
+                device_key = "bench"
             try:
                 # A warm-up trial starts the workers' processes.
-                loom.tune.tune(mod, host_config(), trials=2, workers=workers, tasks=[task], progress=False)
+                loom.tune.tune(mod, host_config(), trials=2, workers=workers, tasks=[task], progress=False,
+                               device_key=device_key)
                 start = time.time()
                 loom.tune.tune(mod, host_config(), trials=trials, workers=workers, tasks=[task], seed=1,
-                               progress=False)
+                               progress=False, device_key=device_key)
                 minutes = (time.time() - start) / 60
                 print(f"  {label:16s} {trials / minutes:6.1f} trials/min")
             finally:
@@ -237,6 +269,8 @@ def part_rate(args):
                 for p in procs:
                     p.terminate()
                     p.wait(10)
+                for server in servers:
+                    server.stop()
 
 
 def main():

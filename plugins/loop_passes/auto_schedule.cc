@@ -282,7 +282,8 @@ transform::Pass AutoSchedule() {
     std::string cpu;
     if (!database_path.empty()) {
       database = TuningDatabase::open(database_path);
-      cpu = target::detect_cpu();
+      cpu = context.get_config("tuning.cpu").cast<std::string>();
+      if (cpu.empty()) cpu = target::detect_cpu();
     }
     std::map<std::string, Any> changed = transform::rewrite_prim_funcs(
         module,

@@ -188,11 +188,12 @@ loomc::Table table() {
           .runs([](const Args& a) { return loomc::import_model(a.positional); }),
       Command::named("tune",
                      "MODEL.loom --config FILE.yaml --trials N --database FILE.jsonl\n"
-                     "[--workers local:N|dask://HOST:PORT] [--strategy model|random]",
+                     "[--workers local:N|dask://HOST:PORT [--device-key KEY]] [--strategy model|random]",
                      "search schedules for the model's prim functions (through\n"
-                     "the Python package), measured in N local processes or on a\n"
-                     "Dask cluster; results go to the database, which a config\n"
-                     "uses with pipeline: {tuning: {database: FILE}}")
+                     "the Python package), measured in N local processes, on a\n"
+                     "Dask cluster, or on the loom-rpc-servers of a device key in\n"
+                     "a Dask device pool (docs/rpc.md); results go to the database,\n"
+                     "which a config uses with pipeline: {tuning: {database: FILE}}")
           .unparsed()
           .without_warnings()
           .runs([](const Args& a) { return loomc::tune_model(a.positional); }),

@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -255,6 +256,7 @@ int main(int argc, char** argv) {
       close(fd);
       continue;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
       loom::rpc::send_all(fd, loom::rpc::encode_error(ErrorCode::kSessionDied, "the server cannot fork a session"));
@@ -262,6 +264,9 @@ int main(int argc, char** argv) {
       continue;
     }
     if (pid == 0) {
+      // A session ends with its server, also one killed with SIGKILL.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
       close(listener);
       for (const auto& [other, child] : children) close(child.fd);  // other sessions' connections
       signal(SIGTERM, SIG_DFL);

@@ -21,7 +21,10 @@
 #include "loom/runtime/profiler.h"
 #include "loom/runtime/time_evaluator.h"
 #include "loom/support/error.h"
+#include "loom/support/cpu.h"
+#include "loom/support/json.h"
 #include "loom/support/size.h"
+#include "loom/version.h"
 
 namespace loom::rpc {
 
@@ -58,6 +61,14 @@ class Session {
         std::string names;
         for (const std::string& name : get<Module>(r.handle, "module")->function_names()) names += name + "\n";
         return Value::string(names);
+      }
+      case Msg::kInfo: {
+        // What tuning records of a measurement (docs/tuning.md), and what runs here.
+        JsonWriter json(0);
+        json.begin_object().key("cpu").value(detect_cpu()).key("loom").value(LOOM_VERSION);
+        json.key("protocol").value(static_cast<int64_t>(kProtocolVersion)).key("devices");
+        json.string_array(runtime::DeviceAPIRegistry::list()).end_object();
+        return Value::string(json.str());
       }
       case Msg::kDevices: {
         std::vector<Value> out;

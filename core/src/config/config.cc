@@ -34,6 +34,10 @@ const bool core_config_registered = [] {
       "tuning.database", "str", std::string(),
       "a tuning database (JSON lines, docs/tuning.md): AutoSchedule applies its best record per task and schedules "
       "the other functions itself; pipeline.tuning.database in a YAML config"});
+  transform::ConfigRegistry::register_option(SchemaField{
+      "tuning.cpu", "str", std::string(),
+      "whose records of the tuning database apply: a record's cpu, such as the device's that tuning through an RPC "
+      "device pool recorded (docs/rpc.md); empty: this machine's CPU; pipeline.tuning.cpu in a YAML config"});
   return true;
 }();
 
@@ -496,11 +500,17 @@ class Loader {
     if (YAML::Node required = node["required"]) config.context.required = pass_names(required, "pipeline.required");
   }
 
-  // pipeline.tuning: {database: FILE}, the config key tuning.database; a
-  // relative path is the config file's neighbour.
+  // pipeline.tuning: {database: FILE, cpu: NAME}, the config keys
+  // tuning.database and tuning.cpu; a relative path is the config file's
+  // neighbour.
   void parse_tuning(const YAML::Node& node, Config& config) {
     if (!node.IsMap()) fail(node, "pipeline.tuning must be a mapping, got " + describe_node(node));
-    check_keys(node, {"database"}, "pipeline.tuning");
+    check_keys(node, {"database", "cpu"}, "pipeline.tuning");
+    if (YAML::Node cpu = node["cpu"]) {
+      std::string name = convert(cpu, "str", "pipeline.tuning.cpu").as_string();
+      if (name.empty()) fail(cpu, "pipeline.tuning.cpu is empty (leave it out for this machine's CPU)");
+      if (!validate_only_) config.context.set_config("tuning.cpu", name);
+    }
     YAML::Node database = node["database"];
     if (!database) fail(node, "pipeline.tuning needs a 'database' (a JSON-lines file, docs/tuning.md)");
     std::string path = convert(database, "str", "pipeline.tuning.database").as_string();

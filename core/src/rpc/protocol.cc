@@ -63,6 +63,8 @@ std::string message_name(uint32_t type) {
       return "RELEASE";
     case Msg::kClose:
       return "CLOSE";
+    case Msg::kInfo:
+      return "INFO";
     case Msg::kOk:
       return "OK";
     case Msg::kError:
@@ -427,6 +429,7 @@ Request decode_request(const Frame& frame) {
     }
     case Msg::kDevices:
     case Msg::kClose:
+    case Msg::kInfo:
       break;
     case Msg::kArrayEmpty:
       r.device = std::string(in.str("device", 64));
@@ -495,6 +498,7 @@ std::string encode_request(const Request& r) {
       break;
     case Msg::kDevices:
     case Msg::kClose:
+    case Msg::kInfo:
       break;
     case Msg::kArrayEmpty:
       w.str(r.device).str(r.dtype).u32(static_cast<uint32_t>(r.shape.size()));

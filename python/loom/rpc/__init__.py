@@ -26,7 +26,7 @@ from .. import _core
 
 __all__ = ["connect", "Session", "RemoteModule", "RemoteFunction", "RemoteArray", "RemoteDevice", "TimeResult",
            "RpcError", "ProtocolError", "AuthenticationError", "VersionMismatch", "LimitError", "PathError",
-           "RemoteError", "SessionDied", "SessionTimeout", "PROTOCOL_VERSION"]
+           "RemoteError", "SessionDied", "SessionTimeout", "PROTOCOL_VERSION", "pool"]
 
 PROTOCOL_VERSION = 1
 _MAGIC = b"loom-rpc"
@@ -77,7 +77,7 @@ _ERRORS = {1: ProtocolError, 2: AuthenticationError, 3: VersionMismatch, 4: Limi
 _HELLO, _AUTH = 1, 2
 _UPLOAD, _LOAD_MODULE, _GET_FUNCTION, _FUNCTION_NAMES, _DEVICES = 10, 11, 12, 13, 14
 _ARRAY_EMPTY, _ARRAY_SET, _ARRAY_GET, _CALL, _TIME_EVALUATOR = 15, 16, 17, 18, 19
-_PROFILE, _RELEASE, _CLOSE = 20, 21, 22
+_PROFILE, _RELEASE, _CLOSE, _INFO = 20, 21, 22, 23
 _OK, _ERROR = 100, 101
 
 # Value kinds.
@@ -382,6 +382,13 @@ class Session:
     def cpu(self, index=0):
         return self.device("cpu", index)
 
+    def info(self):
+        """{"cpu": the server's CPU as tuning records it, "loom": its
+        version, "protocol", "devices": those loaded so far}."""
+        import json
+
+        return json.loads(self._request(_INFO, _Writer(), "info"))
+
     def devices(self):
         """The devices whose runtime the server has loaded so far."""
         return list(self._request(_DEVICES, _Writer(), "devices"))
@@ -566,6 +573,17 @@ class RemoteModule(_Remote):
 
     def __repr__(self):
         return f"<loom.rpc.RemoteModule {self.name} of {self._session.address}>"
+
+
+def pool(scheduler, key, timeout=None, lease_timeout=None):
+    """A session on a free server of the Dask device pool at `scheduler`
+    ("dask://HOST:PORT" or a distributed.Client) whose servers carry the
+    device key `key` ("cpu-avx512", "pocl"): Dask hands out the servers
+    (docs/rpc.md, "Device pools on Dask"); the server stays this
+    session's until close()."""
+    from .dask_pool import lease
+
+    return lease(scheduler, key, timeout=timeout, lease_timeout=lease_timeout)
 
 
 def connect(address, key=None, timeout=None, connect_timeout=10.0):

@@ -122,7 +122,7 @@ def _fmt_time(seconds):
 
 
 def tune(mod, config, trials=64, database=None, workers="local:1", strategy="model", seed=0, timeout=60.0,
-         batch=None, progress=True, tasks=None, verify=3):
+         batch=None, progress=True, tasks=None, verify=3, device_key=None):
     """Tunes every task of `mod` (see tasks) for `config`: `trials`
     candidates in all, shared by the tasks, the first of each task
     AutoSchedule's own schedule.  `strategy`: "model" (the cost model
@@ -135,13 +135,23 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
     Returns one dict per task: name, hash, calls, baseline_us
     (AutoSchedule), best_us, trials, curve (best time after each trial)
     and cpu; with verify, baseline_us and best_us are medians of the
-    traces' times."""
+    traces' times.  `device_key`: measure on the loom-rpc-servers of that
+    key in the Dask device pool `workers` names (docs/rpc.md, "Device pools
+    on Dask"), building here; records carry the servers' CPU and each
+    record its server."""
     if strategy not in ("model", "random"):
         raise ValueError(f"strategy must be 'model' or 'random', got {strategy!r}")
     if trials < 1:
         raise ValueError(f"trials must be at least 1, got {trials}")
     text, source = _config_text(config)
-    pool = workers if isinstance(workers, (LocalWorkers, DaskWorkers)) else workers_from(workers, timeout)
+    if device_key is not None:
+        if not isinstance(workers, str) or not workers.startswith(("dask://", "tcp://")):
+            raise ValueError(f"device_key '{device_key}' measures through a Dask device pool: workers must be "
+                             f"dask://HOST:PORT, got {workers!r}")
+        from ..rpc.dask_pool import RemoteWorkers
+        pool = RemoteWorkers(workers, device_key, timeout)
+    else:
+        pool = workers if isinstance(workers, (LocalWorkers, DaskWorkers)) else workers_from(workers, timeout)
     try:
         found = list(tasks) if tasks is not None else _tasks_of(mod, config)
         db = Database(database) if database is not None else _MemoryDatabase()
@@ -152,7 +162,7 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
     stream = sys.stderr if progress else None
     rng = random.Random(seed)
     model = CostModel(seed)
-    cpu = call("tune.cpu")
+    cpu = getattr(pool, "cpu", None) or call("tune.cpu")
     results = []
     start = time.time()
     done_trials = 0
@@ -177,6 +187,8 @@ def tune(mod, config, trials=64, database=None, workers="local:1", strategy="mod
                 for trace, res in zip(traces, pool.map(jobs)):
                     record = {"task": task.hash, "target": task.target, "cpu": res.get("cpu", cpu), "trace": trace,
                               "worker": res.get("worker", ""), "name": task.name, "loom": _loom_version()}
+                    if "server" in res:
+                        record["server"] = res["server"]
                     if "median_us" in res:
                         record.update(median_us=res["median_us"], runs=res["runs"])
                     else:

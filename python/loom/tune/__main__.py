@@ -1,5 +1,5 @@
 """loomc tune (docs/tuning.md): python -m loom.tune MODEL.loom --config FILE --trials N --database FILE
-[--workers local:N | dask://HOST:PORT] [--strategy model|random] [--timeout S] [--seed N] [--verify N]."""
+[--workers local:N | dask://HOST:PORT [--device-key KEY]] [--strategy model|random] [--timeout S] [--seed N] [--verify N]."""
 import argparse
 import sys
 
@@ -12,6 +12,8 @@ def main(argv=None):
     parser.add_argument("--trials", type=int, required=True, help="candidates to measure, shared by the tasks")
     parser.add_argument("--database", required=True, help="the JSON-lines database the results are appended to")
     parser.add_argument("--workers", default="local:1", help="local:N (processes here) or dask://HOST:PORT")
+    parser.add_argument("--device-key", help="measure on the loom-rpc-servers of this key in the Dask device pool "
+                        "--workers names (docs/rpc.md)")
     parser.add_argument("--strategy", default="model", choices=("model", "random"))
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one candidate may take")
     parser.add_argument("--seed", type=int, default=0)
@@ -24,7 +26,7 @@ def main(argv=None):
         mod = loom.ir.load(args.model)
         results = loom.tune.tune(mod, args.config, trials=args.trials, database=args.database, workers=args.workers,
                                  strategy=args.strategy, seed=args.seed, timeout=args.timeout,
-                                 verify=args.verify)
+                                 verify=args.verify, device_key=args.device_key)
     except (loom.LoomError, OSError, ValueError) as e:
         print(f"loomc tune: {e}", file=sys.stderr)
         return 1

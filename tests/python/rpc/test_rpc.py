@@ -78,6 +78,14 @@ def test_a_remote_mlp_matches_numpy_and_the_local_run(server, mlp_so):
     assert np.array_equal(got, local) and np.array_equal(again, local)
 
 
+def test_info_says_what_the_server_measures_on(server):
+    from loom._ffi import call
+
+    with loom.rpc.connect(server.address, key=server.key) as sess:
+        info = sess.info()
+    assert info["cpu"] == call("tune.cpu") and info["loom"] == loom.__version__ and info["protocol"] == 1
+
+
 def test_time_evaluator_grows_number_to_min_repeat_ms(server, mlp_so):
     arrays = mlp_arrays()
     with loom.rpc.connect(server.address, key=server.key) as sess:

@@ -177,6 +177,13 @@ def test_tune_records_a_database_that_builds_apply(tmp_path, capfd):
     with loom.transform.PassContext(instruments=[Capture()]):
         loom.build(model(), {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {"database": str(other)}}})
     assert seen and not any("scheduled" in a for a in seen.values()), seen
+    # ... unless the config names that CPU (tuning.cpu: a device's, measured
+    # through an RPC device pool).
+    seen.clear()
+    with loom.transform.PassContext(instruments=[Capture()]):
+        loom.build(model(), {**CONFIG, "pipeline": {"passes": ["default"], "tuning": {
+            "database": str(other), "cpu": "Some Other CPU avx2"}}})
+    assert seen and all(str(a["scheduled"]).startswith(f"tuning database {other}:") for a in seen.values()), seen
 
 
 def test_malformed_and_stale_records_are_reported_and_skipped(tmp_path, capfd):

@@ -41,6 +41,7 @@ enum class Msg : uint32_t {
   kProfile = 20,
   kRelease = 21,
   kClose = 22,
+  kInfo = 23,
   kOk = 100,
   kError = 101,
 };

@@ -20,6 +20,7 @@
 #include "loom/object/function.h"
 #include "loom/object/schema.h"
 #include "loom/support/builder.h"
+#include "loom/support/cpu.h"
 
 namespace loom::target {
 
@@ -149,12 +150,9 @@ class TargetTagRegistry {
 ir::IRModule with_target(const ir::IRModule& module, const Target& target, const Target& host = Target(),
                          const Map& device_placement = Map());
 
-// The CPU's vector width in bits as detected at run time (0 if none known).
-int64_t detect_vector_bits();
-// The CPU this process runs on, as tuning records it (docs/tuning.md,
-// "Tasks"): /proc/cpuinfo's model name and the widest vector extension
-// (avx512f, avx2, avx, sse2, neon), "unknown" where nothing says.
-std::string detect_cpu();
+// loom/support/cpu.h, where the runtime finds them too.
+using loom::detect_cpu;
+using loom::detect_vector_bits;
 
 // The traits of `target`'s kind, read by passes and the driver.
 TargetTraits traits_of(const Target& target);
