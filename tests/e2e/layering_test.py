@@ -21,7 +21,7 @@ def read_table():
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 4 or not cells[0].startswith("`") or cells[2] not in ("runtime", "core"):
+        if len(cells) != 4 or not cells[0].startswith("`") or cells[2] not in ("runtime", "core", "rpc"):
             continue
         area = cells[0].strip("`")
         rows[area] = (cells[2], set() if cells[3] == "—" else {n.strip() for n in cells[3].split(",")})
