@@ -152,7 +152,10 @@ class Session {
     // Written beside its name and renamed over it: a name is never opened
     // for writing, so a symlink planted there is replaced, not followed.
     std::string temp = ".upload-" + std::to_string(getpid()) + "-" + r.name;
-    int fd = openat(dir_, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    // A new file (O_EXCL): not one planted under the temporary name, a hard
+    // link to a file outside among them.
+    unlinkat(dir_, temp.c_str(), 0);
+    int fd = openat(dir_, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) throw remote("cannot write '" + r.name + "': " + std::strerror(errno));
     size_t done = 0;
     while (done < r.data.size()) {

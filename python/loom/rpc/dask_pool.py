@@ -77,6 +77,8 @@ def _hold(queue_name, event_name):
     the resource until the lease ends."""
     from distributed import Event, Queue
     f = _front()
+    if f.get("gone"):
+        raise RpcError(f"the server {f['server']} is gone (restart its worker with it)")
     Queue(queue_name).put({"server": f["server"], "key": f["key"]})
     Event(event_name).wait()
     return f["server"]
@@ -113,13 +115,24 @@ def lease(scheduler, device_key, timeout=None, lease_timeout=None):
         queue, event = Queue(f"loom-rpc-lease-{token}", client=client), Event(f"loom-rpc-lease-{token}", client=client)
         future = client.submit(_hold, queue.name, event.name, resources={resource(device_key): 1}, pure=False,
                                key=f"loom-rpc-lease-{token}")
+        got, waited = None, 0.0
+        while got is None:
+            try:
+                got = queue.get(timeout=1)
+            except Exception:  # noqa: BLE001 -- distributed's TimeoutError: not yet
+                waited += 1
+                if future.status == "error":  # the worker could not hand its server out
+                    raise RpcError(f"leasing a server of device key '{device_key}': {future.exception()}") from None
+                if lease_timeout is not None and waited >= lease_timeout:
+                    event.set()
+                    future.cancel()
+                    raise RpcError(f"no server of device key '{device_key}' became free within {lease_timeout} s") \
+                        from None
         try:
-            got = queue.get(timeout=lease_timeout)
-        except Exception:  # noqa: BLE001 -- distributed's TimeoutError
-            event.set()
-            future.cancel()
-            raise RpcError(f"no server of device key '{device_key}' became free within {lease_timeout} s") from None
-        sess = PooledSession(got["server"], key=got["key"], timeout=timeout)
+            sess = PooledSession(got["server"], key=got["key"], timeout=timeout)
+        except BaseException:
+            event.set()  # the server back to the pool
+            raise
         sess._lease = (client, event, future, own)
         return sess
     except BaseException:
