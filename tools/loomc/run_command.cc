@@ -158,19 +158,6 @@ void print_profile(const std::string& kind, const loom::JsonValue& profile) {
   }
 }
 
-// The profiles of the tree, by module kind.
-std::vector<std::pair<std::string, loom::JsonValue>> tree_profiles(const loom::runtime::Module& root) {
-  std::vector<std::pair<std::string, loom::JsonValue>> out;
-  std::vector<loom::runtime::Module> pending{root};
-  for (size_t k = 0; k < pending.size(); ++k) {
-    std::string json = pending[k]->profile();
-    if (!json.empty())
-      out.emplace_back(pending[k]->type_key(), loom::parse_json(json, pending[k]->type_key() + " profile"));
-    for (const auto& child : pending[k].imports()) pending.push_back(child);
-  }
-  return out;
-}
-
 // --profile's table and --trace's file.
 void report_profiles(const RunOptions& o, const std::vector<std::pair<std::string, loom::JsonValue>>& profiles) {
   if (o.profile) {
@@ -379,7 +366,7 @@ int run_model(const RunOptions& o) {
     }
     report_latency(ms, "");
   }
-  report_profiles(o, tree_profiles(module));
+  report_profiles(o, loom::parse_json(loom::runtime::profiles_json(module), "the profile").object);
   return 0;
 }
 

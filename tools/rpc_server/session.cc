@@ -119,15 +119,7 @@ class Session {
           runtime::set_profiling(root, r.action == 1);
           return Value();
         }
-        // {"KIND": PROFILE, ...} over the tree, as Python's Module.profile().
-        std::string json = "{";
-        std::vector<Module> pending{root};
-        for (size_t k = 0; k < pending.size(); ++k) {
-          std::string profile = pending[k]->profile();
-          if (!profile.empty()) json += (json.size() > 1 ? ", \"" : "\"") + pending[k]->type_key() + "\": " + profile;
-          for (const Module& child : pending[k].imports()) pending.push_back(child);
-        }
-        return Value::string(json + "}");
+        return Value::string(runtime::profiles_json(root));
       }
       case Msg::kRelease: {
         std::string unknown;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "loom/support/json.h"
 
@@ -88,6 +89,20 @@ std::string Profiler::to_json() const {
   }
   json.end_array().key("dropped").value(dropped_).end_object();
   return json.str();
+}
+
+std::string profiles_json(const Module& root) {
+  std::string json = "{";
+  std::set<std::string> kinds;
+  std::vector<Module> pending{root};
+  for (size_t k = 0; k < pending.size(); ++k) {
+    std::string profile = pending[k]->profile();
+    if (!profile.empty() && kinds.insert(pending[k]->type_key()).second) {
+      json += (json.size() > 1 ? ", \"" : "\"") + pending[k]->type_key() + "\": " + profile;
+    }
+    for (const Module& child : pending[k].imports()) pending.push_back(child);
+  }
+  return json + "}";
 }
 
 void set_profiling(const Module& root, bool on) {

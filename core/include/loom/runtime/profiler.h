@@ -49,6 +49,10 @@ class Profiler {
 // Starts (clearing what was recorded) or stops profiling in every module
 // of the tree that can (ModuleNode::set_profiling).
 void set_profiling(const Module& root, bool on);
+// What the tree's modules recorded, as one JSON object {"KIND": PROFILE}
+// (breadth first; the first module of a kind that keeps a profile): what
+// `loomc run --profile` reports, locally and from a server's PROFILE.
+std::string profiles_json(const Module& root);
 
 }  // namespace loom::runtime
 
