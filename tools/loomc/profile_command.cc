@@ -16,16 +16,23 @@ namespace {
 
 using loom::JsonValue;
 
+double number(const JsonValue* v) {
+  if (!v) return 0;
+  return v->kind == JsonValue::Kind::kInt ? static_cast<double>(v->integer) : v->number;
+}
+
 struct KernelTotal {
   std::string name, device;
   int64_t calls = 0;
   double total_us = 0;
   int64_t bytes = 0;
+  int64_t flops = 0;  // -1: some call's count is unknown
 };
 
-double number(const JsonValue* v) {
-  if (!v) return 0;
-  return v->kind == JsonValue::Kind::kInt ? static_cast<double>(v->integer) : v->number;
+// A kernel's flops from its JSON object (absent: unknown).
+int64_t flops_of(const JsonValue* object) {
+  const JsonValue* v = object ? object->find("flops") : nullptr;
+  return v ? static_cast<int64_t>(number(v)) : -1;
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -48,13 +55,15 @@ void print_table(const std::vector<KernelTotal>& kernels) {
     calls += k.calls;
   }
   std::cout << "  " << calls << " kernel call(s), " << fixed(all / 1e3, 3) << " ms in kernels\n";
-  std::cout << "   share   total ms  calls    mean us      GB/s  device     kernel\n";
+  std::cout << "   share   total ms  calls    mean us      GB/s   GFLOP/s  device     kernel\n";
   for (const KernelTotal& k : kernels) {
     char line[512];
     double gbs = k.total_us > 0 ? static_cast<double>(k.bytes) / (k.total_us * 1e3) : 0;
-    std::snprintf(line, sizeof line, "  %5.1f%% %10.3f %6lld %10.2f %9.2f  %-9s  %s",
+    std::string gflops =
+        k.flops < 0 || k.total_us <= 0 ? "-" : fixed(static_cast<double>(k.flops) / (k.total_us * 1e3), 2);
+    std::snprintf(line, sizeof line, "  %5.1f%% %10.3f %6lld %10.2f %9.2f %9s  %-9s  %s",
                   all > 0 ? 100 * k.total_us / all : 0, k.total_us / 1e3, static_cast<long long>(k.calls),
-                  k.total_us / static_cast<double>(k.calls), gbs, k.device.c_str(), k.name.c_str());
+                  k.total_us / static_cast<double>(k.calls), gbs, gflops.c_str(), k.device.c_str(), k.name.c_str());
     std::cout << line << "\n";
   }
 }
@@ -132,6 +141,7 @@ void print_kernel_table(const JsonValue& profile) {
       t.calls = static_cast<int64_t>(number(k.find("calls")));
       t.total_us = number(k.find("total_us"));
       t.bytes = static_cast<int64_t>(number(k.find("bytes")));
+      t.flops = flops_of(&k);
       kernels.push_back(t);
     }
   }
@@ -176,7 +186,10 @@ int profile_command(const std::string& trace, const std::string& html) {
     t.device = device;
     ++t.calls;
     t.total_us += number(e.find("dur"));
-    if (const JsonValue* args = e.find("args")) t.bytes += static_cast<int64_t>(number(args->find("bytes")));
+    const JsonValue* args = e.find("args");
+    if (args) t.bytes += static_cast<int64_t>(number(args->find("bytes")));
+    int64_t flops = flops_of(args);
+    t.flops = t.flops < 0 || flops < 0 ? -1 : t.flops + flops;
   }
   std::vector<KernelTotal> kernels;
   for (auto& [key, t] : totals) kernels.push_back(t);

@@ -15,9 +15,11 @@
 #include "loom/ir/text.h"
 #include "loom/runtime/vm.h"
 #include "loom/support/stack.h"
+#include "loom/support/strings.h"
 #include "loom/target/target.h"
 #include "loom/tir/functor.h"
 #include "loom/tir/stmt.h"
+#include "loom/tir/util.h"
 #include "loom/transform/property.h"
 #include "memory_planner.h"
 
@@ -417,6 +419,24 @@ int64_t threads_of(const ir::IRModule& module) {
   }
   return 0;
 }
+// The float operations of one call of `callee` ("dps:NAME"), -1 when
+// unknown: a prim function's count (tir::float_ops, the kernels a host
+// function launches included); externs, regions and packed calls are -1.
+int64_t callee_flops(const ir::IRModule& module, const std::string& callee) {
+  auto prim = [&](const std::string& name) -> std::optional<tir::PrimFunc> {
+    if (!module.contains(name) || !module.lookup(name).as<tir::PrimFuncNode>()) return std::nullopt;
+    return downcast<tir::PrimFunc>(module.lookup(name));
+  };
+  if (!starts_with(callee, "dps:")) return -1;
+  std::optional<tir::PrimFunc> f = prim(callee.substr(4));
+  if (!f) return -1;
+  std::optional<int64_t> n = tir::float_ops(*f, [&](const std::string& kernel) -> std::optional<int64_t> {
+    std::optional<tir::PrimFunc> k = prim(kernel);
+    return k ? tir::float_ops(*k) : std::nullopt;
+  });
+  return n.value_or(-1);
+}
+
 }  // namespace
 
 const std::vector<std::string>& vm_needs() {
@@ -451,6 +471,9 @@ runtime::Module vm_compile(const ir::IRModule& input) {
   if (builder.devices.size() > 1)
     exe->devices = Array(std::vector<Any>(builder.devices.begin(), builder.devices.end()));
   exe->num_threads = threads_of(module);
+  std::vector<Any> flops;
+  for (const std::string& callee : builder.callees) flops.push_back(Any(callee_flops(module, callee)));
+  exe->callee_flops = Array(flops);
   return runtime::make_vm_module(ObjectRef(exe));
 }
 

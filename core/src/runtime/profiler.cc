@@ -32,7 +32,7 @@ void Profiler::record(ProfileEvent event) {
 std::string Profiler::to_json() const {
   std::lock_guard<std::mutex> lock(mutex_);
   struct Total {
-    int64_t calls = 0, ns = 0, bytes = 0;
+    int64_t calls = 0, ns = 0, bytes = 0, flops = 0;  // flops -1: some call's unknown
   };
   std::map<std::pair<std::string, std::string>, Total> totals;
   int64_t all_ns = 0;
@@ -42,6 +42,7 @@ std::string Profiler::to_json() const {
     ++t.calls;
     t.ns += e.duration_ns;
     t.bytes += e.bytes;
+    t.flops = t.flops < 0 || e.flops < 0 ? -1 : t.flops + e.flops;
     all_ns += e.duration_ns;
   }
   std::vector<std::pair<std::pair<std::string, std::string>, Total>> sorted(totals.begin(), totals.end());
@@ -64,8 +65,9 @@ std::string Profiler::to_json() const {
         .key("share")
         .value(all_ns ? static_cast<double>(t.ns) / static_cast<double>(all_ns) : 0.0)
         .key("bytes")
-        .value(t.bytes)
-        .end_object();
+        .value(t.bytes);
+    if (t.flops >= 0) json.key("flops").value(t.flops);
+    json.end_object();
   }
   json.end_array().key("total_us").value(static_cast<double>(all_ns) / 1e3).key("traceEvents").begin_array();
   // One trace thread per device, named by a metadata event.
@@ -84,7 +86,9 @@ std::string Profiler::to_json() const {
         .key("dur")
         .value(static_cast<double>(e.duration_ns) / 1e3);
     json.key("pid").value(int64_t{1}).key("tid").value(tids[e.device]);
-    json.key("args").begin_object().key("device").value(e.device).key("bytes").value(e.bytes).end_object();
+    json.key("args").begin_object().key("device").value(e.device).key("bytes").value(e.bytes);
+    if (e.flops >= 0) json.key("flops").value(e.flops);
+    json.end_object();
     json.end_object();
   }
   json.end_array().key("dropped").value(dropped_).end_object();

@@ -712,7 +712,8 @@ class VMModuleNode : public ModuleNode {
   std::vector<FunctionRt> functions;
   std::vector<Any> constants;
   std::vector<std::string> callees;
-  std::vector<Device> devices;  // the device table; devices[0] is the host
+  std::vector<int64_t> callee_flops;  // per callee, one call's float operations (-1: unknown)
+  std::vector<Device> devices;        // the device table; devices[0] is the host
 
   std::string type_key() const override { return "vm"; }
   std::vector<std::string> function_names() const override {
@@ -788,7 +789,7 @@ Any VMModuleNode::call_profiled(size_t callee, const std::vector<Any>& args) con
   if (device.device_type != Device::kCPU) DeviceAPIRegistry::get(device).synchronize(device, nullptr);
   int64_t end = profiler_.now_ns();
   profiler_.record({"@" + callees[callee].substr(callees[callee].find(':') + 1), "kernel", device.to_string(), start,
-                    end - start, bytes});
+                    end - start, bytes, callee_flops[callee]});
   return result;
 }
 
@@ -1131,6 +1132,15 @@ Module make_vm_module(const ObjectRef& executable) {
     }
     node->callees.push_back(c.as_string());
   }
+  if (exe->callee_flops.size() != 0 && exe->callee_flops.size() != exe->callees.size()) {
+    LOOM_THROW(Error) << "the VM's callee_flops has " << exe->callee_flops.size() << " entries for "
+                      << exe->callees.size() << " callees";
+  }
+  for (const Any& c : exe->callee_flops) {
+    if (c.kind() != AnyKind::kInt) LOOM_THROW(Error) << "a VM callee's flops is not an int: " << c.describe();
+    node->callee_flops.push_back(c.as_int());
+  }
+  node->callee_flops.resize(node->callees.size(), -1);
   for (const Any& fn : exe->functions) {
     const auto* def = dynamic_cast<const VMFunctionDefNode*>(fn.object());
     if (!def) LOOM_THROW(Error) << "a VM function is not a runtime.VMFunctionDef";

@@ -8,6 +8,7 @@
 
 #include "loom/object/structural.h"
 #include "loom/object/traversal.h"
+#include "loom/support/strings.h"
 #include "loom/tir/functor.h"
 
 namespace loom::tir {
@@ -169,6 +170,83 @@ std::optional<PrimExpr> reduce_identity(ReduceOp op, DataType t) {
   }
   int64_t span = int64_t{1} << (is_signed ? t.bits - 1 : t.bits);
   return PrimExpr(IntImm(t, is_signed ? (low ? -span : span - 1) : (low ? 0 : span - 1)));
+}
+
+namespace {
+
+// Float operations of one evaluation of `e` (float_ops).
+int64_t expr_float_ops(const PrimExpr& e) {
+  int64_t n = 0;
+  pre_order(
+      Evaluate(e), [](const Stmt&) { return true; },
+      [&](const PrimExpr& x) {
+        DataType t = x.dtype();
+        if (!is_float(t)) {
+          // A select's condition is boolean; its values are what count.
+          return true;
+        }
+        if (x.as<AddNode>() || x.as<SubNode>() || x.as<MulNode>() || x.as<DivNode>() || x.as<MinNode>() ||
+            x.as<MaxNode>()) {
+          n += t.lanes;
+        } else if (const auto* call = x.as<CallNode>(); call && !starts_with(call->op, "tir.")) {
+          n += t.lanes;
+        }
+        return true;
+      });
+  return n;
+}
+
+struct FloatOpCounter {
+  const std::function<std::optional<int64_t>(const std::string&)>& kernel_ops;
+
+  std::optional<int64_t> stmt(const Stmt& s) const {
+    if (!s.defined()) return 0;
+    if (const auto* loop = s.as<ForNode>()) {
+      std::optional<int64_t> extent = const_int(loop->extent), body = stmt(loop->body);
+      int64_t out = 0;
+      if (!extent || !body || __builtin_mul_overflow(std::max<int64_t>(*extent, 0), *body, &out)) return std::nullopt;
+      return out;
+    }
+    if (const auto* seq = s.as<SeqStmtNode>()) {
+      int64_t out = 0;
+      for (const Any& item : seq->seq) {
+        std::optional<int64_t> n = stmt(item.cast<Stmt>());
+        if (!n || __builtin_add_overflow(out, *n, &out)) return std::nullopt;
+      }
+      return out;
+    }
+    if (const auto* branch = s.as<IfThenElseNode>()) {
+      std::optional<int64_t> a = stmt(branch->then_case), b = stmt(branch->else_case);
+      if (!a || !b) return std::nullopt;
+      return expr_float_ops(branch->condition) + std::max(*a, *b);
+    }
+    if (const auto* let = s.as<LetStmtNode>()) return plus(expr_float_ops(let->value), stmt(let->body));
+    if (const auto* a = s.as<AllocateNode>()) return stmt(a->body);
+    if (const auto* a = s.as<AttrStmtNode>()) return stmt(a->body);
+    if (const auto* store = s.as<BufferStoreNode>()) return expr_float_ops(store->value);
+    if (const auto* eval = s.as<EvaluateNode>()) {
+      const auto* call = eval->value.as<CallNode>();
+      if (call && call->op == "tir.launch" && call->args.size() > 0) {
+        const auto* name = call->args[0].cast<PrimExpr>().as<StringImmNode>();
+        if (!name || !kernel_ops) return std::nullopt;
+        return kernel_ops(name->value);
+      }
+      return expr_float_ops(eval->value);
+    }
+    return std::nullopt;  // a statement this count does not know
+  }
+  static std::optional<int64_t> plus(int64_t a, std::optional<int64_t> b) {
+    int64_t out = 0;
+    if (!b || __builtin_add_overflow(a, *b, &out)) return std::nullopt;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::optional<int64_t> float_ops(const PrimFunc& f,
+                                 const std::function<std::optional<int64_t>(const std::string&)>& kernel_ops) {
+  return FloatOpCounter{kernel_ops}.stmt(f->body);
 }
 
 }  // namespace loom::tir

@@ -61,6 +61,10 @@ def test_the_trace_has_one_event_per_kernel_call_summing_to_the_call(resnet18, t
     assert [e["name"] for e in kernels] == bytecode_calls(library)
     assert len(calls) == 1 and calls[0]["name"] == "@main"
     assert all(e["ph"] == "X" and e["dur"] > 0 and e["args"]["bytes"] > 0 for e in kernels)
+    # Every kernel's flops are known (static shapes): the direct
+    # convolutions' 3.64 GFLOP at most, and no less than what Winograd's
+    # transformed products (2.25x fewer for the 3x3 layers) leave.
+    assert 1.4e9 <= sum(e["args"]["flops"] for e in kernels) <= 4.0e9
     # In order, inside the call, and nearly all of it.
     starts = [e["ts"] for e in kernels]
     assert starts == sorted(starts) and calls[0]["ts"] <= starts[0]
@@ -133,3 +137,46 @@ def test_headless_chromium_draws_the_summary_with_the_top_kernel(resnet18, tmp_p
         return re.sub(r"[^a-z0-9]", "", s.lower())
 
     assert letters(top) in letters(text), (top, text[:500])
+
+
+DENSE = """
+@main = fn(%x: Tensor[({decl}, 96), float32], %w: Tensor[({n}, 96), float32], %b: Tensor[({n}), float32])
+    -> Tensor[({batch}, {n}), float32] {{
+  relu(add(dense(%x, %w), %b))
+}}
+"""
+
+
+def dense_profile(batch, n, tmp_path, config=HOST, symbolic=False):
+    """The profile of one call of relu(x @ w.T + b), x (batch, 96), checked
+    against NumPy, and the multiply-adds it needs."""
+    rng = np.random.default_rng(batch * n)
+    x = rng.standard_normal((batch, 96), dtype=np.float32)
+    w = rng.standard_normal((n, 96), dtype=np.float32)
+    b = rng.standard_normal(n, dtype=np.float32)
+    text = DENSE.format(decl="%rows: int64" if symbolic else batch, batch="%rows" if symbolic else batch, n=n)
+    lib = loom.build(loom.parse(text), config)
+    lib.export_library(str(tmp_path / "dense.so"))
+    lib = loom.runtime.load_module(str(tmp_path / "dense.so"))
+    lib.set_profiling(True)
+    got = lib["main"](x, w, b).numpy()
+    np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+    return lib.profile()["vm"], batch * n * 96
+
+
+def test_flops_count_the_compiled_work_and_are_left_out_where_unknown(tmp_path):
+    profile, macs = dense_profile(37, 80, tmp_path)
+    flops = sum(k["flops"] for k in profile["kernels"])
+    # A multiply-add is two; the bias add and the ReLU one each per output.
+    assert 2 * macs <= flops <= 2 * macs + 4 * 37 * 80, flops
+    events = [e for e in profile["traceEvents"] if e.get("cat") == "kernel"]
+    assert sum(e["args"]["flops"] for e in events) == flops
+    # Device kernels count through the host code that launches them (the
+    # shape fills the default device schedule's tiles: a padded tile would
+    # count the padding it computes).
+    device, macs = dense_profile(64, 128, tmp_path, str(ROOT / "configs" / "opencl.yaml"))
+    assert all(k["device"] == "opencl:0" for k in device["kernels"])
+    assert 2 * macs <= sum(k["flops"] for k in device["kernels"]) <= 2 * macs + 4 * 64 * 128
+    # A symbolic batch: the count depends on the call, so it is left out.
+    symbolic, _ = dense_profile(37, 80, tmp_path, symbolic=True)
+    assert symbolic["kernels"] and all("flops" not in k for k in symbolic["kernels"])

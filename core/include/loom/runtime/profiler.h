@@ -22,7 +22,8 @@ struct ProfileEvent {
   std::string device;    // "cpu:0", "opencl:0", ...
   int64_t start_ns = 0;  // since the profiler started
   int64_t duration_ns = 0;
-  int64_t bytes = 0;  // of the call's tensors (inputs and outputs), when known
+  int64_t bytes = 0;   // of the call's tensors (inputs and outputs), when known
+  int64_t flops = -1;  // floating-point operations, where the codegen counted them (tir::float_ops); -1 unknown
 };
 
 // Thread-safe; bounded (kMaxEvents, then counted as dropped).
@@ -35,7 +36,8 @@ class Profiler {
   int64_t now_ns() const;
   void record(ProfileEvent event);
   // {"kernels": [per kernel name and device: calls, total_us, mean_us,
-  // share, bytes; by total time, longest first], "total_us": kernels' sum,
+  // share, bytes, and flops (the calls' sum) where every call's is known;
+  // by total time, longest first], "total_us": kernels' sum,
   // "traceEvents": [Chrome trace "X" events], "dropped": N}
   std::string to_json() const;
 

@@ -179,6 +179,10 @@ class VMExecutableNode : public Object {
   Array callees;                              // of str: "dps:NAME" or "packed:NAME"
   Array devices = Array(std::vector<Any>{});  // of device: the device table (entry 0 the host; none: only the host)
   int64_t num_threads = 0;
+  // Per callee, the floating-point operations of one call (tir::float_ops),
+  // -1 where unknown (an extern or a partitioned region, symbolic extents);
+  // empty in executables saved before there were counts.  Profiles report them.
+  Array callee_flops = Array(std::vector<Any>{});
   LOOM_OBJECT(VMExecutableNode, Object, "runtime.VMExecutable");
   static void reflect(ReflectionBuilder<VMExecutableNode>& r) {
     r.field("format", &VMExecutableNode::format)
@@ -186,7 +190,8 @@ class VMExecutableNode : public Object {
         .field("constants", &VMExecutableNode::constants)
         .field("callees", &VMExecutableNode::callees)
         .field("devices", &VMExecutableNode::devices, "", kOptional)
-        .field("num_threads", &VMExecutableNode::num_threads);
+        .field("num_threads", &VMExecutableNode::num_threads)
+        .field("callee_flops", &VMExecutableNode::callee_flops, "", kOptional);
   }
 };
 

@@ -72,6 +72,19 @@ PrimExpr reduce_combine(ReduceOp op, const PrimExpr& a, const PrimExpr& b);
 // for floats) for max, the highest for min; nullopt for min of uint64.
 std::optional<PrimExpr> reduce_identity(ReduceOp op, DataType t);
 
+// The floating-point operations one call of `f` performs: each float add,
+// subtract, multiply, divide, min, max and intrinsic (exp, sqrt, ...)
+// counts once per lane (a multiply-add twice), a select's condition and
+// both values count (vector code evaluates both), an if counts its longer
+// branch, and a loop multiplies its body by its extent.  A launch of a
+// device kernel (tir.launch, the host half SplitHostDevice leaves) counts
+// `kernel_ops` of the kernel's name.  nullopt where a count depends on
+// the call: a loop whose extent is not a constant (symbolic shapes), or a
+// kernel `kernel_ops` does not know.  What profiles report as a kernel
+// call's flops (docs/rpc.md, "Profiles and traces").
+std::optional<int64_t> float_ops(const PrimFunc& f,
+                                 const std::function<std::optional<int64_t>(const std::string&)>& kernel_ops = nullptr);
+
 }  // namespace loom::tir
 
 #endif  // LOOM_TIR_UTIL_H_
