@@ -8,9 +8,10 @@ out instead of a tracker of our own.
 * lease(): a session on a free server (loom.rpc.pool).
 * RemoteWorkers: loom.tune's measurements on the servers of a key, the
   candidates built here (loom.tune.tune(..., device_key=KEY))."""
-import json
 import os
+import queue
 import tempfile
+import threading
 import uuid
 
 from . import RemoteError, RpcError, Session, SessionDied, _key_bytes, connect
@@ -195,7 +196,8 @@ def _measure(reference, payload, timeout):
             expected = f["expected"][reference["name"]] = [a.numpy() for a in arrays]
         sess.upload(payload["cand"], "candidate.so")
         mod = sess.load_module("candidate.so")
-        arrays = [sess.array(a) for a in payload["cand_inputs"]]
+        # The reference's inputs, but in the candidate's layouts where it relays them out.
+        arrays = [sess.array(payload["relaid_inputs"].get(str(k), a)) for k, a in enumerate(reference["inputs"])]
         mod["task"](*arrays)
         for k, (got, want) in enumerate(zip(arrays, expected)):
             if k in payload["relaid"]:
@@ -234,7 +236,7 @@ class RemoteWorkers:
     pools on Dask").  `cpu` is the servers' CPU as their INFO says, which
     the records carry."""
 
-    def __init__(self, scheduler, device_key, timeout=60.0):
+    def __init__(self, scheduler, device_key, timeout=60.0, builders=None):
         self.client, self._own = _client(scheduler)
         self.device_key, self.timeout = device_key, timeout
         servers = _servers(self.client, device_key)
@@ -247,40 +249,55 @@ class RemoteWorkers:
         self.cpu = self.client.submit(_server_cpu, resources={resource(device_key): 1}, pure=False).result(timeout)
         self._references = {}
         self._gone = set()  # Dask workers whose server is gone
+        # Candidates build in local processes, in parallel, while the
+        # servers measure (the tuning process alone built one at a time,
+        # at half a Dask cluster's rate).
+        self.builders = max(1, builders or os.cpu_count() or 1)
+        self._children = []
 
-    def _prepare(self, job):
-        """The job's libraries and inputs, built here; None and a record
-        for a candidate that does not build."""
+    def _reference(self, job):
+        """The task's reference library (its unscheduled function), built
+        here once per task and scattered to every worker once, and its
+        inputs."""
         import loom
         from loom._ffi import call
 
-        from ..tune.measure import _TOLERANCE, _build, _random_inputs
-        func = loom.parse(job["task"]).functions["task"]
+        from ..tune.measure import _build, _random_inputs
         key = (job["hash"], job["config"])
         if key not in self._references:
+            func = loom.parse(job["task"]).functions["task"]
             plain, _ = call("tune.replay", func, "[]")
             self._references.clear()  # one task at a time
             inputs = _random_inputs(func, 0)
-            # Sent to the workers once per task, not with every candidate.
             reference = {"library": _library_bytes(_build(plain, job["config"], job["source"])), "inputs": inputs,
                          "name": f"reference-{job['hash']}.so"}
             self._references[key] = (self.client.scatter(reference, broadcast=True), inputs)
-        ref, inputs = self._references[key]
+        return self._references[key]
+
+    def _build(self, child, job, inputs):
+        """The candidate of `job` built in a builder process: (ref, payload)
+        to measure, or None; and what the record keeps of here."""
+        ref, _ = self._reference(job)
+        out = child.run(job, self.timeout)
+        if "path" not in out:
+            return None, out
         try:
-            cand, features = call("tune.replay", func, json.dumps(job["trace"]))
-        except loom.ScheduleError as e:
-            return None, {"error": f"the trace does not replay: {e}"}
-        try:
-            lib = _build(cand, job["config"], job["source"])
-        except loom.LoomError as e:
-            return None, {"error": f"{type(e).__name__}: {e}"[:2000], "features": list(features)}
-        layouts = dict(cand.attrs["param_layouts"].items()) if "param_layouts" in cand.attrs else {}
-        cand_inputs = [call("tune.relayout", loom.nd.array(a), layouts[str(k)]).numpy() if str(k) in layouts
-                       else a for k, a in enumerate(inputs)]
-        payload = {"cand": _library_bytes(lib), "cand_inputs": cand_inputs, "relaid": [int(k) for k in layouts],
+            with open(out["path"], "rb") as f:
+                library = f.read()
+        finally:
+            os.unlink(out["path"])
+        import loom
+        from loom._ffi import call
+
+        from ..tune.measure import _TOLERANCE
+        layouts = out["layouts"]
+        # Only what differs from the reference's inputs, which the workers hold already.
+        relaid_inputs = {str(k): call("tune.relayout", loom.nd.array(a), layouts[str(k)]).numpy()
+                         for k, a in enumerate(inputs) if str(k) in layouts}
+        payload = {"cand": library, "relaid_inputs": relaid_inputs, "relaid": [int(k) for k in layouts],
                    "tolerance": _TOLERANCE, "repeats": job.get("repeats", 7),
                    "min_repeat_ms": job.get("min_repeat_ms", 2.0)}
-        return (ref, payload), {"features": list(features)}
+        return (ref, payload), {"features": out["features"]}
 
     def _submit(self, prepared):
         """On a free server of the key, avoiding the workers whose server is
@@ -293,13 +310,36 @@ class RemoteWorkers:
 
     def map(self, jobs):
         """Results in the order of `jobs`, each with "worker" and "server".
-        Each candidate is submitted as soon as it is built, so the builds
-        here overlap the measurements there."""
-        jobs_prepared, futures = [], []
-        for job in jobs:
-            prepared, local = self._prepare(job)
-            futures.append(None if prepared is None else self._submit(prepared))
-            jobs_prepared.append((prepared, local))
+        Candidates build in `builders` local processes at once, and each is
+        submitted as soon as it is built, so the builds here overlap the
+        measurements there."""
+        from ..tune.measure import _Child
+        while len(self._children) < self.builders:
+            self._children.append(_Child(module="loom.rpc._builder"))
+        inputs = [self._reference(job)[1] for job in jobs]  # built here, in order, before the builders start
+        jobs_prepared, futures = [None] * len(jobs), [None] * len(jobs)
+        todo = queue.Queue()
+        for k in range(len(jobs)):
+            todo.put(k)
+
+        def drive(child):
+            while True:
+                try:
+                    k = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    prepared, local = self._build(child, jobs[k], inputs[k])
+                    futures[k] = None if prepared is None else self._submit(prepared)
+                except Exception as e:  # noqa: BLE001 -- no server left, ...: this candidate's record says so
+                    prepared, local = None, {"error": f"{type(e).__name__}: {e}"}
+                jobs_prepared[k] = (prepared, local)
+
+        threads = [threading.Thread(target=drive, args=(c,)) for c in self._children]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         results = []
         for fut, (prepared, local) in zip(futures, jobs_prepared):
             if fut is None:
@@ -317,6 +357,9 @@ class RemoteWorkers:
         return results
 
     def close(self):
+        for c in self._children:
+            c.close()
+        self._children = []
         if self._own:
             self.client.close()
 

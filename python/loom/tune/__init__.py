@@ -7,7 +7,6 @@ cost model, recorded in a JSON-lines database that builds read with
     result = loom.tune.tune(mod, "configs/host.yaml", trials=64, database="tuned.jsonl", workers="local:2")
 """
 import json
-import math
 import os
 import random
 import sys

@@ -15,7 +15,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 _TOLERANCE = 1e-4  # relative to the output's largest magnitude, per reduction term's rounding (rfactor)
 
@@ -195,12 +194,13 @@ class _Child:
     subprocess running loom.tune._child, not multiprocessing: the
     caller's script is not imported again.)"""
 
-    def __init__(self, lock_path=None):
+    def __init__(self, lock_path=None, module="loom.tune._child"):
         self._lock_path = lock_path
+        self._module = module  # what the process runs: measurements, or loom.rpc._builder's builds
         self._proc = None
 
     def _start(self):
-        args = [sys.executable, "-m", "loom.tune._child"] + ([self._lock_path] if self._lock_path else [])
+        args = [sys.executable, "-m", self._module] + ([self._lock_path] if self._lock_path else [])
         env = dict(os.environ)
         package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = package + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -220,7 +220,8 @@ class _Child:
             code = self._proc.returncode
             self.close()
             why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-            return {"error": f"the measuring process died ({why})"}
+            return {"error": f"the {'measuring' if self._module == 'loom.tune._child' else 'building'} process "
+                             f"died ({why})"}
 
     def close(self):
         if self._proc is not None:
