@@ -60,28 +60,6 @@ static LoomStatus loom_go_from_dlpack(DLManagedTensor* m, LoomObject** out) {
 }
 static void loom_go_set_error(const char* message) { LoomGetApi(1)->set_last_error(message); }
 
-/* LoomValue's union, field by field (cgo sees a union as bytes). */
-static void loom_go_set_int(LoomValue* v, int32_t kind, int64_t x) {
-  v->kind = kind;
-  v->v.v_int = x;
-}
-static void loom_go_set_float(LoomValue* v, double x) {
-  v->kind = LOOM_FLOAT;
-  v->v.v_float = x;
-}
-static void loom_go_set_str(LoomValue* v, const char* s) {
-  v->kind = LOOM_STR;
-  v->v.v_str = s;
-}
-static void loom_go_set_object(LoomValue* v, LoomObject* o) {
-  v->kind = LOOM_OBJECT;
-  v->v.v_object = o;
-}
-static int64_t loom_go_int(const LoomValue* v) { return v->v.v_int; }
-static double loom_go_float(const LoomValue* v) { return v->v.v_float; }
-static const char* loom_go_str(const LoomValue* v) { return v->v.v_str; }
-static LoomObject* loom_go_object(const LoomValue* v) { return v->v.v_object; }
-
 /* A Go function as a Loom function (callback.go). */
 extern LoomStatus loomGoCallback(void* resource, LoomValue* args, int32_t num_args, LoomValue* result);
 extern void loomGoRelease(void* resource);

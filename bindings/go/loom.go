@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -61,21 +62,73 @@ func locked(f func() C.LoomStatus) error {
 type Object struct {
 	h      *C.LoomObject
 	closed uint32 // set by the first Close
+	guard  *guard // gives h back if the Object is collected unclosed
 }
+
+// track gives o its guard: the finalizer that frees a handle nobody
+// closed.
+func track(o *Object) { o.guard = takeGuard(o.h) }
 
 func newObject(h *C.LoomObject) *Object {
 	o := &Object{h: h}
-	runtime.SetFinalizer(o, (*Object).Close)
+	track(o)
 	return o
 }
 
-// Close gives the reference back (once; later calls do nothing).  It
-// also drops the finalizer: a closed handle costs the collector nothing.
+// Close gives the reference back (once; later calls do nothing), and its
+// guard to the free list.
 func (o *Object) Close() {
 	if atomic.CompareAndSwapUint32(&o.closed, 0, 1) {
 		C.loom_go_release(o.h)
-		runtime.SetFinalizer(o, nil)
+		giveGuard(o.guard)
+		o.guard = nil
 	}
+}
+
+// A guard belongs to one open Object, which alone refers to it; when the
+// Object is collected unclosed, so is the guard, and its finalizer gives
+// the reference back.  Setting a finalizer costs about as much as the
+// rest of a no-op call (bench/languages.py), so a closed Object's guard
+// goes to a free list and the next handle reuses it, finalizer and all.
+type guard struct{ h *C.LoomObject }
+
+func (g *guard) release() {
+	if g.h != nil {
+		C.loom_go_release(g.h)
+	}
+}
+
+var guards struct {
+	sync.Mutex
+	free []*guard
+}
+
+func takeGuard(h *C.LoomObject) *guard {
+	guards.Lock()
+	if n := len(guards.free); n > 0 {
+		g := guards.free[n-1]
+		guards.free[n-1] = nil // the list no longer keeps it: its Object alone does
+		guards.free = guards.free[:n-1]
+		guards.Unlock()
+		g.h = h
+		return g
+	}
+	guards.Unlock()
+	g := &guard{h: h}
+	runtime.SetFinalizer(g, (*guard).release)
+	return g
+}
+
+func giveGuard(g *guard) {
+	if g == nil {
+		return
+	}
+	g.h = nil // a guard dropped here is collected with nothing to release
+	guards.Lock()
+	if len(guards.free) < 1024 {
+		guards.free = append(guards.free, g)
+	}
+	guards.Unlock()
 }
 
 // TypeKey is the object's type ("runtime.NDArray", "Function", ...).
@@ -107,7 +160,7 @@ func Load(path string) (*Module, error) {
 		return nil, err
 	}
 	m := &Module{Object{h: h}}
-	runtime.SetFinalizer(m, (*Module).Close)
+	track(&m.Object)
 	return m, nil
 }
 
@@ -133,7 +186,7 @@ func (m *Module) FunctionNames() ([]string, error) {
 		return nil, err
 	}
 	defer C.loom_go_value_release(&v)
-	text := C.GoString(C.loom_go_str(&v))
+	text := C.GoString(strOf(&v))
 	if text == "" {
 		return nil, nil
 	}
@@ -146,7 +199,7 @@ type Function struct{ Object }
 
 func newFunction(h *C.LoomObject) *Function {
 	f := &Function{Object{h: h}}
-	runtime.SetFinalizer(f, (*Function).Close)
+	track(&f.Object)
 	return f
 }
 
@@ -184,15 +237,18 @@ func (f *Function) Call(args ...interface{}) (interface{}, error) {
 		return nil, errClosed("function")
 	}
 	n := len(args)
-	// Go memory that holds C pointers only (handles, C strings), which cgo
-	// allows to pass; the last entry receives the result.
-	values := make([]C.LoomValue, n+1)
+	frame := frames.Get().(*callFrame)
 	var cstrs []*C.char
 	defer func() {
 		for _, s := range cstrs {
 			C.free(unsafe.Pointer(s))
 		}
+		frames.Put(frame)
 	}()
+	values := frame.values[:]
+	if n >= len(frame.values) {
+		values = make([]C.LoomValue, n+1)
+	}
 	for k, a := range args {
 		cstr, ok := setValue(&values[k], a, false)
 		if !ok {
@@ -206,28 +262,39 @@ func (f *Function) Call(args ...interface{}) (interface{}, error) {
 		}
 	}
 	result := &values[n]
-	var isTensor C.int
-	var message *C.char
-	if C.loom_go_call(f.h, &values[0], C.int32_t(n), result, &isTensor, &message) != C.LOOM_OK {
-		defer C.free(unsafe.Pointer(message))
-		return nil, &Error{Message: C.GoString(message)}
+	if C.loom_go_call(f.h, &values[0], C.int32_t(n), result, &frame.isTensor, &frame.message) != C.LOOM_OK {
+		defer C.free(unsafe.Pointer(frame.message))
+		return nil, &Error{Message: C.GoString(frame.message)}
 	}
 	// Keep the handles alive until the call has returned.
 	runtime.KeepAlive(args)
 	runtime.KeepAlive(f)
-	if isTensor != 0 {
-		t := &Tensor{Object{h: C.loom_go_object(result)}}
-		runtime.SetFinalizer(t, (*Tensor).Close)
+	if frame.isTensor != 0 {
+		t := &Tensor{Object{h: objectOf(result)}}
+		track(&t.Object)
 		return t, nil
 	}
 	return takeValue(result), nil
 }
 
+// callFrame is the memory a call passes to C: the arguments, the result
+// (the entry after the last argument), whether it is a tensor, and the
+// error message.  Go memory that holds C pointers only (handles, C
+// strings), which cgo allows to pass; pooled, so that a call does not
+// allocate it (bench/languages.py measures the cost of a call).
+type callFrame struct {
+	values   [9]C.LoomValue
+	isTensor C.int
+	message  *C.char
+}
+
+var frames = sync.Pool{New: func() interface{} { return new(callFrame) }}
+
 // takeValue converts a value Loom returned, taking over its reference.
 func takeValue(v *C.LoomValue) interface{} {
 	switch v.kind {
 	case C.LOOM_OBJECT:
-		return wrapObject(C.loom_go_object(v))
+		return wrapObject(objectOf(v))
 	case C.LOOM_NONE:
 		return nil
 	}
@@ -240,16 +307,16 @@ func takeValue(v *C.LoomValue) interface{} {
 func borrowValue(v *C.LoomValue) interface{} {
 	switch v.kind {
 	case C.LOOM_BOOL:
-		return C.loom_go_int(v) != 0
+		return intOf(v) != 0
 	case C.LOOM_INT:
-		return int64(C.loom_go_int(v))
+		return int64(intOf(v))
 	case C.LOOM_FLOAT:
-		return float64(C.loom_go_float(v))
+		return float64(floatOf(v))
 	case C.LOOM_STR:
-		return C.GoString(C.loom_go_str(v))
+		return C.GoString(strOf(v))
 	case C.LOOM_OBJECT:
-		C.loom_go_retain(C.loom_go_object(v))
-		return wrapObject(C.loom_go_object(v))
+		C.loom_go_retain(objectOf(v))
+		return wrapObject(objectOf(v))
 	}
 	return nil
 }
@@ -258,7 +325,7 @@ func wrapObject(h *C.LoomObject) interface{} {
 	var key *C.char
 	if C.loom_go_type_key(h, &key) == C.LOOM_OK && C.GoString(key) == "runtime.NDArray" {
 		t := &Tensor{Object{h: h}}
-		runtime.SetFinalizer(t, (*Tensor).Close)
+		track(&t.Object)
 		return t
 	}
 	return newObject(h)
@@ -328,7 +395,7 @@ func NewTensor(data interface{}, shape ...int64) (*Tensor, error) {
 		return nil, err
 	}
 	t := &Tensor{Object{h: h}}
-	runtime.SetFinalizer(t, (*Tensor).Close)
+	track(&t.Object)
 	if count > 0 {
 		dl := t.dl()
 		dst := unsafe.Pointer(uintptr(dl.data) + uintptr(dl.byte_offset))
@@ -442,7 +509,7 @@ func FromDLPack(managed unsafe.Pointer) (*Tensor, error) {
 		return nil, err
 	}
 	t := &Tensor{Object{h: h}}
-	runtime.SetFinalizer(t, (*Tensor).Close)
+	track(&t.Object)
 	return t, nil
 }
 
@@ -478,32 +545,62 @@ func (o *Object) object() *C.LoomObject {
 
 func errClosed(what string) error { return &Error{Message: "the " + what + " was closed"} }
 
+// LoomValue's union, field by field, in Go: cgo sees a union as bytes,
+// and a cgo call per field would cost more than a no-op Loom call itself
+// (bench/languages.py).
+func unionOf(v *C.LoomValue) unsafe.Pointer { return unsafe.Pointer(&v.v) }
+
+func setInt(v *C.LoomValue, kind C.int32_t, x int64) {
+	v.kind = kind
+	*(*int64)(unionOf(v)) = x
+}
+
+func setFloat(v *C.LoomValue, x float64) {
+	v.kind = C.LOOM_FLOAT
+	*(*float64)(unionOf(v)) = x
+}
+
+func setStr(v *C.LoomValue, s *C.char) {
+	v.kind = C.LOOM_STR
+	*(**C.char)(unionOf(v)) = s
+}
+
+func setObject(v *C.LoomValue, h *C.LoomObject) {
+	v.kind = C.LOOM_OBJECT
+	*(**C.LoomObject)(unionOf(v)) = h
+}
+
+func intOf(v *C.LoomValue) int64            { return *(*int64)(unionOf(v)) }
+func floatOf(v *C.LoomValue) float64        { return *(*float64)(unionOf(v)) }
+func strOf(v *C.LoomValue) *C.char          { return *(**C.char)(unionOf(v)) }
+func objectOf(v *C.LoomValue) *C.LoomObject { return *(**C.LoomObject)(unionOf(v)) }
+
 // setValue stores x in v: a scalar, a string (a C copy, returned for the
 // caller to free), or a handle (retained first when the reference passes
 // to Loom).  false for a type Loom does not take.
 func setValue(v *C.LoomValue, x interface{}, retain bool) (*C.char, bool) {
 	switch x := x.(type) {
 	case nil:
-		C.loom_go_set_int(v, C.LOOM_NONE, 0)
+		setInt(v, C.LOOM_NONE, 0)
 	case bool:
 		b := 0
 		if x {
 			b = 1
 		}
-		C.loom_go_set_int(v, C.LOOM_BOOL, C.int64_t(b))
+		setInt(v, C.LOOM_BOOL, int64(b))
 	case int:
-		C.loom_go_set_int(v, C.LOOM_INT, C.int64_t(x))
+		setInt(v, C.LOOM_INT, int64(x))
 	case int64:
-		C.loom_go_set_int(v, C.LOOM_INT, C.int64_t(x))
+		setInt(v, C.LOOM_INT, int64(x))
 	case int32:
-		C.loom_go_set_int(v, C.LOOM_INT, C.int64_t(x))
+		setInt(v, C.LOOM_INT, int64(x))
 	case float64:
-		C.loom_go_set_float(v, C.double(x))
+		setFloat(v, float64(x))
 	case float32:
-		C.loom_go_set_float(v, C.double(x))
+		setFloat(v, float64(x))
 	case string:
 		s := C.CString(x)
-		C.loom_go_set_str(v, s)
+		setStr(v, s)
 		return s, true
 	case handle:
 		h := x.object()
@@ -513,7 +610,7 @@ func setValue(v *C.LoomValue, x interface{}, retain bool) (*C.char, bool) {
 		if retain {
 			C.loom_go_retain(h)
 		}
-		C.loom_go_set_object(v, h)
+		setObject(v, h)
 	default:
 		return nil, false
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"loom"
 )
@@ -334,4 +335,37 @@ func TestDLPackAndReferenceCounts(t *testing.T) {
 		t.Fatalf("use count after the consumer's release %d", n)
 	}
 	runtime.GC()
+}
+
+func TestHandlesCollectedUnclosedAreGivenBack(t *testing.T) {
+	x, _ := loom.NewTensor([]float32{1, 2}, 2)
+	defer x.Close()
+	same, err := loom.NewFunction(func(args []interface{}) (interface{}, error) { return args[0], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer same.Close()
+	for k := 0; k < 200; k++ {
+		out, err := same.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each result is one more reference to x; half are closed, and
+		// their guards go to the next results, which are left to the
+		// collector like the rest.
+		if k%2 == 0 {
+			out.(*loom.Tensor).Close()
+		}
+	}
+	if n := x.UseCount(); n < 2 {
+		t.Fatalf("use count %d with 100 results unclosed", n)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for x.UseCount() != 1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := x.UseCount(); n != 1 {
+		t.Fatalf("use count %d after collecting the unclosed results", n)
+	}
 }

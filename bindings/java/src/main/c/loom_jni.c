@@ -332,25 +332,68 @@ static jobject from_value(JNIEnv* env, LoomValue* v) {
   return out;
 }
 
-JNIEXPORT jobject JNICALL Java_org_loom_Native_call(JNIEnv* env, jclass cls, jlong fn, jobjectArray args) {
+/* The end of a call: an error becomes a LoomException; an object result
+ * goes back through handle_out (wrapped on the Java side, Function.call,
+ * without a call back into the JVM); any other value is converted. */
+static jobject call_result(JNIEnv* env, LoomStatus s, LoomValue* result, jlongArray handle_out) {
+  if (failed(env, s)) return NULL;
+  if (result->kind == LOOM_OBJECT) {
+    jlong handle[2];
+    handle[0] = (jlong)(intptr_t)result->v.v_object;
+    handle[1] = handle_kind(result->v.v_object);
+    (*env)->SetLongArrayRegion(env, handle_out, 0, 2, handle);
+    return NULL;
+  }
+  return from_value(env, result);
+}
+
+JNIEXPORT jobject JNICALL Java_org_loom_Native_call(JNIEnv* env, jclass cls, jlong fn, jobjectArray args,
+                                                    jlongArray handle_out) {
+  /* Up to 8 arguments on the stack: the cost of a call is what
+   * bench/languages.py measures against C's. */
+  LoomValue small_values[9];
+  char* small_texts[9] = {NULL};
   jsize n = args ? (*env)->GetArrayLength(env, args) : 0, k;
-  LoomValue* values = (LoomValue*)calloc((size_t)n + 1, sizeof(LoomValue));
-  char** texts = (char**)calloc((size_t)n + 1, sizeof(char*));
+  int heap = n >= 9;
+  LoomValue* values = heap ? (LoomValue*)calloc((size_t)n + 1, sizeof(LoomValue)) : small_values;
+  char** texts = heap ? (char**)calloc((size_t)n + 1, sizeof(char*)) : small_texts;
   LoomValue result;
   LoomStatus s = LOOM_ERROR;
-  int ok = 1;
+  int ok = values && texts;
   (void)cls;
+  if (!ok) throw_loom(env, "out of memory for the call's arguments");
   for (k = 0; k < n && ok; ++k) {
     jobject a = (*env)->GetObjectArrayElement(env, args, k);
     ok = to_value(env, a, k, &values[k], &texts[k]);
     (*env)->DeleteLocalRef(env, a);
   }
   if (ok) s = api()->function_call(H(fn), values, (int32_t)n, &result);
-  for (k = 0; k < n; ++k) free(texts[k]);
-  free(texts);
-  free(values);
-  if (!ok || failed(env, s)) return NULL;
-  return from_value(env, &result);
+  for (k = 0; texts && k < n; ++k) free(texts[k]);
+  if (heap) {
+    free(texts);
+    free(values);
+  }
+  if (!ok) return NULL;
+  return call_result(env, s, &result, handle_out);
+}
+
+/* Function.call's path when every argument is an open handle (at most 8). */
+JNIEXPORT jobject JNICALL Java_org_loom_Native_callHandles(JNIEnv* env, jclass cls, jlong fn, jlongArray handles,
+                                                           jlongArray handle_out) {
+  jlong raw[8];
+  LoomValue values[8], result;
+  jsize n = (*env)->GetArrayLength(env, handles), k;
+  (void)cls;
+  if (n > 8) {
+    throw_loom(env, "callHandles takes at most 8 handles");
+    return NULL;
+  }
+  (*env)->GetLongArrayRegion(env, handles, 0, n, raw);
+  for (k = 0; k < n; ++k) {
+    values[k].kind = LOOM_OBJECT;
+    values[k].v.v_object = H(raw[k]);
+  }
+  return call_result(env, api()->function_call(H(fn), values, (int32_t)n, &result), &result, handle_out);
 }
 
 /* ---- functions written in Java (org.loom.Function.of) ---- */

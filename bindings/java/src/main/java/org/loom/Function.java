@@ -20,9 +20,35 @@ public final class Function extends Handle {
    * String, null. The result: a Tensor (or another Handle), Long, Double, Boolean, String or null.
    */
   public Object call(Object... args) {
-    Object out = Native.call(handle(), args);
+    long[] object = new long[2]; // an object result: its handle and kind
+    long[] handles = handlesOf(args);
+    Object out =
+        handles != null
+            ? Native.callHandles(handle(), handles, object)
+            : Native.call(handle(), args, object);
+    if (object[0] != 0) {
+      out = Handle.wrap(object[0], (int) object[1]);
+    }
     java.lang.ref.Reference.reachabilityFence(this);
     java.lang.ref.Reference.reachabilityFence(args);
+    return out;
+  }
+
+  /** The handles of args when every one is an open handle (the common call), else null. */
+  private static long[] handlesOf(Object[] args) {
+    if (args == null || args.length > 8) {
+      return null;
+    }
+    long[] out = new long[args.length];
+    for (int k = 0; k < args.length; ++k) {
+      if (!(args[k] instanceof Handle)) {
+        return null;
+      }
+      out[k] = ((Handle) args[k]).rawHandle();
+      if (out[k] == 0) {
+        return null; // closed: the general path names the argument
+      }
+    }
     return out;
   }
 

@@ -32,6 +32,11 @@ public class Handle implements AutoCloseable {
     this.cleanable = CLEANER.register(this, new Release(handle));
   }
 
+  // The handle, 0 once closed.
+  long rawHandle() {
+    return handle;
+  }
+
   long handle() {
     long h = handle;
     if (h == 0) {

@@ -41,7 +41,14 @@ final class Native {
 
   static native float[] tensorToFloats(long handle);
 
-  static native Object call(long function, Object[] args);
+  // The call's result; an object result (a handle) is returned as null
+  // with its handle and Handle.wrap's kind in handleOut[0] and [1], so
+  // that Java wraps it without the native side calling back into the JVM.
+  static native Object call(long function, Object[] args, long[] handleOut);
+
+  // The same call when every argument is a handle, given as the handles
+  // themselves (no JNI call per argument).
+  static native Object callHandles(long function, long[] handles, long[] handleOut);
 
   static native long functionOf(java.util.function.Function<Object[], Object> fn);
 

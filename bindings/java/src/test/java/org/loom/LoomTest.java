@@ -169,6 +169,7 @@ public class LoomTest {
       Tensor t = Tensor.of(new float[] {1}, 1);
       t.close();
       expectError("was closed", () -> t.shape());
+      expectError("closed", () -> main.call(t)); // a closed argument, not the handles' fast path
     }
   }
 
