@@ -122,10 +122,61 @@ Stmt rebased(const Stmt& s, const BufferNode* buffer, const Buffer& compact, con
   return rewrite(s, load_rule, store_rule);
 }
 
+// `func` with the unit loops Simplify removed from the nest `nest_name`
+// put back: where the nest stores at a constant 0 along an axis of extent
+// 1 (cache_read's copy of a (1, 4, 64, 64) operand, whose loop over the
+// first axis was dropped), a loop of extent 1 innermost of its perfect
+// nest stores there instead, so that compute_at sees a store at distinct
+// loop variables (without it, batch matmuls with a batch axis of 1 went
+// untiled).
+PrimFunc with_unit_loops(const PrimFunc& func, const std::string& nest_name) {
+  const ForNode* inner = perfect_nest(find_loop(func, "compute_at", nest_name)).back();
+  const BufferStoreNode* store = nullptr;
+  pre_order(inner->body, [&](const Stmt& st) {
+    if (!store) store = st.as<BufferStoreNode>();
+    return !store;
+  });
+  if (!store) return func;
+  std::vector<size_t> unit;
+  for (size_t d = 0; d < store->indices.size(); ++d) {
+    if (const_int(store->indices[d].cast<PrimExpr>()) == std::optional<int64_t>(0) &&
+        const_int(store->buffer->shape[d].cast<PrimExpr>()) == std::optional<int64_t>(1))
+      unit.push_back(d);
+  }
+  if (unit.empty()) return func;
+  const BufferNode* buffer = store->buffer.get();
+  std::set<std::string> taken;
+  std::vector<Var> vars;
+  for (size_t k = 0; k < unit.size(); ++k) {
+    vars.emplace_back(fresh_name(func, "u" + std::to_string(k), taken), DataType::Int(64));
+    taken.insert(vars.back()->name);
+  }
+  bool every_store = true;
+  StmtRule at_vars = [&](const Stmt& st) -> std::optional<Stmt> {
+    const auto* w = st.as<BufferStoreNode>();
+    if (!w || w->buffer.get() != buffer) return std::nullopt;
+    std::vector<PrimExpr> indices;
+    for (const Any& i : w->indices) indices.push_back(i.cast<PrimExpr>());
+    for (size_t k = 0; k < unit.size(); ++k) {
+      every_store = every_store && const_int(indices[unit[k]]) == std::optional<int64_t>(0);
+      indices[unit[k]] = vars[k];
+    }
+    return BufferStore(w->buffer, w->value, indices);
+  };
+  Stmt body = rewrite(inner->body, nullptr, at_vars);
+  if (!every_store) return func;  // stores elsewhere along those axes: left to compute_at's refusal
+  for (size_t k = vars.size(); k-- > 0;)
+    body = For(vars[k], IntImm(DataType::Int(64), 0), IntImm(DataType::Int(64), 1), ForKind::kSerial, body);
+  Stmt nest =
+      For(inner->loop_var, inner->min, inner->extent, inner->for_kind(), body, inner->thread, inner->annotations);
+  return with_new_body(func, replace(func->body, inner, nest));
+}
+
 }  // namespace
 
 void Schedule::compute_at(const std::string& nest_name, const std::string& loop_name) {
   Recorder record(*this, "compute_at", nest_name, loop_name);
+  func_ = with_unit_loops(func_, nest_name);
   const ForNode* producer = find_loop(func_, "compute_at", nest_name);
   const ForNode* loop = find_loop(func_, "compute_at", loop_name);
   std::vector<Stmt> to_producer, to_loop;

@@ -230,6 +230,54 @@ TEST(Schedule, PackingCacheWriteAndComputeAtKeepTheNumbers) {
   EXPECT_EQ(run(rows.func()), want) << text;
 }
 
+// A batch matmul with a batch axis of 1 (GPT attention's (1, heads, n, n)
+// as (1, 6, 5) here): the copy cache_read makes of the right operand
+// stores at a constant 0 along that axis, its loop of extent 1 simplified
+// away; compute_at puts the loop back and moves the copy into the column
+// loop, where it refused before ("not at distinct loop variables") and
+// AutoSchedule left such matmuls untiled.
+TEST(Schedule, ComputeAtTakesACopyWhoseUnitAxisLostItsLoop) {
+  const char* batched = R"(
+@bmm = prim_func(%A: Buffer[(1, 6, 5), float32], %W: Buffer[(1, 5, 8), float32], %Out: Buffer[(1, 6, 8), float32]) {
+  for %b: int64 from 0 extent 1 {
+    for %i: int64 from 0 extent 6 {
+      for %j: int64 from 0 extent 8 {
+        %Out[%b, %i, %j] = 0.0;
+        for %k: int64 from 0 extent 5 {
+          %Out[%b, %i, %j] = %Out[%b, %i, %j] + %A[0, %i, %k] * %W[0, %k, %j];
+        }
+      }
+    }
+  }
+}
+)";
+  ir::IRModule m = text::parse_module(batched, "bmm.loom");
+  auto func = downcast<tir::PrimFunc>(m.lookup("bmm"));
+  auto run_bmm = [&](const tir::PrimFunc& f) {
+    NDArray out = NDArray::empty({1, 6, 8}, DataType::Float(32));
+    driver::build_kernels(m.with_function("bmm", f), target::Target("ref"))
+        .get_function("bmm")(floats({1, 6, 5}, 4), floats({1, 5, 8}, 5), out);
+    return std::vector<float>(out.data_as<float>(), out.data_as<float>() + 48);
+  };
+  tir::Schedule s(func);
+  // Panels of 4 columns: (b, k, j) -> (b, j // 4, k, j % 4).
+  std::string w = s.cache_read("W", [](const std::vector<tir::PrimExpr>& v) {
+    tir::PrimExpr four = tir::IntImm(DataType::Int(64), 4);
+    return std::vector<tir::PrimExpr>{v[0], tir::FloorDiv(v[2], four), v[1], tir::FloorMod(v[2], four)};
+  });
+  std::string text = ir::to_text(Any(s.func()));
+  EXPECT_NE(text.find("%W_local[0, %c1, %c2, %c3] = %W[0, %c2, %c1 * 4 + %c3]"), std::string::npos) << text;
+  s.compute_at("c1", "j");
+  text = ir::to_text(Any(s.func()));
+  // Inside j, the copy of the one value of the panel it reads per k.
+  EXPECT_NE(text.find("extent 8 {\n          for %c2: int64 from 0 extent 5 {\n            "
+                      "%W_local[0, %j // 4, %c2, %j % 4] = %W[0, %c2, %j]"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(run_bmm(s.func()), run_bmm(func)) << text;
+  EXPECT_TRUE(structural_equal(Any(tir::Schedule::replay(func, s.trace_json()).func()), Any(s.func())));
+}
+
 // allocate_at: a tile's accumulator, used only inside the tile loop, is
 // allocated there and holds one tile (indices from the tile's start); the
 // numbers stay.  Where a value could pass between iterations, or the
