@@ -26,7 +26,11 @@ def build_job(job):
     layouts = dict(cand.attrs["param_layouts"].items()) if "param_layouts" in cand.attrs else {}
     fd, path = tempfile.mkstemp(prefix="loom-candidate-", suffix=".so")
     os.close(fd)
-    lib.export_library(path)
+    try:
+        lib.export_library(path)
+    except loom.LoomError as e:  # the link failed: this candidate's record says why
+        os.unlink(path)
+        return {"error": f"{type(e).__name__}: {e}"[:2000], "features": list(features)}
     return {"path": path, "layouts": {str(k): str(v) for k, v in layouts.items()}, "features": list(features)}
 
 

@@ -274,10 +274,11 @@ class RemoteWorkers:
             self._references[key] = (self.client.scatter(reference, broadcast=True), inputs)
         return self._references[key]
 
-    def _build(self, child, job, inputs):
+    def _build(self, child, job, reference):
         """The candidate of `job` built in a builder process: (ref, payload)
-        to measure, or None; and what the record keeps of here."""
-        ref, _ = self._reference(job)
+        to measure, or None; and what the record keeps of here.
+        `reference`: the task's (scattered reference, inputs)."""
+        ref, inputs = reference
         out = child.run(job, self.timeout)
         if "path" not in out:
             return None, out
@@ -316,7 +317,8 @@ class RemoteWorkers:
         from ..tune.measure import _Child
         while len(self._children) < self.builders:
             self._children.append(_Child(module="loom.rpc._builder"))
-        inputs = [self._reference(job)[1] for job in jobs]  # built here, in order, before the builders start
+        # Built here, in order, before the builder threads start (they only read them).
+        references = [self._reference(job) for job in jobs]
         jobs_prepared, futures = [None] * len(jobs), [None] * len(jobs)
         todo = queue.Queue()
         for k in range(len(jobs)):
@@ -329,7 +331,7 @@ class RemoteWorkers:
                 except queue.Empty:
                     return
                 try:
-                    prepared, local = self._build(child, jobs[k], inputs[k])
+                    prepared, local = self._build(child, jobs[k], references[k])
                     futures[k] = None if prepared is None else self._submit(prepared)
                 except Exception as e:  # noqa: BLE001 -- no server left, ...: this candidate's record says so
                     prepared, local = None, {"error": f"{type(e).__name__}: {e}"}
