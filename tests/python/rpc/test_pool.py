@@ -4,8 +4,6 @@ the resource loom-rpc:test-cpu; loom.rpc.pool leases free servers,
 loom.tune measures on them (building here) and records each record's
 server, and a server killed with SIGKILL mid-trial costs that trial only."""
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +21,7 @@ from rpc_util import SERVER, Server
 
 sys.path.insert(0, str(ROOT / "tests" / "python" / "tune"))
 from test_tune import CONFIG, _job, model  # noqa: E402
-from test_tune_dask import free_port  # noqa: E402
+from test_tune_dask import dask_cluster, dask_worker  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not SERVER.exists(), reason=f"{SERVER} is not built")
 
@@ -32,43 +30,24 @@ KEY = "test-cpu"
 
 @pytest.fixture
 def pool(tmp_path):
-    if not shutil.which("dask-scheduler"):
-        pytest.fail("dask-scheduler is missing: scripts/setup.sh installs python3-distributed")
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    log = open(tmp_path / "cluster.log", "w")
-    procs = [subprocess.Popen(["dask-scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=log, stderr=subprocess.STDOUT, env=env)]
     servers = []
     for k in (1, 2):
         d = tmp_path / f"server{k}"
         d.mkdir()
         servers.append(Server(d))
-        procs.append(subprocess.Popen([sys.executable, "-m", "loom.rpc.worker", f"dask://{address}", "--server",
-                                       servers[-1].address, "--key", str(servers[-1].key), "--device-key", KEY,
-                                       "--name", f"front{k}"], stdout=log, stderr=subprocess.STDOUT, env=env))
-    # A plain worker too: no pool task may land on it.
-    procs.append(subprocess.Popen(["dask-worker", f"tcp://{address}", "--nthreads", "1", "--no-nanny",
-                                   "--no-dashboard", "--name", "plain"], stdout=log, stderr=subprocess.STDOUT, env=env))
-    from distributed import Client
-    client = Client(f"tcp://{address}", timeout="30s")
+
+    def workers(address):
+        fronts = [(f"front{k}", [sys.executable, "-m", "loom.rpc.worker", f"dask://{address}", "--server",
+                                 s.address, "--key", str(s.key), "--device-key", KEY, "--name", f"front{k}"])
+                  for k, s in enumerate(servers, 1)]
+        return fronts + [dask_worker(address, "plain")]  # a plain worker too: no pool task may land on it
+
     try:
-        client.wait_for_workers(3, timeout=90)
-        yield f"dask://{address}", client, servers
+        with dask_cluster(tmp_path, workers, 3, timeout=90) as (address, client, _):
+            yield f"dask://{address}", client, servers
     finally:
-        client.close()
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
         for s in servers:
             s.stop()
-        log.close()
 
 
 def test_pool_leases_free_servers(pool, tmp_path):

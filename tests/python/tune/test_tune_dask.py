@@ -2,6 +2,7 @@
 cluster"): Debian's dask-scheduler and two dask-worker processes on this
 machine; candidates are measured on both, each record names its worker,
 and a worker killed mid-trial loses nothing."""
+import contextlib
 import json
 import os
 import pathlib
@@ -31,27 +32,34 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def cluster(tmp_path):
+@contextlib.contextmanager
+def dask_cluster(tmp_path, workers, expect, timeout=60):
+    """A dask-scheduler on a free port of 127.0.0.1 and the processes
+    `workers(address)` names ([(name, argv)]), each logging to
+    tmp_path/NAME.log: (address, client, processes) once `expect` workers
+    have joined; every process is stopped on the way out."""
     if not shutil.which("dask-scheduler"):
         pytest.fail("dask-scheduler is missing: scripts/setup.sh installs python3-distributed")
     port = free_port()
     address = f"127.0.0.1:{port}"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    logs = [open(tmp_path / f"{n}.log", "w") for n in ("scheduler", "w1", "w2")]
-    procs = [subprocess.Popen(["dask-scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=logs[0], stderr=subprocess.STDOUT, env=env)]
-    for k in (1, 2):
-        procs.append(subprocess.Popen(["dask-worker", f"tcp://{address}", "--nthreads", "1", "--no-nanny",
-                                       "--no-dashboard", "--name", f"w{k}"], stdout=logs[k], stderr=subprocess.STDOUT,
-                                      env=env))
-    from distributed import Client
-    client = Client(f"tcp://{address}", timeout="30s")
-    client.wait_for_workers(2, timeout=60)
+    logs, procs, client = [], [], None
+
+    def start(name, argv):
+        logs.append(open(tmp_path / f"{name}.log", "w"))
+        procs.append(subprocess.Popen(argv, stdout=logs[-1], stderr=subprocess.STDOUT, env=env))
+
     try:
+        start("scheduler", ["dask-scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"])
+        for name, argv in workers(address):
+            start(name, argv)
+        from distributed import Client
+        client = Client(f"tcp://{address}", timeout="30s")
+        client.wait_for_workers(expect, timeout=timeout)
         yield address, client, procs
     finally:
-        client.close()
+        if client is not None:
+            client.close()
         for p in reversed(procs):
             if p.poll() is None:
                 p.terminate()
@@ -62,6 +70,17 @@ def cluster(tmp_path):
                 p.kill()
         for f in logs:
             f.close()
+
+
+def dask_worker(address, name):
+    """A plain dask-worker's (name, argv): one thread, no nanny."""
+    return name, ["dask-worker", f"tcp://{address}", "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", name]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with dask_cluster(tmp_path, lambda address: [dask_worker(address, f"w{k}") for k in (1, 2)], 2) as running:
+        yield running
 
 
 def test_tune_on_two_dask_workers(cluster, tmp_path):
