@@ -101,6 +101,16 @@ std::string fresh_name(const PrimFunc& func, const std::string& base, const std:
     if (!used.count(base + "_" + std::to_string(k))) return base + "_" + std::to_string(k);
 }
 
+std::vector<Var> fresh_vars(const PrimFunc& func, const std::string& prefix, size_t n) {
+  std::vector<Var> out;
+  std::set<std::string> taken;
+  for (size_t k = 0; k < n; ++k) {
+    out.emplace_back(fresh_name(func, prefix + std::to_string(k), taken), DataType::Int(64));
+    taken.insert(out.back()->name);
+  }
+  return out;
+}
+
 PrimFunc with_new_body(const PrimFunc& func, const Stmt& body) { return with_body(*func.get(), body); }
 
 // `cond` around the innermost body of the perfect nest `s` (as far down as

@@ -27,17 +27,6 @@ using arith::simplify;
 using namespace schedule_detail;  // NOLINT: the primitives' shared helpers (schedule_internal.h)
 
 namespace {
-// n fresh int64 variables prefix0, prefix1, ...
-std::vector<Var> fresh_vars(const PrimFunc& func, const std::string& prefix, size_t n) {
-  std::vector<Var> out;
-  std::set<std::string> taken;
-  for (size_t k = 0; k < n; ++k) {
-    out.emplace_back(fresh_name(func, prefix + std::to_string(k), taken), DataType::Int(64));
-    taken.insert(out.back()->name);
-  }
-  return out;
-}
-
 // A buffer parameter named `name` (or, with `allocations`, an allocated
 // buffer), else a refusal with a suggestion.
 Buffer find_buffer(const PrimFunc& func, const std::string& primitive, const std::string& name, bool allocations) {

@@ -145,12 +145,7 @@ PrimFunc with_unit_loops(const PrimFunc& func, const std::string& nest_name) {
   }
   if (unit.empty()) return func;
   const BufferNode* buffer = store->buffer.get();
-  std::set<std::string> taken;
-  std::vector<Var> vars;
-  for (size_t k = 0; k < unit.size(); ++k) {
-    vars.emplace_back(fresh_name(func, "u" + std::to_string(k), taken), DataType::Int(64));
-    taken.insert(vars.back()->name);
-  }
+  std::vector<Var> vars = fresh_vars(func, "u", unit.size());
   bool every_store = true;
   StmtRule at_vars = [&](const Stmt& st) -> std::optional<Stmt> {
     const auto* w = st.as<BufferStoreNode>();

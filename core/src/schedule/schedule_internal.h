@@ -111,6 +111,8 @@ const ForNode* find_loop(const PrimFunc& func, const std::string& primitive, con
 
 // A name not used by any variable or buffer of the function, nor in `taken`.
 std::string fresh_name(const PrimFunc& func, const std::string& base, const std::set<std::string>& taken = {});
+// n fresh int64 variables prefix0, prefix1, ... (fresh_name's, apart from each other).
+std::vector<Var> fresh_vars(const PrimFunc& func, const std::string& prefix, size_t n);
 
 // The function with `body` as its body.
 PrimFunc with_new_body(const PrimFunc& func, const Stmt& body);
