@@ -1,0 +1,237 @@
+"""Decoder LLM speed: loom.llm against PyTorch eager (docs/llm.md, "Speed").
+
+A LLaMA-shaped model with random weights (the configuration is printed),
+at 1 and 2 threads, in one run: decode tokens per second (after a prompt
+of --context tokens), prefill of --prefill tokens, and the decode roofline
+(weight bytes read per token / the machine's measured copy bandwidth).
+PyTorch runs the same equations with its own KV cache under
+torch.no_grad(), at its best thread setting (bench/peers.py).  Rounds
+alternate the sides; ratios are medians of per-round ratios.
+
+    PYTHONPATH=python /usr/bin/python3 bench/llm.py [--small] [--threads 1 2] [--rounds 5]
+"""
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402
+
+peers.blas_at_best()
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONFIGS = {
+    # about 123 M parameters (24.6 M of them in each of the two embeddings)
+    "base": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 768, "intermediate_size": 2048,
+             "num_hidden_layers": 12, "num_attention_heads": 12, "num_key_value_heads": 4, "rms_norm_eps": 1e-5,
+             "rope_theta": 10000.0, "max_position_embeddings": 1024, "tie_word_embeddings": False},
+    "small": {"model_type": "llama", "vocab_size": 4096, "hidden_size": 256, "intermediate_size": 688,
+              "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4, "rms_norm_eps": 1e-5,
+              "rope_theta": 10000.0, "max_position_embeddings": 512, "tie_word_embeddings": False},
+}
+
+
+def random_weights(cfg, seed=0):
+    from loom.llm import parse_config
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in parse_config(cfg).parameters().items():
+        if name.endswith("norm.weight"):
+            out[name] = np.ones(shape, np.float32)
+        else:
+            out[name] = (0.02 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+    return out
+
+
+class TorchLlama:
+    """Hugging Face's LLaMA equations in PyTorch eager with a KV cache."""
+
+    def __init__(self, cfg, weights):
+        import torch
+        self.torch = torch
+        self.w = {k: torch.from_numpy(v) for k, v in weights.items()}
+        self.heads, self.kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        self.d = cfg["hidden_size"] // self.heads
+        self.layers, self.eps = cfg["num_hidden_layers"], cfg["rms_norm_eps"]
+        inv = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, self.d, 2).float() / self.d))
+        freqs = torch.outer(torch.arange(cfg["max_position_embeddings"]).float(), inv)
+        emb = torch.cat([freqs, freqs], dim=-1)
+        self.cos, self.sin = emb.cos(), emb.sin()
+        self.wqkv = [torch.cat([self.w[f"model.layers.{i}.self_attn.{n}_proj.weight"] for n in "qkv"])
+                     for i in range(self.layers)]
+
+    def rms(self, x, w):
+        return w * (x * self.torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+    def rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + self.torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+
+    def step(self, ids, cache):
+        """Logits of the last token; `cache` is a list of (k, v) per layer, grown in place."""
+        torch, w = self.torch, self.w
+        with torch.no_grad():
+            n, start = len(ids), cache[0][0].shape[1] if cache else 0
+            cos, sin = self.cos[start:start + n], self.sin[start:start + n]
+            x = w["model.embed_tokens.weight"][ids]
+            qd, kd = self.heads * self.d, self.kv * self.d
+            for i in range(self.layers):
+                p = f"model.layers.{i}."
+                h = self.rms(x, w[p + "input_layernorm.weight"])
+                qkv = h @ self.wqkv[i].T
+                q = self.rope(qkv[:, :qd].view(n, self.heads, self.d).transpose(0, 1), cos, sin)
+                k = self.rope(qkv[:, qd:qd + kd].view(n, self.kv, self.d).transpose(0, 1), cos, sin)
+                v = qkv[:, qd + kd:].view(n, self.kv, self.d).transpose(0, 1)
+                if len(cache) > i:
+                    k = torch.cat([cache[i][0], k], dim=1)
+                    v = torch.cat([cache[i][1], v], dim=1)
+                    cache[i] = (k, v)
+                else:
+                    cache.append((k, v))
+                g = self.heads // self.kv
+                kk, vv = k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)
+                a = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, is_causal=n > 1) if start == 0 else \
+                    self._attend(q, kk, vv, start)
+                x = x + a.transpose(0, 1).reshape(n, qd) @ w[p + "self_attn.o_proj.weight"].T
+                h = self.rms(x, w[p + "post_attention_layernorm.weight"])
+                gate = torch.nn.functional.silu(h @ w[p + "mlp.gate_proj.weight"].T)
+                x = x + (gate * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+            x = self.rms(x[-1:], w["model.norm.weight"])
+            return (x @ w["lm_head.weight"].T)[0]
+
+    def _attend(self, q, k, v, start):
+        torch = self.torch
+        n, total = q.shape[1], k.shape[1]
+        scores = q @ k.transpose(1, 2) / math.sqrt(self.d)
+        if n > 1:
+            mask = torch.arange(total)[None, :] > (start + torch.arange(n))[:, None]
+            scores = scores.masked_fill(mask, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+
+def copy_bandwidth():
+    """Bytes per second moved (read + written) by a large copy (NumPy's, one
+    thread), the best of 5."""
+    a = np.ones(64 << 20, np.float32)  # 256 MB
+    b = np.empty_like(a)
+    best = math.inf
+    for _ in range(5):
+        t = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.nbytes / best
+
+
+def weight_bytes_per_token(cfg):
+    """Bytes of the weights one decode step reads (an embedding row only)."""
+    from loom.llm import parse_config
+    total = 0
+    for name, shape in parse_config(cfg).parameters().items():
+        n = int(np.prod(shape)) * 4
+        total += cfg["hidden_size"] * 4 if name == "model.embed_tokens.weight" else n
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="a small model (a quick check, not the figure)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--context", type=int, default=32, help="prompt tokens before timing decode")
+    ap.add_argument("--decode", type=int, default=16, help="decode steps per round")
+    ap.add_argument("--prefill", type=int, default=128)
+    args = ap.parse_args()
+
+    import loom
+    import loom.llm as llm
+    import torch
+
+    cfg = CONFIGS["small" if args.small else "base"]
+    weights = random_weights(cfg)
+    params = sum(a.size for a in weights.values())
+    print(f"model: {cfg}")
+    print(f"parameters: {params / 1e6:.1f} M; BLAS: {peers.blas_kernel()}; torch {torch.__version__}")
+    t = time.perf_counter()
+    engine = llm.compile(cfg, weights, config=str(ROOT / "configs" / "host.yaml"))
+    print(f"loom compile: {time.perf_counter() - t:.1f} s")
+    peer = TorchLlama(cfg, weights)
+    rng = np.random.default_rng(0)
+    prompt = rng.integers(0, cfg["vocab_size"], args.context)
+    long_prompt = rng.integers(0, cfg["vocab_size"], args.prefill)
+    wbytes = weight_bytes_per_token(cfg)
+
+    for threads in args.threads:
+        loom.runtime.set_num_threads(threads)
+        setting, _ = peers.best_setting(lambda: peer.step(torch.as_tensor(long_prompt), []),
+                                        peers.torch_settings(threads), lambda s: peers.torch_threads(*s), calls=2)
+        bw = copy_bandwidth()
+        roof_ms = wbytes / bw * 1e3
+
+        def loom_decode():
+            cache = engine.create_cache(capacity=args.context + args.decode + 1, max_sequences=1)
+            cache.add(0)
+            engine.step(cache, {0: prompt})
+            times, tok = [], [1]
+            for _ in range(args.decode):
+                s = time.perf_counter()
+                tok = [int(np.argmax(engine.step(cache, {0: tok})[0]))]
+                times.append((time.perf_counter() - s) * 1e3)
+            return statistics.median(times)
+
+        def torch_decode():
+            with peers.torch_threads(*setting):
+                cache = []
+                peer.step(torch.as_tensor(prompt), cache)
+                times, tok = [], torch.tensor([1])
+                for _ in range(args.decode):
+                    s = time.perf_counter()
+                    tok = torch.argmax(peer.step(tok, cache)).reshape(1)
+                    times.append((time.perf_counter() - s) * 1e3)
+                return statistics.median(times)
+
+        def loom_prefill():
+            cache = engine.create_cache(capacity=args.prefill, max_sequences=1)
+            cache.add(0)
+            s = time.perf_counter()
+            engine.step(cache, {0: long_prompt})
+            return (time.perf_counter() - s) * 1e3
+
+        def torch_prefill():
+            with peers.torch_threads(*setting):
+                s = time.perf_counter()
+                peer.step(torch.as_tensor(long_prompt), [])
+                return (time.perf_counter() - s) * 1e3
+
+        loom_decode(), torch_decode(), loom_prefill(), torch_prefill()  # warm up
+        rows = {"decode": ([], []), "prefill": ([], [])}
+        for r in range(args.rounds):
+            pairs = [("decode", loom_decode, torch_decode), ("prefill", loom_prefill, torch_prefill)]
+            for name, a, b in pairs:
+                if r % 2:
+                    y, x = b(), a()
+                else:
+                    x, y = a(), b()
+                rows[name][0].append(x)
+                rows[name][1].append(y)
+        print(f"\nthreads {threads} (PyTorch intra-op, OpenBLAS: {setting}); copy bandwidth {bw / 1e9:.1f} GB/s; "
+              f"weights read per token {wbytes / 1e6:.0f} MB: roofline {roof_ms:.1f} ms/token")
+        for name, (lm, pt) in rows.items():
+            ratio = statistics.median(y / x for x, y in zip(lm, pt))
+            lmed, pmed = statistics.median(lm), statistics.median(pt)
+            if name == "decode":
+                print(f"  decode:  loom {lmed:7.2f} ms/token ({1e3 / lmed:6.1f} tok/s), torch {pmed:7.2f} ms/token "
+                      f"({1e3 / pmed:6.1f} tok/s); loom speed-up {ratio:.2f}x; loom at {roof_ms / lmed:.0%} of "
+                      f"the roofline")
+            else:
+                print(f"  prefill {args.prefill}: loom {lmed:7.1f} ms, torch {pmed:7.1f} ms; loom speed-up "
+                      f"{ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
