@@ -96,8 +96,7 @@ class TorchLlama:
                     cache.append((k, v))
                 g = self.heads // self.kv
                 kk, vv = k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)
-                a = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, is_causal=n > 1) if start == 0 else \
-                    self._attend(q, kk, vv, start)
+                a = self._attend(q, kk, vv, start)
                 x = x + a.transpose(0, 1).reshape(n, qd) @ w[p + "self_attn.o_proj.weight"].T
                 h = self.rms(x, w[p + "post_attention_layernorm.weight"])
                 gate = torch.nn.functional.silu(h @ w[p + "mlp.gate_proj.weight"].T)

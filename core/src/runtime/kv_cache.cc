@@ -29,31 +29,138 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 #define LOOM_KV_CLONES
 #endif
 
-// One query row against `count` key rows: scores, softmax, weighted values.
-// Eight partial sums per dot product so that the compiler vectorises it.
-LOOM_KV_CLONES
-void attend_row(const float* q, const float* keys, const float* values, int64_t count, int64_t d, float scale,
-                float* scores, float* out) {
-  float top = -std::numeric_limits<float>::infinity();
+#pragma GCC diagnostic ignored "-Wpsabi"  // Float8 values stay inside this file's inlined helpers
+// Eight floats, as one AVX register or two SSE ones (GCC's vector
+// extension; loads and stores through memcpy, so unaligned).
+typedef float Float8 __attribute__((vector_size(32)));
+inline Float8 load8(const float* p) {
+  Float8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
+
+typedef int32_t Int8 __attribute__((vector_size(32)));
+inline Float8 splat(float x) { return Float8{x, x, x, x, x, x, x, x}; }
+
+// e^x for x <= 0 (scores minus their row's maximum), eight at a time:
+// Cephes' expf, a polynomial on [-ln2/2, ln2/2] scaled by 2^n (relative
+// error about 2e-7); n rounded by the 1.5 * 2^23 trick, so every step is a
+// plain vector operation.
+inline Float8 exp_nonpositive(Float8 x) {
+  const Float8 low = splat(-87.0f);
+  x = x < low ? low : x;
+  const Float8 magic = splat(12582912.0f);
+  const Float8 shifted = x * splat(1.44269504088896341f) + magic;
+  const Float8 n = shifted - magic;
+  const Float8 r = x - n * splat(0.693359375f) + n * splat(2.12194440e-4f);
+  Float8 y = splat(1.9875691500e-4f);
+  y = y * r + splat(1.3981999507e-3f);
+  y = y * r + splat(8.3334519073e-3f);
+  y = y * r + splat(4.1665795894e-2f);
+  y = y * r + splat(1.6666665459e-1f);
+  y = y * r + splat(5.0000001201e-1f);
+  y = y * r * r + r + splat(1.0f);
+  // shifted's low mantissa bits hold n (plus 2^22 + 2^23 above them).
+  const Int8 bits = (((Int8)shifted - (Int8)magic) + 127) << 23;
+  return y * (Float8)bits;
+}
+
+// out[0 .. 8 * V) += sum over j of p[j] * values[j * d ...]: V vectors of
+// accumulators held in registers across the whole row.
+template <int V>
+inline void weighted_sum(const float* __restrict p, const float* __restrict values, int64_t count, int64_t d,
+                         float* __restrict out) {
+  Float8 acc[V];
+#pragma GCC unroll 8
+  for (int u = 0; u < V; ++u) acc[u] = Float8{};
   for (int64_t j = 0; j < count; ++j) {
-    const float* k = keys + j * d;
-    float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t e = 0;
-    for (; e + 8 <= d; e += 8)
-      for (int l = 0; l < 8; ++l) part[l] += q[e + l] * k[e + l];
-    float s = 0;
-    for (; e < d; ++e) s += q[e] * k[e];
-    for (int l = 0; l < 8; ++l) s += part[l];
-    scores[j] = s * scale;
-    top = std::max(top, scores[j]);
+    const Float8 w = splat(p[j]);
+#pragma GCC unroll 8
+    for (int u = 0; u < V; ++u) acc[u] += w * load8(values + j * d + 8 * u);
   }
-  float total = 0;
-  for (int64_t j = 0; j < count; ++j) total += scores[j] = std::exp(scores[j] - top);
-  for (int64_t e = 0; e < d; ++e) out[e] = 0;
-  for (int64_t j = 0; j < count; ++j) {
-    const float p = scores[j] / total;
-    const float* v = values + j * d;
-    for (int64_t e = 0; e < d; ++e) out[e] += p * v[e];
+#pragma GCC unroll 8
+  for (int u = 0; u < V; ++u) store8(out + 8 * u, acc[u]);
+}
+
+// The `group` query rows that share one KV head (contiguous, `d` apart)
+// against `count` key rows: scores, softmax, weighted values.  Each key
+// and value row is loaded once for the whole group.  `scores` holds
+// group * count floats.
+LOOM_KV_CLONES
+void attend_group(const float* __restrict q, const float* __restrict keys, const float* __restrict values,
+                  int64_t count, int64_t d, int64_t group, float scale, float* __restrict scores,
+                  float* __restrict out) {
+  const int64_t whole = d / 8 * 8;
+  // Four keys at a time: four independent chains of multiply-adds, summed
+  // across lanes together.
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const float* k = keys + j * d;
+    for (int64_t h = 0; h < group; ++h) {
+      const float* qh = q + h * d;
+      Float8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+      for (int64_t e = 0; e < whole; e += 8) {
+        const Float8 x = load8(qh + e);
+        a0 += x * load8(k + e);
+        a1 += x * load8(k + d + e);
+        a2 += x * load8(k + 2 * d + e);
+        a3 += x * load8(k + 3 * d + e);
+      }
+      float sum[4] = {0, 0, 0, 0};
+      for (int64_t e = whole; e < d; ++e)
+        for (int r = 0; r < 4; ++r) sum[r] += qh[e] * k[r * d + e];
+      for (int l = 0; l < 8; ++l) {
+        sum[0] += a0[l];
+        sum[1] += a1[l];
+        sum[2] += a2[l];
+        sum[3] += a3[l];
+      }
+      for (int r = 0; r < 4; ++r) scores[h * count + j + r] = sum[r] * scale;
+    }
+  }
+  for (; j < count; ++j) {
+    const float* k = keys + j * d;
+    for (int64_t h = 0; h < group; ++h) {
+      const float* qh = q + h * d;
+      Float8 acc = {};
+      int64_t e = 0;
+      for (; e < whole; e += 8) acc += load8(qh + e) * load8(k + e);
+      float sum = 0;
+      for (; e < d; ++e) sum += qh[e] * k[e];
+      for (int l = 0; l < 8; ++l) sum += acc[l];
+      scores[h * count + j] = sum * scale;
+    }
+  }
+  for (int64_t h = 0; h < group; ++h) {
+    float* row = scores + h * count;
+    float top = -std::numeric_limits<float>::infinity(), total = 0;
+    for (int64_t i = 0; i < count; ++i) top = std::max(top, row[i]);
+    int64_t i = 0;
+    Float8 sums = {};
+    for (; i + 8 <= count; i += 8) {
+      const Float8 e = exp_nonpositive(load8(row + i) - splat(top));
+      store8(row + i, e);
+      sums += e;
+    }
+    for (; i < count; ++i) {
+      float tail[8] = {row[i] - top, 0, 0, 0, 0, 0, 0, 0};
+      row[i] = exp_nonpositive(load8(tail))[0];
+      total += row[i];
+    }
+    for (int l = 0; l < 8; ++l) total += sums[l];
+    const float inverse = 1.0f / total;
+    for (i = 0; i < count; ++i) row[i] *= inverse;
+    float* o = out + h * d;
+    int64_t e = 0;
+    for (; e + 64 <= whole; e += 64) weighted_sum<8>(row, values + e, count, d, o + e);
+    for (; e + 32 <= whole; e += 32) weighted_sum<4>(row, values + e, count, d, o + e);
+    for (; e < whole; e += 8) weighted_sum<1>(row, values + e, count, d, o + e);
+    for (; e < d; ++e) {
+      float sum = 0;
+      for (i = 0; i < count; ++i) sum += row[i] * values[i * d + e];
+      o[e] = sum;
+    }
   }
 }
 
@@ -251,12 +358,11 @@ NDArray KVCacheNode::attention(int64_t layer, const NDArray& q, const NDArray& k
     std::vector<float> scores;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / kv_heads_, g = task % kv_heads_, count = token_pos[t] + 1;
-      scores.resize(static_cast<size_t>(count));
+      scores.resize(static_cast<size_t>(count * group));
       const float* keys = block(*token_seq[t], layer, false, g);
       const float* values = block(*token_seq[t], layer, true, g);
-      for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-        attend_row(qd + (t * heads + h) * d, keys, values, count, d, fscale, scores.data(), od + (t * heads + h) * d);
-      }
+      const int64_t row = (t * heads + g * group) * d;
+      attend_group(qd + row, keys, values, count, d, group, fscale, scores.data(), od + row);
     }
   });
   return out;
