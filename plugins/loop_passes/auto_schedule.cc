@@ -67,6 +67,12 @@ void StageScheduler::run(const std::string& root) {
   const ForNode* top = find(s_, root);
   parallel_ = decide("nest.parallel", worth_threads(top));
   if (has_reduction(top)) {
+    if (auto parts = partition_rows(root)) {
+      panel_ = 0;
+      run(parts->first);
+      if (!panel_ || !tail_over_panels(parts->second, panel_)) run(parts->second);
+      return;
+    }
     if (!tile_reduction(root)) {
       vector_reductions(root);
       vectorize_leaves(root);

@@ -177,6 +177,14 @@ class StageScheduler {
   // The register-tiled reduction; false (schedule unchanged) when the nest
   // does not have the shape.
   bool tile_reduction(const std::string& root);
+  // A reduction nest whose outer loop has a symbolic extent (%n rows)
+  // partitioned into whole blocks of rows and a tail (Schedule::partition);
+  // the roots of the two nests, or nothing when it does not apply.
+  std::optional<std::pair<std::string, std::string>> partition_rows(const std::string& root);
+  // The tail of partition_rows over operands its block packed into panels
+  // `panel` wide: the reduction with the panel's columns innermost and
+  // vectorized; false (schedule unchanged) when it does not fit.
+  bool tail_over_panels(const std::string& root, int64_t panel);
   // The two innermost spatial loops fused when the inner one is short;
   // returns the nest's root.
   std::string fuse_short_rows(const std::string& root);
@@ -227,6 +235,8 @@ class StageScheduler {
   std::vector<std::string> copies_;      // the roots of the packing copies tile() made
   std::vector<std::string> row_copies_;  // the roots of the left operand's copies
   std::vector<std::string> moved_;       // their roots once moved into the column-tile loop
+  std::set<std::string> partitioned_;    // the nests partition_rows made (not partitioned again)
+  int64_t panel_ = 0;                    // the panel width tile() gave a constant's layout, 0 for none
 };
 
 }  // namespace loom::loop::auto_schedule

@@ -39,6 +39,64 @@ bool StageScheduler::tile_reduction(const std::string& root) {
   return false;
 }
 
+// Rows of a symbolic count (a dense over %n tokens) cannot be tiled as
+// they are: a tile needs a constant extent, and a guard inside the tile
+// would check every row at every step of the reduction.  The nest is
+// partitioned instead into blocks of kRowBlock rows, which tile() tiles
+// like any constant extent (a constant operand packed into panels at
+// compile time), and a tail of fewer rows (a decode step's one token),
+// which reads the same panels with their columns innermost and
+// vectorized (tail_over_panels).  Only a root loop is partitioned (a
+// batch loop of constant extent outside the rows keeps the nest as it
+// is).
+namespace {
+constexpr int64_t kRowBlock = 32;
+}  // namespace
+
+std::optional<std::pair<std::string, std::string>> StageScheduler::partition_rows(const std::string& root) {
+  const ForNode* top = find(s_, root);
+  std::vector<const ForNode*> chain = perfect_nest(top);
+  if (const_int(top->extent) || chain.size() < 2 || chain.back()->body.as<SeqStmtNode>() == nullptr ||
+      partitioned_.count(root) || !decide("rows.partition", true)) {
+    return std::nullopt;
+  }
+  std::vector<std::string> parts;
+  if (!attempt([&] { parts = s_.partition(root, kRowBlock); })) return std::nullopt;
+  partitioned_.insert(parts[0]);
+  partitioned_.insert(parts[2]);
+  return std::make_pair(parts[0], parts[2]);
+}
+
+bool StageScheduler::tail_over_panels(const std::string& root, int64_t panel) {
+  Schedule saved = s_;
+  try {
+    for (const std::vector<std::string>& nest : s_.decompose_reduction(root)) {
+      const ForNode* top = find(s_, nest[0]);
+      if (!has_reduction(top)) {
+        parallel_outer(vectorize_inner(nest[0]));
+        continue;
+      }
+      // rows, columns, reduction: the columns split by the panel, whose
+      // part inside a panel goes innermost (contiguous in the packed
+      // operand) and becomes the vector.
+      const auto* reduction = nest.size() == 2 ? find(s_, nest[1])->body.as<ForNode>() : nullptr;
+      if (!reduction) throw ScheduleError("tail_over_panels: not a rows x columns nest over one reduction loop");
+      const std::string k = reduction->loop_var->name;
+      auto [jo, ji] = s_.split(nest[1], panel);
+      s_.reorder({jo, k, ji});
+      s_.vectorize(ji);
+      // The threads share the columns: the rows are few (one in decode).
+      std::string outer = nest[0];
+      attempt([&] { outer = s_.fuse(nest[0], jo); });
+      if (parallel_) attempt([&] { s_.parallel(outer); });
+    }
+    return true;
+  } catch (const ScheduleError&) {
+    s_ = saved;
+    return false;
+  }
+}
+
 // The two innermost spatial loops fused when the inner one is short
 // (a few vectors or not whole ones) and every access moves contiguously
 // along the fused loop: a 1x1 convolution over a 7x7 map (NCHW) then has
@@ -275,9 +333,11 @@ bool StageScheduler::tile(const std::string& nest) {
     // per call when it must be (strided) or enough row tiles share it
     // (and a panel is not the whole row, which it already is).
     bool strided = o.at + 1 != o.load->indices.size();
+    bool was_relaid = relaid;
     std::string read = pack(o.load->buffer->name, panel_layout(panel, o),
                             strided || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)), copies_, relaid,
                             panel_layout(panel, o, *ej));
+    if (relaid && !was_relaid) panel_ = panel;
     if (!read.empty()) {
       panels.insert(read);
     } else if (strided) {

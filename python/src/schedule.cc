@@ -48,6 +48,7 @@ void bind_schedule(py::module_& m) {
           "a Schedule of func with a trace's steps applied (a list, or its JSON text); ScheduleError names the "
           "first step that fails")
       .def("split", &Schedule::split, py::arg("loop"), py::arg("factor"))
+      .def("partition", &Schedule::partition, py::arg("loop"), py::arg("factor"))
       .def("fuse", &Schedule::fuse, py::arg("outer"), py::arg("inner"))
       .def("reorder", &Schedule::reorder, py::arg("order"))
       .def("tile", &Schedule::tile, py::arg("x"), py::arg("y"), py::arg("fx"), py::arg("fy"))

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "loom/arith/simplify.h"
+#include "loom/object/traversal.h"
 #include "loom/ir/text.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/functor.h"
@@ -39,6 +40,60 @@ std::pair<std::string, std::string> Schedule::split(const std::string& loop, int
                   For(inner, IntImm(t, 0), step, ForKind::kSerial, body), "", f->annotations);
   func_ = with_new_body(func_, replace(func_->body, f, nest));
   return {outer->name, inner->name};
+}
+
+namespace {
+// A copy of `s` whose bound variables (loops, lets, allocations) are new,
+// with names of their own (the old name and `suffix`, made unique in `func`).
+Stmt renamed_copy(const PrimFunc& func, const Stmt& s, const std::string& suffix) {
+  std::unordered_set<const Object*> bound;
+  Visitor collect;
+  collect.on<ForNode>([&](const ForNode* f) {
+    bound.insert(f->loop_var.get());
+    collect.visit_children(f);
+  });
+  collect.on<LetStmtNode>([&](const LetStmtNode* l) {
+    bound.insert(l->var.get());
+    collect.visit_children(l);
+  });
+  collect.on<AllocateNode>([&](const AllocateNode* a) {
+    bound.insert(a->buffer->data.get());
+    collect.visit_children(a);
+  });
+  collect.visit(Any(s));
+  std::set<std::string> taken;
+  Mutator m;  // memoised: each variable, and each buffer over it, is copied once
+  m.on<VarNode>([&](const VarNode* v, const ObjectRef& self) -> Any {
+    if (!bound.count(v)) return Any(self);
+    std::string name = fresh_name(func, v->name + suffix, taken);
+    taken.insert(name);
+    return Any(Var(name, v->dtype));
+  });
+  return m.mutate_as<Stmt>(s);
+}
+}  // namespace
+
+std::vector<std::string> Schedule::partition(const std::string& loop, int64_t factor) {
+  Recorder record(*this, "partition", loop, factor);
+  const ForNode* f = find_loop(func_, "partition", loop);
+  if (factor <= 0) refuse("partition", "the factor must be positive, got " + std::to_string(factor));
+  DataType t = f->loop_var->dtype;
+  Var outer(fresh_name(func_, loop + "_o"), t);
+  Var inner(fresh_name(func_, loop + "_i", {outer->name}), t);
+  Var tail(fresh_name(func_, loop + "_t", {outer->name, inner->name}), t);
+  PrimExpr step = IntImm(t, factor);
+  PrimExpr whole = simplify(FloorDiv(f->extent, step));
+  auto at = [&](const PrimExpr& offset) { return const_int(f->min) == 0 ? offset : PrimExpr(Add(f->min, offset)); };
+  Stmt head = For(outer, IntImm(t, 0), whole, ForKind::kSerial,
+                  For(inner, IntImm(t, 0), step, ForKind::kSerial,
+                      substitute(f->body, {{f->loop_var.get(), at(Add(Mul(outer, step), inner))}})),
+                  "", f->annotations);
+  Stmt rest =
+      substitute(renamed_copy(func_, f->body, "_t"), {{f->loop_var.get(), at(simplify(Add(Mul(whole, step), tail)))}});
+  Stmt tail_loop =
+      For(tail, IntImm(t, 0), simplify(FloorMod(f->extent, step)), ForKind::kSerial, rest, "", f->annotations);
+  func_ = with_new_body(func_, replace(func_->body, f, seq({head, tail_loop})));
+  return {outer->name, inner->name, tail->name};
 }
 
 std::string Schedule::fuse(const std::string& outer_name, const std::string& inner_name) {

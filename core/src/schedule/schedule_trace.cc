@@ -66,6 +66,7 @@ struct TracePrimitive {
 };
 const TracePrimitive kTracePrimitives[] = {
     {"split", 2, [](Schedule& s, const StepArgs& a) { s.split(a.str(1), a.integer(2)); }},
+    {"partition", 2, [](Schedule& s, const StepArgs& a) { s.partition(a.str(1), a.integer(2)); }},
     {"fuse", 2, [](Schedule& s, const StepArgs& a) { s.fuse(a.str(1), a.str(2)); }},
     {"reorder", 1, [](Schedule& s, const StepArgs& a) { s.reorder(a.names(1)); }},
     {"parallel", 1, [](Schedule& s, const StepArgs& a) { s.parallel(a.str(1)); }},

@@ -98,3 +98,23 @@ def test_a_composite_dimension_that_is_not_linear_is_checked_once_its_variable_i
     np.testing.assert_array_equal(lib["main"](a, np.zeros((2, 3), np.float32)).numpy(), np.maximum(a, 0))
     with pytest.raises(loom.LoomError, match=re.escape("argument 1 (%y): dimension 0 is 3; expected %n // 2 = 2")):
         lib["main"](a, np.zeros((3, 3), np.float32))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 31, 32, 33, 70])
+def test_dense_and_matmul_over_a_symbolic_row_count(rows):
+    # AutoSchedule partitions the rows into tiled blocks of 32 and a tail
+    # that reads the blocks' packed weights (docs/target-llvm.md); every
+    # row count must give NumPy's numbers.
+    n = tir.Var("n")
+    rng = np.random.default_rng(rows)
+    w = rng.standard_normal((40, 24)).astype(np.float32)
+    b = rng.standard_normal((24, 36)).astype(np.float32)
+    x = graph.Var("x", shape=(n, 24), dtype="float32")
+    y = op.add(op.dense(x, graph.Constant(w)), graph.Constant(np.float32(0.5)))
+    out = op.matmul(op.relu(op.slice(y, begin=[0], end=[24], axes=[1])), graph.Constant(b))
+    lib = loom.build(module([x], graph.Tuple([y, out])), CONFIGS[0])
+    a = rng.standard_normal((rows, 24)).astype(np.float32)
+    got_y, got_out = (t.numpy() for t in lib["main"](a))
+    want_y = a @ w.T + 0.5
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_out, np.maximum(want_y[:, :24], 0) @ b, rtol=1e-4, atol=1e-4)

@@ -57,3 +57,26 @@ def test_schedule_errors_name_the_primitive_and_leave_the_schedule():
         tir.Schedule(graph.Var("x"))
     with pytest.raises(ZeroDivisionError):
         sch.cache_read("B", lambda r, j: (1 / 0,))
+
+
+def test_partition_gives_whole_blocks_and_a_tail():
+    # A symbolic row count: blocks of 4 rows without a guard, then the rest.
+    rng = np.random.default_rng(9)
+    k, n = 7, 12
+    m = tir.Var("m")
+    sch = tir.Schedule(matmul(m, k, n))
+    assert sch.partition("i", 4) == ["i_o", "i_i", "i_t"]
+    loops = sch.loops()
+    assert loops[:4] == ["i_o", "i_i", "j", "r"] and loops[4:] == ["i_t", "j_t", "r_t"]
+    text = sch.func.script()
+    assert "if" not in text  # no guard in either nest
+    sch.unroll("i_i")
+    sch.parallel("j_t")
+    for rows in (1, 3, 4, 5, 11):
+        x, w = graph.Var("x", shape=(m, k)), graph.Var("w", shape=(k, n))
+        main = graph.Function([x, w], graph.call_dps("mm", [x, w], ir.TensorType((m, n))))
+        lib = loom.build(loom.IRModule({"mm": sch.func, "main": main}), {"target": {"kind": "llvm"}})
+        a, b = rng.standard_normal((rows, k)).astype("float32"), rng.standard_normal((k, n)).astype("float32")
+        np.testing.assert_allclose(lib["main"](a, b).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(loom.ScheduleError, match="partition: the factor must be positive, got 0"):
+        sch.partition("j", 0)

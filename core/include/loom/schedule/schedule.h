@@ -48,6 +48,13 @@ class Schedule {
   // iterations in range when the extent is not a multiple (it goes around
   // the innermost body of the perfect nest below, so reorder still works).
   std::pair<std::string, std::string> split(const std::string& loop, int64_t factor);
+  // loop -> {outer, inner, tail}: a nest over the whole multiples of
+  // `factor` (outer, then inner of extent `factor`: no guard) followed by
+  // the loop's last `extent % factor` iterations (tail, a copy of the body
+  // whose loops are renamed with a `_t` suffix).  The iteration order is
+  // unchanged, so it is always legal; it is how a symbolic extent (%n rows)
+  // gets whole tiles.
+  std::vector<std::string> partition(const std::string& loop, int64_t factor);
   // Two directly nested loops -> one over both.
   std::string fuse(const std::string& outer, const std::string& inner);
   // Permutes the named loops, which must lie in one perfect nest (each
