@@ -31,7 +31,7 @@ CONFIGS = {
     "base": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 768, "intermediate_size": 2048,
              "num_hidden_layers": 12, "num_attention_heads": 12, "num_key_value_heads": 4, "rms_norm_eps": 1e-5,
              "rope_theta": 10000.0, "max_position_embeddings": 1024, "tie_word_embeddings": False},
-    "small": {"model_type": "llama", "vocab_size": 4096, "hidden_size": 256, "intermediate_size": 688,
+    "small": {"model_type": "llama", "vocab_size": 4096, "hidden_size": 256, "intermediate_size": 704,
               "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4, "rms_norm_eps": 1e-5,
               "rope_theta": 10000.0, "max_position_embeddings": 512, "tie_word_embeddings": False},
 }
@@ -145,43 +145,56 @@ def main():
     ap.add_argument("--context", type=int, default=32, help="prompt tokens before timing decode")
     ap.add_argument("--decode", type=int, default=16, help="decode steps per round")
     ap.add_argument("--prefill", type=int, default=128)
+    ap.add_argument("--quantize", nargs="+", default=["float32", "int8", "int4"],
+                    choices=["float32", "int8", "int4"], help="Loom's weight formats (float32 always runs)")
     args = ap.parse_args()
 
     import loom
     import loom.llm as llm
     import torch
 
+    if "float32" not in args.quantize:
+        args.quantize.insert(0, "float32")
     cfg = CONFIGS["small" if args.small else "base"]
     weights = random_weights(cfg)
     params = sum(a.size for a in weights.values())
     print(f"model: {cfg}")
     print(f"parameters: {params / 1e6:.1f} M; BLAS: {peers.blas_kernel()}; torch {torch.__version__}")
-    t = time.perf_counter()
-    engine = llm.compile(cfg, weights, config=str(ROOT / "configs" / "host.yaml"))
-    print(f"loom compile: {time.perf_counter() - t:.1f} s")
+    engines = {}
+    for q in args.quantize:
+        t = time.perf_counter()
+        engines[q] = llm.compile(cfg, weights, config=str(ROOT / "configs" / "host.yaml"),
+                                 quantize=None if q == "float32" else q)
+        print(f"loom compile, {q}: {time.perf_counter() - t:.1f} s; weights {engines[q].weight_bytes / 1e6:.0f} MB")
+    engine = engines["float32"]
     peer = TorchLlama(cfg, weights)
     rng = np.random.default_rng(0)
     prompt = rng.integers(0, cfg["vocab_size"], args.context)
     long_prompt = rng.integers(0, cfg["vocab_size"], args.prefill)
     wbytes = weight_bytes_per_token(cfg)
+    top1 = engine.forward(long_prompt).argmax(axis=1)
+    for q, e in engines.items():
+        if q != "float32":
+            agree = float((e.forward(long_prompt).argmax(axis=1) == top1).mean())
+            print(f"top-1 agreement of {q} with float32 over {args.prefill} tokens: {agree:.1%} "
+                  f"(random weights: a weak measure)")
+
+    def decode_ms(e):
+        cache = e.create_cache(capacity=args.context + args.decode + 1, max_sequences=1)
+        cache.add(0)
+        e.step(cache, {0: prompt})
+        times, tok = [], [1]
+        for _ in range(args.decode):
+            s = time.perf_counter()
+            tok = [int(np.argmax(e.step(cache, {0: tok})[0]))]
+            times.append((time.perf_counter() - s) * 1e3)
+        return statistics.median(times)
 
     for threads in args.threads:
         loom.runtime.set_num_threads(threads)
         setting, _ = peers.best_setting(lambda: peer.step(torch.as_tensor(long_prompt), []),
                                         peers.torch_settings(threads), lambda s: peers.torch_threads(*s), calls=2)
         bw = copy_bandwidth()
-        roof_ms = wbytes / bw * 1e3
-
-        def loom_decode():
-            cache = engine.create_cache(capacity=args.context + args.decode + 1, max_sequences=1)
-            cache.add(0)
-            engine.step(cache, {0: prompt})
-            times, tok = [], [1]
-            for _ in range(args.decode):
-                s = time.perf_counter()
-                tok = [int(np.argmax(engine.step(cache, {0: tok})[0]))]
-                times.append((time.perf_counter() - s) * 1e3)
-            return statistics.median(times)
 
         def torch_decode():
             with peers.torch_threads(*setting):
@@ -207,30 +220,32 @@ def main():
                 peer.step(torch.as_tensor(long_prompt), [])
                 return (time.perf_counter() - s) * 1e3
 
-        loom_decode(), torch_decode(), loom_prefill(), torch_prefill()  # warm up
-        rows = {"decode": ([], []), "prefill": ([], [])}
+        sides = {f"decode {q}": (lambda e=e: decode_ms(e)) for q, e in engines.items()}
+        sides.update({"decode torch": torch_decode, "prefill loom": loom_prefill, "prefill torch": torch_prefill})
+        for f in sides.values():
+            f()  # warm up
+        times = {name: [] for name in sides}
+        names = list(sides)
         for r in range(args.rounds):
-            pairs = [("decode", loom_decode, torch_decode), ("prefill", loom_prefill, torch_prefill)]
-            for name, a, b in pairs:
-                if r % 2:
-                    y, x = b(), a()
-                else:
-                    x, y = a(), b()
-                rows[name][0].append(x)
-                rows[name][1].append(y)
-        print(f"\nthreads {threads} (PyTorch intra-op, OpenBLAS: {setting}); copy bandwidth {bw / 1e9:.1f} GB/s; "
-              f"weights read per token {wbytes / 1e6:.0f} MB: roofline {roof_ms:.1f} ms/token")
-        for name, (lm, pt) in rows.items():
-            ratio = statistics.median(y / x for x, y in zip(lm, pt))
-            lmed, pmed = statistics.median(lm), statistics.median(pt)
-            if name == "decode":
-                print(f"  decode:  loom {lmed:7.2f} ms/token ({1e3 / lmed:6.1f} tok/s), torch {pmed:7.2f} ms/token "
-                      f"({1e3 / pmed:6.1f} tok/s); loom speed-up {ratio:.2f}x; loom at {roof_ms / lmed:.0%} of "
-                      f"the roofline")
-            else:
-                print(f"  prefill {args.prefill}: loom {lmed:7.1f} ms, torch {pmed:7.1f} ms; loom speed-up "
-                      f"{ratio:.2f}x")
+            for name in names[r % len(names):] + names[:r % len(names)]:  # the order rotates
+                times[name].append(sides[name]())
 
+        def ratio(a, b):  # the median of per-round ratios b / a
+            return statistics.median(y / x for x, y in zip(times[a], times[b]))
+
+        med = {name: statistics.median(t) for name, t in times.items()}
+        print(f"\nthreads {threads} (PyTorch intra-op, OpenBLAS: {setting}); copy bandwidth {bw / 1e9:.1f} GB/s")
+        print(f"  decode torch: {med['decode torch']:7.2f} ms/token ({1e3 / med['decode torch']:6.1f} tok/s)")
+        for q, e in engines.items():
+            name = f"decode {q}"
+            per_token = wbytes * e.weight_bytes / engine.weight_bytes  # the matrices shrink alike
+            roof = per_token / bw * 1e3
+            extra = "" if q == "float32" else f"; {ratio(name, 'decode float32'):.2f}x float32 Loom"
+            print(f"  decode loom {q:7s}: {med[name]:7.2f} ms/token ({1e3 / med[name]:6.1f} tok/s); "
+                  f"{ratio(name, 'decode torch'):.2f}x PyTorch{extra}; roofline {roof:.1f} ms "
+                  f"({per_token / 1e6:.0f} MB/token): {roof / med[name]:.0%}")
+        print(f"  prefill {args.prefill}: loom {med['prefill loom']:7.1f} ms, torch {med['prefill torch']:7.1f} ms; "
+              f"loom speed-up {ratio('prefill loom', 'prefill torch'):.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -269,6 +269,98 @@ void register_linalg_ops() {
               return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), tir::BufferLoad(W, {out.back(), r[0]})));
             }));
       });
+
+  // Weight-only quantized dense layers (docs/llm.md, "Quantized weights"):
+  // the weight is read in its storage format and converted inside the
+  // reduction, so no float copy of it is ever written.
+  define_operator(
+      "dense_int8", 2, {}, ir::PatternKind::kOutputFusable,
+      "x @ float(w)^T: x (..., K) float32, w (N, K) int8 -> (..., N) float32; a per-channel scale is the "
+      "caller's multiply, which fuses as the epilogue",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto &x = tensor_arg(call, 0), &w = tensor_arg(call, 1);
+        if (x.dtype != DataType::Float(32) || w.dtype != DataType::Int(8)) {
+          LOOM_THROW(TypeError) << "needs x float32 and w int8, got " << x.dtype.to_string() << " and "
+                                << w.dtype.to_string();
+        }
+        if (x.shape.size() < 1 || w.shape.size() != 2 || !same_dim(x.shape[x.shape.size() - 1], w.shape[1])) {
+          LOOM_THROW(TypeError) << "needs x (..., K) and w (N, K), got " << shape_text(x.shape) << " and "
+                                << shape_text(w.shape);
+        }
+        std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
+        shape.push_back(w.shape[0]);
+        return ir::TensorType(Array(shape), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer X = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer W = b.param(tensor_arg(call, 1), "W");
+        tir::Buffer Y = b.param(result_type(call), "Y");
+        Indices wshape = buffer_shape(W);
+        return b.finish(reduction(
+            Y, {wshape[1]}, make_const(Y->dtype, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            [&](const Indices& out, const Indices& r) {
+              Indices xi(out.begin(), out.end() - 1);
+              xi.push_back(r[0]);
+              PrimExpr w = tir::Cast(DataType::Float(32), tir::BufferLoad(W, {out.back(), r[0]}));
+              return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), w));
+            }));
+      });
+
+  define_operator(
+      "dense_int4", 3,
+      {SchemaField{"group_size", "int", Any(int64_t{32}), "elements along K per scale (even)"}.at_least(2)},
+      ir::PatternKind::kOutputFusable,
+      "x @ dequant(w)^T with w 4-bit in groups along K: x (..., K) float32, w (N, K / 2) uint8, scales (N, K / "
+      "group_size) float32; in each group of G, byte b holds element b (low nibble) and b + G/2 (high nibble), "
+      "each nibble - 8 times the group's scale",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto &x = tensor_arg(call, 0), &w = tensor_arg(call, 1), &s = tensor_arg(call, 2);
+        int64_t g = attrs_of(call).at("group_size").as_int();
+        if (g % 2) LOOM_THROW(TypeError) << "group_size must be even, got " << g;
+        if (x.dtype != DataType::Float(32) || w.dtype != DataType::UInt(8) || s.dtype != DataType::Float(32)) {
+          LOOM_THROW(TypeError) << "needs x float32, w uint8 and scales float32, got " << x.dtype.to_string() << ", "
+                                << w.dtype.to_string() << " and " << s.dtype.to_string();
+        }
+        auto k = x.shape.size() ? constant_dim(x.shape[x.shape.size() - 1]) : std::nullopt;
+        auto n = w.shape.size() == 2 ? constant_dim(w.shape[0]) : std::nullopt;
+        if (!k || !n || *k % g || w.shape.size() != 2 || constant_dim(w.shape[1]) != *k / 2 || s.shape.size() != 2 ||
+            constant_dim(s.shape[0]) != *n || constant_dim(s.shape[1]) != *k / g) {
+          LOOM_THROW(TypeError) << "needs x (..., K) with K a multiple of group_size " << g
+                                << ", w (N, K / 2) and scales (N, K / " << g << "), got " << shape_text(x.shape) << ", "
+                                << shape_text(w.shape) << " and " << shape_text(s.shape);
+        }
+        std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
+        shape.push_back(w.shape[0]);
+        return ir::TensorType(Array(shape), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer X = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer W = b.param(tensor_arg(call, 1), "W");
+        tir::Buffer S = b.param(tensor_arg(call, 2), "S");
+        tir::Buffer Y = b.param(result_type(call), "Y");
+        const int64_t g = attrs_of(call).at("group_size").as_int(), half = g / 2;
+        Indices xshape = buffer_shape(X);
+        return b.finish(reduction(
+            Y, {xshape.back()}, make_const(Y->dtype, 0),
+            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+            [&](const Indices& out, const Indices& r) {
+              Indices xi(out.begin(), out.end() - 1);
+              xi.push_back(r[0]);
+              const PrimExpr& k = r[0];
+              PrimExpr group = tir::FloorDiv(k, PrimExpr(g)), within = tir::FloorMod(k, PrimExpr(g));
+              PrimExpr high = tir::GE(within, PrimExpr(half));
+              PrimExpr column = tir::Add(tir::Mul(group, PrimExpr(half)), tir::FloorMod(within, PrimExpr(half)));
+              PrimExpr byte = tir::Cast(DataType::Int(32), tir::BufferLoad(W, {out.back(), column}));
+              PrimExpr nibble = tir::Select(high, tir::FloorDiv(byte, PrimExpr(int32_t{16})),
+                                            tir::FloorMod(byte, PrimExpr(int32_t{16})));
+              PrimExpr w = tir::Mul(tir::Cast(DataType::Float(32), tir::Sub(nibble, PrimExpr(int32_t{8}))),
+                                    tir::BufferLoad(S, {out.back(), group}));
+              return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), w));
+            }));
+      });
 }
 
 }  // namespace loom::ops

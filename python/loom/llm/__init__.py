@@ -11,10 +11,11 @@ import json
 import numpy as np
 
 from .. import runtime as _runtime
-from ._models import Model, build_module, check_weights, parse_config
+from ._models import QUANTIZATIONS, Model, build_module, check_weights, dequantized, parse_config
 from ._safetensors import read as read_safetensors, write as write_safetensors
 
-__all__ = ["compile", "load", "Engine", "KVCache", "read_safetensors", "write_safetensors", "parse_config"]
+__all__ = ["compile", "load", "Engine", "KVCache", "read_safetensors", "write_safetensors", "parse_config",
+           "dequantized_weights"]
 
 
 def _fn(name):
@@ -72,13 +73,14 @@ class Engine:
     """A compiled model: its library's `prefill` and `decode` functions and
     the KV caches they run over."""
 
-    def __init__(self, library, model):
+    def __init__(self, library, model, quantize=None, weight_bytes=0):
         self.library, self.model = library, model
+        self.quantize, self.weight_bytes = quantize, weight_bytes  # the weights' storage and its bytes
         self._prefill, self._decode = library["prefill"], library["decode"]
 
     @property
     def config(self):
-        return self.model.metadata()
+        return dict(self.model.metadata(), quantize=self.quantize)
 
     def create_cache(self, capacity=None, max_sequences=8):
         """A KV cache for this model (capacity: tokens per sequence, default
@@ -187,12 +189,22 @@ def compile(model_config, weights, config="configs/host.yaml", quantize=None):
     .safetensors path)."""
     from .. import build
 
-    if quantize is not None:
-        raise ValueError(f"quantize={quantize!r} is not supported yet: weights run in float32 "
-                         "(docs/llm.md, \"Status\")")
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize={quantize!r}: expected one of {', '.join(map(repr, QUANTIZATIONS))}")
     model = parse_config(model_config)
     weights = check_weights(model, weights)
-    return Engine(build(build_module(model, weights), config), model)
+    module, weight_bytes = build_module(model, weights, quantize)
+    return Engine(build(module, config), model, quantize, weight_bytes)
+
+
+def dequantized_weights(model_config, weights, quantize):
+    """The float32 weights (Hugging Face names) that a model compiled with
+    `quantize` computes with: each matrix quantized and dequantized, the
+    rest as given (docs/llm.md, "Quantized weights")."""
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize={quantize!r}: expected one of {', '.join(map(repr, QUANTIZATIONS))}")
+    model = parse_config(model_config)
+    return dequantized(model, check_weights(model, weights), quantize)
 
 
 def load(path):
@@ -202,4 +214,4 @@ def load(path):
         meta = json.loads(bytes(library["metadata"]().numpy()).decode("utf-8"))
     except Exception as e:
         raise ValueError(f"{path}: not a library written by loom.llm (its metadata: {e})") from None
-    return Engine(library, Model.from_metadata(meta))
+    return Engine(library, *Model.from_metadata(meta))

@@ -32,7 +32,10 @@ class Model:
 
     @staticmethod
     def from_metadata(meta):
-        return Model(**meta)
+        """(Model, quantize, weight bytes) from a compiled module's metadata."""
+        meta = dict(meta)
+        quantize, nbytes = meta.pop("quantize", None), meta.pop("weight_bytes", 0)
+        return Model(**meta), quantize, nbytes
 
     def parameters(self):
         """{Hugging Face name: shape} of every parameter the model reads."""
@@ -196,35 +199,128 @@ def _cols(x, begin, end):
     return op.slice(x, begin=[begin], end=[end], axes=[1])
 
 
+QUANTIZATIONS = (None, "int8", "int4")
+GROUP = 32  # int4: elements along K per scale
+
+
+def quantize_matrix(w, mode, name="a weight"):
+    """A float (N, K) weight in `mode`'s storage: int8 (N, K) with a float
+    scale per row (max |w| / 127), or int4: groups of GROUP along K, each
+    with a float scale (max |w| / 7) and nibbles q + 8 (q in [-8, 7]),
+    byte b of a group holding element b (low) and b + GROUP/2 (high)."""
+    w = np.asarray(w, dtype=np.float32)
+    if mode == "int8":
+        scale = np.abs(w).max(axis=1) / 127.0
+        scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+        return np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8), scale
+    n, k = w.shape
+    if k % GROUP:
+        raise ValueError(f"quantize='int4': {name} {w.shape} has {k} columns (its input dimension), not a "
+                         f"multiple of the group size {GROUP}")
+    g = w.reshape(n, k // GROUP, GROUP)
+    scale = np.abs(g).max(axis=2) / 7.0
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = (np.clip(np.rint(g / scale[..., None]), -8, 7).astype(np.int16) + 8).astype(np.uint8)
+    half = GROUP // 2
+    packed = q[..., :half] | (q[..., half:] << 4)
+    return packed.reshape(n, k // 2), scale
+
+
+def dequantize_matrix(stored, mode):
+    """The float weight a quantized one stands for (what the kernels compute with)."""
+    if mode == "int8":
+        q, scale = stored
+        return q.astype(np.float32) * scale[:, None]
+    packed, scale = stored
+    n = packed.shape[0]
+    g = packed.reshape(n, -1, GROUP // 2)
+    q = np.concatenate([g & 15, g >> 4], axis=2).astype(np.float32) - 8.0
+    return (q * scale[..., None]).reshape(n, -1)
+
+
+def dequantized(model, weights, mode):
+    """{name: float32 array}: `weights` (checked) with every matrix the
+    model multiplies by replaced by its dequantized `mode` form."""
+    out = dict(weights)
+    if mode is None:
+        return out
+    for name, a in weights.items():
+        if a.ndim == 2 and name != "transformer.wpe.weight":
+            conv1d = model.arch == "gpt2" and not name.startswith("transformer.wte")
+            m = a.T if conv1d else a
+            d = dequantize_matrix(quantize_matrix(m, mode), mode)
+            out[name] = np.ascontiguousarray(d.T if conv1d else d)
+    return out
+
+
+class _Matrix:
+    """A weight (N, K) as the graph reads it: float32, or int8/int4 with
+    its scales, applied by dense() (x @ W^T) and, for an embedding table,
+    rows()."""
+
+    def __init__(self, w, mode, name):
+        self.mode = mode
+        if mode is None:
+            self.w = graph.Constant(np.ascontiguousarray(w, dtype=np.float32))
+            self.nbytes = w.size * 4
+        else:
+            stored = quantize_matrix(w, mode, name)
+            self.w, self.scale = graph.Constant(stored[0]), graph.Constant(stored[1])
+            self.nbytes = stored[0].nbytes + stored[1].nbytes
+
+    def dense(self, x):
+        if self.mode is None:
+            return op.dense(x, self.w)
+        if self.mode == "int8":
+            return op.multiply(op.dense_int8(x, self.w), self.scale)
+        return op.dense_int4(x, self.w, self.scale, group_size=GROUP)
+
+    def rows(self, ids, width):
+        """The rows at `ids`, as float32 (n, width); only those rows are dequantized."""
+        if self.mode is None:
+            return op.take(self.w, ids, axis=0)
+        q, scale = op.take(self.w, ids, axis=0), op.take(self.scale, ids, axis=0)
+        if self.mode == "int8":
+            return op.multiply(op.cast(q, dtype="float32"), op.expand_dims(scale, axis=1))
+        half = GROUP // 2
+        low = op.reshape(op.bitwise_and(q, graph.Constant(np.uint8(15))), shape=[-1, width // GROUP, half])
+        high = op.reshape(op.right_shift(q, graph.Constant(np.uint8(4))), shape=[-1, width // GROUP, half])
+        nibbles = op.subtract(op.cast(op.concat(low, high, axis=2), dtype="float32"), graph.Constant(np.float32(8)))
+        return op.reshape(op.multiply(nibbles, op.expand_dims(scale, axis=2)), shape=[-1, width])
+
+
 class _Builder:
     """The weights as graph constants, made once so that both functions
     share them."""
 
-    def __init__(self, model, w):
+    def __init__(self, model, w, quantize=None):
         self.m, c = model, {}
         const = lambda a: graph.Constant(np.ascontiguousarray(a, dtype=np.float32))
+        mat = lambda name, a=None: _Matrix(w[name] if a is None else a, quantize, name)
         if model.arch == "llama":
-            c["embed"] = const(w["model.embed_tokens.weight"])
+            c["embed"] = mat("model.embed_tokens.weight")
             for i in range(model.layers):
                 p = f"model.layers.{i}."
                 c[i, "ln1"] = const(w[p + "input_layernorm.weight"])
                 c[i, "ln2"] = const(w[p + "post_attention_layernorm.weight"])
-                c[i, "qkv"] = const(np.concatenate([w[p + f"self_attn.{n}_proj.weight"] for n in "qkv"]))
+                c[i, "qkv"] = mat(p + "self_attn.q_proj.weight",
+                                  np.concatenate([w[p + f"self_attn.{n}_proj.weight"] for n in "qkv"]))
                 if model.attention_bias:
                     c[i, "qkv_b"] = const(np.concatenate([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]))
                     c[i, "o_b"] = const(w[p + "self_attn.o_proj.bias"])
-                c[i, "o"] = const(w[p + "self_attn.o_proj.weight"])
-                c[i, "gate_up"] = const(np.concatenate([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]]))
-                c[i, "down"] = const(w[p + "mlp.down_proj.weight"])
+                c[i, "o"] = mat(p + "self_attn.o_proj.weight")
+                c[i, "gate_up"] = mat(p + "mlp.gate_proj.weight",
+                                      np.concatenate([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]]))
+                c[i, "down"] = mat(p + "mlp.down_proj.weight")
             c["norm"] = const(w["model.norm.weight"])
-            c["head"] = c["embed"] if model.tie else const(w["lm_head.weight"])
+            c["head"] = c["embed"] if model.tie else mat("lm_head.weight")
             half = model.head_dim // 2
             inv = 1.0 / (model.rope_theta ** (np.arange(0, 2 * half, 2, dtype=np.float64) / (2 * half)))
             freqs = np.outer(np.arange(model.max_positions, dtype=np.float64), inv)
             angles = np.concatenate([freqs, freqs], axis=1)
             c["cos"], c["sin"] = const(np.cos(angles)), const(np.sin(angles))
         else:
-            c["embed"] = const(w["transformer.wte.weight"])
+            c["embed"] = mat("transformer.wte.weight")
             c["pos"] = const(w["transformer.wpe.weight"])
             for i in range(model.layers):
                 p = f"transformer.h.{i}."
@@ -232,11 +328,13 @@ class _Builder:
                     c[i, ln] = const(w[p + ln + ".weight"])
                     c[i, ln + "_b"] = const(w[p + ln + ".bias"])
                 for name in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"):
-                    c[i, name] = const(w[p + name + ".weight"].T)  # Conv1D stores (in, out)
+                    c[i, name] = mat(p + name + ".weight", w[p + name + ".weight"].T)  # Conv1D stores (in, out)
                     c[i, name + "_b"] = const(w[p + name + ".bias"])
             c["norm"], c["norm_b"] = const(w["transformer.ln_f.weight"]), const(w["transformer.ln_f.bias"])
             c["head"] = c["embed"]
         self.c = c
+        self.nbytes = sum(v.nbytes if isinstance(v, _Matrix) else v.data.numpy().nbytes for v in
+                          {id(v): v for v in c.values()}.values())
         self.scale = graph.Constant(np.float64(1.0 / math.sqrt(model.head_dim)))
         self.layer_ids = [graph.Constant(np.int64(i)) for i in range(model.layers)]
 
@@ -250,44 +348,45 @@ class _Builder:
         """The final hidden states (n, hidden) of a flat batch of tokens."""
         m, c = self.m, self.c
         hd, qd, kd = m.head_dim, m.heads * m.head_dim, m.kv_heads * m.head_dim
-        h = op.take(c["embed"], ids, axis=0)
+        h = c["embed"].rows(ids, m.hidden)
         if m.arch == "llama":
             cos = op.expand_dims(op.take(c["cos"], positions, axis=0), axis=1)
             sin = op.expand_dims(op.take(c["sin"], positions, axis=0), axis=1)
             for i in range(m.layers):
                 x = _rms_norm(h, c[i, "ln1"], m.eps)
-                qkv = op.dense(x, c[i, "qkv"])
+                qkv = c[i, "qkv"].dense(x)
                 if m.attention_bias:
                     qkv = op.add(qkv, c[i, "qkv_b"])
                 q = _rotate(op.reshape(_cols(qkv, 0, qd), shape=[-1, m.heads, hd]), cos, sin, hd // 2)
                 k = _rotate(op.reshape(_cols(qkv, qd, qd + kd), shape=[-1, m.kv_heads, hd]), cos, sin, hd // 2)
                 v = op.reshape(_cols(qkv, qd + kd, qd + 2 * kd), shape=[-1, m.kv_heads, hd])
-                o = op.dense(self.attention(cache, i, q, k, v, n), c[i, "o"])
+                o = c[i, "o"].dense(self.attention(cache, i, q, k, v, n))
                 if m.attention_bias:
                     o = op.add(o, c[i, "o_b"])
                 h = op.add(h, o)
                 x = _rms_norm(h, c[i, "ln2"], m.eps)
-                gate_up = op.dense(x, c[i, "gate_up"])
+                gate_up = c[i, "gate_up"].dense(x)
                 act = op.multiply(op.silu(_cols(gate_up, 0, m.inter)), _cols(gate_up, m.inter, 2 * m.inter))
-                h = op.add(h, op.dense(act, c[i, "down"]))
+                h = op.add(h, c[i, "down"].dense(act))
             return _rms_norm(h, c["norm"], m.eps)
         h = op.add(h, op.take(c["pos"], positions, axis=0))
         act = op.gelu if m.activation == "gelu" else _gelu_tanh
         d = m.hidden
         for i in range(m.layers):
             x = op.layer_norm(h, c[i, "ln_1"], c[i, "ln_1_b"], epsilon=m.eps)
-            qkv = op.add(op.dense(x, c[i, "attn.c_attn"]), c[i, "attn.c_attn_b"])
+            qkv = op.add(c[i, "attn.c_attn"].dense(x), c[i, "attn.c_attn_b"])
             q, k, v = (op.reshape(_cols(qkv, j * d, (j + 1) * d), shape=[-1, m.heads, hd]) for j in range(3))
             a = self.attention(cache, i, q, k, v, n)
-            h = op.add(h, op.add(op.dense(a, c[i, "attn.c_proj"]), c[i, "attn.c_proj_b"]))
+            h = op.add(h, op.add(c[i, "attn.c_proj"].dense(a), c[i, "attn.c_proj_b"]))
             x = op.layer_norm(h, c[i, "ln_2"], c[i, "ln_2_b"], epsilon=m.eps)
-            f = act(op.add(op.dense(x, c[i, "mlp.c_fc"]), c[i, "mlp.c_fc_b"]))
-            h = op.add(h, op.add(op.dense(f, c[i, "mlp.c_proj"]), c[i, "mlp.c_proj_b"]))
+            f = act(op.add(c[i, "mlp.c_fc"].dense(x), c[i, "mlp.c_fc_b"]))
+            h = op.add(h, op.add(c[i, "mlp.c_proj"].dense(f), c[i, "mlp.c_proj_b"]))
         return op.layer_norm(h, c["norm"], c["norm_b"], epsilon=m.eps)
 
 
-def build_module(model, weights):
-    b = _Builder(model, weights)
+def build_module(model, weights, quantize=None):
+    """The module, and the bytes of the weights it holds."""
+    b = _Builder(model, weights, quantize)
 
     def inputs(size):
         ids = graph.Var("ids", shape=(size,), dtype="int64")
@@ -298,10 +397,11 @@ def build_module(model, weights):
     ids, positions, cache = inputs(n)
     rows = graph.Var("rows", shape=(r,), dtype="int64")
     last = op.take(b.hidden(ids, positions, cache, n), rows, axis=0)
-    prefill = graph.Function([ids, positions, rows, cache], op.dense(last, b.c["head"]))
+    prefill = graph.Function([ids, positions, rows, cache], b.c["head"].dense(last))
     nb = tir.Var("b")
     ids, positions, cache = inputs(nb)
-    decode = graph.Function([ids, positions, cache], op.dense(b.hidden(ids, positions, cache, nb), b.c["head"]))
-    meta = np.frombuffer(json.dumps(model.metadata()).encode("utf-8"), dtype=np.uint8).copy()
+    decode = graph.Function([ids, positions, cache], b.c["head"].dense(b.hidden(ids, positions, cache, nb)))
+    info = dict(model.metadata(), quantize=quantize, weight_bytes=int(b.nbytes))
+    meta = np.frombuffer(json.dumps(info).encode("utf-8"), dtype=np.uint8).copy()
     metadata = graph.Function([], graph.Constant(meta))
-    return ir.IRModule({"prefill": prefill, "decode": decode, "metadata": metadata})
+    return ir.IRModule({"prefill": prefill, "decode": decode, "metadata": metadata}), b.nbytes

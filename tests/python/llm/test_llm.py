@@ -273,3 +273,45 @@ def test_the_example_runs():
     assert out.returncode == 0, out.stderr
     assert re.search(r"decode: \d+ tokens/s", out.stdout), out.stdout
     assert len(out.stdout.splitlines()[2].split()) == 5
+
+
+@pytest.mark.parametrize("arch, quantize", [("llama", "int8"), ("llama", "int4"), ("gpt2", "int8"), ("gpt2", "int4")])
+def test_quantized_weights_compute_exactly_with_their_dequantized_values(arch, quantize, tmp_path):
+    # The kernels are exact for their format: the logits agree with the
+    # float reference run on the dequantized weights, not merely with the
+    # float model (random weights make that agreement a weak measure).
+    cfg = ref.llama_config(intermediate_size=128) if arch == "llama" else ref.gpt2_config(n_embd=64, n_head=4)
+    w = ref.random_weights(cfg, seed=6)
+    engine = llm.compile(cfg, w, config=HOST, quantize=quantize)
+    ids = [t % cfg["vocab_size"] for t in PROMPT]
+    want = ref.logits(cfg, llm.dequantized_weights(cfg, w, quantize), ids)
+    close(engine.forward(ids), want)
+    assert not np.allclose(want, ref.logits(cfg, w, ids), atol=1e-3)  # the format did change the weights
+    # decode steps over the cache too, and the library keeps its format
+    cache = engine.create_cache(capacity=16)
+    cache.add(0)
+    engine.step(cache, {0: ids[:10]})
+    for i in range(10, 13):
+        close(engine.step(cache, {0: [ids[i]]})[0], want[i])
+    path = tmp_path / "q.so"
+    engine.export(path)
+    again = llm.load(path)
+    assert again.quantize == quantize and again.weight_bytes == engine.weight_bytes
+    close(again.forward(ids[:4]), want[:4])
+
+
+def test_quantized_weights_are_smaller():
+    cfg = ref.llama_config(intermediate_size=256, hidden_size=128, vocab_size=512, num_hidden_layers=1)
+    w = ref.random_weights(cfg)
+    sizes = {q: llm.compile(cfg, w, config=HOST, quantize=q).weight_bytes for q in (None, "int8", "int4")}
+    assert sizes[None] / sizes["int8"] > 3.0
+    assert sizes[None] / sizes["int4"] > 3.5
+
+
+def test_a_quantization_that_does_not_fit_is_refused():
+    cfg = ref.gpt2_config()  # n_embd 48: not whole groups of 32
+    with pytest.raises(ValueError, match=re.escape("quantize='int4': transformer.wte.weight (80, 48) has 48 columns "
+                                                   "(its input dimension), not a multiple of the group size 32")):
+        llm.compile(cfg, ref.random_weights(cfg), config=HOST, quantize="int4")
+    with pytest.raises(ValueError, match="quantize='int3': expected one of None, 'int8', 'int4'"):
+        llm.compile(cfg, ref.random_weights(cfg), config=HOST, quantize="int3")
