@@ -2,6 +2,7 @@
 // (docs/operators.md).
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 
 #include "loom/ir/text.h"
@@ -39,6 +40,34 @@ Indices operand_index(const PrimBuilder& b, const tir::Buffer& buf, const Indice
   index.push_back(row);
   index.push_back(col);
   return index;
+}
+
+// The result type of a dense layer: x (..., K) with n weight rows.
+ir::Type dense_result(const ir::TensorTypeNode& x, const Any& n) {
+  std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
+  shape.push_back(n);
+  return ir::TensorType(Array(shape), x.dtype);
+}
+
+// A dense layer's prim function, Y[..., j] = sum over k of X[..., k] *
+// weight(j, k), the weight element read from the buffers of the call's
+// operands after x (`weights`); X, the weights, then Y are its parameters.
+tir::PrimFunc lower_dense(const graph::CallNode& call,
+                          const std::function<PrimExpr(const std::vector<tir::Buffer>& weights, const PrimExpr& j,
+                                                       const PrimExpr& k)>& weight) {
+  PrimBuilder b;
+  tir::Buffer X = b.param(tensor_arg(call, 0), "X");
+  std::vector<tir::Buffer> weights;
+  for (size_t a = 1; a < call.args.size(); ++a) weights.push_back(b.param(tensor_arg(call, a), a == 1 ? "W" : "S"));
+  tir::Buffer Y = b.param(result_type(call), "Y");
+  return b.finish(reduction(
+      Y, {buffer_shape(X).back()}, make_const(Y->dtype, 0),
+      [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
+      [&](const Indices& out, const Indices& r) {
+        Indices xi(out.begin(), out.end() - 1);
+        xi.push_back(r[0]);
+        return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), weight(weights, out.back(), r[0])));
+      }));
 }
 
 // ---- einsum ----
@@ -249,25 +278,12 @@ void register_linalg_ops() {
           LOOM_THROW(TypeError) << "x " << shape_text(x.shape) << " and w " << shape_text(w.shape)
                                 << " differ in their last dimension";
         }
-        std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
-        shape.push_back(w.shape[0]);
-        return ir::TensorType(Array(shape), x.dtype);
+        return dense_result(x, w.shape[0]);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        tir::Buffer X = b.param(tensor_arg(call, 0), "X");
-        tir::Buffer W = b.param(tensor_arg(call, 1), "W");
-        tir::Buffer Y = b.param(result_type(call), "Y");
-        Indices wshape = buffer_shape(W);
-        DataType t = Y->dtype;
-        return b.finish(reduction(
-            Y, {wshape[1]}, make_const(t, 0),
-            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& out, const Indices& r) {
-              Indices xi(out.begin(), out.end() - 1);
-              xi.push_back(r[0]);
-              return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), tir::BufferLoad(W, {out.back(), r[0]})));
-            }));
+        return lower_dense(call, [](const std::vector<tir::Buffer>& w, const PrimExpr& j, const PrimExpr& k) {
+          return PrimExpr(tir::BufferLoad(w[0], {j, k}));
+        });
       });
 
   // Weight-only quantized dense layers (docs/llm.md, "Quantized weights"):
@@ -287,25 +303,12 @@ void register_linalg_ops() {
           LOOM_THROW(TypeError) << "needs x (..., K) and w (N, K), got " << shape_text(x.shape) << " and "
                                 << shape_text(w.shape);
         }
-        std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
-        shape.push_back(w.shape[0]);
-        return ir::TensorType(Array(shape), x.dtype);
+        return dense_result(x, w.shape[0]);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        tir::Buffer X = b.param(tensor_arg(call, 0), "X");
-        tir::Buffer W = b.param(tensor_arg(call, 1), "W");
-        tir::Buffer Y = b.param(result_type(call), "Y");
-        Indices wshape = buffer_shape(W);
-        return b.finish(reduction(
-            Y, {wshape[1]}, make_const(Y->dtype, 0),
-            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& out, const Indices& r) {
-              Indices xi(out.begin(), out.end() - 1);
-              xi.push_back(r[0]);
-              PrimExpr w = tir::Cast(DataType::Float(32), tir::BufferLoad(W, {out.back(), r[0]}));
-              return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), w));
-            }));
+        return lower_dense(call, [](const std::vector<tir::Buffer>& w, const PrimExpr& j, const PrimExpr& k) {
+          return PrimExpr(tir::Cast(DataType::Float(32), tir::BufferLoad(w[0], {j, k})));
+        });
       });
 
   define_operator(
@@ -331,35 +334,19 @@ void register_linalg_ops() {
                                 << ", w (N, K / 2) and scales (N, K / " << g << "), got " << shape_text(x.shape) << ", "
                                 << shape_text(w.shape) << " and " << shape_text(s.shape);
         }
-        std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
-        shape.push_back(w.shape[0]);
-        return ir::TensorType(Array(shape), x.dtype);
+        return dense_result(x, w.shape[0]);
       },
       [](const graph::CallNode& call) {
-        PrimBuilder b;
-        tir::Buffer X = b.param(tensor_arg(call, 0), "X");
-        tir::Buffer W = b.param(tensor_arg(call, 1), "W");
-        tir::Buffer S = b.param(tensor_arg(call, 2), "S");
-        tir::Buffer Y = b.param(result_type(call), "Y");
         const int64_t g = attrs_of(call).at("group_size").as_int(), half = g / 2;
-        Indices xshape = buffer_shape(X);
-        return b.finish(reduction(
-            Y, {xshape.back()}, make_const(Y->dtype, 0),
-            [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
-            [&](const Indices& out, const Indices& r) {
-              Indices xi(out.begin(), out.end() - 1);
-              xi.push_back(r[0]);
-              const PrimExpr& k = r[0];
-              PrimExpr group = tir::FloorDiv(k, PrimExpr(g)), within = tir::FloorMod(k, PrimExpr(g));
-              PrimExpr high = tir::GE(within, PrimExpr(half));
-              PrimExpr column = tir::Add(tir::Mul(group, PrimExpr(half)), tir::FloorMod(within, PrimExpr(half)));
-              PrimExpr byte = tir::Cast(DataType::Int(32), tir::BufferLoad(W, {out.back(), column}));
-              PrimExpr nibble = tir::Select(high, tir::FloorDiv(byte, PrimExpr(int32_t{16})),
-                                            tir::FloorMod(byte, PrimExpr(int32_t{16})));
-              PrimExpr w = tir::Mul(tir::Cast(DataType::Float(32), tir::Sub(nibble, PrimExpr(int32_t{8}))),
-                                    tir::BufferLoad(S, {out.back(), group}));
-              return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), w));
-            }));
+        return lower_dense(call, [g, half](const std::vector<tir::Buffer>& w, const PrimExpr& j, const PrimExpr& k) {
+          PrimExpr group = tir::FloorDiv(k, PrimExpr(g)), within = tir::FloorMod(k, PrimExpr(g));
+          PrimExpr column = tir::Add(tir::Mul(group, PrimExpr(half)), tir::FloorMod(within, PrimExpr(half)));
+          PrimExpr byte = tir::Cast(DataType::Int(32), tir::BufferLoad(w[0], {j, column}));
+          PrimExpr nibble = tir::Select(tir::GE(within, PrimExpr(half)), tir::FloorDiv(byte, PrimExpr(int32_t{16})),
+                                        tir::FloorMod(byte, PrimExpr(int32_t{16})));
+          return PrimExpr(tir::Mul(tir::Cast(DataType::Float(32), tir::Sub(nibble, PrimExpr(int32_t{8}))),
+                                   tir::BufferLoad(w[1], {j, group})));
+        });
       });
 }
 
