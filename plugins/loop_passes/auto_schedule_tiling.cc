@@ -36,6 +36,7 @@ bool StageScheduler::tile_reduction(const std::string& root) {
   } catch (const ScheduleError&) {
   }
   s_ = saved;
+  panel_ = 0;  // whatever a failed attempt packed is undone
   return false;
 }
 
@@ -82,9 +83,42 @@ bool StageScheduler::tail_over_panels(const std::string& root, int64_t panel) {
       const auto* reduction = nest.size() == 2 ? find(s_, nest[1])->body.as<ForNode>() : nullptr;
       if (!reduction) throw ScheduleError("tail_over_panels: not a rows x columns nest over one reduction loop");
       const std::string k = reduction->loop_var->name;
+      // Every operand the reduction reads along the columns must be in
+      // panels (its last index the column modulo the panel); one still in
+      // its own layout would be gathered lane by lane.
+      const VarNode* column = find(s_, nest[1])->loop_var.get();
+      std::set<const Object*> accumulators;  // the buffers the reduction writes (and reads back)
+      Visitor stores;
+      stores.on<BufferStoreNode>([&](const BufferStoreNode* st) {
+        accumulators.insert(st->buffer->data.get());
+        stores.visit_children(st);
+      });
+      stores.visit(Any(reduction->body));
+      bool panels = true;
+      Visitor loads;
+      loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+        if (!accumulators.count(l->buffer->data.get()) && uses_var(Any(l->indices), column)) {
+          const auto* last =
+              l->indices.size() ? l->indices[l->indices.size() - 1].cast<PrimExpr>().as<FloorModNode>() : nullptr;
+          auto width = last ? const_int(last->b) : std::nullopt;
+          panels = panels && width && *width == panel;
+        }
+        loads.visit_children(l);
+      });
+      loads.visit(Any(reduction->body));
+      if (!panels) throw ScheduleError("tail_over_panels: an operand is not in panels");
       auto [jo, ji] = s_.split(nest[1], panel);
       s_.reorder({jo, k, ji});
-      s_.vectorize(ji);
+      // Whole vectors of the target's width (a panel of 24 as one <24 x
+      // i8> vector converted to float ran 4 times slower than 3 of 8).
+      int lanes = lanes_for(find(s_, ji)->body);
+      if (lanes > 1 && panel % lanes == 0 && panel > lanes) {
+        auto [jio, jii] = s_.split(ji, lanes);
+        s_.unroll(jio);
+        s_.vectorize(jii);
+      } else {
+        s_.vectorize(ji);
+      }
       // The threads share the columns: the rows are few (one in decode).
       std::string outer = nest[0];
       attempt([&] { outer = s_.fuse(nest[0], jo); });

@@ -34,6 +34,10 @@ void register_op_examples() {
   set("split", {{"split(%a0, indices_or_sections=[1, 3], axis=1)", {kF35}}});
   set("matmul", {{"matmul(%a0, %a1)", {"Tensor[(2, 3, 5), float32]", "Tensor[(5, 4), float32]"}},
                  {"matmul(%a0, %a1, transpose_b=true)", {kF35, "Tensor[(4, 5), float32]"}}});
+  // Weight-only quantized dense layers: integer weights (their range), K whole groups.
+  set("dense_int8", {{"dense_int8(%a0, %a1)", {"Tensor[(3, 64), float32]", "Tensor[(4, 64), int8]"}, -100, 100}});
+  set("dense_int4", {{"dense_int4(%a0, %a1, %a2)",
+                      {"Tensor[(3, 64), float32]", "Tensor[(4, 32), uint8]", "Tensor[(4, 2), float32]"}, 0, 255}});
   // Neural-network operators.
   set("conv2d", {{"conv2d(%a0, %a1, strides=[2, 2], padding=[1, 1])", {kImage, "Tensor[(4, 3, 3, 3), float32]"}},
                  {"conv2d(%a0, %a1, groups=3)", {kImage, "Tensor[(3, 1, 3, 3), float32]"}}});

@@ -39,7 +39,10 @@ Buffer PrimBuilder::buffer(const ir::TensorTypeNode& type, const std::string& na
   if (type.unknown_rank()) LOOM_THROW(Error) << "buffer '" << name << "': the tensor type has no known rank";
   std::vector<PrimExpr> shape;
   for (const Any& d : type.shape) shape.push_back(dim(d));
-  return Buffer(name, type.dtype, shape, scope);
+  std::string unique = name;
+  for (int k = 1; names_.count(unique); ++k) unique = name + "_" + std::to_string(k);
+  names_.insert(unique);
+  return Buffer(unique, type.dtype, shape, scope);
 }
 
 Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& name) {

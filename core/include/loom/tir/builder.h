@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,9 @@ class PrimBuilder {
   // dimension otherwise.
   Buffer param(const ir::TensorTypeNode& type, const std::string& name);
   // A buffer of such a type that is not a parameter (an intermediate to
-  // allocate), its dimensions mapped the same way.
+  // allocate), its dimensions mapped the same way.  Buffer names are made
+  // unique within the function (`c`, `c_1`): schedules name buffers, and
+  // two graph constants both named `c` must stay two buffers to them.
   Buffer buffer(const ir::TensorTypeNode& type, const std::string& name, const std::string& scope = "global");
   // The prim form of a graph-level dimension.
   PrimExpr dim(const Any& graph_dim);
@@ -52,6 +55,7 @@ class PrimBuilder {
   std::vector<Any> params_;
   std::vector<Any> scalars_;
   std::map<const Object*, Var> vars_;
+  std::set<std::string> names_;  // buffer names given so far
 };
 
 // The shape of a buffer as expressions.
