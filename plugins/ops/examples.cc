@@ -37,7 +37,9 @@ void register_op_examples() {
   // Weight-only quantized dense layers: integer weights (their range), K whole groups.
   set("dense_int8", {{"dense_int8(%a0, %a1)", {"Tensor[(3, 64), float32]", "Tensor[(4, 64), int8]"}, -100, 100}});
   set("dense_int4", {{"dense_int4(%a0, %a1, %a2)",
-                      {"Tensor[(3, 64), float32]", "Tensor[(4, 32), uint8]", "Tensor[(4, 2), float32]"}, 0, 255}});
+                      {"Tensor[(3, 64), float32]", "Tensor[(4, 32), uint8]", "Tensor[(4, 2), float32]"},
+                      0,
+                      255}});
   // Neural-network operators.
   set("conv2d", {{"conv2d(%a0, %a1, strides=[2, 2], padding=[1, 1])", {kImage, "Tensor[(4, 3, 3, 3), float32]"}},
                  {"conv2d(%a0, %a1, groups=3)", {kImage, "Tensor[(3, 1, 3, 3), float32]"}}});
