@@ -383,9 +383,27 @@ NDArray KVCacheNode::read(int64_t seq, int64_t layer, bool values) const {
 }
 
 namespace {
-std::vector<int64_t> int_list(const Array& a, const char* what) {
+// A list of ints: an Array, or a 1-D int64 or int32 host tensor (what C
+// callers pass).
+std::vector<int64_t> int_list(const Any& a, const char* what) {
   std::vector<int64_t> out;
-  for (const Any& x : a) {
+  if (const auto* t = a.kind() == AnyKind::kObject ? dynamic_cast<const NDArrayNode*>(a.object()) : nullptr) {
+    NDArray arr(ObjectPtr<Object>(const_cast<NDArrayNode*>(t)));
+    std::vector<int64_t> shape = arr.shape_vector();
+    bool ints = t->dtype == DataType::Int(64) || t->dtype == DataType::Int(32);
+    if (shape.size() != 1 || !ints || t->device.device_type != kDLCPU || !is_compact(t->dl_tensor())) {
+      LOOM_THROW(TypeError) << "KV cache: " << what << " must be a list of ints or a 1-D int64 host tensor, got "
+                            << t->dtype.to_string() << " of shape " << shape_text(shape);
+    }
+    for (int64_t k = 0; k < shape[0]; ++k)
+      out.push_back(t->dtype == DataType::Int(64) ? arr.data_as<int64_t>()[k] : arr.data_as<int32_t>()[k]);
+    return out;
+  }
+  if (a.kind() != AnyKind::kObject || !a.as_object_ref().as<ArrayNode>()) {
+    LOOM_THROW(TypeError) << "KV cache: " << what << " must be a list of ints or a 1-D int64 host tensor, got "
+                          << a.describe();
+  }
+  for (const Any& x : a.as_object_ref().as<ArrayNode>()->items) {
     if (x.kind() != AnyKind::kInt) LOOM_THROW(TypeError) << "KV cache: " << what << " must be a list of ints";
     out.push_back(x.as_int());
   }
@@ -457,7 +475,7 @@ const bool registered = [] {
             {Any(n->layers()), Any(n->kv_heads()), Any(n->head_dim()), Any(n->capacity()), Any(n->max_sequences())});
       }),
       "info(cache): [layers, kv_heads, head_dim, capacity, max_sequences]");
-  add("begin_step", Function::typed([](ObjectRef c, Array seqs, Array counts) {
+  add("begin_step", Function::typed([](ObjectRef c, Any seqs, Any counts) {
         cache_of(c)->begin_step(int_list(seqs, "begin_step's sequences"), int_list(counts, "begin_step's counts"));
       }),
       "begin_step(cache, seqs, counts): the next calls' flat batch, counts[i] new tokens of seqs[i]");

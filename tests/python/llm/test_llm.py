@@ -315,3 +315,23 @@ def test_a_quantization_that_does_not_fit_is_refused():
         llm.compile(cfg, ref.random_weights(cfg), config=HOST, quantize="int4")
     with pytest.raises(ValueError, match="quantize='int3': expected one of None, 'int8', 'int4'"):
         llm.compile(cfg, ref.random_weights(cfg), config=HOST, quantize="int3")
+
+
+def test_the_c_api_generates_what_python_does(model, tmp_path):
+    # examples/llm/generate.c: the exported library, run from C99 through
+    # the C API and the runtime's KV cache, gives the same greedy tokens.
+    import os
+    import subprocess
+    cfg, w, engine = model
+    exe = Path(os.environ.get("LOOM_BUILD_DIR", ROOT / "build")) / "bin" / "generate_llm"
+    if not exe.exists():
+        pytest.skip(f"{exe} is not built")
+    path = tmp_path / "model.so"
+    engine.export(path)
+    ids = [t % cfg["vocab_size"] for t in PROMPT[:6]]
+    out = subprocess.run([str(exe), str(path), "12", *map(str, ids)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert [int(t) for t in out.stdout.split()] == engine.generate(ids, 12)
+    bad = subprocess.run([str(exe), str(tmp_path / "missing.so"), "2", "1"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 1 and "missing.so" in bad.stderr
