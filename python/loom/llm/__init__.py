@@ -99,6 +99,8 @@ class Engine:
         id of `cache` to its new token ids.  Returns {seq: logits}, the last
         token's (vocab,) row, or every new token's (count, vocab) rows with
         all_logits."""
+        if not isinstance(tokens, dict) or not tokens:
+            raise ValueError(f"step: expected a non-empty dict of sequence id -> token ids, got {tokens!r}")
         seqs = list(tokens)
         chunks = [_ids(tokens[s], f"step: sequence {s}") for s in seqs]
         ids = np.concatenate(chunks)

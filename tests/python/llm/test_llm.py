@@ -214,6 +214,10 @@ def test_errors_of_a_step(model):
         cache.pop(0, 5)
     with pytest.raises(ValueError, match="pass the model's 96 positions"):
         engine.generate([1, 2], 95)
+    with pytest.raises(ValueError, match="step: expected a non-empty dict of sequence id -> token ids, got {}"):
+        engine.step(cache, {})
+    with pytest.raises(ValueError, match=re.escape("step: sequence 0: expected a non-empty 1-D sequence of token ids")):
+        engine.step(cache, {0: []})
     assert cache.length(0) == 4
 
 
