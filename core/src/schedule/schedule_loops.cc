@@ -9,7 +9,6 @@
 #include <unordered_set>
 
 #include "loom/arith/simplify.h"
-#include "loom/object/traversal.h"
 #include "loom/ir/text.h"
 #include "loom/tir/builder.h"
 #include "loom/tir/functor.h"
@@ -42,37 +41,6 @@ std::pair<std::string, std::string> Schedule::split(const std::string& loop, int
   return {outer->name, inner->name};
 }
 
-namespace {
-// A copy of `s` whose bound variables (loops, lets, allocations) are new,
-// with names of their own (the old name and `suffix`, made unique in `func`).
-Stmt renamed_copy(const PrimFunc& func, const Stmt& s, const std::string& suffix) {
-  std::unordered_set<const Object*> bound;
-  Visitor collect;
-  collect.on<ForNode>([&](const ForNode* f) {
-    bound.insert(f->loop_var.get());
-    collect.visit_children(f);
-  });
-  collect.on<LetStmtNode>([&](const LetStmtNode* l) {
-    bound.insert(l->var.get());
-    collect.visit_children(l);
-  });
-  collect.on<AllocateNode>([&](const AllocateNode* a) {
-    bound.insert(a->buffer->data.get());
-    collect.visit_children(a);
-  });
-  collect.visit(Any(s));
-  std::set<std::string> taken;
-  Mutator m;  // memoised: each variable, and each buffer over it, is copied once
-  m.on<VarNode>([&](const VarNode* v, const ObjectRef& self) -> Any {
-    if (!bound.count(v)) return Any(self);
-    std::string name = fresh_name(func, v->name + suffix, taken);
-    taken.insert(name);
-    return Any(Var(name, v->dtype));
-  });
-  return m.mutate_as<Stmt>(s);
-}
-}  // namespace
-
 std::vector<std::string> Schedule::partition(const std::string& loop, int64_t factor) {
   Recorder record(*this, "partition", loop, factor);
   const ForNode* f = find_loop(func_, "partition", loop);
@@ -88,8 +56,11 @@ std::vector<std::string> Schedule::partition(const std::string& loop, int64_t fa
                   For(inner, IntImm(t, 0), step, ForKind::kSerial,
                       substitute(f->body, {{f->loop_var.get(), at(Add(Mul(outer, step), inner))}})),
                   "", f->annotations);
-  Stmt rest =
-      substitute(renamed_copy(func_, f->body, "_t"), {{f->loop_var.get(), at(simplify(Add(Mul(whole, step), tail)))}});
+  // The tail's own loops get names of their own (the old name and _t).
+  std::set<std::string> taken{outer->name, inner->name, tail->name};
+  Stmt copy = fresh_bindings(
+      f->body, [&](const std::string& name) { return *taken.insert(fresh_name(func_, name + "_t", taken)).first; });
+  Stmt rest = substitute(copy, {{f->loop_var.get(), at(simplify(Add(Mul(whole, step), tail)))}});
   Stmt tail_loop =
       For(tail, IntImm(t, 0), simplify(FloorMod(f->extent, step)), ForKind::kSerial, rest, "", f->annotations);
   func_ = with_new_body(func_, replace(func_->body, f, seq({head, tail_loop})));

@@ -208,7 +208,7 @@ Stmt substitute(const Stmt& s, const std::unordered_map<const Object*, PrimExpr>
       s, [&](const PrimExpr& e) { return substitute(e, with); }, [&](const Stmt& c) { return substitute(c, with); });
 }
 
-Stmt fresh_bindings(const Stmt& s) {
+Stmt fresh_bindings(const Stmt& s, const std::function<std::string(const std::string&)>& rename) {
   std::unordered_map<const Object*, bool> bound;
   Visitor collect;
   collect.on<ForNode>([&](const ForNode* f) {
@@ -231,7 +231,7 @@ Stmt fresh_bindings(const Stmt& s) {
   if (bound.empty()) return s;
   Mutator m;  // memoised: each variable, and each buffer over it, is copied once
   m.on<VarNode>([&](const VarNode* v, const ObjectRef& self) -> Any {
-    return bound.count(v) ? Any(Var(v->name, v->dtype)) : Any(self);
+    return bound.count(v) ? Any(Var(rename ? rename(v->name) : v->name, v->dtype)) : Any(self);
   });
   return m.mutate_as<Stmt>(s);
 }

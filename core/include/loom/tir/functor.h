@@ -76,8 +76,9 @@ Stmt substitute(const Stmt& s, const std::unordered_map<const Object*, PrimExpr>
 // A copy of `s` in which every variable bound inside it (loop and let
 // variables, allocated buffers and their data variables) is a fresh
 // object, so the copy can sit beside the original (a variable is bound
-// once per function).  Free variables are kept.
-Stmt fresh_bindings(const Stmt& s);
+// once per function).  Free variables are kept.  `rename`, when given,
+// names each fresh variable from the old name (else the name is kept).
+Stmt fresh_bindings(const Stmt& s, const std::function<std::string(const std::string&)>& rename = nullptr);
 
 // A copy of `f` in which every variable (parameters, the buffers' data
 // variables, loop and let variables) is a fresh object, so the same
