@@ -1,8 +1,11 @@
 // Shape operators: reshape, transpose, flatten, expand_dims, squeeze,
 // broadcast_to, concat, split, slice, pad (pattern: injective;
 // docs/operators.md).
+#include <algorithm>
+
 #include "loom/arith/simplify.h"
 #include "loom/ir/text.h"
+#include "loom/tir/util.h"
 #include "lowering.h"
 
 namespace loom::ops {
@@ -46,17 +49,75 @@ tir::PrimFunc gather(
       compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, index(i, in_shape, out_shape))); }));
 }
 
+// An element count: a constant times a product of symbolic factors, each a
+// variable or an expression that is not a product (%n + 1), so that
+// (%b * %n * 4, 64) and (%n, %b, 256) have the same count.
+struct Count {
+  int64_t constant = 1;
+  std::vector<PrimExpr> atoms;
+
+  void multiply(const Any& d) {
+    if (auto c = constant_dim(d)) {
+      constant *= *c;
+    } else if (const auto* m = d.cast<PrimExpr>().as<tir::MulNode>()) {
+      multiply(Any(m->a));
+      multiply(Any(m->b));
+    } else {
+      atoms.push_back(d.cast<PrimExpr>());
+    }
+  }
+  // this / by, when every factor of `by` divides it.
+  std::optional<Count> divided_by(const Count& by) const {
+    if (by.constant == 0 || constant % by.constant != 0) return std::nullopt;
+    Count q{constant / by.constant, atoms};
+    for (const PrimExpr& a : by.atoms) {
+      auto found =
+          std::find_if(q.atoms.begin(), q.atoms.end(), [&](const PrimExpr& b) { return same_dim(Any(a), Any(b)); });
+      if (found == q.atoms.end()) return std::nullopt;
+      q.atoms.erase(found);
+    }
+    return q;
+  }
+  bool equals(const Count& other) const {
+    if (constant == 0 || other.constant == 0) return constant == other.constant;
+    auto q = divided_by(other);
+    return q && q->constant == 1 && q->atoms.empty();
+  }
+  PrimExpr expr() const {
+    PrimExpr e;
+    for (const PrimExpr& a : atoms) e = e.defined() ? PrimExpr(tir::Mul(e, a)) : a;
+    if (!e.defined()) return PrimExpr(constant);
+    return arith::simplify(constant == 1 ? e : PrimExpr(tir::Mul(e, PrimExpr(constant))));
+  }
+  std::string text() const { return ir::to_text(Any(expr())); }
+};
+
+// Entry k of a reshape's target: an int, or an integer dimension.
+Any reshape_entry(const Any& v, size_t k) {
+  if (v.kind() == AnyKind::kInt) return dim_of(v.as_int());
+  const auto* e = v.object() && v.object()->is_instance<tir::PrimExprNode>()
+                      ? static_cast<const tir::PrimExprNode*>(v.object())
+                      : nullptr;
+  if (!e || !tir::is_int(e->dtype)) {
+    LOOM_THROW(TypeError) << "entry " << k << " of the new shape is " << ir::to_text(v)
+                          << ", not an int or an integer dimension (%n, %b * 4)";
+  }
+  PrimExpr d = arith::simplify(v.cast<PrimExpr>());
+  if (auto c = constant_dim(Any(d))) return dim_of(*c);
+  return Any(d);
+}
+
 Indices reshape_index(const Indices& i, const Indices& in_shape, const Indices& out_shape) {
   if (in_shape.empty()) return {};
   return unravel(ravel(i, out_shape), in_shape);
 }
 
 // Copies `in` into `out` at `offset` along `axis` (in's shape).
-tir::Stmt place(PrimBuilder& b, const tir::Buffer& in, const tir::Buffer& out, size_t axis, int64_t offset,
+tir::Stmt place(PrimBuilder& b, const tir::Buffer& in, const tir::Buffer& out, size_t axis, PrimExpr offset,
                 bool to_out) {
   return loop_nest(buffer_shape(to_out ? in : out), [&](const Indices& i) {
     Indices shifted = i;
-    shifted[axis] = tir::Add(i[axis], PrimExpr(offset));
+    shifted[axis] = tir::Add(i[axis], offset);
     if (to_out) return tir::Stmt(tir::BufferStore(out, tir::BufferLoad(in, i), shifted));
     return tir::Stmt(tir::BufferStore(out, tir::BufferLoad(in, shifted), i));
   });
@@ -84,31 +145,68 @@ std::vector<int64_t> split_points(const Any& spec, int64_t extent) {
 }
 
 struct SliceSpec {
-  std::vector<int64_t> begin, stride, extent;  // per axis
+  std::vector<PrimExpr> begin, extent;  // per axis; an undefined extent: untouched
+  std::vector<int64_t> stride;
 };
 
-SliceSpec slice_spec(const graph::CallNode& call, const ir::TensorTypeNode& x) {
+// NumPy's bounds on an axis of symbolic extent n, step 1 or more: a bound
+// v >= 0 is min(v, n), v < 0 is max(n + v, 0), so that the extent is exact
+// for every n (x[:, -1:] on (2, %n) is (2, min(%n, 1))).
+void symbolic_slice(SliceSpec& spec, size_t axis, PrimExpr n, int64_t begin, int64_t end, int64_t stride) {
+  constexpr int64_t kEnd = (int64_t{1} << 31) - 1;  // at or past it: the axis' end (INT_MAX, INT64_MAX)
+  auto bound = [&](int64_t v) -> PrimExpr {
+    if (v >= kEnd) return n;
+    if (v <= -kEnd) return PrimExpr(int64_t{0});
+    if (v == 0) return PrimExpr(int64_t{0});
+    if (v > 0) return tir::Min(n, PrimExpr(v));
+    return tir::Max(tir::Add(n, PrimExpr(v)), PrimExpr(int64_t{0}));
+  };
+  PrimExpr b = bound(begin), e = bound(end), extent;
+  if (begin == 0 || begin <= -kEnd) {
+    extent = e;  // never negative
+  } else if (end >= kEnd && begin > 0) {
+    extent = tir::Max(tir::Sub(n, PrimExpr(begin)), PrimExpr(int64_t{0}));
+  } else if (end >= kEnd) {
+    extent = tir::Min(n, PrimExpr(-begin));
+  } else {
+    extent = tir::Max(tir::Sub(e, b), PrimExpr(int64_t{0}));
+  }
+  if (stride > 1) extent = tir::FloorDiv(tir::Add(extent, PrimExpr(stride - 1)), PrimExpr(stride));
+  spec.begin[axis] = arith::simplify(b);
+  spec.extent[axis] = arith::simplify(extent);
+}
+
+// The slice of a tensor of `shape`: the type's dimensions for the type
+// rule, the kernel buffer's for the lowering (its own variables).
+SliceSpec slice_spec(const graph::CallNode& call, const Indices& shape) {
   Map a = attrs_of(call);
   std::vector<int64_t> begin = ints(a.at("begin")), end = ints(a.at("end")), axes = ints(a.at("axes")),
                        strides = ints(a.at("strides"));
-  size_t rank = x.shape.size();
+  size_t rank = shape.size();
   if (axes.empty())
     for (size_t k = 0; k < begin.size(); ++k) axes.push_back(static_cast<int64_t>(k));
   if (begin.size() != axes.size() || end.size() != axes.size() || (!strides.empty() && strides.size() != axes.size())) {
     LOOM_THROW(TypeError) << "begin, end, axes and strides must have the same length";
   }
   SliceSpec spec;
-  for (size_t k = 0; k < rank; ++k) {
-    spec.begin.push_back(0);
-    spec.stride.push_back(1);
-    spec.extent.push_back(-1);  // untouched
-  }
+  spec.begin.assign(rank, PrimExpr(int64_t{0}));
+  spec.stride.assign(rank, 1);
+  spec.extent.resize(rank);
   for (size_t k = 0; k < axes.size(); ++k) {
     size_t axis = static_cast<size_t>(normalize_axis(axes[k], rank));
-    auto dim = constant_dim(x.shape[axis]);
-    if (!dim) LOOM_THROW(TypeError) << "sliced axis " << axis << " must be static, got " << shape_text(x.shape);
     int64_t stride = strides.empty() ? 1 : strides[k];
     if (stride == 0) LOOM_THROW(TypeError) << "strides must not be 0";
+    spec.stride[axis] = stride;
+    auto dim = tir::const_int(shape[axis]);
+    if (!dim) {
+      if (stride < 0) {
+        std::vector<Any> dims(shape.begin(), shape.end());
+        LOOM_THROW(TypeError) << "a negative step on axis " << axis << " of " << shape_text(Array(dims))
+                              << ", whose extent is not known until run time, is not supported";
+      }
+      symbolic_slice(spec, axis, shape[axis], begin[k], end[k], stride);
+      continue;
+    }
     // NumPy: negative positions count from the end; a positive step
     // clamps both to [0, n], a negative one to [-1, n - 1] (the end -1
     // meaning "past the start").
@@ -118,10 +216,9 @@ SliceSpec slice_spec(const graph::CallNode& call, const ir::TensorTypeNode& x) {
       return std::min(std::max(v, low), high);
     };
     int64_t b = clamp(begin[k]), e = clamp(end[k]);
-    spec.begin[axis] = b;
-    spec.stride[axis] = stride;
-    spec.extent[axis] =
-        stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0) : (b > e ? (b - e - stride - 1) / -stride : 0);
+    spec.begin[axis] = PrimExpr(b);
+    spec.extent[axis] = PrimExpr(stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0)
+                                            : (b > e ? (b - e - stride - 1) / -stride : 0));
   }
   return spec;
 }
@@ -143,62 +240,43 @@ void register_shape_ops() {
   define_operator(
       "reshape", 1,
       {{"shape", "Array", Any(),
-        "the new shape; one entry may be -1 (inferred, and the only one that may take symbolic dimensions)"}},
+        "the new shape: ints and dimensions (%n, %b * 4) over the input's variables; one entry may be -1 "
+        "(inferred)"}},
       injective, "the same elements in a new shape (row-major)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
-        std::vector<int64_t> out = ints(attrs_of(call).at("shape"));
-        // The input's element count: a constant part times the product of
-        // its symbolic dimensions (a dynamic batch), which only the -1
-        // entry can take.
-        int64_t count = 1, known = 1, infer = -1;
-        std::optional<PrimExpr> symbolic;
-        for (const Any& d : x.shape) {
-          if (auto c = constant_dim(d)) {
-            count *= *c;
-          } else {
-            // Constant factors (%n * 128) count with the constant part.
-            PrimExpr e = d.cast<PrimExpr>();
-            while (const auto* m = e.as<tir::MulNode>()) {
-              auto ca = constant_dim(Any(m->a)), cb = constant_dim(Any(m->b));
-              if (!ca && !cb) break;
-              count *= ca ? *ca : *cb;
-              e = ca ? m->b : m->a;
-            }
-            symbolic = symbolic ? PrimExpr(tir::Mul(*symbolic, e)) : e;
-          }
-        }
-        for (size_t k = 0; k < out.size(); ++k) {
-          if (out[k] == -1) {
+        Count count;
+        for (const Any& d : x.shape) count.multiply(d);
+        Count known;
+        int64_t infer = -1;
+        std::vector<Any> shape;
+        const Array& target = attrs_of(call).at("shape").cast<Array>();
+        for (size_t k = 0; k < target.size(); ++k) {
+          Any d = reshape_entry(target[k], k);
+          if (constant_dim(d) == std::optional<int64_t>(-1)) {
             if (infer >= 0) LOOM_THROW(TypeError) << "only one dimension of the new shape may be -1";
             infer = static_cast<int64_t>(k);
-          } else if (out[k] < 0) {
-            LOOM_THROW(TypeError) << "dimension " << k << " of the new shape is " << out[k];
+          } else if (auto c = constant_dim(d); c && *c < 0) {
+            LOOM_THROW(TypeError) << "dimension " << k << " of the new shape is " << *c;
           } else {
-            known *= out[k];
+            known.multiply(d);
           }
-        }
-        std::vector<Any> shape;
-        for (int64_t d : out) shape.push_back(dim_of(d));
-        if (symbolic && infer < 0) {
-          LOOM_THROW(TypeError) << "cannot reshape " << shape_text(x.shape)
-                                << " to a static shape: one entry of the new shape must be -1, for the symbolic part";
+          shape.push_back(d);
         }
         if (infer >= 0) {
-          if (known == 0 || count % known != 0) {
-            LOOM_THROW(TypeError) << "cannot infer the -1 of the new shape: " << shape_text(x.shape) << " has " << count
-                                  << (symbolic ? " * " + ir::to_text(Any(*symbolic)) : std::string())
-                                  << " elements, not a multiple of " << known;
+          std::optional<Count> rest = count.divided_by(known);
+          if (!rest) {
+            LOOM_THROW(TypeError) << "cannot infer the -1 of the new shape: " << shape_text(x.shape) << " has "
+                                  << count.text() << " elements, not a multiple of " << known.text();
           }
-          int64_t factor = count / known;
-          known *= factor;
-          shape[infer] =
-              symbolic ? Any(arith::simplify(factor == 1 ? *symbolic : PrimExpr(tir::Mul(*symbolic, PrimExpr(factor)))))
-                       : dim_of(factor);
-        }
-        if (!symbolic && known != count) {
-          LOOM_THROW(TypeError) << "cannot reshape " << shape_text(x.shape) << " (" << count << " elements) to "
-                                << known << " elements";
+          shape[infer] = Any(rest->expr());
+        } else if (!count.equals(known)) {
+          LOOM_THROW(TypeError) << "cannot reshape " << shape_text(x.shape) << " (" << count.text() << " elements) to "
+                                << shape_text(Array(shape)) << " (" << known.text() << " elements)"
+                                << (count.atoms.empty() && known.atoms.empty()
+                                        ? std::string()
+                                        : ": the element counts must be the same product of the same dimensions; "
+                                          "write -1 for the one entry they determine");
         }
         return ir::TensorType(Array(shape), x.dtype);
       },
@@ -351,7 +429,7 @@ void register_shape_ops() {
         const auto& first = tensor_arg(call, 0);
         size_t rank = first.shape.size();
         int64_t axis = normalize_axis(attrs_of(call).at("axis").as_int(), rank);
-        int64_t total = 0;
+        PrimExpr total = int64_t{0};
         for (size_t i = 0; i < call.args.size(); ++i) {
           const auto& t = tensor_arg(call, i);
           if (t.dtype != first.dtype || t.shape.size() != rank) {
@@ -365,12 +443,11 @@ void register_shape_ops() {
                                     << shape_text(first.shape) << " in axis " << k;
             }
           }
-          auto d = constant_dim(t.shape[axis]);
-          if (!d) LOOM_THROW(TypeError) << "the joined axis must be static, got " << shape_text(t.shape);
-          total += *d;
+          // A symbolic extent joins as a sum: (%m, 8) and (%n, 8) give (%m + %n, 8).
+          total = tir::Add(total, t.shape[axis].cast<PrimExpr>());
         }
         std::vector<Any> shape(first.shape.begin(), first.shape.end());
-        shape[axis] = dim_of(total);
+        shape[axis] = Any(arith::simplify(total));
         return ir::TensorType(Array(shape), first.dtype);
       },
       [](const graph::CallNode& call) {
@@ -381,10 +458,10 @@ void register_shape_ops() {
         tir::Buffer y = b.param(result_type(call), "Y");
         size_t axis = static_cast<size_t>(normalize_axis(attrs_of(call).at("axis").as_int(), buffer_shape(y).size()));
         std::vector<tir::Stmt> steps;
-        int64_t offset = 0;
+        PrimExpr offset = int64_t{0};
         for (const tir::Buffer& in : inputs) {
           steps.push_back(place(b, in, y, axis, offset, true));
-          offset += *constant_dim(Any(buffer_shape(in)[axis]));
+          offset = arith::simplify(tir::Add(offset, buffer_shape(in)[axis]));
         }
         return b.finish(tir::SeqStmt(steps));
       });
@@ -423,7 +500,7 @@ void register_shape_ops() {
         for (size_t k = 0; k < tuple->fields.size(); ++k) {
           const auto* t = tuple->fields[k].cast<ir::Type>().as<ir::TensorTypeNode>();
           tir::Buffer out = b.param(*t, "Y" + std::to_string(k));
-          steps.push_back(place(b, x, out, axis, offset, false));
+          steps.push_back(place(b, x, out, axis, PrimExpr(offset), false));
           offset += *constant_dim(t->shape[axis]);
         }
         return b.finish(tir::SeqStmt(steps));
@@ -438,23 +515,28 @@ void register_shape_ops() {
       injective, "NumPy basic slicing",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
-        SliceSpec spec = slice_spec(call, x);
+        Indices dims;
+        for (const Any& d : x.shape) dims.push_back(d.cast<PrimExpr>());
+        SliceSpec spec = slice_spec(call, dims);
         std::vector<Any> shape;
         for (size_t k = 0; k < x.shape.size(); ++k)
-          shape.push_back(spec.extent[k] < 0 ? x.shape[k] : dim_of(spec.extent[k]));
+          shape.push_back(spec.extent[k].defined() ? Any(spec.extent[k]) : x.shape[k]);
         return ir::TensorType(Array(shape), x.dtype);
       },
       [](const graph::CallNode& call) {
-        SliceSpec spec = slice_spec(call, tensor_arg(call, 0));
-        return gather(call, [&](const Indices& i, const Indices&, const Indices&) {
+        PrimBuilder b;
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        SliceSpec spec = slice_spec(call, buffer_shape(x));
+        return b.finish(compute(y, [&](const Indices& i) {
           Indices in;
           for (size_t k = 0; k < i.size(); ++k) {
-            in.push_back(spec.extent[k] < 0
+            in.push_back(!spec.extent[k].defined()
                              ? i[k]
-                             : PrimExpr(tir::Add(tir::Mul(i[k], PrimExpr(spec.stride[k])), PrimExpr(spec.begin[k]))));
+                             : PrimExpr(tir::Add(tir::Mul(i[k], PrimExpr(spec.stride[k])), spec.begin[k])));
           }
-          return in;
-        });
+          return PrimExpr(tir::BufferLoad(x, in));
+        }));
       });
 
   define_operator(

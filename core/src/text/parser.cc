@@ -314,6 +314,7 @@ class Parser {
       return Map(items);
     }
     if (is("(")) return Any(type());
+    if (t.kind == Tok::kLocal) return Any(prim());  // a dimension: %n * 4
     if (t.kind == Tok::kIdent) {
       if (t.text == "none") return (next(), Any());
       if (t.text == "true") return (next(), Any(true));

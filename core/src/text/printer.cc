@@ -285,6 +285,7 @@ class Printer {
       return;
     }
     if (obj->is_instance<TypeNode>()) return type_to(o, v.cast<Type>());
+    if (obj->is_instance<PrimExprNode>()) return prim_to(o, v.cast<PrimExpr>());  // a dimension: %n * 4
     o += meta_ref(v);
   }
 

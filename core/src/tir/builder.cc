@@ -1,7 +1,11 @@
 // Building prim IR (loom/tir/builder.h).
 #include "loom/tir/builder.h"
 
+#include <algorithm>
+#include <set>
+
 #include "loom/ir/text.h"
+#include "loom/object/structural.h"
 #include "loom/tir/functor.h"
 
 namespace loom::tir {
@@ -24,9 +28,11 @@ PrimExpr PrimBuilder::dim(const Any& graph_dim) {
     return v;
   }
   // A composite dimension (a reshape's n * 4): the same arithmetic over
-  // the scalars of its variables.
+  // the scalars of its variables, or a parameter's scalar of its own.
   const auto* e = dynamic_cast<const PrimExprNode*>(graph_dim.object());
   if (!e) LOOM_THROW(Error) << "dimension " << ir::to_text(graph_dim) << " is not an integer expression";
+  for (const auto& [composite, v] : composites_)
+    if (same_expression(Any(composite), graph_dim)) return v;
   return Rewriter()
       .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
         if (part.as<VarNode>()) return dim(Any(part));
@@ -46,6 +52,30 @@ Buffer PrimBuilder::buffer(const ir::TensorTypeNode& type, const std::string& na
 }
 
 Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& name) {
+  // A parameter's dimension over several variables (%m + %n, %b * %n) is a
+  // scalar of its own, bound from that dimension: its variables alone may
+  // be in no buffer's shape, and the kernel needs only the value.
+  if (!type.unknown_rank()) {
+    for (const Any& d : type.shape) {
+      const auto* e = d.object() ? dynamic_cast<const PrimExprNode*>(d.object()) : nullptr;
+      if (!e || dynamic_cast<const VarNode*>(e) || dynamic_cast<const IntImmNode*>(e)) continue;
+      std::set<const VarNode*> vars;
+      std::string name;
+      Rewriter()
+          .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
+            const auto* v = part.as<VarNode>();
+            if (v && vars.insert(v).second) name += (name.empty() ? "" : "_") + v->name;
+            return std::nullopt;
+          })
+          .run(d.cast<PrimExpr>());
+      bool known = std::any_of(composites_.begin(), composites_.end(),
+                               [&](const auto& c) { return same_expression(Any(c.first), d); });
+      if (vars.size() < 2 || known) continue;
+      Var v(name, DataType::Int(64));
+      composites_.emplace_back(d.cast<PrimExpr>(), v);
+      scalars_.push_back(Any(v));
+    }
+  }
   Buffer b = buffer(type, name);
   params_.push_back(Any(b));
   return b;

@@ -96,9 +96,10 @@ def tensor_dtype(tensor, what):
                               "types for (complex: pass torch.view_as_real's parts)") from None
 
 
-def input_var(name, tensor, what):
-    """A graph variable typed like the example tensor (dtype checked)."""
-    return graph.Var(name, shape=tuple(tensor.shape), dtype=tensor_dtype(tensor, what))
+def input_var(name, tensor, what, shape=None):
+    """A graph variable typed like the example tensor (dtype checked), with
+    `shape` (symbolic dimensions) when given."""
+    return graph.Var(name, shape=tuple(tensor.shape if shape is None else shape), dtype=tensor_dtype(tensor, what))
 
 
 def dtype_name(dtype):

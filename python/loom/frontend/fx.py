@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from .. import _core
-from .. import graph, ir, op
+from .. import graph, ir, op, tir
 from . import Registry, UnsupportedOperatorError, aten, naming
 from .common import Context, evaluating
 
@@ -85,7 +85,7 @@ def _module_key(module):
     return _key(type(module))
 
 
-def from_fx(module, example_inputs, *, params="constants", eval=False):
+def from_fx(module, example_inputs, *, params="constants", eval=False, dynamic_axes=None):
     """Imports a torch.nn.Module as an IRModule whose @main takes tensors
     shaped like `example_inputs`.  Its module-level graph (torch.fx's
     symbolic trace) is converted when every call in it has a converter;
@@ -96,12 +96,25 @@ def from_fx(module, example_inputs, *, params="constants", eval=False):
     parameters of @main after the inputs, returned with their values as
     (module, {name: array}) (params="inputs").  A module in training mode
     is imported as it computes there, with a warning, unless eval=True,
-    which imports it in eval mode (and leaves its mode as it was)."""
+    which imports it in eval mode (and leaves its mode as it was).
+    dynamic_axes={input index: {axis: name}} makes those dimensions
+    symbolic (one variable per name), as torch.onnx.export's argument does;
+    only the module-level graph takes them (the aten graph is recorded at
+    the example's shapes)."""
     if params not in ("constants", "inputs"):
         raise _core.TypeError(f"from_fx: params must be 'constants' or 'inputs', got {params!r}")
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
+    shapes = _dynamic_shapes(examples, dynamic_axes)
     with evaluating(module, eval, "from_fx"):
         traced, missing = _symbolic(module, examples)
+        if dynamic_axes:
+            if traced is None or missing:
+                why = ("torch.fx cannot trace it symbolically" if traced is None else
+                       "its module-level graph has no converter for " + ", ".join(sorted({k for k, _ in missing})))
+                raise _core.TypeError(f"from_fx: dynamic_axes needs the module-level graph, and {why}; the aten "
+                                      "graph is recorded at the example inputs' shapes: import with static shapes "
+                                      "(docs/frontends.md, \"The PyTorch importer\")")
+            return _convert_fx(traced, examples, params, shapes)
         if traced is None or missing:
             return from_aten(module, examples, params=params,
                              why=missing if traced is not None else None)
@@ -112,6 +125,30 @@ def from_fx(module, example_inputs, *, params="constants", eval=False):
                 return from_aten(module, examples, params=params)
             except _core.LoomError:
                 raise refused from None
+
+
+def _dynamic_shapes(examples, dynamic_axes):
+    """Each input's shape with the dimensions dynamic_axes names made tir
+    variables (one per name), or None without dynamic_axes."""
+    if not dynamic_axes:
+        return None
+    if isinstance(dynamic_axes, (list, tuple)):
+        dynamic_axes = dict(enumerate(dynamic_axes))
+    if not isinstance(dynamic_axes, dict):
+        raise _core.TypeError(f"from_fx: dynamic_axes must map an input's index to {{axis: name}}, "
+                              f"got {type(dynamic_axes).__name__}")
+    symbols, shapes = {}, [list(e.shape) for e in examples]
+    for index, axes in dynamic_axes.items():
+        if not isinstance(index, int) or not 0 <= index < len(examples) or not isinstance(axes, dict):
+            raise _core.TypeError(f"from_fx: dynamic_axes has the entry {index!r}: {axes!r}; it needs an input's "
+                                  f"index (0 to {len(examples) - 1}) and a dict {{axis: name}}")
+        rank = len(shapes[index])
+        for axis, name in axes.items():
+            if not isinstance(axis, int) or not -rank <= axis < rank or not isinstance(name, str) or not name:
+                raise _core.TypeError(f"from_fx: dynamic_axes of input {index} (rank {rank}) has {axis!r}: "
+                                      f"{name!r}; it needs an axis and a name")
+            shapes[index][axis] = symbols.setdefault(name, tir.Var(name))
+    return shapes
 
 
 def _symbolic(module, examples):
@@ -154,7 +191,7 @@ def _symbolic(module, examples):
     return traced, missing
 
 
-def _convert_fx(traced, examples, params):
+def _convert_fx(traced, examples, params, shapes=None):
     import torch
     submodules = dict(traced.named_modules())
     ctx = Context()
@@ -164,7 +201,7 @@ def _convert_fx(traced, examples, params):
         raise _core.TypeError(f"from_fx: the module takes {len(placeholders)} inputs, "
                               f"got {len(examples)} example inputs")
     for k, (n, example) in enumerate(zip(placeholders, examples)):
-        var = aten.input_var(n.name, example, f"from_fx: input {k}")
+        var = aten.input_var(n.name, example, f"from_fx: input {k}", shapes[k] if shapes else None)
         inputs.append(var)
         values[n] = var
     params_out, param_vars = [], {}
@@ -565,8 +602,8 @@ def _register_modules():
         if any(r is not None for r in rest) or any(v is not None for v in node.kwargs.values() if v is not False):
             node.unsupported("masks")
         shape = ctx.shape(x)
-        if len(shape) != 3 or not all(isinstance(s, int) for s in shape):
-            node.unsupported(f"an input of shape {shape} (a static (batch, sequence, features) is needed)")
+        if len(shape) != 3 or not isinstance(shape[2], int):
+            node.unsupported(f"an input of shape {shape} ((batch, sequence, features), the features static)")
         if not first:  # (S, B, E) -> (B, S, E)
             x = op.transpose(x, axes=[1, 0, 2])
         b, s_, _ = ctx.shape(x)

@@ -1,6 +1,8 @@
 """The PyTorch importer through torch.fx (docs/frontends.md): torchvision's
 ResNet-18 and MobileNetV2 and a Transformer encoder against PyTorch, the
 unsupported-operator error, weights as parameters."""
+import re
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ import loom
 from loom import frontend
 
 from conftest import ROOT, optional_import, requires
-from model_util import randomize_batch_norms
+from model_util import check_every_length, encoder_with_dynamic_axes, randomize_batch_norms
 
 torch = pytest.importorskip("torch")  # every test: loom.frontend.fx imports it
 torchvision = optional_import("torchvision")
@@ -40,6 +42,33 @@ def test_a_transformer_encoder_agrees_with_pytorch(batch_first):
     layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=batch_first)
     encoder = torch.nn.TransformerEncoder(layer, 2)
     check(encoder, torch.randn(1, 128, 256) if batch_first else torch.randn(128, 1, 256))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_a_transformer_encoder_with_a_dynamic_batch_and_sequence(batch_first):
+    encoder, example, axes, want_type = encoder_with_dynamic_axes(batch_first)
+    mod = lfx.from_fx(encoder, [example], dynamic_axes={0: axes})
+    assert str(mod.functions["main"].params[0].annotation) == want_type
+    check_every_length(loom.build(mod, HOST), encoder, batch_first)
+
+
+def test_dynamic_axes_are_checked_and_need_the_module_level_graph():
+    with pytest.raises(loom.TypeError, match=re.escape("from_fx: dynamic_axes has the entry 1: {0: 'b'}; it needs an "
+                                                       "input's index (0 to 0)")):
+        lfx.from_fx(torch.nn.ReLU(), [torch.randn(2, 3)], dynamic_axes={1: {0: "b"}})
+    with pytest.raises(loom.TypeError, match=re.escape("from_fx: dynamic_axes of input 0 (rank 2) has 2: 'b'")):
+        lfx.from_fx(torch.nn.ReLU(), [torch.randn(2, 3)], dynamic_axes=[{2: "b"}])
+
+    class Shuffle(torch.nn.Module):  # unpacks a shape: fx cannot trace it symbolically
+        def forward(self, x):
+            n, c = x.shape
+            return x.reshape(n, 2, c // 2).transpose(1, 2).reshape(n, c)
+    with pytest.raises(loom.TypeError, match=re.escape("from_fx: dynamic_axes needs the module-level graph, and "
+                                                       "torch.fx cannot trace it symbolically")):
+        lfx.from_fx(Shuffle(), [torch.randn(2, 4)], dynamic_axes={0: {0: "batch"}})
+    mod = lfx.from_fx(torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU()), [torch.randn(2, 3)],
+                      dynamic_axes={0: {0: "batch"}})
+    assert str(mod.functions["main"].params[0].annotation) == "Tensor[(%batch, 3), float32]"
 
 
 def test_a_small_network_with_functions_methods_and_weights_as_parameters():

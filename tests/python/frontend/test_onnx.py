@@ -16,7 +16,7 @@ from loom import frontend
 from loom.frontend import onnx as lonnx
 
 from conftest import LOOMC, ROOT, optional_import, requires
-from model_util import randomize_batch_norms
+from model_util import check_every_length, encoder_with_dynamic_axes, randomize_batch_norms
 
 # Each test says what it needs: the converter registry's own tests need
 # neither ONNX nor PyTorch, the whole models need both.
@@ -412,14 +412,16 @@ def test_a_transformer_with_a_dynamic_batch(opset):
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
 
+@pytest.mark.parametrize("batch_first", [True, False])
 @requires("onnx", "torch", "torchvision")
-def test_a_dynamic_sequence_too_is_refused_at_the_reshape():
-    module = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 1).eval()
-    m = exported(module, torch.randn(2, 16, 32), 13, input_names=["input"],
-                 dynamic_axes={"input": {0: "batch", 1: "seq"}})
-    with pytest.raises(loom.LoomError, match=re.escape("a reshape to [%seq, %batch * 4, 8], with more than one "
-                                                       "dimension not known until run time is not supported")):
-        lonnx.from_onnx(m)
+def test_a_transformer_with_a_dynamic_batch_and_sequence(batch_first):
+    # Its attention reshapes to [%seq, %batch * 4, 8]: two symbolic entries,
+    # which Loom's reshape takes as they are. One build for every length.
+    module, example, axes, want_type = encoder_with_dynamic_axes(batch_first)
+    m = exported(module, example, 13, input_names=["input"], dynamic_axes={"input": axes})
+    mod = lonnx.from_onnx(m)
+    assert str(mod.functions["main"].params[0].annotation) == want_type
+    check_every_length(loom.build(mod, HOST), module, batch_first)
 
 
 @requires("onnx", "torch", "torchvision")

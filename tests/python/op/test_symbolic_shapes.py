@@ -35,14 +35,100 @@ def test_reshape_puts_the_symbolic_part_in_the_minus_one():
 
 
 @pytest.mark.parametrize("shape, message", [
-    ([16, 4, 8], "one entry of the new shape must be -1, for the symbolic part"),
-    ([-1, 3], "(16, %n, 32) has 512 * %n elements, not a multiple of 3"),
+    ([16, 4, 8], "cannot reshape (16, %n, 32) (%n * 512 elements) to (16, 4, 8) (512 elements): the element counts "
+                 "must be the same product of the same dimensions"),
+    ([-1, 3], "(16, %n, 32) has %n * 512 elements, not a multiple of 3"),
 ])
 def test_a_reshape_that_cannot_take_the_symbolic_part_is_refused(shape, message):
     n = tir.Var("n")
     x = graph.Var("x", shape=(16, n, 32), dtype="float32")
     with pytest.raises(loom.LoomError, match=re.escape(message)):
         ir.infer_type(op.reshape(x, shape=shape))
+
+
+def test_a_reshape_target_may_have_several_symbolic_entries():
+    b, n = tir.Var("b"), tir.Var("n")
+    x = graph.Var("x", shape=(b, n, 256), dtype="float32")
+    assert str(ir.infer_type(op.reshape(x, shape=[b, n, 4, 64]))) == "Tensor[(%b, %n, 4, 64), float32]"
+    assert str(ir.infer_type(op.reshape(x, shape=[n, b * 4, 64]))) == "Tensor[(%n, %b * 4, 64), float32]"
+    assert str(ir.infer_type(op.reshape(x, shape=[b, -1, 64]))) == "Tensor[(%b, %n * 4, 64), float32]"
+    flat = graph.Var("flat", shape=(b * n, 256), dtype="float32")
+    assert str(ir.infer_type(op.reshape(flat, shape=[b, n, 4, 64]))) == "Tensor[(%b, %n, 4, 64), float32]"
+    assert str(ir.infer_type(op.reshape(flat, shape=[n, -1]))) == "Tensor[(%n, %b * 256), float32]"
+
+
+@pytest.mark.parametrize("shape, message", [
+    (lambda b, n: [n, n, 256], "cannot reshape (%b, %n, 256) (%b * %n * 256 elements) to (%n, %n, 256) "
+                               "(%n * %n * 256 elements)"),
+    (lambda b, n: [b, 3, -1], "cannot infer the -1 of the new shape: (%b, %n, 256) has %b * %n * 256 elements, "
+                              "not a multiple of %b * 3"),
+    (lambda b, n: [b, n + 1, -1], "not a multiple of %b * (%n + 1)"),
+    (lambda b, n: [b, 2.5, -1], "entry 1 of the new shape is 2.5, not an int or an integer dimension"),
+])
+def test_a_symbolic_target_whose_count_differs_is_refused(shape, message):
+    b, n = tir.Var("b"), tir.Var("n")
+    x = graph.Var("x", shape=(b, n, 256), dtype="float32")
+    with pytest.raises(loom.LoomError, match=re.escape(message)):
+        ir.infer_type(op.reshape(x, shape=shape(b, n)))
+
+
+def test_a_symbolic_reshape_target_in_the_text_format():
+    text = ("@main = fn(%x: Tensor[(%b: int64, %n: int64, 64), float32]) {\n"
+            "  reshape(%x, shape=[%b, %n * 4, 16])\n}")
+    mod = loom.parse(text)
+    assert "reshape(%x, shape=[%b, %n * 4, 16])" in str(mod)
+    assert str(ir.infer_type(mod["main"].body)) == "Tensor[(%b, %n * 4, 16), float32]"
+    assert str(loom.parse(str(mod))) == str(mod)
+
+
+def test_concat_and_slice_along_a_symbolic_axis_give_exact_extents():
+    m, n = tir.Var("m"), tir.Var("n")
+    past = graph.Var("past", shape=(2, m, 8), dtype="float32")
+    x = graph.Var("x", shape=(2, n, 8), dtype="float32")
+    assert str(ir.infer_type(op.concat(past, x, axis=1))) == "Tensor[(2, %m + %n, 8), float32]"
+    assert str(ir.infer_type(op.concat(x, x, x, axis=1))) == "Tensor[(2, %n * 3, 8), float32]"
+    # NumPy's clamping, for every n: x[:, -1:] has min(n, 1) rows
+    cases = {(-1, 2**63 - 1): "min(%n, 1)", (1, 2**63 - 1): "max(%n - 1, 0)", (0, -1): "max(%n - 1, 0)",
+             (0, 3): "min(%n, 3)", (0, 2**63 - 1): "%n"}
+    for (begin, end), extent in cases.items():
+        got = ir.infer_type(op.slice(x, begin=[begin], end=[end], axes=[1]))
+        assert str(got) == f"Tensor[(2, {extent}, 8), float32]", (begin, end)
+    with pytest.raises(loom.LoomError, match=re.escape("a negative step on axis 1 of (2, %n, 8), whose extent is not "
+                                                       "known until run time, is not supported")):
+        ir.infer_type(op.slice(x, begin=[-1], end=[-2**63], axes=[1], strides=[-1]))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref", "c"])
+def test_attention_over_a_dynamic_batch_and_sequence(config):
+    # Heads split and joined by reshapes with two symbolic entries, a cache
+    # joined along the sequence, the last position sliced off: one build
+    # for every (batch, past, sequence).
+    b, m, n = tir.Var("b"), tir.Var("m"), tir.Var("n")
+    x = graph.Var("x", shape=(b, n, 32), dtype="float32")
+    past = graph.Var("past", shape=(b, m, 32), dtype="float32")
+    keys = op.concat(past, x, axis=1)
+
+    def heads(t, length):
+        return op.transpose(op.reshape(t, shape=[b, length, 4, 8]), axes=[0, 2, 1, 3])
+    q, k = heads(x, n), heads(keys, m + n)
+    scores = op.softmax(op.matmul(q, k, transpose_b=True), axis=-1)
+    out = op.reshape(op.transpose(op.matmul(scores, k), axes=[0, 2, 1, 3]), shape=[b, n, 32])
+    last = op.slice(out, begin=[-1], end=[2**63 - 1], axes=[1])
+    rest = op.slice(keys, begin=[1], end=[2**63 - 1], axes=[1])
+    lib = loom.build(module([x, past], graph.Tuple([out, last, rest])), config)
+    rng = np.random.default_rng(11)
+    for bb, mm, nn in ((1, 0, 1), (2, 3, 5), (3, 1, 2)):
+        a = rng.standard_normal((bb, nn, 32)).astype(np.float32)
+        p = rng.standard_normal((bb, mm, 32)).astype(np.float32)
+        ka = np.concatenate([p, a], axis=1)
+        qh = a.reshape(bb, nn, 4, 8).transpose(0, 2, 1, 3)
+        kh = ka.reshape(bb, mm + nn, 4, 8).transpose(0, 2, 1, 3)
+        want = (softmax(qh @ kh.transpose(0, 1, 3, 2)) @ kh).transpose(0, 2, 1, 3).reshape(bb, nn, 32)
+        got, got_last, got_rest = (t.numpy() for t in lib["main"](a, p))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(got_last, got[:, -1:])
+        np.testing.assert_array_equal(got_rest, ka[:, 1:])
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref", "c"])

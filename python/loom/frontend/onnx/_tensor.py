@@ -3,7 +3,7 @@ Gather*, Scatter*, Pad, Tile, Resize, TopK, ...) and constants."""
 import numpy as np
 
 from ... import graph, op
-from . import _axis, _dim, _dtype, _ints, _known, _normalised, _object_array, _shape_text, converter
+from . import _axis, _dim, _dtype, _ints, _known, _normalised, _object_array, converter
 
 
 def _item(node, value, what, default=None):
@@ -45,14 +45,8 @@ def _reshape_target(node, shape, target):
 @converter("Reshape", fold=lambda node, x, s: x.reshape(_reshape_target(node, x.shape, s)))
 def _reshape(ctx, node, x, target):
     target = _reshape_target(node, ctx.shape(x), _known(node, target, "target shape", symbolic=True))
-    symbolic = [k for k, t in enumerate(target) if not isinstance(t, int)]
-    if symbolic:
-        # Loom's reshape takes integers: the one symbolic entry becomes the
-        # -1 that the element count determines (the same value).
-        if len(symbolic) > 1 or any(isinstance(t, int) and t == -1 for t in target):
-            node.unsupported(f"a reshape to {_shape_text(target)}, with more than one dimension not known "
-                             "until run time")
-        target[symbolic[0]] = -1
+    # Symbolic entries ([%seq, %batch * 4, 8]) go to Loom's reshape as they
+    # are; its type rule checks that the element counts agree.
     return op.reshape(ctx.expr(x), shape=target)
 
 

@@ -638,10 +638,15 @@ TEST(Ops, TypeRulesGiveClearErrors) {
             std::string::npos)
       << e;
   e = check("reshape(%a, shape=[4])", "%a: Tensor[(%n: int64, 4), float32]");
-  EXPECT_NE(e.find("reshape: cannot reshape (%n, 4) to a static shape: one entry of the new shape must be -1, for the "
-                   "symbolic part"),
+  EXPECT_NE(e.find("reshape: cannot reshape (%n, 4) (%n * 4 elements) to (4,) (4 elements): the element counts must "
+                   "be the same product of the same dimensions; write -1 for the one entry they determine"),
             std::string::npos)
       << e;
+  e = check("reshape(%a, shape=[%m, 4])", "%a: Tensor[(%n: int64, 4), float32], %b: Tensor[(%m: int64), float32]");
+  EXPECT_NE(e.find("reshape: cannot reshape (%n, 4) (%n * 4 elements) to (%m, 4) (%m * 4 elements)"), std::string::npos)
+      << e;
+  e = check("reshape(%a, shape=[%n, 2, -1])", "%a: Tensor[(%n: int64, 4), float32]");
+  EXPECT_EQ(e, "no error") << e;
   e = check("transpose(%a, axes=[0, 0])", "%a: Tensor[(3, 4), float32]");
   EXPECT_NE(e.find("transpose: axes is not a permutation: axis 0 repeats"), std::string::npos) << e;
   e = check("squeeze(%a, axis=[0])", "%a: Tensor[(3, 4), float32]");
