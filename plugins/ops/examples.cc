@@ -29,6 +29,7 @@ void register_op_examples() {
   set("clip", {{"clip(%a0, a_min=-1.5, a_max=2.0)", {kF35}}});
   // Shapes and layouts.
   set("broadcast_to", {{"broadcast_to(%a0, shape=[2, 3, 5])", {"Tensor[(3, 1), float32]"}}});
+  set("arange", {{"arange(extent=7)", {}}, {"arange(extent=6, start=0.5, step=-1.5, dtype=float32)", {}}});
   set("expand_dims", {{"expand_dims(%a0, axis=1)", {kF35}}});
   set("reshape", {{"reshape(%a0, shape=[5, -1])", {kF35}}});
   set("split", {{"split(%a0, indices_or_sections=[1, 3], axis=1)", {kF35}}});

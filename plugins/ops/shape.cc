@@ -2,6 +2,7 @@
 // broadcast_to, concat, split, slice, pad (pattern: injective;
 // docs/operators.md).
 #include <algorithm>
+#include <cmath>
 
 #include "loom/arith/simplify.h"
 #include "loom/ir/text.h"
@@ -92,15 +93,15 @@ struct Count {
   std::string text() const { return ir::to_text(Any(expr())); }
 };
 
-// Entry k of a reshape's target: an int, or an integer dimension.
-Any reshape_entry(const Any& v, size_t k) {
+// An entry of a target shape (reshape's, broadcast_to's, arange's extent):
+// an int, or an integer dimension.
+Any shape_entry(const Any& v, const std::string& what) {
   if (v.kind() == AnyKind::kInt) return dim_of(v.as_int());
   const auto* e = v.object() && v.object()->is_instance<tir::PrimExprNode>()
                       ? static_cast<const tir::PrimExprNode*>(v.object())
                       : nullptr;
   if (!e || !tir::is_int(e->dtype)) {
-    LOOM_THROW(TypeError) << "entry " << k << " of the new shape is " << ir::to_text(v)
-                          << ", not an int or an integer dimension (%n, %b * 4)";
+    LOOM_THROW(TypeError) << what << " is " << ir::to_text(v) << ", not an int or an integer dimension (%n, %b * 4)";
   }
   PrimExpr d = arith::simplify(v.cast<PrimExpr>());
   if (auto c = constant_dim(Any(d))) return dim_of(*c);
@@ -152,6 +153,24 @@ struct SliceSpec {
 // NumPy's bounds on an axis of symbolic extent n, step 1 or more: a bound
 // v >= 0 is min(v, n), v < 0 is max(n + v, 0), so that the extent is exact
 // for every n (x[:, -1:] on (2, %n) is (2, min(%n, 1))).
+// Whether e >= 0 for every value of its variables, which are dimensions
+// (never negative): sums and products of them and of constants >= 0.
+bool never_negative(const PrimExpr& e) {
+  if (auto c = tir::const_int(e)) return *c >= 0;
+  if (e.as<tir::VarNode>()) return true;
+  if (const auto* a = e.as<tir::AddNode>()) return never_negative(a->a) && never_negative(a->b);
+  if (const auto* m = e.as<tir::MulNode>()) return never_negative(m->a) && never_negative(m->b);
+  if (const auto* m = e.as<tir::MinNode>()) return never_negative(m->a) && never_negative(m->b);
+  if (const auto* m = e.as<tir::MaxNode>()) return never_negative(m->a) || never_negative(m->b);
+  return false;
+}
+
+// max(e, 0), or e where it is never negative ((%n + 1)[1:] is %n).
+PrimExpr at_least_zero(const PrimExpr& e) {
+  PrimExpr s = arith::simplify(e);
+  return never_negative(s) ? s : PrimExpr(tir::Max(s, PrimExpr(int64_t{0})));
+}
+
 void symbolic_slice(SliceSpec& spec, size_t axis, PrimExpr n, int64_t begin, int64_t end, int64_t stride) {
   constexpr int64_t kEnd = (int64_t{1} << 31) - 1;  // at or past it: the axis' end (INT_MAX, INT64_MAX)
   auto bound = [&](int64_t v) -> PrimExpr {
@@ -159,17 +178,17 @@ void symbolic_slice(SliceSpec& spec, size_t axis, PrimExpr n, int64_t begin, int
     if (v <= -kEnd) return PrimExpr(int64_t{0});
     if (v == 0) return PrimExpr(int64_t{0});
     if (v > 0) return tir::Min(n, PrimExpr(v));
-    return tir::Max(tir::Add(n, PrimExpr(v)), PrimExpr(int64_t{0}));
+    return at_least_zero(tir::Add(n, PrimExpr(v)));
   };
   PrimExpr b = bound(begin), e = bound(end), extent;
   if (begin == 0 || begin <= -kEnd) {
     extent = e;  // never negative
   } else if (end >= kEnd && begin > 0) {
-    extent = tir::Max(tir::Sub(n, PrimExpr(begin)), PrimExpr(int64_t{0}));
+    extent = at_least_zero(tir::Sub(n, PrimExpr(begin)));
   } else if (end >= kEnd) {
     extent = tir::Min(n, PrimExpr(-begin));
   } else {
-    extent = tir::Max(tir::Sub(e, b), PrimExpr(int64_t{0}));
+    extent = at_least_zero(tir::Sub(e, b));
   }
   if (stride > 1) extent = tir::FloorDiv(tir::Add(extent, PrimExpr(stride - 1)), PrimExpr(stride));
   spec.begin[axis] = arith::simplify(b);
@@ -252,7 +271,7 @@ void register_shape_ops() {
         std::vector<Any> shape;
         const Array& target = attrs_of(call).at("shape").cast<Array>();
         for (size_t k = 0; k < target.size(); ++k) {
-          Any d = reshape_entry(target[k], k);
+          Any d = shape_entry(target[k], "entry " + std::to_string(k) + " of the new shape");
           if (constant_dim(d) == std::optional<int64_t>(-1)) {
             if (infer >= 0) LOOM_THROW(TypeError) << "only one dimension of the new shape may be -1";
             infer = static_cast<int64_t>(k);
@@ -393,12 +412,15 @@ void register_shape_ops() {
       });
 
   define_operator(
-      "broadcast_to", 1, {{"shape", "Array", Any(), "the target shape (NumPy broadcasting)"}},
+      "broadcast_to", 1,
+      {{"shape", "Array", Any(), "the target shape (NumPy broadcasting): ints and dimensions (%n, %b * 4)"}},
       ir::PatternKind::kBroadcast, "x broadcast to a shape",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         std::vector<Any> target;
-        for (int64_t d : ints(attrs_of(call).at("shape"))) target.push_back(dim_of(d));
+        const Array& given = attrs_of(call).at("shape").cast<Array>();
+        for (size_t k = 0; k < given.size(); ++k)
+          target.push_back(shape_entry(given[k], "entry " + std::to_string(k) + " of the shape"));
         auto fail = [&] {
           LOOM_THROW(TypeError) << "cannot broadcast " << shape_text(x.shape) << " to " << shape_text(Array(target));
         };
@@ -410,7 +432,7 @@ void register_shape_ops() {
         }
         if (result.size() != target.size()) fail();
         for (size_t k = 0; k < result.size(); ++k)
-          if (constant_dim(result[k]) != constant_dim(target[k])) fail();
+          if (!same_dim(result[k], target[k])) fail();
         return ir::TensorType(Array(target), x.dtype);
       },
       [](const graph::CallNode& call) {
@@ -419,6 +441,40 @@ void register_shape_ops() {
         tir::Buffer y = b.param(result_type(call), "Y");
         return b.finish(
             compute(y, [&](const Indices& i) { return PrimExpr(tir::BufferLoad(x, broadcast_indices(x, y, i))); }));
+      });
+
+  define_operator(
+      "arange", 0,
+      {{"extent", "Any", Any(), "the number of values: an int or a dimension (%n)"},
+       {"start", "float", Any(0.0), "the first value"},
+       {"step", "float", Any(1.0), "the difference between neighbours"},
+       {"dtype", "dtype", Any(DataType::Int(64)), "the result's data type"}},
+      injective, "start + i * step for i in [0, extent): NumPy's arange by its length, which may be symbolic",
+      [](const graph::CallNode& call) -> ir::Type {
+        Any extent = shape_entry(attrs_of(call).at("extent"), "extent");
+        if (auto c = constant_dim(extent); c && *c < 0)
+          LOOM_THROW(TypeError) << "extent must not be negative, got " << *c;
+        DataType dtype = attrs_of(call).at("dtype").as_dtype();
+        if (dtype.lanes != 1 || dtype.code == DataType::kBool || dtype.code == DataType::kHandle) {
+          LOOM_THROW(TypeError) << "dtype must be a numeric scalar type, got " << dtype.to_string();
+        }
+        return ir::TensorType(Array(std::vector<Any>{extent}), dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer y = b.param(result_type(call), "Y");
+        Map a = attrs_of(call);
+        double start = a.at("start").as_float(), step = a.at("step").as_float();
+        bool integral = start == std::floor(start) && step == std::floor(step);
+        return b.finish(compute(y, [&](const Indices& i) -> PrimExpr {
+          if (integral && !tir::is_float(y->dtype)) {  // exact in integers
+            return tir::Cast(y->dtype, tir::Add(PrimExpr(static_cast<int64_t>(start)),
+                                                tir::Mul(i[0], PrimExpr(static_cast<int64_t>(step)))));
+          }
+          PrimExpr v = tir::Add(make_const(DataType::Float(64), start),
+                                tir::Mul(tir::Cast(DataType::Float(64), i[0]), make_const(DataType::Float(64), step)));
+          return tir::Cast(y->dtype, v);
+        }));
       });
 
   define_operator(

@@ -2,11 +2,11 @@
 #include "loom/tir/builder.h"
 
 #include <algorithm>
-#include <set>
 
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/tir/functor.h"
+#include "loom/tir/util.h"
 
 namespace loom::tir {
 
@@ -52,25 +52,22 @@ Buffer PrimBuilder::buffer(const ir::TensorTypeNode& type, const std::string& na
 }
 
 Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& name) {
-  // A parameter's dimension over several variables (%m + %n, %b * %n) is a
-  // scalar of its own, bound from that dimension: its variables alone may
-  // be in no buffer's shape, and the kernel needs only the value.
+  // A parameter's dimension over several variables (%m + %n, %b * %n) or
+  // not linear in its one (min(%n, 1)) is a scalar of its own, bound from
+  // that dimension: its variables alone may be in no buffer's shape, and
+  // the kernel needs only the value.
   if (!type.unknown_rank()) {
     for (const Any& d : type.shape) {
       const auto* e = d.object() ? dynamic_cast<const PrimExprNode*>(d.object()) : nullptr;
       if (!e || dynamic_cast<const VarNode*>(e) || dynamic_cast<const IntImmNode*>(e)) continue;
-      std::set<const VarNode*> vars;
+      std::vector<const VarNode*> vars = used_vars(d, [](const VarNode*) { return true; });
       std::string name;
-      Rewriter()
-          .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
-            const auto* v = part.as<VarNode>();
-            if (v && vars.insert(v).second) name += (name.empty() ? "" : "_") + v->name;
-            return std::nullopt;
-          })
-          .run(d.cast<PrimExpr>());
+      for (const VarNode* v : vars) name += (name.empty() ? "" : "_") + v->name;
       bool known = std::any_of(composites_.begin(), composites_.end(),
                                [&](const auto& c) { return same_expression(Any(c.first), d); });
-      if (vars.size() < 2 || known) continue;
+      // One variable, linearly (%n * 4 + 1): bound through the variable.
+      auto linear = vars.size() == 1 ? linear_in(d.cast<PrimExpr>(), vars[0]) : std::nullopt;
+      if (vars.empty() || (linear && linear->first != 0) || known) continue;
       Var v(name, DataType::Int(64));
       composites_.emplace_back(d.cast<PrimExpr>(), v);
       scalars_.push_back(Any(v));

@@ -35,8 +35,6 @@ std::vector<const ForNode*> perfect_nest(const ForNode* top) {
   return nest;
 }
 
-namespace {
-// e as scale * v + offset with constants, when it is one.
 std::optional<std::pair<int64_t, int64_t>> linear_in(const PrimExpr& e, const VarNode* v) {
   if (e.get() == v) return std::make_pair(int64_t{1}, int64_t{0});
   if (auto c = const_int(e)) return std::make_pair(int64_t{0}, *c);
@@ -51,7 +49,6 @@ std::optional<std::pair<int64_t, int64_t>> linear_in(const PrimExpr& e, const Va
   }
   return std::nullopt;
 }
-}  // namespace
 
 std::vector<const VarNode*> used_vars(const Any& node, const std::function<bool(const VarNode*)>& keep) {
   std::vector<const VarNode*> out;

@@ -424,6 +424,69 @@ def test_a_transformer_with_a_dynamic_batch_and_sequence(batch_first):
     check_every_length(loom.build(mod, HOST), module, batch_first)
 
 
+def _decoder_and_pooled_models():
+    """A GPT-style decoder (positions by torch.arange over the length, a
+    causal mask by torch.tril) and a model that prepends a learned token
+    with expand(batch, -1, -1) and pools the last position and the mean:
+    what exporters write for them over a dynamic batch and length (Range,
+    ConstantOfShape, Trilu, Equal and Where over a symbolic shape, Expand
+    to one, Slice of a symbolic axis)."""
+    class Block(torch.nn.Module):
+        def __init__(self, e=32, h=4):
+            super().__init__()
+            self.h, self.qkv, self.o = h, torch.nn.Linear(e, 3 * e), torch.nn.Linear(e, e)
+            self.ln1, self.ln2 = torch.nn.LayerNorm(e), torch.nn.LayerNorm(e)
+            self.ff = torch.nn.Sequential(torch.nn.Linear(e, 64), torch.nn.GELU(), torch.nn.Linear(64, e))
+
+        def forward(self, x):
+            b, n, e = x.shape
+            q, k, v = (t.view(b, n, self.h, e // self.h).transpose(1, 2) for t in self.qkv(self.ln1(x)).split(e, -1))
+            mask = torch.tril(torch.ones(n, n, dtype=torch.bool))
+            scores = (q @ k.transpose(-1, -2) / (e // self.h) ** 0.5).masked_fill(~mask, float("-inf"))
+            x = x + self.o((torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, n, e))
+            return x + self.ff(self.ln2(x))
+
+    class Decoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = torch.nn.Embedding(100, 32), torch.nn.Embedding(64, 32)
+            self.blocks, self.head = torch.nn.Sequential(Block(), Block()), torch.nn.Linear(32, 100, bias=False)
+
+        def forward(self, ids):
+            positions = torch.arange(ids.shape[1], dtype=torch.long).unsqueeze(0)
+            return self.head(self.blocks(self.wte(ids) + self.wpe(positions)))
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.token, self.fc = torch.nn.Parameter(torch.randn(1, 1, 32)), torch.nn.Linear(32, 5)
+
+        def forward(self, x):
+            x = torch.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1)
+            return self.fc(x[:, -1] + x[:, 1:].mean(1))
+    return Decoder, Pooled
+
+
+@pytest.mark.parametrize("which", ["decoder", "pooled"])
+@requires("onnx", "torch", "torchvision")
+def test_a_decoder_and_a_pooled_model_over_a_dynamic_batch_and_length(which):
+    torch.manual_seed(0)
+    decoder, pooled = _decoder_and_pooled_models()
+    module = (decoder if which == "decoder" else pooled)().eval()
+
+    def example(b, n):
+        return torch.randint(0, 100, (b, n)) if which == "decoder" else torch.randn(b, n, 32)
+    m = exported(module, example(2, 16), 14, input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}})
+    lib = loom.build(lonnx.from_onnx(m), HOST)
+    for b, n in ((1, 1), (3, 7), (2, 40)):
+        x = example(b, n)
+        with torch.no_grad():
+            want = module(x).numpy()
+        got = lib["main"](x.numpy()).numpy()
+        assert got.shape == want.shape, (b, n)
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), (b, n)
+
+
 @requires("onnx", "torch", "torchvision")
 def test_a_dynamic_batch_stays_symbolic():
     torch.manual_seed(0)

@@ -90,12 +90,42 @@ def test_concat_and_slice_along_a_symbolic_axis_give_exact_extents():
     # NumPy's clamping, for every n: x[:, -1:] has min(n, 1) rows
     cases = {(-1, 2**63 - 1): "min(%n, 1)", (1, 2**63 - 1): "max(%n - 1, 0)", (0, -1): "max(%n - 1, 0)",
              (0, 3): "min(%n, 3)", (0, 2**63 - 1): "%n"}
+    joined = op.concat(graph.Constant(np.zeros((2, 1, 8), np.float32)), x, axis=1)
+    assert str(ir.infer_type(op.slice(joined, begin=[1], end=[2**63 - 1], axes=[1]))) == "Tensor[(2, %n, 8), float32]"
     for (begin, end), extent in cases.items():
         got = ir.infer_type(op.slice(x, begin=[begin], end=[end], axes=[1]))
         assert str(got) == f"Tensor[(2, {extent}, 8), float32]", (begin, end)
     with pytest.raises(loom.LoomError, match=re.escape("a negative step on axis 1 of (2, %n, 8), whose extent is not "
                                                        "known until run time, is not supported")):
         ir.infer_type(op.slice(x, begin=[-1], end=[-2**63], axes=[1], strides=[-1]))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref", "c"])
+def test_arange_and_broadcast_to_a_symbolic_length(config):
+    # A causal mask and positions over %n, as an exported decoder builds them.
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(2, n), dtype="float32")
+    positions = op.arange(extent=n)
+    steps = op.arange(extent=n, start=0.5, step=2.0, dtype="float32")
+    causal = op.less_equal(op.expand_dims(op.arange(extent=n), axis=0), op.expand_dims(op.arange(extent=n), axis=1))
+    full = op.broadcast_to(graph.Constant(np.float32(3)), shape=[n, n])
+    body = graph.Tuple([positions, steps, causal, full, op.add(x, steps)])
+    assert str(ir.infer_type(body)) == ("(Tensor[(%n), int64], Tensor[(%n), float32], Tensor[(%n, %n), bool], "
+                                        "Tensor[(%n, %n), float32], Tensor[(2, %n), float32])")
+    lib = loom.build(module([x], body), config)
+    for length in (1, 5):
+        a = np.random.default_rng(length).standard_normal((2, length)).astype(np.float32)
+        got = [t.numpy() for t in lib["main"](a)]
+        np.testing.assert_array_equal(got[0], np.arange(length))
+        assert got[0].dtype == np.int64
+        np.testing.assert_allclose(got[1], 0.5 + 2 * np.arange(length))
+        np.testing.assert_array_equal(got[2], np.tril(np.ones((length, length), bool)))
+        np.testing.assert_array_equal(got[3], np.full((length, length), 3, np.float32))
+        np.testing.assert_allclose(got[4], a + got[1])
+    with pytest.raises(loom.LoomError, match=re.escape("arange: extent is 2.5, not an int or an integer dimension")):
+        ir.infer_type(op.arange(extent=2.5))
+    with pytest.raises(loom.LoomError, match=re.escape("broadcast_to: cannot broadcast (2, %n) to (2, 3)")):
+        ir.infer_type(op.broadcast_to(x, shape=[2, 3]))
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=["host", "ref", "c"])

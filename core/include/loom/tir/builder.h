@@ -36,8 +36,9 @@ class PrimBuilder {
   // A parameter buffer for a tensor type of known rank whose dimensions
   // are constants, variables or integer arithmetic over variables (n * 4,
   // the same arithmetic over the variables' scalars; a dimension over
-  // several variables, m + n, a scalar of its own, which later dimensions
-  // written the same way share); Error naming the dimension otherwise.
+  // several variables, m + n, or not linear in its one, min(n, 1), a
+  // scalar of its own, which later dimensions written the same way
+  // share); Error naming the dimension otherwise.
   Buffer param(const ir::TensorTypeNode& type, const std::string& name);
   // A buffer of such a type that is not a parameter (an intermediate to
   // allocate), its dimensions mapped the same way.  Buffer names are made
@@ -56,7 +57,7 @@ class PrimBuilder {
   std::vector<Any> params_;
   std::vector<Any> scalars_;
   std::map<const Object*, Var> vars_;
-  std::vector<std::pair<PrimExpr, Var>> composites_;  // a parameter's dimension over several variables
+  std::vector<std::pair<PrimExpr, Var>> composites_;  // a parameter's dimension with a scalar of its own
   std::set<std::string> names_;                       // buffer names given so far
 };
 

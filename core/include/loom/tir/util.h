@@ -37,6 +37,8 @@ struct ShapeBinding {
   int64_t scale = 1, offset = 0;
 };
 std::optional<ShapeBinding> bind_from_shapes(const std::vector<Buffer>& buffers, const VarNode* var);
+// e as scale * v + offset with integer constants, when it is one.
+std::optional<std::pair<int64_t, int64_t>> linear_in(const PrimExpr& e, const VarNode* v);
 // The value of the bound variable given the dimension's value.
 PrimExpr solve_binding(const ShapeBinding& b, const PrimExpr& extent);
 // The variables `node` uses for which `keep` holds, each once, in order

@@ -326,7 +326,7 @@ def _known(node, value, what, symbolic=False):
 # given a symbolic shape goes to its converter, which refuses it unless it
 # takes one (Reshape).
 SYMBOLIC_FOLDS = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Identity", "Add", "Sub", "Mul", "Div",
-                  "Cast"}
+                  "Cast", "Where"}
 
 
 def _dim(v):

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ... import op
+from ... import op, tir
 from . import _dtype, _is_symbolic, converter
 
 # ------------------------------------------------------------------ unary
@@ -238,9 +238,29 @@ _logic("Xor", "logical_xor", np.logical_xor)
 
 def _compare(op_type, loom_op, numpy_fn):
     def convert(ctx, node, a, b):
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and op_type == "Equal":
+            return _symbolic_equal(node, a, b)
         dtype = _like(ctx, a, b)
         return getattr(op, loom_op)(ctx.expr(a, dtype), ctx.expr(b, dtype))
     converter(op_type, fold=lambda node, a, b: numpy_fn(a, b))(convert)
+
+
+def _symbolic_equal(node, a, b):
+    """Equal over a symbolic shape (what exporters write for expand(n, -1)):
+    a dimension is never negative, and equals the same expression."""
+    def same(x, y):
+        ints = isinstance(x, (int, np.integer)), isinstance(y, (int, np.integer))
+        if all(ints):
+            return x == y
+        if ints[0] or ints[1]:
+            number = x if ints[0] else y
+            if number < 0:
+                return False
+            node.unsupported(f"comparing a symbolic dimension with {number}")
+        return str(tir.simplify(x)) == str(tir.simplify(y)) or node.unsupported(
+            f"comparing the symbolic dimensions {x} and {y}")
+    a, b = np.broadcast_arrays(a, b)
+    return np.array([same(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))], dtype=bool).reshape(a.shape)
 
 
 for _name, _loom, _fn in [("Equal", "equal", np.equal), ("Less", "less", np.less),

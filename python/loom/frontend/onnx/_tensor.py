@@ -2,8 +2,8 @@
 Gather*, Scatter*, Pad, Tile, Resize, TopK, ...) and constants."""
 import numpy as np
 
-from ... import graph, op
-from . import _axis, _dim, _dtype, _ints, _known, _normalised, _object_array, converter
+from ... import graph, op, tir
+from . import _axis, _dim, _dtype, _ints, _is_symbolic, _known, _normalised, _object_array, converter
 
 
 def _item(node, value, what, default=None):
@@ -44,6 +44,8 @@ def _reshape_target(node, shape, target):
 
 @converter("Reshape", fold=lambda node, x, s: x.reshape(_reshape_target(node, x.shape, s)))
 def _reshape(ctx, node, x, target):
+    if isinstance(x, np.ndarray):  # a symbolic shape itself reshaped ([%batch, -1, -1] to [-1])
+        return _normalised(x.reshape(_reshape_target(node, x.shape, _ints(_known(node, target, "target shape")))))
     target = _reshape_target(node, ctx.shape(x), _known(node, target, "target shape", symbolic=True))
     # Symbolic entries ([%seq, %batch * 4, 8]) go to Loom's reshape as they
     # are; its type rule checks that the element counts agree.
@@ -222,14 +224,19 @@ def _expand_shape(current, target):
     rank = max(len(target), len(current))
     target = [1] * (rank - len(target)) + list(target)
     padded = [1] * (rank - len(current)) + list(current)
-    return [c if t == 1 else t for t, c in zip(target, padded)]  # ONNX: bidirectional broadcasting
+    # ONNX: bidirectional broadcasting (a target's 1 keeps the input's extent)
+    return [c if isinstance(t, int) and t == 1 else t for t, c in zip(target, padded)]
+
+
+def _shape_entries(value):
+    """A known shape, perhaps symbolic, as a list of ints and tir expressions."""
+    return [_dim(d) for d in np.asarray(value).reshape(-1)]
 
 
 @converter("Expand", fold=lambda node, x, shape: x * np.ones(_ints(shape), dtype=x.dtype))
 def _expand(ctx, node, x, shape):
-    out = _expand_shape(ctx.shape(x), _ints(_known(node, shape, "shape")))
-    if not all(isinstance(d, int) for d in out):
-        node.unsupported("expanding to a symbolic shape")
+    # A symbolic target ([%batch, 1, 32]) goes to broadcast_to as it is.
+    out = _expand_shape(ctx.shape(x), _shape_entries(_known(node, shape, "shape", symbolic=True)))
     return op.broadcast_to(ctx.expr(x), shape=out)
 
 
@@ -317,9 +324,17 @@ def _trilu_mask(node, shape, k):
 @converter("Trilu", fold=lambda node, x, k=None: np.where(_trilu_mask(node, x.shape, int(_item(node, k, "k", 0))),
                                                             x, np.zeros((), x.dtype)))
 def _trilu(ctx, node, x, k=None):
-    shape = ctx.static_shape(node, x)
-    mask = _trilu_mask(node, shape, int(_item(node, k, "k", 0)))
-    return op.where(ctx.expr(mask), ctx.expr(x), ctx.const(0, x))
+    shape, k = ctx.shape(x), int(_item(node, k, "k", 0))
+    if all(isinstance(d, int) for d in shape):
+        mask = ctx.expr(_trilu_mask(node, shape, k))
+    else:
+        # A symbolic matrix (a causal mask over %seq): column - row against k.
+        rows, cols = shape[-2:]
+        diagonal = op.subtract(op.expand_dims(op.arange(extent=cols), axis=0),
+                               op.expand_dims(op.arange(extent=rows), axis=1))
+        keep = op.greater_equal if node.attr("upper", 1) else op.less_equal
+        mask = keep(diagonal, ctx.expr(np.asarray(k, np.int64)))
+    return op.where(mask, ctx.expr(x), ctx.const(0, x))
 
 
 @converter("DepthToSpace")
@@ -439,7 +454,11 @@ def _constant_of_shape(node, shape):
 
 @converter("ConstantOfShape", fold=_constant_of_shape)
 def _constant_of_shape_convert(ctx, node, shape):
-    return _constant_of_shape(node, _known(node, shape, "shape"))
+    shape = _known(node, shape, "shape", symbolic=True)
+    if not _is_symbolic(shape):
+        return _constant_of_shape(node, shape)
+    fill = _constant_of_shape(node, np.zeros(0, np.int64)).reshape(())  # the value, 0-d
+    return op.broadcast_to(ctx.expr(fill), shape=_shape_entries(shape))
 
 
 def _range(node, start, limit, delta):
@@ -448,7 +467,21 @@ def _range(node, start, limit, delta):
 
 @converter("Range", fold=_range)
 def _range_convert(ctx, node, start, limit, delta):
-    return _range(node, *(_known(node, v, what) for v, what in ((start, "start"), (limit, "limit"), (delta, "delta"))))
+    start, delta = (_known(node, v, what) for v, what in ((start, "start"), (delta, "delta")))
+    limit = _known(node, limit, "limit", symbolic=True)
+    if not _is_symbolic(limit):
+        return _range(node, start, limit, delta)
+    # Up to a symbolic limit (positions 0 .. %seq - 1): Loom's arange by its
+    # length, ceil((limit - start) / delta), which a positive integer step
+    # keeps a dimension.
+    start_v, delta_v = np.asarray(start).item(), np.asarray(delta).item()
+    if not float(start_v).is_integer() or not float(delta_v).is_integer() or delta_v <= 0:
+        node.unsupported(f"a symbolic limit with start {start_v} and delta {delta_v} (integers, delta > 0, are)")
+    start_v, delta_v = int(start_v), int(delta_v)
+    span = _shape_entries(limit)[0] - start_v
+    extent = tir.max(tir.floordiv(span + (delta_v - 1), delta_v), 0) if delta_v > 1 or start_v else span
+    return op.arange(extent=_dim(extent), start=float(start_v), step=float(delta_v),
+                     dtype=str(np.asarray(start).dtype))
 
 
 def _window_fn(coefficients):
