@@ -213,10 +213,17 @@ def test_a_symbolic_shape_used_as_a_tensor_is_refused():
     with pytest.raises(loom.LoomError, match=re.escape("Cast 'to_float': casting the symbolic shape [%n, 6] to float32 "
                                                        "is not supported")):
         lonnx.from_onnx(model(nodes, [("x", ("n", 6))], [("sf", None)]))
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Equal", ["s", "s"], ["e"], name="eq")]
-    with pytest.raises(loom.LoomError, match=re.escape("Equal 'eq': the shape [%n, 6] has a symbolic dimension and "
-                                                       "is used as a tensor")):
-        lonnx.from_onnx(model(nodes, [("x", ("n", 6))], [("e", None)]))
+    # Equal over a symbolic shape folds where it can be decided (a dimension
+    # is never negative: what expand(n, -1) exports), and is refused where not.
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Equal", ["s", "c"], ["e"], name="eq")]
+    with pytest.raises(loom.LoomError, match=re.escape("Equal 'eq': comparing a symbolic dimension with 3")):
+        lonnx.from_onnx(model(nodes, [("x", ("n", 6))], [("e", None)], [("c", np.array([3, 6], np.int64))]))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Equal", ["s", "c"], ["e"]),
+             helper.make_node("Where", ["e", "one", "s"], ["t"]), helper.make_node("Expand", ["x", "t"], ["y"])]
+    m = model(nodes, [("x", ("n", 1))], [("y", None)],
+              [("c", np.array([-1, -1], np.int64)), ("one", np.array([1, 1], np.int64))])
+    a = f32(4, 1)
+    np.testing.assert_array_equal(run_model(lonnx.from_onnx(m), a), a)
 
 
 @requires("onnx")
