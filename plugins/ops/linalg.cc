@@ -50,15 +50,14 @@ ir::Type dense_result(const ir::TensorTypeNode& x, const Any& n) {
 }
 
 // A dense layer's prim function, Y[..., j] = sum over k of X[..., k] *
-// weight(j, k), the weight element read from the buffers of the call's
-// operands after x (`weights`); X, the weights, then Y are its parameters.
-tir::PrimFunc lower_dense(const graph::CallNode& call,
-                          const std::function<PrimExpr(const std::vector<tir::Buffer>& weights, const PrimExpr& j,
-                                                       const PrimExpr& k)>& weight) {
+// weight(W, j, k), the weight element read from the call's second operand
+// W; X, W, then Y are its parameters.
+tir::PrimFunc lower_dense(
+    const graph::CallNode& call,
+    const std::function<PrimExpr(const tir::Buffer& w, const PrimExpr& j, const PrimExpr& k)>& weight) {
   PrimBuilder b;
   tir::Buffer X = b.param(tensor_arg(call, 0), "X");
-  std::vector<tir::Buffer> weights;
-  for (size_t a = 1; a < call.args.size(); ++a) weights.push_back(b.param(tensor_arg(call, a), a == 1 ? "W" : "S"));
+  tir::Buffer W = b.param(tensor_arg(call, 1), "W");
   tir::Buffer Y = b.param(result_type(call), "Y");
   return b.finish(reduction(
       Y, {buffer_shape(X).back()}, make_const(Y->dtype, 0),
@@ -66,7 +65,7 @@ tir::PrimFunc lower_dense(const graph::CallNode& call,
       [&](const Indices& out, const Indices& r) {
         Indices xi(out.begin(), out.end() - 1);
         xi.push_back(r[0]);
-        return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), weight(weights, out.back(), r[0])));
+        return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), weight(W, out.back(), r[0])));
       }));
 }
 
@@ -281,8 +280,8 @@ void register_linalg_ops() {
         return dense_result(x, w.shape[0]);
       },
       [](const graph::CallNode& call) {
-        return lower_dense(call, [](const std::vector<tir::Buffer>& w, const PrimExpr& j, const PrimExpr& k) {
-          return PrimExpr(tir::BufferLoad(w[0], {j, k}));
+        return lower_dense(call, [](const tir::Buffer& w, const PrimExpr& j, const PrimExpr& k) {
+          return PrimExpr(tir::BufferLoad(w, {j, k}));
         });
       });
 
@@ -306,8 +305,8 @@ void register_linalg_ops() {
         return dense_result(x, w.shape[0]);
       },
       [](const graph::CallNode& call) {
-        return lower_dense(call, [](const std::vector<tir::Buffer>& w, const PrimExpr& j, const PrimExpr& k) {
-          return PrimExpr(tir::Cast(DataType::Float(32), tir::BufferLoad(w[0], {j, k})));
+        return lower_dense(call, [](const tir::Buffer& w, const PrimExpr& j, const PrimExpr& k) {
+          return PrimExpr(tir::Cast(DataType::Float(32), tir::BufferLoad(w, {j, k})));
         });
       });
 

@@ -150,9 +150,6 @@ struct SliceSpec {
   std::vector<int64_t> stride;
 };
 
-// NumPy's bounds on an axis of symbolic extent n, step 1 or more: a bound
-// v >= 0 is min(v, n), v < 0 is max(n + v, 0), so that the extent is exact
-// for every n (x[:, -1:] on (2, %n) is (2, min(%n, 1))).
 // Whether e >= 0 for every value of its variables, which are dimensions
 // (never negative): sums and products of them and of constants >= 0.
 bool never_negative(const PrimExpr& e) {
@@ -171,6 +168,9 @@ PrimExpr at_least_zero(const PrimExpr& e) {
   return never_negative(s) ? s : PrimExpr(tir::Max(s, PrimExpr(int64_t{0})));
 }
 
+// NumPy's bounds on an axis of symbolic extent n, step 1 or more: a bound
+// v >= 0 is min(v, n), v < 0 is max(n + v, 0), so that the extent is exact
+// for every n (x[:, -1:] on (2, %n) is (2, min(%n, 1))).
 void symbolic_slice(SliceSpec& spec, size_t axis, PrimExpr n, int64_t begin, int64_t end, int64_t stride) {
   constexpr int64_t kEnd = (int64_t{1} << 31) - 1;  // at or past it: the axis' end (INT_MAX, INT64_MAX)
   auto bound = [&](int64_t v) -> PrimExpr {

@@ -1,8 +1,6 @@
 // Building prim IR (loom/tir/builder.h).
 #include "loom/tir/builder.h"
 
-#include <algorithm>
-
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/tir/functor.h"
@@ -31,8 +29,7 @@ PrimExpr PrimBuilder::dim(const Any& graph_dim) {
   // the scalars of its variables, or a parameter's scalar of its own.
   const auto* e = dynamic_cast<const PrimExprNode*>(graph_dim.object());
   if (!e) LOOM_THROW(Error) << "dimension " << ir::to_text(graph_dim) << " is not an integer expression";
-  for (const auto& [composite, v] : composites_)
-    if (same_expression(Any(composite), graph_dim)) return v;
+  if (const Var* own = composite(graph_dim)) return *own;
   return Rewriter()
       .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
         if (part.as<VarNode>()) return dim(Any(part));
@@ -51,6 +48,12 @@ Buffer PrimBuilder::buffer(const ir::TensorTypeNode& type, const std::string& na
   return Buffer(unique, type.dtype, shape, scope);
 }
 
+const Var* PrimBuilder::composite(const Any& graph_dim) const {
+  for (const auto& [dim, v] : composites_)
+    if (same_expression(Any(dim), graph_dim)) return &v;
+  return nullptr;
+}
+
 Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& name) {
   // A parameter's dimension over several variables (%m + %n, %b * %n) or
   // not linear in its one (min(%n, 1)) is a scalar of its own, bound from
@@ -60,14 +63,13 @@ Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& nam
     for (const Any& d : type.shape) {
       const auto* e = d.object() ? dynamic_cast<const PrimExprNode*>(d.object()) : nullptr;
       if (!e || dynamic_cast<const VarNode*>(e) || dynamic_cast<const IntImmNode*>(e)) continue;
+      if (composite(d)) continue;
       std::vector<const VarNode*> vars = used_vars(d, [](const VarNode*) { return true; });
-      std::string name;
-      for (const VarNode* v : vars) name += (name.empty() ? "" : "_") + v->name;
-      bool known = std::any_of(composites_.begin(), composites_.end(),
-                               [&](const auto& c) { return same_expression(Any(c.first), d); });
       // One variable, linearly (%n * 4 + 1): bound through the variable.
       auto linear = vars.size() == 1 ? linear_in(d.cast<PrimExpr>(), vars[0]) : std::nullopt;
-      if (vars.empty() || (linear && linear->first != 0) || known) continue;
+      if (vars.empty() || (linear && linear->first != 0)) continue;
+      std::string name;
+      for (const VarNode* v : vars) name += (name.empty() ? "" : "_") + v->name;
       Var v(name, DataType::Int(64));
       composites_.emplace_back(d.cast<PrimExpr>(), v);
       scalars_.push_back(Any(v));

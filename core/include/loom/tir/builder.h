@@ -54,6 +54,9 @@ class PrimBuilder {
   PrimFunc finish(Stmt body, Map attrs = Map::empty());
 
  private:
+  // A parameter's dimension with a scalar of its own, if `graph_dim` is one.
+  const Var* composite(const Any& graph_dim) const;
+
   std::vector<Any> params_;
   std::vector<Any> scalars_;
   std::map<const Object*, Var> vars_;

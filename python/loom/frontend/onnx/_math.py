@@ -257,8 +257,9 @@ def _symbolic_equal(node, a, b):
             if number < 0:
                 return False
             node.unsupported(f"comparing a symbolic dimension with {number}")
-        return str(tir.simplify(x)) == str(tir.simplify(y)) or node.unsupported(
-            f"comparing the symbolic dimensions {x} and {y}")
+        if str(tir.simplify(x)) != str(tir.simplify(y)):
+            node.unsupported(f"comparing the symbolic dimensions {x} and {y}")
+        return True
     a, b = np.broadcast_arrays(a, b)
     return np.array([same(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))], dtype=bool).reshape(a.shape)
 

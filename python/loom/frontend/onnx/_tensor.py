@@ -35,8 +35,13 @@ def _size(ctx, node, x):
     return np.asarray(int(np.prod(shape)), dtype=np.int64)
 
 
+def _shape_entries(value):
+    """A known shape, perhaps symbolic, as a list of ints and tir expressions."""
+    return [_dim(d) for d in np.asarray(value).reshape(-1)]
+
+
 def _reshape_target(node, shape, target):
-    target = [_dim(t) for t in np.asarray(target).reshape(-1)]
+    target = _shape_entries(target)
     if not node.attr("allowzero", 0):
         target = [shape[k] if isinstance(t, int) and t == 0 else t for k, t in enumerate(target)]
     return target
@@ -226,11 +231,6 @@ def _expand_shape(current, target):
     padded = [1] * (rank - len(current)) + list(current)
     # ONNX: bidirectional broadcasting (a target's 1 keeps the input's extent)
     return [c if isinstance(t, int) and t == 1 else t for t, c in zip(target, padded)]
-
-
-def _shape_entries(value):
-    """A known shape, perhaps symbolic, as a list of ints and tir expressions."""
-    return [_dim(d) for d in np.asarray(value).reshape(-1)]
 
 
 @converter("Expand", fold=lambda node, x, shape: x * np.ones(_ints(shape), dtype=x.dtype))
