@@ -426,6 +426,7 @@ void register_conv_ops() {
   conv_attrs.push_back(SchemaField{"groups", "int", Any(int64_t{1}), "channel groups (C for depthwise)"}.at_least(1));
   conv_attrs.push_back({"data_layout", "str", Any(std::string("NCHW")), "of x and the result: NCHW, NHWC or NCHW{b}c"});
   conv_attrs.push_back({"kernel_layout", "str", Any(std::string("OIHW")), "of w: OIHW, OHWI or OIHW{i}i{o}o"});
+  conv_attrs.push_back(kOutDtypeAttr);
   define_operator(
       "conv2d", 2, conv_attrs, ir::PatternKind::kOutputFusable,
       "2-D convolution (cross-correlation): x N C H W, w O I KH KW with I = C / groups -> N O H' W' (in the given "
@@ -433,12 +434,12 @@ void register_conv_ops() {
       [](const graph::CallNode& call) -> ir::Type {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
-        const auto& x = image(call, l, a.at("data_layout").as_string());
+        const auto& x = image(call, l, a.at("data_layout").as_string(), true);
         const auto& w = tensor_arg(call, 1);
-        if (w.shape.size() != kl.rank() || w.dtype != x.dtype) {
+        DataType out_dtype = product_dtype(call, x.dtype, w.dtype);
+        if (w.shape.size() != kl.rank()) {
           LOOM_THROW(TypeError) << "needs " << a.at("kernel_layout").as_string() << " weights (rank " << kl.rank()
-                                << ") of " << x.dtype.to_string() << ", got " << shape_text(w.shape) << " "
-                                << w.dtype.to_string();
+                                << "), got " << shape_text(w.shape) << " " << w.dtype.to_string();
         }
         if (!l.block != !kl.block) {
           LOOM_THROW(TypeError) << "data layout " << a.at("data_layout").as_string() << " needs a "
@@ -478,8 +479,8 @@ void register_conv_ops() {
         }
         Any oh = dim_of(out_extent(h, p[0] + p[2], kh, s[0], d[0])),
             ow = dim_of(out_extent(wd, p[1] + p[3], kw, s[1], d[1]));
-        if (l.block) return ir::TensorType(Array({x.shape[0], w.shape[0], oh, ow, dim_of(kl.block)}), x.dtype);
-        return ir::TensorType(Array(l.order(x.shape[l.n], dim_of(o), oh, ow)), x.dtype);
+        if (l.block) return ir::TensorType(Array({x.shape[0], w.shape[0], oh, ow, dim_of(kl.block)}), out_dtype);
+        return ir::TensorType(Array(l.order(x.shape[l.n], dim_of(o), oh, ow)), out_dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
@@ -496,9 +497,13 @@ void register_conv_ops() {
         int64_t h = *constant_dim(xt.shape[l.h]), wd = *constant_dim(xt.shape[l.w]);
         int64_t o = *constant_dim(wt.shape[kl.n]), cg = *constant_dim(wt.shape[kl.c]);
         int64_t kh = *constant_dim(wt.shape[kl.h]), kw = *constant_dim(wt.shape[kl.w]);
-        DataType t = x->dtype;
-        Padded xp = pad_input(b, x, l, h, wd, p, make_const(t, 0));
+        DataType t = y->dtype;
+        Padded xp = pad_input(b, x, l, h, wd, p, make_const(x->dtype, 0));
         auto add = [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); };
+        // x * w, each widened to the result's dtype (out_dtype).
+        auto mul = [&](const PrimExpr& xv, const PrimExpr& wv) {
+          return PrimExpr(tir::Mul(widen(xv, t), widen(wv, t)));
+        };
         auto pixel = [&](const Indices& out, const PrimExpr& ry, const PrimExpr& rx) {
           return std::pair<PrimExpr, PrimExpr>{
               tir::Add(tir::Mul(out[l.h], PrimExpr(s[0])), tir::Mul(ry, PrimExpr(d[0]))),
@@ -509,29 +514,30 @@ void register_conv_ops() {
           return b.finish(xp.around(reduction(
               y, {PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0), add, [&](const Indices& out, const Indices& r) {
                 auto [iy, ix] = pixel(out, r[0], r[1]);
-                return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.at_pixel(out, iy, ix)),
-                                         tir::BufferLoad(w, {out[1], zero, r[0], r[1], zero, out[4]})));
+                return mul(tir::BufferLoad(xp.buffer, l.at_pixel(out, iy, ix)),
+                           tir::BufferLoad(w, {out[1], zero, r[0], r[1], zero, out[4]}));
               })));
         }
         if (l.block) {  // one group: over the input's channels (blocks, then within), then the taps: NCHW's order
           return b.finish(xp.around(reduction(y, {PrimExpr(cg), PrimExpr(l.block), PrimExpr(kh), PrimExpr(kw)},
                                               make_const(t, 0), add, [&](const Indices& out, const Indices& r) {
                                                 auto [iy, ix] = pixel(out, r[2], r[3]);
-                                                return PrimExpr(tir::Mul(
+                                                return mul(
                                                     tir::BufferLoad(xp.buffer, {out[0], r[0], iy, ix, r[1]}),
-                                                    tir::BufferLoad(w, {out[1], r[0], r[2], r[3], r[1], out[4]})));
+                                                    tir::BufferLoad(w, {out[1], r[0], r[2], r[3], r[1], out[4]}));
                                               })));
         }
-        return b.finish(xp.around(
-            reduction(y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0), add,
-                      [&](const Indices& out, const Indices& r) {
-                        // With one group every output channel reads every input channel.
-                        PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
-                        PrimExpr c = groups == 1 ? r[0] : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
-                        auto [iy, ix] = pixel(out, r[1], r[2]);
-                        return PrimExpr(tir::Mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
-                                                 tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2]))));
-                      })));
+        return b.finish(xp.around(reduction(y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0), add,
+                                            [&](const Indices& out, const Indices& r) {
+                                              // With one group every output channel reads every input channel.
+                                              PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
+                                              PrimExpr c =
+                                                  groups == 1 ? r[0]
+                                                              : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
+                                              auto [iy, ix] = pixel(out, r[1], r[2]);
+                                              return mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
+                                                         tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2])));
+                                            })));
       });
 
   std::vector<SchemaField> transpose_attrs = kWindowAttrs;

@@ -34,7 +34,17 @@ void register_op_examples() {
   set("reshape", {{"reshape(%a0, shape=[5, -1])", {kF35}}});
   set("split", {{"split(%a0, indices_or_sections=[1, 3], axis=1)", {kF35}}});
   set("matmul", {{"matmul(%a0, %a1)", {"Tensor[(2, 3, 5), float32]", "Tensor[(5, 4), float32]"}},
-                 {"matmul(%a0, %a1, transpose_b=true)", {kF35, "Tensor[(4, 5), float32]"}}});
+                 {"matmul(%a0, %a1, transpose_b=true)", {kF35, "Tensor[(4, 5), float32]"}},
+                 {"matmul(%a0, %a1, out_dtype=\"int32\")", {"Tensor[(3, 5), uint8]", "Tensor[(5, 4), int8]"}, 0, 120}});
+  set("dense",
+      {{"dense(%a0, %a1)", {kF35, "Tensor[(4, 5), float32]"}},
+       {"dense(%a0, %a1, out_dtype=\"int32\")", {"Tensor[(3, 16), int16]", "Tensor[(4, 16), int8]"}, -120, 120}});
+  // Quantization: positive scales, zero points in the format's range.
+  set("quantize", {{"quantize(%a0, %a1, %a2)", {kF35, "Tensor[(5,), float32]", "Tensor[(5,), uint8]"}, 0.5, 3}});
+  set("dequantize", {{"dequantize(%a0, %a1, %a2)",
+                      {"Tensor[(3, 5), int8]", "Tensor[(5,), float32]", "Tensor[(5,), int8]"},
+                      -100,
+                      100}});
   // Weight-only quantized dense layers: integer weights (their range), K whole groups.
   set("dense_int8", {{"dense_int8(%a0, %a1)", {"Tensor[(3, 64), float32]", "Tensor[(4, 64), int8]"}, -100, 100}});
   set("dense_int4", {{"dense_int4(%a0, %a1, %a2)",
@@ -43,7 +53,11 @@ void register_op_examples() {
                       255}});
   // Neural-network operators.
   set("conv2d", {{"conv2d(%a0, %a1, strides=[2, 2], padding=[1, 1])", {kImage, "Tensor[(4, 3, 3, 3), float32]"}},
-                 {"conv2d(%a0, %a1, groups=3)", {kImage, "Tensor[(3, 1, 3, 3), float32]"}}});
+                 {"conv2d(%a0, %a1, groups=3)", {kImage, "Tensor[(3, 1, 3, 3), float32]"}},
+                 {"conv2d(%a0, %a1, padding=[1, 1], out_dtype=\"int32\")",
+                  {"Tensor[(1, 3, 8, 8), uint8]", "Tensor[(4, 3, 3, 3), int8]"},
+                  0,
+                  127}});
   set("global_avg_pool2d", {{"global_avg_pool2d(%a0)", {kImage}}});
   // Winograd's transforms: odd sizes (a last tile half outside), asymmetric padding.
   set("winograd_input", {{"winograd_input(%a0, padding=[1, 0, 1, 2])", {"Tensor[(2, 5, 6, 3), float32]"}}});

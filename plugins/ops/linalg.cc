@@ -13,12 +13,39 @@ namespace loom::ops {
 namespace {
 using tir::PrimExpr;
 
-void check_dtypes(const ir::TensorTypeNode& a, const ir::TensorTypeNode& b) {
-  if (a.dtype != b.dtype) {
-    LOOM_THROW(TypeError) << "operands have dtypes " << a.dtype.to_string() << " and " << b.dtype.to_string();
+}  // namespace
+
+const SchemaField kOutDtypeAttr{"out_dtype", "str", Any(std::string()),
+                                "the result's dtype, in which the products are summed: empty, the operands' one "
+                                "dtype; an integer dtype (int32) takes any two integer operands, each widened to it"};
+
+DataType product_dtype(const graph::CallNode& call, DataType a, DataType b) {
+  const std::string& text = attrs_of(call).at("out_dtype").as_string();
+  if (text.empty()) {
+    if (a != b) {
+      LOOM_THROW(TypeError) << "operands have dtypes " << a.to_string() << " and " << b.to_string()
+                            << " (integer operands of two dtypes need an integer out_dtype, such as int32)";
+    }
+    if (a == DataType::Bool()) LOOM_THROW(TypeError) << "needs numeric tensors, got bool";
+    return a;
   }
-  if (a.dtype == DataType::Bool()) LOOM_THROW(TypeError) << "needs numeric tensors, got bool";
+  DataType out = DataType::parse(text);
+  if (tir::is_int(out) && out.lanes == 1) {
+    for (DataType t : {a, b})
+      if (!tir::is_int(t)) {
+        LOOM_THROW(TypeError) << "out_dtype " << text << " needs integer operands, got " << a.to_string() << " and "
+                              << b.to_string();
+      }
+    return out;
+  }
+  if (a != out || b != out) {
+    LOOM_THROW(TypeError) << "out_dtype " << text << " needs operands of " << text << " (a float out_dtype does not "
+                          << "convert), got " << a.to_string() << " and " << b.to_string();
+  }
+  return out;
 }
+
+namespace {
 
 // Batch dimensions of a matrix operand (all but the last two).
 Array batch_of(const Array& shape) {
@@ -42,11 +69,12 @@ Indices operand_index(const PrimBuilder& b, const tir::Buffer& buf, const Indice
   return index;
 }
 
-// The result type of a dense layer: x (..., K) with n weight rows.
-ir::Type dense_result(const ir::TensorTypeNode& x, const Any& n) {
+// The result type of a dense layer: x (..., K) with n weight rows, in
+// `dtype` (x's unless given).
+ir::Type dense_result(const ir::TensorTypeNode& x, const Any& n, std::optional<DataType> dtype = std::nullopt) {
   std::vector<Any> shape(x.shape.begin(), x.shape.end() - 1);
   shape.push_back(n);
-  return ir::TensorType(Array(shape), x.dtype);
+  return ir::TensorType(Array(shape), dtype.value_or(x.dtype));
 }
 
 // A dense layer's prim function, Y[..., j] = sum over k of X[..., k] *
@@ -65,7 +93,8 @@ tir::PrimFunc lower_dense(
       [&](const Indices& out, const Indices& r) {
         Indices xi(out.begin(), out.end() - 1);
         xi.push_back(r[0]);
-        return PrimExpr(tir::Mul(tir::BufferLoad(X, xi), weight(W, out.back(), r[0])));
+        return PrimExpr(
+            tir::Mul(widen(tir::BufferLoad(X, xi), Y->dtype), widen(weight(W, out.back(), r[0]), Y->dtype)));
       }));
 }
 
@@ -221,11 +250,12 @@ void register_linalg_ops() {
   define_operator(
       "matmul", 2,
       {{"transpose_a", "bool", Any(false), "use a's last two axes swapped"},
-       {"transpose_b", "bool", Any(false), "use b's last two axes swapped"}},
+       {"transpose_b", "bool", Any(false), "use b's last two axes swapped"},
+       kOutDtypeAttr},
       ir::PatternKind::kOutputFusable, "a @ b over the last two axes, batch axes broadcast (NumPy matmul, ranks >= 2)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto &a = tensor_arg(call, 0), &b = tensor_arg(call, 1);
-        check_dtypes(a, b);
+        DataType out_dtype = product_dtype(call, a.dtype, b.dtype);
         if (a.shape.size() < 2 || b.shape.size() < 2) {
           LOOM_THROW(TypeError) << "needs operands of rank 2 or more, got " << shape_text(a.shape) << " and "
                                 << shape_text(b.shape) << " (reshape vectors to matrices)";
@@ -241,7 +271,7 @@ void register_linalg_ops() {
         std::vector<Any> shape = broadcast_shapes(batch_of(a.shape), batch_of(b.shape));
         shape.push_back(m);
         shape.push_back(n);
-        return ir::TensorType(Array(shape), a.dtype);
+        return ir::TensorType(Array(shape), out_dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
@@ -260,15 +290,15 @@ void register_linalg_ops() {
               const PrimExpr &i = out[out.size() - 2], &j = out[out.size() - 1], &k = r[0];
               PrimExpr x = tir::BufferLoad(A, ta ? operand_index(b, A, out, k, i) : operand_index(b, A, out, i, k));
               PrimExpr y = tir::BufferLoad(B, tb ? operand_index(b, B, out, j, k) : operand_index(b, B, out, k, j));
-              return PrimExpr(tir::Mul(x, y));
+              return PrimExpr(tir::Mul(widen(x, t), widen(y, t)));
             }));
       });
 
   define_operator(
-      "dense", 2, {}, ir::PatternKind::kOutputFusable, "x @ w^T: x (..., K), w (N, K) -> (..., N)",
+      "dense", 2, {kOutDtypeAttr}, ir::PatternKind::kOutputFusable, "x @ w^T: x (..., K), w (N, K) -> (..., N)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto &x = tensor_arg(call, 0), &w = tensor_arg(call, 1);
-        check_dtypes(x, w);
+        DataType out_dtype = product_dtype(call, x.dtype, w.dtype);
         if (x.shape.size() < 1 || w.shape.size() != 2) {
           LOOM_THROW(TypeError) << "needs x of rank 1 or more and w of rank 2, got " << shape_text(x.shape) << " and "
                                 << shape_text(w.shape);
@@ -277,7 +307,7 @@ void register_linalg_ops() {
           LOOM_THROW(TypeError) << "x " << shape_text(x.shape) << " and w " << shape_text(w.shape)
                                 << " differ in their last dimension";
         }
-        return dense_result(x, w.shape[0]);
+        return dense_result(x, w.shape[0], out_dtype);
       },
       [](const graph::CallNode& call) {
         return lower_dense(call, [](const tir::Buffer& w, const PrimExpr& j, const PrimExpr& k) {

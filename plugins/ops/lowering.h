@@ -74,6 +74,18 @@ inline tir::Stmt per_row(const Indices& shape, int64_t axis,
   });
 }
 
+// The products (conv2d, matmul, dense) take `out_dtype`: empty, the
+// operands' one dtype; an integer dtype, any two integer operands, each
+// element widened to it before the multiply and the sum accumulated in it
+// (docs/low-precision.md).  product_dtype is their result dtype (a
+// TypeError for operands it does not take); widen casts a loaded element
+// to it.
+extern const SchemaField kOutDtypeAttr;
+DataType product_dtype(const graph::CallNode& call, DataType a, DataType b);
+inline tir::PrimExpr widen(const tir::PrimExpr& v, DataType t) {
+  return v.dtype() == t ? v : tir::PrimExpr(tir::Cast(t, v));
+}
+
 // Registration of the operator families (one file each).
 void register_elementwise_ops();
 void register_reduction_ops();
@@ -83,6 +95,7 @@ void register_nn_ops();
 void register_conv_ops();
 void register_index_ops();
 void register_resize_ops();
+void register_quant_ops();
 void register_op_examples();
 
 }  // namespace loom::ops

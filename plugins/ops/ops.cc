@@ -18,5 +18,6 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::ops::register_conv_ops();
   loom::ops::register_index_ops();
   loom::ops::register_resize_ops();
+  loom::ops::register_quant_ops();
   loom::ops::register_op_examples();  // for the conformance kit (docs/plugin-tools.md)
 }

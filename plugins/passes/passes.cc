@@ -17,6 +17,7 @@
 #include "merge_composite.h"
 #include "partition_graph.h"
 #include "plan_devices.h"
+#include "qdq_to_integer.h"
 #include "winograd.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
@@ -28,8 +29,11 @@ LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
 namespace {
 // What the CPU and the device pipelines begin with: graph clean-ups and
 // folding, partitioning for the config's codegens, fusion and lowering.
+// QDQToInteger comes before FoldConstant, which would make dequantized
+// weights float constants.
 const std::vector<std::string> kGraphPasses = {"InferType",
                                                "CanonicalizeBindings",
+                                               "QDQToInteger",
                                                "FoldBatchNorm",
                                                "FoldConstant",
                                                "EliminateCommonSubexpr",
@@ -62,6 +66,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::EliminateCommonSubexpr());
   PassRegistry::register_pass(loom::passes::FoldConstant());
   PassRegistry::register_pass(loom::passes::FoldBatchNorm());
+  PassRegistry::register_pass(loom::passes::QDQToInteger());
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());

@@ -94,6 +94,25 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
+def integer_conv(x, w, stride=1, pad=0, groups=1):
+    """The cross-correlation of integer NCHW x and OIHW w, summed exactly
+    in int64 (the reference of the integer convolutions)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), np.int64)
+    xp[:, :, pad:pad + h, pad:pad + wd] = x
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, o, oh, ow), np.int64)
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch,
+                                                      w[g * og:(g + 1) * og, :, i, j].astype(np.int64))
+    return y
+
+
 CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml", "configs/vulkan.yaml",
            "configs/npu.yaml"]
 

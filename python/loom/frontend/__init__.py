@@ -113,15 +113,16 @@ def naming(label):
         raise type(e)(f"{label}: {e}") from None
 
 
-def numpy_matmul(ctx, a, b, dtype):
+def numpy_matmul(ctx, a, b, dtype, out_dtype=""):
     """a @ b as NumPy computes it (ONNX's MatMul, aten::matmul): a 1-D
     operand is a row (left) or a column (right), removed from the result;
     a constant 2-D right operand is a linear layer's weight (dense, whose
-    weights are packed at compile time)."""
+    weights are packed at compile time).  dtype None keeps each operand's
+    own (integer operands with an out_dtype)."""
     import numpy as np
     from .. import op
     if isinstance(b, np.ndarray) and b.ndim == 2 and ctx.rank(a) >= 2:
-        return op.dense(ctx.expr(a, dtype), ctx.expr(np.ascontiguousarray(b.T), dtype))
+        return op.dense(ctx.expr(a, dtype), ctx.expr(np.ascontiguousarray(b.T), dtype), out_dtype=out_dtype)
     a, b = ctx.expr(a, dtype), ctx.expr(b, dtype)
     squeeze = []
     if ctx.rank(a) == 1:
@@ -130,7 +131,7 @@ def numpy_matmul(ctx, a, b, dtype):
     if ctx.rank(b) == 1:
         b = op.expand_dims(b, axis=1)
         squeeze.append(-1)
-    y = op.matmul(a, b)
+    y = op.matmul(a, b, out_dtype=out_dtype)
     if squeeze:
         rank = ctx.rank(y)
         y = op.squeeze(y, axis=[rank + s for s in squeeze])

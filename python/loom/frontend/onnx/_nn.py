@@ -58,7 +58,14 @@ def _spatial_rank(ctx, node, x):
 
 @converter("Conv")
 def _conv(ctx, node, x, w, bias=None):
-    x, w = ctx.expr(x), ctx.expr(w, ctx.dtype(x))
+    return conv(ctx, node, x, w, bias)
+
+
+def conv(ctx, node, x, w, bias=None, out_dtype=""):
+    """The convolution a Conv node's attributes describe (ConvInteger's
+    and QLinearConv's too: integer operands keep their dtypes and sum in
+    out_dtype)."""
+    x, w = ctx.expr(x), ctx.expr(w, None if out_dtype else ctx.dtype(x))
     w_shape = ctx.static_shape(node, w, "the weight")
     kernel = list(node.attr("kernel_shape", w_shape[2:]))
     if len(kernel) not in (1, 2):
@@ -68,11 +75,11 @@ def _conv(ctx, node, x, w, bias=None):
     if len(kernel) == 1:
         y = op.conv2d(_as_2d(ctx, x), op.reshape(w, shape=[w_shape[0], w_shape[1], 1, w_shape[2]]),
                       strides=[1, strides[0]], padding=[0, pads[0], 0, pads[1]], dilation=[1, dilations[0]],
-                      groups=group)
+                      groups=group, out_dtype=out_dtype)
         y = _from_2d(y, ctx)
     else:
         y = op.conv2d(x, w, strides=strides, padding=[pads[0], pads[1], pads[2], pads[3]], dilation=dilations,
-                      groups=group)
+                      groups=group, out_dtype=out_dtype)
     if bias is not None:
         extra = [1] * len(kernel)
         bias = bias.reshape(-1, *extra) if isinstance(bias, np.ndarray) else op.reshape(bias, shape=[-1] + extra)

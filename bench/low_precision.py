@@ -1,0 +1,136 @@
+"""Low precision (docs/low-precision.md): integer kernels against Loom's
+float32 and against ONNX Runtime, one thread.
+
+* matmul 1024^3: uint8 x int8 summed in int32 (out_dtype) against
+  float32, Loom both sides;
+* bfloat16 matmul: not built yet (says so);
+* a quantized ResNet-18: torchvision's, random weights, quantized by
+  torch.ao.quantization (FX mode, fbgemm's default, calibrated on random
+  inputs) and exported by torch.onnx in the QDQ form, run by Loom as
+  integer kernels (QDQToInteger), against Loom's float32 ResNet-18 of the
+  same weights and against ONNX Runtime on the same QDQ file
+  (onnxruntime-node, bench/setup_ort.sh; skipped with a reason without
+  it), 224 x 224;
+* the top-1 agreement of the quantized model with the float one over
+  --samples random inputs (random weights make it a weak measure).
+
+Sides alternate in rounds; printed are each side's median and the median
+of the per-round ratios.
+
+    PYTHONPATH=python /usr/bin/python3 bench/low_precision.py [--rounds N] [--samples N]
+"""
+import argparse
+import io
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests" / "python" / "frontend"))
+import peers  # noqa: E402
+from ort import OrtSession, config, cpu_line, why_not_ort  # noqa: E402
+from timing import timed_calls  # noqa: E402
+
+
+def matmul(args):
+    import loom
+    from loom import graph, ir, op
+    n = 1024
+    rng = np.random.default_rng(0)
+    libs, inputs = {}, {}
+    for name, (xd, wd, out) in {"float32": ("float32", "float32", ""), "int8": ("uint8", "int8", "int32")}.items():
+        x = graph.Var("x", shape=(n, n), dtype=xd)
+        w = graph.Var("w", shape=(n, n), dtype=wd)
+        mod = ir.IRModule({"main": graph.Function([x, w], op.matmul(x, w, out_dtype=out))})
+        libs[name] = loom.build(mod, config(1))["main"]
+        if xd == "float32":
+            inputs[name] = [rng.standard_normal((n, n)).astype(np.float32) for _ in range(2)]
+        else:
+            inputs[name] = [rng.integers(0, 256, (n, n)).astype(np.uint8),
+                            rng.integers(-128, 128, (n, n)).astype(np.int8)]
+    a, b = inputs["int8"]
+    assert np.array_equal(libs["int8"](a, b).numpy()[:4], a[:4].astype(np.int64) @ b.astype(np.int64))
+    sides = {k: (lambda c, k=k: timed_calls(lambda: libs[k](*inputs[k]), c)) for k in libs}
+    per = peers.alternate(sides, args.rounds, 3)
+    flops = 2 * n ** 3
+    for k in libs:
+        ms = statistics.median(per[k])
+        print(f"matmul 1024^3 {k:8s} {ms:8.2f} ms  {flops / ms / 1e6:7.1f} GOP/s")
+    print(f"matmul 1024^3 int8 speed-up over float32: {peers.ratio(per, 'float32', 'int8'):.2f}x (target 2.5x)")
+    print("matmul 1024^3 bfloat16: not built yet (docs/low-precision.md, \"Not built yet\")")
+
+
+def resnet(args):
+    import torch
+    import loom
+    from loom.frontend import onnx as lonnx
+    import qdq_reference
+    data, float_model, _ = qdq_reference.quantized_model("resnet18", size=224)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as directory, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        qpath = pathlib.Path(directory) / "resnet18_qdq.onnx"
+        qpath.write_bytes(data)
+        f = io.BytesIO()
+        torch.onnx.export(float_model, torch.from_numpy(x), f, opset_version=13)
+        t = time.perf_counter()
+        quantized = loom.build(lonnx.from_onnx(data), config(1))["main"]
+        compile_s = time.perf_counter() - t
+        flt = loom.build(lonnx.from_onnx(f.getvalue()), config(1))["main"]
+        sides = {"int8": lambda c: timed_calls(lambda: quantized(x), c),
+                 "float32": lambda c: timed_calls(lambda: flt(x), c)}
+        reason = why_not_ort()
+        session = None
+        if reason is None:
+            import onnx
+            session = OrtSession(qpath, {onnx.load_from_string(data).graph.input[0].name: x}, 1, directory)
+            sides["ort"] = session.times
+            step = qdq_reference.output_step(data)
+            gap = np.abs(session.outputs()[0] - quantized(x).numpy()).max() / step
+        try:
+            for side in sides.values():
+                side(2)
+            per = peers.alternate(sides, args.rounds, 5)
+        finally:
+            if session:
+                session.close()
+    for k in sides:
+        print(f"resnet18 224 {k:8s} {statistics.median(per[k]):8.2f} ms")
+    print(f"resnet18 quantized (QDQ, integer kernels) compile {compile_s:.1f} s; speed-up over Loom float32: "
+          f"{peers.ratio(per, 'float32', 'int8'):.2f}x (target 2x)")
+    if session:
+        print(f"resnet18 quantized / ONNX Runtime {session.version} on the same QDQ file: "
+              f"{peers.ratio(per, 'int8', 'ort'):.2f}x its time (target 1.0); outputs differ by at most "
+              f"{gap:.0f} quantization steps")
+    else:
+        print(f"ONNX Runtime: skipped: {reason}")
+    agree = 0
+    rng = np.random.default_rng(1)
+    for _ in range(args.samples):
+        s = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+        agree += int(quantized(s).numpy().argmax() == flt(s).numpy().argmax())
+    print(f"top-1 agreement of the quantized ResNet-18 with the float one over {args.samples} random inputs: "
+          f"{agree / args.samples:.1%} (random weights: a weak measure)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=200)
+    args = parser.parse_args()
+    peers.blas_at_best()
+    print(f"low precision, 1 thread; {cpu_line()}")
+    matmul(args)
+    resnet(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+#include "qdq_to_integer.h"
+
+#include <optional>
+
+#include "graph_util.h"
+#include "loom/graph/function.h"
+#include "loom/graph/operator.h"
+#include "loom/ir/op.h"
+#include "loom/object/traversal.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/tir/util.h"
+
+namespace loom::passes {
+
+namespace {
+
+const graph::CallNode* call_of(const ir::Expr& e, const char* name) {
+  const auto* call = e.as<graph::CallNode>();
+  const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
+  return op && op->name == name ? call : nullptr;
+}
+
+ir::Expr call(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std::map<std::string, Any>{})) {
+  return graph::Call(ir::Op::get(op), std::move(args), std::move(attrs));
+}
+
+Array int_shape(const std::vector<int64_t>& shape) {
+  std::vector<Any> out;
+  for (int64_t d : shape) out.push_back(Any(d));
+  return Array(out);
+}
+
+// The static shape and dtype of a typed expression (nullopt: unknown or
+// symbolic).
+struct Static {
+  std::vector<int64_t> shape;
+  DataType dtype;
+};
+std::optional<Static> static_type(const ir::Expr& e) {
+  const auto* t = e.defined() ? e->checked_type.as<ir::TensorTypeNode>() : nullptr;
+  if (!t || t->unknown_rank()) return std::nullopt;
+  Static s{{}, t->dtype};
+  for (const Any& d : t->shape) {
+    auto c = graph::constant_dim(d);
+    if (!c) return std::nullopt;
+    s.shape.push_back(*c);
+  }
+  return s;
+}
+
+bool all_ones(const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d != 1) return false;
+  return true;
+}
+
+// Whether `v` (rank at most `rank`, aligned on the right) has extent 1 on
+// every axis of a rank-`rank` tensor but `axis`.
+bool ones_but(const std::vector<int64_t>& v, size_t rank, size_t axis) {
+  if (v.size() > rank) return false;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (rank - v.size() + i != axis && v[i] != 1) return false;
+  return true;
+}
+
+// Whether `v` broadcast against `shape` leaves it as it is.
+bool broadcasts_into(const std::vector<int64_t>& v, const std::vector<int64_t>& shape) {
+  if (v.size() > shape.size()) return false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t d = v[i], s = shape[shape.size() - v.size() + i];
+    if (d != 1 && d != s) return false;
+  }
+  return true;
+}
+
+class Rewriter {
+ public:
+  explicit Rewriter(const ir::Expr& body) {
+    graph::for_each_binding(body, [this](const graph::LetNode& let) { bound_[let.var.get()] = let.value; });
+    m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
+      ObjectRef mutated = m_.mutate_children(self);
+      ir::Expr out = rewrite(*original, *mutated.as<graph::CallNode>());
+      return out.defined() ? Any(out) : Any(mutated);
+    });
+  }
+
+  ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
+
+ private:
+  // A dequantize call: `typed` the original (checked types), `call` the
+  // one whose operands go into the rewritten expression.
+  struct Dequantize {
+    const graph::CallNode* typed = nullptr;
+    const graph::CallNode* call = nullptr;
+    ir::Expr operand(size_t i) const { return call->args[i].cast<ir::Expr>(); }
+    ir::Expr typed_operand(size_t i) const { return typed->args[i].cast<ir::Expr>(); }
+  };
+
+  // The dequantize an operand is: the call itself, or what a variable
+  // bound by the function's let chain holds when that is a dequantize of
+  // variables and constants (so nothing is computed twice).
+  std::optional<Dequantize> dequantize_of(const ir::Expr& original, const ir::Expr& mutated) {
+    if (const auto* d = call_of(original, "dequantize")) {
+      const auto* m = call_of(mutated, "dequantize");
+      if (m) return Dequantize{d, m};
+      return std::nullopt;
+    }
+    if (!original.as<graph::VarNode>()) return std::nullopt;
+    auto found = bound_.find(original.get());
+    if (found == bound_.end()) return std::nullopt;
+    const auto* d = call_of(found->second, "dequantize");
+    if (!d) return std::nullopt;
+    for (const Any& a : d->args) {
+      ir::Expr e = a.cast<ir::Expr>();
+      if (!e.as<graph::VarNode>() && !e.as<graph::ConstantNode>()) return std::nullopt;
+    }
+    return Dequantize{d, d};
+  }
+
+  // The value of a typed expression of constants, computed now (the
+  // reference interpreter runs each call, as FoldConstant does), or
+  // undefined.
+  ir::Expr constant_value(const ir::Expr& e, int depth = 0) {
+    if (e.as<graph::ConstantNode>()) return e;
+    const auto* call = e.as<graph::CallNode>();
+    if (!call || depth > 8) return ir::Expr();
+    std::vector<ir::Expr> args;
+    for (const Any& a : call->args) {
+      ir::Expr v = constant_value(a.cast<ir::Expr>(), depth + 1);
+      if (!v.defined()) return ir::Expr();
+      args.push_back(v);
+    }
+    return evaluate_call(*call, args);
+  }
+
+  bool known_zero(const ir::Expr& e) {
+    ir::Expr v = constant_value(e);
+    const auto* c = v.defined() ? v.as<graph::ConstantNode>() : nullptr;
+    if (!c) return false;
+    const runtime::NDArrayNode* a = c->data.get();
+    const auto* bytes = static_cast<const uint8_t*>(a->data());
+    for (int64_t k = 0, n = a->numel() * ((a->dtype.bits + 7) / 8); k < n; ++k)
+      if (bytes[k]) return false;
+    return true;
+  }
+
+  // The operand minus its zero point, in a dtype that holds the
+  // difference exactly (int16 for 8-bit formats, else int32); the operand
+  // itself when the zero point is zero.
+  ir::Expr centred(const Dequantize& d, DataType q, DataType z) {
+    if (known_zero(d.typed_operand(2))) return d.operand(0);
+    DataType wide = q.bits <= 8 && z.bits <= 8 ? DataType::Int(16) : DataType::Int(32);
+    Map to(std::map<std::string, Any>{{"dtype", Any(wide)}});
+    return call("subtract", {call("cast", {d.operand(0)}, to), call("cast", {d.operand(2)}, to)});
+  }
+
+  ir::Expr rewrite(const graph::CallNode& original, const graph::CallNode& mutated) {
+    const auto* op = original.callee.as<ir::OpNode>();
+    if (!op || (op->name != "conv2d" && op->name != "matmul" && op->name != "dense") || original.args.size() != 2) {
+      return ir::Expr();
+    }
+    Map attrs = ir::OpRegistry::check_attrs(op->name, mutated.attrs);
+    if (!attrs.at("out_dtype").as_string().empty()) return ir::Expr();
+    auto x = dequantize_of(original.args[0].cast<ir::Expr>(), mutated.args[0].cast<ir::Expr>());
+    auto w = dequantize_of(original.args[1].cast<ir::Expr>(), mutated.args[1].cast<ir::Expr>());
+    if (!x || !w) return ir::Expr();
+    // The weight's shape is static; x's zero point and both scales too.
+    const auto* xt = x->typed_operand(0)->checked_type.as<ir::TensorTypeNode>();
+    auto wq = static_type(w->typed_operand(0));
+    auto xs = static_type(x->typed_operand(1)), ws = static_type(w->typed_operand(1));
+    auto xz = static_type(x->typed_operand(2)), wz = static_type(w->typed_operand(2));
+    if (!xt || xt->unknown_rank() || !wq || !xs || !ws || !xz || !wz || xs->dtype != ws->dtype) return ir::Expr();
+    // The activation's scale and zero point must be one value; the
+    // weight's scale one per output channel (its axis in the weight, and
+    // the shape that puts it on the result's channel axis), its zero point
+    // anything that keeps the weight's shape.
+    if (!all_ones(xs->shape) || !all_ones(xz->shape) || xz->shape.size() > xt->shape.size()) return ir::Expr();
+    if (!broadcasts_into(wz->shape, wq->shape)) return ir::Expr();
+    size_t w_axis = 0;
+    std::vector<int64_t> out_scale_shape = {-1};
+    if (op->name == "conv2d") {
+      std::string dl = attrs.at("data_layout").as_string(), kl = attrs.at("kernel_layout").as_string();
+      if ((dl != "NCHW" && dl != "NHWC") || (kl != "OIHW" && kl != "OHWI")) return ir::Expr();
+      if (dl == "NCHW") out_scale_shape = {-1, 1, 1};
+    } else if (op->name == "matmul") {
+      if (wq->shape.size() < 2) return ir::Expr();
+      w_axis = attrs.at("transpose_b").as_bool() ? wq->shape.size() - 2 : wq->shape.size() - 1;
+    }
+    bool per_channel = !all_ones(ws->shape);
+    if (per_channel && !ones_but(ws->shape, wq->shape.size(), w_axis)) return ir::Expr();
+    // Zero points are subtracted from the integers: exact, and a padded
+    // element is then the real zero, as the float convolution pads.
+    ir::Expr xi = centred(*x, xt->dtype, xz->dtype), wi = centred(*w, wq->dtype, wz->dtype);
+    // The scales leave the sum: (sx * sw[o]) * sum (x - zx)(w - zw).
+    ir::Expr sx = call("reshape", {x->operand(1)}, Map(std::map<std::string, Any>{{"shape", Any(int_shape({1}))}}));
+    ir::Expr sw = call("reshape", {w->operand(1)},
+                       Map(std::map<std::string, Any>{
+                           {"shape", Any(int_shape(per_channel ? out_scale_shape : std::vector<int64_t>{1}))}}));
+    std::map<std::string, Any> items = mutated.attrs.get() ? mutated.attrs->items : std::map<std::string, Any>{};
+    items["out_dtype"] = Any(std::string("int32"));
+    ir::Expr acc = graph::Call(mutated.callee, {xi, wi}, Map(items));
+    Map to_float(std::map<std::string, Any>{{"dtype", Any(xs->dtype)}});
+    return call("multiply", {call("cast", {acc}, to_float), call("multiply", {sx, sw})});
+  }
+
+  std::unordered_map<const Object*, ir::Expr> bound_;
+  Mutator m_;
+};
+
+}  // namespace
+
+transform::Pass QDQToInteger() {
+  transform::PassInfo info =
+      transform::PassInfo::named("QDQToInteger")
+          .summary(
+              "conv2d, matmul and dense over dequantized integer operands become the integer operator with int32 "
+              "accumulation times the product of the scales (a quantized model runs integer kernels)")
+          .opt_level(1)
+          .needs({"types_inferred"})
+          .changes({"graph"})
+          .preserves({"ops_lowered", "fused"});
+  return transform::function_pass<graph::FunctionNode>(
+      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
+        const auto* f = func.as<graph::FunctionNode>();
+        ir::Expr body = Rewriter(f->body).run(f->body);
+        if (body.same_as(f->body)) return func;
+        return graph::with_body(*f, body);
+      });
+}
+
+}  // namespace loom::passes

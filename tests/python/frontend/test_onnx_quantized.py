@@ -1,0 +1,158 @@
+"""Quantized ONNX models (docs/low-precision.md): the QOperator form's
+QLinearConv, QLinearMatMul, ConvInteger and MatMulInteger against NumPy's
+integer arithmetic, with zero points, per-channel scales and biases; the
+QDQ form of torchvision's ResNet-18 and MobileNetV2 quantized by
+torch.ao.quantization and exported by torch.onnx, run as integer kernels
+(no float convolution left after QDQToInteger) and equal to an integer
+reference of the same graph."""
+import re
+
+import numpy as np
+import pytest
+
+import loom
+from loom import transform
+from loom.frontend import onnx as lonnx
+
+from conftest import ROOT, integer_conv, optional_import, requires
+
+onnx = optional_import("onnx")
+if onnx:
+    from onnx import helper, numpy_helper
+
+HOST = str(ROOT / "configs" / "host.yaml")
+ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6}
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=13):
+    """inputs and outputs are (name, shape, dtype)."""
+    value = lambda n, s, d: helper.make_tensor_value_info(n, ONNX_TYPES[d], s)  # noqa: E731
+    graph = helper.make_graph(nodes, "g", [value(*i) for i in inputs], [value(*o) for o in outputs],
+                              initializer=[numpy_helper.from_array(np.asarray(a), name=n) for n, a in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+class Capture:
+    def __init__(self):
+        self.text = None
+
+    def after(self, info, mod):
+        if info.name == "QDQToInteger":
+            self.text = str(mod)
+
+
+def build(m):
+    cap = Capture()
+    with transform.PassContext(instruments=[cap]):
+        lib = loom.build(lonnx.from_onnx(m), HOST)
+    return lib, cap.text
+
+
+def float_products(text):
+    """The conv2d, matmul and dense calls left without an integer out_dtype."""
+    calls = re.findall(r"\b(conv2d|matmul|dense)\((.*)", text)
+    return [name for name, rest in calls if 'out_dtype="int32"' not in rest.split(";")[0]]
+
+
+def requantized(acc, multiplier, zero_point, dtype):
+    """round(acc * multiplier) + zero_point, saturated: the real-number
+    result of a QLinear operator."""
+    info = np.iinfo(dtype)
+    return np.clip(np.round(acc * multiplier) + zero_point, info.min, info.max)
+
+
+@requires("onnx")
+@pytest.mark.parametrize("groups", [1, 4])
+def test_qlinear_conv_with_per_channel_scales_zero_points_and_a_bias(groups):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (2, 8, 9, 9)).astype(np.uint8)
+    x[0, :, :3] = 255  # the saturation corner: 255 against +-127
+    w = rng.integers(-127, 128, (12, 8 // groups, 3, 3)).astype(np.int8)
+    w[0], w[1] = 127, -127
+    xs, xz = np.float32(0.02), np.uint8(11)
+    ws = rng.uniform(0.002, 0.01, 12).astype(np.float32)
+    ys, yz = np.float32(0.15), np.uint8(100)
+    bias = rng.integers(-5000, 5000, 12).astype(np.int32)
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            pads=[1, 1, 1, 1], strides=[2, 2], group=groups)
+    m = model([node], [("x", [2, 8, 9, 9], "uint8")], [("y", None, "uint8")],
+              [("xs", xs), ("xz", xz), ("w", w), ("ws", ws), ("wz", np.zeros(12, np.int8)), ("ys", ys), ("yz", yz),
+               ("b", bias)])
+    lib, text = build(m)
+    assert float_products(text) == [], text
+    got = lib["main"](x).numpy()
+    acc = integer_conv(x.astype(np.int64) - xz, w, stride=2, pad=1, groups=groups) + bias.reshape(-1, 1, 1)
+    want = requantized(acc, (xs * ws.astype(np.float64) / ys).reshape(-1, 1, 1), yz, np.uint8)
+    assert got.dtype == np.uint8 and got.shape == want.shape
+    assert np.abs(got - want).max() <= 1 and (got == want).mean() > 0.99
+    assert (want == 255).any() and (want == 0).any()  # both ends saturate
+
+
+@requires("onnx")
+def test_qlinear_matmul_with_per_column_scales():
+    rng = np.random.default_rng(1)
+    a = rng.integers(-128, 128, (3, 5, 64)).astype(np.int8)
+    b = rng.integers(-128, 128, (64, 10)).astype(np.int8)
+    az, bz, yz = np.int8(-4), np.full(10, 3, np.int8), np.int8(-10)
+    as_, bs, ys = np.float32(0.05), rng.uniform(0.01, 0.03, 10).astype(np.float32), np.float32(0.9)
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    m = model([node], [("a", [3, 5, 64], "int8")], [("y", None, "int8")],
+              [("as", as_), ("az", az), ("b", b), ("bs", bs), ("bz", bz), ("ys", ys), ("yz", yz)])
+    lib, text = build(m)
+    assert float_products(text) == [], text
+    got = lib["main"](a).numpy()
+    acc = (a.astype(np.int64) - az) @ (b.astype(np.int64) - bz)
+    want = requantized(acc, as_ * bs.astype(np.float64) / ys, yz, np.int8)
+    assert np.abs(got.astype(np.int64) - want).max() <= 1 and (got == want).mean() > 0.99
+
+
+@requires("onnx")
+def test_conv_integer_and_matmul_integer_are_int32_sums_with_zero_points():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)
+    w = rng.integers(0, 256, (5, 4, 3, 3)).astype(np.uint8)
+    wz = rng.integers(0, 256, 5).astype(np.uint8)  # per output channel
+    conv = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])
+    m = model([conv], [("x", [1, 4, 6, 6], "uint8")], [("y", None, "int32")],
+              [("w", w), ("xz", np.uint8(128)), ("wz", wz)])
+    got = loom.build(lonnx.from_onnx(m), HOST)["main"](x).numpy()
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, integer_conv(x.astype(np.int64) - 128, w.astype(np.int64) - wz.reshape(-1, 1, 1, 1),
+                                                pad=1))
+
+    a = rng.integers(-128, 128, (7, 33)).astype(np.int8)
+    b = rng.integers(-128, 128, (33, 9)).astype(np.int8)
+    az = rng.integers(-128, 128, 7).astype(np.int8)  # per row
+    bz = rng.integers(-128, 128, 9).astype(np.int8)  # per column
+    mm = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    m = model([mm], [("a", [7, 33], "int8")], [("y", None, "int32")], [("b", b), ("az", az), ("bz", bz)])
+    got = loom.build(lonnx.from_onnx(m), HOST)["main"](a).numpy()
+    np.testing.assert_array_equal(got, (a.astype(np.int64) - az.reshape(-1, 1)) @ (b.astype(np.int64) - bz))
+
+
+@requires("onnx")
+def test_a_quantize_to_a_format_loom_has_not_is_refused_naming_the_node():
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q0")
+    m = model([node], [("x", [4], "float32")], [("y", None, "int32")], [("s", np.float32(1)), ("z", np.int32(0))])
+    with pytest.raises(loom.LoomError, match=re.escape("QuantizeLinear 'q0': a zero point of type int32 is not "
+                                                       "supported")):
+        lonnx.from_onnx(m)
+
+
+@requires("onnx", "torch", "torchvision")
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_a_quantized_torchvision_model_runs_integer_kernels_equal_to_the_integer_reference(name):
+    import qdq_reference
+    data, _, _ = qdq_reference.quantized_model(name)
+    lib, text = build(data)
+    convs = len(re.findall(r"\bconv2d\(", text))
+    assert convs >= 20 and float_products(text) == [], float_products(text)
+    step = qdq_reference.output_step(data)
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((1, 3, qdq_reference.SIZE, qdq_reference.SIZE))
+        x = x.astype(np.float32)
+        want = qdq_reference.evaluate(data, x)[0]
+        got = lib["main"](x).numpy()
+        assert np.abs(got - want).max() <= step * 1.01
+        assert (np.abs(got - want) < step / 2).mean() > 0.99
+        assert want.std() > 10 * step  # not a network whose output quantizes to a constant

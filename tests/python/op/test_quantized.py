@@ -1,0 +1,237 @@
+"""Integer products and quantization (docs/low-precision.md): conv2d,
+matmul and dense with out_dtype against NumPy's int64 sums (the
+saturation case included), quantize and dequantize against ONNX's
+equations, and the pass QDQToInteger: which calls it makes integer, that
+the result stays within one quantization step of the float equations, and
+what it leaves in float."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, ir, op, transform
+
+from conftest import integer_conv
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIGS = [str(ROOT / "configs" / "host.yaml"), str(ROOT / "configs" / "ref.yaml"), str(ROOT / "configs" / "c.yaml")]
+
+
+def module(params, body):
+    return ir.IRModule({"main": graph.Function(params, body)})
+
+
+def run(body, params, arrays, config=CONFIGS[0]):
+    out = loom.build(module(params, body), config)["main"](*arrays)
+    return out.numpy() if hasattr(out, "numpy") else [t.numpy() for t in out]
+
+
+def build_without(mod, disabled):
+    """A host build with the passes `disabled` off."""
+    text = (ROOT / "configs" / "host.yaml").read_text()
+    return loom.build(mod, loom.Config.parse(text.replace("  passes:\n", f"  disabled: [{', '.join(disabled)}]\n"
+                                                                          "  passes:\n"), "host-without.yaml"))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_an_integer_convolution_sums_exactly_in_int32_the_saturation_case_too(config):
+    rng = np.random.default_rng(1)
+    x = graph.Var("x", shape=(2, 8, 9, 9), dtype="uint8")
+    w = graph.Var("w", shape=(6, 8, 3, 3), dtype="int8")
+    a = rng.integers(0, 256, (2, 8, 9, 9)).astype(np.uint8)
+    b = rng.integers(-128, 128, (6, 8, 3, 3)).astype(np.int8)
+    a[0] = 255  # activations 255 against weights +127 and -128: 16-bit pair sums would saturate
+    b[0], b[1], b[2] = 127, -127, -128
+    got = run(op.conv2d(x, w, padding=[1, 1], strides=[2, 2], out_dtype="int32"), [x, w], [a, b], config)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, integer_conv(a, b, stride=2, pad=1))
+    assert got[0, 0].max() == 255 * 127 * 8 * 9
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_grouped_and_depthwise_integer_convolutions(config):
+    rng = np.random.default_rng(2)
+    a = rng.integers(-300, 300, (1, 6, 7, 7)).astype(np.int16)
+    for groups, cg in ((2, 3), (6, 1)):
+        x = graph.Var("x", shape=(1, 6, 7, 7), dtype="int16")
+        w = graph.Var("w", shape=(6, cg, 3, 3), dtype="int8")
+        b = rng.integers(-128, 128, (6, cg, 3, 3)).astype(np.int8)
+        got = run(op.conv2d(x, w, padding=[1, 1], groups=groups, out_dtype="int32"), [x, w], [a, b], config)
+        np.testing.assert_array_equal(got, integer_conv(a, b, pad=1, groups=groups))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_integer_matmul_and_dense_sum_in_int32(config):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (2, 5, 40)).astype(np.uint8)
+    b = rng.integers(-128, 128, (40, 7)).astype(np.int8)
+    a[0, 0] = 255
+    b[:, 0] = -128
+    x = graph.Var("x", shape=a.shape, dtype="uint8")
+    w = graph.Var("w", shape=b.shape, dtype="int8")
+    wt = graph.Var("wt", shape=b.T.shape, dtype="int8")
+    mm, mt, dn = run(graph.Tuple([op.matmul(x, w, out_dtype="int32"), op.matmul(x, wt, transpose_b=True,
+                                                                                 out_dtype="int32"),
+                                  op.dense(x, wt, out_dtype="int32")]), [x, w, wt],
+                     [a, b, np.ascontiguousarray(b.T)], config)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    for got in (mm, mt, dn):
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+    assert want[0, 0, 0] == -255 * 128 * 40
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda x, w: op.conv2d(x, w), "operands have dtypes uint8 and int8 (integer operands of two dtypes need an "
+                                   "integer out_dtype, such as int32)"),
+    (lambda x, w: op.conv2d(x, w, out_dtype="float32"), "out_dtype float32 needs operands of float32"),
+    (lambda x, w: op.conv2d(op.cast(x, dtype="float32"), w, out_dtype="int32"),
+     "out_dtype int32 needs integer operands, got float32 and int8"),
+    (lambda x, w: op.conv2d(x, w, out_dtype="int33"), "int33"),
+])
+def test_products_of_dtypes_they_cannot_take_are_refused(make, message):
+    x = graph.Var("x", shape=(1, 2, 4, 4), dtype="uint8")
+    w = graph.Var("w", shape=(3, 2, 3, 3), dtype="int8")
+    with pytest.raises(loom.LoomError, match=re.escape(message)):
+        ir.infer_type(make(x, w))
+
+
+def quantize_reference(x, scale, zero_point):
+    info = np.iinfo(zero_point.dtype)
+    q = np.round(x / scale) + zero_point.astype(np.float64)  # NumPy rounds half to even, as ONNX
+    return np.clip(q, info.min, info.max).astype(zero_point.dtype)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint16"])
+def test_quantize_and_dequantize_follow_onnx(config, dtype):
+    rng = np.random.default_rng(4)
+    info = np.iinfo(dtype)
+    a = (rng.standard_normal((3, 4)) * 200).astype(np.float32)
+    a[0] = [0.5, 1.5, 2.5, -0.5]  # ties go to even
+    a[1, :2] = [1e12, -1e12]  # saturates
+    s = np.array([1.0, 1.0, 0.7, 3.0], np.float32)  # per channel, along the last axis
+    z = np.array([0, 3, info.min, info.max], dtype)
+    x = graph.Var("x", shape=a.shape, dtype="float32")
+    scale = graph.Var("s", shape=s.shape, dtype="float32")
+    zp = graph.Var("z", shape=z.shape, dtype=dtype)
+    q = op.quantize(x, scale, zp)
+    got_q, got_d = run(graph.Tuple([q, op.dequantize(q, scale, zp)]), [x, scale, zp], [a, s, z], config)
+    want = quantize_reference(a, s, z)
+    assert got_q.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got_q, want)
+    np.testing.assert_allclose(got_d, ((want.astype(np.int64) - z) * s).astype(np.float32), rtol=1e-6)
+    assert got_q[0, 0] == 0 + z[0] and got_q[0, 1] == 2 + z[1]
+    assert got_q[1, 0] == info.max and got_q[1, 1] == info.min
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda x, s, zi: op.quantize(x, s, op.cast(zi, dtype="float32")), "the zero point must be int8, uint8, int16, "
+                                                                       "uint16, got float32"),
+    (lambda x, s, zi: op.quantize(x, op.cast(s, dtype="float64"), zi), "needs x and scale of one float dtype"),
+    (lambda x, s, zi: op.quantize(x, s, op.cast(zi, dtype="int32")), "the zero point must be int8, uint8, int16, "
+                                                                     "uint16, got int32"),
+    (lambda x, s, zi: op.dequantize(zi, s, op.cast(zi, dtype="uint8")), "the zero point must have x's dtype int8"),
+    (lambda x, s, zi: op.dequantize(x, s, zi), "x must be int8, uint8, int16, uint16 or int32, got float32"),
+])
+def test_quantize_and_dequantize_refuse_formats_they_do_not_have(make, message):
+    x = graph.Var("x", shape=(3, 4), dtype="float32")
+    s = graph.Var("s", shape=(), dtype="float32")
+    zi = graph.Var("zi", shape=(), dtype="int8")
+    with pytest.raises(loom.LoomError, match=re.escape(message)):
+        ir.infer_type(make(x, s, zi))
+
+
+# ------------------------------------------------------------ QDQToInteger
+
+class Capture:
+    """Keeps the module after the named pass."""
+
+    def __init__(self, name):
+        self.name, self.text = name, None
+
+    def after(self, info, mod):
+        if info.name == self.name:
+            self.text = str(mod)
+
+
+def const(a):
+    return graph.Constant(np.asarray(a))
+
+
+def qdq_conv(rng, x, *, per_channel=True, x_zero=7, w_zero=0, act_scale_per_channel=False, layout="NCHW"):
+    """quantize(relu(conv(DQ(x), DQ(w)) + bias)) with constant weights
+    (OIHW, or OHWI in NHWC)."""
+    c = 8
+    wq = rng.integers(-127, 128, (6, c, 3, 3)).astype(np.int8)
+    ws = (rng.uniform(0.5, 2, 6) * 0.01).astype(np.float32).reshape(6, 1, 1, 1) if per_channel else \
+        np.float32(0.013)
+    xs = np.float32(0.05) if not act_scale_per_channel else (rng.uniform(0.03, 0.06, c)
+                                                              .astype(np.float32).reshape(c, 1, 1))
+    bias = rng.standard_normal((6, 1, 1)).astype(np.float32) * 0.1
+    if layout == "NHWC":
+        wq, bias = np.ascontiguousarray(wq.transpose(0, 2, 3, 1)), bias.reshape(6)
+    dx = op.dequantize(x, const(xs), const(np.uint8(x_zero)))
+    dw = op.dequantize(const(wq), const(ws), const(np.int8(w_zero)))
+    attrs = dict(data_layout="NHWC", kernel_layout="OHWI") if layout == "NHWC" else {}
+    y = op.conv2d(dx, dw, padding=[1, 1], **attrs)
+    return op.quantize(op.relu(op.add(y, const(bias))), const(np.float32(0.02)), const(np.uint8(3)))
+
+
+def build_both(body, params):
+    """(the module after QDQToInteger, the integer build, the float build)."""
+    cap = Capture("QDQToInteger")
+    with transform.PassContext(instruments=[cap]):
+        lib = loom.build(module(params, body), CONFIGS[0])
+    flt = build_without(module(params, body), ["QDQToInteger"])
+    return cap.text, lib, flt
+
+
+@pytest.mark.parametrize("case", [
+    dict(), dict(per_channel=False), dict(x_zero=0), dict(w_zero=5), dict(layout="NHWC"),
+])
+def test_a_quantized_convolution_becomes_an_integer_one_within_one_step(case):
+    rng = np.random.default_rng(5)
+    shape = (2, 10, 10, 8) if case.get("layout") == "NHWC" else (2, 8, 10, 10)
+    x = graph.Var("x", shape=shape, dtype="uint8")
+    text, lib, flt = build_both(qdq_conv(rng, x, **case), [x])
+    assert 'out_dtype="int32"' in text and len(re.findall(r"\bconv2d\(", text)) == 1, text
+    # the centred operands: a zero point of 0 is not subtracted
+    assert ("subtract(cast(%x, dtype=int16)" in text) == (case.get("x_zero", 7) != 0), text
+    for seed in range(3):
+        a = np.random.default_rng(seed).integers(0, 256, shape).astype(np.uint8)
+        got, want = lib["main"](a).numpy(), flt["main"](a).numpy()
+        assert got.dtype == np.uint8
+        assert np.abs(got.astype(np.int64) - want).max() <= 1
+        assert (got == want).mean() > 0.99
+
+
+def test_a_per_channel_activation_scale_stays_in_float():
+    rng = np.random.default_rng(6)
+    x = graph.Var("x", shape=(1, 8, 6, 6), dtype="uint8")
+    text, lib, flt = build_both(qdq_conv(rng, x, act_scale_per_channel=True), [x])
+    assert "out_dtype" not in text and "conv2d(dequantize(" in text
+    a = rng.integers(0, 256, (1, 8, 6, 6)).astype(np.uint8)
+    np.testing.assert_array_equal(lib["main"](a).numpy(), flt["main"](a).numpy())
+
+
+@pytest.mark.parametrize("kind", ["matmul", "matmul_tb", "dense"])
+def test_quantized_matrix_products_become_integer_ones(kind):
+    rng = np.random.default_rng(7)
+    x = graph.Var("x", shape=(4, 48), dtype="int8")
+    wq = rng.integers(-127, 128, (48, 10)).astype(np.int8)
+    ws = rng.uniform(0.005, 0.02, 10).astype(np.float32)
+    dx = op.dequantize(x, const(np.float32(0.1)), const(np.int8(-3)))
+    if kind == "matmul":
+        y = op.matmul(dx, op.dequantize(const(wq), const(ws), const(np.int8(0))))
+    else:
+        dw = op.dequantize(const(np.ascontiguousarray(wq.T)), const(ws.reshape(10, 1)), const(np.int8(0)))
+        y = op.dense(dx, dw) if kind == "dense" else op.matmul(dx, dw, transpose_b=True)
+    body = op.quantize(y, const(np.float32(0.05)), const(np.int8(0)))
+    text, lib, flt = build_both(body, [x])
+    assert 'out_dtype="int32"' in text, text
+    a = rng.integers(-128, 128, (4, 48)).astype(np.int8)
+    got, want = lib["main"](a).numpy(), flt["main"](a).numpy()
+    assert np.abs(got.astype(np.int64) - want).max() <= 1 and (got == want).mean() > 0.95
