@@ -17,7 +17,8 @@ using tir::PrimExpr;
 
 const SchemaField kOutDtypeAttr{"out_dtype", "str", Any(std::string()),
                                 "the result's dtype, in which the products are summed: empty, the operands' one "
-                                "dtype; an integer dtype (int32) takes any two integer operands, each widened to it"};
+                                "dtype; an integer dtype (int32) takes any two integer operands, a float dtype "
+                                "(float32) float operands no wider (bfloat16), each widened to it"};
 
 DataType product_dtype(const graph::CallNode& call, DataType a, DataType b) {
   const std::string& text = attrs_of(call).at("out_dtype").as_string();
@@ -38,10 +39,11 @@ DataType product_dtype(const graph::CallNode& call, DataType a, DataType b) {
       }
     return out;
   }
-  if (a != out || b != out) {
-    LOOM_THROW(TypeError) << "out_dtype " << text << " needs operands of " << text << " (a float out_dtype does not "
-                          << "convert), got " << a.to_string() << " and " << b.to_string();
-  }
+  for (DataType t : {a, b})
+    if (!tir::is_float(out) || !tir::is_float(t) || t.bits > out.bits || t.lanes != 1) {
+      LOOM_THROW(TypeError) << "out_dtype " << text << " needs float operands no wider than it (bfloat16 or float16 "
+                            << "products summed in float32), got " << a.to_string() << " and " << b.to_string();
+    }
   return out;
 }
 

@@ -75,9 +75,10 @@ inline tir::Stmt per_row(const Indices& shape, int64_t axis,
 }
 
 // The products (conv2d, matmul, dense) take `out_dtype`: empty, the
-// operands' one dtype; an integer dtype, any two integer operands, each
-// element widened to it before the multiply and the sum accumulated in it
-// (docs/low-precision.md).  product_dtype is their result dtype (a
+// operands' one dtype; an integer dtype, any two integer operands; a
+// float dtype, float operands no wider (bfloat16 products summed in
+// float32).  Each element is widened to it before the multiply and the
+// sum accumulated in it (docs/low-precision.md).  product_dtype is their result dtype (a
 // TypeError for operands it does not take); widen casts a loaded element
 // to it.
 extern const SchemaField kOutDtypeAttr;

@@ -18,6 +18,7 @@
 #include "partition_graph.h"
 #include "plan_devices.h"
 #include "qdq_to_integer.h"
+#include "to_mixed_precision.h"
 #include "winograd.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("passes") LOOM_PLUGIN_VERSION("0.1.0")
@@ -67,6 +68,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FoldConstant());
   PassRegistry::register_pass(loom::passes::FoldBatchNorm());
   PassRegistry::register_pass(loom::passes::QDQToInteger());
+  PassRegistry::register_pass(loom::passes::ToMixedPrecision());
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());

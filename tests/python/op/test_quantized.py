@@ -86,7 +86,10 @@ def test_integer_matmul_and_dense_sum_in_int32(config):
 @pytest.mark.parametrize("make, message", [
     (lambda x, w: op.conv2d(x, w), "operands have dtypes uint8 and int8 (integer operands of two dtypes need an "
                                    "integer out_dtype, such as int32)"),
-    (lambda x, w: op.conv2d(x, w, out_dtype="float32"), "out_dtype float32 needs operands of float32"),
+    (lambda x, w: op.conv2d(x, w, out_dtype="float32"), "out_dtype float32 needs float operands no wider than it "
+                                                        "(bfloat16 or float16 products summed in float32), got uint8"),
+    (lambda x, w: op.conv2d(op.cast(x, dtype="float64"), op.cast(w, dtype="float64"), out_dtype="float32"),
+     "out_dtype float32 needs float operands no wider than it"),
     (lambda x, w: op.conv2d(op.cast(x, dtype="float32"), w, out_dtype="int32"),
      "out_dtype int32 needs integer operands, got float32 and int8"),
     (lambda x, w: op.conv2d(x, w, out_dtype="int33"), "int33"),

@@ -1,0 +1,141 @@
+"""bfloat16 products summed in float32 (docs/low-precision.md): conv2d,
+matmul and dense of bfloat16 operands with out_dtype float32 against
+NumPy on the same rounded values, and the pass ToMixedPrecision: what it
+converts (the products, weights once at compile time) and what it keeps
+in float32, and a model within 1e-2 of its float32 result."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, ir, op, transform
+
+from conftest import optional_import, requires
+
+torch = optional_import("torch")
+torchvision = optional_import("torchvision")
+
+ROOT = Path(__file__).resolve().parents[3]
+HOST = str(ROOT / "configs" / "host.yaml")
+
+
+def module(params, body):
+    return ir.IRModule({"main": graph.Function(params, body)})
+
+
+def bf16_bits(a):
+    """float32 -> bfloat16 bit patterns (uint16), rounded to nearest even."""
+    u = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_value(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def as_bf16(bits):
+    """A bfloat16 NDArray holding `bits`."""
+    return loom.nd.array(bits.view(np.int16)).view("bfloat16")
+
+
+@pytest.mark.parametrize("config", [HOST, str(ROOT / "configs" / "ref.yaml")])
+def test_bfloat16_products_sum_in_float32(config):
+    rng = np.random.default_rng(0)
+    xb, wb = bf16_bits(rng.standard_normal((2, 4, 7, 7))), bf16_bits(rng.standard_normal((5, 4, 3, 3)))
+    ab, bb = bf16_bits(rng.standard_normal((6, 40))), bf16_bits(rng.standard_normal((40, 3)))
+    x = graph.Var("x", shape=xb.shape, dtype="bfloat16")
+    w = graph.Var("w", shape=wb.shape, dtype="bfloat16")
+    a = graph.Var("a", shape=ab.shape, dtype="bfloat16")
+    b = graph.Var("b", shape=bb.shape, dtype="bfloat16")
+    bt = graph.Var("bt", shape=bb.T.shape, dtype="bfloat16")
+    body = graph.Tuple([op.conv2d(x, w, padding=[1, 1], out_dtype="float32"), op.matmul(a, b, out_dtype="float32"),
+                        op.dense(a, bt, out_dtype="float32")])
+    lib = loom.build(module([x, w, a, b, bt], body), config)
+    conv, mm, dn = (t.numpy() for t in lib["main"](as_bf16(xb), as_bf16(wb), as_bf16(ab), as_bf16(bb),
+                                                    as_bf16(np.ascontiguousarray(bb.T))))
+    xf, wf = bf16_value(xb).astype(np.float64), bf16_value(wb).astype(np.float64)
+    want = torch_free_conv(xf, wf)
+    assert conv.dtype == np.float32
+    np.testing.assert_allclose(conv, want, rtol=1e-5, atol=1e-5)
+    want = bf16_value(ab).astype(np.float64) @ bf16_value(bb).astype(np.float64)
+    np.testing.assert_allclose(mm, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dn, want, rtol=1e-5, atol=1e-5)
+
+
+def torch_free_conv(x, w):
+    """Padding 1, stride 1 cross-correlation in float64 (NCHW, OIHW)."""
+    n, c, h, wd = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((n, w.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("nchw,oc->nohw", xp[:, :, i:i + h, j:j + wd], w[:, :, i, j])
+    return y
+
+
+def mixed_config(dtype="bfloat16"):
+    text = (ROOT / "configs" / "host.yaml").read_text().replace(
+        "    - default", "    - ToMixedPrecision\n    - default").replace(
+        "  passes:\n", f"  config:\n    ToMixedPrecision.dtype: {dtype}\n  passes:\n")
+    return loom.Config.parse(text, "host-mixed.yaml")
+
+
+class Capture:
+    def __init__(self, *names):
+        self.names, self.text = names, {}
+
+    def after(self, info, mod):
+        if info.name in self.names:
+            self.text[info.name] = str(mod)
+
+
+def small_model(rng):
+    """A convolution, a layer norm, a dense layer and a softmax."""
+    x = graph.Var("x", shape=(2, 3, 8, 8), dtype="float32")
+    c = lambda *s: graph.Constant(rng.standard_normal(s).astype(np.float32) * 0.3)  # noqa: E731
+    y = op.relu(op.add(op.conv2d(x, c(8, 3, 3, 3), padding=[1, 1]), c(8, 1, 1)))
+    y = op.reshape(y, shape=[2, -1])
+    y = op.layer_norm(y, c(512), c(512))
+    y = op.softmax(op.add(op.dense(y, c(10, 512)), c(10)))
+    return module([x], y)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_to_mixed_precision_converts_the_products_and_keeps_the_rest_in_float32(dtype):
+    rng = np.random.default_rng(1)
+    mod = small_model(rng)
+    cap = Capture("ToMixedPrecision", "FoldConstant")
+    with transform.PassContext(instruments=[cap]):
+        lib = loom.build(mod, mixed_config(dtype))
+    after = cap.text["ToMixedPrecision"]
+    assert len(re.findall(r'out_dtype="float32"', after)) == 2, after
+    assert after.count(f"dtype={dtype}") == 4  # both operands of both products
+    for kept in ("softmax(", "layer_norm(", "relu("):
+        assert kept in after
+    # the weights are converted once: constants of the narrow dtype, no cast of them left
+    folded = cap.text["FoldConstant"]
+    assert f'"dtype":"{dtype}"' in folded and folded.count(f"dtype={dtype}") == 2, folded
+    a = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    got = lib["main"](a).numpy()
+    want = loom.build(mod, HOST)["main"](a).numpy()
+    assert got.dtype == np.float32
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+    assert not np.array_equal(got, want)  # it did compute in the narrow dtype
+
+
+@requires("torch", "torchvision", "onnx")
+def test_a_resnet_in_mixed_precision_is_within_1e_2_of_float32():
+    import io
+    from loom.frontend import onnx as lonnx
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 64, 64)
+    f = io.BytesIO()
+    torch.onnx.export(model, x, f, opset_version=13)
+    mod = lonnx.from_onnx(f.getvalue())
+    got = loom.build(mod, mixed_config())["main"](x.numpy()).numpy()
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
