@@ -11,6 +11,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -62,6 +64,21 @@ std::string symbol_for(const std::string& name) {
   return out;
 }
 
+// The bits of the bfloat16 nearest to v (ties to even; a NaN quiet),
+// rounded once as the cast from float64 does: to float32 rounding to odd,
+// then to nearest even.
+uint16_t bfloat16_bits(double v) {
+  if (std::isnan(v)) return 0x7FC0;
+  float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if (static_cast<double>(f) != v && !std::isinf(f)) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) bits -= 1;  // toward zero
+    bits |= 1;
+  }
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+
 // The x86 vector widths whose maxps/minps the codegen may call (SSE: 4
 // floats, AVX: 8, AVX-512: 16); none elsewhere.
 struct X86MinMax {
@@ -108,7 +125,10 @@ class FunctionCodegen {
         if (t.bits == 64) return b_.getDoubleTy();
         break;
       case DataType::kBFloat:
-        return b_.getBFloatTy();
+        // Its bits: LLVM's bfloat values would be promoted to float in
+        // selects and phis and narrowed by compiler-rt's __truncsfbf2,
+        // which is not linked; arithmetic converts (cast, binary).
+        return b_.getInt16Ty();
       case DataType::kHandle:
         return b_.getPtrTy();
       default:
@@ -207,6 +227,8 @@ class FunctionCodegen {
   }
   Value* expr_here(const tir::PrimExpr& e);
   Value* binary(const tir::BinaryOpNode* op);
+  // op on the compiled operands a and b, of dtype t.
+  Value* binary(const tir::BinaryOpNode* op, Value* a, Value* b, DataType t);
   Value* cast(DataType to, DataType from, Value* v);
   Value* x86_min_max(bool min, Value* a, Value* b);
   Value* call(const tir::CallNode* op);
@@ -858,7 +880,10 @@ Value* FunctionCodegen::expr_here(const tir::PrimExpr& e) {
     if (op->dtype.code == DataType::kBool) return b_.getInt1(op->value != 0);
     return llvm::ConstantInt::get(scalar_type(op->dtype), static_cast<uint64_t>(op->value), true);
   }
-  if (const auto* op = e.as<tir::FloatImmNode>()) return llvm::ConstantFP::get(scalar_type(op->dtype), op->value);
+  if (const auto* op = e.as<tir::FloatImmNode>()) {
+    if (op->dtype.code == DataType::kBFloat) return b_.getInt16(bfloat16_bits(op->value));
+    return llvm::ConstantFP::get(scalar_type(op->dtype), op->value);
+  }
   if (const auto* op = e.as<tir::StringImmNode>()) return string_constant(op->value);
   if (const auto* op = e.as<tir::VarNode>()) return var(op);
   if (const auto* op = e.as<tir::BinaryOpNode>()) return binary(op);
@@ -887,14 +912,17 @@ Value* FunctionCodegen::expr_here(const tir::PrimExpr& e) {
 
 Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   DataType t = op->a.dtype();
-  if (t.code == DataType::kBFloat) {
-    // LLVM lowers bfloat16 arithmetic through compiler-rt's __truncsfbf2,
-    // which this JIT and the exported libraries do not link.
-    fail("bfloat16 arithmetic (" + std::string(op->type_key()) +
-         "): the llvm target converts bfloat16 to and from float32 but computes in float32 only; cast first");
-  }
-  Value* a = expr(op->a);
-  Value* b = expr(op->b);
+  if (t.code != DataType::kBFloat) return binary(op, expr(op->a), expr(op->b), t);
+  // bfloat16 computes in float32 and rounds back to nearest even: exact
+  // for +, -, *, / (float32 has more than twice bfloat16's bits plus two,
+  // so the double rounding gives the correctly rounded result).  LLVM's
+  // own bfloat arithmetic calls compiler-rt, which is not linked.
+  DataType f32(DataType::kFloat, 32, t.lanes);
+  Value* r = binary(op, cast(f32, t, expr(op->a)), cast(f32, t, expr(op->b)), f32);
+  return op->dtype.code == DataType::kBool ? r : cast(DataType(DataType::kBFloat, 16, t.lanes), f32, r);
+}
+
+Value* FunctionCodegen::binary(const tir::BinaryOpNode* op, Value* a, Value* b, DataType t) {
   bool fl = is_float(t), un = is_unsigned(t);
   auto is = [op](uint32_t index) { return op->type_index() == index; };
   if (is(tir::AddNode::runtime_type_index())) return fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
@@ -1094,6 +1122,19 @@ Value* FunctionCodegen::libm_call(const std::string& name, Value* x, llvm::Type*
 }
 
 Value* FunctionCodegen::call(const tir::CallNode* op) {
+  // A math function of bfloat16: in float32, rounded back (as binary).
+  bool bf16 = op->dtype.code == DataType::kBFloat;
+  for (const Any& a : op->args) bf16 |= a.cast<tir::PrimExpr>().dtype().code == DataType::kBFloat;
+  if (bf16) {
+    auto wide = [](DataType t) { return t.code == DataType::kBFloat ? DataType(DataType::kFloat, 32, t.lanes) : t; };
+    std::vector<tir::PrimExpr> args;
+    for (const Any& a : op->args) {
+      tir::PrimExpr e = a.cast<tir::PrimExpr>();
+      args.push_back(e.dtype().code == DataType::kBFloat ? tir::PrimExpr(tir::Cast(wide(e.dtype()), e)) : e);
+    }
+    tir::PrimExpr f32 = tir::Call(wide(op->dtype), op->op, args);
+    return expr(op->dtype.code == DataType::kBFloat ? tir::PrimExpr(tir::Cast(op->dtype, f32)) : f32);
+  }
   std::vector<Value*> args;
   for (const Any& a : op->args) args.push_back(expr(a.cast<tir::PrimExpr>()));
   auto arity = [&](size_t n) {

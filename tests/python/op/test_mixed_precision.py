@@ -1,8 +1,9 @@
-"""bfloat16 products summed in float32 (docs/low-precision.md): conv2d,
-matmul and dense of bfloat16 operands with out_dtype float32 against
-NumPy on the same rounded values, and the pass ToMixedPrecision: what it
-converts (the products, weights once at compile time) and what it keeps
-in float32, and a model within 1e-2 of its float32 result."""
+"""bfloat16 (docs/low-precision.md): its arithmetic on the llvm target
+bit for bit as the ref interpreter and NumPy's correctly rounded result;
+conv2d, matmul and dense of bfloat16 operands with out_dtype float32
+against NumPy on the same rounded values; the pass ToMixedPrecision: what
+it converts (the products, weights once at compile time) and what it
+keeps in float32, and a model within 1e-2 of its float32 result."""
 import re
 from pathlib import Path
 
@@ -32,12 +33,38 @@ def bf16_bits(a):
 
 
 def bf16_value(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+    return (np.atleast_1d(bits).astype(np.uint32) << 16).view(np.float32)
 
 
 def as_bf16(bits):
     """A bfloat16 NDArray holding `bits`."""
     return loom.nd.array(bits.view(np.int16)).view("bfloat16")
+
+
+def test_bfloat16_arithmetic_is_correctly_rounded_and_the_same_bits_as_the_ref_interpreter():
+    rng = np.random.default_rng(2)
+    ab, bb = bf16_bits(rng.standard_normal(67) * 3), bf16_bits(rng.standard_normal(67) * 3)
+    ab[:3] = bf16_bits(np.array([np.nan, np.inf, -0.0]))
+    x = graph.Var("x", shape=ab.shape, dtype="bfloat16")
+    y = graph.Var("y", shape=bb.shape, dtype="bfloat16")
+    ops = [op.add, op.subtract, op.multiply, op.divide, op.maximum, op.less]
+    body = graph.Tuple([f(x, y) for f in ops] + [op.relu(x), op.sum(op.abs(y)), op.exp(y)])
+    outs = {}
+    for config in (HOST, str(ROOT / "configs" / "ref.yaml")):
+        got = loom.build(module([x, y], body), config)["main"](as_bf16(ab), as_bf16(bb))
+        outs[config] = [t.view("int16").numpy().view(np.uint16) if str(t.dtype) == "bfloat16" else t.numpy()
+                        for t in got]
+    a, b = bf16_value(ab).astype(np.float64), bf16_value(bb).astype(np.float64)
+    with np.errstate(all="ignore"):
+        exact = [a + b, a - b, a * b, a / b, np.maximum(a, b)]
+    for k, want in enumerate(exact):
+        got = outs[HOST][k]
+        np.testing.assert_array_equal(got[3:], bf16_bits(want[3:]))  # one rounding of the exact result
+        assert np.isnan(bf16_value(got[0])) and np.array_equal(outs[HOST][k], outs[str(ROOT / "configs" / "ref.yaml")][k])
+    np.testing.assert_array_equal(outs[HOST][5], a < b)
+    np.testing.assert_array_equal(outs[HOST][6][3:], bf16_bits(np.maximum(a[3:], 0)))
+    assert abs(bf16_value(outs[HOST][7])[0] - np.abs(b).sum()) <= 0.02 * np.abs(b).sum()  # summed in bfloat16
+    np.testing.assert_allclose(bf16_value(outs[HOST][8]), np.exp(b), rtol=2 ** -7)
 
 
 @pytest.mark.parametrize("config", [HOST, str(ROOT / "configs" / "ref.yaml")])
