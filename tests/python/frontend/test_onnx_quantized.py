@@ -1,6 +1,8 @@
 """Quantized ONNX models (docs/low-precision.md): the QOperator form's
 QLinearConv, QLinearMatMul, ConvInteger and MatMulInteger against NumPy's
-integer arithmetic, with zero points, per-channel scales and biases; the
+integer arithmetic, with zero points, per-channel scales and biases, and
+ONNX Runtime's contrib operators (QLinearAdd, ...) in a QOperator network;
+the
 QDQ form of torchvision's ResNet-18 and MobileNetV2 quantized by
 torch.ao.quantization and exported by torch.onnx, run as integer kernels
 (no float convolution left after QDQToInteger) and equal to an integer
@@ -156,3 +158,98 @@ def test_a_quantized_torchvision_model_runs_integer_kernels_equal_to_the_integer
         assert np.abs(got - want).max() <= step * 1.01
         assert (np.abs(got - want) < step / 2).mean() > 0.99
         assert want.std() > 10 * step  # not a network whose output quantizes to a constant
+
+
+def contrib_model(nodes, inputs, outputs, initializers=()):
+    m = model(nodes, inputs, outputs, initializers)
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m
+
+
+def quantize_ref(y, scale, zero_point, dtype=np.uint8):
+    info = np.iinfo(dtype)
+    return np.clip(np.round(y / scale) + zero_point, info.min, info.max)
+
+
+@requires("onnx")
+def test_onnx_runtime_contrib_operators_of_the_qoperator_form():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (2, 4, 5, 5)).astype(np.uint8)
+    b = rng.integers(0, 256, (2, 4, 5, 5)).astype(np.uint8)
+    sa, za, sb, zb, sc, zc = np.float32(0.03), np.uint8(120), np.float32(0.05), np.uint8(3), np.float32(0.07), \
+        np.uint8(128)
+    consts = [("sa", sa), ("za", za), ("sb", sb), ("zb", zb), ("sc", sc), ("zc", zc)]
+    ms = "com.microsoft"
+    nodes = [helper.make_node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["add"], domain=ms),
+             helper.make_node("QLinearMul", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["mul"], domain=ms),
+             helper.make_node("QLinearGlobalAveragePool", ["a", "sa", "za", "sc", "zc"], ["gap"], domain=ms),
+             helper.make_node("QLinearSigmoid", ["a", "sa", "za", "sc", "zc"], ["sig"], domain=ms),
+             helper.make_node("QLinearLeakyRelu", ["a", "sa", "za", "sc", "zc"], ["leaky"], domain=ms, alpha=0.2),
+             helper.make_node("QLinearConcat", ["sc", "zc", "a", "sa", "za", "b", "sb", "zb"], ["cat"], domain=ms,
+                              axis=1)]
+    outs = ["add", "mul", "gap", "sig", "leaky", "cat"]
+    m = contrib_model(nodes, [("a", list(a.shape), "uint8"), ("b", list(b.shape), "uint8")],
+                      [(o, None, "uint8") for o in outs], consts)
+    got = loom.build(lonnx.from_onnx(m), HOST)["main"](a, b)
+    da, db = (a.astype(np.float64) - za) * sa, (b.astype(np.float64) - zb) * sb
+    wants = [da + db, da * db, da.mean(axis=(2, 3), keepdims=True), 1 / (1 + np.exp(-da)),
+             np.where(da < 0, 0.2 * da, da), np.concatenate([da, db], axis=1)]
+    for name, g, want in zip(outs, got, wants):
+        g = g.numpy()
+        w = quantize_ref(want, sc, zc)
+        assert g.dtype == np.uint8 and g.shape == w.shape, name
+        assert np.abs(g.astype(np.int64) - w).max() <= 1, name
+
+
+@requires("onnx")
+def test_a_qoperator_network_imports_with_no_float_convolution():
+    """QuantizeLinear, QLinearConv, a residual QLinearAdd, a uint8 MaxPool,
+    QLinearGlobalAveragePool, QLinearMatMul, DequantizeLinear: the form of
+    the ONNX model zoo's int8 CNNs."""
+    rng = np.random.default_rng(4)
+    w1 = rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-127, 128, (8, 8, 3, 3)).astype(np.int8)
+    fc = rng.integers(-127, 128, (8, 5)).astype(np.int8)
+    c = {"s_in": np.float32(0.02), "z_in": np.uint8(128), "s_w1": np.float32(0.01), "s_w2": np.float32(0.004),
+         "z_w": np.int8(0), "s_1": np.float32(0.05), "s_2": np.float32(0.05), "z_1": np.uint8(0),
+         "s_add": np.float32(0.08), "s_fc": np.float32(0.003), "s_out": np.float32(0.1), "z_out": np.uint8(100),
+         "w1": w1, "w2": w2, "fc": fc}
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s_in", "z_in"], ["xq"]),
+        helper.make_node("QLinearConv", ["xq", "s_in", "z_in", "w1", "s_w1", "z_w", "s_1", "z_1"], ["c1"],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("QLinearConv", ["c1", "s_1", "z_1", "w2", "s_w2", "z_w", "s_2", "z_1"], ["c2"],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("QLinearAdd", ["c1", "s_1", "z_1", "c2", "s_2", "z_1", "s_add", "z_1"], ["r"], domain=ms),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("QLinearGlobalAveragePool", ["p", "s_add", "z_1", "s_add", "z_1"], ["g"], domain=ms),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("QLinearMatMul", ["f", "s_add", "z_1", "fc", "s_fc", "z_w", "s_out", "z_out"], ["y"]),
+        helper.make_node("DequantizeLinear", ["y", "s_out", "z_out"], ["out"]),
+    ]
+    m = contrib_model(nodes, [("x", [1, 3, 12, 12], "float32")], [("out", None, "float32")], list(c.items()))
+    lib, text = build(m)
+    assert len(re.findall(r"\bconv2d\(", text)) == 2 and float_products(text) == [], text
+    x = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
+    got = lib["main"](x).numpy()
+
+    # NumPy, as the operators' equations read, in float64
+    def dq(q, s, z):
+        return (q.astype(np.float64) - z) * s
+
+    def qconv(q, s, z, w, sw, so, zo):
+        acc = integer_conv(q.astype(np.int64) - z, w, pad=1)
+        return quantize_ref(acc * (s * sw) / so, 1, zo)
+
+    xq = quantize_ref(x, c["s_in"], c["z_in"])
+    c1 = qconv(xq, c["s_in"], c["z_in"], w1, c["s_w1"], c["s_1"], 0)
+    c2 = qconv(c1, c["s_1"], 0, w2, c["s_w2"], c["s_2"], 0)
+    r = quantize_ref(dq(c1, c["s_1"], 0) + dq(c2, c["s_2"], 0), c["s_add"], 0)
+    p = r.reshape(1, 8, 6, 2, 6, 2).max(axis=(3, 5))
+    g = quantize_ref(dq(p, c["s_add"], 0).mean(axis=(2, 3)), c["s_add"], 0)
+    y = quantize_ref(g @ fc.astype(np.float64) * (c["s_add"] * c["s_fc"]) / c["s_out"], 1, c["z_out"])
+    want = dq(y, c["s_out"], c["z_out"])
+    # (an intermediate rounding may differ by a step, which can move the result by one)
+    assert np.abs(got - want).max() <= c["s_out"] * 1.01
+    assert want.std() > 2 * c["s_out"]

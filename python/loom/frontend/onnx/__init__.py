@@ -33,13 +33,25 @@ REGISTRY = Registry("ONNX")
 OPSETS = (7, 17)  # the default domain's opsets the importer is tested with
 
 
-def converter(op_type, opsets=(1, 17), fold=None, replace=False):
+def converter(op_type, opsets=(1, 17), fold=None, replace=False, domain=""):
     """Registers the decorated function as the converter of `op_type` for
-    the default domain's opsets `opsets` (inclusive)."""
+    its domain's opsets `opsets` (inclusive): the default domain's, or
+    another's (domain="com.microsoft": ONNX Runtime's contrib operators,
+    registered as "com.microsoft.QLinearAdd")."""
     def register(fn):
-        REGISTRY.register(op_type, fn, opsets, fold=fold, replace=replace)
+        REGISTRY.register(_key(domain, op_type), fn, opsets, fold=fold, replace=replace)
         return fn
     return register
+
+
+def _domain(node):
+    return node.domain if node.domain not in ("", "ai.onnx") else ""
+
+
+def _key(domain, op_type):
+    """The registry's name of an operator: its type, prefixed by a domain
+    other than the default."""
+    return f"{domain}.{op_type}" if domain else op_type
 
 
 def supported_operators():
@@ -146,22 +158,25 @@ def _load(model):
         raise _core.ParseError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from None
 
 
-def _opset(model):
+def _opsets(model):
+    """{domain: opset}, the default domain as "" (1 when not imported)."""
+    out = {"": 1}
     for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            return entry.version
-    return 1
+        out[entry.domain if entry.domain not in ("", "ai.onnx") else ""] = entry.version
+    return out
 
 
-def _check_supported(model, opset):
+def _check_supported(model, opsets):
     nodes = []
     for n in model.graph.node:
-        domain = n.domain if n.domain not in ("", "ai.onnx") else ""
+        domain = _domain(n)
         label = (domain, n.op_type) if domain else n.op_type
-        if not domain and n.op_type in NOT_COMPILABLE and REGISTRY.find(n.op_type, opset) is None:
+        if domain and REGISTRY.find(_key(domain, n.op_type), opsets.get(domain, 1)) is not None:
+            continue
+        if not domain and n.op_type in NOT_COMPILABLE and REGISTRY.find(n.op_type, opsets[""]) is None:
             label = (None, f"{n.op_type} ({NOT_COMPILABLE[n.op_type]})")
         nodes.append((label, n.name or (n.output[0] if n.output else "")))
-    REGISTRY.check(nodes, opset)
+    REGISTRY.check(nodes, opsets[""])
 
 
 def _input_var(value_info, shapes, symbols, reader=""):
@@ -205,8 +220,9 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
     if params not in ("constants", "inputs"):
         raise _core.TypeError(f"from_onnx: params must be 'constants' or 'inputs', got {params!r}")
     model = _load(model)
-    opset = _opset(model)
-    _check_supported(model, opset)  # one error for everything unsupported, before any work
+    opsets = _opsets(model)
+    opset = opsets[""]
+    _check_supported(model, opsets)  # one error for everything unsupported, before any work
     g = model.graph
     constants = dict(constants or {})
     values, weights, params_out, symbols, origins = {}, {}, [], {}, {}
@@ -250,7 +266,8 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
                 raise _core.LookupError(f"{node.op_type} '{node.name}': input '{name}' is not defined before it")
         node.args = args
         node.origins = [origins.get(name, set()) for name in proto.input]
-        convert, fold = REGISTRY.find(node.op_type, opset)
+        domain = _domain(proto)
+        convert, fold = REGISTRY.find(_key(domain, node.op_type), opsets.get(domain, 1))
         label = f"{node.op_type} '{node.name}'"
         with naming(label):
             known = fold is not None and all(a is None or isinstance(a, np.ndarray) for a in args)

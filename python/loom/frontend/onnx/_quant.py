@@ -141,3 +141,54 @@ def _conv_integer(ctx, node, x, w, x_zero_point=None, w_zero_point=None):
         w_zero_point = _reshape(ctx, w_zero_point, [-1] + [1] * (ctx.rank(w) - 1))  # per output channel
     w = _centred(ctx, node, w, w_zero_point, "w")
     return conv(ctx, node, x, w, out_dtype="int32")
+
+
+# ---------------------------------------- ONNX Runtime's contrib operators
+# (domain com.microsoft, opset 1): what its QOperator-format quantizer
+# writes besides QLinearConv and QLinearMatMul.  Each is the QDQ form:
+# dequantize the inputs, the float operator, quantize the result.
+
+def _contrib(op_type):
+    return converter(op_type, opsets=(1, 1), domain="com.microsoft")
+
+
+def _binary(ctx, node, fn, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale, c_zero_point):
+    y = fn(dequantize(ctx, node, a, a_scale, a_zero_point), dequantize(ctx, node, b, b_scale, b_zero_point))
+    return quantize(ctx, node, y, c_scale, c_zero_point)
+
+
+@_contrib("QLinearAdd")
+def _qlinear_add(ctx, node, *args):
+    return _binary(ctx, node, op.add, *args)
+
+
+@_contrib("QLinearMul")
+def _qlinear_mul(ctx, node, *args):
+    return _binary(ctx, node, op.multiply, *args)
+
+
+def _unary(fn):
+    def convert(ctx, node, x, x_scale, x_zero_point, y_scale, y_zero_point=None):
+        return quantize(ctx, node, fn(ctx, node, dequantize(ctx, node, x, x_scale, x_zero_point)), y_scale,
+                        y_zero_point)
+    return convert
+
+
+def _global_average(ctx, node, x):
+    axes = [1, 2] if node.attr("channels_last", 0) else list(range(2, ctx.rank(x)))
+    return op.mean(x, axis=axes, keepdims=True)
+
+
+_contrib("QLinearGlobalAveragePool")(_unary(_global_average))
+_contrib("QLinearSigmoid")(_unary(lambda ctx, node, x: op.sigmoid(x)))
+_contrib("QLinearLeakyRelu")(_unary(lambda ctx, node, x: op.where(
+    op.less(x, ctx.const(0, x)), op.multiply(x, ctx.const(float(node.attr("alpha", 0.01)), x)), x)))
+
+
+@_contrib("QLinearConcat")
+def _qlinear_concat(ctx, node, y_scale, y_zero_point, *triples):
+    if len(triples) % 3:
+        node.unsupported(f"{len(triples)} inputs after the result's scale and zero point (not triples)")
+    xs = [dequantize(ctx, node, *triples[k:k + 3]) for k in range(0, len(triples), 3)]
+    return quantize(ctx, node, op.concat(*xs, axis=_axis(int(node.attr("axis")), ctx.rank(xs[0]))), y_scale,
+                    y_zero_point)
