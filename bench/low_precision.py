@@ -10,8 +10,9 @@ float32 and against ONNX Runtime, one thread.
   same weights and against ONNX Runtime on the same QDQ file
   (onnxruntime-node, bench/setup_ort.sh; skipped with a reason without
   it), 224 x 224;
-* the top-1 agreement of the quantized model with the float one over
-  --samples random inputs (random weights make it a weak measure).
+* the top-1 agreement of the quantized ResNet-18 and MobileNetV2 with
+  their float models over --samples random inputs (random weights make it
+  a weak measure).
 
 Sides alternate in rounds; printed are each side's median and the median
 of the per-round ratios.
@@ -75,16 +76,18 @@ def matmul(args):
           f"{peers.ratio(per, 'float32', 'bfloat16'):.2f}x (target 1.7x)")
 
 
-def resnet(args):
+def model(args, name, timed):
+    """Builds the quantized and the float `name` at 224 x 224; times them
+    (and ONNX Runtime) when `timed`; reports the top-1 agreement."""
     import torch
     import loom
     from loom.frontend import onnx as lonnx
     import qdq_reference
-    data, float_model, _ = qdq_reference.quantized_model("resnet18", size=224)
+    data, float_model, _ = qdq_reference.quantized_model(name, size=224)
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     with tempfile.TemporaryDirectory() as directory, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        qpath = pathlib.Path(directory) / "resnet18_qdq.onnx"
+        qpath = pathlib.Path(directory) / f"{name}_qdq.onnx"
         qpath.write_bytes(data)
         f = io.BytesIO()
         torch.onnx.export(float_model, torch.from_numpy(x), f, opset_version=13)
@@ -92,40 +95,46 @@ def resnet(args):
         quantized = loom.build(lonnx.from_onnx(data), config(1))["main"]
         compile_s = time.perf_counter() - t
         flt = loom.build(lonnx.from_onnx(f.getvalue()), config(1))["main"]
-        sides = {"int8": lambda c: timed_calls(lambda: quantized(x), c),
-                 "float32": lambda c: timed_calls(lambda: flt(x), c)}
-        reason = why_not_ort()
-        session = None
-        if reason is None:
-            import onnx
-            session = OrtSession(qpath, {onnx.load_from_string(data).graph.input[0].name: x}, 1, directory)
-            sides["ort"] = session.times
-            step = qdq_reference.output_step(data)
-            gap = np.abs(session.outputs()[0] - quantized(x).numpy()).max() / step
-        try:
-            for side in sides.values():
-                side(2)
-            per = peers.alternate(sides, args.rounds, 5)
-        finally:
-            if session:
-                session.close()
-    for k in sides:
-        print(f"resnet18 224 {k:8s} {statistics.median(per[k]):8.2f} ms")
-    print(f"resnet18 quantized (QDQ, integer kernels) compile {compile_s:.1f} s; speed-up over Loom float32: "
-          f"{peers.ratio(per, 'float32', 'int8'):.2f}x (target 2x)")
-    if session:
-        print(f"resnet18 quantized / ONNX Runtime {session.version} on the same QDQ file: "
-              f"{peers.ratio(per, 'int8', 'ort'):.2f}x its time (target 1.0); outputs differ by at most "
-              f"{gap:.0f} quantization steps")
-    else:
-        print(f"ONNX Runtime: skipped: {reason}")
+        if timed:
+            time_sides(args, name, data, qpath, directory, x, quantized, flt, compile_s)
     agree = 0
     rng = np.random.default_rng(1)
     for _ in range(args.samples):
         s = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
         agree += int(quantized(s).numpy().argmax() == flt(s).numpy().argmax())
-    print(f"top-1 agreement of the quantized ResNet-18 with the float one over {args.samples} random inputs: "
+    print(f"top-1 agreement of the quantized {name} with the float one over {args.samples} random inputs: "
           f"{agree / args.samples:.1%} (random weights: a weak measure)")
+
+
+def time_sides(args, name, data, qpath, directory, x, quantized, flt, compile_s):
+    import qdq_reference
+    sides = {"int8": lambda c: timed_calls(lambda: quantized(x), c),
+             "float32": lambda c: timed_calls(lambda: flt(x), c)}
+    reason = why_not_ort()
+    session = None
+    if reason is None:
+        import onnx
+        session = OrtSession(qpath, {onnx.load_from_string(data).graph.input[0].name: x}, 1, directory)
+        sides["ort"] = session.times
+        step = qdq_reference.output_step(data)
+        gap = np.abs(session.outputs()[0] - quantized(x).numpy()).max() / step
+    try:
+        for side in sides.values():
+            side(2)
+        per = peers.alternate(sides, args.rounds, 5)
+    finally:
+        if session:
+            session.close()
+    for k in sides:
+        print(f"{name} 224 {k:8s} {statistics.median(per[k]):8.2f} ms")
+    print(f"{name} quantized (QDQ, integer kernels) compile {compile_s:.1f} s; speed-up over Loom float32: "
+          f"{peers.ratio(per, 'float32', 'int8'):.2f}x (target 2x)")
+    if session:
+        print(f"{name} quantized / ONNX Runtime {session.version} on the same QDQ file: "
+              f"{peers.ratio(per, 'int8', 'ort'):.2f}x its time (target 1.0); outputs differ by at most "
+              f"{gap:.0f} quantization steps")
+    else:
+        print(f"ONNX Runtime: skipped: {reason}")
 
 
 def main():
@@ -136,7 +145,8 @@ def main():
     peers.blas_at_best()
     print(f"low precision, 1 thread; {cpu_line()}")
     matmul(args)
-    resnet(args)
+    model(args, "resnet18", timed=True)
+    model(args, "mobilenet_v2", timed=False)
     return 0
 
 
