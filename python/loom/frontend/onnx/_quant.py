@@ -12,7 +12,7 @@ from . import _axis, converter
 from ._nn import conv
 
 _QUANTIZED = ("uint8", "int8", "uint16", "int16")  # what quantize makes
-_RANGES = _QUANTIZED + ("int32",)  # what dequantize takes (int32: biases)
+_DEQUANTIZABLE = _QUANTIZED + ("int32",)  # what dequantize takes (int32: biases)
 
 
 def _per_axis(ctx, v, x, dtype, axis):
@@ -27,7 +27,7 @@ def _per_axis(ctx, v, x, dtype, axis):
     return op.reshape(v, shape=[-1] + [1] * (rank - 1 - axis))
 
 
-def _format(ctx, node, value, what, formats=_RANGES):
+def _format(ctx, node, value, what, formats=_DEQUANTIZABLE):
     dtype = ctx.dtype(value)
     if dtype not in formats:
         node.unsupported(f"{what} of type {dtype}")
@@ -95,7 +95,7 @@ def _qlinear_conv(ctx, node, x, x_scale, x_zero_point, w, w_scale, w_zero_point,
     return quantize(ctx, node, conv(ctx, node, dx, dw, bias), y_scale, y_zero_point)
 
 
-def _row_scale(ctx, v):
+def _per_row(ctx, v):
     """MatMulInteger's a_zero_point: a scalar, or one per row of a (its
     axis -2)."""
     return v if ctx.rank(v) == 0 or ctx.shape(v) == (1,) else _reshape(ctx, v, [-1, 1])
@@ -128,7 +128,7 @@ def _centred(ctx, node, x, zero_point, what):
 @converter("MatMulInteger", opsets=(10, 17))
 def _matmul_integer(ctx, node, a, b, a_zero_point=None, b_zero_point=None):
     if a_zero_point is not None:
-        a_zero_point = _row_scale(ctx, a_zero_point)
+        a_zero_point = _per_row(ctx, a_zero_point)
     a = _centred(ctx, node, a, a_zero_point, "A")
     b = _centred(ctx, node, b, b_zero_point, "B")
     return numpy_matmul(ctx, a, b, None, out_dtype="int32")
