@@ -9,40 +9,36 @@ transform::Pass CanonicalizeBindings() {
                                  .summary("let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a")
                                  .changes({"graph"})
                                  .preserves({"ops_lowered", "fused"});
-  return transform::function_pass<graph::FunctionNode>(
-      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
-        const auto* f = func.as<graph::FunctionNode>();
-        ir::Expr body =
-            graph::rewrite_lets(f->body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
-              if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
-              return ir::Expr(graph::Let(var, value, rest));
-            });
-        // Tuple literals bound by lets, by their variable.
-        std::unordered_map<const Object*, const graph::TupleNode*> tuples;
-        Visitor collect;
-        collect.on<graph::LetNode>([&](const graph::LetNode* let) {
-          if (const auto* t = let->value.as<graph::TupleNode>()) tuples[let->var.get()] = t;
-          collect.visit_children(let);
+  return graph_body_pass(info, [](const graph::FunctionNode& f, const transform::PassContext&) {
+    ir::Expr body =
+        graph::rewrite_lets(f.body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
+          if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
+          return ir::Expr(graph::Let(var, value, rest));
         });
-        collect.visit(Any(body));
-        Mutator items;
-        items.on<graph::TupleGetItemNode>([&](const graph::TupleGetItemNode*, const ObjectRef& self) -> Any {
-          ObjectRef mutated = items.mutate_children(self);
-          const auto* item = mutated.as<graph::TupleGetItemNode>();
-          const graph::TupleNode* tuple = item->tuple.as<graph::TupleNode>();
-          if (!tuple) {
-            auto found = tuples.find(item->tuple.get());
-            if (found != tuples.end()) tuple = found->second;
-          }
-          if (tuple && item->index >= 0 && static_cast<size_t>(item->index) < tuple->fields.size()) {
-            return tuple->fields[item->index];
-          }
-          return Any(mutated);
-        });
-        body = items.mutate_as<ir::Expr>(body);
-        if (body.same_as(f->body)) return func;
-        return graph::with_body(*f, body);
-      });
+    // Tuple literals bound by lets, by their variable.
+    std::unordered_map<const Object*, const graph::TupleNode*> tuples;
+    Visitor collect;
+    collect.on<graph::LetNode>([&](const graph::LetNode* let) {
+      if (const auto* t = let->value.as<graph::TupleNode>()) tuples[let->var.get()] = t;
+      collect.visit_children(let);
+    });
+    collect.visit(Any(body));
+    Mutator items;
+    items.on<graph::TupleGetItemNode>([&](const graph::TupleGetItemNode*, const ObjectRef& self) -> Any {
+      ObjectRef mutated = items.mutate_children(self);
+      const auto* item = mutated.as<graph::TupleGetItemNode>();
+      const graph::TupleNode* tuple = item->tuple.as<graph::TupleNode>();
+      if (!tuple) {
+        auto found = tuples.find(item->tuple.get());
+        if (found != tuples.end()) tuple = found->second;
+      }
+      if (tuple && item->index >= 0 && static_cast<size_t>(item->index) < tuple->fields.size()) {
+        return tuple->fields[item->index];
+      }
+      return Any(mutated);
+    });
+    return items.mutate_as<ir::Expr>(body);
+  });
 }
 
 }  // namespace loom::passes

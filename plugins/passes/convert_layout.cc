@@ -82,12 +82,6 @@ bool has_attr(const ir::OpDef& def, const std::string& key) {
   return false;
 }
 
-Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes) {
-  std::map<std::string, Any> items = attrs.get() ? attrs->items : std::map<std::string, Any>{};
-  for (const auto& [key, value] : changes) items[key] = value;
-  return Map(items);
-}
-
 // The layout a rank-4 channels-first value takes: channels-last (block 0)
 // or NCHW{block}c, blocks of `block` channels with the channel within its
 // block innermost (docs/passes.md, ConvertLayout).

@@ -21,12 +21,6 @@ const runtime::NDArrayNode* constant_array(const ir::Expr& e) {
   return c ? c->data.get() : nullptr;
 }
 
-bool is_call_of(const ir::Expr& e, const char* name) {
-  const auto* call = e.as<graph::CallNode>();
-  const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
-  return op && op->name == name;
-}
-
 // Element k of a float32/float64 array as a double.
 double element(const runtime::NDArrayNode* a, int64_t k) {
   if (a->dtype == DataType::Float(32)) return static_cast<const float*>(a->data())[k];
@@ -58,16 +52,12 @@ bool per_channel(const runtime::NDArrayNode* a, int64_t rank, int64_t axis, int6
   return true;
 }
 
-ir::Expr call(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std::map<std::string, Any>{})) {
-  return graph::Call(ir::Op::get(op), std::move(args), std::move(attrs));
-}
-
 class Folder {
  public:
   explicit Folder(const ir::Expr& body) : uses_(graph::use_counts(body)) {
     m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
       ObjectRef mutated = m_.mutate_children(self);
-      if (!is_call_of(downcast<ir::Expr>(self), "batch_norm")) return Any(mutated);
+      if (!call_of(downcast<ir::Expr>(self), "batch_norm")) return Any(mutated);
       ir::Expr folded = fold(*original, *mutated.as<graph::CallNode>());
       return folded.defined() ? Any(folded) : Any(mutated);
     });
@@ -115,12 +105,12 @@ class Folder {
       const runtime::NDArrayNode* bias = bias_;
       NDArray shift =
           make_array(along, dtype, [&](int64_t k) { return (bias ? element(bias, k) * s[k] : 0.0) + t[k]; });
-      return call("add", {graph::Call(c.callee, {c.args[0].cast<ir::Expr>(), graph::Constant(scaled)}, c.attrs),
-                          graph::Constant(shift)});
+      return call_op("add", {graph::Call(c.callee, {c.args[0].cast<ir::Expr>(), graph::Constant(scaled)}, c.attrs),
+                             graph::Constant(shift)});
     }
     NDArray scale = make_array(along, dtype, [&](int64_t k) { return s[k]; });
     NDArray shift = make_array(along, dtype, [&](int64_t k) { return t[k]; });
-    return call("add", {call("multiply", {x, graph::Constant(scale)}), graph::Constant(shift)});
+    return call_op("add", {call_op("multiply", {x, graph::Constant(scale)}), graph::Constant(shift)});
   }
 
   // The conv2d that `x` is (or that `x` adds a constant per-channel bias
@@ -129,12 +119,12 @@ class Folder {
   ir::Expr conv_with_bias(const ir::Expr& x, const ir::Expr& x_original, int64_t axis, int64_t rank, int64_t channels) {
     bias_ = nullptr;
     ir::Expr conv = x, conv_original = x_original;
-    if (is_call_of(x, "add") && used_once(x_original)) {
+    if (call_of(x, "add") && used_once(x_original)) {
       const auto& add = *x.as<graph::CallNode>();
       const auto& add_original = *x_original.as<graph::CallNode>();
       for (int side = 0; side < 2; ++side) {
         const runtime::NDArrayNode* b = constant_array(add.args[1 - side].cast<ir::Expr>());
-        if (b && is_call_of(add.args[side].cast<ir::Expr>(), "conv2d") && per_channel(b, rank, axis, channels)) {
+        if (b && call_of(add.args[side].cast<ir::Expr>(), "conv2d") && per_channel(b, rank, axis, channels)) {
           bias_ = b;
           conv = add.args[side].cast<ir::Expr>();
           conv_original = add_original.args[side].cast<ir::Expr>();
@@ -142,7 +132,7 @@ class Folder {
         }
       }
     }
-    if (!is_call_of(conv, "conv2d") || !used_once(conv_original)) return ir::Expr();
+    if (!call_of(conv, "conv2d") || !used_once(conv_original)) return ir::Expr();
     const auto& c = *conv.as<graph::CallNode>();
     const runtime::NDArrayNode* w = constant_array(c.args[1].cast<ir::Expr>());
     Map attrs = ir::OpRegistry::check_attrs("conv2d", c.attrs);
@@ -176,13 +166,8 @@ transform::Pass FoldBatchNorm() {
           .needs({"types_inferred"})
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
-  return transform::function_pass<graph::FunctionNode>(
-      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
-        const auto* f = func.as<graph::FunctionNode>();
-        ir::Expr body = Folder(f->body).run(f->body);
-        if (body.same_as(f->body)) return func;
-        return graph::with_body(*f, body);
-      });
+  return graph_body_pass(
+      info, [](const graph::FunctionNode& f, const transform::PassContext&) { return Folder(f.body).run(f.body); });
 }
 
 }  // namespace loom::passes

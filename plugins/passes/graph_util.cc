@@ -80,4 +80,40 @@ ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>&
   for (const runtime::NDArray& o : outputs) fields.push_back(graph::Constant(o));
   return graph::Tuple(fields);
 }
+const graph::CallNode* call_of(const ir::Expr& e, const char* name) {
+  const auto* call = e.as<graph::CallNode>();
+  const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
+  return op && op->name == name ? call : nullptr;
+}
+
+const graph::CallNode* product_call(const ir::Expr& e) {
+  for (const char* name : {"conv2d", "matmul", "dense"})
+    if (const auto* call = call_of(e, name)) return call;
+  return nullptr;
+}
+
+ir::Expr call_op(const char* op, std::vector<ir::Expr> args, Map attrs) {
+  return graph::Call(ir::Op::get(op), std::move(args), std::move(attrs));
+}
+
+Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes) {
+  std::map<std::string, Any> items = attrs.get() ? attrs->items : std::map<std::string, Any>{};
+  for (const auto& [key, value] : changes) items[key] = value;
+  return Map(items);
+}
+
+transform::Pass graph_body_pass(
+    const transform::PassInfo& info,
+    std::function<ir::Expr(const graph::FunctionNode&, const transform::PassContext&)> rewrite) {
+  return transform::function_pass<graph::FunctionNode>(
+      info,
+      [rewrite = std::move(rewrite)](const ir::BaseFunc& func, const ir::IRModule&,
+                                     const transform::PassContext& context) -> ir::BaseFunc {
+        const auto* f = func.as<graph::FunctionNode>();
+        ir::Expr body = rewrite(*f, context);
+        if (body.same_as(f->body)) return func;
+        return graph::with_body(*f, body);
+      });
+}
+
 }  // namespace loom::passes

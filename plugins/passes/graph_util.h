@@ -13,6 +13,7 @@
 #include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/object/traversal.h"
+#include "loom/transform/pass.h"
 
 namespace loom::passes {
 
@@ -35,6 +36,27 @@ class FunctionNames {
 // the constants' arrays.  FoldConstant's evaluator; ConvertLayout's for
 // what padded channels hold.
 ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>& args);
+
+// The call of operator `name` that `e` is, or null.
+const graph::CallNode* call_of(const ir::Expr& e, const char* name);
+
+// The call of a product with an out_dtype (conv2d, matmul or dense) that
+// `e` is, or null: what QDQToInteger and ToMixedPrecision rewrite.
+const graph::CallNode* product_call(const ir::Expr& e);
+
+// A call of the operator `op` (attributes a pass writes: unchecked here,
+// InferType checks them).
+ir::Expr call_op(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std::map<std::string, Any>{}));
+
+// `attrs` with `changes` set (added or replaced).
+Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes);
+
+// A function pass over graph functions that rewrites each body:
+// rewrite(function, context) returns the new body, or the same one for
+// "no change" (the function is then kept as it is).
+transform::Pass graph_body_pass(
+    const transform::PassInfo& info,
+    std::function<ir::Expr(const graph::FunctionNode&, const transform::PassContext&)> rewrite);
 
 }  // namespace loom::passes
 

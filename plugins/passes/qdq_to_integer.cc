@@ -14,16 +14,6 @@ namespace loom::passes {
 
 namespace {
 
-const graph::CallNode* call_of(const ir::Expr& e, const char* name) {
-  const auto* call = e.as<graph::CallNode>();
-  const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
-  return op && op->name == name ? call : nullptr;
-}
-
-ir::Expr call(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std::map<std::string, Any>{})) {
-  return graph::Call(ir::Op::get(op), std::move(args), std::move(attrs));
-}
-
 Array int_shape(const std::vector<int64_t>& shape) {
   std::vector<Any> out;
   for (int64_t d : shape) out.push_back(Any(d));
@@ -79,6 +69,7 @@ class Rewriter {
     graph::for_each_binding(body, [this](const graph::LetNode& let) { bound_[let.var.get()] = let.value; });
     m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
       ObjectRef mutated = m_.mutate_children(self);
+      if (!product_call(downcast<ir::Expr>(self))) return Any(mutated);
       ir::Expr out = rewrite(*original, *mutated.as<graph::CallNode>());
       return out.defined() ? Any(out) : Any(mutated);
     });
@@ -151,14 +142,12 @@ class Rewriter {
     if (known_zero(d.typed_operand(2))) return d.operand(0);
     DataType wide = q.bits <= 8 && z.bits <= 8 ? DataType::Int(16) : DataType::Int(32);
     Map to(std::map<std::string, Any>{{"dtype", Any(wide)}});
-    return call("subtract", {call("cast", {d.operand(0)}, to), call("cast", {d.operand(2)}, to)});
+    return call_op("subtract", {call_op("cast", {d.operand(0)}, to), call_op("cast", {d.operand(2)}, to)});
   }
 
   ir::Expr rewrite(const graph::CallNode& original, const graph::CallNode& mutated) {
+    if (original.args.size() != 2) return ir::Expr();
     const auto* op = original.callee.as<ir::OpNode>();
-    if (!op || (op->name != "conv2d" && op->name != "matmul" && op->name != "dense") || original.args.size() != 2) {
-      return ir::Expr();
-    }
     Map attrs = ir::OpRegistry::check_attrs(op->name, mutated.attrs);
     if (!attrs.at("out_dtype").as_string().empty()) return ir::Expr();
     auto x = dequantize_of(original.args[0].cast<ir::Expr>(), mutated.args[0].cast<ir::Expr>());
@@ -192,15 +181,14 @@ class Rewriter {
     // element is then the real zero, as the float convolution pads.
     ir::Expr xi = centred(*x, xt->dtype, xz->dtype), wi = centred(*w, wq->dtype, wz->dtype);
     // The scales leave the sum: (sx * sw[o]) * sum (x - zx)(w - zw).
-    ir::Expr sx = call("reshape", {x->operand(1)}, Map(std::map<std::string, Any>{{"shape", Any(int_shape({1}))}}));
-    ir::Expr sw = call("reshape", {w->operand(1)},
-                       Map(std::map<std::string, Any>{
-                           {"shape", Any(int_shape(per_channel ? out_scale_shape : std::vector<int64_t>{1}))}}));
-    std::map<std::string, Any> items = mutated.attrs.get() ? mutated.attrs->items : std::map<std::string, Any>{};
-    items["out_dtype"] = Any(std::string("int32"));
-    ir::Expr acc = graph::Call(mutated.callee, {xi, wi}, Map(items));
+    ir::Expr sx = call_op("reshape", {x->operand(1)}, Map(std::map<std::string, Any>{{"shape", Any(int_shape({1}))}}));
+    ir::Expr sw = call_op("reshape", {w->operand(1)},
+                          Map(std::map<std::string, Any>{
+                              {"shape", Any(int_shape(per_channel ? out_scale_shape : std::vector<int64_t>{1}))}}));
+    ir::Expr acc =
+        graph::Call(mutated.callee, {xi, wi}, with_attrs(mutated.attrs, {{"out_dtype", Any(std::string("int32"))}}));
     Map to_float(std::map<std::string, Any>{{"dtype", Any(xs->dtype)}});
-    return call("multiply", {call("cast", {acc}, to_float), call("multiply", {sx, sw})});
+    return call_op("multiply", {call_op("cast", {acc}, to_float), call_op("multiply", {sx, sw})});
   }
 
   std::unordered_map<const Object*, ir::Expr> bound_;
@@ -219,13 +207,8 @@ transform::Pass QDQToInteger() {
           .needs({"types_inferred"})
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
-  return transform::function_pass<graph::FunctionNode>(
-      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext&) -> ir::BaseFunc {
-        const auto* f = func.as<graph::FunctionNode>();
-        ir::Expr body = Rewriter(f->body).run(f->body);
-        if (body.same_as(f->body)) return func;
-        return graph::with_body(*f, body);
-      });
+  return graph_body_pass(
+      info, [](const graph::FunctionNode& f, const transform::PassContext&) { return Rewriter(f.body).run(f.body); });
 }
 
 }  // namespace loom::passes

@@ -103,15 +103,10 @@ transform::Pass Winograd() {
           .needs({"types_inferred"})
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
-  return transform::function_pass<graph::FunctionNode>(
-      info, [](const ir::BaseFunc& func, const ir::IRModule&, const transform::PassContext& context) -> ir::BaseFunc {
-        const auto* f = func.as<graph::FunctionNode>();
-        if (f->attrs.contains("primitive") || f->attrs.contains("codegen")) return func;
-        Rewriter rewriter(context.get_config("Winograd.min_channels").as_int());
-        ir::Expr body = rewriter.run(f->body);
-        if (body.same_as(f->body)) return func;
-        return graph::with_body(*f, body);
-      });
+  return graph_body_pass(info, [](const graph::FunctionNode& f, const transform::PassContext& context) {
+    if (f.attrs.contains("primitive") || f.attrs.contains("codegen")) return f.body;
+    return Rewriter(context.get_config("Winograd.min_channels").as_int()).run(f.body);
+  });
 }
 
 }  // namespace loom::passes
