@@ -5,13 +5,30 @@
 namespace loom::passes {
 
 transform::Pass CanonicalizeBindings() {
-  transform::PassInfo info = transform::PassInfo::named("CanonicalizeBindings")
-                                 .summary("let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a")
-                                 .changes({"graph"})
-                                 .preserves({"ops_lowered", "fused"});
+  transform::PassInfo info =
+      transform::PassInfo::named("CanonicalizeBindings")
+          .summary(
+              "let %y = %x uses %x for %y; (a, b).0 of a let-bound tuple literal becomes a; a cast to the dtype its "
+              "operand has is the operand")
+          .changes({"graph"})
+          .preserves({"ops_lowered", "fused"});
   return graph_body_pass(info, [](const graph::FunctionNode& f, const transform::PassContext&) {
+    // Casts that change nothing (an importer's Cast of a uint8 to uint8):
+    // the operand itself, so that the bindings below alias it.
+    Mutator casts;
+    casts.on<graph::CallNode>([&](const graph::CallNode* original, const ObjectRef& self) -> Any {
+      ObjectRef mutated = casts.mutate_children(self);
+      const graph::CallNode* cast = call_of(downcast<ir::Expr>(mutated), "cast");
+      if (!cast || cast->args.size() != 1) return Any(mutated);
+      // The operand's type as InferType left it (a rebuilt operand has none).
+      auto typed = original->args[0].cast<ir::Expr>();
+      const auto* t = typed->checked_type.defined() ? typed->checked_type.as<ir::TensorTypeNode>() : nullptr;
+      if (!t || !cast->attrs.contains("dtype") || cast->attrs.at("dtype").as_dtype() != t->dtype) return Any(mutated);
+      return cast->args[0];
+    });
     ir::Expr body =
-        graph::rewrite_lets(f.body, [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
+        graph::rewrite_lets(casts.mutate_as<ir::Expr>(f.body), [&](const graph::Var& var, const ir::Expr& value,
+                                                                     const ir::Expr& rest) {
           if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
           return ir::Expr(graph::Let(var, value, rest));
         });
