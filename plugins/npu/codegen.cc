@@ -14,17 +14,33 @@
 
 namespace loom::npu {
 
-std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e) {
+std::optional<Dtype> npu_dtype(DataType t) {
+  if (t == DataType::Float(32)) return Dtype::kFloat32;
+  if (t == DataType::Int(8)) return Dtype::kInt8;
+  if (t == DataType::UInt(8)) return Dtype::kUInt8;
+  if (t == DataType::Int(32)) return Dtype::kInt32;
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::vector<int64_t>, Dtype>> typed_shape(const ir::Expr& e) {
   if (!e.defined() || !e->checked_type.defined()) return std::nullopt;
   const auto* t = e->checked_type.as<ir::TensorTypeNode>();
-  if (!t || t->unknown_rank() || t->dtype != DataType::Float(32)) return std::nullopt;
+  if (!t || t->unknown_rank()) return std::nullopt;
+  std::optional<Dtype> dtype = npu_dtype(t->dtype);
+  if (!dtype) return std::nullopt;
   std::vector<int64_t> out;
   for (const Any& d : t->shape) {
     const auto* imm = d.as_object_ref().as<tir::IntImmNode>();
     if (!imm) return std::nullopt;
     out.push_back(imm->value);
   }
-  return out;
+  return std::make_pair(out, *dtype);
+}
+
+std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e) {
+  auto typed = typed_shape(e);
+  if (!typed || typed->second != Dtype::kFloat32) return std::nullopt;
+  return typed->first;
 }
 
 namespace {
@@ -60,7 +76,9 @@ std::vector<int64_t> padding(const Map& attrs) {
 }
 
 // One composite call as the NPU sees it: an anchor operator, its
-// operands, and an epilogue (a per-channel bias, an activation).
+// operands, and an epilogue (a per-channel bias, an activation); for the
+// integer mode (docs/npu-spec.md, "Integers") its zero point, scale and
+// requantization too.
 struct Layer {
   std::string composite;  // for errors
   std::string anchor;
@@ -70,7 +88,31 @@ struct Layer {
   bool relu = false, clip = false;
   float lo = 0, hi = 0;
   ir::Expr result;  // the region's variable bound to the layer
+  // The integer mode.  An int8 product: int32 sums of (x - x_zero) . w,
+  // converted to fp32 and multiplied by `scale`; an int8 add: its operands
+  // dequantized by `dequant`.  `quantize`: the result requantized.
+  bool integer = false;
+  int32_t x_zero = 0;
+  ir::Expr scale;
+  std::vector<std::pair<float, int32_t>> dequant;  // int8 add: (scale, zero point) per operand
+  bool quantize = false;
+  float q_scale = 1;
+  int32_t q_zero = 0;
 };
+
+// A constant scalar's value (of any dtype), or nothing.
+std::optional<double> scalar_value(const ir::Expr& e) {
+  const auto* c = e.as<graph::ConstantNode>();
+  if (!c || c->data->numel() != 1) return std::nullopt;
+  const void* p = c->data->data();
+  DataType t = c->data->dtype;
+  if (t == DataType::Float(32)) return *static_cast<const float*>(p);
+  if (t == DataType::Int(8)) return *static_cast<const int8_t*>(p);
+  if (t == DataType::UInt(8)) return *static_cast<const uint8_t*>(p);
+  if (t == DataType::Int(16)) return *static_cast<const int16_t*>(p);
+  if (t == DataType::Int(32)) return *static_cast<const int32_t*>(p);
+  return std::nullopt;
+}
 
 Layer read_layer(const ir::IRModule& module, const std::string& callee, const graph::CallNode& call,
                  const ir::Expr& result) {
@@ -86,45 +128,112 @@ Layer read_layer(const ir::IRModule& module, const std::string& callee, const gr
     if (found == outer.end()) LOOM_THROW(Error) << "composite " << layer.composite << " reads a value it does not take";
     return found->second;
   };
+  auto scalar = [&](const Any& a, const char* what) {
+    std::optional<double> v = scalar_value(arg(a));
+    if (!v) LOOM_THROW(Error) << "composite " << layer.composite << ": " << what << " is not a constant scalar";
+    return *v;
+  };
+  // Before the anchor: the integer prologue (cast(x, int16), then minus
+  // x's zero point) and an int8 add's dequantized operands.
+  const Object* widened = nullptr;  // cast(x, int16)
+  ir::Expr widened_from;
+  const Object* centred = nullptr;  // cast(x, int16) - zero point
+  std::unordered_map<const Object*, std::pair<ir::Expr, std::pair<float, int32_t>>> dequantized;
+  bool to_float = false;
   const Object* prev = nullptr;
   ir::Expr cur = f->body;
   cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
     const auto* c = let.value.as<graph::CallNode>();
     const auto* op = c ? c->callee.as<ir::OpNode>() : nullptr;
     if (!op) LOOM_THROW(Error) << "composite " << layer.composite << " has a binding that is not an operator call";
-    Map attrs = ir::OpRegistry::check_attrs(op->name, c->attrs);
+    const std::string& name = op->name;
+    Map attrs = ir::OpRegistry::check_attrs(name, c->attrs);
     bool chained = prev && c->args.size() >= 1 && c->args[0].object() == prev;
-    if (!prev) {
-      layer.anchor = op->name;
-      layer.attrs = attrs;
-      for (const Any& a : c->args) layer.args.push_back(arg(a));
-      if (op->name == "relu" || op->name == "clip") {
+    bool product = name == "conv2d" || name == "dense" || name == "matmul";
+    if (layer.anchor.empty()) {
+      if (name == "cast" && !prev) {
+        widened = let.var.get();
+        widened_from = arg(c->args[0]);
+      } else if (name == "subtract" && chained && widened) {
+        centred = let.var.get();
+        layer.x_zero = static_cast<int32_t>(scalar(c->args[1], "the zero point"));
+      } else if (name == "dequantize") {
+        dequantized[let.var.get()] = {arg(c->args[0]),
+                                      {static_cast<float>(scalar(c->args[1], "a dequantize's scale")),
+                                       static_cast<int32_t>(scalar(c->args[2], "a dequantize's zero point"))}};
+      } else if (product && (!prev || (chained && centred))) {
+        layer.anchor = name;
+        layer.attrs = attrs;
+        layer.integer = attrs.contains("out_dtype") && attrs.at("out_dtype").as_string() == "int32";
+        layer.args = {centred ? widened_from : arg(c->args[0]), arg(c->args[1])};
+      } else if (name == "add" && !dequantized.empty()) {
         layer.anchor = "eltwise";
-        layer.relu = op->name == "relu";
-        layer.clip = op->name == "clip";
+        layer.integer = true;
+        for (const Any& a : c->args) {
+          auto found = dequantized.find(a.object());
+          if (found == dequantized.end())
+            LOOM_THROW(Error) << "composite " << layer.composite << " adds a value it did not dequantize";
+          layer.args.push_back(found->second.first);
+          layer.dequant.push_back(found->second.second);
+        }
+      } else if (chained && dequantized.size() == 1 && (name == "relu" || name == "clip" || name == "max_pool2d")) {
+        // An int8 activation or max pooling: the operand dequantized.
+        layer.anchor = name == "max_pool2d" ? name : "eltwise";
+        layer.attrs = attrs;
+        layer.integer = true;
+        layer.args = {dequantized.begin()->second.first};
+        layer.dequant = {dequantized.begin()->second.second};
+        layer.relu = name == "relu";
+        layer.clip = name == "clip";
         if (layer.clip)
           layer.lo = static_cast<float>(attrs.at("a_min").as_float()),
           layer.hi = static_cast<float>(attrs.at("a_max").as_float());
-      } else if (op->name == "add") {
-        layer.anchor = "eltwise";
+      } else if (!prev) {
+        layer.anchor = name;
+        layer.attrs = attrs;
+        for (const Any& a : c->args) layer.args.push_back(arg(a));
+        if (name == "relu" || name == "clip") {
+          layer.anchor = "eltwise";
+          layer.relu = name == "relu";
+          layer.clip = name == "clip";
+          if (layer.clip)
+            layer.lo = static_cast<float>(attrs.at("a_min").as_float()),
+            layer.hi = static_cast<float>(attrs.at("a_max").as_float());
+        } else if (name == "add") {
+          layer.anchor = "eltwise";
+        }
+      } else {
+        LOOM_THROW(Error) << "composite " << layer.composite << ": the npu cannot begin a layer with " << name;
       }
-    } else if (chained && op->name == "add" && !layer.bias.defined() && !layer.relu && !layer.clip &&
-               (layer.anchor == "conv2d" || layer.anchor == "dense")) {
+    } else if (chained && name == "cast" && layer.integer && layer.anchor != "eltwise" && !to_float) {
+      to_float = true;  // int32 -> fp32
+    } else if (chained && name == "multiply" && to_float && !layer.scale.defined()) {
+      layer.scale = arg(c->args[1]);
+    } else if (chained && name == "add" && !layer.bias.defined() && !layer.relu && !layer.clip && !layer.quantize &&
+               layer.anchor != "eltwise" && (layer.integer ? layer.scale.defined() : layer.anchor != "matmul")) {
       layer.bias = arg(c->args[1]);
-    } else if (chained && op->name == "relu" && !layer.relu && !layer.clip) {
+    } else if (chained && name == "relu" && !layer.relu && !layer.clip && !layer.quantize) {
       layer.relu = true;
-    } else if (chained && op->name == "clip" && !layer.relu && !layer.clip) {
+    } else if (chained && name == "clip" && !layer.relu && !layer.clip && !layer.quantize) {
       layer.clip = true;
       layer.lo = static_cast<float>(attrs.at("a_min").as_float());
       layer.hi = static_cast<float>(attrs.at("a_max").as_float());
+    } else if (chained && name == "quantize" && layer.integer && !layer.quantize) {
+      layer.quantize = true;
+      layer.q_scale = static_cast<float>(scalar(c->args[1], "quantize's scale"));
+      layer.q_zero = static_cast<int32_t>(scalar(c->args[2], "quantize's zero point"));
     } else {
       LOOM_THROW(Error) << "composite " << layer.composite << ": the npu cannot follow " << layer.anchor << " with "
-                        << op->name;
+                        << name;
     }
     prev = let.var.get();
   });
   if (!prev || cur.get() != prev)
     LOOM_THROW(Error) << "composite " << layer.composite << " does not end with its last binding";
+  if (layer.integer && layer.dequant.empty() && !layer.scale.defined()) {
+    LOOM_THROW(Error) << "composite " << layer.composite
+                      << ": an int8 product leaves the npu as fp32 times a scale (cast, then multiply)";
+  }
   return layer;
 }
 
@@ -165,6 +274,15 @@ class Compiler {
       }
     });
     emit(Opcode::kEnd);
+    // Version 1.0 where the stream uses nothing of 1.1 (docs/npu-spec.md,
+    // "Integers"), so that a 1.0 executor runs it.
+    bool integers =
+        std::any_of(s_.buffers.begin(), s_.buffers.end(), [](const Buffer& b) { return b.dtype != Dtype::kFloat32; }) ||
+        std::any_of(s_.instructions.begin(), s_.instructions.end(), [](const Instruction& i) {
+          return i.dtype != Dtype::kFloat32 ||
+                 (i.opcode == Opcode::kVec && i.f[field::kOp] >= static_cast<int32_t>(VecOp::kToFloat));
+        });
+    s_.minor = integers ? 1 : 0;
     return std::move(s_);
   }
 
@@ -172,32 +290,46 @@ class Compiler {
   static ir::Expr result_of(const ir::Expr& e) { return graph::chain_result(e); }
 
   std::vector<int64_t> shape(const ir::Expr& e) const {
-    auto s = static_shape(e);
-    if (!s) LOOM_THROW(Error) << "the npu takes float32 tensors of constant shape";
-    return *s;
+    auto s = typed_shape(e);
+    if (!s) LOOM_THROW(Error) << "the npu takes float32, int8, uint8 and int32 tensors of constant shape";
+    return s->first;
+  }
+  Dtype dtype(const ir::Expr& e) const {
+    auto s = typed_shape(e);
+    if (!s) LOOM_THROW(Error) << "the npu takes float32, int8, uint8 and int32 tensors of constant shape";
+    return s->second;
   }
 
   int bind(const ir::Expr& e, BufferKind kind, uint32_t index) {
     Buffer b;
     b.kind = kind;
     b.index = index;
+    b.dtype = dtype(e);
     b.words = static_cast<uint64_t>(product(shape(e)));
     if (kind == BufferKind::kWorkspace) {
       b.offset = s_.workspace_words;
-      s_.workspace_words += b.words;
+      s_.workspace_words += (b.words * element_bytes(b.dtype) + 3) / 4;
     }
     s_.buffers.push_back(b);
     return buffer_[e.get()] = static_cast<int>(s_.buffers.size() - 1);
   }
 
-  int constant_buffer(const std::vector<float>& data) {
+  // A constant buffer of `count` elements of `dtype`, its bytes `data`, at
+  // the next word of the constant section.
+  int constant_buffer(const std::string& data, Dtype dtype, uint64_t count) {
+    s_.constants.append((4 - s_.constants.size() % 4) % 4, '\0');
     Buffer b;
     b.kind = BufferKind::kConstant;
+    b.dtype = dtype;
     b.offset = s_.constants.size();
-    b.words = data.size();
-    s_.constants.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+    b.words = count;
+    s_.constants += data;
     s_.buffers.push_back(b);
     return static_cast<int>(s_.buffers.size() - 1);
+  }
+  int constant_buffer(const std::vector<float>& data) {
+    return constant_buffer(std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float)),
+                           Dtype::kFloat32, data.size());
   }
 
   // The buffer holding `e`: a region value, or a constant laid out as it is.
@@ -205,15 +337,25 @@ class Compiler {
     auto found = buffer_.find(e.get());
     if (found != buffer_.end()) return found->second;
     if (const auto* c = e.as<graph::ConstantNode>()) {
-      const float* p = static_cast<const float*>(c->data->data());
-      return buffer_[e.get()] = constant_buffer(std::vector<float>(p, p + product(c->data.shape_vector())));
+      Dtype d = dtype(e);
+      uint64_t count = static_cast<uint64_t>(product(c->data.shape_vector()));
+      const char* p = static_cast<const char*>(c->data->data());
+      return buffer_[e.get()] = constant_buffer(std::string(p, p + count * element_bytes(d)), d, count);
     }
     LOOM_THROW(Error) << "an operand the region does not define";
   }
 
-  const float* constant_data(const ir::Expr& e) const {
+  // A per-channel fp32 constant of `channels` values: `e` as it is, or its
+  // one value repeated.
+  int channel_constant(const ir::Expr& e, int64_t channels) {
     const auto* c = e.as<graph::ConstantNode>();
-    return c ? static_cast<const float*>(c->data->data()) : nullptr;
+    if (!c || dtype(e) != Dtype::kFloat32) LOOM_THROW(Error) << "a scale that is not an fp32 constant";
+    const float* p = static_cast<const float*>(c->data->data());
+    int64_t n = product(c->data.shape_vector());
+    if (n != 1 && n != channels) LOOM_THROW(Error) << "a scale of " << n << " values for " << channels << " channels";
+    std::vector<float> data(static_cast<size_t>(channels));
+    for (int64_t k = 0; k < channels; ++k) data[k] = p[n == 1 ? 0 : k];
+    return constant_buffer(data);
   }
 
   Instruction& emit(Opcode op, std::initializer_list<std::pair<int, int64_t>> fields = {}) {
@@ -229,6 +371,7 @@ class Compiler {
     return s_.instructions.back();
   }
 
+  // A LOAD or STORE in its buffer's dtype.
   void load(int buffer, int64_t offset, int64_t spad, std::array<int64_t, 3> n, std::array<int64_t, 3> mem,
             std::array<int64_t, 3> sp, Opcode op = Opcode::kLoad) {
     using namespace field;
@@ -243,10 +386,15 @@ class Compiler {
               {kMemS2, mem[2]},
               {kSpadS0, sp[0]},
               {kSpadS1, sp[1]},
-              {kSpadS2, sp[2]}});
+              {kSpadS2, sp[2]}})
+        .dtype = s_.buffers[buffer].dtype;
   }
   void fill(int64_t spad, int64_t n, float value) {
     emit(Opcode::kFill, {{field::kFillSpad, spad}, {field::kFillN, n}, {field::kFillValue, float_bits(value)}});
+  }
+  void fill_int(int64_t spad, int64_t n, int32_t value) {
+    emit(Opcode::kFill, {{field::kFillSpad, spad}, {field::kFillN, n}, {field::kFillValue, value}}).dtype =
+        Dtype::kInt32;
   }
   void vec(VecOp op, int64_t n, int64_t dst, int64_t src0, int64_t src1 = 0, int64_t channels = 0, int64_t inner = 0,
            float imm0 = 0, float imm1 = 0) {
@@ -264,6 +412,41 @@ class Compiler {
   void activation(const Layer& l, int64_t n, int64_t at) {
     if (l.relu) vec(VecOp::kRelu, n, at, at);
     if (l.clip) vec(VecOp::kClip, n, at, at, 0, 0, 0, l.lo, l.hi);
+  }
+  // QUANTIZE or DEQUANTIZE in place: `scale` and the zero point as
+  // immediates; a quantize's dtype is its result's range.
+  void requantize(VecOp op, int64_t n, int64_t at, float scale, int32_t zero, Dtype dtype = Dtype::kFloat32) {
+    using namespace field;
+    emit(Opcode::kVec, {{kOp, static_cast<int64_t>(op)},
+                        {kVecN, n},
+                        {kDst, at},
+                        {kSrc0, at},
+                        {kImm0, float_bits(scale)},
+                        {kImm1, zero}})
+        .dtype = dtype;
+  }
+  // An integer product's epilogue on n words at `at` (int32 sums, channels
+  // of `inner` words): to fp32, times the scale and plus the bias (one
+  // fused multiply-add, as the llvm target contracts them), the
+  // activation, the requantization.
+  void integer_epilogue(const Layer& l, int64_t n, int64_t at, int64_t scale, int64_t bias, int64_t channels,
+                        int64_t inner, Dtype out) {
+    using namespace field;
+    vec(VecOp::kToFloat, n, at, at);
+    if (bias >= 0) {
+      emit(Opcode::kVec, {{kOp, static_cast<int64_t>(VecOp::kMulAddChannel)},
+                          {kVecN, n},
+                          {kDst, at},
+                          {kSrc0, at},
+                          {kSrc1, scale},
+                          {kChannels, channels},
+                          {kInner, inner},
+                          {kSrc2, bias}});
+    } else {
+      vec(VecOp::kMulChannel, n, at, at, scale, channels, inner);
+    }
+    activation(l, n, at);
+    if (l.quantize) requantize(VecOp::kQuantize, n, at, l.q_scale, l.q_zero, out);
   }
   void need(int64_t words) {
     if (words > m_.scratchpad_words) LOOM_THROW(Error) << "internal: a tile of " << words << " words does not fit";
@@ -346,24 +529,29 @@ class Compiler {
     }
   }
 
-  // A weight laid out at compile time in the order the tiles read it:
-  // block (m-tile, chunk) is [rows][cols] contiguous, element (m, k) of it
-  // read from `at(m, k)` of the operator's weight.
+  // A constant weight laid out at compile time in the order the tiles read
+  // it: block (m-tile, chunk) is [rows][cols] contiguous, element (m, k) of
+  // it the weight's element `at(m, chunk, k)` (a flat index), in the
+  // weight's dtype.
   struct TiledWeight {
     int buffer = -1;
-    std::vector<int64_t> block;  // word offset of each (m-tile, chunk) block
+    std::vector<int64_t> block;  // element offset of each (m-tile, chunk) block
   };
-  TiledWeight tile_weight(int64_t rows, int64_t mt, int64_t chunks, const std::function<int64_t(int64_t)>& chunk_cols,
-                          const std::function<float(int64_t m, int64_t chunk, int64_t k)>& at) {
+  TiledWeight tile_weight(const graph::ConstantNode& weight, int64_t rows, int64_t mt, int64_t chunks,
+                          const std::function<int64_t(int64_t)>& chunk_cols,
+                          const std::function<int64_t(int64_t m, int64_t chunk, int64_t k)>& at) {
+    Dtype d = *npu_dtype(weight.data->dtype);
+    size_t size = static_cast<size_t>(element_bytes(d));
+    const char* src = static_cast<const char*>(weight.data->data());
     TiledWeight out;
-    std::vector<float> data;
+    std::string data;
     for (int64_t m0 = 0; m0 < rows; m0 += mt)
       for (int64_t c = 0; c < chunks; ++c) {
-        out.block.push_back(static_cast<int64_t>(data.size()));
+        out.block.push_back(static_cast<int64_t>(data.size() / size));
         for (int64_t m = m0; m < std::min(rows, m0 + mt); ++m)
-          for (int64_t k = 0; k < chunk_cols(c); ++k) data.push_back(at(m, c, k));
+          for (int64_t k = 0; k < chunk_cols(c); ++k) data.append(src + at(m, c, k) * size, size);
       }
-    out.buffer = constant_buffer(data);
+    out.buffer = constant_buffer(data, d, data.size() / size);
     return out;
   }
 
@@ -375,6 +563,8 @@ class Compiler {
     bool depthwise = l.attrs.at("groups").as_int() != 1;
     int x = buffer_of(l.args[0]), y = buffer_of(l.result);
     int bias = l.bias.defined() ? buffer_of(l.bias) : -1;
+    int scale = l.integer ? channel_constant(l.scale, O) : -1;
+    int64_t vectors = l.integer ? 2 : 1;  // per-channel slots: the bias, and an integer layer's scale
     // Tile sizes: output channels Mt, input channels per chunk Ct, output
     // rows Ht and columns Wt, halved until twice the working set fits.
     int64_t Mt = std::min<int64_t>(O, 64), Ct = depthwise ? Mt : C, Ht = Ho, Wt = Wo;
@@ -383,7 +573,7 @@ class Compiler {
     };
     auto words = [&] {
       int64_t ct = depthwise ? Mt : Ct;
-      return 2 * (in_words(ct, Ht, Wt) + Mt * (depthwise ? 1 : ct) * kh * kw) + 2 * Mt * Ht * Wt + 2 * Mt;
+      return 2 * (in_words(ct, Ht, Wt) + Mt * (depthwise ? 1 : ct) * kh * kw) + 2 * Mt * Ht * Wt + 2 * Mt * vectors;
     };
     while (words() > m_.scratchpad_words) {
       int64_t ct = depthwise ? Mt : Ct;
@@ -404,15 +594,15 @@ class Compiler {
     int64_t mtiles = ceil_div(O, Mt), htiles = ceil_div(Ho, Ht), wtiles = ceil_div(Wo, Wt);
     int64_t chunks = depthwise ? 1 : ceil_div(C, Ct);
     int64_t in_slot = in_words(Ct, Ht, Wt), w_slot = Mt * (depthwise ? 1 : Ct) * kh * kw, out_slot = Mt * Ht * Wt;
-    int64_t IN = 0, WT = 2 * in_slot, OUT = WT + 2 * w_slot, BIAS = OUT + 2 * out_slot;
-    need(BIAS + 2 * Mt);
+    int64_t IN = 0, WT = 2 * in_slot, OUT = WT + 2 * w_slot, BIAS = OUT + 2 * out_slot, SCALE = BIAS + 2 * Mt;
+    need(BIAS + 2 * Mt * vectors);
     int64_t cg = depthwise ? 1 : C;  // input channels per output channel in the weight
     TiledWeight tiled;
-    const float* wdata = constant_data(l.args[1]);
+    const auto* wdata = l.args[1].as<graph::ConstantNode>();
     if (wdata) {
       tiled = tile_weight(
-          O, Mt, chunks, [&](int64_t c) { return (std::min(cg, (c + 1) * Ct) - c * Ct) * kh * kw; },
-          [&](int64_t m, int64_t c, int64_t k) { return wdata[m * cg * kh * kw + c * Ct * kh * kw + k]; });
+          *wdata, O, Mt, chunks, [&](int64_t c) { return (std::min(cg, (c + 1) * Ct) - c * Ct) * kh * kw; },
+          [&](int64_t m, int64_t c, int64_t k) { return m * cg * kh * kw + c * Ct * kh * kw + k; });
     }
     int w = wdata ? tiled.buffer : buffer_of(l.args[1]);
     struct Tile {
@@ -442,7 +632,12 @@ class Compiler {
       int64_t r0 = std::max<int64_t>(iy0, 0), r1 = std::min(iy0 + hin, H), q0 = std::max<int64_t>(ix0, 0),
               q1 = std::min(ix0 + win, W);
       int64_t at = IN + slot * in_slot;
-      if (r0 > iy0 || r1 < iy0 + hin || q0 > ix0 || q1 < ix0 + win) fill(at, ct * hin * win, 0.0f);
+      if (r0 > iy0 || r1 < iy0 + hin || q0 > ix0 || q1 < ix0 + win) {
+        if (l.integer)
+          fill_int(at, ct * hin * win, l.x_zero);  // x's zero: 0 once the MATMUL subtracts it
+        else
+          fill(at, ct * hin * win, 0.0f);
+      }
       if (r1 > r0 && q1 > q0) {
         load(x, ((t.n * C + c0) * H + r0) * W + q0, at + (r0 - iy0) * win + (q0 - ix0), {q1 - q0, r1 - r0, ct},
              {1, W, H * W}, {1, win, hin * win});
@@ -455,6 +650,7 @@ class Compiler {
              {1, cg * kh * kw, 0}, {1, kcols, 0});
       }
       if (bias >= 0 && c == 0) load(bias, t.m0, BIAS + (ti % 2) * Mt, {t.mt, 1, 1}, {1, 0, 0}, {1, 0, 0});
+      if (scale >= 0 && c == 0) load(scale, t.m0, SCALE + (ti % 2) * Mt, {t.mt, 1, 1}, {1, 0, 0}, {1, 0, 0});
     };
     steps.matmul = [&](int64_t ti, int64_t c, int slot, int out) {
       Tile t = tile(ti);
@@ -478,11 +674,17 @@ class Compiler {
                              {kSw, s[1]},
                              {kDh, d[0]},
                              {kDw, d[1]},
-                             {kWo, t.wt}});
+                             {kWo, t.wt},
+                             {kZeroB, l.x_zero}})
+          .dtype = l.integer ? Dtype::kInt8 : Dtype::kFloat32;
     };
     steps.epilogue = [&](int64_t ti, int out) {
       Tile t = tile(ti);
       int64_t n = t.mt * t.ht * t.wt, at = OUT + out * out_slot;
+      if (l.integer) {
+        return integer_epilogue(l, n, at, SCALE + out * Mt, bias >= 0 ? BIAS + out * Mt : -1, t.mt, t.ht * t.wt,
+                                dtype(l.result));
+      }
       if (bias >= 0) vec(VecOp::kAddChannel, n, at, at, BIAS + out * Mt, t.mt, t.ht * t.wt);
       activation(l, n, at);
     };
@@ -506,8 +708,10 @@ class Compiler {
     int64_t wn = dense || tb ? K : 1, wk = dense || tb ? 1 : F;  // element (f, k) of the weight at f * wn + k * wk
     int x = buffer_of(l.args[0]), y = buffer_of(l.result);
     int bias = l.bias.defined() ? buffer_of(l.bias) : -1;
+    int scale = l.integer ? channel_constant(l.scale, F) : -1;
+    int64_t vectors = l.integer ? 2 : 1;  // per-channel slots: the bias, and an integer layer's scale
     int64_t Mt = std::min<int64_t>(F, 64), Bt = std::min<int64_t>(B, 256), Kc = K;
-    auto words = [&] { return 2 * (Kc * Bt + Mt * Kc) + 2 * Mt * Bt + 2 * Mt; };
+    auto words = [&] { return 2 * (Kc * Bt + Mt * Kc) + 2 * Mt * Bt + 2 * Mt * vectors; };
     while (words() > m_.scratchpad_words) {
       if (Kc > 1 && Kc * (Bt + Mt) > Mt * Bt)
         Kc = ceil_div(Kc, 2);
@@ -520,14 +724,14 @@ class Compiler {
     }
     int64_t mtiles = ceil_div(F, Mt), btiles = ceil_div(B, Bt), chunks = ceil_div(K, Kc);
     int64_t x_slot = Kc * Bt, w_slot = Mt * Kc, out_slot = Mt * Bt;
-    int64_t X = 0, WT = 2 * x_slot, OUT = WT + 2 * w_slot, BIAS = OUT + 2 * out_slot;
-    need(BIAS + 2 * Mt);
-    const float* wdata = constant_data(l.args[1]);
+    int64_t X = 0, WT = 2 * x_slot, OUT = WT + 2 * w_slot, BIAS = OUT + 2 * out_slot, SCALE = BIAS + 2 * Mt;
+    need(BIAS + 2 * Mt * vectors);
+    const auto* wdata = l.args[1].as<graph::ConstantNode>();
     TiledWeight tiled;
     if (wdata) {
       tiled = tile_weight(
-          F, Mt, chunks, [&](int64_t c) { return std::min(Kc, K - c * Kc); },
-          [&](int64_t f, int64_t c, int64_t k) { return wdata[f * wn + (c * Kc + k) * wk]; });
+          *wdata, F, Mt, chunks, [&](int64_t c) { return std::min(Kc, K - c * Kc); },
+          [&](int64_t f, int64_t c, int64_t k) { return f * wn + (c * Kc + k) * wk; });
     }
     int w = wdata ? tiled.buffer : buffer_of(l.args[1]);
     auto tile = [&](int64_t t, int64_t* b0, int64_t* bt, int64_t* mi, int64_t* m0, int64_t* mt) {
@@ -547,6 +751,7 @@ class Compiler {
         load(w, m0 * wn + k0 * wk, WT + slot * w_slot, {kc, mt, 1}, {wk, wn, 0}, {1, kc, 0});
       }
       if (bias >= 0 && c == 0) load(bias, m0, BIAS + (t % 2) * Mt, {mt, 1, 1}, {1, 0, 0}, {1, 0, 0});
+      if (scale >= 0 && c == 0) load(scale, m0, SCALE + (t % 2) * Mt, {mt, 1, 1}, {1, 0, 0}, {1, 0, 0});
     };
     steps.matmul = [&](int64_t t, int64_t c, int slot, int out) {
       int64_t b0, bt, mi, m0, mt, kc = std::min(Kc, K - c * Kc);
@@ -559,12 +764,18 @@ class Compiler {
                              {kA, WT + slot * w_slot},
                              {kB, X + slot * x_slot},
                              {kC, OUT + out * out_slot},
-                             {kAccumulate, c > 0}});
+                             {kAccumulate, c > 0},
+                             {kZeroB, l.x_zero}})
+          .dtype = l.integer ? Dtype::kInt8 : Dtype::kFloat32;
     };
     steps.epilogue = [&](int64_t t, int out) {
       int64_t b0, bt, mi, m0, mt;
       tile(t, &b0, &bt, &mi, &m0, &mt);
       int64_t at = OUT + out * out_slot;
+      if (l.integer) {
+        return integer_epilogue(l, mt * bt, at, SCALE + out * Mt, bias >= 0 ? BIAS + out * Mt : -1, mt, bt,
+                                dtype(l.result));
+      }
       if (bias >= 0) vec(VecOp::kAddChannel, mt * bt, at, at, BIAS + out * Mt, mt, bt);
       activation(l, mt * bt, at);
     };
@@ -593,8 +804,20 @@ class Compiler {
         },
         [&](int64_t j, int slot) {
           int64_t n = std::min(T, E - j * T), at = A + slot * T;
-          if (binary) vec(VecOp::kAdd, n, at, at, Bs + slot * T);
+          if (l.integer && binary) {
+            // An int8 add: b dequantized, then (a - za) * sa + b in one
+            // rounding, as the llvm target contracts the first product
+            // into the add.
+            requantize(VecOp::kDequantize, n, Bs + slot * T, l.dequant[1].first, l.dequant[1].second);
+            requantize(VecOp::kDequantize, n, at, 1.0f, l.dequant[0].second);
+            vec(VecOp::kScaleAdd, n, at, at, Bs + slot * T, 0, 0, l.dequant[0].first);
+          } else if (l.integer) {
+            requantize(VecOp::kDequantize, n, at, l.dequant[0].first, l.dequant[0].second);
+          } else if (binary) {
+            vec(VecOp::kAdd, n, at, at, Bs + slot * T);
+          }
           activation(l, n, at);
+          if (l.quantize) requantize(VecOp::kQuantize, n, at, l.q_scale, l.q_zero, dtype(l.result));
         },
         [&](int64_t j, int slot) {
           int64_t n = std::min(T, E - j * T);
@@ -640,7 +863,12 @@ class Compiler {
           int64_t r0 = std::max<int64_t>(iy0, 0), r1 = std::min(iy0 + hin, H), q0 = std::max<int64_t>(ix0, 0),
                   q1 = std::min(ix0 + win, W);
           int64_t at = IN + slot * in_slot;
-          if (r0 > iy0 || r1 < iy0 + hin || q0 > ix0 || q1 < ix0 + win) fill(at, ct * hin * win, pad);
+          if (r0 > iy0 || r1 < iy0 + hin || q0 > ix0 || q1 < ix0 + win) {
+            if (l.integer)  // int8 max pooling: the dtype's least value never wins
+              fill_int(at, ct * hin * win, dtype(l.args[0]) == Dtype::kUInt8 ? 0 : -128);
+            else
+              fill(at, ct * hin * win, pad);
+          }
           if (r1 > r0 && q1 > q0) {
             load(x, ((n * C + c0) * H + r0) * W + q0, at + (r0 - iy0) * win + (q0 - ix0), {q1 - q0, r1 - r0, ct},
                  {1, W, H * W}, {1, win, hin * win});
@@ -651,6 +879,9 @@ class Compiler {
           tile(j, &n, &c0, &ct, &oy0, &ht);
           using namespace field;
           int64_t at = OUT + slot * out_slot;
+          if (l.integer)
+            requantize(VecOp::kDequantize, ct * in_rows(ht) * win, IN + slot * in_slot, l.dequant[0].first,
+                       l.dequant[0].second);
           emit(Opcode::kPool, {{kPoolMode, max ? 0 : 1},
                                {kPoolC, ct},
                                {kPoolH, in_rows(ht)},
@@ -664,6 +895,7 @@ class Compiler {
                                {kPoolSrc, IN + slot * in_slot},
                                {kPoolDst, at}});
           if (!max) vec(VecOp::kScale, ct * ht * Wo, at, at, 0, 0, 0, 1.0f / static_cast<float>(k[0] * k[1]));
+          if (l.quantize) requantize(VecOp::kQuantize, ct * ht * Wo, at, l.q_scale, l.q_zero, dtype(l.result));
         },
         [&](int64_t j, int slot) {
           int64_t n, c0, ct, oy0, ht;

@@ -34,10 +34,39 @@ class Reader {
 };
 
 const char* vec_op_name(int32_t op) {
-  static const char* names[] = {"add", "mul", "max", "add_channel", "mul_channel", "relu", "clip", "copy", "scale"};
-  return op >= 0 && op <= 8 ? names[op] : "?";
+  static const char* names[] = {"add",        "mul",      "max",   "add_channel", "mul_channel",     "relu",
+                                "clip",       "copy",     "scale", "to_float",    "mul_add_channel", "quantize",
+                                "dequantize", "scale_add"};
+  return op >= 0 && op < kVecOps ? names[op] : "?";
+}
+
+// A dtype field's value, or a message for one that is not a dtype, or one
+// a stream of version 1.0 cannot carry.
+std::string dtype_problem(uint8_t dtype, uint16_t minor) {
+  if (dtype >= kDtypes) return "unknown dtype " + std::to_string(dtype);
+  if (dtype != 0 && minor == 0) {
+    return std::string("dtype ") + dtype_name(static_cast<Dtype>(dtype)) +
+           ", which version 1.0 does not have (the integer mode is version 1.1)";
+  }
+  return "";
 }
 }  // namespace
+
+const char* dtype_name(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kFloat32:
+      return "fp32";
+    case Dtype::kInt8:
+      return "int8";
+    case Dtype::kUInt8:
+      return "uint8";
+    case Dtype::kInt32:
+      return "int32";
+  }
+  return "?";
+}
+
+int element_bytes(Dtype dtype) { return dtype == Dtype::kInt8 || dtype == Dtype::kUInt8 ? 1 : 4; }
 
 float as_float(int32_t bits) {
   float v;
@@ -158,17 +187,20 @@ Stream decode(const std::string& bytes) {
     Buffer b;
     uint8_t kind = r.get<uint8_t>(at), dtype = r.get<uint8_t>(at + 1);
     if (kind > 3) r.fail(at, "buffer " + std::to_string(k) + " has unknown kind " + std::to_string(kind));
-    if (dtype != 0)
-      r.fail(at + 1, "buffer " + std::to_string(k) + " has dtype " + std::to_string(dtype) +
-                         "; version 1 has float32 (0) only");
+    std::string problem = dtype_problem(dtype, s.minor);
+    if (!problem.empty()) r.fail(at + 1, "buffer " + std::to_string(k) + " has " + problem);
     b.kind = static_cast<BufferKind>(kind);
+    b.dtype = static_cast<Dtype>(dtype);
     b.index = r.get<uint32_t>(at + 4);
     b.offset = r.get<uint64_t>(at + 8);
     b.words = r.get<uint64_t>(at + 16);
-    if (b.kind == BufferKind::kConstant && (b.offset > nconst || b.words > (nconst - b.offset) / 4)) {
+    uint64_t size = static_cast<uint64_t>(element_bytes(b.dtype));
+    if (b.kind == BufferKind::kConstant &&
+        (b.offset > nconst || b.offset % 4 != 0 || b.words > (nconst - b.offset) / size)) {
       r.fail(at + 8, "constant buffer " + std::to_string(k) + " lies outside the constant section");
     }
-    if (b.kind == BufferKind::kWorkspace && (b.offset > s.workspace_words || b.words > s.workspace_words - b.offset)) {
+    if (b.kind == BufferKind::kWorkspace &&
+        (b.offset > s.workspace_words || (b.words + 4 / size - 1) / (4 / size) > s.workspace_words - b.offset)) {
       r.fail(at + 8, "workspace buffer " + std::to_string(k) + " lies outside the workspace");
     }
     if ((b.kind == BufferKind::kInput && b.index >= s.inputs) ||
@@ -182,12 +214,10 @@ Stream decode(const std::string& bytes) {
     Instruction i;
     uint8_t op = r.get<uint8_t>(at), dtype = r.get<uint8_t>(at + 1);
     if (op < 1 || op > 8) r.fail(at, "instruction " + std::to_string(k) + " has unknown opcode " + std::to_string(op));
-    if (dtype != 0) {
-      r.fail(at + 1, "instruction " + std::to_string(k) + " has dtype " +
-                         std::string(dtype == 1 ? "int8" : std::to_string(dtype)) +
-                         "; version 1 executes float32 only");
-    }
+    std::string problem = dtype_problem(dtype, s.minor);
+    if (!problem.empty()) r.fail(at + 1, "instruction " + std::to_string(k) + " has " + problem);
     i.opcode = static_cast<Opcode>(op);
+    i.dtype = static_cast<Dtype>(dtype);
     i.wait = r.get<uint16_t>(at + 2);
     i.signal = r.get<uint16_t>(at + 4);
     for (int j = 0; j < kFields; ++j) i.f[j] = r.get<int32_t>(at + 8 + 4 * j);
@@ -215,12 +245,16 @@ std::string disassemble(const Stream& s) {
     out << ";   buffer " << k << ": " << kinds[static_cast<int>(b.kind)];
     if (b.kind == BufferKind::kInput || b.kind == BufferKind::kOutput) out << " " << b.index;
     if (b.kind == BufferKind::kConstant || b.kind == BufferKind::kWorkspace) out << " at " << b.offset;
-    out << ", " << b.words << " words\n";
+    if (b.dtype == Dtype::kFloat32)
+      out << ", " << b.words << " words\n";
+    else
+      out << ", " << b.words << " " << dtype_name(b.dtype) << "\n";
   }
   for (size_t k = 0; k < s.instructions.size(); ++k) {
     const Instruction& i = s.instructions[k];
     const auto& f = i.f;
     out << "  " << k << "\t" << opcode_name(i.opcode);
+    if (i.dtype != Dtype::kFloat32) out << "." << dtype_name(i.dtype);
     using namespace field;
     switch (i.opcode) {
       case Opcode::kLoad:
@@ -231,7 +265,11 @@ std::string disassemble(const Stream& s) {
             << f[kSpadS0] << ")";
         break;
       case Opcode::kFill:
-        out << "\tspad " << f[kFillSpad] << " n=" << f[kFillN] << " value=" << as_float(f[kFillValue]);
+        out << "\tspad " << f[kFillSpad] << " n=" << f[kFillN] << " value=";
+        if (i.dtype == Dtype::kFloat32)
+          out << as_float(f[kFillValue]);
+        else
+          out << f[kFillValue];
         break;
       case Opcode::kMatmul: {
         static const char* modes[] = {"matrix", "conv", "depthwise"};
@@ -239,6 +277,7 @@ std::string disassemble(const Stream& s) {
         out << "\t" << (mode >= 0 && mode <= 2 ? modes[mode] : "?") << " M=" << f[kM] << " N=" << f[kN]
             << " K=" << f[kK] << " a=" << f[kA] << " b=" << f[kB] << " c=" << f[kC]
             << (f[kAccumulate] ? " accumulate" : "");
+        if (f[kZeroA] || f[kZeroB]) out << " zero points " << f[kZeroA] << "," << f[kZeroB];
         if (mode != 0) {
           out << " in " << f[kCin] << "x" << f[kH] << "x" << f[kW] << " window " << f[kKh] << "x" << f[kKw]
               << " stride " << f[kSh] << "," << f[kSw] << " dilation " << f[kDh] << "," << f[kDw] << " Wo=" << f[kWo];
@@ -251,6 +290,10 @@ std::string disassemble(const Stream& s) {
         if (f[kOp] == 3 || f[kOp] == 4) out << " channels=" << f[kChannels] << " inner=" << f[kInner];
         if (f[kOp] == 6) out << " [" << as_float(f[kImm0]) << ", " << as_float(f[kImm1]) << "]";
         if (f[kOp] == 8) out << " x" << as_float(f[kImm0]);
+        if (f[kOp] == 10)
+          out << " src1=" << f[kSrc1] << " src2=" << f[kSrc2] << " channels=" << f[kChannels] << " inner=" << f[kInner];
+        if (f[kOp] == 11 || f[kOp] == 12) out << " scale=" << as_float(f[kImm0]) << " zero=" << f[kImm1];
+        if (f[kOp] == 13) out << " x" << as_float(f[kImm0]) << " + src1=" << f[kSrc1];
         break;
       case Opcode::kPool:
         out << "\t" << (f[kPoolMode] == 0 ? "max" : "sum") << " " << f[kPoolC] << "x" << f[kPoolH] << "x" << f[kPoolW]

@@ -12,7 +12,7 @@
 namespace loom::npu {
 
 constexpr uint16_t kVersionMajor = 1;
-constexpr uint16_t kVersionMinor = 0;
+constexpr uint16_t kVersionMinor = 1;  // 1.1: the integer mode
 constexpr size_t kHeaderBytes = 64;
 constexpr size_t kBufferBytes = 32;
 constexpr size_t kInstructionBytes = 96;
@@ -29,8 +29,28 @@ enum class Opcode : uint8_t {
   kBarrier = 7,
   kEnd = 8
 };
-enum class Dtype : uint8_t { kFloat32 = 0, kInt8 = 1 };  // int8: reserved (a later version)
-enum class VecOp : int32_t { kAdd = 0, kMul, kMax, kAddChannel, kMulChannel, kRelu, kClip, kCopy, kScale };
+// What a buffer's elements are in device memory, and how an instruction
+// reads its scratchpad words (fp32, or int32 for the integer dtypes).
+enum class Dtype : uint8_t { kFloat32 = 0, kInt8 = 1, kUInt8 = 2, kInt32 = 3 };
+constexpr uint8_t kDtypes = 4;
+enum class VecOp : int32_t {
+  kAdd = 0,
+  kMul,
+  kMax,
+  kAddChannel,
+  kMulChannel,
+  kRelu,
+  kClip,
+  kCopy,
+  kScale,
+  // Version 1.1 (the integer mode):
+  kToFloat,
+  kMulAddChannel,
+  kQuantize,
+  kDequantize,
+  kScaleAdd
+};
+constexpr int32_t kVecOps = 14;
 enum class MatmulMode : int32_t { kMatrix = 0, kConv = 1, kDepthwise = 2 };
 enum class BufferKind : uint8_t { kInput = 0, kOutput = 1, kConstant = 2, kWorkspace = 3 };
 enum class Engine { kDma, kMatrix, kVector, kAll };
@@ -48,8 +68,29 @@ namespace field {
 // LOAD / STORE: device memory (buffer, offset) <-> scratchpad, 3-D strided.
 enum Dma { kBuffer = 0, kOffset, kSpad, kN0, kN1, kN2, kMemS0, kMemS1, kMemS2, kSpadS0, kSpadS1, kSpadS2 };
 enum Fill { kFillSpad = 0, kFillN, kFillValue };
-enum Matmul { kMode = 0, kM, kN, kK, kA, kB, kC, kAccumulate, kCin, kH, kW, kKh, kKw, kSh, kSw, kDh, kDw, kWo };
-enum Vec { kOp = 0, kVecN, kDst, kSrc0, kSrc1, kChannels, kInner, kImm0, kImm1 };
+enum Matmul {
+  kMode = 0,
+  kM,
+  kN,
+  kK,
+  kA,
+  kB,
+  kC,
+  kAccumulate,
+  kCin,
+  kH,
+  kW,
+  kKh,
+  kKw,
+  kSh,
+  kSw,
+  kDh,
+  kDw,
+  kWo,
+  kZeroA,  // int8: a's zero point
+  kZeroB   // int8: b's zero point
+};
+enum Vec { kOp = 0, kVecN, kDst, kSrc0, kSrc1, kChannels, kInner, kImm0, kImm1, kSrc2 };
 enum Pool {
   kPoolMode = 0,
   kPoolC,
@@ -71,7 +112,7 @@ struct Buffer {
   Dtype dtype = Dtype::kFloat32;
   uint32_t index = 0;   // input/output position
   uint64_t offset = 0;  // constant section bytes / workspace words
-  uint64_t words = 0;
+  uint64_t words = 0;   // elements of `dtype`
 };
 
 struct Stream {
@@ -90,6 +131,8 @@ std::string encode(const Stream& stream);
 Stream decode(const std::string& bytes);
 
 Engine engine_of(Opcode op);
+const char* dtype_name(Dtype dtype);
+int element_bytes(Dtype dtype);  // in device memory
 const char* opcode_name(Opcode op);
 // The header, the buffers, then one line per instruction: "  9  MATMUL  conv
 // M=8 N=784 K=9 a=1800 b=0 c=1944 ...  wait s0  signal s1,s2".

@@ -102,13 +102,132 @@ bool supported(const loom::graph::Match& m) {
   return true;
 }
 
+// ---- the integer mode (docs/npu-spec.md, "Integers") ------------------------
+
+// The constant extents of e's tensor type (any dtype), and the dtype.
+std::optional<std::pair<std::vector<int64_t>, loom::DataType>> extents(const Any& a) {
+  auto e = a.cast<loom::ir::Expr>();
+  if (!e->checked_type.defined()) return std::nullopt;
+  const auto* t = e->checked_type.as<loom::ir::TensorTypeNode>();
+  if (!t || t->unknown_rank()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Any& d : t->shape) {
+    const auto* imm = d.as_object_ref().as<loom::tir::IntImmNode>();
+    if (!imm) return std::nullopt;
+    out.push_back(imm->value);
+  }
+  return std::make_pair(out, t->dtype);
+}
+
+bool is_8bit(loom::DataType t) { return t == loom::DataType::Int(8) || t == loom::DataType::UInt(8); }
+
+// A constant of `n` elements (any n when n < 0) of dtype `t`.
+bool constant_of(const Any& a, loom::DataType t, int64_t n) {
+  const auto* c = a.as_object_ref().as<loom::graph::ConstantNode>();
+  return c && c->data->dtype == t && (n < 0 || c->data->numel() == n);
+}
+bool constant_8bit_scalar(const Any& a) {
+  return constant_of(a, loom::DataType::Int(8), 1) || constant_of(a, loom::DataType::UInt(8), 1);
+}
+
+// Every call of an int8 match: what QDQToInteger leaves of a quantized
+// layer, with constant shapes, zero points and output scales the NPU
+// takes as immediates, and a per-channel scale and bias.
+bool int8_supported(const loom::graph::Match& m) {
+  using loom::DataType;
+  int64_t channels = -1;  // of the product's result
+  for (const Any& call : m.calls) {
+    const auto* c = as_call(call.cast<loom::ir::Expr>());
+    const std::string& op = c->callee.as<loom::ir::OpNode>()->name;
+    auto out = extents(call);
+    if (!out) return false;
+    std::vector<std::optional<std::pair<std::vector<int64_t>, DataType>>> args;
+    for (const Any& a : c->args) {
+      args.push_back(extents(a));
+      if (!args.back()) return false;
+    }
+    if (op == "cast") {
+      // x widened for its zero point, or the int32 sums to fp32.
+      bool widen = is_8bit(args[0]->second) && out->second == DataType::Int(16);
+      bool to_float = args[0]->second == DataType::Int(32) && out->second == DataType::Float(32);
+      if (!widen && !to_float) return false;
+    } else if (op == "subtract") {
+      if (!constant_of(c->args[1], DataType::Int(16), 1)) return false;
+    } else if (op == "conv2d" || op == "dense" || op == "matmul") {
+      if (out->second != DataType::Int(32) || !is_8bit(args[1]->second)) return false;
+      if (!is_8bit(args[0]->second) && args[0]->second != DataType::Int(16)) return false;  // int16: x - zero point
+      if (op == "conv2d") {
+        Map a = loom::ir::OpRegistry::check_attrs("conv2d", c->attrs);
+        const auto &x = args[0]->first, &w = args[1]->first;
+        if (a.at("data_layout").as_string() != "NCHW" || a.at("kernel_layout").as_string() != "OIHW") return false;
+        if (x.size() != 4 || w.size() != 4) return false;
+        int64_t groups = a.at("groups").as_int();
+        if (groups != 1 && !(groups == x[1] && w[0] == x[1] && w[1] == 1)) return false;
+      } else if (args[0]->first.size() != 2 || args[1]->first.size() != 2) {
+        return false;
+      }
+      channels = out->first[1];
+    } else if (op == "multiply") {
+      // sx * sw: one value, or one per output channel.
+      const auto* s = c->args[1].as_object_ref().as<loom::graph::ConstantNode>();
+      if (!s || s->data->dtype != DataType::Float(32) || channels < 0) return false;
+      if (s->data->numel() != 1 && !per_channel(s->data.shape_vector(), out->first.size(), channels)) return false;
+    } else if (op == "add") {
+      if (channels > 0) {  // a bias
+        if (args[1]->second != DataType::Float(32) || !per_channel(args[1]->first, out->first.size(), channels))
+          return false;
+      } else if (args[0]->first != args[1]->first) {
+        return false;  // the NPU adds tensors of one shape
+      }
+    } else if (op == "dequantize") {
+      if (!is_8bit(args[0]->second) || !constant_of(c->args[1], DataType::Float(32), 1) ||
+          !constant_8bit_scalar(c->args[2]))
+        return false;
+    } else if (op == "max_pool2d") {
+      if (!pool_supported(op, *c)) return false;
+    } else if (op == "quantize") {
+      if (!constant_of(c->args[1], DataType::Float(32), 1) || !constant_8bit_scalar(c->args[2])) return false;
+    } else if (op != "relu" && op != "clip") {
+      return false;
+    }
+  }
+  return true;
+}
+
 void register_pattern_table() {
   using namespace loom::graph;
   auto act = [](const Pattern& inner) { return op("relu", {inner}) | op("clip", {inner}); };
+  std::vector<PatternEntry> entries;
+  // The integer mode first: its layers are longer than the fp32 ones
+  // inside them.  Each product with or without a bias, an activation and
+  // the requantization, the longest first.
+  for (const char* anchor : {"conv2d", "dense", "matmul"}) {
+    Pattern x = op("subtract", {op("cast", {wildcard()}), wildcard()}) | wildcard();  // x - zero point, or x
+    Pattern product = op(anchor, {x, wildcard()}).has_attr("out_dtype", Any(std::string("int32")));
+    Pattern scaled = op("multiply", {op("cast", {product}), wildcard()});
+    for (int requantized = 1; requantized >= 0; --requantized)
+      for (int biased = 1; biased >= 0; --biased)
+        for (int activated = 1; activated >= 0; --activated) {
+          Pattern p = biased ? op("add", {scaled, wildcard()}) : scaled;
+          if (activated) p = act(p);
+          if (requantized) p = op("quantize", {p, wildcard(), wildcard()});
+          std::string name = std::string("npu.int8_") + anchor + (biased ? "_bias" : "") + (activated ? "_act" : "") +
+                             (requantized ? "_quantize" : "");
+          entries.push_back({name, p, int8_supported});
+        }
+  }
+  auto dequantized = [] { return op("dequantize", {wildcard(), wildcard(), wildcard()}); };  // one per operand
+  Pattern sum = op("add", {dequantized(), dequantized()});
+  entries.push_back({"npu.int8_add_act_quantize", op("quantize", {act(sum), wildcard(), wildcard()}), int8_supported});
+  entries.push_back({"npu.int8_add_quantize", op("quantize", {sum, wildcard(), wildcard()}), int8_supported});
+  entries.push_back(
+      {"npu.int8_act_quantize", op("quantize", {act(dequantized()), wildcard(), wildcard()}), int8_supported});
+  entries.push_back({"npu.int8_max_pool2d_quantize",
+                     op("quantize", {op("max_pool2d", {dequantized()}), wildcard(), wildcard()}), int8_supported});
   Pattern conv = op("conv2d", {wildcard(), wildcard()});
   Pattern dense = op("dense", {wildcard(), wildcard()});
   Pattern add = op("add", {wildcard(), wildcard()});
-  std::vector<PatternEntry> entries = {
+  std::vector<PatternEntry> fp32 = {
       {"npu.conv2d_bias_act", act(op("add", {conv, wildcard()})), supported},
       {"npu.conv2d_bias", op("add", {conv, wildcard()}), supported},
       {"npu.conv2d_act", act(conv), supported},
@@ -126,6 +245,7 @@ void register_pattern_table() {
       {"npu.avg_pool2d", op("avg_pool2d", {wildcard()}), supported},
       {"npu.global_avg_pool2d", op("global_avg_pool2d", {wildcard()}), supported},
   };
+  entries.insert(entries.end(), fp32.begin(), fp32.end());
   PatternTableRegistry::register_table("npu", std::move(entries));
 }
 

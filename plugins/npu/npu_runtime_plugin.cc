@@ -94,8 +94,8 @@ std::string profile_text(const Profile& p, const Machine& m) {
 // What a region's kernel decodes to when the module is made or loaded.
 struct RegionCode {
   loom::runtime::DpsSignature signature;
-  Stream stream;  // decoded (checked) from the kernel's binary
-  std::vector<float> constants;
+  Stream stream;                // decoded (checked) from the kernel's binary
+  std::vector<Word> constants;  // the constant section, word-aligned
 };
 
 RegionCode region_code(const std::string& name, loom::runtime::DpsSignature signature, const std::string& bytes) {
@@ -105,9 +105,29 @@ RegionCode region_code(const std::string& name, loom::runtime::DpsSignature sign
   } catch (const Error& e) {
     LOOM_THROW(Error) << "npu: region @" << name << ": " << e.what();
   }
-  r.constants.resize(r.stream.constants.size() / 4);
-  std::memcpy(r.constants.data(), r.stream.constants.data(), r.constants.size() * 4);
+  r.constants.resize((r.stream.constants.size() + 3) / 4);
+  if (!r.stream.constants.empty())
+    std::memcpy(r.constants.data(), r.stream.constants.data(), r.stream.constants.size());
   return r;
+}
+
+// The npu's name for a tensor's dtype; an Error for one it has not.
+Dtype npu_dtype(DLDataType t, const std::string& where) {
+  if (t.lanes == 1) {
+    if (t.code == kDLFloat && t.bits == 32) return Dtype::kFloat32;
+    if (t.code == kDLInt && t.bits == 32) return Dtype::kInt32;
+    if (t.code == kDLInt && t.bits == 8) return Dtype::kInt8;
+    if (t.code == kDLUInt && t.bits == 8) return Dtype::kUInt8;
+  }
+  loom::DataType d(static_cast<loom::DataType::Code>(t.code), t.bits, t.lanes);
+  LOOM_THROW(Error) << where << " takes float32, int8, uint8 and int32 tensors, got " << d.to_string();
+}
+
+// A host tensor as a region argument.
+Region region_of(const DLTensor& t, const std::string& where) {
+  uint64_t words = 1;
+  for (int d = 0; d < t.ndim; ++d) words *= static_cast<uint64_t>(t.shape[d]);
+  return Region{static_cast<char*>(t.data) + t.byte_offset, words, npu_dtype(t.dtype, where)};
 }
 
 // The regions of a module, each a kernel: its name, one "buffer" per
@@ -202,13 +222,8 @@ class NpuModuleNode : public loom::runtime::KernelModuleNode {
                                          "the npu's device memory is host memory; arrays on the cpu or the "
                                          "npu");
       std::vector<Region> inputs, outputs;
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        const DLTensor* t = tensors[i];
-        uint64_t words = 1;
-        for (int d = 0; d < t->ndim; ++d) words *= static_cast<uint64_t>(t->shape[d]);
-        Region region{reinterpret_cast<float*>(static_cast<char*>(t->data) + t->byte_offset), words};
-        (i < r.stream.inputs ? inputs : outputs).push_back(region);
-      }
+      for (size_t i = 0; i < tensors.size(); ++i)
+        (i < r.stream.inputs ? inputs : outputs).push_back(region_of(*tensors[i], "the npu"));
       Profile p = execute(r.stream, inputs, outputs, r.constants, machine_);
       std::lock_guard<std::mutex> lock(mutex_);
       profiles_[k] = p;  // the last call's
@@ -252,7 +267,7 @@ LOOM_PLUGIN_INIT(ctx) {
       },
       "an npu module: ([runtime.Kernel...], [scratchpad words, mac rows, mac cols, dma bytes/cycle, dma latency])");
   // A command stream run by hand (docs/npu.md, "Writing a stream by hand"):
-  // the stream's bytes, its inputs and outputs (float32 CPU tensors, in
+  // the stream's bytes, its inputs and outputs (CPU tensors, in
   // order), the device's scratchpad in KiB; returns the cycle report as
   // JSON.
   loom::FunctionRegistry::register_function(
@@ -266,11 +281,8 @@ LOOM_PLUGIN_INIT(ctx) {
               std::vector<Region> out;
               for (const Any& a : arrays) {
                 auto nd = a.cast<loom::runtime::NDArray>();
-                if (nd->dtype != loom::DataType::Float(32) || nd->device.device_type != kDLCPU) {
-                  LOOM_THROW(Error) << "npu.run_stream takes float32 tensors on the CPU";
-                }
-                out.push_back(Region{static_cast<float*>(const_cast<loom::runtime::NDArrayNode*>(nd.get())->data()),
-                                     static_cast<uint64_t>(nd->numel())});
+                if (nd->device.device_type != kDLCPU) LOOM_THROW(Error) << "npu.run_stream takes tensors on the CPU";
+                out.push_back(region_of(nd->dl_tensor(), "npu.run_stream"));
               }
               return out;
             };
@@ -278,7 +290,8 @@ LOOM_PLUGIN_INIT(ctx) {
             return profile_text(p, m);
           },
           "npu.run_stream"),
-      "runs a command stream (bytes) on inputs and outputs (float32 CPU arrays) with a scratchpad of N KiB; "
+      "runs a command stream (bytes) on inputs and outputs (float32, int8, uint8 or int32 CPU arrays) with a "
+      "scratchpad of N KiB; "
       "returns its cycle report as JSON");
   // A command stream checked and disassembled, as loomc inspect shows it.
   loom::FunctionRegistry::register_function(

@@ -40,19 +40,28 @@ struct Profile {
   }
 };
 
-// A region argument: its host memory and its size in words.
+// A scratchpad word: an fp32 or an int32, as the instruction reading it
+// says by its dtype (docs/npu-spec.md, "Integers").
+union Word {
+  float f;
+  int32_t i;
+};
+
+// A region argument: its host memory, its size in elements and their dtype.
 struct Region {
-  float* data;
-  uint64_t words;
+  void* data;
+  uint64_t words;  // elements
+  Dtype dtype = Dtype::kFloat32;
 };
 
 // Runs `stream` with the region's inputs and outputs (in the order of its
-// dps call) and `constants` (the constant section as floats, aligned).
+// dps call) and `constants` (the constant section, word-aligned).
 // Throws Error naming the instruction on an access outside a buffer or
-// the scratchpad, a wait nothing signalled before it, or a stream needing
+// the scratchpad, a wait nothing signalled before it, a dtype its opcode
+// does not take, an int8 MATMUL operand out of range, or a stream needing
 // more scratchpad than `machine` has.
 Profile execute(const Stream& stream, const std::vector<Region>& inputs, const std::vector<Region>& outputs,
-                const std::vector<float>& constants, const Machine& machine);
+                const std::vector<Word>& constants, const Machine& machine);
 
 }  // namespace loom::npu
 

@@ -314,7 +314,7 @@ def test_a_stream_written_by_hand_runs_and_is_timed():
     (add_stream() + b"\0", "the header's sizes add up to 640 bytes, the stream has 641"),
     (add_stream(major=2), "at byte 4: version 2.0, this executor reads version 1.x"),
     (add_stream()[:64 + 96] + instruction(9, []) + add_stream()[64 + 96 + 96:], "has unknown opcode 9"),
-    (add_stream()[:64 + 96] + instruction(1, [0], dtype=1) + add_stream()[64 + 96 + 96:], "has dtype int8; version 1 executes float32 only"),
+    (add_stream()[:64 + 96] + instruction(1, [0], dtype=1) + add_stream()[64 + 96 + 96:], "at byte 161: instruction 0 has dtype int8, which version 1.0 does not have (the integer mode is version 1.1)"),
 ])
 def test_malformed_streams_are_refused_with_where(stream, message):
     for name in ("npu.disassemble", "npu.run_stream"):
