@@ -20,6 +20,7 @@ PACKAGES=(
   python3-pytest-timeout         # a stalled pytest test fails alone (tests/CMakeLists.txt)
   python3-dev pybind11-dev       # the Python package's extension (python/)
   llvm-16-dev llvm-16-tools      # the llvm plugin (CPU codegen, ORC JIT); FileCheck
+  libmlir-16-dev mlir-16-tools   # the mlir plugin (docs/extern-mlir.md): MLIR 16 in process; mlir-opt-16
   libopenblas0-pthread           # NumPy's BLAS: the peer of the matmul benchmark
   python3-torch                  # the peer of the MLP benchmark (bench/); models for the importers
   python3-onnx python3-torchvision  # the ONNX importer (docs/frontends.md) and its test models
