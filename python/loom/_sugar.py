@@ -65,6 +65,15 @@ def _install():
     def no_iter(self):
         raise _core.TypeError(f"'{self.type_key}' is not iterable")
 
+    def to_mlir(self):
+        """An IRModule's graph functions as MLIR text of TOSA operations
+        (docs/tosa.md)."""
+        if not is_node(self, "ir.IRModule"):
+            raise _core.TypeError(f"to_mlir is an IRModule's, not a '{self.type_key}''s")
+        from .frontend import mlir
+        return mlir.to_mlir(self)
+
+    _core.Object.to_mlir = to_mlir
     _core.Object.__neg__ = neg
     _core.Object.__getitem__ = getitem
     _core.Object.__iter__ = no_iter

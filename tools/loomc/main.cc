@@ -176,9 +176,10 @@ loomc::Table table() {
           .arguments(1, 1, "check takes one file")
           .runs([](const Args& a) { return loomc::check(a.positional[0]); }),
       Command::named("import",
-                     "MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...]...\n[--report] [--converters FILE.py]",
-                     "import an ONNX model or a TorchScript file (through the\n"
-                     "Python package): the module as text to OUT.loom, weights\n"
+                     "MODEL.onnx|MODEL.pt|MODEL.mlir -o OUT.loom [--shape NAME=D0,D1,...]...\n[--report] "
+                     "[--converters FILE.py]",
+                     "import an ONNX model, a TorchScript file or a TOSA function\n"
+                     "(through the Python package): the module as text to OUT.loom, weights\n"
                      "over 1 KiB as raw bytes to OUT.loom.weights; a dimension\n"
                      "given by a name stays symbolic (ONNX); TorchScript needs\n"
                      "every input's shape and keeps what Loom cannot compile as\n"

@@ -3,7 +3,8 @@
 `loom.frontend.onnx.from_onnx` imports an ONNX model,
 `loom.frontend.fx.from_fx` a torch.nn.Module through torch.fx, and
 `loom.frontend.torchscript.from_torchscript` a TorchScript module (what
-Loom cannot compile stays TorchScript).  The other way, a Loom build
+Loom cannot compile stays TorchScript), `loom.frontend.mlir.from_tosa` a
+function of MLIR's TOSA dialect (and `IRModule.to_mlir` the way back).  The other way, a Loom build
 called from PyTorch, is `loom.torch.compile`.  What the importers share
 lives here (the converter registry, the one error for unsupported
 operators, `bind_params`) and in `loom.frontend.common` (the converters'
@@ -19,7 +20,7 @@ from .. import ir as _ir
 
 # The importers load on first attribute access (PEP 562): each imports its
 # own framework (ONNX, PyTorch) only when used.
-_IMPORTERS = ("aten", "common", "fx", "onnx", "torchscript")
+_IMPORTERS = ("aten", "common", "fx", "mlir", "onnx", "torchscript")
 
 
 def __getattr__(name):

@@ -1,9 +1,10 @@
 """`python3 -m loom.frontend import MODEL -o OUT.loom`: what `loomc
 import` runs (docs/frontends.md, "From the command line").
 
-Imports an ONNX model (.onnx) with loom.frontend.onnx.from_onnx, or a
+Imports an ONNX model (.onnx) with loom.frontend.onnx.from_onnx, a
 TorchScript file (.pt, .pth: torch.jit.save's) with
-loom.frontend.torchscript.from_torchscript, weights as constants, and writes it
+loom.frontend.torchscript.from_torchscript, or a TOSA function (.mlir)
+with loom.frontend.mlir.from_tosa, weights as constants, and writes it
 with loom.ir.save: the text to OUT, the weights over 1 KiB as raw bytes to
 OUT.weights.  --shape NAME=D0,D1,... fixes an input's shape (for ONNX, a
 dimension that is a name stays symbolic; TorchScript needs every input's,
@@ -37,8 +38,9 @@ def _shape(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="loomc import",
-                                     description="Import an ONNX model or a TorchScript file as a Loom module file.")
-    parser.add_argument("model", help="the .onnx file, or a .pt/.pth file torch.jit.save wrote")
+                                     description="Import an ONNX model, a TorchScript file or a TOSA function "
+                                                 "(.mlir) as a Loom module file.")
+    parser.add_argument("model", help="the .onnx file, a .pt/.pth file torch.jit.save wrote, or a .mlir file of TOSA")
     parser.add_argument("-o", "--output", required=True, help="the .loom file to write (weights go to OUTPUT.weights)")
     parser.add_argument("--shape", type=_shape, action="append", default=[], metavar="NAME=D0,D1,...",
                         help="an input's shape; a dimension given by a name stays symbolic")
@@ -48,15 +50,22 @@ def main(argv=None):
                         help="a Python file of converters to register first (repeatable; docs/frontends.md)")
     args = parser.parse_args(argv)
     torchscript = args.model.endswith((".pt", ".pth"))
-    if not args.model.endswith(".onnx") and not torchscript:
-        parser.error(f"{args.model}: loomc import reads ONNX models (.onnx) and TorchScript files (.pt, .pth); "
-                     "import a PyTorch module from Python with loom.frontend.fx.from_fx")
+    tosa = args.model.endswith(".mlir")
+    if not args.model.endswith(".onnx") and not torchscript and not tosa:
+        parser.error(f"{args.model}: loomc import reads ONNX models (.onnx), TorchScript files (.pt, .pth) and "
+                     "TOSA functions (.mlir); import a PyTorch module from Python with loom.frontend.fx.from_fx")
     import loom
     try:
         for path in args.converters:
             _load_converters(path)
         if torchscript:
             module = _torchscript(args)
+        elif tosa:
+            from loom.frontend import mlir
+            if args.shape:
+                raise loom.TypeError(f"{args.model}: --shape is for ONNX and TorchScript; a TOSA function's "
+                                     "types give its shapes")
+            module = mlir.from_tosa(args.model)
         else:
             from loom.frontend import onnx as lonnx
             module = lonnx.from_onnx(args.model, dict(args.shape) or None)
@@ -118,6 +127,7 @@ def _torchscript(args):
 if __name__ == "__main__":
     argv = sys.argv[1:]
     if not argv or argv[0] != "import":
-        sys.exit("usage: python3 -m loom.frontend import MODEL.onnx|MODEL.pt -o OUT.loom [--shape NAME=D0,D1,...] "
+        sys.exit("usage: python3 -m loom.frontend import MODEL.onnx|MODEL.pt|MODEL.mlir -o OUT.loom "
+                 "[--shape NAME=D0,D1,...] "
                  "[--report] [--converters FILE.py]")
     sys.exit(main(argv[1:]))
