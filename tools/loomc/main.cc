@@ -178,12 +178,13 @@ loomc::Table table() {
       Command::named("import",
                      "MODEL.onnx|MODEL.pt|MODEL.mlir -o OUT.loom [--shape NAME=D0,D1,...]...\n[--report] "
                      "[--converters FILE.py]",
-                     "import an ONNX model, a TorchScript file or a TOSA function\n"
-                     "(through the Python package): the module as text to OUT.loom, weights\n"
-                     "over 1 KiB as raw bytes to OUT.loom.weights; a dimension\n"
-                     "given by a name stays symbolic (ONNX); TorchScript needs\n"
-                     "every input's shape and keeps what Loom cannot compile as\n"
-                     "torchscript functions (--report: which nodes went where)")
+                     "import an ONNX model, a TorchScript file or a TOSA\n"
+                     "function (through the Python package): the module as\n"
+                     "text to OUT.loom, weights over 1 KiB as raw bytes to\n"
+                     "OUT.loom.weights; a dimension given by a name stays\n"
+                     "symbolic (ONNX); TorchScript needs every input's shape\n"
+                     "and keeps what Loom cannot compile as torchscript\n"
+                     "functions (--report: which nodes went where)")
           .unparsed()
           .without_warnings()
           .runs([](const Args& a) { return loomc::import_model(a.positional); }),
