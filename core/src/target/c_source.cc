@@ -100,10 +100,13 @@ std::string CSourcePrinter::scalar_type(DataType t) {
       break;
     case DataType::kHandle:
       return "void*";
+    case DataType::kBFloat:
+      if (t.bits == 16) return "uint16_t";  // its bits; arithmetic in float (bf16_to_float, float_to_bf16)
+      break;
     default:
       break;
   }
-  fail("C has no type for " + t.to_string() + " (float16 and bfloat16 need a dialect that names them)");
+  fail("C has no type for " + t.to_string() + " (float16 needs a dialect that names it)");
 }
 
 std::string CSourcePrinter::vector_type(DataType t) {
@@ -244,6 +247,40 @@ std::string CSourcePrinter::helper_call(const std::string& helper, DataType t, c
   std::string call = name + "(";
   for (size_t k = 0; k < args.size(); ++k) call += (k ? ", " : "") + args[k];
   return call + ")";
+}
+
+// bfloat16 is kept as its bits (uint16_t) and computed in float: widened
+// exactly, each result rounded back to nearest even (a NaN stays a quiet
+// NaN), as the llvm target does; a double rounds to odd in float first,
+// so that the two roundings are one.
+std::string CSourcePrinter::bf16_to_float(const std::string& bits) {
+  need_helper("loom_bf16_to_f32", helper_qualifiers() +
+                                      "float loom_bf16_to_f32(uint16_t b) {\n  union { uint32_t u; float f; } v;\n"
+                                      "  v.u = (uint32_t)b << 16;\n  return v.f;\n}\n");
+  return "loom_bf16_to_f32(" + bits + ")";
+}
+
+std::string CSourcePrinter::float_to_bf16(const std::string& value, DataType from) {
+  need_helper("loom_f32_to_bf16",
+              helper_qualifiers() +
+                  "uint16_t loom_f32_to_bf16(float f) {\n  union { float f; uint32_t u; } v;\n  v.f = f;\n"
+                  "  if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40u);\n"
+                  "  return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);\n}\n");
+  if (from.code == DataType::kBFloat) return value;
+  if (from.code == DataType::kFloat && from.bits == 32) return "loom_f32_to_bf16(" + value + ")";
+  need_helper("loom_f64_to_bf16", helper_qualifiers() +
+                                      "uint16_t loom_f64_to_bf16(double d) {\n  union { float f; uint32_t u; } v;\n"
+                                      "  v.f = (float)d;\n"
+                                      "  if (d == d && !isinf(v.f) && (double)v.f != d) {  /* round to odd */\n"
+                                      "    if (fabs((double)v.f) > fabs(d)) v.u -= 1;\n    v.u |= 1u;\n  }\n"
+                                      "  return loom_f32_to_bf16(v.f);\n}\n");
+  return "loom_f64_to_bf16((double)(" + value + "))";
+}
+
+// An operand as C arithmetic reads it: a bfloat16 widened to float.
+std::string CSourcePrinter::arithmetic_operand(const tir::PrimExpr& e) {
+  std::string text = print_expr(e);
+  return e.dtype().code == DataType::kBFloat ? bf16_to_float(text) : text;
 }
 
 // ---- the module and its functions ---------------------------------------------------------
@@ -650,8 +687,8 @@ void CSourcePrinter::print_evaluate(const tir::EvaluateNode* op) {
     auto value = c->args[0].cast<tir::PrimExpr>();
     DataType t = value.dtype();
     if (t.lanes != 1) fail("ret of a vector");
-    std::string v = print_expr(value);
-    if (is_float(t)) {
+    std::string v = arithmetic_operand(value);
+    if (is_float(t) || t.code == DataType::kBFloat) {
       line() << "loom_ret->v_float64 = (double)(" << v << ");\n";
       line() << "*loom_ret_code = kLoomFloat;\n";
     } else {
@@ -720,7 +757,14 @@ std::string CSourcePrinter::print_int(DataType t, int64_t v) {
 
 std::string CSourcePrinter::print_expr(const tir::PrimExpr& e) {
   if (const auto* op = e.as<tir::IntImmNode>()) return print_int(op->dtype, op->value);
-  if (const auto* op = e.as<tir::FloatImmNode>()) return print_float(op->dtype, op->value);
+  if (const auto* op = e.as<tir::FloatImmNode>()) {
+    if (op->dtype.code == DataType::kBFloat && op->dtype.lanes == 1) {
+      return "(" +
+             cast_text("uint16_t", float_to_bf16(print_float(DataType::Float(64), op->value), DataType::Float(64))) +
+             ")";
+    }
+    return print_float(op->dtype, op->value);
+  }
   if (const auto* op = e.as<tir::StringImmNode>()) return c_string_literal(op->value);
   if (const auto* op = e.as<tir::VarNode>()) return name_of(op);
   if (e.dtype().lanes > 1) vector_type(e.dtype());
@@ -746,6 +790,7 @@ std::string CSourcePrinter::print_expr(const tir::PrimExpr& e) {
 
 std::string CSourcePrinter::print_binary(const tir::BinaryOpNode* op) {
   DataType t = op->a.dtype();
+  if (t.code == DataType::kBFloat) return print_bf16_binary(op);
   std::string a = print_expr(op->a), b = print_expr(op->b);
   bool fl = is_float(t);
   auto is = [op](uint32_t index) { return op->type_index() == index; };
@@ -773,6 +818,30 @@ std::string CSourcePrinter::print_binary(const tir::BinaryOpNode* op) {
   if (is(tir::AndNode::runtime_type_index())) return infix("&&");
   if (is(tir::OrNode::runtime_type_index())) return infix("||");
   fail("cannot print the operator " + std::string(op->type_key()));
+}
+
+// A binary operator on bfloat16: in float, an arithmetic result rounded
+// back (a comparison's is a bool).
+std::string CSourcePrinter::print_bf16_binary(const tir::BinaryOpNode* op) {
+  DataType f32 = DataType::Float(32);
+  std::string a = arithmetic_operand(op->a), b = arithmetic_operand(op->b);
+  auto is = [op](uint32_t index) { return op->type_index() == index; };
+  auto rounded = [&](const std::string& value) { return float_to_bf16(value, f32); };
+  if (is(tir::AddNode::runtime_type_index())) return rounded("(" + a + " + " + b + ")");
+  if (is(tir::SubNode::runtime_type_index())) return rounded("(" + a + " - " + b + ")");
+  if (is(tir::MulNode::runtime_type_index())) return rounded("(" + a + " * " + b + ")");
+  if (is(tir::DivNode::runtime_type_index())) return rounded("(" + a + " / " + b + ")");
+  if (is(tir::FloorDivNode::runtime_type_index())) return rounded(helper_call("floordiv", f32, {a, b}));
+  if (is(tir::FloorModNode::runtime_type_index())) return rounded(helper_call("floormod", f32, {a, b}));
+  if (is(tir::MinNode::runtime_type_index())) return rounded(helper_call("min", f32, {a, b}));
+  if (is(tir::MaxNode::runtime_type_index())) return rounded(helper_call("max", f32, {a, b}));
+  static const std::map<uint32_t, const char*> comparisons = {
+      {tir::EQNode::runtime_type_index(), "=="}, {tir::NENode::runtime_type_index(), "!="},
+      {tir::LTNode::runtime_type_index(), "<"},  {tir::LENode::runtime_type_index(), "<="},
+      {tir::GTNode::runtime_type_index(), ">"},  {tir::GENode::runtime_type_index(), ">="}};
+  auto found = comparisons.find(op->type_index());
+  if (found != comparisons.end()) return "(" + a + " " + found->second + " " + b + ")";
+  fail("cannot print the operator " + std::string(op->type_key()) + " of bfloat16");
 }
 
 tir::PrimFunc CSourcePrinter::device_kernel(const ir::IRModule& module, const std::string& name,
@@ -811,7 +880,14 @@ int64_t CSourcePrinter::constant_elements(const tir::BufferNode* buffer) {
 }
 
 std::string CSourcePrinter::print_cast(DataType to, const tir::PrimExpr& value) {
-  std::string v = print_expr(value);
+  DataType from = value.dtype();
+  if (to.code == DataType::kBFloat && to.lanes == 1) {
+    std::string v = print_expr(value);
+    if (from.code == DataType::kBFloat) return v;
+    if (from.code != DataType::kFloat) v = cast_text("double", v);  // integers: exactly below 2^53
+    return float_to_bf16(v, from.code == DataType::kFloat && from.bits == 32 ? from : DataType::Float(64));
+  }
+  std::string v = from.code == DataType::kBFloat ? bf16_to_float(print_expr(value)) : print_expr(value);
   if (to.code == DataType::kBool) return value.dtype().code == DataType::kBool ? v : "(" + v + " != 0)";
   return "(" + cast_text(scalar_type(to), v) + ")";
 }
@@ -827,8 +903,21 @@ std::string CSourcePrinter::print_load(const tir::BufferLoadNode* op) {
 }
 
 std::string CSourcePrinter::print_call(const tir::CallNode* op) {
+  if (op->dtype.code == DataType::kBFloat && op->dtype.lanes == 1) {
+    // A math function of bfloat16: in float, rounded back.
+    std::string function = op->op == "abs" ? "fabsf" : intrinsic_name(op->op, DataType::Float(32));
+    if (function.empty()) fail("the intrinsic '" + op->op + "' of bfloat16 has no C implementation");
+    std::string call = function + "(";
+    for (size_t k = 0; k < op->args.size(); ++k)
+      call += (k ? ", " : "") + arithmetic_operand(op->args[k].cast<tir::PrimExpr>());
+    return float_to_bf16(call + ")", DataType::Float(32));
+  }
   std::vector<std::string> args;
-  for (const Any& a : op->args) args.push_back(print_expr(a.cast<tir::PrimExpr>()));
+  for (const Any& a : op->args) {
+    auto e = a.cast<tir::PrimExpr>();
+    bool widen = e.dtype().code == DataType::kBFloat && (op->op == "isnan" || op->op == "isinf");
+    args.push_back(widen ? arithmetic_operand(e) : print_expr(e));
+  }
   auto arity = [&](size_t n) {
     if (args.size() != n)
       fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));

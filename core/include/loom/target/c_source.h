@@ -104,6 +104,13 @@ class CSourcePrinter {
   virtual std::string print_load(const tir::BufferLoadNode* op);
   virtual std::string print_int(DataType t, int64_t value);
   virtual std::string print_float(DataType t, double value);
+  // bfloat16 (kept as uint16_t bits): its bits as a float, a value of
+  // `from` (float32, float64 or bfloat16) rounded to its bits, an operand
+  // as C arithmetic reads it, and a binary operator computed in float.
+  std::string bf16_to_float(const std::string& bits);
+  std::string float_to_bf16(const std::string& value, DataType from);
+  std::string arithmetic_operand(const tir::PrimExpr& e);
+  std::string print_bf16_binary(const tir::BinaryOpNode* op);
   // `value` converted to `type`, as text: "(type)value" in C (value comes
   // parenthesized where it needs to be); GLSL writes "type(value)".  Every
   // conversion the printer writes goes through it.
