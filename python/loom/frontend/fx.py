@@ -151,6 +151,33 @@ def _dynamic_shapes(examples, dynamic_axes):
     return shapes
 
 
+def _tracer():
+    """torch.fx's tracer, with `a, b = call(...)` unpacking a call's result
+    on every Python: torch 1.13 finds the unpacking instruction by an index
+    that Python 3.11's inline caches shift (an IndexError, so every module
+    that unpacks a submodule's tuple, `out, _ = self.attn(x, x, x)`, fell
+    back to the aten path); this finds it by its offset."""
+    import dis
+    import inspect
+    import torch.fx
+
+    class Proxy(torch.fx.Proxy):
+        def __iter__(self):
+            frame = inspect.currentframe().f_back
+            for inst in dis.get_instructions(frame.f_code):
+                if inst.offset == frame.f_lasti:
+                    if inst.opname == "UNPACK_SEQUENCE":
+                        return (self[i] for i in range(inst.argval))
+                    break
+            return self.tracer.iter(self)
+
+    class Tracer(torch.fx.Tracer):
+        def proxy(self, node):
+            return Proxy(node, self)
+
+    return Tracer()
+
+
 def _symbolic(module, examples):
     """(the module-level fx graph, [(target, node) without a converter]),
     or (None, None) when symbolic tracing fails."""
@@ -174,7 +201,9 @@ def _symbolic(module, examples):
                 super().__init__()
                 self.model = inner
         try:
-            traced = torch.fx.symbolic_trace(Root(module))
+            tracer = _tracer()
+            graph = tracer.trace(Root(module))
+            traced = torch.fx.GraphModule(tracer.root, graph)
         except Exception:  # noqa: BLE001 (control flow on values: the aten path traces with real tensors)
             return None, None
     submodules = dict(traced.named_modules())
@@ -561,31 +590,88 @@ def _register_modules():
         y = op.dense(x, ctx.expr(ctx.weight(f"{prefix}.weight", m.weight)))
         return y if m.bias is None else op.add(y, ctx.expr(ctx.weight(f"{prefix}.bias", m.bias)))
 
-    def attention(ctx, prefix, m, x, batch, seq):
+    def projection(ctx, prefix, m, k):
+        """The weight and bias of projection k (0 q, 1 k, 2 v) of a
+        MultiheadAttention: slices of in_proj_weight, or its own."""
+        e = m.embed_dim
+        if m.in_proj_weight is not None:
+            w = op.slice(ctx.expr(ctx.weight(f"{prefix}.in_proj_weight", m.in_proj_weight)), begin=[k * e],
+                         end=[(k + 1) * e], axes=[0])
+        else:
+            name = ("q", "k", "v")[k] + "_proj_weight"
+            w = ctx.expr(ctx.weight(f"{prefix}.{name}", getattr(m, name)))
+        b = None
+        if m.in_proj_bias is not None:
+            b = op.slice(ctx.expr(ctx.weight(f"{prefix}.in_proj_bias", m.in_proj_bias)), begin=[k * e],
+                         end=[(k + 1) * e], axes=[0])
+        return w, b
+
+    def additive(ctx, mask):
+        """A mask as what it adds to the scores: a boolean one -inf where
+        True (not attended), a float one itself."""
+        if mask is None:
+            return None
+        if ctx.dtype(mask) == "bool":
+            return op.where(mask, graph.Constant(np.float32(-np.inf)), graph.Constant(np.float32(0.0)))
+        return mask
+
+    def attention(ctx, prefix, m, x, batch, seq, memory=None, mem_seq=None, attn_mask=None, key_padding_mask=None,
+                  weights=False):
+        """Multi-head attention of x (B, L, E) over itself, or over memory
+        (B, S, E); attn_mask (L, S) and key_padding_mask (B, S) boolean or
+        additive.  Returns the output, and with weights=True the attention
+        weights averaged over the heads (B, L, S)."""
         e, h = m.embed_dim, m.num_heads
         d = e // h
-        if m.in_proj_weight is None or m.bias_k is not None or m.add_zero_attn:
-            raise _core.TypeError(f"{prefix}: separate q/k/v projections, bias_k or add_zero_attn")
-        qkv = op.dense(x, ctx.expr(ctx.weight(f"{prefix}.in_proj_weight", m.in_proj_weight)))
-        if m.in_proj_bias is not None:
-            qkv = op.add(qkv, ctx.expr(ctx.weight(f"{prefix}.in_proj_bias", m.in_proj_bias)))
+        if m.bias_k is not None or m.add_zero_attn:
+            raise _core.TypeError(f"{prefix}: bias_k or add_zero_attn")
+        if m.kdim != e or m.vdim != e:
+            raise _core.TypeError(f"{prefix}: keys or values of another width than the embedding (kdim, vdim)")
 
-        def heads(k):  # (B, S, E) slice k -> (B, H, S, D)
-            part = op.slice(qkv, begin=[k * e], end=[(k + 1) * e], axes=[2])
-            return op.transpose(op.reshape(part, shape=[batch, seq, h, d]), axes=[0, 2, 1, 3])
-        q, k, v = heads(0), heads(1), heads(2)
+        def heads(y, length):  # (B, S, E) -> (B, H, S, D)
+            return op.transpose(op.reshape(y, shape=[batch, length, h, d]), axes=[0, 2, 1, 3])
+
+        def project(y, k):
+            w, b = projection(ctx, prefix, m, k)
+            y = op.dense(y, w)
+            return y if b is None else op.add(y, b)
+
+        if memory is None and m.in_proj_weight is not None:  # self-attention: one product for q, k and v
+            qkv = op.dense(x, ctx.expr(ctx.weight(f"{prefix}.in_proj_weight", m.in_proj_weight)))
+            if m.in_proj_bias is not None:
+                qkv = op.add(qkv, ctx.expr(ctx.weight(f"{prefix}.in_proj_bias", m.in_proj_bias)))
+            q, k, v = (heads(op.slice(qkv, begin=[j * e], end=[(j + 1) * e], axes=[2]), seq) for j in range(3))
+        else:
+            kv, kv_seq = (x, seq) if memory is None else (memory, mem_seq)
+            q, k, v = heads(project(x, 0), seq), heads(project(kv, 1), kv_seq), heads(project(kv, 2), kv_seq)
         q = op.multiply(q, ctx.expr(np.asarray(1.0 / np.sqrt(d), dtype=np.float32)))
-        scores = op.softmax(op.matmul(q, k, transpose_b=True), axis=-1)
-        o = op.transpose(op.matmul(scores, v), axes=[0, 2, 1, 3])
-        return dense(ctx, f"{prefix}.out_proj", m.out_proj, op.reshape(o, shape=[batch, seq, e]))
+        scores = op.matmul(q, k, transpose_b=True)
+        mask = additive(ctx, attn_mask)
+        if mask is not None:
+            if ctx.rank(mask) != 2:
+                raise _core.TypeError(f"{prefix}: an attn_mask of rank {ctx.rank(mask)} (one (L, S) mask is taken)")
+            scores = op.add(scores, mask)
+        padding = additive(ctx, key_padding_mask)
+        if padding is not None:
+            scores = op.add(scores, op.expand_dims(op.expand_dims(padding, axis=1), axis=1))
+        probs = op.softmax(scores, axis=-1)
+        o = op.transpose(op.matmul(probs, v), axes=[0, 2, 1, 3])
+        out = dense(ctx, f"{prefix}.out_proj", m.out_proj, op.reshape(o, shape=[batch, seq, e]))
+        if weights:
+            return out, op.mean(probs, axis=[1])
+        return out
 
-    def encoder_layer(ctx, prefix, m, x, batch, seq):
+    def activation_of(prefix, m):
         act = {F.relu: op.relu, F.gelu: op.gelu}.get(m.activation)
         if act is None:
             act = op.relu if isinstance(m.activation, nn.ReLU) else op.gelu if isinstance(m.activation, nn.GELU) \
                 else None
         if act is None:
             raise _core.TypeError(f"{prefix}: activation {m.activation}")
+        return act
+
+    def encoder_layer(ctx, prefix, m, x, batch, seq):
+        act = activation_of(prefix, m)
 
         def sa(y):
             return attention(ctx, f"{prefix}.self_attn", m.self_attn, y, batch, seq)
@@ -626,6 +712,97 @@ def _register_modules():
         if m.norm is not None:
             y = layer_norm(ctx, f"{node.path}.norm", m.norm, y)
         return y if first else op.transpose(y, axes=[1, 0, 2])
+
+
+    def batch_first(ctx, y, first):
+        return y if first else op.transpose(y, axes=[1, 0, 2])
+
+    def sequence_input(ctx, node, y, first, what):
+        shape = ctx.shape(y)
+        if len(shape) != 3 or not isinstance(shape[2], int):
+            node.unsupported(f"{what} of shape {shape} ((batch, sequence, features), the features static)")
+        y = batch_first(ctx, y, first)
+        b, s_, _ = ctx.shape(y)
+        return y, b, s_
+
+    @converter(nn.MultiheadAttention)
+    def multihead_attention(ctx, node, query, key, value, *rest):
+        m = node.module
+        names = ["key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal"]
+        given = dict(zip(names, rest))
+        given.update(node.kwargs)
+        if given.get("is_causal"):
+            node.unsupported("is_causal (pass the causal attn_mask itself)")
+        if given.get("average_attn_weights", True) is False and given.get("need_weights", True):
+            node.unsupported("per-head attention weights (average_attn_weights=False)")
+        first = m.batch_first
+        q, b, lq = sequence_input(ctx, node, query, first, "a query")
+        if key is query and value is query:
+            memory, ls = None, None
+        elif key is value:
+            memory, _, ls = sequence_input(ctx, node, key, first, "a key")
+        else:
+            node.unsupported("keys and values that are different tensors")
+        out = attention(ctx, node.path, m, q, b, lq, memory, ls, given.get("attn_mask"), given.get("key_padding_mask"),
+                        weights=bool(given.get("need_weights", True)))
+        if isinstance(out, tuple):
+            return batch_first(ctx, out[0], first), out[1]
+        return batch_first(ctx, out, first), None
+
+    def decoder_layer(ctx, prefix, m, x, memory, batch, seq, mem_seq, masks):
+        act = activation_of(prefix, m)
+        tgt_mask, memory_mask, tgt_padding, memory_padding = masks
+
+        def sa(y):
+            return attention(ctx, f"{prefix}.self_attn", m.self_attn, y, batch, seq, attn_mask=tgt_mask,
+                             key_padding_mask=tgt_padding)
+
+        def ca(y):
+            return attention(ctx, f"{prefix}.multihead_attn", m.multihead_attn, y, batch, seq, memory, mem_seq,
+                             attn_mask=memory_mask, key_padding_mask=memory_padding)
+
+        def ff(y):
+            return dense(ctx, f"{prefix}.linear2", m.linear2, act(dense(ctx, f"{prefix}.linear1", m.linear1, y)))
+
+        def norm(k, y):
+            return layer_norm(ctx, f"{prefix}.norm{k}", getattr(m, f"norm{k}"), y)
+        if m.norm_first:
+            x = op.add(x, sa(norm(1, x)))
+            x = op.add(x, ca(norm(2, x)))
+            return op.add(x, ff(norm(3, x)))
+        x = norm(1, op.add(x, sa(x)))
+        x = norm(2, op.add(x, ca(x)))
+        return norm(3, op.add(x, ff(x)))
+
+    def decoder_args(node, rest):
+        names = ["tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask", "tgt_is_causal",
+                 "memory_is_causal"]
+        given = dict(zip(names, rest))
+        given.update(node.kwargs)
+        if given.get("tgt_is_causal") or given.get("memory_is_causal"):
+            node.unsupported("tgt_is_causal/memory_is_causal (pass the causal mask itself)")
+        return [given.get(n) for n in names[:4]]
+
+    @converter(nn.TransformerDecoderLayer)
+    def transformer_decoder_layer(ctx, node, tgt, memory, *rest):
+        m = node.module
+        first = m.self_attn.batch_first
+        x, b, s_ = sequence_input(ctx, node, tgt, first, "a target")
+        mem, _, ms = sequence_input(ctx, node, memory, first, "a memory")
+        return batch_first(ctx, decoder_layer(ctx, node.path, m, x, mem, b, s_, ms, decoder_args(node, rest)), first)
+
+    @converter(nn.TransformerDecoder)
+    def transformer_decoder(ctx, node, tgt, memory, *rest):
+        m = node.module
+        first = m.layers[0].self_attn.batch_first
+        x, b, s_ = sequence_input(ctx, node, tgt, first, "a target")
+        mem, _, ms = sequence_input(ctx, node, memory, first, "a memory")
+        masks = decoder_args(node, rest)
+        for i, layer in enumerate(m.layers):
+            x = decoder_layer(ctx, f"{node.path}.layers.{i}", layer, x, mem, b, s_, ms, masks)
+        if m.norm is not None:
+            x = layer_norm(ctx, f"{node.path}.norm", m.norm, x)
+        return batch_first(ctx, x, first)
 
 
 _register_modules()

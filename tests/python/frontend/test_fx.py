@@ -1,5 +1,6 @@
 """The PyTorch importer through torch.fx (docs/frontends.md): torchvision's
-ResNet-18 and MobileNetV2 and a Transformer encoder against PyTorch, the
+ResNet-18 and MobileNetV2, a Transformer encoder, a decoder with masks and
+multi-head attention (dynamic batch and lengths) against PyTorch, the
 unsupported-operator error, weights as parameters."""
 import re
 
@@ -50,6 +51,80 @@ def test_a_transformer_encoder_with_a_dynamic_batch_and_sequence(batch_first):
     mod = lfx.from_fx(encoder, [example], dynamic_axes={0: axes})
     assert str(mod.functions["main"].params[0].annotation) == want_type
     check_every_length(loom.build(mod, HOST), encoder, batch_first)
+
+
+class _Decoder(torch.nn.Module):
+    """A two-layer nn.TransformerDecoder over a memory, with a causal mask
+    and a padding mask on the memory given as inputs."""
+
+    def __init__(self, batch_first, norm_first):
+        super().__init__()
+        layer = torch.nn.TransformerDecoderLayer(32, 4, 64, batch_first=batch_first, norm_first=norm_first,
+                                                 activation="gelu")
+        self.decoder = torch.nn.TransformerDecoder(layer, 2, norm=torch.nn.LayerNorm(32))
+
+    def forward(self, tgt, memory, causal, padding):
+        return self.decoder(tgt, memory, tgt_mask=causal, memory_key_padding_mask=padding)
+
+
+def _decoder_inputs(batch_first, b, n, s, generator):
+    tgt, memory = torch.randn(b, n, 32, generator=generator), torch.randn(b, s, 32, generator=generator)
+    if not batch_first:
+        tgt, memory = tgt.transpose(0, 1).contiguous(), memory.transpose(0, 1).contiguous()
+    padding = torch.zeros(b, s, dtype=torch.bool)
+    padding[0, s - 1] = s > 1  # the first sequence's last memory position is padding
+    return [tgt, memory, torch.nn.Transformer.generate_square_subsequent_mask(n), padding]
+
+
+@pytest.mark.parametrize("batch_first, norm_first", [(True, False), (False, True)])
+def test_a_transformer_decoder_with_masks_and_a_dynamic_batch_target_and_memory(batch_first, norm_first):
+    torch.manual_seed(0)
+    decoder = _Decoder(batch_first, norm_first).eval()
+    g = torch.Generator().manual_seed(1)
+    seq = (lambda a, b: {0: a, 1: b}) if batch_first else (lambda a, b: {0: b, 1: a})
+    axes = {0: seq("b", "n"), 1: seq("b", "s"), 2: {0: "n", 1: "n"}, 3: {0: "b", 1: "s"}}
+    mod = lfx.from_fx(decoder, _decoder_inputs(batch_first, 2, 5, 6, g), dynamic_axes=axes)
+    lib = loom.build(mod, HOST)
+    for b, n, s in ((2, 5, 6), (3, 9, 4), (1, 1, 1)):  # one build, every length
+        inputs = _decoder_inputs(batch_first, b, n, s, g)
+        with torch.no_grad():
+            want = decoder(*inputs).numpy()
+        got = lib["main"](*[x.numpy() for x in inputs]).numpy()
+        assert got.shape == want.shape and np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), (b, n, s)
+
+
+def test_multihead_attention_unpacked_in_forward_gives_the_output_and_the_weights():
+    # `out, weights = self.attn(...)` unpacks a submodule's result, which
+    # torch 1.13's tracer cannot do on Python 3.11 by itself; cross
+    # attention over a memory with a boolean padding mask.
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+
+        def forward(self, x, memory, padding):
+            out, weights = self.attn(x, memory, memory, key_padding_mask=padding)
+            return out + x, weights
+
+    torch.manual_seed(0)
+    block = Block().eval()
+    g = torch.Generator().manual_seed(2)
+
+    def inputs(b, n, s):
+        padding = torch.zeros(b, s, dtype=torch.bool)
+        padding[:, -1] = True
+        return [torch.randn(b, n, 32, generator=g), torch.randn(b, s, 32, generator=g), padding]
+    mod = lfx.from_fx(block, inputs(2, 3, 4), dynamic_axes={0: {0: "b", 1: "n"}, 1: {0: "b", 1: "s"},
+                                                            2: {0: "b", 1: "s"}})
+    lib = loom.build(mod, HOST)
+    for b, n, s in ((2, 3, 4), (1, 7, 2)):
+        x = inputs(b, n, s)
+        with torch.no_grad():
+            want = block(*x)
+        got = lib["main"](*[a.numpy() for a in x])
+        for g_, w in zip(got, want):
+            np.testing.assert_allclose(g_.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+        assert np.all(got[1].numpy()[..., -1] == 0)  # the padded key gets no weight
 
 
 def test_dynamic_axes_are_checked_and_need_the_module_level_graph():
