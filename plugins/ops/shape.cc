@@ -478,6 +478,29 @@ void register_shape_ops() {
       });
 
   define_operator(
+      "shape_of", 1, {}, ir::PatternKind::kOpaque,
+      "x's extents as an int64 tensor (rank,): symbolic ones as the values they have in a call (ONNX's Shape used "
+      "as a tensor: the start of positions after a cache of %p)",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto& x = tensor_arg(call, 0);
+        return ir::TensorType(Array(std::vector<Any>{Any(PrimExpr(static_cast<int64_t>(x.shape.size())))}),
+                              DataType::Int(64));
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        return b.finish(compute(y, [&](const Indices& i) -> PrimExpr {
+          PrimExpr v = int64_t{0};
+          for (size_t k = x->shape.size(); k-- > 0;) {
+            v = tir::Select(tir::EQ(i[0], PrimExpr(static_cast<int64_t>(k))),
+                            tir::Cast(DataType::Int(64), x->shape[k].cast<PrimExpr>()), v);
+          }
+          return v;
+        }));
+      });
+
+  define_operator(
       "concat", -1, {{"axis", "int", Any(int64_t{0}), "the axis to join along"}}, injective,
       "joins tensors along an axis; the others must agree",
       [](const graph::CallNode& call) -> ir::Type {

@@ -6,6 +6,7 @@
 
 #include "graph_util.h"
 #include "loom/ir/op.h"
+#include "loom/tir/util.h"
 
 namespace loom::passes {
 
@@ -25,13 +26,38 @@ bool is_primitive(const ir::IRModule& module, const ir::Expr& callee) {
   return f && f->attrs.contains("primitive") && f->attrs.at("primitive").as_int() == 1 && !f->attrs.contains("codegen");
 }
 
+// The symbolic dimensions of a value's tensor types.
+std::set<const Object*> dimension_vars(const ir::Expr& e) {
+  std::set<const Object*> out;
+  if (!e.defined() || !e->checked_type.defined()) return out;
+  for (const tir::VarNode* v : tir::used_vars(Any(e->checked_type), [](const tir::VarNode*) { return true; }))
+    out.insert(v);
+  return out;
+}
+
+// Whether a call's result has a dimension its arguments' types do not
+// bind (arange(extent=%n)): a group holding it could not size that result
+// from the group's parameters, so it stays a kernel of its own, called
+// where %n is known.
+bool sized_by_attributes(const graph::CallNode& call, const ir::Expr& value) {
+  std::set<const Object*> bound;
+  for (const Any& a : call.args) {
+    std::set<const Object*> vars = dimension_vars(a.cast<ir::Expr>());
+    bound.insert(vars.begin(), vars.end());
+  }
+  for (const Object* v : dimension_vars(value))
+    if (!bound.count(v)) return true;
+  return false;
+}
+
 // The pattern of a binding's value, or nullopt when it cannot be fused.
 std::optional<PatternKind> pattern_of(const ir::IRModule& module, const ir::Expr& value, std::string* name) {
   const auto* call = value.as<graph::CallNode>();
   if (!call) return std::nullopt;
   if (const auto* op = call->callee.as<ir::OpNode>()) {
     auto entry = ir::OpRegistry::entry(op->name);
-    if (!entry || !ir::OpRegistry::property(op->name, "FLower") || entry->def.pattern == PatternKind::kOpaque) {
+    if (!entry || !ir::OpRegistry::property(op->name, "FLower") || entry->def.pattern == PatternKind::kOpaque ||
+        sized_by_attributes(*call, value)) {
       return std::nullopt;
     }
     *name = op->name;

@@ -29,6 +29,41 @@ class Context:
 
     def __init__(self):
         self._constants = {}  # id(array) -> (array, Constant): a weight used twice is one constant
+        self._symbols = {}  # symbolic dimension's name -> (a value whose shape has it, its axis)
+
+    def symbol_sources(self, value):
+        """Records where `value`'s symbolic dimensions can be read at run
+        time (an input's shape), so that a shape computed from them can
+        become a tensor (expr)."""
+        for axis, d in enumerate(self.shape(value)):
+            if not isinstance(d, int) and d.type_key == "tir.Var":
+                self._symbols.setdefault(d.name, (value, axis))
+
+    def _dim_tensor(self, d):
+        """One shape entry (an int or a tir expression) as a 0-d int64
+        tensor: a dimension read from the shape of the value that has it."""
+        if isinstance(d, (int, np.integer)) or d.type_key == "tir.IntImm":
+            return graph.Constant(np.int64(int(d) if isinstance(d, (int, np.integer)) else d.value))
+        if d.type_key == "tir.Var":
+            if d.name not in self._symbols:
+                raise _core.TypeError(f"the dimension {d} is read from no input's shape")
+            source, axis = self._symbols[d.name]
+            return op.reshape(op.slice(op.shape_of(source), begin=[axis], end=[axis + 1]), shape=[])
+        binary = {"tir.Add": op.add, "tir.Sub": op.subtract, "tir.Mul": op.multiply, "tir.FloorDiv": op.floor_divide,
+                  "tir.FloorMod": op.floor_mod, "tir.Min": op.minimum, "tir.Max": op.maximum}
+        if d.type_key in binary:
+            return binary[d.type_key](self._dim_tensor(d.a), self._dim_tensor(d.b))
+        raise _core.TypeError(f"the shape entry {d} ({d.type_key}) cannot be computed as a tensor")
+
+    def shape_tensor(self, value):
+        """A symbolic shape (an object array) as an int64 tensor computed at
+        run time from the inputs' shapes."""
+        parts = [self._dim_tensor(d) for d in value.reshape(-1)]
+        if value.ndim == 0:
+            return parts[0]
+        flat = op.concat(*[op.expand_dims(p_, axis=0) for p_ in parts], axis=0) if parts else \
+            graph.Constant(np.zeros(0, np.int64))
+        return flat if value.ndim == 1 else op.reshape(flat, shape=list(value.shape))
 
     def expr(self, value, dtype=None):
         """A value as a graph expression: known arrays become constants."""
@@ -38,8 +73,12 @@ class Context:
                 return op.cast(value, dtype=str(dtype))
             return value
         if is_symbolic(value):
-            raise _core.TypeError(f"the shape {shape_text(value)} has a symbolic dimension and is used as a "
-                                  "tensor, which is not supported (docs/frontends.md, \"Dynamic shapes\")")
+            try:
+                out = self.shape_tensor(value)
+            except _core.TypeError as e:
+                raise _core.TypeError(f"the shape {shape_text(value)} has a symbolic dimension and is used as a "
+                                      f"tensor: {e} (docs/frontends.md, \"Dynamic shapes\")") from None
+            return out if dtype is None or str(dtype) == "int64" else op.cast(out, dtype=str(dtype))
         if dtype is not None and str(value.dtype) != str(dtype):
             value = value.astype(dtype)
         cached = self._constants.get(id(value))

@@ -494,6 +494,47 @@ def test_a_decoder_and_a_pooled_model_over_a_dynamic_batch_and_length(which):
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), (b, n)
 
 
+@requires("onnx", "torch")
+def test_a_cached_decoder_step_with_symbolic_range_starts_and_slice_bounds():
+    # What a decoder exported with its KV cache computes from two symbolic
+    # lengths (new tokens %n, cached %p): positions Range(%p, %p + %n), a
+    # causal mask sliced [%p, %p + %n) x [0, %p + %n) out of a buffer, the
+    # last %n rows of the joined sequence (Slice from -%n): the bounds are
+    # shapes used as tensors, read at run time from the inputs' shapes.
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wpe, self.qkv = torch.nn.Embedding(64, 16), torch.nn.Linear(16, 48)
+            self.register_buffer("causal", torch.tril(torch.ones(64, 64, dtype=torch.bool)))
+
+        def forward(self, x, past_k, past_v):
+            n, p = x.shape[1], past_k.shape[1]
+            x = x + self.wpe(torch.arange(p, p + n))[None]
+            q, k, v = self.qkv(x).split(16, -1)
+            k, v = torch.cat([past_k, k], 1), torch.cat([past_v, v], 1)
+            scores = (q @ k.transpose(1, 2)).masked_fill(~self.causal[p:p + n, :p + n], float("-inf"))
+            out = torch.softmax(scores / 4, -1) @ v
+            return out + k[:, -n:], v[:, :p + 1].sum(1)
+
+    torch.manual_seed(0)
+    module = Step().eval()
+    g = torch.Generator().manual_seed(1)
+
+    def inputs(b, n, p):
+        return [torch.randn(b, n, 16, generator=g), torch.randn(b, p, 16, generator=g), torch.randn(b, p, 16, generator=g)]
+    m = exported(module, tuple(inputs(2, 3, 5)), 14, input_names=["x", "k", "v"],
+                 dynamic_axes={"x": {0: "b", 1: "n"}, "k": {0: "b", 1: "p"}, "v": {0: "b", 1: "p"}})
+    lib = loom.build(lonnx.from_onnx(m), HOST)
+    for b, n, p in ((2, 3, 5), (1, 1, 9), (3, 6, 1)):  # one build: prefill-like and one-token steps
+        x = inputs(b, n, p)
+        with torch.no_grad():
+            want = module(*x)
+        got = lib["main"](*[a.numpy() for a in x])
+        for g_, w in zip(got, want):
+            assert g_.numpy().shape == tuple(w.shape), (b, n, p)
+            np.testing.assert_allclose(g_.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+
+
 @requires("onnx", "torch", "torchvision")
 def test_a_dynamic_batch_stays_symbolic():
     torch.manual_seed(0)

@@ -258,6 +258,8 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
     for var in inputs:
         values[var.name] = var
     ctx = Context()
+    for var in inputs:
+        ctx.symbol_sources(var)  # a shape computed from them can become a tensor
     for proto in g.node:
         node = Node(proto, opset)
         args = [values[name] if name else None for name in proto.input]
@@ -273,6 +275,9 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
             known = fold is not None and all(a is None or isinstance(a, np.ndarray) for a in args)
             if known and any(_is_symbolic(a) for a in args) and node.op_type not in SYMBOLIC_FOLDS:
                 known = False  # the converter decides (Reshape takes a symbolic target)
+            if known and node.op_type == "Slice" and not _is_symbolic(args[0]) and any(
+                    _is_symbolic(a) for a in args[1:]):
+                known = False  # a constant cut at symbolic bounds (a causal mask buffer) has a symbolic shape
             try:
                 out = fold(node, *args) if known else convert(ctx, node, *args)
             except _core.LoomError:
@@ -343,7 +348,7 @@ def _known(node, value, what, symbolic=False):
 # given a symbolic shape goes to its converter, which refuses it unless it
 # takes one (Reshape).
 SYMBOLIC_FOLDS = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Identity", "Add", "Sub", "Mul", "Div",
-                  "Cast", "Where"}
+                  "Neg", "Cast", "Where"}
 
 
 def _dim(v):

@@ -2,7 +2,7 @@
 Gather*, Scatter*, Pad, Tile, Resize, TopK, ...) and constants."""
 import numpy as np
 
-from ... import graph, op, tir
+from ... import _core, graph, op, tir
 from . import _axis, _dim, _dtype, _ints, _is_symbolic, _known, _normalised, _object_array, converter
 
 
@@ -215,8 +215,105 @@ def _slice_fold(node, x, starts=None, ends=None, axes=None, steps=None):
     return x[tuple(index)]
 
 
+def _signs(e):
+    """The signs (-1, 0, 1) a symbolic expression takes at dimension values
+    1 and 4096 (all at one, all at the other, each alone at the other): how
+    the importer judges what a bound does for every length."""
+    if isinstance(e, int):
+        return {(e > 0) - (e < 0)}
+    names = sorted({v.name for v in _vars(e)})
+    signs = set()
+    for assignment in [{n: 1 for n in names}, {n: 4096 for n in names}] + \
+            [{n: (4096 if n == m else 1) for n in names} for m in names] + \
+            [{n: (1 if n == m else 4096) for n in names} for m in names]:
+        v = _evaluate(e, assignment)
+        signs.add((v > 0) - (v < 0))
+    return signs
+
+
+def _vars(e):
+    if e.type_key == "tir.Var":
+        return [e]
+    if e.type_key == "tir.IntImm":
+        return []
+    return _vars(e.a) + _vars(e.b)
+
+
+def _evaluate(e, values):
+    if e.type_key == "tir.IntImm":
+        return int(e.value)
+    if e.type_key == "tir.Var":
+        return values[e.name]
+    a, b = _evaluate(e.a, values), _evaluate(e.b, values)
+    ops = {"tir.Add": lambda: a + b, "tir.Sub": lambda: a - b, "tir.Mul": lambda: a * b,
+           "tir.FloorDiv": lambda: a // b if b else 0, "tir.FloorMod": lambda: a % b if b else 0,
+           "tir.Min": lambda: min(a, b), "tir.Max": lambda: max(a, b)}
+    if e.type_key not in ops:
+        raise _core.TypeError(f"the shape entry {e} ({e.type_key})")
+    return ops[e.type_key]()
+
+
+def _symbolic_slice(ctx, node, x, starts, ends, axes, steps):
+    """Slice with symbolic bounds (x[:, -%n:], mask[:, :%p + 1]): each such
+    axis gathered at start, start + step, ... with the start read from the
+    inputs' shapes at run time.  A bound's sign (from the end or not) and
+    the clamping to the axis decide at compile time, for every dimension
+    value: an expression whose sign depends on them is refused."""
+    rank = ctx.rank(x)
+    starts, ends = _shape_entries(starts), _shape_entries(ends)
+    axes = list(range(len(starts))) if axes is None else [_axis(a, rank) for a in _ints(_known(node, axes, "axes"))]
+    steps = [1] * len(starts) if steps is None else _ints(_known(node, steps, "steps"))
+    big = np.iinfo(np.int64).max // 2
+    y = ctx.expr(x)
+    shape = ctx.shape(x)
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        if st <= 0:
+            node.unsupported(f"a symbolic bound with step {st} (a positive step is)")
+        d = shape[a]
+
+        def resolve(v, what):
+            """The bound counted from the axis's start and clamped to it."""
+            if isinstance(v, int) and abs(v) >= big:
+                return d if v > 0 else 0
+            signs = _signs(v)
+            if min(signs) < 0 <= max(signs):
+                node.unsupported(f"a {what} ({v}) counted from the start or the end depending on the dimensions")
+            v = _dim(v + d) if max(signs) < 0 else v
+            over, below = _signs(_dim(v - d)), _signs(v)
+            if min(over) >= 0:
+                return d
+            if max(below) <= 0:
+                return 0
+            if isinstance(d, int) and max(over) > 0 and min(below) >= 0 and \
+                    _evaluate(_dim(v - d), {x.name: 1 for x in _vars(v)}) <= 0:
+                # A fixed axis (a buffer of the model's maximum length, a
+                # causal mask of 1024 positions): the lengths are taken to
+                # stay inside it, as the model's own limit; past it the
+                # gather clamps (no read outside the buffer).
+                return v
+            if max(over) > 0 or min(below) < 0:
+                node.unsupported(f"a {what} ({v}) that may or may not lie inside the axis ({d})")
+            return v
+        s, e = resolve(s, "start"), resolve(e, "end")
+        span = _signs(_dim(e - s))
+        if min(span) < 0 < max(span):
+            node.unsupported(f"a slice [{s}, {e}) that may be empty or not depending on the dimensions")
+        # (An extent Loom's kernels can bind: no max() of a dimension.)
+        extent = 0 if max(span) <= 0 else _dim(e - s) if st == 1 else _dim(tir.floordiv(_dim(e - s) + (st - 1), st))
+        if isinstance(extent, int) and isinstance(s, int):
+            y = op.slice(y, begin=[s], end=[s + extent * st], axes=[a], strides=[st])
+            continue
+        begin = ctx.expr(_object_array([s]).reshape(()) if not isinstance(s, int) else np.int64(s))
+        index = op.add(op.arange(extent=extent, start=0.0, step=float(st), dtype="int64"), begin)
+        y = op.take(y, index, axis=a)
+    return y
+
+
 @converter("Slice", fold=_slice_fold)
 def _slice(ctx, node, x, starts=None, ends=None, axes=None, steps=None):
+    if node.opset >= 10 and (_is_symbolic(starts) or _is_symbolic(ends)):
+        _known(node, starts, "start", symbolic=True), _known(node, ends, "end", symbolic=True)
+        return _symbolic_slice(ctx, node, x, starts, ends, axes, steps)
     for what, v in (("start", starts), ("end", ends), ("axis", axes), ("step", steps)):
         _known(node, v, what)
     starts, ends, axes, steps = _slice_args(node, ctx.rank(x), starts, ends, axes, steps)
@@ -467,10 +564,23 @@ def _range(node, start, limit, delta):
 
 @converter("Range", fold=_range)
 def _range_convert(ctx, node, start, limit, delta):
-    start, delta = (_known(node, v, what) for v, what in ((start, "start"), (delta, "delta")))
-    limit = _known(node, limit, "limit", symbolic=True)
-    if not _is_symbolic(limit):
+    delta = _known(node, delta, "delta")
+    start, limit = _known(node, start, "start", symbolic=True), _known(node, limit, "limit", symbolic=True)
+    if not _is_symbolic(limit) and not _is_symbolic(start):
         return _range(node, start, limit, delta)
+    if _is_symbolic(start):
+        # From a symbolic start (positions after a cache: %past to %past +
+        # %seq): 0, delta, ... over ceil((limit - start) / delta), plus the
+        # start, read from the inputs' shapes at run time.
+        delta_v = np.asarray(delta).item()
+        if not float(delta_v).is_integer() or delta_v <= 0:
+            node.unsupported(f"a symbolic start with delta {delta_v} (an integer delta > 0 is)")
+        delta_v = int(delta_v)
+        span = _dim(_shape_entries(limit)[0] - _shape_entries(start)[0])
+        extent = span if delta_v == 1 else _dim(tir.max(tir.floordiv(span + (delta_v - 1), delta_v), 0))
+        dtype = str(ctx.dtype(ctx.expr(start)))
+        steps = op.arange(extent=extent, start=0.0, step=float(delta_v), dtype=dtype)
+        return op.add(steps, ctx.expr(start))
     # Up to a symbolic limit (positions 0 .. %seq - 1): Loom's arange by its
     # length, ceil((limit - start) / delta), which a positive integer step
     # keeps a dimension.
