@@ -13,6 +13,7 @@
 // compiler links objects and wrappers into a private library) and its code
 // is linked into an exported library (linked_code), so both paths run the
 // same machine code.
+#include <loom/dps_wrapper_c.h>
 #include <loom/ir/diagnostic.h>
 #include <loom/tir/dps_signature.h>
 #include <loom/ir/op.h>
@@ -22,6 +23,7 @@
 #include <loom/runtime/module.h>
 #include <loom/support/strings.h>
 #include <loom/target/target.h>
+#include <loom/text/text.h>
 #include <loom/tir/function.h>
 
 #include <algorithm>
@@ -90,6 +92,16 @@ struct Spec {
   // as int64 after the pointers.
   loom::runtime::DpsSignature signature;
   std::string text;
+  // The IR function, alive while the spec is used: where its payload was
+  // parsed from, for diagnostics.
+  const loom::ir::ExternFuncNode* function = nullptr;
+
+  // "FILE:LINE:COL: " of a line and column of the assembly when the module
+  // was parsed from text, else "".
+  std::string position(int line, int column) const {
+    std::string at = function ? loom::text::payload_position(*function, line, column) : "";
+    return at.empty() ? at : at + ": ";
+  }
 
   kind::Machine machine() const {
     std::string list;
@@ -104,6 +116,7 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   Spec spec;
   spec.name = name;
   spec.text = f.payload;
+  spec.function = &f;
   spec.signature = loom::tir::read_dps_signature(
       f, "an asm function", "(their data pointers), and its scalars are the symbolic dimensions of their shapes");
   if (f.encoding != "text") LOOM_THROW(Error) << "an asm function's payload is assembly text, not " << f.encoding;
@@ -156,13 +169,13 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   return spec;
 }
 
-std::string describe_errors(const std::vector<kind::AsmDiagnostic>& errors) {
+std::string describe_errors(const Spec& spec, const std::vector<kind::AsmDiagnostic>& errors) {
   std::ostringstream s;
   size_t shown = std::min<size_t>(errors.size(), 5);
   for (size_t k = 0; k < shown; ++k) {
     const kind::AsmDiagnostic& e = errors[k];
     s << "\n    ";
-    if (e.line > 0) s << "asm line " << e.line << ":" << e.column << ": ";
+    if (e.line > 0) s << spec.position(e.line, e.column) << "asm line " << e.line << ":" << e.column << ": ";
     s << e.message;
     if (!e.source_line.empty()) s << "\n      " << e.source_line;
   }
@@ -176,7 +189,8 @@ kind::Assembled assemble_checked(const Spec& spec) {
   kind::Machine machine = spec.machine();
   kind::Assembled out = kind::assemble(spec.text, machine);
   if (!out.errors.empty()) {
-    LOOM_THROW(Error) << "the assembly (" << spec.isa->name << ") does not assemble:" << describe_errors(out.errors);
+    LOOM_THROW(Error) << "the assembly (" << spec.isa->name
+                      << ") does not assemble:" << describe_errors(spec, out.errors);
   }
   if (!out.global_symbols.count(spec.symbol)) {
     if (out.local_symbols.count(spec.symbol)) {
@@ -196,8 +210,9 @@ kind::Assembled assemble_checked(const Spec& spec) {
       present.insert(need.extension);
       continue;
     }
-    LOOM_THROW(Error) << "asm line " << need.line << " is a " << need.encoding << "-encoded instruction, which needs "
-                      << need.extension << ", but the function does not declare it or an extension that implies it "
+    LOOM_THROW(Error) << spec.position(need.line, 1) << "asm line " << need.line << " is a " << need.encoding
+                      << "-encoded instruction, which needs " << need.extension
+                      << ", but the function does not declare it or an extension that implies it "
                       << "(attrs {features: [\"" << need.extension << "\"]})";
   }
   return out;
@@ -252,69 +267,7 @@ std::string wrappers(const std::vector<Spec>& specs) {
 #include <stdio.h>
 #include "loom/runtime/c_backend_api.h"
 extern const LoomHostApi* __loom_host_api;
-
-static int32_t loom_asm_fail(const char* message) {
-  __loom_host_api->set_last_error(message);
-  return -1;
-}
-
-/* Checks argument `index` and binds its symbolic extents. */
-static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* codes,
-                               uint8_t code, uint8_t bits, const char* dtype, int32_t ndim, const int64_t* dims,
-                               const int* vars, const char* const* var_names, int64_t* values, int* bound,
-                               void** data) {
-  static __thread char message[512];
-  if (codes[index] != kLoomDLTensor) {
-    snprintf(message, sizeof message, "argument %d must be a tensor", index);
-    return loom_asm_fail(message);
-  }
-  const DLTensor* t = (const DLTensor*)args[index].v_handle;
-  if (t->device.device_type != kDLCPU) {
-    snprintf(message, sizeof message, "argument %d is on device type %d; asm code reads host (CPU) memory",
-             index, (int)t->device.device_type);
-    return loom_asm_fail(message);
-  }
-  if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {
-    snprintf(message, sizeof message, "argument %d has dtype code %d bits %d lanes %d, expected %s", index,
-             (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes, dtype);
-    return loom_asm_fail(message);
-  }
-  if (t->ndim != ndim) {
-    snprintf(message, sizeof message, "argument %d has rank %d, expected %d", index, (int)t->ndim,
-             (int)ndim);
-    return loom_asm_fail(message);
-  }
-  int empty = 0;  // a tensor with no elements is compact whatever its strides
-  for (int d = 0; d < ndim; ++d) empty = empty || t->shape[d] == 0;
-  int64_t stride = 1;
-  for (int d = ndim - 1; d >= 0; --d) {
-    int64_t extent = t->shape[d];
-    if (vars[d] < 0 && extent != dims[d]) {
-      snprintf(message, sizeof message, "argument %d has extent %lld in dimension %d, expected %lld", index,
-               (long long)extent, d, (long long)dims[d]);
-      return loom_asm_fail(message);
-    }
-    if (vars[d] >= 0) {
-      if (bound[vars[d]] && values[vars[d]] != extent) {
-        snprintf(message, sizeof message,
-                 "argument %d has extent %lld in dimension %d, but %s is %lld from an earlier argument",
-                 index, (long long)extent, d, var_names[vars[d]], (long long)values[vars[d]]);
-        return loom_asm_fail(message);
-      }
-      bound[vars[d]] = 1;
-      values[vars[d]] = extent;
-    }
-    if (t->strides && extent != 1 && t->strides[d] != stride && !empty) {
-      snprintf(message, sizeof message, "argument %d is not compact (row-major); asm code needs compact tensors",
-               index);
-      return loom_asm_fail(message);
-    }
-    stride *= extent;
-  }
-  *data = (char*)t->data + t->byte_offset;
-  return 0;
-}
-)";
+)" << loom::dps_wrapper_c::checker("loom_asm", "asm code reads host (CPU) memory", "asm code needs compact tensors");
   for (const Spec& spec : specs) {
     size_t n = spec.signature.params.size();
     c << "\n/* @" << spec.name << " (" << spec.isa->name << ") */\n";
@@ -325,19 +278,8 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
     c << "int32_t " << wrapper_symbol(spec)
       << "(const LoomValue* args, const int32_t* codes, int32_t num_args, LoomValue* ret, int32_t* ret_code, "
          "void* resource) {\n";
-    c << "  static const char* const var_names[] = {";
-    for (size_t k = 0; k < spec.signature.dims.size(); ++k)
-      c << (k ? ", " : "") << "\"" << spec.signature.dims[k] << "\"";
-    c << (spec.signature.dims.empty() ? "0" : "") << "};\n";
-    c << "  int64_t values[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
-    c << "  int bound[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
     c << "  void* data[" << std::max<size_t>(n, 1) << "];\n";
-    c << "  (void)ret; (void)resource; (void)var_names;\n";
-    c << "  if (num_args != " << n << ") {\n"
-      << "    static __thread char message[160];\n"
-      << "    snprintf(message, sizeof message, \"takes " << n << " tensor" << (n == 1 ? "" : "s")
-      << " (inputs, then outputs), got %d\", (int)num_args);\n"
-      << "    return loom_asm_fail(message);\n  }\n";
+    c << loom::dps_wrapper_c::prologue("loom_asm", spec.signature);
     for (const std::string& feature : spec.features) {
       static const std::vector<std::string> gcc_known = {
           "sse3",     "ssse3",      "sse4.1",     "sse4.2",     "popcnt",     "avx",      "avx2",      "fma",
@@ -351,19 +293,9 @@ static int32_t loom_asm_tensor(int index, const LoomValue* args, const int32_t* 
         << ", which this CPU lacks\");\n"
         << "#endif\n";
     }
-    for (size_t i = 0; i < n; ++i) {
-      const loom::runtime::DpsTensor& p = spec.signature.params[i];
-      std::string dims, vars;
-      for (size_t d = 0; d < p.dims.size(); ++d) {
-        dims += (d ? ", " : "") + std::to_string(p.dims[d]) + "LL";
-        vars += (d ? ", " : "") + std::to_string(p.dim_vars[d]);
-      }
-      if (p.dims.empty()) dims = vars = "0";
-      c << "  {\n    static const int64_t dims[] = {" << dims << "};\n    static const int vars[] = {" << vars << "};\n"
-        << "    if (loom_asm_tensor(" << i << ", args, codes, " << int(p.dtype.code) << ", " << int(p.dtype.bits)
-        << ", \"" << p.dtype.to_string() << "\", " << p.dims.size() << ", dims, vars, var_names, values, bound, &data["
-        << i << "])) return -1;\n  }\n";
-    }
+    for (size_t i = 0; i < n; ++i)
+      c << loom::dps_wrapper_c::check_argument("loom_asm", i, spec.signature.params[i],
+                                               "data[" + std::to_string(i) + "]");
     c << "  " << spec.symbol << "(";
     for (size_t i = 0; i < n; ++i) c << (i ? ", " : "") << "data[" << i << "]";
     for (size_t k = 0; k < spec.signature.dims.size(); ++k) c << (n + k ? ", " : "") << "values[" << k << "]";

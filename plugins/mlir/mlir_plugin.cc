@@ -13,6 +13,7 @@
 // wrappers are host code: linked into a private library to run in memory
 // and into an exported library by export_library, so a loaded library
 // needs neither MLIR nor this plugin.
+#include <loom/dps_wrapper_c.h>
 #include <loom/ir/diagnostic.h>
 #include <loom/ir/op.h>
 #include <loom/ir/text.h>
@@ -21,6 +22,7 @@
 #include <loom/runtime/module.h>
 #include <loom/support/strings.h>
 #include <loom/target/target.h>
+#include <loom/text/text.h>
 #include <loom/tir/dps_signature.h>
 
 #include <algorithm>
@@ -51,6 +53,16 @@ struct Spec {
   loom::runtime::DpsSignature signature;
   std::vector<kind::Param> params;
   std::string text;
+  // The IR function, alive while the spec is used: where its payload was
+  // parsed from, for diagnostics.
+  const loom::ir::ExternFuncNode* function = nullptr;
+
+  // "FILE:LINE:COL: " of a line and column of the payload when the module
+  // was parsed from text, else "".
+  std::string position(int line, int column) const {
+    std::string at = function ? loom::text::payload_position(*function, line, column) : "";
+    return at.empty() ? at : at + ": ";
+  }
 };
 
 // Throws Error with a message that does not repeat the function's name
@@ -59,6 +71,7 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   Spec spec;
   spec.name = name;
   spec.text = f.payload;
+  spec.function = &f;
   spec.signature = loom::tir::read_dps_signature(
       f, "an mlir function", "(memref descriptors), and its symbolic dimensions are the payload's ? extents");
   if (f.encoding != "text") LOOM_THROW(Error) << "an mlir function's payload is MLIR text, not " << f.encoding;
@@ -92,13 +105,13 @@ Spec read_spec(const loom::ir::ExternFuncNode& f, const std::string& name) {
   return spec;
 }
 
-std::string describe(const std::vector<kind::Problem>& problems) {
+std::string describe(const Spec& spec, const std::vector<kind::Problem>& problems) {
   std::ostringstream s;
   size_t shown = std::min<size_t>(problems.size(), 5);
   for (size_t k = 0; k < shown; ++k) {
     const kind::Problem& p = problems[k];
     s << "\n    ";
-    if (p.line > 0) s << "mlir line " << p.line << ":" << p.column << ": ";
+    if (p.line > 0) s << spec.position(p.line, p.column) << "mlir line " << p.line << ":" << p.column << ": ";
     s << p.message;
     if (!p.source_line.empty()) s << "\n        " << p.source_line;
   }
@@ -108,7 +121,8 @@ std::string describe(const std::vector<kind::Problem>& problems) {
 
 void check_payload(const Spec& spec) {
   kind::Checked checked = kind::check(spec.text, spec.params);
-  if (!checked.problems.empty()) LOOM_THROW(Error) << "the MLIR payload is not valid:" << describe(checked.problems);
+  if (!checked.problems.empty())
+    LOOM_THROW(Error) << "the MLIR payload is not valid:" << describe(spec, checked.problems);
 }
 
 // ---- the build ---------------------------------------------------------------
@@ -151,72 +165,9 @@ std::string wrappers(const std::vector<Spec>& specs) {
 #include <stdio.h>
 #include "loom/runtime/c_backend_api.h"
 extern const LoomHostApi* __loom_host_api;
-
-static int32_t loom_mlir_fail(const char* message) {
-  __loom_host_api->set_last_error(message);
-  return -1;
-}
-
-/* Checks argument `index`, binds its symbolic extents and fills the parts
- * of its memref descriptor: data pointer, sizes, row-major strides. */
-static int32_t loom_mlir_tensor(const char* fn, int index, const LoomValue* args, const int32_t* codes,
-                                uint8_t code, uint8_t bits, const char* dtype, int32_t ndim, const int64_t* dims,
-                                const int* vars, const char* const* var_names, int64_t* values, int* bound,
-                                void** data, int64_t* sizes, int64_t* strides) {
-  static __thread char message[512];
-  if (codes[index] != kLoomDLTensor) {
-    snprintf(message, sizeof message, "%s: argument %d must be a tensor", fn, index);
-    return loom_mlir_fail(message);
-  }
-  const DLTensor* t = (const DLTensor*)args[index].v_handle;
-  if (t->device.device_type != kDLCPU) {
-    snprintf(message, sizeof message, "%s: argument %d is on device type %d; MLIR host code reads CPU memory", fn,
-             index, (int)t->device.device_type);
-    return loom_mlir_fail(message);
-  }
-  if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {
-    snprintf(message, sizeof message, "%s: argument %d has dtype code %d bits %d lanes %d, expected %s", fn, index,
-             (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes, dtype);
-    return loom_mlir_fail(message);
-  }
-  if (t->ndim != ndim) {
-    snprintf(message, sizeof message, "%s: argument %d has rank %d, expected %d", fn, index, (int)t->ndim,
-             (int)ndim);
-    return loom_mlir_fail(message);
-  }
-  int empty = 0;
-  for (int d = 0; d < ndim; ++d) empty = empty || t->shape[d] == 0;
-  int64_t stride = 1;
-  for (int d = ndim - 1; d >= 0; --d) {
-    int64_t extent = t->shape[d];
-    if (vars[d] < 0 && extent != dims[d]) {
-      snprintf(message, sizeof message, "%s: argument %d has extent %lld in dimension %d, expected %lld", fn, index,
-               (long long)extent, d, (long long)dims[d]);
-      return loom_mlir_fail(message);
-    }
-    if (vars[d] >= 0) {
-      if (bound[vars[d]] && values[vars[d]] != extent) {
-        snprintf(message, sizeof message,
-                 "%s: argument %d has extent %lld in dimension %d, but %s is %lld from an earlier argument", fn,
-                 index, (long long)extent, d, var_names[vars[d]], (long long)values[vars[d]]);
-        return loom_mlir_fail(message);
-      }
-      bound[vars[d]] = 1;
-      values[vars[d]] = extent;
-    }
-    if (t->strides && extent != 1 && t->strides[d] != stride && !empty) {
-      snprintf(message, sizeof message, "%s: argument %d is not compact (row-major); the mlir kind needs compact "
-               "tensors", fn, index);
-      return loom_mlir_fail(message);
-    }
-    sizes[d] = extent;
-    strides[d] = stride;
-    stride *= extent;
-  }
-  *data = (char*)t->data + t->byte_offset;
-  return 0;
-}
-)";
+)"
+    << loom::dps_wrapper_c::checker("loom_mlir", "MLIR host code reads CPU memory",
+                                    "the mlir kind needs compact tensors");
   std::set<size_t> ranks;
   for (const Spec& spec : specs)
     for (const auto& p : spec.signature.params) ranks.insert(p.dims.size());
@@ -236,37 +187,15 @@ static int32_t loom_mlir_tensor(const char* fn, int index, const LoomValue* args
     c << "int32_t " << call_symbol(spec)
       << "(const LoomValue* args, const int32_t* codes, int32_t num_args, LoomValue* ret, int32_t* ret_code, "
          "void* resource) {\n";
-    c << "  static const char* const var_names[] = {";
-    for (size_t k = 0; k < spec.signature.dims.size(); ++k)
-      c << (k ? ", " : "") << "\"" << spec.signature.dims[k] << "\"";
-    c << (spec.signature.dims.empty() ? "0" : "") << "};\n";
-    c << "  int64_t values[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
-    c << "  int bound[" << std::max<size_t>(spec.signature.dims.size(), 1) << "] = {0};\n";
-    c << "  int64_t unused[1];\n";
-    c << "  (void)ret; (void)resource; (void)var_names; (void)unused;\n";
-    c << "  if (num_args != " << n << ") {\n"
-      << "    static __thread char message[160];\n"
-      << "    snprintf(message, sizeof message, \"" << spec.name << ": takes " << n << " tensor" << (n == 1 ? "" : "s")
-      << " (inputs, then outputs), got %d\", (int)num_args);\n"
-      << "    return loom_mlir_fail(message);\n  }\n";
+    c << loom::dps_wrapper_c::prologue("loom_mlir", spec.signature);
     for (size_t i = 0; i < n; ++i) {
       const loom::runtime::DpsTensor& p = spec.signature.params[i];
-      size_t r = p.dims.size();
-      std::string dims, vars;
-      for (size_t d = 0; d < r; ++d) {
-        dims += (d ? ", " : "") + std::to_string(p.dims[d]) + "LL";
-        vars += (d ? ", " : "") + std::to_string(p.dim_vars[d]);
-      }
-      if (r == 0) dims = vars = "0";
-      std::string sizes = r ? "m" + std::to_string(i) + ".sizes" : "unused";
-      std::string strides = r ? "m" + std::to_string(i) + ".strides" : "unused";
-      c << "  loom_mlir_memref_" << r << " m" << i << ";\n"
-        << "  {\n    static const int64_t dims[] = {" << dims << "};\n    static const int vars[] = {" << vars << "};\n"
-        << "    if (loom_mlir_tensor(\"" << spec.name << "\", " << i << ", args, codes, " << int(p.dtype.code) << ", "
-        << int(p.dtype.bits) << ", \"" << p.dtype.to_string() << "\", " << r
-        << ", dims, vars, var_names, values, bound, &m" << i << ".aligned, " << sizes << ", " << strides
-        << ")) return -1;\n"
-        << "    m" << i << ".allocated = m" << i << ".aligned;\n    m" << i << ".offset = 0;\n  }\n";
+      std::string m = "m" + std::to_string(i);
+      bool scalar = p.dims.empty();
+      c << "  loom_mlir_memref_" << p.dims.size() << " " << m << ";\n"
+        << loom::dps_wrapper_c::check_argument("loom_mlir", i, p, m + ".aligned", scalar ? "0" : m + ".sizes",
+                                               scalar ? "0" : m + ".strides")
+        << "  " << m << ".allocated = " << m << ".aligned;\n  " << m << ".offset = 0;\n";
     }
     c << "  if (_mlir_ciface_" << spec.entry << "(";
     for (size_t i = 0; i < n; ++i) c << (i ? ", " : "") << "&m" << i;
@@ -326,7 +255,7 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
       Spec spec = read_spec(*f, name);
       kind::Compiled compiled = kind::compile(spec.text, spec.params, spec.entry, machine, spec.opt_level);
       if (!compiled.problems.empty())
-        LOOM_THROW(Error) << "the MLIR payload does not compile:" << describe(compiled.problems);
+        LOOM_THROW(Error) << "the MLIR payload does not compile:" << describe(spec, compiled.problems);
       node->objects.emplace_back("mlir_" + name + ".o", compiled.object);
       node->payloads[name] = spec.text;
       node->bufferized[name] = compiled.lowered_mlir;

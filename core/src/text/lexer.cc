@@ -53,6 +53,9 @@ class Lexer {
         // After '.', a number is a tuple index: x.0.2 is (x.0).2, not x.(0.2).
         bool index = !tokens.empty() && tokens.back().kind == Tok::kPunct && tokens.back().text == ".";
         number(t, index);
+      } else if (text_.compare(pos_, 3, "\"\"\"") == 0) {
+        t.kind = Tok::kString;
+        t.text = multiline_string();
       } else if (c == '"') {
         t.kind = Tok::kString;
         t.text = string_literal();
@@ -158,6 +161,25 @@ class Lexer {
     } catch (const ParseError& e) {
       fail(start, "invalid string literal: " + e.message());
     }
+  }
+
+  // A multi-line string: """, a line break, then the lines verbatim (no
+  // escapes) up to the next """.  The line break after the opening """ is
+  // not part of the string.
+  std::string multiline_string() {
+    Token start{Tok::kString, "", line_, column_, pos_};
+    for (int k = 0; k < 3; ++k) advance();
+    if (pos_ >= text_.size() || text_[pos_] != '\n')
+      fail(start, "a multi-line string's opening \"\"\" ends its line (the text starts on the next line)");
+    advance();
+    size_t begin = pos_;
+    while (text_.compare(pos_, 3, "\"\"\"") != 0) {
+      if (pos_ >= text_.size()) fail(start, "unterminated multi-line string (it ends with \"\"\")");
+      advance();
+    }
+    std::string out = text_.substr(begin, pos_ - begin);
+    for (int k = 0; k < 3; ++k) advance();
+    return out;
   }
 
   const std::string& text_;

@@ -7,8 +7,10 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <limits>
 #include <cstdlib>
+#include <functional>
+#include <limits>
+#include <memory>
 #include <unordered_map>
 
 #include "lexer.h"
@@ -27,6 +29,72 @@ namespace {
 
 using namespace loom::ir;   // NOLINT: types, functions, the module
 using namespace loom::tir;  // NOLINT: the prim IR's nodes
+
+// Where each byte of a string literal's decoded text stands in the source
+// (ir::PayloadSource): the literal at `at` is re-read, a piece starting at
+// each escape and after each line break.  Null when the re-reading does not
+// give `decoded`'s size (it always should).
+std::shared_ptr<const PayloadSource> payload_source(const std::string& text, const std::string& source, const Token& at,
+                                                    const std::string& decoded) {
+  auto out = std::make_shared<PayloadSource>();
+  out->source = source;
+  out->payload_size = decoded.size();
+  out->payload_hash = std::hash<std::string>()(decoded);
+  size_t offset = 0;  // in the decoded text
+  size_t pos = at.offset;
+  int line = at.line, column = at.column;
+  auto piece = [&]() {
+    if (!out->pieces.empty() && out->pieces.back().offset == offset) out->pieces.pop_back();
+    out->pieces.push_back({offset, line, column});
+  };
+  if (text.compare(pos, 3, "\"\"\"") == 0) {  // multi-line: verbatim after the line break
+    pos += 4;
+    ++line;
+    column = 1;
+    piece();
+    while (pos < text.size() && text.compare(pos, 3, "\"\"\"") != 0) {
+      ++offset;
+      if (text[pos++] == '\n') {
+        ++line;
+        column = 1;
+        piece();
+      } else {
+        ++column;
+      }
+    }
+  } else {  // a JSON string on one line
+    ++pos;
+    ++column;
+    piece();
+    while (pos < text.size() && text[pos] != '"') {
+      if (text[pos] != '\\') {
+        ++offset;
+        ++pos;
+        ++column;
+        continue;
+      }
+      size_t length = 2, bytes = 1;  // of the escape in the source, of what it stands for
+      if (pos + 6 <= text.size() && text[pos + 1] == 'u') {
+        unsigned code = std::strtoul(text.substr(pos + 2, 4).c_str(), nullptr, 16);
+        length = 6;
+        if (code >= 0xD800 && code < 0xDC00 && text.compare(pos + 6, 2, "\\u") == 0) {
+          length = 12;  // a surrogate pair: one code point of four bytes
+          bytes = 4;
+        } else {
+          bytes = code < 0x80 ? 1 : code < 0x800 ? 2 : 3;
+        }
+      }
+      piece();
+      offset += bytes;
+      pos += length;
+      column += static_cast<int>(length);
+      piece();
+    }
+  }
+  piece();  // the closing quote
+  if (offset != decoded.size()) return nullptr;
+  return out;
+}
 
 class Parser {
  public:
@@ -1189,10 +1257,13 @@ class Parser {
         encoding = expect_string();
       }
       expect_word("payload");
+      const Token& payload_at = peek();
       std::string payload = expect_string();
       try {
         ExternFunc f(kind, payload, downcast<FuncType>(signature), convention.text, attrs);
-        const_cast<ExternFuncNode*>(f.get())->encoding = encoding;
+        auto* node = const_cast<ExternFuncNode*>(f.get());  // a new node: not shared yet
+        node->encoding = encoding;
+        if (encoding == "text") node->payload_source = payload_source(text_, source_, payload_at, payload);
         return f;
       } catch (const Error& e) {
         fail(convention, e.what());
@@ -1239,6 +1310,27 @@ class Parser {
 };
 
 }  // namespace
+
+std::string payload_position(const ExternFuncNode& f, int line, int column) {
+  const PayloadSource* at = f.payload_source.get();
+  const std::string& payload = f.payload;
+  if (!at || at->pieces.empty() || line < 1 || at->payload_size != payload.size() ||
+      at->payload_hash != std::hash<std::string>()(payload))
+    return "";
+  size_t start = 0;  // of the line in the payload
+  for (int l = 1; l < line; ++l) {
+    start = payload.find('\n', start);
+    if (start == std::string::npos) return "";
+    ++start;
+  }
+  size_t end = std::min(payload.find('\n', start), payload.size());
+  size_t offset = std::min(start + static_cast<size_t>(std::max(column, 1)) - 1, end);
+  auto piece = std::upper_bound(at->pieces.begin(), at->pieces.end(), offset,
+                                [](size_t o, const PayloadSource::Piece& p) { return o < p.offset; });
+  --piece;  // the first piece is at offset 0
+  return at->source + ":" + std::to_string(piece->line) + ":" +
+         std::to_string(piece->column + static_cast<int>(offset - piece->offset));
+}
 
 IRModule parse_module(const std::string& text, const std::string& source) {
   return Parser(text, source, nullptr).module();

@@ -121,3 +121,109 @@ TEST(Text, GoldenFilesAreCanonicalAndCoverEveryNodeType) {
   }
 }
 }  // namespace loom
+
+namespace loom {
+// Payload positions: where a line and column of an extern function's
+// payload stand in the text it was parsed from (text::payload_position),
+// through a one-line string's escapes and in a multi-line string.
+namespace {
+const ir::ExternFuncNode& extern_func(const ir::IRModule& mod, const std::string& name) {
+  const auto* f = mod.lookup(name).as<ir::ExternFuncNode>();
+  EXPECT_NE(f, nullptr) << name;
+  return *f;
+}
+}  // namespace
+
+TEST(Text, PayloadPositionsMapThroughTheEscapesOfAOneLineString) {
+  // Column of the opening quote: 1 + the length of what precedes it.
+  std::string head = "@k = extern \"x\" dps fn(Tensor[(4), float32]) -> none payload ";
+  int quote = static_cast<int>(head.size()) + 1;
+  // payload: "ab\n\tc\"d\n\u00e9x\n" -> lines "ab", "\tc\"d", "\xc3\xa9x"
+  std::string text = "# a comment line\n" + head + "\"ab\\n\\tc\\\"d\\n\\u00e9x\\n\"\n";
+  ir::IRModule mod = text::parse_module(text, "k.loom");
+  const ir::ExternFuncNode& f = extern_func(mod, "k");
+  ASSERT_EQ(f.payload, "ab\n\tc\"d\n\xc3\xa9x\n");
+  auto at = [&](int column) { return "k.loom:2:" + std::to_string(quote + column); };
+  EXPECT_EQ(text::payload_position(f, 1, 1), at(1));   // a
+  EXPECT_EQ(text::payload_position(f, 1, 2), at(2));   // b
+  EXPECT_EQ(text::payload_position(f, 1, 3), at(3));   // the \n escape ends line 1
+  EXPECT_EQ(text::payload_position(f, 1, 9), at(3));   // past the end: the line's end
+  EXPECT_EQ(text::payload_position(f, 2, 1), at(5));   // \t
+  EXPECT_EQ(text::payload_position(f, 2, 2), at(7));   // c
+  EXPECT_EQ(text::payload_position(f, 2, 3), at(8));   // \"
+  EXPECT_EQ(text::payload_position(f, 2, 4), at(10));  // d
+  EXPECT_EQ(text::payload_position(f, 3, 1), at(13));  // \u00e9 (two bytes)
+  EXPECT_EQ(text::payload_position(f, 3, 3), at(19));  // x
+  EXPECT_EQ(text::payload_position(f, 4, 1), at(22));  // the closing quote: the payload's end
+  EXPECT_EQ(text::payload_position(f, 5, 1), "");      // no such line
+  EXPECT_EQ(text::payload_position(f, 0, 1), "");
+}
+
+TEST(Text, PayloadPositionsOfAMultiLineStringAreItsOwnLines) {
+  std::string text =
+      "@k = extern \"x\" dps fn(Tensor[(4), float32]) -> none payload \"\"\"\n"
+      "func.func @k() {\n"
+      "  return \"\\n\"\n"  // no escapes: a backslash is a backslash
+      "}\n"
+      "\"\"\"\n";
+  ir::IRModule mod = text::parse_module(text, "k.loom");
+  const ir::ExternFuncNode& f = extern_func(mod, "k");
+  ASSERT_EQ(f.payload, "func.func @k() {\n  return \"\\n\"\n}\n");
+  EXPECT_EQ(text::payload_position(f, 1, 1), "k.loom:2:1");
+  EXPECT_EQ(text::payload_position(f, 2, 3), "k.loom:3:3");
+  EXPECT_EQ(text::payload_position(f, 2, 12), "k.loom:3:12");
+  EXPECT_EQ(text::payload_position(f, 3, 1), "k.loom:4:1");
+  EXPECT_EQ(text::payload_position(f, 4, 1), "k.loom:5:1");  // the closing """
+  // The same function as a one-line string: structurally equal; the
+  // printer writes the one-line form (the canonical text is unchanged).
+  std::string printed = text::print_module(mod);
+  EXPECT_EQ(printed.find("\"\"\""), std::string::npos) << printed;
+  ir::IRModule back = text::parse_module(printed, "printed.loom");
+  EXPECT_TRUE(structural_equal(mod, back));
+  EXPECT_EQ(text::print_module(back), printed);
+  // A payload that does not end in a line break closes on its last line.
+  ir::IRModule tight = text::parse_module(
+      "@k = extern \"x\" dps fn(Tensor[(4), float32]) -> none payload \"\"\"\nab\ncd\"\"\"", "t.loom");
+  EXPECT_EQ(extern_func(tight, "k").payload, "ab\ncd");
+  EXPECT_EQ(text::payload_position(extern_func(tight, "k"), 2, 2), "t.loom:3:2");
+}
+
+TEST(Text, PayloadPositionsAreNotPartOfTheIR) {
+  std::string text = "@k = extern \"x\" dps fn(Tensor[(4), float32]) -> none payload \"a\\nb\"\n";
+  ir::IRModule mod = text::parse_module(text, "k.loom");
+  EXPECT_EQ(text::payload_position(extern_func(mod, "k"), 2, 1), "k.loom:1:66");
+  // Equal to the same function built in C++, which has no position; JSON
+  // does not carry it either.
+  ir::IRModule built(std::map<std::string, Any>{{"k", ir::ExternFunc("x", "a\nb", extern_func(mod, "k").signature)}},
+                     Map::empty(), Map::empty());
+  EXPECT_TRUE(structural_equal(mod, built));
+  EXPECT_EQ(structural_hash(mod), structural_hash(built));
+  EXPECT_EQ(text::payload_position(extern_func(built, "k"), 2, 1), "");
+  ir::IRModule from_json = load_json(save_json(mod)).cast<ir::IRModule>();
+  EXPECT_EQ(text::payload_position(extern_func(from_json, "k"), 2, 1), "");
+  // A position kept with another payload maps nothing.
+  ir::ExternFunc changed("x", "a\nc", extern_func(mod, "k").signature);
+  const_cast<ir::ExternFuncNode*>(changed.get())->payload_source = extern_func(mod, "k").payload_source;
+  EXPECT_EQ(text::payload_position(*changed.get(), 2, 1), "");
+  // A base64 payload has no lines to map.
+  ir::IRModule blob = text::parse_module(
+      "@k = extern \"x\" packed fn(Tensor[(4), float32]) -> none encoding \"base64\" payload \"AAEC\"", "b.loom");
+  EXPECT_EQ(extern_func(blob, "k").payload_source, nullptr);
+}
+
+TEST(Text, MalformedMultiLineStringsAreRefused) {
+  auto error = [](const std::string& text) {
+    try {
+      text::parse_module(text, "m.loom");
+    } catch (const ParseError& e) {
+      std::string what = e.what();
+      return what.substr(0, what.find('\n'));
+    }
+    return std::string("parsed");
+  };
+  std::string head = "@k = extern \"x\" dps fn(Tensor[(4), float32]) -> none payload ";
+  EXPECT_EQ(error(head + "\"\"\"ab\n\"\"\""),
+            "m.loom:1:62: a multi-line string's opening \"\"\" ends its line (the text starts on the next line)");
+  EXPECT_EQ(error(head + "\"\"\"\nab\n"), "m.loom:1:62: unterminated multi-line string (it ends with \"\"\")");
+}
+}  // namespace loom

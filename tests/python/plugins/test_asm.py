@@ -79,3 +79,32 @@ def test_build_errors_name_the_function_and_the_problem():
                            None, attrs={"isa": "x86_64", "features": ["avx"]})
     with pytest.raises(loom.LoomError, match=r"@relu: the assembly \(x86_64\) does not assemble:\n    asm line 3:3: "):
         loom.build(ir.with_function(mod, "relu", broken), haswell)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 assembly")
+def test_loomc_check_names_the_loom_file_line_and_column_of_an_assembler_error(tmp_path):
+    # The payload is one escaped string on the function's line: the
+    # assembler's line 3, column 3 is mapped through the \n escapes to where
+    # `vmaxps` stands in the .loom file.
+    mod = example.model()
+    broken = ir.ExternFunc("asm", "  .globl relu\nrelu:\n  vmaxps %ymm1, %ymm0\n  ret\n",
+                           list(mod["relu"].signature.params), None, attrs={"isa": "x86_64", "features": ["avx"]})
+    path = tmp_path / "bad.loom"
+    path.write_text(ir.with_function(mod, "relu", broken).script())
+    done = subprocess.run([str(LOOMC), "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 1
+    number, line = next((n, l) for n, l in enumerate(path.read_text().splitlines(), 1) if "vmaxps %ymm1, %ymm0\\n" in l)
+    where = f"{path}:{number}:{line.index('vmaxps %ymm1, %ymm0') + 1}"
+    assert f"@relu: the assembly (x86_64) does not assemble:\n    {where}: asm line 3:3: " in done.stderr, done.stderr
+    # A multi-line payload: the assembler's line 3 is the file's line
+    # after the opening line's, at the same column.
+    text = path.read_text()
+    start = text.index('payload "  .globl relu')
+    end = text.index('"', start + len('payload "')) + 1
+    multi = text[:start] + 'payload """\n' + broken.payload + '"""' + text[end:]
+    first = multi[:start].count("\n") + 1  # the line of the opening """
+    path.write_text(multi)
+    done = subprocess.run([str(LOOMC), "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"\n    {path}:{first + 3}:3: asm line 3:3: " in done.stderr, done.stderr
+    assert ir.load(str(path))["relu"].payload == broken.payload

@@ -8,7 +8,6 @@ built (no libmlir-16-dev)."""
 import os
 import pathlib
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -275,3 +274,52 @@ def test_errors_through_loomc_check_name_the_file_function_and_line(tmp_path):
     done = subprocess.run([str(LOOMC), "check", str(path)], capture_output=True, text=True)
     assert done.returncode == 1
     assert "@kern: the MLIR payload is not valid:" in done.stderr and "mlir line 3:3:" in done.stderr, done.stderr
+
+
+def file_position(path, needle):
+    """FILE:LINE:COL of the first occurrence of `needle` in the file."""
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return f"{path}:{number}:{line.index(needle) + 1}"
+    raise AssertionError(f"{needle!r} is not in {path}")
+
+
+def test_loomc_check_names_the_loom_file_line_and_column_of_a_payload_error(tmp_path):
+    # The payload is one escaped string on the function's line: MLIR's
+    # line 3, column 3 is mapped through the \n escapes to where
+    # `return %c` stands in the .loom file.
+    text = ("func.func @kern(%x: memref<?xf32>, %y: memref<?xf32>) {\n  %c = arith.constant 1.0 : f32\n"
+            "  return %c : f32\n}\n")
+    mod = loom.IRModule({"kern": ir.ExternFunc("mlir", text, [vec(), vec()])})
+    path = tmp_path / "bad.loom"
+    path.write_text("# a kernel whose payload does not verify\n\n" + mod.script())
+    done = subprocess.run([str(LOOMC), "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 1
+    where = file_position(path, "return %c")
+    assert where.split(":")[-2] == "3" and int(where.split(":")[-1]) > 100, where
+    assert (f"@kern: the MLIR payload is not valid:\n    {where}: mlir line 3:3: 'func.return' op has 1 operands"
+            in done.stderr), done.stderr
+    # Built in Python, the module has no file: the payload's line only.
+    assert "\n    mlir line 3:3: 'func.return'" in problem(text, [vec(), vec()])
+
+
+def test_a_multi_line_payload_maps_to_its_own_lines(tmp_path):
+    path = tmp_path / "multi.loom"
+    path.write_text(
+        '@kern = extern "mlir" dps fn(Tensor[(%n: int64), float32], Tensor[(%n), float32]) -> none payload """\n'
+        "func.func @kern(%x: memref<?xf32>, %y: memref<?xf32>) {\n"
+        "  %c = arith.constant 1.0 : f32\n"
+        "  %z = arith.addf %c\n"
+        "  return\n"
+        "}\n"
+        '"""\n')
+    done = subprocess.run([str(LOOMC), "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 1
+    # MLIR's line 3 is the file's line 4 (the payload starts after the
+    # opening line), at the same column.
+    assert f"\n    {path}:4:" in done.stderr and "mlir line 3:" in done.stderr, done.stderr
+    column = done.stderr.split(f"{path}:4:")[1].split(":")[0]
+    assert f"mlir line 3:{column}:" in done.stderr, done.stderr
+    # The same payload read back is the escaped string's.
+    parsed = loom.ir.load(str(path))
+    assert parsed["kern"].payload.splitlines()[2] == "  %z = arith.addf %c"

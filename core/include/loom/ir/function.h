@@ -5,6 +5,8 @@
 #ifndef LOOM_IR_FUNCTION_H_
 #define LOOM_IR_FUNCTION_H_
 
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,29 @@ class BaseFunc : public ObjectRef {
   LOOM_OBJECT_REF(BaseFunc, ObjectRef, BaseFuncNode)
 };
 
+// Where the text parser read an extern function's payload (the string
+// literal after `payload`), so that a kind's diagnostics at a line and
+// column of the payload can name the place in the .loom file
+// (text::payload_position, loom/text/text.h).  Not part of the IR: it is
+// no reflected field, so structural equality and hashing, JSON, the
+// printer and Python never see it; a function built any other way has
+// none, and a copy whose payload differs is not mapped (size and hash).
+struct PayloadSource {
+  std::string source;  // the file name the parser was given ("<text>" for a string)
+  size_t payload_size = 0;
+  size_t payload_hash = 0;  // std::hash of the payload it describes
+  // The payload's bytes from `offset` on, up to the next piece's, stand at
+  // consecutive columns of `line` from `column` (1-based): a piece starts
+  // at each escape sequence and after each line break of the literal.  A
+  // last piece at the payload's size is where the literal closes.
+  struct Piece {
+    size_t offset;
+    int line;
+    int column;
+  };
+  std::vector<Piece> pieces;
+};
+
 // An opaque body of a registered extern kind (asm, torchscript, ...).
 // convention: "dps" (outputs are trailing parameters of the signature) or
 // "packed".  encoding: "text", or "base64" for binary payloads.
@@ -33,6 +58,8 @@ class ExternFuncNode : public BaseFuncNode {
   std::string encoding = "text";
   FuncType signature;
   std::string convention = "dps";
+  // Set by the text parser for a text payload; not reflected (see above).
+  std::shared_ptr<const PayloadSource> payload_source;
   LOOM_OBJECT(ExternFuncNode, BaseFuncNode, "ir.ExternFunc");
   static void reflect(ReflectionBuilder<ExternFuncNode>& r) {
     r.field("kind", &ExternFuncNode::kind)

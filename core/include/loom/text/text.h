@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "loom/ir/function.h"
 #include "loom/ir/module.h"
 #include "loom/ir/text.h"
 #include "loom/object/serialization.h"
@@ -34,6 +35,15 @@ std::string print_module(const IRModule& module, const BlobSink& sink);
 IRModule parse_module(const std::string& text, const std::string& source = "<text>");
 // The same, with the meta section's blob references resolved by `blobs`.
 IRModule parse_module(const std::string& text, const std::string& source, const BlobSource& blobs);
+
+// "SOURCE:LINE:COL", where the (1-based) `line` and `column` of extern
+// function `f`'s payload stand in the text it was parsed from (SOURCE as
+// given to parse_module: the file's path for a file); a column past the
+// end of its line is that line's end.  "" when `f` was not parsed from text
+// (built in Python or C++, read from JSON), its payload changed since, or
+// the payload has no such line.  For an extern kind's diagnostics
+// (docs/ir-text-format.md, "Extern functions").
+std::string payload_position(const ir::ExternFuncNode& f, int line, int column);
 
 // ---- module files: the text, and its weights beside it -------------------
 // (docs/ir-text-format.md, "Weights beside the text")

@@ -80,14 +80,27 @@ NDArray floats(std::vector<int64_t> shape, uint32_t seed) {
   return a;
 }
 
-// The well-formedness problems of a module with one asm function.
+// The text of a module with one asm function (payload `text`, escaped).
+std::string relu_module(
+    const std::string& attrs, const std::string& text,
+    const std::string& signature = "fn(Tensor[(%n: int64), float32], Tensor[(%n), float32]) -> none",
+    const std::string& convention = "dps") {
+  return "@relu = extern \"asm\" " + convention + " " + signature + " attrs {" + attrs + "} payload \"" + text + "\"\n";
+}
+
+// The well-formedness problems of that module, parsed from "relu.loom".
 std::string problem(const std::string& attrs, const std::string& text,
                     const std::string& signature = "fn(Tensor[(%n: int64), float32], Tensor[(%n), float32]) -> none",
                     const std::string& convention = "dps") {
-  ir::IRModule m = text::parse_module("@relu = extern \"asm\" " + convention + " " + signature + " attrs {" + attrs +
-                                      "} payload \"" + text + "\"\n");
+  ir::IRModule m = text::parse_module(relu_module(attrs, text, signature, convention), "relu.loom");
   std::vector<ir::Diagnostic> out = graph::well_formed(m);
   return out.empty() ? "" : out[0].to_string();
+}
+
+// "relu.loom:1:COL: ", where `needle` stands in that module's text: the
+// position in the .loom text that an assembler diagnostic names.
+std::string at(const std::string& attrs, const std::string& text, const std::string& needle) {
+  return "relu.loom:1:" + std::to_string(relu_module(attrs, text).find(needle) + 1) + ": ";
 }
 const char* kX86 = "isa: \"x86_64\"";
 }  // namespace
@@ -107,12 +120,14 @@ TEST(Asm, PrintsParsesAndRoundTrips) {
 
 TEST(Asm, ValidationNamesTheFunctionAndTheAssemblyLine) {
   // an assembler error, at its line and column in the payload
-  EXPECT_EQ(problem(kX86, "  .globl relu\\nrelu:\\n  movq %rax, %rbx, %rcx\\n  ret\\n"),
-            "@relu: the assembly (x86_64) does not assemble:\n    asm line 3:20: invalid operand for instruction\n"
-            "        movq %rax, %rbx, %rcx");
-  EXPECT_EQ(problem(kX86, "  .globl relu\\nrelu:\\n  frobnicate %rax\\n"),
-            "@relu: the assembly (x86_64) does not assemble:\n    asm line 3:3: invalid instruction mnemonic "
-            "'frobnicate'\n        frobnicate %rax");
+  // (and where it stands in the .loom text, through the \\n escapes)
+  std::string movq = "  .globl relu\\nrelu:\\n  movq %rax, %rbx, %rcx\\n  ret\\n";
+  EXPECT_EQ(problem(kX86, movq), "@relu: the assembly (x86_64) does not assemble:\n    " + at(kX86, movq, "%rcx") +
+                                     "asm line 3:20: invalid operand for instruction\n        movq %rax, %rbx, %rcx");
+  std::string frobnicate = "  .globl relu\\nrelu:\\n  frobnicate %rax\\n";
+  EXPECT_EQ(problem(kX86, frobnicate),
+            "@relu: the assembly (x86_64) does not assemble:\n    " + at(kX86, frobnicate, "frobnicate") +
+                "asm line 3:3: invalid instruction mnemonic 'frobnicate'\n        frobnicate %rax");
   // the symbol: defined, global
   EXPECT_EQ(problem(kX86, "relu:\\n  ret\\n"),
             "@relu: the assembly defines 'relu' but not as a global symbol (add .globl relu)");
@@ -121,19 +136,25 @@ TEST(Asm, ValidationNamesTheFunctionAndTheAssemblyLine) {
             "attribute); did you mean 'rleu'?");
   EXPECT_EQ(problem("isa: \"x86_64\", global_symbol: \"kernel\"", "  .globl kernel\\nkernel:\\n  ret\\n"), "");
   // extensions the code uses must be declared (x86: VEX and EVEX encodings)
-  EXPECT_EQ(problem(kX86, "  .globl relu\\nrelu:\\n\\n  vmaxps %ymm1, %ymm0, %ymm0\\n  ret\\n"),
-            "@relu: asm line 4 is a VEX-encoded instruction, which needs avx, but the function does not declare it "
-            "or an extension that implies it (attrs {features: [\"avx\"]})");
-  EXPECT_EQ(problem("features: [\"avx2\"], isa: \"x86_64\"", "  .globl relu\\nrelu:\\n  vmaxps %zmm1, %zmm0, %zmm0\\n"),
-            "@relu: asm line 3 is a EVEX-encoded instruction, which needs avx512f, but the function does not declare "
-            "it or an extension that implies it (attrs {features: [\"avx512f\"]})");
+  std::string vex = "  .globl relu\\nrelu:\\n\\n  vmaxps %ymm1, %ymm0, %ymm0\\n  ret\\n";
+  EXPECT_EQ(problem(kX86, vex),
+            "@relu: " + at(kX86, vex, "  vmaxps") +
+                "asm line 4 is a VEX-encoded instruction, which needs avx, but the function does not declare it "
+                "or an extension that implies it (attrs {features: [\"avx\"]})");
+  std::string evex = "  .globl relu\\nrelu:\\n  vmaxps %zmm1, %zmm0, %zmm0\\n";
+  EXPECT_EQ(problem("features: [\"avx2\"], isa: \"x86_64\"", evex),
+            "@relu: " + at("features: [\"avx2\"], isa: \"x86_64\"", evex, "  vmaxps") +
+                "asm line 3 is a EVEX-encoded instruction, which needs avx512f, but the function does not declare "
+                "it or an extension that implies it (attrs {features: [\"avx512f\"]})");
   EXPECT_EQ(problem("features: [\"avx2\"], isa: \"x86_64\"", "  .globl relu\\nrelu:\\n  vmaxps %ymm1, %ymm0, %ymm0\\n"),
             "");
   // aarch64: LLVM checks the extensions itself
   EXPECT_EQ(problem("isa: \"aarch64\"", "  .globl relu\\nrelu:\\n  fmax v0.4s, v0.4s, v1.4s\\n  ret\\n"), "");
-  EXPECT_EQ(problem("isa: \"aarch64\"", "  .globl relu\\nrelu:\\n  ld1w {z0.s}, p0/z, [x0]\\n  ret\\n"),
-            "@relu: the assembly (aarch64) does not assemble:\n    asm line 3:3: instruction requires: sve or sme\n"
-            "        ld1w {z0.s}, p0/z, [x0]");
+  std::string sve = "  .globl relu\\nrelu:\\n  ld1w {z0.s}, p0/z, [x0]\\n  ret\\n";
+  EXPECT_EQ(problem("isa: \"aarch64\"", sve), "@relu: the assembly (aarch64) does not assemble:\n    " +
+                                                  at("isa: \"aarch64\"", sve, "ld1w") +
+                                                  "asm line 3:3: instruction requires: sve or sme\n"
+                                                  "        ld1w {z0.s}, p0/z, [x0]");
   EXPECT_EQ(problem("features: [\"sve\"], isa: \"aarch64\"", "  .globl relu\\nrelu:\\n  ld1w {z0.s}, p0/z, [x0]\\n"),
             "");
   // attributes
