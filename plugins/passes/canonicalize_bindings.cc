@@ -26,12 +26,12 @@ transform::Pass CanonicalizeBindings() {
       if (!t || !cast->attrs.contains("dtype") || cast->attrs.at("dtype").as_dtype() != t->dtype) return Any(mutated);
       return cast->args[0];
     });
-    ir::Expr body =
-        graph::rewrite_lets(casts.mutate_as<ir::Expr>(f.body), [&](const graph::Var& var, const ir::Expr& value,
-                                                                     const ir::Expr& rest) {
-          if (value.as<graph::VarNode>()) return graph::substitute(rest, {{var.get(), value}});
-          return ir::Expr(graph::Let(var, value, rest));
-        });
+    ir::Expr body = graph::rewrite_lets(casts.mutate_as<ir::Expr>(f.body),
+                                        [&](const graph::Var& var, const ir::Expr& value, const ir::Expr& rest) {
+                                          if (value.as<graph::VarNode>())
+                                            return graph::substitute(rest, {{var.get(), value}});
+                                          return ir::Expr(graph::Let(var, value, rest));
+                                        });
     // Tuple literals bound by lets, by their variable.
     std::unordered_map<const Object*, const graph::TupleNode*> tuples;
     Visitor collect;
