@@ -279,6 +279,8 @@ class Printer:
     # -- values and types --
     def value(self):
         t = self.peek()
+        if t.kind == "local":  # a dimension: extent=%n, shape=[%b * 4, 8]
+            return f"S.dim({json.dumps(self.prim())})"
         if t.kind == "ident":
             if t.text == "none":
                 self.next()

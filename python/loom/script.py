@@ -94,7 +94,7 @@ def _marker(*args, **kwargs):
     return _Marker(*args, **kwargs)
 
 
-dtype = device = Prim = _marker
+dtype = device = Prim = dim = _marker
 module_attrs = module_global_infos = _marker
 
 
@@ -316,6 +316,8 @@ class _Translator:
             return self.meta_ref(node)
         if isinstance(node, ast.Call) and self.is_s(node.func, "device"):
             return f"device({_json(self.string(node.args[0], 'a device'))})"
+        if isinstance(node, ast.Call) and self.is_s(node.func, "dim") and len(node.args) == 1:
+            return self.dim(node.args[0])  # a dimension: arange(extent=S.dim("n"))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
                 and len(node.args) == 1:
             return f"float({_json(self.string(node.args[0], 'a special float'))})"  # float("nan")
@@ -328,7 +330,7 @@ class _Translator:
             if found and isinstance(v, (bool, int, float, str)) or (found and v is None):
                 return self.value(ast.Constant(v))
         raise _ScriptError(node, f"an attribute value is a literal (number, string, bool, None, list, dict), a type, "
-                                 f"S.dtype/S.device/S.meta[N], got {ast.unparse(node)}")
+                                 f"S.dtype/S.device/S.dim/S.meta[N], got {ast.unparse(node)}")
 
     # -- functions --
     def check_args(self, fn):
