@@ -268,7 +268,7 @@ def test_loomc_import_errors(tmp_path):
     done = loomc_import(tmp_path / "missing.onnx", "-o", tmp_path / "m.loom")
     assert done.returncode == 1 and "cannot read" in done.stderr and "missing.onnx" in done.stderr, done.stderr
     done = loomc_import(tmp_path / "model.tflite", "-o", tmp_path / "m.loom")
-    assert done.returncode == 2 and "loomc import reads ONNX models (.onnx) and TorchScript files" in done.stderr, \
+    assert done.returncode == 2 and "loomc import reads ONNX models (.onnx), TorchScript files" in done.stderr, \
         done.stderr
     done = loomc_import(tmp_path / "missing.pt", "-o", tmp_path / "m.loom")
     assert done.returncode == 1 and "cannot read" in done.stderr and "missing.pt" in done.stderr, done.stderr

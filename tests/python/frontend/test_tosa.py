@@ -181,7 +181,23 @@ def mlp_reference(x, w):
     return y, q
 
 
-def test_an_mlp_in_tosa_agrees_with_numpy():
+def mlp_with_loom_op(w):
+    """The same MLP, written with loom.op."""
+    x = graph.Var("x", shape=(2, 16))
+    c = graph.Constant
+    h = op.tanh(op.add(op.dense(x, c(w["w1"])), c(w["b1"])))
+    p = op.slice(op.pad(h, pad_width=[0, 0, 1, 2]), begin=[0, 1], end=[2, 33])
+    p = op.transpose(op.transpose(p, axes=[1, 0]), axes=[1, 0])
+    joined = op.concat(h, p, axis=1)
+    r = op.rsqrt(op.add(op.multiply(joined, joined), c(np.ones((1, 1), np.float32))))
+    z = op.add(op.dense(r, c(w["w2"])), c(w["b2"]))
+    y = op.sigmoid(op.reshape(op.matmul(op.reshape(z, shape=[1, 2, 8]), c(w["w3"])), shape=[2, 4]))
+    q = op.multiply(z, c(np.full((1, 1), 4, np.float32)))
+    q = op.clip(op.cast(op.round(q), dtype="int32"), a_min=-3.0, a_max=3.0)
+    return ir.IRModule({"main": graph.Function([x], graph.Tuple([y, q]))})
+
+
+def test_an_mlp_in_tosa_agrees_with_numpy_and_with_the_same_network_built_with_loom_op():
     w = mlp_weights(1)
     mod = mlir.from_tosa(mlp_text(w))
     x = np.random.default_rng(2).standard_normal((2, 16)).astype(np.float32)
@@ -190,6 +206,9 @@ def test_an_mlp_in_tosa_agrees_with_numpy():
     np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-6)
     assert q.dtype == np.int32 and np.abs(q - want_q).max() <= 1 and (q == want_q).mean() > 0.9
     assert len(np.unique(want_q)) > 3
+    same_y, same_q = run(mlp_with_loom_op(w), x)
+    np.testing.assert_allclose(y, same_y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(q, same_q)
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
