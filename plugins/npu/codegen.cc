@@ -22,19 +22,24 @@ std::optional<Dtype> npu_dtype(DataType t) {
   return std::nullopt;
 }
 
-std::optional<std::pair<std::vector<int64_t>, Dtype>> typed_shape(const ir::Expr& e) {
+std::optional<std::pair<std::vector<int64_t>, DataType>> constant_extents(const ir::Expr& e) {
   if (!e.defined() || !e->checked_type.defined()) return std::nullopt;
   const auto* t = e->checked_type.as<ir::TensorTypeNode>();
   if (!t || t->unknown_rank()) return std::nullopt;
-  std::optional<Dtype> dtype = npu_dtype(t->dtype);
-  if (!dtype) return std::nullopt;
   std::vector<int64_t> out;
   for (const Any& d : t->shape) {
     const auto* imm = d.as_object_ref().as<tir::IntImmNode>();
     if (!imm) return std::nullopt;
     out.push_back(imm->value);
   }
-  return std::make_pair(out, *dtype);
+  return std::make_pair(out, t->dtype);
+}
+
+std::optional<std::pair<std::vector<int64_t>, Dtype>> typed_shape(const ir::Expr& e) {
+  auto extents = constant_extents(e);
+  std::optional<Dtype> dtype = extents ? npu_dtype(extents->second) : std::nullopt;
+  if (!dtype) return std::nullopt;
+  return std::make_pair(extents->first, *dtype);
 }
 
 std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e) {

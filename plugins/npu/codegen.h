@@ -24,8 +24,11 @@ Stream compile_region(const ir::IRModule& module, const std::string& name, const
 // The constant extents of `e`'s checked type when it is a float32 tensor
 // with constant extents; nothing otherwise.
 std::optional<std::vector<int64_t>> static_shape(const ir::Expr& e);
-// The same for a tensor of any dtype the NPU has (fp32, int8, uint8,
-// int32), with that dtype.
+// The constant extents of `e`'s tensor type, of any dtype, with that
+// dtype; nothing for a symbolic extent or an unknown rank.
+std::optional<std::pair<std::vector<int64_t>, DataType>> constant_extents(const ir::Expr& e);
+// The same for a tensor of a dtype the NPU has (fp32, int8, uint8,
+// int32), with the NPU's name of it.
 std::optional<std::pair<std::vector<int64_t>, Dtype>> typed_shape(const ir::Expr& e);
 // The NPU's dtype for `t`, or nothing.
 std::optional<Dtype> npu_dtype(DataType t);

@@ -104,19 +104,9 @@ bool supported(const loom::graph::Match& m) {
 
 // ---- the integer mode (docs/npu-spec.md, "Integers") ------------------------
 
-// The constant extents of e's tensor type (any dtype), and the dtype.
+// The constant extents of a value's tensor type (any dtype), and the dtype.
 std::optional<std::pair<std::vector<int64_t>, loom::DataType>> extents(const Any& a) {
-  auto e = a.cast<loom::ir::Expr>();
-  if (!e->checked_type.defined()) return std::nullopt;
-  const auto* t = e->checked_type.as<loom::ir::TensorTypeNode>();
-  if (!t || t->unknown_rank()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (const Any& d : t->shape) {
-    const auto* imm = d.as_object_ref().as<loom::tir::IntImmNode>();
-    if (!imm) return std::nullopt;
-    out.push_back(imm->value);
-  }
-  return std::make_pair(out, t->dtype);
+  return constant_extents(a.cast<loom::ir::Expr>());
 }
 
 bool is_8bit(loom::DataType t) { return t == loom::DataType::Int(8) || t == loom::DataType::UInt(8); }
