@@ -1,6 +1,7 @@
 // Prim IR -> LLVM IR; see codegen.h for the contract.
 #include "codegen.h"
 
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <loom/arith/simplify.h>
 #include <loom/ir/text.h>
 #include <loom/object/traversal.h>
 #include <loom/runtime/c_backend_api.h>
@@ -79,24 +81,29 @@ uint16_t bfloat16_bits(double v) {
   return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
 }
 
-// The x86 vector widths whose maxps/minps the codegen may call (SSE: 4
-// floats, AVX: 8, AVX-512: 16); none elsewhere.
-struct X86MinMax {
+// The x86 vector instructions the codegen calls by name: maxps/minps
+// (SSE: 4 floats, AVX: 8, AVX-512: 16) and pmaddwd (SSE2: 4 int32 sums,
+// AVX2: 8, AVX-512BW: 16); none elsewhere.
+struct X86Features {
   bool sse = false, avx = false, avx512 = false;
-  static X86MinMax of(const llvm::TargetMachine& machine) {
-    X86MinMax x;
+  bool sse2 = false, avx2 = false, avx512bw = false;
+  static X86Features of(const llvm::TargetMachine& machine) {
+    X86Features x;
     if (!machine.getTargetTriple().isX86()) return x;
     const llvm::MCSubtargetInfo* info = machine.getMCSubtargetInfo();
     x.sse = info->checkFeatures("+sse");
     x.avx = info->checkFeatures("+avx");
     x.avx512 = info->checkFeatures("+avx512f");
+    x.sse2 = info->checkFeatures("+sse2");
+    x.avx2 = info->checkFeatures("+avx2");
+    x.avx512bw = info->checkFeatures("+avx512bw");
     return x;
   }
 };
 
 class FunctionCodegen {
  public:
-  FunctionCodegen(llvm::Module& module, std::string name, X86MinMax x86 = {})
+  FunctionCodegen(llvm::Module& module, std::string name, X86Features x86 = {})
       : context_(module.getContext()), module_(module), b_(module.getContext()), name_(std::move(name)), x86_(x86) {
     // a * b + c may become one fused multiply-add (as OpenBLAS and NumPy
     // do): one rounding instead of two.  Nothing else is relaxed.
@@ -231,6 +238,8 @@ class FunctionCodegen {
   Value* binary(const tir::BinaryOpNode* op, Value* a, Value* b, DataType t);
   Value* cast(DataType to, DataType from, Value* v);
   Value* x86_min_max(bool min, Value* a, Value* b);
+  // dot2_i16(a0, b0, a1, b1), its arguments emitted.
+  Value* dot2_i16(const tir::CallNode* op, std::vector<Value*> args);
   Value* call(const tir::CallNode* op);
   Value* libm_call(const std::string& name, Value* x, llvm::Type* t);
   Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
@@ -268,7 +277,7 @@ class FunctionCodegen {
   llvm::Module& module_;
   mutable llvm::IRBuilder<> b_;
   std::string name_;
-  X86MinMax x86_;
+  X86Features x86_;
   llvm::Function* fn_ = nullptr;
   int device_type_ = kDLCPU;  // where the buffers are (tir::device_type_of)
   llvm::BasicBlock* entry_block_ = nullptr;
@@ -1038,6 +1047,91 @@ Value* FunctionCodegen::x86_min_max(bool min, Value* a, Value* b) {
   return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id), args);
 }
 
+// dot2_i16(a0, b0, a1, b1): a0 * b0 + a1 * b1 in int32 per lane (the
+// core's intrinsic; PairProducts writes it).  On x86 one pmaddwd of the
+// pairs interleaved, (a0, a1) against (b0, b1): the sum modulo 2^32, as
+// the expansion's int32 arithmetic (only -32768 in all four wraps).
+// Elsewhere, and for widths pmaddwd has not, widened products and a sum.
+// x0 = b[ramp(base, 2, n)] and x1 = b[ramp(base + 1, 2, n)] as the one
+// load b[ramp(base, 1, 2n)]; undefined for any other pair.
+tir::PrimExpr adjacent_pairs(const tir::PrimExpr& x0, const tir::PrimExpr& x1) {
+  const auto *l0 = x0.as<tir::BufferLoadNode>(), *l1 = x1.as<tir::BufferLoadNode>();
+  if (!l0 || !l1 || l0->buffer.get() != l1->buffer.get() || l0->indices.size() != 1 || l1->indices.size() != 1)
+    return tir::PrimExpr();
+  const auto *r0 = l0->indices[0].cast<tir::PrimExpr>().as<tir::RampNode>(),
+             *r1 = l1->indices[0].cast<tir::PrimExpr>().as<tir::RampNode>();
+  if (!r0 || !r1 || r0->lanes != r1->lanes || tir::const_int(r0->stride) != 2 || tir::const_int(r1->stride) != 2 ||
+      tir::const_int(arith::simplify(tir::Sub(r1->base, r0->base))) != 1)
+    return tir::PrimExpr();
+  return tir::BufferLoad(l0->buffer, {tir::Ramp(r0->base, tir::IntImm(r0->stride.dtype(), 1), 2 * r0->lanes)});
+}
+
+Value* FunctionCodegen::dot2_i16(const tir::CallNode* op, std::vector<Value*> args) {
+  int lanes = op->dtype.lanes;
+  DataType i16(DataType::kInt, 16, lanes), i32(DataType::kInt, 32, lanes);
+  std::vector<DataType> types;
+  for (size_t k = 0; k < args.size(); ++k) {
+    DataType t = op->args[k].cast<tir::PrimExpr>().dtype();
+    if (!tir::is_int(t) || t.bits > 16 || (is_unsigned(t) && t.bits == 16))
+      fail("dot2_i16 takes integers of at most 16 bits (not uint16), got " + t.to_string() + " as argument " +
+           std::to_string(k + 1));
+    if (t.lanes != lanes) args[k] = b_.CreateVectorSplat(lanes, args[k]);
+    types.push_back(DataType(static_cast<DataType::Code>(t.code), t.bits, lanes));
+  }
+  llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
+  if (lanes == 4 && x86_.sse2) id = llvm::Intrinsic::x86_sse2_pmadd_wd;
+  if (lanes == 8 && x86_.avx2) id = llvm::Intrinsic::x86_avx2_pmadd_wd;
+  if (lanes == 16 && x86_.avx512bw) id = llvm::Intrinsic::x86_avx512_pmaddw_d_512;
+  if (id == llvm::Intrinsic::not_intrinsic) {
+    auto product = [&](size_t a, size_t b) {
+      return b_.CreateMul(cast(i32, types[a], args[a]), cast(i32, types[b], args[b]));
+    };
+    return b_.CreateAdd(product(0, 1), product(2, 3));
+  }
+  // The pairs (x0, x1) of each lane side by side, 2 * lanes int16s.  Of
+  // two values of one type the narrow values are interleaved, then
+  // widened (one unpack and one extension); a pair of broadcasts is the
+  // pair broadcast (a row of a matrix product: two adjacent bytes, one
+  // 16-bit broadcast); loads of the even and the odd elements of a
+  // contiguous run (a panel PairProducts' layout keeps pairs in) are one
+  // load of the run.
+  auto pairs = [&](size_t first, size_t second) {
+    if (tir::PrimExpr run =
+            adjacent_pairs(op->args[first].cast<tir::PrimExpr>(), op->args[second].cast<tir::PrimExpr>());
+        run.defined())
+      return cast(DataType(DataType::kInt, 16, 2 * lanes), run.dtype(), expr(run));
+    Value *x0 = args[first], *x1 = args[second];
+    if (types[first] != types[second]) {
+      x0 = cast(i16, types[first], x0);
+      x1 = cast(i16, types[second], x1);
+    }
+    DataType narrow = types[first] == types[second] ? types[first] : i16;
+    DataType wide(static_cast<DataType::Code>(narrow.code), narrow.bits, 2 * lanes);
+    std::vector<int> order;
+    Value* pair = nullptr;
+    Value *s0 = llvm::getSplatValue(x0), *s1 = llvm::getSplatValue(x1);
+    if (s0 && s1 && narrow.bits == 16) {
+      // Two 16-bit scalars as one 32-bit broadcast (element by element
+      // it took eight inserts; of adjacent loads LLVM makes one load).
+      auto half = [&](Value* v) { return b_.CreateZExt(b_.CreateBitCast(v, b_.getInt16Ty()), b_.getInt32Ty()); };
+      Value* both = b_.CreateOr(half(s0), b_.CreateShl(half(s1), b_.getInt32(16)));
+      return b_.CreateBitCast(b_.CreateVectorSplat(lanes, both), type(DataType(DataType::kInt, 16, 2 * lanes)));
+    }
+    if (s0 && s1) {
+      llvm::Type* two = llvm::FixedVectorType::get(s0->getType(), 2);
+      pair =
+          b_.CreateInsertElement(b_.CreateInsertElement(llvm::PoisonValue::get(two), s0, uint64_t{0}), s1, uint64_t{1});
+      for (int k = 0; k < lanes; ++k) order.insert(order.end(), {0, 1});
+      pair = b_.CreateShuffleVector(pair, order);
+    } else {
+      for (int k = 0; k < lanes; ++k) order.insert(order.end(), {k, lanes + k});
+      pair = b_.CreateShuffleVector(x0, x1, order);
+    }
+    return cast(DataType(DataType::kInt, 16, 2 * lanes), wide, pair);
+  };
+  return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id), {pairs(0, 2), pairs(1, 3)});
+}
+
 Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
   llvm::Type* target = type(to);
   // bfloat16 is the top half of a float32: widened by a shift, narrowed by
@@ -1187,6 +1281,7 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     }
     return shifted;
   }
+  if (name == "dot2_i16") return arity(4), dot2_i16(op, args);
   if (libm_unary().count(name)) return arity(1), libm_call(name, args[0], t);
   if (name == "isinf") {
     arity(1);
@@ -1212,7 +1307,7 @@ GeneratedModule generate(const ir::IRModule& module, llvm::LLVMContext& context,
     }
     if (!f.as<tir::PrimFuncNode>()) LOOM_THROW(Error) << "llvm: @" << name << " is not a prim function";
     std::string symbol = symbol_for(name);
-    FunctionCodegen(*out.module, name, X86MinMax::of(machine)).emit(downcast<tir::PrimFunc>(f), symbol);
+    FunctionCodegen(*out.module, name, X86Features::of(machine)).emit(downcast<tir::PrimFunc>(f), symbol);
     out.functions.emplace_back(name, symbol);
   }
   std::string problems;

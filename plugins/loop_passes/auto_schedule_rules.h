@@ -113,7 +113,10 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
 
 // The layout of operand `o` in panels of `c` values of its index v; a
 // copy whose panel is all of v (`extent` at most c) without the split.
-Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent = 0);
+// With `pair` (a loop variable that is one of o's indices, of even
+// extent): that index's steps in pairs, each pair's two values side by
+// side innermost, as PairProducts reads them.
+Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent = 0, const VarNode* pair = nullptr);
 
 // ---- One nest's schedule
 
@@ -124,8 +127,16 @@ class StageScheduler {
   // `constant`: the buffer parameters every caller passes a constant,
   // which may take a layout instead of being packed per call.
   // `min_work`: a nest with less work (work_of) runs on one thread.
-  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work, Decider& decider)
-      : s_(s), decider_(decider), vector_bits_(vector_bits), min_work_(min_work), constant_(std::move(constant)) {}
+  // `pair_products`: PairProducts will pair the integer products, whose
+  // operands' panels then keep pairs side by side.
+  StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work, Decider& decider,
+                 bool pair_products = false)
+      : s_(s),
+        decider_(decider),
+        vector_bits_(vector_bits),
+        min_work_(min_work),
+        constant_(std::move(constant)),
+        pair_products_(pair_products) {}
 
   // The elementwise nest `producer` computed per iteration of the
   // scheduled nest `consumer`'s outer loop; false (schedule unchanged)
@@ -237,6 +248,7 @@ class StageScheduler {
   std::vector<std::string> moved_;       // their roots once moved into the column-tile loop
   std::set<std::string> partitioned_;    // the nests partition_rows made (not partitioned again)
   int64_t panel_ = 0;                    // the panel width tile() gave a constant's layout, 0 for none
+  bool pair_products_ = false;           // PairProducts will pair integer products
 };
 
 }  // namespace loom::loop::auto_schedule

@@ -7,6 +7,7 @@
 // reduction is blocked for the L1 cache.  The shape comes from a simple
 // model of the core (tile_shape); the decider may pick another.
 #include "auto_schedule_rules.h"
+#include "pair_products.h"
 
 #include <algorithm>
 #include <tuple>
@@ -361,6 +362,12 @@ bool StageScheduler::tile(const std::string& nest) {
       pack(o.load->buffer->name, layout, false, copies_, relaid);
     }
   }
+  // Where PairProducts will take the reduction two steps at a time (a
+  // sum of products of 8- and 16-bit integers), a panel keeps each pair
+  // of a step's values side by side: one vector load reads the pairs of
+  // a vector of columns.
+  const VarNode* pair = pair_products_ ? paired_loop(j->body) : nullptr;
+  if (pair && !decide("tile.pair_panels", true)) pair = nullptr;
   for (const Operand& o : blocks ? std::vector<Operand>{} : operands) {
     // A constant operand takes the panel layout itself: the caller's
     // constant is packed once, at compile time.  Any other is copied
@@ -368,9 +375,9 @@ bool StageScheduler::tile(const std::string& nest) {
     // (and a panel is not the whole row, which it already is).
     bool strided = o.at + 1 != o.load->indices.size();
     bool was_relaid = relaid;
-    std::string read = pack(o.load->buffer->name, panel_layout(panel, o),
-                            strided || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)), copies_, relaid,
-                            panel_layout(panel, o, *ej));
+    std::string read = pack(o.load->buffer->name, panel_layout(panel, o, 0, pair),
+                            strided || pair || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)), copies_, relaid,
+                            panel_layout(panel, o, *ej, pair));
     if (relaid && !was_relaid) panel_ = panel;
     if (!read.empty()) {
       panels.insert(read);

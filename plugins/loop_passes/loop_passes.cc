@@ -7,6 +7,7 @@
 #include "default_device_schedule.h"
 #include "flatten_buffer.h"
 #include "loop_partition.h"
+#include "pair_products.h"
 #include "lower_intrinsics.h"
 #include "simplify.h"
 #include "split_host_device.h"
@@ -17,13 +18,14 @@
 #include "vectorize_loop.h"
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("loop_passes") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
-    "Loop passes: auto-scheduling, simplification, flattening, vectorizing, unrolling, "
+    "Loop passes: auto-scheduling, integer products paired, simplification, flattening, vectorizing, unrolling, "
     "partitioning, storage reuse, intrinsic lowering, the default device "
     "schedule and the host/device split"));
 
 LOOM_PLUGIN_INIT(ctx) {
   using loom::transform::PassRegistry;
   PassRegistry::register_pass(loom::loop::AutoSchedule());
+  PassRegistry::register_pass(loom::loop::PairProducts());
   PassRegistry::register_pass(loom::loop::Simplify());
   PassRegistry::register_pass(loom::loop::FlattenBuffer());
   PassRegistry::register_pass(loom::loop::VectorizeLoop());

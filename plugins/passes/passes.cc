@@ -47,9 +47,9 @@ const std::vector<std::string> kGraphPasses = {"InferType",
                                                "FuseTIR",
                                                "DeadCodeElimination"};
 // What the CPU pipelines end with: the schedule and the loop passes.
-const std::vector<std::string> kCpuLoopPasses = {"AutoSchedule", "LowerIntrinsics", "FlattenBuffer",
-                                                 "Simplify",     "LoopPartition",   "VectorizeLoop",
-                                                 "UnrollLoop",   "StorageRewrite",  "Simplify"};
+const std::vector<std::string> kCpuLoopPasses = {"AutoSchedule",   "PairProducts",  "LowerIntrinsics", "FlattenBuffer",
+                                                 "Simplify",       "LoopPartition", "VectorizeLoop",   "UnrollLoop",
+                                                 "StorageRewrite", "Simplify"};
 
 std::vector<std::string> concat(std::vector<std::string> head, const std::vector<std::string>& tail) {
   head.insert(head.end(), tail.begin(), tail.end());
@@ -119,7 +119,7 @@ LOOM_PLUGIN_INIT(ctx) {
       pipeline(PassInfo::named("device").summary(
                    "graph clean-ups and folding, fusion, lowering, the device plan, then the loop passes for functions "
                    "on the CPU, the default device schedule for those on a device, and the host/device split"),
-               concat(kGraphPasses, {"PlanDevices", "AutoSchedule", "DefaultDeviceSchedule", "ThreadSync",
-                                     "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop",
-                                     "UnrollLoop", "StorageRewrite", "SplitHostDevice", "Simplify"})));
+               concat(kGraphPasses, {"PlanDevices", "AutoSchedule", "PairProducts", "DefaultDeviceSchedule",
+                                     "ThreadSync", "LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition",
+                                     "VectorizeLoop", "UnrollLoop", "StorageRewrite", "SplitHostDevice", "Simplify"})));
 }

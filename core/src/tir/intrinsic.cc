@@ -143,6 +143,21 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
     primitive(name, 2, std::string(name) + " of two integers (a shift by the type's width or more gives 0)", false);
   }
   primitive("bitwise_not", 1, "bitwise complement of an integer", false);
+  // A sum of two products of narrow integers, what x86's pmaddwd computes
+  // per lane (PairProducts writes it into integer reductions; the llvm
+  // target implements it natively).  Each argument is an integer of at
+  // most 16 bits (uint16 excluded), widened exactly; the result int32.
+  r.add(IntrinsicEntry{"dot2_i16", 4, false,
+                       "a0 * b0 + a1 * b1 in int32, of dot2_i16(a0, b0, a1, b1) integers of at most 16 bits (no "
+                       "uint16); expands to widened products and a sum",
+                       [](const CallNode& c) {
+                         auto wide = [&](size_t k) {
+                           PrimExpr a = arg(c, k);
+                           return PrimExpr(Cast(DataType(DataType::kInt, 32, a.dtype().lanes), a));
+                         };
+                         return PrimExpr(Add(Mul(wide(0), wide(1)), Mul(wide(2), wide(3))));
+                       },
+                       "core"});
   expanded("exp2", "2^x; expands to exp(x ln 2)", [](const CallNode& c) {
     return call(c.dtype, "exp", {Mul(arg(c, 0), make_const(c.dtype, std::log(2.0)))});
   });

@@ -1,0 +1,195 @@
+// PairProducts (docs/passes.md): a reduction loop whose every update is
+//   C[idx] = C[idx] + int32(x) * int32(y)
+// with x and y integers of at most 16 bits (a quantized convolution's or
+// matrix product's int32 sums, QDQToInteger's output) takes two of its
+// steps at a time:
+//   C[idx] = C[idx] + dot2_i16(x(r), y(r), x(r + 1), y(r + 1))
+// which x86 computes with one pmaddwd per vector (two multiply-adds per
+// int32 lane) where the float-style code took a multiply and an add per
+// product.  Integer sums are exact in any order (int32 wraps as before),
+// so the result is the same bits.
+//
+// A loop qualifies when it is serial or unrolled with a constant extent
+// of at least 2, its body is loops (whose bounds do not use its variable)
+// and sequences down to stores of that form, no store's index uses its
+// variable, and no x or y reads a buffer the body stores.  Of nested
+// qualifying loops the innermost of even extent is paired (the channels
+// of a convolution whose innermost loop is a window's 3 taps), else the
+// innermost, an odd extent with its last step after the loop as it was.
+// Only where the function's target implements dot2_i16 natively (llvm).
+#include "pair_products.h"
+
+#include <loom/arith/simplify.h>
+#include <loom/object/traversal.h>
+#include <loom/target/target.h>
+#include <loom/tir/builder.h>
+#include <loom/tir/functor.h>
+#include <loom/tir/util.h>
+#include <loom/transform/prim_pass.h>
+
+namespace loom::loop {
+
+using namespace tir;  // NOLINT: the prim IR and its utilities read best unqualified here
+using arith::simplify;
+
+namespace {
+
+// x of int32(x), when x is an integer dot2_i16 takes.
+std::optional<PrimExpr> narrow_operand(const PrimExpr& e) {
+  const auto* c = e.as<CastNode>();
+  if (!c || c->dtype.code != DataType::kInt || c->dtype.bits != 32) return std::nullopt;
+  DataType t = c->value.dtype();
+  if (t.lanes != c->dtype.lanes || !is_int(t) || t.bits > 16 || (is_unsigned(t) && t.bits == 16)) return std::nullopt;
+  return c->value;
+}
+
+// The two operands of an update's product, or nothing.
+std::optional<std::pair<PrimExpr, PrimExpr>> product_of(const BufferStoreNode* store) {
+  if (store->value.dtype().code != DataType::kInt || store->value.dtype().bits != 32) return std::nullopt;
+  auto update = match_reduction_update(store);
+  if (!update || update->op != ReduceOp::kAdd) return std::nullopt;
+  const auto* mul = update->term.as<MulNode>();
+  if (!mul) return std::nullopt;
+  auto x = narrow_operand(mul->a), y = narrow_operand(mul->b);
+  if (!x || !y) return std::nullopt;
+  return std::make_pair(*x, *y);
+}
+
+// Whether `loop` qualifies (the file's comment).
+bool qualifies(const ForNode* loop) {
+  if (loop->for_kind() != ForKind::kSerial && loop->for_kind() != ForKind::kUnrolled) return false;
+  auto extent = const_int(loop->extent);
+  if (!extent || *extent < 2) return false;
+  const VarNode* r = loop->loop_var.get();
+  std::vector<const BufferStoreNode*> stores;
+  bool ok = true;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!ok) return;
+    if (const auto* f = s.as<ForNode>()) {
+      ok = !uses_var(Any(f->min), r) && !uses_var(Any(f->extent), r);
+      walk(f->body);
+    } else if (const auto* q = s.as<SeqStmtNode>()) {
+      for (const Any& a : q->seq) walk(a.cast<Stmt>());
+    } else if (const auto* st = s.as<BufferStoreNode>()) {
+      ok = product_of(st).has_value() && !uses_var(Any(st->indices), r);
+      stores.push_back(st);
+    } else {
+      ok = false;
+    }
+  };
+  walk(loop->body);
+  if (!ok || stores.empty()) return false;
+  std::set<const Object*> written;
+  for (const BufferStoreNode* st : stores) written.insert(st->buffer->data.get());
+  for (const BufferStoreNode* st : stores) {
+    auto [x, y] = *product_of(st);
+    bool reads_written = false;
+    Visitor loads;
+    loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+      reads_written = reads_written || written.count(l->buffer->data.get());
+      loads.visit_children(l);
+    });
+    loads.visit(Any(x));
+    loads.visit(Any(y));
+    if (reads_written) return false;
+  }
+  return true;
+}
+
+// `loop` (qualifying) two steps at a time; an odd extent's last step
+// follows as it was.
+Stmt pair(const ForNode* loop) {
+  int64_t extent = *const_int(loop->extent);
+  DataType t = loop->loop_var->dtype;
+  Var r2(loop->loop_var->name + "_pair", t);
+  PrimExpr first = simplify(Add(loop->min, Mul(PrimExpr(r2), PrimExpr(IntImm(t, 2)))));
+  PrimExpr second = simplify(Add(first, PrimExpr(IntImm(t, 1))));
+  const VarNode* r = loop->loop_var.get();
+  Stmt body =
+      Rewriter()
+          .post_stmt([&](const Stmt& s) -> Stmt {
+            const auto* st = s.as<BufferStoreNode>();
+            if (!st) return s;
+            auto [x, y] = *product_of(st);
+            auto at = [&](const PrimExpr& e, const PrimExpr& step) { return simplify(substitute(e, {{r, step}})); };
+            DataType i32(DataType::kInt, 32, st->value.dtype().lanes);
+            PrimExpr dot = Call(i32, "dot2_i16", {at(x, first), at(y, first), at(x, second), at(y, second)});
+            std::vector<PrimExpr> indices;
+            for (const Any& i : st->indices) indices.push_back(i.cast<PrimExpr>());
+            return BufferStore(st->buffer, Add(BufferLoad(st->buffer, indices), dot), indices);
+          })
+          .run(loop->body);
+  Stmt paired = For(r2, IntImm(t, 0), IntImm(t, extent / 2), loop->for_kind(), body, loop->thread, loop->annotations);
+  if (extent % 2 == 0) return paired;
+  PrimExpr last = simplify(Add(loop->min, PrimExpr(IntImm(t, extent - 1))));
+  return seq({paired, simplify(substitute(fresh_bindings(loop->body), {{r, last}}))});
+}
+
+// Of the qualifying loops in `top` (qualifying itself), the deepest of
+// even extent, else the deepest.
+const ForNode* chosen_loop(const Stmt& top) {
+  const ForNode *even = nullptr, *any = nullptr;
+  size_t even_depth = 0, any_depth = 0;
+  std::function<void(const Stmt&, size_t)> walk = [&](const Stmt& s, size_t depth) {
+    if (const auto* f = s.as<ForNode>()) {
+      if (qualifies(f)) {
+        if (!any || depth > any_depth) any = f, any_depth = depth;
+        if (*const_int(f->extent) % 2 == 0 && (!even || depth > even_depth)) even = f, even_depth = depth;
+      }
+      walk(f->body, depth + 1);
+    } else if (const auto* q = s.as<SeqStmtNode>()) {
+      for (const Any& a : q->seq) walk(a.cast<Stmt>(), depth);
+    }
+  };
+  walk(top, 0);
+  return even ? even : any;
+}
+
+Stmt pair_products(const Stmt& s) {
+  return Rewriter()
+      .pre_stmt([](const Stmt& st) -> std::optional<Stmt> {
+        const auto* top = st.as<ForNode>();
+        if (!top || !qualifies(top)) return std::nullopt;
+        const ForNode* chosen = chosen_loop(st);
+        return Rewriter()
+            .pre_stmt([&](const Stmt& s) -> std::optional<Stmt> {
+              if (s.get() == chosen) return pair(chosen);
+              return std::nullopt;
+            })
+            .run(st);
+      })
+      .run(s);
+}
+
+}  // namespace
+
+const VarNode* paired_loop(const Stmt& s) {
+  const VarNode* out = nullptr;
+  pre_order(s, [&](const Stmt& st) {
+    const auto* f = st.as<ForNode>();
+    if (out || !f || !qualifies(f)) return !out;
+    out = chosen_loop(st)->loop_var.get();
+    return false;
+  });
+  return out;
+}
+
+transform::Pass PairProducts() {
+  transform::PassInfo info =
+      transform::PassInfo::named("PairProducts")
+          .summary(
+              "integer reductions over products of 8- and 16-bit integers take two steps at a time, each pair of "
+              "products one dot2_i16 (x86 pmaddwd), where the target implements it")
+          .opt_level(2)
+          .preserves({"*"});
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+    return module.with_functions(
+        transform::rewrite_prim_funcs(module, [&](const std::string& name, const tir::PrimFunc& f) {
+          if (!target::native_intrinsics(target::function_target(module, name)).count("dot2_i16")) return f;
+          tir::Stmt body = pair_products(f->body);
+          return body.same_as(f->body) ? f : tir::with_body(*f.get(), body);
+        }));
+  });
+}
+
+}  // namespace loom::loop

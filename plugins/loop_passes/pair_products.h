@@ -1,0 +1,19 @@
+// PairProducts: integer reductions over products of narrow integers take
+// their reduction two steps at a time, each pair one dot2_i16 (docs/passes.md).
+#ifndef LOOM_PLUGINS_LOOP_PASSES_PAIR_PRODUCTS_H_
+#define LOOM_PLUGINS_LOOP_PASSES_PAIR_PRODUCTS_H_
+
+#include "loom/tir/stmt.h"
+#include "loom/transform/pass.h"
+
+namespace loom::loop {
+
+transform::Pass PairProducts();
+
+// The variable of the loop PairProducts pairs in the first nest of `s` it
+// pairs, null when it pairs none: AutoSchedule lays out panels for it.
+const tir::VarNode* paired_loop(const tir::Stmt& s);
+
+}  // namespace loom::loop
+
+#endif  // LOOM_PLUGINS_LOOP_PASSES_PAIR_PRODUCTS_H_

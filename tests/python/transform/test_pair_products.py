@@ -1,0 +1,91 @@
+"""PairProducts (docs/passes.md, docs/low-precision.md): integer reductions
+over products of 8- and 16-bit integers take two steps at a time, each pair
+one dot2_i16 (x86's pmaddwd).  The sums are exact in any order, so every
+result equals NumPy's int64 sums: odd and even reduction lengths, the
+saturation case (255 x +-127, 128 in a pair), int16 operands at their
+limits (int32 sums wrap, pmaddwd's pair sums too), a convolution whose channels are odd (the stem's 3) or even, and
+the packed panels AutoSchedule lays out for the pairs."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loom
+from loom import graph, ir, op
+
+ROOT = Path(__file__).resolve().parents[3]
+HOST = str(ROOT / "configs" / "host.yaml")
+
+
+def module(params, body):
+    return ir.IRModule({"main": graph.Function(params, body)})
+
+
+def llvm_module(lib):
+    """The module of kind llvm in a built module's tree."""
+    if lib.type_key.startswith("llvm"):
+        return lib
+    return next(m for m in (llvm_module(c) for c in lib.imports) if m is not None) if lib.imports else None
+
+
+def cpu_flags():
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 64, 129])
+@pytest.mark.parametrize("dtypes", [("uint8", "int8"), ("int16", "int8"), ("int8", "int16"), ("int16", "int16")])
+def test_integer_matmuls_sum_exactly_at_odd_and_even_lengths(k, dtypes):
+    rng = np.random.default_rng(k)
+    xd, wd = dtypes
+    a = rng.integers(np.iinfo(xd).min, np.iinfo(xd).max, (9, k), endpoint=True).astype(xd)
+    b = rng.integers(np.iinfo(wd).min, np.iinfo(wd).max, (k, 24), endpoint=True).astype(wd)
+    a[0] = np.iinfo(xd).max  # the saturation case: a pair's 16-bit sum would overflow
+    b[:, 0] = np.iinfo(wd).max
+    b[:, 1] = np.iinfo(wd).min
+    x = graph.Var("x", shape=a.shape, dtype=xd)
+    w = graph.Var("w", shape=b.shape, dtype=wd)
+    got = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), HOST)["main"](a, b).numpy()
+    # int32 sums wrap (int16 x int16 over 3 steps may pass 2^31): the
+    # int64 sums modulo 2^32, as pmaddwd's pair sums are
+    want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("channels, window, stride", [(3, 7, 2), (8, 3, 1), (5, 1, 1)])
+def test_integer_convolutions_with_constant_weights_sum_exactly(channels, window, stride):
+    """Constant weights take the paired panels at compile time; the stem's
+    3 channels and a 7-tap window pair with a last step of their own."""
+    rng = np.random.default_rng(channels)
+    a = rng.integers(0, 256, (1, channels, 15, 15)).astype(np.uint8)
+    b = rng.integers(-128, 128, (16, channels, window, window)).astype(np.int8)
+    a[0, :, :4] = 255
+    b[0], b[1] = 127, -128
+    x = graph.Var("x", shape=a.shape, dtype="uint8")
+    pad = window // 2
+    body = op.conv2d(op.subtract(op.cast(x, dtype="int16"), graph.Constant(np.array(3, np.int16))), graph.Constant(b),
+                     strides=[stride, stride], padding=[pad, pad], out_dtype="int32")
+    got = loom.build(module([x], body), HOST)["main"](a).numpy()
+    xs = np.pad(a.astype(np.int64) - 3, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = (xs.shape[2] - window) // stride + 1
+    want = np.zeros((1, 16, out, out), np.int64)
+    for i in range(window):
+        for j in range(window):
+            patch = xs[:, :, i:i + stride * out:stride, j:j + stride * out:stride]
+            want += np.einsum("nchw,oc->nohw", patch, b[:, :, i, j].astype(np.int64))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.skipif("avx2" not in cpu_flags(), reason="pmaddwd on 256-bit vectors needs AVX2; this CPU has none")
+def test_the_llvm_kernel_multiplies_pairs_with_vpmaddwd():
+    x = graph.Var("x", shape=(64, 256), dtype="uint8")
+    w = graph.Var("w", shape=(256, 64), dtype="int8")
+    lib = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), HOST)
+    asm = llvm_module(lib).inspect_source("asm")
+    assert re.search(r"\bvpmaddwd\b", asm)
+    # one pmaddwd per pair of steps: a 256-long sum has no 32-bit multiply left
+    assert not re.search(r"\bvpmulld\b", asm)
