@@ -201,8 +201,10 @@ def test_a_quantized_convolution_becomes_an_integer_one_within_one_step(case):
     x = graph.Var("x", shape=shape, dtype="uint8")
     text, lib, flt = build_both(qdq_conv(rng, x, **case), [x])
     assert 'out_dtype="int32"' in text and len(re.findall(r"\bconv2d\(", text)) == 1, text
-    # the centred operands: a zero point of 0 is not subtracted
-    assert ("subtract(cast(%x, dtype=int16)" in text) == (case.get("x_zero", 7) != 0), text
+    # the centred operands: the 8-bit activation is widened to int16 (its
+    # zero point subtracted, 0 too); a weight's zero point of 0 is not
+    assert "subtract(cast(%x, dtype=int16)" in text, text
+    assert ("subtract(cast(meta[" in text) == (case.get("w_zero", 0) != 0), text
     for seed in range(3):
         a = np.random.default_rng(seed).integers(0, 256, shape).astype(np.uint8)
         got, want = lib["main"](a).numpy(), flt["main"](a).numpy()
