@@ -29,14 +29,7 @@
 
 namespace loom::asm_kind {
 
-void initialize() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeAllTargetInfos();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmParsers();
-  });
-}
+void initialize() { llvm_support::initialize_targets(); }
 
 namespace {
 const llvm::Target* lookup(const std::string& triple, std::string* error = nullptr) {
@@ -215,27 +208,6 @@ std::string isa_of_triple(const std::string& triple) {
   if (t.getArch() == llvm::Triple::x86_64) return "x86_64";
   if (t.getArch() == llvm::Triple::aarch64) return "aarch64";
   return t.getArchName().str();
-}
-
-Machine host_machine() {
-  Machine m;
-  m.triple = llvm::sys::getProcessTriple();
-  m.cpu = llvm::sys::getHostCPUName().str();
-  llvm::StringMap<bool> features;
-  if (llvm::sys::getHostCPUFeatures(features)) {
-    for (const auto& f : features) {
-      m.features += (m.features.empty() ? "" : ",") + std::string(f.getValue() ? "+" : "-") + f.getKey().str();
-    }
-  }
-  return m;
-}
-
-bool is_known_cpu(const std::string& triple, const std::string& cpu) {
-  const llvm::Target* target = lookup(triple);
-  if (!target) return false;
-  if (cpu.empty() || cpu == "generic") return true;
-  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, "", ""));
-  return info->isCPUStringValid(cpu);
 }
 
 bool has_extension(const Machine& machine, const std::string& feature) {

@@ -10,15 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "llvm_support.h"
+
 namespace loom::asm_kind {
 
 // What code is assembled for: an LLVM triple, a CPU name and a feature
 // string ("+avx2,+fma").
-struct Machine {
-  std::string triple;
-  std::string cpu;
-  std::string features;
-};
+using Machine = llvm_support::Machine;
 
 // One problem, at a line and column of the assembly text (1-based; 0 when
 // it has no place).
@@ -59,10 +57,10 @@ Assembled assemble(const std::string& text, const Machine& machine);
 // The architecture of a triple in the kind's spelling ("x86_64",
 // "aarch64"), or its LLVM name for any other.
 std::string isa_of_triple(const std::string& triple);
-// This process's triple, CPU name and features.
-Machine host_machine();
-// Whether LLVM knows `cpu` for the triple (and the triple at all).
-bool is_known_cpu(const std::string& triple, const std::string& cpu);
+// This process's triple, CPU name and features; whether LLVM knows `cpu`
+// for the triple (and the triple at all).
+using llvm_support::host_machine;
+using llvm_support::is_known_cpu;
 // Whether the machine has the extension `feature` (a name from
 // known_extensions of its ISA, so LLVM always knows it).
 bool has_extension(const Machine& machine, const std::string& feature);

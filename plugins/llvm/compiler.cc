@@ -25,14 +25,7 @@
 
 namespace loom::llvm_backend {
 
-void initialize_llvm() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-  });
-}
+void initialize_llvm() { llvm_support::initialize_targets(); }
 
 namespace {
 std::string to_string(llvm::Error error) {
@@ -70,11 +63,9 @@ MachineOptions machine_options(const Map& attrs) {
       LOOM_THROW(Error) << "target llvm: mcpu 'native' means this machine's CPU, which cannot run mtriple '" << o.triple
                         << "'; name a CPU";
     }
-    o.cpu = llvm::sys::getHostCPUName().str();
-    llvm::StringMap<bool> host;
-    if (llvm::sys::getHostCPUFeatures(host)) {
-      for (const auto& f : host) features.push_back((f.getValue() ? "+" : "-") + f.getKey().str());
-    }
+    llvm_support::Machine host = llvm_support::host_machine();
+    o.cpu = host.cpu;
+    if (!host.features.empty()) features = split(host.features, ',');
   }
   std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(o.triple, "", ""));
   if (!info->isCPUStringValid(o.cpu)) {
@@ -92,9 +83,8 @@ MachineOptions machine_options(const Map& attrs) {
   // list of a target's features).
   std::vector<std::string> known_features;
   if (llvm::Triple(o.triple).getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
-    llvm::StringMap<bool> host;
-    llvm::sys::getHostCPUFeatures(host);
-    for (const auto& f : host) known_features.push_back(f.getKey().str());
+    std::string host = llvm_support::host_machine().features;
+    for (const std::string& f : split(host, ',')) known_features.push_back(f.substr(1));  // without the +/-
   }
   std::stringstream list(mattr);
   std::string item;
@@ -141,30 +131,6 @@ int vector_bits(const llvm::TargetMachine& machine) {
   }
   if (arch == llvm::Triple::aarch64) return info->checkFeatures("+neon") ? 128 : 0;
   return 0;
-}
-
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager cgscc;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = opt_level >= 2;
-  tuning.SLPVectorization = opt_level >= 2;
-  tuning.LoopUnrolling = opt_level >= 1;
-  llvm::PassBuilder builder(&machine, tuning);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(cgscc);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::OptimizationLevel level = opt_level == 0   ? llvm::OptimizationLevel::O0
-                                  : opt_level == 1 ? llvm::OptimizationLevel::O1
-                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
-                                                   : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager pipeline =
-      opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
-  pipeline.run(module, modules);
 }
 
 namespace {

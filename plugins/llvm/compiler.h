@@ -15,6 +15,8 @@
 #include <loom/object/containers.h>
 #include <loom/runtime/library.h>
 
+#include "llvm_support.h"
+
 namespace loom::llvm_backend {
 
 // A Target's attributes with `native` and the defaults resolved.
@@ -34,7 +36,7 @@ std::unique_ptr<llvm::TargetMachine> make_machine(const MachineOptions& options)
 int vector_bits(const llvm::TargetMachine& machine);
 
 // Optimises `module` in place with LLVM's default pipeline at the level.
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level);
+using llvm_support::optimize;
 std::string emit_object(llvm::Module& module, llvm::TargetMachine& machine);
 std::string emit_assembly(llvm::Module& module, llvm::TargetMachine& machine);
 std::string print_ir(const llvm::Module& module);

@@ -86,13 +86,7 @@ std::string accepted_list() {
   return out;
 }
 
-void initialize_llvm() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-}
+void initialize_llvm() { llvm_support::initialize_targets(); }
 
 // A context with the accepted dialects, their bufferization models and the
 // LLVM dialect (for the lowering and the translation).  Multithreading is
@@ -466,27 +460,6 @@ std::unique_ptr<llvm::TargetMachine> make_machine(const Machine& m, int opt_leve
       target->createTargetMachine(m.triple, m.cpu, m.features, options, llvm::Reloc::PIC_, std::nullopt, level));
 }
 
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
-  if (opt_level <= 0) return;
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager cgscc;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = opt_level >= 2;
-  tuning.SLPVectorization = opt_level >= 2;
-  llvm::PassBuilder builder(&machine, tuning);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(cgscc);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::OptimizationLevel level = opt_level == 1   ? llvm::OptimizationLevel::O1
-                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
-                                                   : llvm::OptimizationLevel::O3;
-  builder.buildPerModuleDefaultPipeline(level).run(module, modules);
-}
-
 // The C library functions the lowered code may call; anything else (MLIR's
 // runtime library, say) would make the exported library need it.
 bool is_libc_or_libm(llvm::StringRef name) {
@@ -613,7 +586,7 @@ Compiled compile(const std::string& text, const std::vector<Param>& params, cons
   }
   for (llvm::GlobalVariable& g : ir->globals())
     if (!g.isDeclaration()) g.setLinkage(llvm::GlobalValue::InternalLinkage);
-  optimize(*ir, *target, opt_level);
+  llvm_support::optimize(*ir, *target, opt_level);
   for (llvm::Function& fn : ir->functions()) {
     if (fn.isDeclaration() && !fn.isIntrinsic() && !fn.use_empty() && !is_libc_or_libm(fn.getName())) {
       out.problems.push_back({0, 0,
@@ -638,28 +611,6 @@ Compiled compile(const std::string& text, const std::vector<Param>& params, cons
   out.object.assign(buffer.begin(), buffer.end());
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
-}
-
-Machine host_machine() {
-  Machine m;
-  m.triple = llvm::sys::getProcessTriple();
-  m.cpu = llvm::sys::getHostCPUName().str();
-  llvm::StringMap<bool> features;
-  if (llvm::sys::getHostCPUFeatures(features)) {
-    for (const auto& f : features)
-      m.features += (m.features.empty() ? "" : ",") + std::string(f.getValue() ? "+" : "-") + f.getKey().str();
-  }
-  return m;
-}
-
-bool is_known_cpu(const std::string& triple, const std::string& cpu) {
-  initialize_llvm();
-  std::string error;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) return false;
-  if (cpu.empty() || cpu == "generic") return true;
-  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, "", ""));
-  return info && info->isCPUStringValid(cpu);
 }
 
 }  // namespace loom::mlir_kind

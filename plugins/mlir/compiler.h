@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "llvm_support.h"
+
 namespace loom::mlir_kind {
 
 // One tensor of the extern's declared signature (inputs, then outputs).
@@ -51,11 +53,7 @@ Checked check(const std::string& text, const std::vector<Param>& params);
 
 // What code is compiled for: an LLVM triple, a CPU name and a feature
 // string ("+avx2,+fma").
-struct Machine {
-  std::string triple;
-  std::string cpu;
-  std::string features;
-};
+using Machine = llvm_support::Machine;
 
 struct Compiled {
   std::vector<Problem> problems;  // empty on success
@@ -75,8 +73,8 @@ Compiled compile(const std::string& text, const std::vector<Param>& params, cons
                  const Machine& machine, int opt_level);
 
 // This process's machine, and whether LLVM knows `cpu` for `triple`.
-Machine host_machine();
-bool is_known_cpu(const std::string& triple, const std::string& cpu);
+using llvm_support::host_machine;
+using llvm_support::is_known_cpu;
 
 }  // namespace loom::mlir_kind
 
