@@ -119,6 +119,12 @@ std::optional<double> scalar_value(const ir::Expr& e) {
   return std::nullopt;
 }
 
+// Whether a typed expression is a tensor of int8 or uint8.
+bool is_8bit_tensor(const ir::Expr& e) {
+  const auto* t = e.defined() ? e->checked_type.as<ir::TensorTypeNode>() : nullptr;
+  return t && (t->dtype == DataType::Int(8) || t->dtype == DataType::UInt(8));
+}
+
 Layer read_layer(const ir::IRModule& module, const std::string& callee, const graph::CallNode& call,
                  const ir::Expr& result) {
   const auto* f = module.lookup(callee).as<graph::FunctionNode>();
@@ -193,6 +199,15 @@ Layer read_layer(const ir::IRModule& module, const std::string& callee, const gr
         if (layer.clip)
           layer.lo = static_cast<float>(attrs.at("a_min").as_float()),
           layer.hi = static_cast<float>(attrs.at("a_max").as_float());
+      } else if (!prev && name == "max_pool2d" && is_8bit_tensor(arg(c->args[0]))) {
+        // Max pooling of int8 or uint8 values: exactly as fp32 (scale 1,
+        // zero point 0 both ways), the padding the dtype's least value.
+        layer.anchor = name;
+        layer.attrs = attrs;
+        layer.integer = true;
+        layer.args = {arg(c->args[0])};
+        layer.dequant = {{1.0f, 0}};
+        layer.quantize = true;
       } else if (!prev) {
         layer.anchor = name;
         layer.attrs = attrs;

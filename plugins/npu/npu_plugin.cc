@@ -41,8 +41,8 @@ bool conv_supported(const loom::graph::CallNode& c) {
 
 bool pool_supported(const std::string& op, const loom::graph::CallNode& c) {
   Map a = loom::ir::OpRegistry::check_attrs(op, c.attrs);
-  auto x = shape_of(c.args[0]);
-  if (!x || x->size() != 4 || a.at("layout").as_string() != "NCHW") return false;
+  auto x = constant_extents(c.args[0].cast<loom::ir::Expr>());  // any dtype: the callers check it
+  if (!x || x->first.size() != 4 || a.at("layout").as_string() != "NCHW") return false;
   if (op != "global_avg_pool2d") {
     // The command stream's windows have no dilation and no ceil mode.
     if (a.at("ceil_mode").as_bool()) return false;
@@ -214,6 +214,12 @@ void register_pattern_table() {
       {"npu.int8_act_quantize", op("quantize", {act(dequantized()), wildcard(), wildcard()}), int8_supported});
   entries.push_back({"npu.int8_max_pool2d_quantize",
                      op("quantize", {op("max_pool2d", {dequantized()}), wildcard(), wildcard()}), int8_supported});
+  // Max pooling of the integers themselves (QDQToInteger's, between a
+  // dequantize and a quantize of one scale and zero point).
+  entries.push_back({"npu.int8_max_pool2d", op("max_pool2d", {wildcard()}), [](const loom::graph::Match& m) {
+                       auto x = extents(as_call(m.calls[0])->args[0]);
+                       return x && is_8bit(x->second) && int8_supported(m);
+                     }});
   Pattern conv = op("conv2d", {wildcard(), wildcard()});
   Pattern dense = op("dense", {wildcard(), wildcard()});
   Pattern add = op("add", {wildcard(), wildcard()});

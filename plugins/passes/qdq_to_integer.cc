@@ -1,5 +1,7 @@
 #include "qdq_to_integer.h"
 
+#include <cstring>
+#include <limits>
 #include <optional>
 
 #include "graph_util.h"
@@ -69,8 +71,11 @@ class Rewriter {
     graph::for_each_binding(body, [this](const graph::LetNode& let) { bound_[let.var.get()] = let.value; });
     m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
       ObjectRef mutated = m_.mutate_children(self);
-      if (!product_call(downcast<ir::Expr>(self))) return Any(mutated);
-      ir::Expr out = rewrite(*original, *mutated.as<graph::CallNode>());
+      ir::Expr out;
+      if (product_call(downcast<ir::Expr>(self)))
+        out = rewrite(*original, *mutated.as<graph::CallNode>());
+      else if (call_of(downcast<ir::Expr>(self), "quantize"))
+        out = pooled(*original, *mutated.as<graph::CallNode>());
       return out.defined() ? Any(out) : Any(mutated);
     });
   }
@@ -197,6 +202,57 @@ class Rewriter {
     return call_op("multiply", {call_op("cast", {acc}, to_float), call_op("multiply", {sx, sw})});
   }
 
+  // Whether two typed expressions are constants of one dtype, shape and
+  // value.
+  bool same_constant(const ir::Expr& a, const ir::Expr& b) {
+    ir::Expr va = constant_value(a), vb = constant_value(b);
+    const auto* ca = va.defined() ? va.as<graph::ConstantNode>() : nullptr;
+    const auto* cb = vb.defined() ? vb.as<graph::ConstantNode>() : nullptr;
+    if (!ca || !cb) return false;
+    const runtime::NDArrayNode *x = ca->data.get(), *y = cb->data.get();
+    if (x->dtype != y->dtype || ca->data.shape_vector() != cb->data.shape_vector()) return false;
+    size_t n = static_cast<size_t>(x->numel()) * ((x->dtype.bits + 7) / 8);
+    return std::memcmp(x->data(), y->data(), n) == 0;
+  }
+
+  // Whether a typed expression is a float32 constant whose every value
+  // is a normal number above 0 and below 2^100: then (x - z) * s / s
+  // rounds back to x - z for any 16-bit x - z (no product is subnormal or
+  // infinite, and each rounding is relative).
+  bool normal_positive_float32(const ir::Expr& e) {
+    ir::Expr v = constant_value(e);
+    const auto* c = v.defined() ? v.as<graph::ConstantNode>() : nullptr;
+    if (!c || c->data->dtype != DataType::Float(32)) return false;
+    const auto* values = static_cast<const float*>(c->data->data());
+    for (int64_t k = 0; k < c->data->numel(); ++k)
+      if (!(values[k] >= std::numeric_limits<float>::min() && values[k] < 0x1p100f)) return false;
+    return true;
+  }
+
+  // quantize(max_pool2d(dequantize(x, s, z)), s, z), the same scale and
+  // zero point (constants; every scale a normal number above 0): max_pool2d(x) on the
+  // integers.  dequantize is increasing, so the window's maximum is the
+  // dequantized maximum of the integers, and quantize gives that integer
+  // back exactly (round((x - z) * s / s) is x - z); a padded element is
+  // the dtype's least value, which no element's maximum goes below, as
+  // -inf in float.
+  ir::Expr pooled(const graph::CallNode& original, const graph::CallNode& mutated) {
+    ir::Expr inner = original.args[0].cast<ir::Expr>(), inner_mutated = mutated.args[0].cast<ir::Expr>();
+    const auto* pool = call_of(inner, "max_pool2d");
+    const auto* pool_mutated = call_of(inner_mutated, "max_pool2d");
+    if (!pool || !pool_mutated) return ir::Expr();
+    auto d = dequantize_of(pool->args[0].cast<ir::Expr>(), pool_mutated->args[0].cast<ir::Expr>());
+    if (!d) return ir::Expr();
+    auto q = static_type(d->typed_operand(0));
+    auto z = static_type(original.args[2].cast<ir::Expr>());
+    if (!q || !z || q->dtype != z->dtype || !tir::is_int(q->dtype) || q->dtype.bits > 16) return ir::Expr();
+    if (!same_constant(d->typed_operand(1), original.args[1].cast<ir::Expr>()) ||
+        !same_constant(d->typed_operand(2), original.args[2].cast<ir::Expr>()) ||
+        !normal_positive_float32(original.args[1].cast<ir::Expr>()))
+      return ir::Expr();
+    return graph::Call(pool_mutated->callee, {d->operand(0)}, pool_mutated->attrs);
+  }
+
   std::unordered_map<const Object*, ir::Expr> bound_;
   Mutator m_;
 };
@@ -208,7 +264,8 @@ transform::Pass QDQToInteger() {
       transform::PassInfo::named("QDQToInteger")
           .summary(
               "conv2d, matmul and dense over dequantized integer operands become the integer operator with int32 "
-              "accumulation times the product of the scales (a quantized model runs integer kernels)")
+              "accumulation times the product of the scales (a quantized model runs integer kernels); a max pooling "
+              "between a dequantize and a quantize of one scale and zero point pools the integers")
           .opt_level(1)
           .needs({"types_inferred"})
           .changes({"graph"})

@@ -213,6 +213,27 @@ def test_a_quantized_convolution_becomes_an_integer_one_within_one_step(case):
         assert (got == want).mean() > 0.99
 
 
+@pytest.mark.parametrize("dtype, layout", [("uint8", "NCHW"), ("int8", "NHWC")])
+def test_a_max_pooling_between_one_scale_pools_the_integers_with_the_float_bits(dtype, layout):
+    """quantize(max_pool2d(dequantize(x, s, z)), s, z), as a QDQ graph has
+    MaxPool: max_pool2d(x) on the integers, equal to the float equations on
+    every element (the padding, the dtype's least value, never wins); with
+    another scale after it the pooling stays in float."""
+    rng = np.random.default_rng(8)
+    info = np.iinfo(dtype)
+    shape = (2, 5, 9, 9) if layout == "NCHW" else (2, 9, 9, 5)
+    a = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    a[0] = info.min  # an image of the least value: only padding and it
+    x = graph.Var("x", shape=shape, dtype=dtype)
+    s, z = const(np.float32(0.037)), const(np.array(-7 if dtype == "int8" else 9, dtype))
+    for out_scale, integer in ((s, True), (const(np.float32(0.05)), False)):
+        pool = op.max_pool2d(op.dequantize(x, s, z), pool_size=[3, 3], strides=[2, 2], padding=[1, 1],
+                             layout=layout)
+        text, lib, flt = build_both(op.quantize(pool, out_scale, z), [x])
+        assert ("max_pool2d(%x" in text) == integer, text
+        np.testing.assert_array_equal(lib["main"](a).numpy(), flt["main"](a).numpy())
+
+
 def test_a_per_channel_activation_scale_stays_in_float():
     rng = np.random.default_rng(6)
     x = graph.Var("x", shape=(1, 8, 6, 6), dtype="uint8")

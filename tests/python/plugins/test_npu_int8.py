@@ -200,6 +200,24 @@ def test_an_int8_activation_and_max_pooling_with_padding(x_dtype):
         np.testing.assert_array_equal(got.numpy(), want.numpy())  # no multiply-add: exact anywhere
 
 
+@pytest.mark.parametrize("x_dtype", ["uint8", "int8"])
+def test_a_max_pooling_of_the_integers_runs_on_the_npu(x_dtype):
+    # quantize(max_pool2d(dequantize(x, s, z)), s, z): QDQToInteger pools
+    # the integers; the NPU takes that pooling (npu.int8_max_pool2d).
+    rng = np.random.default_rng(12)
+    lo, hi, zero = (0, 256, 100) if x_dtype == "uint8" else (-128, 128, -20)
+    shape = (1, 5, 9, 8)
+    x = graph.Var("x", shape=shape, dtype=x_dtype)
+    xv = rng.integers(lo, hi, shape).astype(x_dtype)
+    xv[0, 0] = lo  # a channel of the least value: the padding's
+    s, z = const(np.float32(0.04)), const(np.array(zero, x_dtype))
+    body = op.quantize(op.max_pool2d(op.dequantize(x, s, z), pool_size=[3, 3], strides=[2, 2], padding=[1, 1]), s, z)
+    npu, host = build_both([x], body)
+    text = composites(npu)
+    assert "POOL" in text and "FILL.int32" in text, text
+    np.testing.assert_array_equal(npu["main"](xv).numpy(), host["main"](xv).numpy())
+
+
 def test_the_int8_stream_matches_its_golden_file():
     rng = np.random.default_rng(3)
     x = graph.Var("x", shape=(1, 3, 6, 6), dtype="uint8")
