@@ -5,6 +5,7 @@ result equals NumPy's int64 sums: odd and even reduction lengths, the
 saturation case (255 x +-127, 128 in a pair), int16 operands at their
 limits (int32 sums wrap, pmaddwd's pair sums too), a convolution whose channels are odd (the stem's 3) or even, and
 the packed panels AutoSchedule lays out for the pairs."""
+import platform
 import re
 from pathlib import Path
 
@@ -86,6 +87,21 @@ def test_the_llvm_kernel_multiplies_pairs_with_vpmaddwd():
     w = graph.Var("w", shape=(256, 64), dtype="int8")
     lib = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), HOST)
     asm = llvm_module(lib).inspect_source("asm")
-    assert re.search(r"\bvpmaddwd\b", asm)
-    # one pmaddwd per pair of steps: a 256-long sum has no 32-bit multiply left
+    # a VNNI CPU fuses the pair and its sum into vpdpwssd
+    assert re.search(r"\b(vpmaddwd|vpdpwssd)\b", asm)
+    # one instruction per pair of steps: a 256-long sum has no 32-bit multiply left
     assert not re.search(r"\bvpmulld\b", asm)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="compiles for x86 CPUs: this machine is not x86_64")
+@pytest.mark.parametrize("mcpu, register", [("icelake-server", "zmm"), ("alderlake", "ymm")])
+def test_for_a_vnni_cpu_each_pair_and_its_sum_are_one_vpdpwssd(mcpu, register):
+    """Compiled (not run: this CPU may lack it) for AVX-512 VNNI and for
+    AVX-VNNI: LLVM fuses pmaddwd and the int32 add into vpdpwssd."""
+    x = graph.Var("x", shape=(64, 256), dtype="uint8")
+    w = graph.Var("w", shape=(256, 64), dtype="int8")
+    config = {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}}
+    lib = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), config)
+    asm = llvm_module(lib).inspect_source("asm")
+    assert re.search(r"\bvpdpwssd\s+%" + register, asm), asm[:2000]
+    assert not re.search(r"\bvpmaddwd\b", asm)
