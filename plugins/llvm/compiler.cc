@@ -57,13 +57,15 @@ MachineOptions machine_options(const Map& attrs) {
   if (o.opt_level < 0 || o.opt_level > 3)
     LOOM_THROW(Error) << "target llvm: opt-level must be 0..3, got " << o.opt_level;
   const llvm::Target* target = lookup_target(o.triple);
+  // This machine, detected once, when the triple is of its architecture.
+  bool host_arch = llvm::Triple(o.triple).getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+  llvm_support::Machine host = host_arch ? llvm_support::host_machine() : llvm_support::Machine{};
   std::vector<std::string> features;
   if (o.cpu == "native") {
-    if (llvm::Triple(o.triple).getArch() != llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
+    if (!host_arch) {
       LOOM_THROW(Error) << "target llvm: mcpu 'native' means this machine's CPU, which cannot run mtriple '" << o.triple
                         << "'; name a CPU";
     }
-    llvm_support::Machine host = llvm_support::host_machine();
     o.cpu = host.cpu;
     if (!host.features.empty()) features = split(host.features, ',');
   }
@@ -82,10 +84,7 @@ MachineOptions machine_options(const Map& attrs) {
   // name must be one LLVM's host detection knows (LLVM 16 has no public
   // list of a target's features).
   std::vector<std::string> known_features;
-  if (llvm::Triple(o.triple).getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch()) {
-    std::string host = llvm_support::host_machine().features;
-    for (const std::string& f : split(host, ',')) known_features.push_back(f.substr(1));  // without the +/-
-  }
+  for (const std::string& f : split(host.features, ',')) known_features.push_back(f.substr(1));  // without the +/-
   std::stringstream list(mattr);
   std::string item;
   while (std::getline(list, item, ',')) {

@@ -59,13 +59,17 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
 // indices, v): its v // c axis would have one value, which compute_at
 // cannot move with the column tiles (a batched matmul 64 wide, attention
 // times V, went unscheduled and ran 60 times slower).
-Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent, const VarNode* pair) {
-  bool whole = extent > 0 && extent <= c;
-  size_t paired = o.load->indices.size();  // none
+size_t paired_index(const Operand& o, const VarNode* pair) {
   for (size_t k = 0; pair && k < o.load->indices.size(); ++k) {
     auto size = const_int(o.load->buffer->shape[k].cast<PrimExpr>());
-    if (k != o.at && o.load->indices[k].object() == pair && size && *size % 2 == 0) paired = k;
+    if (k != o.at && o.load->indices[k].object() == pair && size && *size % 2 == 0) return k;
   }
+  return o.load->indices.size();
+}
+
+Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent, const VarNode* pair) {
+  bool whole = extent > 0 && extent <= c;
+  size_t paired = paired_index(o, pair);
   return [c, at = o.at, batch = o.batch, whole, paired](const std::vector<PrimExpr>& idx) {
     PrimExpr width = IntImm(DataType::Int(64), c), two = IntImm(DataType::Int(64), 2);
     std::vector<PrimExpr> out(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(batch));

@@ -117,6 +117,9 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
 // extent): that index's steps in pairs, each pair's two values side by
 // side innermost, as PairProducts reads them.
 Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent = 0, const VarNode* pair = nullptr);
+// The position of o's index that is the loop variable `pair`, of even
+// extent, which panel_layout splits into pairs; o's rank when none is.
+size_t paired_index(const Operand& o, const VarNode* pair);
 
 // ---- One nest's schedule
 

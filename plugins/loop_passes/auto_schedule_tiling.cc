@@ -374,8 +374,8 @@ bool StageScheduler::tile(const std::string& nest) {
     // per call when it must be (strided) or enough row tiles share it
     // (and a panel is not the whole row, which it already is).
     bool strided = o.at + 1 != o.load->indices.size();
-    bool paired = false;  // the layout splits the paired loop's index: a copy takes it even of a whole row
-    for (const Any& index : o.load->indices) paired = paired || (pair && index.object() == pair);
+    // The layout splits the paired loop's index: a copy takes it even of a whole row.
+    bool paired = paired_index(o, pair) < o.load->indices.size();
     bool was_relaid = relaid;
     std::string read = pack(o.load->buffer->name, panel_layout(panel, o, 0, pair),
                             strided || paired || (panel < *ej && decide("matmul.pack", *ei >= 4 * ti)), copies_, relaid,
