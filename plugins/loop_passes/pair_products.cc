@@ -10,9 +10,10 @@
 // so the result is the same bits.
 //
 // A loop qualifies when it is serial or unrolled with a constant extent
-// of at least 2, its body is loops (whose bounds do not use its variable)
-// and sequences down to stores of that form, no store's index uses its
-// variable, and no x or y reads a buffer the body stores.  Of nested
+// of at least 2, its body is loops (whose bounds do not use its variable),
+// sequences and ifs without an else (whose condition does not use it)
+// down to stores of that form, no store's index uses its variable, and no
+// x or y reads a buffer the body stores.  Of nested
 // qualifying loops the innermost of even extent is paired (the channels
 // of a convolution whose innermost loop is a window's 3 taps), else the
 // innermost, an odd extent with its last step after the loop as it was.
@@ -70,6 +71,10 @@ bool qualifies(const ForNode* loop) {
       walk(f->body);
     } else if (const auto* q = s.as<SeqStmtNode>()) {
       for (const Any& a : q->seq) walk(a.cast<Stmt>());
+    } else if (const auto* branch = s.as<IfThenElseNode>()) {
+      // A tile's guard against the tail (row < extent): both steps of a pair take it alike.
+      ok = !branch->else_case.defined() && !uses_var(Any(branch->condition), r);
+      walk(branch->then_case);
     } else if (const auto* st = s.as<BufferStoreNode>()) {
       ok = product_of(st).has_value() && !uses_var(Any(st->indices), r);
       stores.push_back(st);

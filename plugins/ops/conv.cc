@@ -318,11 +318,14 @@ void register_winograd_ops() {
         "of the convolution: (top, left, bottom, right)"}},
       ir::PatternKind::kInjective,
       "Winograd F(2x2, 3x3) input transform: x N H W C (channels last) -> 4 4 T C, B^T d B of each 4x4 tile of the "
-      "padded input at stride 2, T = N ceil(H'/2) ceil(W'/2) tiles, H' = H + pads - 2",
+      "padded input at stride 2, T = N ceil(H'/2) ceil(W'/2) tiles, H' = H + pads - 2; floats or signed integers "
+      "(sums of four values, wrapping as integers do)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs x N H W C, got " << shape_text(x.shape);
-        if (!is_float(x.dtype)) LOOM_THROW(TypeError) << "needs floats, got " << x.dtype.to_string();
+        if (!is_float(x.dtype) && x.dtype.code != DataType::kInt) {
+          LOOM_THROW(TypeError) << "needs floats or signed integers, got " << x.dtype.to_string();
+        }
         auto p = padding_attr(attrs_of(call));
         int64_t n = static_dim(x, 0, "the batch"), h = static_dim(x, 1, "the height"),
                 w = static_dim(x, 2, "the width");
@@ -372,7 +375,8 @@ void register_winograd_ops() {
        SchemaField{"width", "int", Any(), "of the result"}.at_least(1)},
       ir::PatternKind::kInjective,
       "Winograd F(2x2, 3x3) output transform: m 4 4 T K (the products of winograd_input's tiles and the transformed "
-      "weights) -> N height width K, A^T m A of each tile, N = T / (ceil(height/2) ceil(width/2))",
+      "weights) -> N height width K, A^T m A of each tile, N = T / (ceil(height/2) ceil(width/2)); floats or signed "
+      "integers",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& m = tensor_arg(call, 0);
         Map a = attrs_of(call);
@@ -380,7 +384,9 @@ void register_winograd_ops() {
         if (m.shape.size() != 4 || constant_dim(m.shape[0]) != 4 || constant_dim(m.shape[1]) != 4) {
           LOOM_THROW(TypeError) << "needs m 4 4 T K, got " << shape_text(m.shape);
         }
-        if (!is_float(m.dtype)) LOOM_THROW(TypeError) << "needs floats, got " << m.dtype.to_string();
+        if (!is_float(m.dtype) && m.dtype.code != DataType::kInt) {
+          LOOM_THROW(TypeError) << "needs floats or signed integers, got " << m.dtype.to_string();
+        }
         auto tiles = winograd_tiles(oh, ow);
         int64_t count = static_dim(m, 2, "the tiles");
         if (count % (tiles.th * tiles.tw) != 0) {

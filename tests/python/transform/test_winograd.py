@@ -126,3 +126,84 @@ def test_bad_transform_calls_are_type_errors():
     x = graph.Var("x", shape=(5, 6, 3))
     with pytest.raises(loom.LoomError, match=r"needs x N H W C, got \(5, 6, 3\)"):
         loom.build(loom.IRModule({"main": graph.Function([x], op.winograd_input(x))}), config())
+    u = graph.Var("u", shape=(1, 6, 6, 3), dtype="uint8")
+    with pytest.raises(loom.LoomError, match="needs floats or signed integers, got uint8"):
+        loom.build(loom.IRModule({"main": graph.Function([u], op.winograd_input(u))}), config())
+
+
+# Integers: a quantized model's convolution, conv2d(x - z, w) summed in
+# int32 with x 8-bit, runs on weights transformed by 2G (4U, whole
+# numbers) and shifts the result right by 2 -- the same integers as the
+# direct convolution, wherever the ranges let it (x's from what it is
+# made of).
+
+def conv_int(x, w, pad):
+    """Direct cross-correlation in int64: x N C H W, w K C 3 3."""
+    xp = np.pad(x.astype(np.int64), [(0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])])
+    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow), np.int64)
+    for a in range(3):
+        for b in range(3):
+            out += np.einsum("nchw,kc->nkhw", xp[:, :, a:a + oh, b:b + ow], w[:, :, a, b].astype(np.int64))
+    return out
+
+
+def integer_conv(xdtype, zero, w, pad, out_dtype="int32"):
+    """conv2d(cast(x, int16) - zero, w): what QDQToInteger makes of a quantized convolution."""
+    v = graph.Var("x", shape=(2, w.shape[1], 9, 7), dtype=xdtype)
+    shifted = op.subtract(op.cast(v, dtype="int16"), graph.Constant(np.array(zero, np.int16)))
+    return loom.IRModule({"main": graph.Function([v], op.conv2d(shifted, graph.Constant(w), padding=pad,
+                                                                  out_dtype=out_dtype))})
+
+
+@pytest.mark.parametrize("xdtype,zero,wdtype,pad", [("uint8", 131, "int8", [1, 1, 1, 1]),
+                                                   ("int8", 0, "int8", [0, 2, 1, 0]),
+                                                   ("uint8", 0, "uint8", [1, 1, 1, 1])])
+def test_an_integer_convolution_is_exact(xdtype, zero, wdtype, pad):
+    c, k = 48, 32
+    lo, hi = np.iinfo(wdtype).min, np.iinfo(wdtype).max
+    w = rng.integers(lo, hi + 1, (k, c, 3, 3)).astype(wdtype)
+    w[0] = hi  # the extremes: a filter of the largest weights, one of the least
+    w[1] = lo
+    mod = integer_conv(xdtype, zero, w, pad)
+    script = rewritten(mod)
+    assert script.count("winograd_input(") == 1 and "right_shift(" in script
+    info = np.iinfo(xdtype)
+    x = rng.integers(info.min, info.max + 1, (2, c, 9, 7)).astype(xdtype)
+    x[0, :, :4] = info.max
+    x[1, :, :4] = info.min
+    got = loom.build(mod, config())["main"](x).numpy()
+    want = conv_int(x.astype(np.int64) - zero, w, pad)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+    direct = loom.build(mod, config("  disabled: [Winograd]\n"))["main"](x).numpy()
+    np.testing.assert_array_equal(direct, want)
+
+
+def test_integer_convolutions_it_leaves_direct():
+    w = rng.integers(-128, 128, (32, 32, 3, 3)).astype(np.int8)
+    # x of int16 of any value: the input transform's sums would not fit int16
+    v = graph.Var("x", shape=(1, 32, 8, 8), dtype="int16")
+    free = loom.IRModule({"main": graph.Function([v], op.conv2d(v, graph.Constant(w), padding=[1],
+                                                                  out_dtype="int32"))})
+    assert "winograd" not in rewritten(free)
+    # summed in int16, not int32: the products wrap
+    assert "winograd" not in rewritten(integer_conv("uint8", 0, w.astype(np.int16), [1], out_dtype=""))
+    # weights whose transform does not fit int16
+    big = rng.integers(-20000, 20000, (32, 32, 3, 3)).astype(np.int16)
+    assert "winograd" not in rewritten(integer_conv("uint8", 0, big, [1]))
+    # a result 4x of which would not fit int32: 16-bit weights over 8-bit inputs, 512 channels
+    wide = np.full((16, 512, 3, 3), 1000, np.int16)
+    assert "winograd" not in rewritten(integer_conv("uint8", 0, wide, [1]))
+    # but one that fits is rewritten
+    assert "winograd_input(" in rewritten(integer_conv("uint8", 0, wide[:, :16], [1]))
+
+
+def test_an_8_bit_input_is_widened_to_int16_for_the_tiles():
+    w = rng.integers(-128, 128, (16, 24, 3, 3)).astype(np.int8)
+    v = graph.Var("x", shape=(1, 24, 6, 10), dtype="uint8")
+    mod = loom.IRModule({"main": graph.Function([v], op.conv2d(v, graph.Constant(w), padding=[1],
+                                                               out_dtype="int32"))})
+    assert "winograd_input(cast(" in rewritten(mod).replace("\n", " ")
+    x = rng.integers(0, 256, (1, 24, 6, 10)).astype(np.uint8)
+    np.testing.assert_array_equal(loom.build(mod, config())["main"](x).numpy(), conv_int(x, w, [1, 1, 1, 1]))
