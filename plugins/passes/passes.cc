@@ -9,6 +9,7 @@
 #include "convert_layout.h"
 #include "dead_code_elimination.h"
 #include "eliminate_common_subexpr.h"
+#include "even_channels.h"
 #include "fold_batch_norm.h"
 #include "fold_constant.h"
 #include "fuse_ops.h"
@@ -32,19 +33,13 @@ namespace {
 // folding, partitioning for the config's codegens, fusion and lowering.
 // QDQToInteger comes before FoldConstant, which would make dequantized
 // weights float constants.
-const std::vector<std::string> kGraphPasses = {"InferType",
-                                               "CanonicalizeBindings",
-                                               "QDQToInteger",
-                                               "FoldBatchNorm",
-                                               "FoldConstant",
-                                               "EliminateCommonSubexpr",
-                                               "DeadCodeElimination",
-                                               "MergeComposite",
-                                               "AnnotateTarget",
-                                               "PartitionGraph",
-                                               "FuseOps",
-                                               "LegalizeOps",
-                                               "FuseTIR",
+const std::vector<std::string> kGraphPasses = {"InferType",           "CanonicalizeBindings",
+                                               "QDQToInteger",        "FoldBatchNorm",
+                                               "FoldConstant",        "EliminateCommonSubexpr",
+                                               "DeadCodeElimination", "MergeComposite",
+                                               "AnnotateTarget",      "PartitionGraph",
+                                               "EvenChannels",        "FuseOps",
+                                               "LegalizeOps",         "FuseTIR",
                                                "DeadCodeElimination"};
 // What the CPU pipelines end with: the schedule and the loop passes.
 const std::vector<std::string> kCpuLoopPasses = {"AutoSchedule",   "PairProducts",  "LowerIntrinsics", "FlattenBuffer",
@@ -73,6 +68,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FuseTIR());
   PassRegistry::register_pass(loom::passes::ConvertLayout());
   PassRegistry::register_pass(loom::passes::Winograd());
+  PassRegistry::register_pass(loom::passes::EvenChannels());
   PassRegistry::register_pass(loom::passes::PlanDevices());
   PassRegistry::register_pass(loom::passes::MergeComposite());
   PassRegistry::register_pass(loom::passes::AnnotateTarget());
