@@ -105,11 +105,13 @@ class FunctionCodegen {
  public:
   FunctionCodegen(llvm::Module& module, std::string name, X86Features x86 = {})
       : context_(module.getContext()), module_(module), b_(module.getContext()), name_(std::move(name)), x86_(x86) {
-    // a * b + c may become one fused multiply-add (as OpenBLAS and NumPy
-    // do): one rounding instead of two.  Nothing else is relaxed.
-    llvm::FastMathFlags flags;
-    flags.setAllowContract(true);
-    b_.setFastMathFlags(flags);
+    // Float arithmetic is as written: each operation rounded on its own.
+    // A reduction's update and the math functions' polynomials are the
+    // exceptions (store, call): there a * b + c may become one fused
+    // multiply-add (as OpenBLAS and NumPy do).  An epilogue's
+    // scale-and-bias (a quantized layer's requantization, dequantize(a)
+    // + dequantize(b)) keeps its two roundings, so its bits are the
+    // equations' on every CPU, FMA or not.
   }
 
   // Emits the body function and the ABI entry `symbol`.
@@ -227,6 +229,7 @@ class FunctionCodegen {
   void allocate(const tir::AllocateNode* op);
   void launch(const tir::CallNode* op);
   void store(const tir::BufferStoreNode* op);
+  Value* contracted(const std::function<Value*()>& emit);
 
   // ---- expressions -------------------------------------------------------------
   Value* expr(const tir::PrimExpr& e) {
@@ -865,9 +868,21 @@ Value* FunctionCodegen::load(const tir::BufferLoadNode* op) {
   return v;
 }
 
+// Emits `e` with a * b + c allowed to become one fused multiply-add.
+Value* FunctionCodegen::contracted(const std::function<Value*()>& emit) {
+  llvm::IRBuilderBase::FastMathFlagGuard guard(b_);
+  llvm::FastMathFlags flags;
+  flags.setAllowContract(true);
+  b_.setFastMathFlags(flags);
+  return emit();
+}
+
 void FunctionCodegen::store(const tir::BufferStoreNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
-  Value* v = expr(op->value);
+  // A reduction's update B[i] = B[i] + a * b: its products fuse into the sum.
+  auto update = tir::match_reduction_update(op);
+  Value* v =
+      update && update->op == tir::ReduceOp::kAdd ? contracted([&] { return expr(op->value); }) : expr(op->value);
   int lanes = op->value.dtype().lanes;
   if (buffer->dtype.code == DataType::kBool) v = b_.CreateZExt(v, memory_type(op->value.dtype()));
   int64_t stride = 0;
@@ -1242,8 +1257,10 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
   };
   const std::string& name = op->op;
   bool f32 = t->getScalarType()->isFloatTy();
-  if (name == "exp") return arity(1), f32 ? emit_exp_f32(b_, args[0]) : intrinsic(llvm::Intrinsic::exp);
-  if (name == "log") return arity(1), f32 ? emit_log_f32(b_, args[0]) : intrinsic(llvm::Intrinsic::log);
+  if (name == "exp")
+    return arity(1), f32 ? contracted([&] { return emit_exp_f32(b_, args[0]); }) : intrinsic(llvm::Intrinsic::exp);
+  if (name == "log")
+    return arity(1), f32 ? contracted([&] { return emit_log_f32(b_, args[0]); }) : intrinsic(llvm::Intrinsic::log);
   if (name == "sqrt") return arity(1), intrinsic(llvm::Intrinsic::sqrt);
   if (name == "floor") return arity(1), intrinsic(llvm::Intrinsic::floor);
   if (name == "ceil") return arity(1), intrinsic(llvm::Intrinsic::ceil);

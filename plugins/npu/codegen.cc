@@ -446,25 +446,14 @@ class Compiler {
         .dtype = dtype;
   }
   // An integer product's epilogue on n words at `at` (int32 sums, channels
-  // of `inner` words): to fp32, times the scale and plus the bias (one
-  // fused multiply-add, as the llvm target contracts them), the
-  // activation, the requantization.
+  // of `inner` words): to fp32, times the scale, plus the bias (two
+  // roundings, as the llvm target computes an epilogue), the activation,
+  // the requantization.
   void integer_epilogue(const Layer& l, int64_t n, int64_t at, int64_t scale, int64_t bias, int64_t channels,
                         int64_t inner, Dtype out) {
-    using namespace field;
     vec(VecOp::kToFloat, n, at, at);
-    if (bias >= 0) {
-      emit(Opcode::kVec, {{kOp, static_cast<int64_t>(VecOp::kMulAddChannel)},
-                          {kVecN, n},
-                          {kDst, at},
-                          {kSrc0, at},
-                          {kSrc1, scale},
-                          {kChannels, channels},
-                          {kInner, inner},
-                          {kSrc2, bias}});
-    } else {
-      vec(VecOp::kMulChannel, n, at, at, scale, channels, inner);
-    }
+    vec(VecOp::kMulChannel, n, at, at, scale, channels, inner);
+    if (bias >= 0) vec(VecOp::kAddChannel, n, at, at, bias, channels, inner);
     activation(l, n, at);
     if (l.quantize) requantize(VecOp::kQuantize, n, at, l.q_scale, l.q_zero, out);
   }
@@ -825,12 +814,11 @@ class Compiler {
         [&](int64_t j, int slot) {
           int64_t n = std::min(T, E - j * T), at = A + slot * T;
           if (l.integer && binary) {
-            // An int8 add: b dequantized, then (a - za) * sa + b in one
-            // rounding, as the llvm target contracts the first product
-            // into the add.
+            // An int8 add: a and b dequantized, then their sum (three
+            // roundings, as the llvm target computes it).
             requantize(VecOp::kDequantize, n, Bs + slot * T, l.dequant[1].first, l.dequant[1].second);
-            requantize(VecOp::kDequantize, n, at, 1.0f, l.dequant[0].second);
-            vec(VecOp::kScaleAdd, n, at, at, Bs + slot * T, 0, 0, l.dequant[0].first);
+            requantize(VecOp::kDequantize, n, at, l.dequant[0].first, l.dequant[0].second);
+            vec(VecOp::kAdd, n, at, at, Bs + slot * T);
           } else if (l.integer) {
             requantize(VecOp::kDequantize, n, at, l.dequant[0].first, l.dequant[0].second);
           } else if (binary) {

@@ -261,3 +261,39 @@ def test_quantized_matrix_products_become_integer_ones(kind):
     a = rng.integers(-128, 128, (4, 48)).astype(np.int8)
     got, want = lib["main"](a).numpy(), flt["main"](a).numpy()
     assert np.abs(got.astype(np.int64) - want).max() <= 1 and (got == want).mean() > 0.95
+
+
+# The epilogue's roundings: the llvm target fuses a multiply into an add
+# only in a reduction's sum, so a quantized layer's scale-and-bias and
+# dequantize(a) + dequantize(b) round as their equations in float32 do,
+# on every CPU (with the product fused into the sum, a last-bit
+# difference flipped a rounding now and then, and a ResNeXt-50 strayed 15
+# steps from its integer reference over its 50 layers).
+
+def test_a_quantized_layers_epilogue_has_the_float32_equations_bits():
+    rng = np.random.default_rng(11)
+    shape = (1, 16, 24, 24)
+    x = graph.Var("x", shape=shape, dtype="uint8")
+    wq = rng.integers(-127, 128, (32, 16, 3, 3)).astype(np.int8)
+    sx, sw = np.float32(0.0372), (rng.uniform(0.5, 2, 32) * 0.01).astype(np.float32)
+    bias = (rng.standard_normal(32) * 3).astype(np.float32)
+    y = op.conv2d(op.dequantize(x, const(sx), const(np.uint8(9))),
+                  op.dequantize(const(wq), const(sw.reshape(32, 1, 1, 1)), const(np.int8(0))), padding=[1, 1])
+    body = op.add(y, const(bias.reshape(32, 1, 1)))  # float32 out: every bit shows
+    text, lib, _ = build_both(body, [x])
+    assert 'out_dtype="int32"' in text
+    a = rng.integers(0, 256, shape).astype(np.uint8)
+    acc = integer_conv(a.astype(np.int64) - 9, wq, pad=1)
+    scale = (sx * sw).reshape(32, 1, 1)  # QDQToInteger's sx * sw, one float32 per channel
+    want = acc.astype(np.float32) * scale + bias.reshape(32, 1, 1)  # two roundings
+    np.testing.assert_array_equal(lib["main"](a).numpy(), want)
+
+
+def test_an_int8_residual_add_has_the_float32_equations_bits():
+    rng = np.random.default_rng(12)
+    a, b = (graph.Var(n, shape=(64, 64), dtype="uint8") for n in "ab")
+    sa, sb = np.float32(0.0731), np.float32(0.0469)
+    body = op.add(op.dequantize(a, const(sa), const(np.uint8(61))), op.dequantize(b, const(sb), const(np.uint8(130))))
+    av, bv = (rng.integers(0, 256, (64, 64)).astype(np.uint8) for _ in range(2))
+    want = (av.astype(np.float32) - 61) * sa + (bv.astype(np.float32) - 130) * sb
+    np.testing.assert_array_equal(run(body, [a, b], [av, bv]), want)
