@@ -29,7 +29,7 @@ int axis_of(const std::string& layout, const std::string& letters, char axis) {
   return static_cast<int>(layout.find(axis));
 }
 
-// `a` with `count` zeros appended along `axis`.
+// `a` with one slice of zeros appended along `axis`.
 runtime::NDArray padded(const runtime::NDArrayNode& a, int axis) {
   std::vector<int64_t> shape;
   for (const Any& d : a.shape) shape.push_back(d.as_int());

@@ -82,7 +82,7 @@ class Rewriter {
  private:
   // conv2d(x NHWC, w OHWI constant K 3 3 C, stride 1, dilation 1, one
   // group), x of static shape, both C and K at least min_channels: float32
-  // throughout, or integers summed in int32 (integer()).
+  // throughout, or integers summed in int32 (integer_weights).
   ir::Expr rewrite(const graph::CallNode& original, const graph::CallNode& conv) {
     const auto* op = conv.callee.as<ir::OpNode>();
     if (!op || op->name != "conv2d") return ir::Expr();
@@ -197,8 +197,8 @@ class Rewriter {
   // The values an integer expression can take: a constant's, a cast's
   // (when they fit its dtype), a sum's or difference's, a transpose's or
   // reshape's (their operand's), a variable's bound value's; else every
-  // value of its dtype.  Nullopt for what is
-  // not an integer of at most 32 bits.
+  // value of its dtype.  Nullopt for what is not an integer of at most 32
+  // bits.
   std::optional<Range> value_range(const ir::Expr& e, int depth) {
     const auto* t = e.defined() && e->checked_type.defined() ? e->checked_type.as<ir::TensorTypeNode>() : nullptr;
     auto full = t ? dtype_range(t->dtype) : std::nullopt;
