@@ -478,20 +478,14 @@ transform::Pass ConvertLayout() {
           .preserves({"ops_lowered", "fused"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
     std::string layout = context.get_config("ConvertLayout.layout").as_string();
-    std::map<std::string, Any> converted;
-    for (const std::string& name : module.names()) {
-      const auto* f = module.lookup(name).as<graph::FunctionNode>();
-      if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
+    return rewrite_graph_bodies(module, [&](const std::string& name, const graph::FunctionNode& f) {
       int64_t lanes = 0;
-      if (layout == "NCHWc" || (layout == "auto" && has_depthwise(f->body))) {
+      if (layout == "NCHWc" || (layout == "auto" && has_depthwise(f.body))) {
         target::Target t = target::function_target(module, name);
         lanes = std::max<int64_t>(1, (t.defined() ? target::vector_bits(t) : 128) / 32);
       }
-      std::optional<ir::Expr> body = Converter(lanes).run(f->body);
-      if (!body) continue;
-      converted[name] = graph::with_body(*f, *body);
-    }
-    return module.with_functions(converted);
+      return Converter(lanes).run(f.body).value_or(f.body);
+    });
   });
 }
 

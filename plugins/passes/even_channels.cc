@@ -44,45 +44,31 @@ runtime::NDArray padded(const runtime::NDArrayNode& a, int axis) {
   return out;
 }
 
-class Rewriter {
- public:
-  Rewriter() {
-    m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
-      ObjectRef mutated = m_.mutate_children(self);
-      ir::Expr rewritten = rewrite(*original, *mutated.as<graph::CallNode>());
-      return rewritten.defined() ? Any(rewritten) : Any(mutated);
-    });
+// conv2d(x, w) with an odd channel count, as the file's comment says:
+// conv2d(pad(x), w padded), or undefined.
+ir::Expr even(const graph::CallNode& original, const graph::CallNode& conv) {
+  const auto* op = conv.callee.as<ir::OpNode>();
+  if (!op || op->name != "conv2d") return ir::Expr();
+  const auto* type = original.checked_type.defined() ? original.checked_type.as<ir::TensorTypeNode>() : nullptr;
+  ir::Expr x = original.args[0].cast<ir::Expr>();
+  const auto* xt = x->checked_type.defined() ? x->checked_type.as<ir::TensorTypeNode>() : nullptr;
+  const auto* w = conv.args[1].cast<ir::Expr>().as<graph::ConstantNode>();
+  if (!type || !xt || !w || type->dtype != DataType::Int(32) || !pairs(xt->dtype) || !pairs(w->data->dtype) ||
+      w->data->device.device_type != kDLCPU || !w->data->is_contiguous() || xt->unknown_rank() ||
+      xt->shape.size() != 4 || w->data->shape.size() != 4) {
+    return ir::Expr();
   }
-
-  ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
-
- private:
-  ir::Expr rewrite(const graph::CallNode& original, const graph::CallNode& conv) {
-    const auto* op = conv.callee.as<ir::OpNode>();
-    if (!op || op->name != "conv2d") return ir::Expr();
-    const auto* type = original.checked_type.defined() ? original.checked_type.as<ir::TensorTypeNode>() : nullptr;
-    ir::Expr x = original.args[0].cast<ir::Expr>();
-    const auto* xt = x->checked_type.defined() ? x->checked_type.as<ir::TensorTypeNode>() : nullptr;
-    const auto* w = conv.args[1].cast<ir::Expr>().as<graph::ConstantNode>();
-    if (!type || !xt || !w || type->dtype != DataType::Int(32) || !pairs(xt->dtype) || !pairs(w->data->dtype) ||
-        w->data->device.device_type != kDLCPU || !w->data->is_contiguous() || xt->unknown_rank() ||
-        xt->shape.size() != 4 || w->data->shape.size() != 4) {
-      return ir::Expr();
-    }
-    Map attrs = ir::OpRegistry::check_attrs("conv2d", conv.attrs);
-    int data_axis = axis_of(attrs.at("data_layout").as_string(), "NCHW", 'C');
-    int weight_axis = axis_of(attrs.at("kernel_layout").as_string(), "OIHW", 'I');
-    if (data_axis < 0 || weight_axis < 0 || attrs.at("groups").as_int() != 1) return ir::Expr();
-    auto channels = graph::constant_dim(xt->shape[data_axis]);
-    if (!channels || *channels % 2 == 0 || w->data->shape[weight_axis].as_int() != *channels) return ir::Expr();
-    std::vector<Any> widths(8, Any(int64_t{0}));
-    widths[2 * data_axis + 1] = Any(int64_t{1});
-    ir::Expr input = call_op("pad", {conv.args[0].cast<ir::Expr>()}, Map({{"pad_width", Any(Array(widths))}}));
-    return graph::Call(conv.callee, {input, graph::Constant(padded(*w->data.get(), weight_axis))}, conv.attrs);
-  }
-
-  Mutator m_;
-};
+  Map attrs = ir::OpRegistry::check_attrs("conv2d", conv.attrs);
+  int data_axis = axis_of(attrs.at("data_layout").as_string(), "NCHW", 'C');
+  int weight_axis = axis_of(attrs.at("kernel_layout").as_string(), "OIHW", 'I');
+  if (data_axis < 0 || weight_axis < 0 || attrs.at("groups").as_int() != 1) return ir::Expr();
+  auto channels = graph::constant_dim(xt->shape[data_axis]);
+  if (!channels || *channels % 2 == 0 || w->data->shape[weight_axis].as_int() != *channels) return ir::Expr();
+  std::vector<Any> widths(8, Any(int64_t{0}));
+  widths[2 * data_axis + 1] = Any(int64_t{1});
+  ir::Expr input = call_op("pad", {conv.args[0].cast<ir::Expr>()}, Map({{"pad_width", Any(Array(widths))}}));
+  return graph::Call(conv.callee, {input, graph::Constant(padded(*w->data.get(), weight_axis))}, conv.attrs);
+}
 
 }  // namespace
 
@@ -98,15 +84,10 @@ transform::Pass EvenChannels() {
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
-    std::map<std::string, Any> updates;
-    for (const std::string& name : module.names()) {
-      const auto* f = module.lookup(name).as<graph::FunctionNode>();
-      if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
-      if (!target::native_intrinsics(target::function_target(module, name)).count("dot2_i16")) continue;
-      ir::Expr body = Rewriter().run(f->body);
-      if (!body.same_as(f->body)) updates[name] = Any(graph::with_body(*f, body));
-    }
-    return updates.empty() ? module : module.with_functions(updates);
+    return rewrite_graph_bodies(module, [&](const std::string& name, const graph::FunctionNode& f) {
+      if (!target::native_intrinsics(target::function_target(module, name)).count("dot2_i16")) return f.body;
+      return rewrite_calls(f.body, even);
+    });
   });
 }
 

@@ -54,16 +54,14 @@ bool per_channel(const runtime::NDArrayNode* a, int64_t rank, int64_t axis, int6
 
 class Folder {
  public:
-  explicit Folder(const ir::Expr& body) : uses_(graph::use_counts(body)) {
-    m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
-      ObjectRef mutated = m_.mutate_children(self);
-      if (!call_of(downcast<ir::Expr>(self), "batch_norm")) return Any(mutated);
-      ir::Expr folded = fold(*original, *mutated.as<graph::CallNode>());
-      return folded.defined() ? Any(folded) : Any(mutated);
+  explicit Folder(const ir::Expr& body) : uses_(graph::use_counts(body)) {}
+
+  ir::Expr run(const ir::Expr& body) {
+    return rewrite_calls(body, [this](const graph::CallNode& original, const graph::CallNode& call) {
+      const auto* op = call.callee.as<ir::OpNode>();
+      return op && op->name == "batch_norm" ? fold(original, call) : ir::Expr();
     });
   }
-
-  ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
 
  private:
   // batch_norm(x, gamma, beta, mean, var) with constant statistics is
@@ -151,7 +149,6 @@ class Folder {
 
   std::unordered_map<const Object*, int> uses_;
   const runtime::NDArrayNode* bias_ = nullptr;  // the conv's constant bias, found by conv_with_bias
-  Mutator m_;
 };
 
 }  // namespace

@@ -102,6 +102,29 @@ Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes) {
   return Map(items);
 }
 
+ir::Expr rewrite_calls(const ir::Expr& e, const CallRewrite& rewrite) {
+  Mutator m;
+  m.on<graph::CallNode>([&](const graph::CallNode* original, const ObjectRef& self) -> Any {
+    ObjectRef mutated = m.mutate_children(self);
+    ir::Expr rewritten = rewrite(*original, *mutated.as<graph::CallNode>());
+    return rewritten.defined() ? Any(rewritten) : Any(mutated);
+  });
+  return m.mutate_as<ir::Expr>(e);
+}
+
+ir::IRModule rewrite_graph_bodies(
+    const ir::IRModule& module,
+    const std::function<ir::Expr(const std::string&, const graph::FunctionNode&)>& rewrite) {
+  std::map<std::string, Any> updates;
+  for (const std::string& name : module.names()) {
+    const auto* f = module.lookup(name).as<graph::FunctionNode>();
+    if (!f || f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
+    ir::Expr body = rewrite(name, *f);
+    if (!body.same_as(f->body)) updates[name] = Any(graph::with_body(*f, body));
+  }
+  return updates.empty() ? module : module.with_functions(updates);
+}
+
 transform::Pass graph_body_pass(
     const transform::PassInfo& info,
     std::function<ir::Expr(const graph::FunctionNode&, const transform::PassContext&)> rewrite) {

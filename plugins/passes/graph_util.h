@@ -51,6 +51,18 @@ ir::Expr call_op(const char* op, std::vector<ir::Expr> args, Map attrs = Map(std
 // `attrs` with `changes` set (added or replaced).
 Map with_attrs(const Map& attrs, const std::map<std::string, Any>& changes);
 
+// `e` with each call rewritten bottom-up: rewrite(original, mutated) sees
+// the call as it was (typed) and with its arguments already rewritten, and
+// returns its replacement, or an undefined Expr to keep `mutated`.
+using CallRewrite = std::function<ir::Expr(const graph::CallNode& original, const graph::CallNode& mutated)>;
+ir::Expr rewrite_calls(const ir::Expr& e, const CallRewrite& rewrite);
+
+// `module` with the body of each graph function that is neither fused
+// (primitive) nor a codegen's partition replaced by rewrite(name, f) (the
+// same body for "no change"): for passes that read the function's target.
+ir::IRModule rewrite_graph_bodies(
+    const ir::IRModule& module, const std::function<ir::Expr(const std::string&, const graph::FunctionNode&)>& rewrite);
+
 // A function pass over graph functions that rewrites each body:
 // rewrite(function, context) returns the new body, or the same one for
 // "no change" (the function is then kept as it is).

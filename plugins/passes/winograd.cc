@@ -70,14 +70,12 @@ class Rewriter {
  public:
   Rewriter(int64_t min_channels, const ir::Expr& body) : min_channels_(min_channels) {
     graph::for_each_binding(body, [this](const graph::LetNode& let) { bound_[let.var.get()] = let.value; });
-    m_.on<graph::CallNode>([this](const graph::CallNode* original, const ObjectRef& self) -> Any {
-      ObjectRef mutated = m_.mutate_children(self);
-      ir::Expr rewritten = rewrite(*original, *mutated.as<graph::CallNode>());
-      return rewritten.defined() ? Any(rewritten) : Any(mutated);
-    });
   }
 
-  ir::Expr run(const ir::Expr& body) { return m_.mutate_as<ir::Expr>(body); }
+  ir::Expr run(const ir::Expr& body) {
+    return rewrite_calls(
+        body, [this](const graph::CallNode& original, const graph::CallNode& conv) { return rewrite(original, conv); });
+  }
 
  private:
   // conv2d(x NHWC, w OHWI constant K 3 3 C, stride 1, dilation 1, one
@@ -232,7 +230,6 @@ class Rewriter {
 
   int64_t min_channels_;
   std::unordered_map<const Object*, ir::Expr> bound_;  // the function's let-bound variables' values
-  Mutator m_;
 };
 
 }  // namespace
