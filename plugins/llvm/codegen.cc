@@ -27,6 +27,7 @@
 #include <loom/runtime/device_api.h>
 #include <loom/support/stack.h>
 #include <loom/tir/function.h>
+#include <loom/tir/intrinsic.h>
 #include <loom/tir/util.h>
 
 #include "math.h"
@@ -1087,7 +1088,7 @@ Value* FunctionCodegen::dot2_i16(const tir::CallNode* op, std::vector<Value*> ar
   std::vector<DataType> types;
   for (size_t k = 0; k < args.size(); ++k) {
     DataType t = op->args[k].cast<tir::PrimExpr>().dtype();
-    if (!tir::is_int(t) || t.bits > 16 || (is_unsigned(t) && t.bits == 16))
+    if (!tir::dot2_i16_operand(t))
       fail("dot2_i16 takes integers of at most 16 bits (not uint16), got " + t.to_string() + " as argument " +
            std::to_string(k + 1));
     if (t.lanes != lanes) args[k] = b_.CreateVectorSplat(lanes, args[k]);

@@ -25,6 +25,7 @@
 #include <loom/target/target.h>
 #include <loom/tir/builder.h>
 #include <loom/tir/functor.h>
+#include <loom/tir/intrinsic.h>
 #include <loom/tir/util.h>
 #include <loom/transform/prim_pass.h>
 
@@ -40,7 +41,7 @@ std::optional<PrimExpr> narrow_operand(const PrimExpr& e) {
   const auto* c = e.as<CastNode>();
   if (!c || c->dtype.code != DataType::kInt || c->dtype.bits != 32) return std::nullopt;
   DataType t = c->value.dtype();
-  if (t.lanes != c->dtype.lanes || !is_int(t) || t.bits > 16 || (is_unsigned(t) && t.bits == 16)) return std::nullopt;
+  if (t.lanes != c->dtype.lanes || !dot2_i16_operand(t)) return std::nullopt;
   return c->value;
 }
 

@@ -9,16 +9,11 @@
 #include "loom/object/traversal.h"
 #include "loom/runtime/ndarray.h"
 #include "loom/target/target.h"
+#include "loom/tir/intrinsic.h"
 
 namespace loom::passes {
 
 namespace {
-
-// An integer of at most 16 bits that dot2_i16 takes (not uint16: int16
-// cannot hold it).
-bool pairs(DataType t) {
-  return t.lanes == 1 && t.bits <= 16 && (t.code == DataType::kInt || (t.code == DataType::kUInt && t.bits < 16));
-}
 
 // The position of `axis` in a layout of the four letters of `letters`
 // ("NCHW" for data, "OIHW" for weights), or -1 when `layout` is not one.
@@ -53,9 +48,9 @@ ir::Expr even(const graph::CallNode& original, const graph::CallNode& conv) {
   ir::Expr x = original.args[0].cast<ir::Expr>();
   const auto* xt = x->checked_type.defined() ? x->checked_type.as<ir::TensorTypeNode>() : nullptr;
   const auto* w = conv.args[1].cast<ir::Expr>().as<graph::ConstantNode>();
-  if (!type || !xt || !w || type->dtype != DataType::Int(32) || !pairs(xt->dtype) || !pairs(w->data->dtype) ||
-      w->data->device.device_type != kDLCPU || !w->data->is_contiguous() || xt->unknown_rank() ||
-      xt->shape.size() != 4 || w->data->shape.size() != 4) {
+  if (!type || !xt || !w || type->dtype != DataType::Int(32) || !tir::dot2_i16_operand(xt->dtype) ||
+      !tir::dot2_i16_operand(w->data->dtype) || w->data->device.device_type != kDLCPU || !w->data->is_contiguous() ||
+      xt->unknown_rank() || xt->shape.size() != 4 || w->data->shape.size() != 4) {
     return ir::Expr();
   }
   Map attrs = ir::OpRegistry::check_attrs("conv2d", conv.attrs);

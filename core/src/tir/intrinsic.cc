@@ -180,6 +180,10 @@ NamedRegistry<IntrinsicEntry>& registry() {
 
 }  // namespace
 
+bool dot2_i16_operand(DataType t) {
+  return t.bits <= 16 && (t.code == DataType::kInt || (t.code == DataType::kUInt && t.bits < 16));
+}
+
 void IntrinsicRegistry::register_intrinsic(IntrinsicEntry entry, bool allow_override) {
   if (entry.num_args < 0) LOOM_THROW(Error) << "intrinsic '" << entry.name << "' needs a number of arguments";
   registry().add(std::move(entry), allow_override);

@@ -37,6 +37,11 @@ class IntrinsicRegistry {
   static std::vector<std::string> list();
 };
 
+// Whether dot2_i16 takes an argument of dtype `t` (any lanes): an integer
+// of at most 16 bits, not uint16 (int16 cannot hold it).  PairProducts,
+// the graph passes that prepare its operands and the codegens ask this.
+bool dot2_i16_operand(DataType t);
+
 }  // namespace loom::tir
 
 #endif  // LOOM_TIR_INTRINSIC_H_
