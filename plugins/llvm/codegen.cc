@@ -2,6 +2,7 @@
 #include "codegen.h"
 
 #include <llvm/Analysis/VectorUtils.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -83,11 +84,13 @@ uint16_t bfloat16_bits(double v) {
 }
 
 // The x86 vector instructions the codegen calls by name: maxps/minps
-// (SSE: 4 floats, AVX: 8, AVX-512: 16) and pmaddwd (SSE2: 4 int32 sums,
-// AVX2: 8, AVX-512BW: 16); none elsewhere.
+// (SSE: 4 floats, AVX: 8, AVX-512: 16), pmaddwd (SSE2: 4 int32 sums,
+// AVX2: 8, AVX-512BW: 16) and vdpbf16ps (AVX-512 BF16: 16 float32 sums,
+// with AVX-512VL also 4 and 8); none elsewhere.
 struct X86Features {
   bool sse = false, avx = false, avx512 = false;
   bool sse2 = false, avx2 = false, avx512bw = false;
+  bool avx512vl = false, avx512bf16 = false;
   static X86Features of(const llvm::TargetMachine& machine) {
     X86Features x;
     if (!machine.getTargetTriple().isX86()) return x;
@@ -98,6 +101,8 @@ struct X86Features {
     x.sse2 = info->checkFeatures("+sse2");
     x.avx2 = info->checkFeatures("+avx2");
     x.avx512bw = info->checkFeatures("+avx512bw");
+    x.avx512vl = info->checkFeatures("+avx512vl");
+    x.avx512bf16 = info->checkFeatures("+avx512bf16");
     return x;
   }
 };
@@ -244,6 +249,12 @@ class FunctionCodegen {
   Value* x86_min_max(bool min, Value* a, Value* b);
   // dot2_i16(a0, b0, a1, b1), its arguments emitted.
   Value* dot2_i16(const tir::CallNode* op, std::vector<Value*> args);
+  // acc + dot2_bf16(a0, b0, a1, b1), its arguments emitted (acc null: 0).
+  Value* dot2_bf16(const tir::CallNode* op, std::vector<Value*> args, Value* acc);
+  // The pairs (x0, x1) of each lane side by side, 2 * lanes elements of
+  // x0's type: x0 and x1 are the emitted arguments `first` and `second`
+  // of op (dot2_i16 or dot2_bf16), of one type and op's lanes.
+  Value* interleaved_pairs(const tir::CallNode* op, size_t first, size_t second, Value* x0, Value* x1);
   Value* call(const tir::CallNode* op);
   Value* libm_call(const std::string& name, Value* x, llvm::Type* t);
   Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
@@ -937,6 +948,17 @@ Value* FunctionCodegen::expr_here(const tir::PrimExpr& e) {
 
 Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   DataType t = op->a.dtype();
+  // acc + dot2_bf16(..): vdpbf16ps adds the pair's products to acc itself.
+  if (op->type_index() == tir::AddNode::runtime_type_index()) {
+    for (auto [dot, acc] : {std::pair{op->b, op->a}, std::pair{op->a, op->b}}) {
+      const auto* c = dot.as<tir::CallNode>();
+      if (!c || c->op != "dot2_bf16" || c->args.size() != 4) continue;
+      Value* sum = expr(acc);
+      std::vector<Value*> args;
+      for (const Any& a : c->args) args.push_back(expr(a.cast<tir::PrimExpr>()));
+      return dot2_bf16(c, args, sum);
+    }
+  }
   if (t.code != DataType::kBFloat) return binary(op, expr(op->a), expr(op->b), t);
   // bfloat16 computes in float32 and rounds back to nearest even: exact
   // for +, -, *, / (float32 has more than twice bfloat16's bits plus two,
@@ -1104,48 +1126,80 @@ Value* FunctionCodegen::dot2_i16(const tir::CallNode* op, std::vector<Value*> ar
     };
     return b_.CreateAdd(product(0, 1), product(2, 3));
   }
-  // The pairs (x0, x1) of each lane side by side, 2 * lanes int16s.  Of
-  // two values of one type the narrow values are interleaved, then
-  // widened (one unpack and one extension); a pair of broadcasts is the
-  // pair broadcast (a row of a matrix product: two adjacent bytes, one
-  // 16-bit broadcast); loads of the even and the odd elements of a
-  // contiguous run (a panel PairProducts' layout keeps pairs in) are one
-  // load of the run.
+  // Of two values of one type the narrow values are interleaved, then
+  // widened (one unpack and one extension); else each is widened first.
   auto pairs = [&](size_t first, size_t second) {
-    if (tir::PrimExpr run =
-            adjacent_pairs(op->args[first].cast<tir::PrimExpr>(), op->args[second].cast<tir::PrimExpr>());
-        run.defined())
-      return cast(DataType(DataType::kInt, 16, 2 * lanes), run.dtype(), expr(run));
-    Value *x0 = args[first], *x1 = args[second];
-    if (types[first] != types[second]) {
-      x0 = cast(i16, types[first], x0);
-      x1 = cast(i16, types[second], x1);
-    }
     DataType narrow = types[first] == types[second] ? types[first] : i16;
-    DataType wide(static_cast<DataType::Code>(narrow.code), narrow.bits, 2 * lanes);
-    std::vector<int> order;
-    Value* pair = nullptr;
-    Value *s0 = llvm::getSplatValue(x0), *s1 = llvm::getSplatValue(x1);
-    if (s0 && s1 && narrow.bits == 16) {
-      // Two 16-bit scalars as one 32-bit broadcast (element by element
-      // it took eight inserts; of adjacent loads LLVM makes one load).
-      auto half = [&](Value* v) { return b_.CreateZExt(b_.CreateBitCast(v, b_.getInt16Ty()), b_.getInt32Ty()); };
-      Value* both = b_.CreateOr(half(s0), b_.CreateShl(half(s1), b_.getInt32(16)));
-      return b_.CreateBitCast(b_.CreateVectorSplat(lanes, both), type(DataType(DataType::kInt, 16, 2 * lanes)));
-    }
-    if (s0 && s1) {
-      llvm::Type* two = llvm::FixedVectorType::get(s0->getType(), 2);
-      pair =
-          b_.CreateInsertElement(b_.CreateInsertElement(llvm::PoisonValue::get(two), s0, uint64_t{0}), s1, uint64_t{1});
-      for (int k = 0; k < lanes; ++k) order.insert(order.end(), {0, 1});
-      pair = b_.CreateShuffleVector(pair, order);
-    } else {
-      for (int k = 0; k < lanes; ++k) order.insert(order.end(), {k, lanes + k});
-      pair = b_.CreateShuffleVector(x0, x1, order);
-    }
-    return cast(DataType(DataType::kInt, 16, 2 * lanes), wide, pair);
+    Value* pair = interleaved_pairs(op, first, second, cast(narrow, types[first], args[first]),
+                                    cast(narrow, types[second], args[second]));
+    return cast(DataType(DataType::kInt, 16, 2 * lanes),
+                DataType(static_cast<DataType::Code>(narrow.code), narrow.bits, 2 * lanes), pair);
   };
   return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id), {pairs(0, 2), pairs(1, 3)});
+}
+
+Value* FunctionCodegen::interleaved_pairs(const tir::CallNode* op, size_t first, size_t second, Value* x0, Value* x1) {
+  // A pair of broadcasts is the pair broadcast (a row of a matrix
+  // product: two adjacent elements, one 16-bit broadcast); loads of the
+  // even and the odd elements of a contiguous run (a panel PairProducts'
+  // layout keeps pairs in) are one load of the run.
+  int lanes = op->dtype.lanes;
+  tir::PrimExpr e0 = op->args[first].cast<tir::PrimExpr>(), e1 = op->args[second].cast<tir::PrimExpr>();
+  if (tir::PrimExpr run = adjacent_pairs(e0, e1); run.defined()) return expr(run);  // e0's type, 2 * lanes
+  Value *s0 = llvm::getSplatValue(x0), *s1 = llvm::getSplatValue(x1);
+  if (s0 && s1 && s0->getType()->getPrimitiveSizeInBits() == 16) {
+    // Two 16-bit scalars as one 32-bit broadcast (element by element
+    // it took eight inserts; of adjacent loads LLVM makes one load).
+    auto half = [&](Value* v) { return b_.CreateZExt(b_.CreateBitCast(v, b_.getInt16Ty()), b_.getInt32Ty()); };
+    Value* both = b_.CreateOr(half(s0), b_.CreateShl(half(s1), b_.getInt32(16)));
+    return b_.CreateBitCast(b_.CreateVectorSplat(lanes, both), llvm::FixedVectorType::get(s0->getType(), 2 * lanes));
+  }
+  std::vector<int> order;
+  if (s0 && s1) {
+    llvm::Type* two = llvm::FixedVectorType::get(s0->getType(), 2);
+    Value* pair =
+        b_.CreateInsertElement(b_.CreateInsertElement(llvm::PoisonValue::get(two), s0, uint64_t{0}), s1, uint64_t{1});
+    for (int k = 0; k < lanes; ++k) order.insert(order.end(), {0, 1});
+    return b_.CreateShuffleVector(pair, order);
+  }
+  for (int k = 0; k < lanes; ++k) order.insert(order.end(), {k, lanes + k});
+  return b_.CreateShuffleVector(x0, x1, order);
+}
+
+// acc + dot2_bf16(a0, b0, a1, b1), its arguments emitted (acc null: 0).
+// With AVX-512 BF16, one vdpbf16ps of the pairs interleaved, (a0, a1)
+// against (b0, b1), adding to acc (4 and 8 lanes need AVX-512VL too);
+// else the products widened to float32 and added.  The instruction is
+// written as inline assembly on int32 vectors of the pairs' bits: LLVM
+// 16's intrinsic takes bfloat vectors, and its cost model recurses
+// without end on a shuffle of them (VectorCombine folding the bitcast of
+// a broadcast pair crashed the build of a plain matmul).
+Value* FunctionCodegen::dot2_bf16(const tir::CallNode* op, std::vector<Value*> args, Value* acc) {
+  int lanes = op->dtype.lanes;
+  DataType f32(DataType::kFloat, 32, lanes);
+  for (size_t k = 0; k < args.size(); ++k) {
+    DataType t = op->args[k].cast<tir::PrimExpr>().dtype();
+    if (t.code != DataType::kBFloat || t.bits != 16)
+      fail("dot2_bf16 takes bfloat16 arguments, got " + t.to_string() + " as argument " + std::to_string(k + 1));
+    if (t.lanes != lanes) args[k] = b_.CreateVectorSplat(lanes, args[k]);
+  }
+  bool native = x86_.avx512bf16 && (lanes == 16 || ((lanes == 4 || lanes == 8) && x86_.avx512vl));
+  if (!acc) acc = llvm::Constant::getNullValue(type(f32));
+  if (!native) {
+    DataType bf16(DataType::kBFloat, 16, lanes);
+    auto product = [&](size_t a, size_t b) {
+      return b_.CreateFMul(cast(f32, bf16, args[a]), cast(f32, bf16, args[b]));
+    };
+    return b_.CreateFAdd(acc, b_.CreateFAdd(product(0, 1), product(2, 3)));
+  }
+  llvm::Type* pair_t = llvm::FixedVectorType::get(b_.getInt32Ty(), lanes);
+  auto pairs = [&](size_t first, size_t second) {
+    return b_.CreateBitCast(interleaved_pairs(op, first, second, args[first], args[second]), pair_t);
+  };
+  llvm::FunctionType* sig = llvm::FunctionType::get(type(f32), {pair_t, pair_t, type(f32)}, false);
+  // AT&T order: vdpbf16ps src2, src1, dst; dst (tied to acc) += the pairs' products.
+  llvm::InlineAsm* dp = llvm::InlineAsm::get(sig, "vdpbf16ps $2, $1, $0", "=v,v,v,0", /*hasSideEffects=*/false);
+  return b_.CreateCall(sig, dp, {pairs(0, 2), pairs(1, 3), acc});
 }
 
 Value* FunctionCodegen::cast(DataType to, DataType from, Value* v) {
@@ -1233,9 +1287,9 @@ Value* FunctionCodegen::libm_call(const std::string& name, Value* x, llvm::Type*
 
 Value* FunctionCodegen::call(const tir::CallNode* op) {
   // A math function of bfloat16: in float32, rounded back (as binary).
-  bool bf16 = op->dtype.code == DataType::kBFloat;
+  bool bf16 = op->dtype.code == DataType::kBFloat && op->op != "dot2_bf16";
   for (const Any& a : op->args) bf16 |= a.cast<tir::PrimExpr>().dtype().code == DataType::kBFloat;
-  if (bf16) {
+  if (bf16 && op->op != "dot2_bf16") {
     auto wide = [](DataType t) { return t.code == DataType::kBFloat ? DataType(DataType::kFloat, 32, t.lanes) : t; };
     std::vector<tir::PrimExpr> args;
     for (const Any& a : op->args) {
@@ -1300,6 +1354,7 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     return shifted;
   }
   if (name == "dot2_i16") return arity(4), dot2_i16(op, args);
+  if (name == "dot2_bf16") return arity(4), dot2_bf16(op, args, nullptr);
   if (libm_unary().count(name)) return arity(1), libm_call(name, args[0], t);
   if (name == "isinf") {
     arity(1);

@@ -11,8 +11,12 @@
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
 
+#include <llvm/MC/MCSubtargetInfo.h>
+
 #include <chrono>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "codegen.h"
 #include "compiler.h"
@@ -67,6 +71,16 @@ int64_t vector_bits(const loom::target::Target& target) {
   auto machine = backend::make_machine(backend::machine_options(target->attrs));
   return backend::vector_bits(*machine);
 }
+
+// The intrinsics only some CPUs implement natively: dot2_bf16 where the
+// CPU has AVX-512 BF16 (vdpbf16ps; elsewhere its expansion, two widened
+// products, is what the codegen would emit anyway).
+std::set<std::string> target_intrinsics(const loom::target::Target& target) {
+  auto machine = backend::make_machine(backend::machine_options(target->attrs));
+  if (machine->getTargetTriple().isX86() && machine->getMCSubtargetInfo()->checkFeatures("+avx512bf16"))
+    return {"dot2_bf16"};
+  return {};
+}
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
@@ -76,6 +90,7 @@ LOOM_PLUGIN_INIT(ctx) {
   ctx.register_object<LLVMModuleNode>();
   loom::target::TargetTraits traits;
   traits.vector_bits = vector_bits;
+  traits.target_intrinsics = target_intrinsics;
   traits.native_intrinsics = {
       "exp",         "log",        "sqrt",        "floor",       "ceil",       "round",       "trunc",   "sin",
       "cos",         "abs",        "pow",         "fmod",        "isnan",      "isinf",       "ret",     "tan",

@@ -177,7 +177,7 @@ int64_t Decider::choose(const std::string&, const std::vector<int64_t>&, int64_t
 
 // The function `f` scheduled by AutoSchedule's rules with `decider`'s choices (auto_schedule.h).
 Schedule schedule_with(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work,
-                       Decider& decider, bool pair_products) {
+                       Decider& decider, const std::set<std::string>& native) {
   Schedule s(f);
   // The vector width: the target's, or half of it from 256 bits up.
   if (bits >= 256) bits = static_cast<int>(decider.choose("vector.bits", {bits, bits / 2}, bits));
@@ -193,7 +193,7 @@ Schedule schedule_with(const PrimFunc& f, int bits, const std::set<std::string>&
   for (const std::string& b : temporaries) attempt([&] { s.reverse_compute_inline(b); });
   std::vector<std::string> nests;
   roots(s.func()->body, nests);
-  StageScheduler stages(s, bits, constant, min_work, decider, pair_products);
+  StageScheduler stages(s, bits, constant, min_work, decider, native);
   for (size_t k = 0; k < nests.size(); ++k) {
     // An elementwise nest right before a reduction (a convolution's padded
     // input) is scheduled after it, so that it can move into the
@@ -226,9 +226,9 @@ PrimFunc finish_schedule(const Schedule& s, const PrimFunc& f) {
 namespace {
 // The function `f` scheduled by the rules' own choices.
 PrimFunc schedule(const PrimFunc& f, int bits, const std::set<std::string>& constant, int64_t min_work,
-                  bool pair_products) {
+                  const std::set<std::string>& native) {
   Decider rules;
-  return finish_schedule(schedule_with(f, bits, constant, min_work, rules, pair_products), f);
+  return finish_schedule(schedule_with(f, bits, constant, min_work, rules, native), f);
 }
 
 // The fastest record of @name's task in the database that replays, in the
@@ -307,8 +307,8 @@ transform::Pass AutoSchedule() {
           std::vector<Buffer> params = f.buffer_params();
           for (size_t k : constant[name])
             if (k < params.size()) constant_buffers.insert(params[k]->name);
-          bool pairs = target::native_intrinsics(target::function_target(module, name)).count("dot2_i16") > 0;
-          after = schedule(f, vector_bits_of(module, name), constant_buffers, min_work, pairs);
+          after = schedule(f, vector_bits_of(module, name), constant_buffers, min_work,
+                           target::native_intrinsics(target::function_target(module, name)));
           if (param_layouts(*after.get()) != param_layouts(*f.get())) relaid.insert(name);
           return after;
         },

@@ -31,12 +31,12 @@ class Decider {
 // One prim function scheduled by AutoSchedule's rules with `decider`'s
 // choices: `vector_bits` the target's vector width, `constant` the buffer
 // parameters every caller passes a constant (they may take a layout),
-// `min_work` the smallest nest that runs in parallel, `pair_products`
-// whether PairProducts will pair the function's integer products (the
-// target implements dot2_i16).  The Schedule holds the trace;
+// `min_work` the smallest nest that runs in parallel, `native` the
+// target's native intrinsics (PairProducts will pair the products whose
+// dot2_i16 or dot2_bf16 is among them).  The Schedule holds the trace;
 // finish_schedule gives the function AutoSchedule would.
 tir::Schedule schedule_with(const tir::PrimFunc& f, int vector_bits, const std::set<std::string>& constant,
-                            int64_t min_work, Decider& decider, bool pair_products = false);
+                            int64_t min_work, Decider& decider, const std::set<std::string>& native = {});
 tir::PrimFunc finish_schedule(const tir::Schedule& s, const tir::PrimFunc& original);
 
 // The attribute that makes AutoSchedule leave a function as it is: set on

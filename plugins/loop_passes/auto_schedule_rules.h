@@ -130,16 +130,17 @@ class StageScheduler {
   // `constant`: the buffer parameters every caller passes a constant,
   // which may take a layout instead of being packed per call.
   // `min_work`: a nest with less work (work_of) runs on one thread.
-  // `pair_products`: PairProducts will pair the integer products, whose
-  // operands' panels then keep pairs side by side.
+  // `native`: the target's native intrinsics; PairProducts will pair the
+  // products whose dot2 intrinsic is among them, whose operands' panels
+  // then keep pairs side by side.
   StageScheduler(Schedule& s, int vector_bits, std::set<std::string> constant, int64_t min_work, Decider& decider,
-                 bool pair_products = false)
+                 std::set<std::string> native = {})
       : s_(s),
         decider_(decider),
         vector_bits_(vector_bits),
         min_work_(min_work),
         constant_(std::move(constant)),
-        pair_products_(pair_products) {}
+        native_(std::move(native)) {}
 
   // The elementwise nest `producer` computed per iteration of the
   // scheduled nest `consumer`'s outer loop; false (schedule unchanged)
@@ -251,7 +252,7 @@ class StageScheduler {
   std::vector<std::string> moved_;       // their roots once moved into the column-tile loop
   std::set<std::string> partitioned_;    // the nests partition_rows made (not partitioned again)
   int64_t panel_ = 0;                    // the panel width tile() gave a constant's layout, 0 for none
-  bool pair_products_ = false;           // PairProducts will pair integer products
+  std::set<std::string> native_;         // the target's native intrinsics (which products PairProducts pairs)
 };
 
 }  // namespace loom::loop::auto_schedule

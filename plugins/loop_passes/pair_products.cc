@@ -7,7 +7,12 @@
 // which x86 computes with one pmaddwd per vector (two multiply-adds per
 // int32 lane) where the float-style code took a multiply and an add per
 // product.  Integer sums are exact in any order (int32 wraps as before),
-// so the result is the same bits.
+// so the result is the same bits.  Likewise a float32 sum of products of
+// bfloat16 values, C[idx] + float32(x) * float32(y) (ToMixedPrecision's
+// matrix products and convolutions), takes dot2_bf16 (AVX-512 BF16's
+// vdpbf16ps: the pair's products added to the lane in one instruction);
+// the products are exact, the float32 additions round in the pair's
+// order.
 //
 // A loop qualifies when it is serial or unrolled with a constant extent
 // of at least 2, its body is loops (whose bounds do not use its variable),
@@ -17,7 +22,8 @@
 // qualifying loops the innermost of even extent is paired (the channels
 // of a convolution whose innermost loop is a window's 3 taps), else the
 // innermost, an odd extent with its last step after the loop as it was.
-// Only where the function's target implements dot2_i16 natively (llvm).
+// Each kind only where the function's target implements its intrinsic
+// natively (dot2_i16: llvm; dot2_bf16: llvm on a CPU with AVX-512 BF16).
 #include "pair_products.h"
 
 #include <loom/arith/simplify.h>
@@ -45,20 +51,40 @@ std::optional<PrimExpr> narrow_operand(const PrimExpr& e) {
   return c->value;
 }
 
-// The two operands of an update's product, or nothing.
-std::optional<std::pair<PrimExpr, PrimExpr>> product_of(const BufferStoreNode* store) {
-  if (store->value.dtype().code != DataType::kInt || store->value.dtype().bits != 32) return std::nullopt;
+// x of float32(x), when x is bfloat16.
+std::optional<PrimExpr> bf16_operand(const PrimExpr& e) {
+  const auto* c = e.as<CastNode>();
+  if (!c || c->dtype.code != DataType::kFloat || c->dtype.bits != 32) return std::nullopt;
+  DataType t = c->value.dtype();
+  if (t.lanes != c->dtype.lanes || t.code != DataType::kBFloat || t.bits != 16) return std::nullopt;
+  return c->value;
+}
+
+// An update's product: its two operands and the intrinsic that pairs it.
+struct Product {
+  PrimExpr x, y;
+  const char* intrinsic;
+};
+
+// The product of an update of a sum PairProducts pairs with one of the
+// `native` intrinsics, or nothing.
+std::optional<Product> product_of(const BufferStoreNode* store, const std::set<std::string>& native) {
+  DataType t = store->value.dtype();
+  bool ints = t.code == DataType::kInt && t.bits == 32 && native.count("dot2_i16");
+  bool floats = t.code == DataType::kFloat && t.bits == 32 && native.count("dot2_bf16");
+  if (!ints && !floats) return std::nullopt;
   auto update = match_reduction_update(store);
   if (!update || update->op != ReduceOp::kAdd) return std::nullopt;
   const auto* mul = update->term.as<MulNode>();
   if (!mul) return std::nullopt;
-  auto x = narrow_operand(mul->a), y = narrow_operand(mul->b);
+  auto operand = ints ? narrow_operand : bf16_operand;
+  auto x = operand(mul->a), y = operand(mul->b);
   if (!x || !y) return std::nullopt;
-  return std::make_pair(*x, *y);
+  return Product{*x, *y, ints ? "dot2_i16" : "dot2_bf16"};
 }
 
 // Whether `loop` qualifies (the file's comment).
-bool qualifies(const ForNode* loop) {
+bool qualifies(const ForNode* loop, const std::set<std::string>& native) {
   if (loop->for_kind() != ForKind::kSerial && loop->for_kind() != ForKind::kUnrolled) return false;
   auto extent = const_int(loop->extent);
   if (!extent || *extent < 2) return false;
@@ -77,7 +103,7 @@ bool qualifies(const ForNode* loop) {
       ok = !branch->else_case.defined() && !uses_var(Any(branch->condition), r);
       walk(branch->then_case);
     } else if (const auto* st = s.as<BufferStoreNode>()) {
-      ok = product_of(st).has_value() && !uses_var(Any(st->indices), r);
+      ok = product_of(st, native).has_value() && !uses_var(Any(st->indices), r);
       stores.push_back(st);
     } else {
       ok = false;
@@ -88,7 +114,7 @@ bool qualifies(const ForNode* loop) {
   std::set<const Object*> written;
   for (const BufferStoreNode* st : stores) written.insert(st->buffer->data.get());
   for (const BufferStoreNode* st : stores) {
-    auto [x, y] = *product_of(st);
+    auto [x, y, intrinsic] = *product_of(st, native);
     bool reads_written = false;
     Visitor loads;
     loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
@@ -104,7 +130,7 @@ bool qualifies(const ForNode* loop) {
 
 // `loop` (qualifying) two steps at a time; an odd extent's last step
 // follows as it was.
-Stmt pair(const ForNode* loop) {
+Stmt pair(const ForNode* loop, const std::set<std::string>& native) {
   int64_t extent = *const_int(loop->extent);
   DataType t = loop->loop_var->dtype;
   Var r2(loop->loop_var->name + "_pair", t);
@@ -116,10 +142,10 @@ Stmt pair(const ForNode* loop) {
           .post_stmt([&](const Stmt& s) -> Stmt {
             const auto* st = s.as<BufferStoreNode>();
             if (!st) return s;
-            auto [x, y] = *product_of(st);
+            auto [x, y, intrinsic] = *product_of(st, native);
             auto at = [&](const PrimExpr& e, const PrimExpr& step) { return simplify(substitute(e, {{r, step}})); };
-            DataType i32(DataType::kInt, 32, st->value.dtype().lanes);
-            PrimExpr dot = Call(i32, "dot2_i16", {at(x, first), at(y, first), at(x, second), at(y, second)});
+            PrimExpr dot =
+                Call(st->value.dtype(), intrinsic, {at(x, first), at(y, first), at(x, second), at(y, second)});
             std::vector<PrimExpr> indices;
             for (const Any& i : st->indices) indices.push_back(i.cast<PrimExpr>());
             return BufferStore(st->buffer, Add(BufferLoad(st->buffer, indices), dot), indices);
@@ -133,12 +159,12 @@ Stmt pair(const ForNode* loop) {
 
 // Of the qualifying loops in `top` (qualifying itself), the deepest of
 // even extent, else the deepest.
-const ForNode* chosen_loop(const Stmt& top) {
+const ForNode* chosen_loop(const Stmt& top, const std::set<std::string>& native) {
   const ForNode *even = nullptr, *any = nullptr;
   size_t even_depth = 0, any_depth = 0;
   std::function<void(const Stmt&, size_t)> walk = [&](const Stmt& s, size_t depth) {
     if (const auto* f = s.as<ForNode>()) {
-      if (qualifies(f)) {
+      if (qualifies(f, native)) {
         if (!any || depth > any_depth) any = f, any_depth = depth;
         if (*const_int(f->extent) % 2 == 0 && (!even || depth > even_depth)) even = f, even_depth = depth;
       }
@@ -151,15 +177,15 @@ const ForNode* chosen_loop(const Stmt& top) {
   return even ? even : any;
 }
 
-Stmt pair_products(const Stmt& s) {
+Stmt pair_products(const Stmt& s, const std::set<std::string>& native) {
   return Rewriter()
-      .pre_stmt([](const Stmt& st) -> std::optional<Stmt> {
+      .pre_stmt([&native](const Stmt& st) -> std::optional<Stmt> {
         const auto* top = st.as<ForNode>();
-        if (!top || !qualifies(top)) return std::nullopt;
-        const ForNode* chosen = chosen_loop(st);
+        if (!top || !qualifies(top, native)) return std::nullopt;
+        const ForNode* chosen = chosen_loop(st, native);
         return Rewriter()
             .pre_stmt([&](const Stmt& s) -> std::optional<Stmt> {
-              if (s.get() == chosen) return pair(chosen);
+              if (s.get() == chosen) return pair(chosen, native);
               return std::nullopt;
             })
             .run(st);
@@ -169,12 +195,12 @@ Stmt pair_products(const Stmt& s) {
 
 }  // namespace
 
-const VarNode* paired_loop(const Stmt& s) {
+const VarNode* paired_loop(const Stmt& s, const std::set<std::string>& native) {
   const VarNode* out = nullptr;
   pre_order(s, [&](const Stmt& st) {
     const auto* f = st.as<ForNode>();
-    if (out || !f || !qualifies(f)) return !out;
-    out = chosen_loop(st)->loop_var.get();
+    if (out || !f || !qualifies(f, native)) return !out;
+    out = chosen_loop(st, native)->loop_var.get();
     return false;
   });
   return out;
@@ -184,15 +210,17 @@ transform::Pass PairProducts() {
   transform::PassInfo info =
       transform::PassInfo::named("PairProducts")
           .summary(
-              "integer reductions over products of 8- and 16-bit integers take two steps at a time, each pair of "
-              "products one dot2_i16 (x86 pmaddwd), where the target implements it")
+              "integer reductions over products of 8- and 16-bit integers, and float32 ones over products of "
+              "bfloat16 values, take two steps at a time, each pair of products one dot2_i16 (x86 pmaddwd) or "
+              "dot2_bf16 (AVX-512 BF16 vdpbf16ps), where the target implements it")
           .opt_level(2)
           .preserves({"*"});
   return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
     return module.with_functions(
         transform::rewrite_prim_funcs(module, [&](const std::string& name, const tir::PrimFunc& f) {
-          if (!target::native_intrinsics(target::function_target(module, name)).count("dot2_i16")) return f;
-          tir::Stmt body = pair_products(f->body);
+          std::set<std::string> native = target::native_intrinsics(target::function_target(module, name));
+          if (!native.count("dot2_i16") && !native.count("dot2_bf16")) return f;
+          tir::Stmt body = pair_products(f->body, native);
           return body.same_as(f->body) ? f : tir::with_body(*f.get(), body);
         }));
   });

@@ -20,9 +20,13 @@ def Var(name, type=None, *, shape=None, dtype="float32"):
 
 def Constant(value, dtype=None):
     """A constant tensor holding a copy of `value` (a NumPy array, a
-    DLPack tensor, a Python scalar or nested list)."""
+    DLPack tensor, a Python scalar or nested list; a bfloat16 NDArray
+    keeps its dtype)."""
     import numpy as np
     if isinstance(value, _core.NDArray):
+        if dtype is None and str(value.dtype) == "bfloat16":  # NumPy has none: the bits, copied, as bfloat16
+            bits = np.array(value.view("int16").numpy(), copy=True, order="C")
+            return call("graph.Constant", _core.ndarray_from_dlpack(bits).view("bfloat16"))
         value = value.numpy()
     try:
         array = np.array(value, dtype=None if dtype is None else np.dtype(str(dtype)), copy=True, order="C")

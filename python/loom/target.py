@@ -39,3 +39,10 @@ def vector_bits(target):
 def num_threads(target):
     """The target's thread count (0: one per core)."""
     return _core.target_num_threads(target)
+
+
+def native_intrinsics(target):
+    """The intrinsics the target's codegen implements natively, sorted: its
+    kind's native_intrinsics and those its CPU adds (target_intrinsics:
+    dot2_bf16 for llvm on a CPU with AVX-512 BF16)."""
+    return _core.target_native_intrinsics(target)

@@ -46,6 +46,10 @@ void bind_target(py::module_& m) {
         [](py::handle t) { return target::vector_bits(to_any(t, "target").cast<target::Target>()); });
   m.def("target_num_threads",
         [](py::handle t) { return target::num_threads(to_any(t, "target").cast<target::Target>()); });
+  m.def("target_native_intrinsics", [](py::handle t) {
+    std::set<std::string> names = target::native_intrinsics(to_any(t, "target").cast<target::Target>());
+    return std::vector<std::string>(names.begin(), names.end());
+  });
 }
 
 }  // namespace loom::python

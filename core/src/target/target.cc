@@ -262,7 +262,17 @@ int64_t num_threads(const Target& target) {
 
 std::set<std::string> native_intrinsics(const Target& target) {
   if (!target.defined()) return {};
-  return traits_of(target).native_intrinsics;
+  TargetTraits traits = traits_of(target);
+  if (!traits.target_intrinsics) return traits.native_intrinsics;
+  thread_local Target asked;
+  thread_local std::set<std::string> answer;
+  if (!asked.same_as(target)) {
+    answer = traits.target_intrinsics(target);
+    asked = target;
+  }
+  std::set<std::string> all = traits.native_intrinsics;
+  all.insert(answer.begin(), answer.end());
+  return all;
 }
 
 Target target_of(const ir::IRModule& module) {
@@ -365,6 +375,9 @@ const bool target_properties_registered = [] {
 // The machine Loom runs on.  vector-bits: -1 means "detect"; 0 means no
 // vector unit (a constraint every pass must respect).
 const bool cpu_kind_registered = [] {
+  TargetTraits cpu_traits;
+  cpu_traits.vector_bits = TargetTraits::vector_bits_from_attr("vector-bits");
+  cpu_traits.threads_attr = "num-threads";
   TargetKindRegistry::register_kind(
       TargetKindEntry::named("cpu")
           .attrs({{"mcpu", "str", "native", "CPU model, or 'native' for the machine Loom runs on"},
@@ -382,7 +395,7 @@ const bool cpu_kind_registered = [] {
               },
               "cpu.validate"))
           .doc("the CPU of the machine Loom runs on")
-          .traits(TargetTraits{TargetTraits::vector_bits_from_attr("vector-bits"), {}, "num-threads", 1, {}, {}, {}}));
+          .traits(cpu_traits));
   return true;
 }();
 }  // namespace

@@ -158,6 +158,26 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
                          return PrimExpr(Add(Mul(wide(0), wide(1)), Mul(wide(2), wide(3))));
                        },
                        "core"});
+  // A sum of two products of bfloat16 values in float32, what AVX-512
+  // BF16's vdpbf16ps adds to each float32 lane (PairProducts writes it
+  // into float32 sums of bfloat16 products where the target implements it
+  // natively).  The products are exact in float32; the sum rounds once per
+  // addition, in an order the target chooses.
+  r.add(IntrinsicEntry{"dot2_bf16", 4, true,
+                       "a0 * b0 + a1 * b1 in float32, of dot2_bf16(a0, b0, a1, b1) bfloat16 values (exact products; "
+                       "the target may add them to the sum one by one, and vdpbf16ps flushes subnormals); expands "
+                       "to widened products and a sum",
+                       [](const CallNode& c) {
+                         auto wide = [&](size_t k) {
+                           PrimExpr a = arg(c, k);
+                           if (a.dtype().code != DataType::kBFloat || a.dtype().bits != 16)
+                             LOOM_THROW(Error) << "dot2_bf16 takes bfloat16 arguments, got " << a.dtype().to_string()
+                                               << " as argument " << k + 1;
+                           return PrimExpr(Cast(DataType(DataType::kFloat, 32, a.dtype().lanes), a));
+                         };
+                         return PrimExpr(Add(Mul(wide(0), wide(1)), Mul(wide(2), wide(3))));
+                       },
+                       "core"});
   expanded("exp2", "2^x; expands to exp(x ln 2)", [](const CallNode& c) {
     return call(c.dtype, "exp", {Mul(arg(c, 0), make_const(c.dtype, std::log(2.0)))});
   });

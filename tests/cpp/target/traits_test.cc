@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "loom/config/config.h"
 #include "loom/driver/build.h"
@@ -80,6 +82,33 @@ TEST(Traits, LowerIntrinsicsKeepsWhatTheTargetImplements) {
   EXPECT_NE(lowered("ref").find("\"tanh\""), std::string::npos);
   EXPECT_EQ(lowered("llvm").find("\"tanh\""), std::string::npos);
   EXPECT_NE(lowered("llvm").find("\"exp\""), std::string::npos);
+}
+
+TEST(Traits, TargetIntrinsicsAddWhatSomeTargetsOfTheKindImplement) {
+  // A kind whose targets implement tanh natively only with the attribute
+  // fast set: LowerIntrinsics keeps it there and expands it elsewhere.
+  if (!TargetKindRegistry::entry("test_some_tanh")) {
+    TargetTraits traits;
+    traits.native_intrinsics = {"exp"};
+    traits.target_intrinsics = [](const Target& t) {
+      return t->attrs.at("fast").as_int() ? std::set<std::string>{"tanh"} : std::set<std::string>{};
+    };
+    TargetKindRegistry::register_kind(
+        TargetKindEntry::named("test_some_tanh").attrs({{"fast", "int", int64_t{0}, "tanh natively"}}).traits(traits));
+  }
+  Target fast("test_some_tanh", Map({{"fast", int64_t{1}}})), plain("test_some_tanh");
+  EXPECT_EQ(native_intrinsics(fast), (std::set<std::string>{"exp", "tanh"}));
+  EXPECT_EQ(native_intrinsics(plain), (std::set<std::string>{"exp"}));
+  EXPECT_EQ(native_intrinsics(fast), (std::set<std::string>{"exp", "tanh"}));  // asked again: not the last answer
+  auto lowered = [&](int fast_attr) {
+    config::Config c = config::parse_config("target: {kind: test_some_tanh, fast: " + std::to_string(fast_attr) +
+                                                "}\npipeline: {passes: [O0, LowerIntrinsics]}\n",
+                                            "some_tanh.yaml");
+    return text::print_module(c.pipeline()(
+        c.constrain(text::parse_module("@main = fn(%a: Tensor[(4), float32]) { tanh(%a) }\n")), c.context));
+  };
+  EXPECT_NE(lowered(1).find("\"tanh\""), std::string::npos);
+  EXPECT_EQ(lowered(0).find("\"tanh\""), std::string::npos);
 }
 
 TEST(Traits, AConfigWithoutPassesRunsTheTargetsDefaultPipeline) {

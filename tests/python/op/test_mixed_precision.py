@@ -5,6 +5,7 @@ conv2d, matmul and dense of bfloat16 operands with out_dtype float32
 against NumPy on the same rounded values; the pass ToMixedPrecision: what
 it converts (the products, weights once at compile time) and what it
 keeps in float32, and a model within 1e-2 of its float32 result."""
+import platform
 import re
 from pathlib import Path
 
@@ -200,3 +201,93 @@ def test_a_resnet_in_mixed_precision_is_within_1e_2_of_float32():
     with torch.no_grad():
         want = model(x).numpy()
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+# ---- vdpbf16ps (AVX-512 BF16): PairProducts' dot2_bf16 -----------------------------------------------------------
+
+BF16_CPUS = ["cooperlake", "sapphirerapids"]  # AVX-512 BF16; compiled for, not run (this CPU may lack it)
+LOOP_PASSES = ["LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
+               "StorageRewrite", "Simplify"]
+
+
+def llvm_module(lib):
+    """The module of kind llvm in a built module's tree."""
+    if lib.type_key.startswith("llvm"):
+        return lib
+    return next(m for m in (llvm_module(c) for c in lib.imports) if m is not None) if lib.imports else None
+
+
+def bf16_products(rng):
+    """Each product kind with bfloat16 operands summed in float32 (runtime
+    and constant weights), its inputs as bit patterns and its float64
+    reference."""
+    def bits(*shape):
+        return bf16_bits(rng.standard_normal(shape))
+    xb, wb, ab, bb, cb, db, eb = bits(1, 16, 9, 9), bits(8, 16, 3, 3), bits(12, 64), bits(64, 24), bits(40, 64), \
+        bits(3, 10, 32), bits(3, 32, 16)
+    x = graph.Var("x", shape=xb.shape, dtype="bfloat16")
+    a = graph.Var("a", shape=ab.shape, dtype="bfloat16")
+    b = graph.Var("b", shape=bb.shape, dtype="bfloat16")
+    d = graph.Var("d", shape=db.shape, dtype="bfloat16")
+    e = graph.Var("e", shape=eb.shape, dtype="bfloat16")
+    const = lambda v: graph.Constant(loom.nd.array(v.view(np.int16)).view("bfloat16"))  # noqa: E731
+    body = graph.Tuple([
+        op.conv2d(x, const(wb), padding=[1, 1], out_dtype="float32"),
+        op.matmul(a, b, out_dtype="float32"),
+        op.dense(a, const(cb), out_dtype="float32"),
+        op.matmul(d, e, out_dtype="float32"),  # a batch of products
+    ])
+    f = lambda v: bf16_value(v).astype(np.float64).reshape(v.shape)  # noqa: E731
+    xp = np.pad(f(xb), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = sum(np.einsum("nchw,oc->nohw", xp[:, :, i:i + 9, j:j + 9], f(wb)[:, :, i, j]) for i in range(3) for j in range(3))
+    want = [conv, f(ab) @ f(bb), f(ab) @ f(cb).T, f(db) @ f(eb)]
+    return module([x, a, b, d, e], body), [as_bf16(v) for v in (xb, ab, bb, db, eb)], want
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="compiles for x86 CPUs: this machine is not x86_64")
+@pytest.mark.parametrize("mcpu", BF16_CPUS)
+def test_for_a_bf16_cpu_every_product_kind_multiplies_pairs_with_vdpbf16ps(mcpu):
+    """conv2d, matmul, dense and a batched matmul of bfloat16 summed in float32:
+    on a CPU with AVX-512 BF16 each pair of products is one vdpbf16ps
+    added to its float32 lane, and no product is widened and multiplied
+    one by one (every reduction here is of even length)."""
+    assert "dot2_bf16" in loom.target.native_intrinsics(loom.target.Target("llvm", mcpu=mcpu))
+    mod, _, _ = bf16_products(np.random.default_rng(3))
+    lib = loom.build(mod, {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}})
+    asm = llvm_module(lib).inspect_source("asm")
+    functions = re.split(r"\n(?=\s*\.type\s+\S+,@function)", asm)  # one chunk per function
+    reducing = [re.search(r"\.type\s+(\S+),@function", f).group(1) for f in functions if "vdpbf16ps" in f]
+    assert len(reducing) >= 4, reducing  # the convolution's body, the matmul, the dense, the batched matmul
+    # no bfloat16 widened (a shift by 16) and multiplied
+    assert not re.search(r"\bvfmadd\w*ps\b|\bvmulps\b|\bvpslld\s+\$16\b", asm), "a product left widened"
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="compiles for x86 CPUs: this machine is not x86_64")
+def test_without_avx512_bf16_bfloat16_products_stay_widened():
+    """Skylake-AVX512 has AVX-512 but not its BF16 extension: no dot2_bf16,
+    the products widened to float32 and summed with FMAs."""
+    assert "dot2_bf16" not in loom.target.native_intrinsics(loom.target.Target("llvm", mcpu="skylake-avx512"))
+    mod, _, _ = bf16_products(np.random.default_rng(3))
+    lib = loom.build(mod, {"target": {"kind": "llvm", "mcpu": "skylake-avx512", "num-threads": 1}})
+    asm = llvm_module(lib).inspect_source("asm")
+    assert "vdpbf16ps" not in asm and re.search(r"\bvfmadd\w*ps\b", asm)
+
+
+@pytest.mark.parametrize("mcpu", BF16_CPUS)
+def test_the_pairs_a_bf16_cpu_gets_compute_the_float32_sums(mcpu):
+    """What that CPU runs, short of the instruction: the module scheduled
+    and paired for it (panels of pairs, constant weights re-laid out at
+    compile time), then built for this machine, where dot2_bf16 expands
+    to its two widened products; against NumPy on the same rounded
+    values."""
+    mod, args, want = bf16_products(np.random.default_rng(4))
+    mod = loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu=mcpu, num_threads=1))
+    with transform.PassContext(opt_level=2):
+        mod = transform.Sequential(["InferType", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination",
+                                    "AutoSchedule", "PairProducts"])(mod)
+    text = mod.script()
+    assert text.count('"dot2_bf16"') >= 4, text
+    lib = loom.build(mod, {"target": {"kind": "llvm"}, "pipeline": {"passes": LOOP_PASSES}})
+    for got, w in zip(lib["main"](*args), want):
+        assert got.numpy().dtype == np.float32
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-5, atol=1e-5)

@@ -37,6 +37,11 @@ struct TargetTraits {
   // expands the others into them (a kind that declares none has only the
   // primitives every codegen implements).
   std::set<std::string> native_intrinsics;
+  // Those it implements natively on some targets of the kind only (an
+  // instruction some CPUs have: the llvm kind's dot2_bf16 where the CPU
+  // has AVX-512 BF16): the ones `target` has, added to native_intrinsics.
+  // Empty: none.
+  std::function<std::set<std::string>(const Target&)> target_intrinsics;
   // The attribute that sets the threads for parallel loops and the VM's
   // host pool (0: one per core); empty: the kind has none.
   std::string threads_attr;
@@ -198,8 +203,9 @@ Target partition_target(const ir::IRModule& module, const std::string& name);
 Device call_device(const ir::IRModule& module, const std::string& name);
 // The target's thread count (its kind's threads attribute; 0 without one).
 int64_t num_threads(const Target& target);
-// The intrinsics the codegen of `target` implements natively (none for an
-// undefined target).
+// The intrinsics the codegen of `target` implements natively: its kind's
+// native_intrinsics and target_intrinsics (none for an undefined target).
+// target_intrinsics is asked once per target object and thread.
 std::set<std::string> native_intrinsics(const Target& target);
 // The module's target (attribute "target"), or an undefined Target.
 Target target_of(const ir::IRModule& module);
