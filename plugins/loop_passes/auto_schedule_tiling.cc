@@ -687,7 +687,10 @@ bool StageScheduler::tile_panels(const std::string& root, const std::string& joo
   } else {
     s_.reorder({joo, io, ii, joi, ji});
   }
-  if (channel_mode_ || panels_outer) {
+  // (A root split by the tiling itself, a matrix product's rows, leaves
+  // no loop above the tile's rows but their tiles, which rows_outer placed:
+  // a tuning candidate may take both decisions.)
+  if ((channel_mode_ || panels_outer) && find(s_, root)) {
     // Each panel of weights (a column tile) serves every row of the
     // output while it is in cache: the column tiles go outside the
     // spatial loops above the tile's rows (those longer than 1).

@@ -366,7 +366,9 @@ void register_tuning_functions() {
       Function::typed(
           [](ir::IRModule module) {
             // Each prim function AutoSchedule would schedule: its name, task
-            // form, hash, target, constant parameters and calls.
+            // form, hash, target, its native intrinsics (which products
+            // PairProducts will pair, so AutoSchedule lays out pair panels),
+            // constant parameters and calls.
             std::map<std::string, std::set<size_t>> constant = graph::constant_inputs(module);
             std::vector<Any> out;
             for (const std::string& name : module.names()) {
@@ -381,6 +383,8 @@ void register_tuning_functions() {
               for (size_t k : constant[name])
                 if (k < params.size()) constants.push_back(Any(params[k]->name));
               target::Target t = target::function_target(module, name);
+              std::vector<Any> native;
+              for (const std::string& n : target::native_intrinsics(t)) native.push_back(Any(n));
               std::map<std::string, Any> entry{
                   {"name", Any(name)},
                   {"func", Any(task)},
@@ -388,6 +392,7 @@ void register_tuning_functions() {
                   {"target", t.defined() ? Any(t) : Any()},
                   {"target_key", Any(target_key(t.defined() ? Any(t) : Any()))},
                   {"vector_bits", Any(int64_t{t.defined() ? target::vector_bits(t) : 128})},
+                  {"native_intrinsics", Any(Array(native))},
                   {"constants", Any(Array(constants))},
                   {"calls", Any(call_sites(module, name))}};
               out.push_back(Any(Map(entry)));
@@ -396,19 +401,21 @@ void register_tuning_functions() {
           },
           "tune.tasks"),
       "the tasks of a module as AutoSchedule sees it: [{name, func, hash, target, target_key, vector_bits, "
-      "constants, calls}]");
+      "native_intrinsics, constants, calls}]");
   FunctionRegistry::register_function(
       "tune.sample",
       Function::typed(
-          [](PrimFunc task, int64_t vector_bits, Array constants, int64_t seed) {
+          [](PrimFunc task, int64_t vector_bits, Array constants, Array native, int64_t seed) {
             SamplingDecider decider(seed);  // seed < 0: AutoSchedule's own choices
-            Schedule s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, decider);
+            Schedule s = schedule_with(task, static_cast<int>(vector_bits), names_of(constants), kMinWork, decider,
+                                       names_of(native));
             PrimFunc done = scheduled(finish_schedule(s, task), "candidate");
             return Array(
                 {Any(done), Any(s.trace_json()), Any(decisions_array(decider.chosen)), Any(features_array(done))});
           },
           "tune.sample"),
-      "a candidate schedule of a task (seed < 0: AutoSchedule's own): [func, trace JSON, decisions, features]");
+      "a candidate schedule of a task (vector_bits, constants and native_intrinsics as tune.tasks gives them; seed < "
+      "0: AutoSchedule's own): [func, trace JSON, decisions, features]");
   FunctionRegistry::register_function(
       "tune.replay",
       Function::typed(

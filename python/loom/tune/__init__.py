@@ -61,6 +61,8 @@ class Task:
         self.hash = str(entry["hash"])
         self.target = str(entry["target_key"])
         self.vector_bits = int(entry["vector_bits"])
+        # which products PairProducts pairs on the target: its candidates lay out pair panels as AutoSchedule does
+        self.native_intrinsics = [str(n) for n in entry["native_intrinsics"]]
         self.constants = [str(c) for c in entry["constants"]]
         self.calls = int(entry["calls"])
         from .. import ir
@@ -71,7 +73,8 @@ class Task:
 
     def sample(self, seed):
         """A candidate: (trace, decisions, features); seed -1: AutoSchedule's own schedule."""
-        _, trace, decisions, features = call("tune.sample", self.func, self.vector_bits, self.constants, seed)
+        _, trace, decisions, features = call("tune.sample", self.func, self.vector_bits, self.constants,
+                                             self.native_intrinsics, seed)
         return json.loads(trace), [(str(n), int(v)) for n, v in decisions], [float(x) for x in features]
 
 
