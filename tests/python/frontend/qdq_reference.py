@@ -136,6 +136,10 @@ def evaluate(model_bytes, x):
                           ins[2] if len(ins) > 2 and ins[2] is not None else np.inf)
         elif op == "Add":
             out = ins[0] + ins[1]
+        elif op == "Mul":
+            out = ins[0] * ins[1]
+        elif op == "HardSigmoid":  # torch's hardsigmoid and hardswish (x * hardsigmoid(x)) export to it
+            out = np.clip(ins[0] * f32(a.get("alpha", 0.2)) + f32(a.get("beta", 0.5)), f32(0), f32(1))
         elif op == "MaxPool":
             pads = a.get("pads", [0, 0, 0, 0])
             out = F.max_pool2d(t(ins[0]), a["kernel_shape"], a.get("strides", 1), pads[:2],
