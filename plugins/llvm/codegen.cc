@@ -1286,8 +1286,9 @@ Value* FunctionCodegen::libm_call(const std::string& name, Value* x, llvm::Type*
 }
 
 Value* FunctionCodegen::call(const tir::CallNode* op) {
-  // A math function of bfloat16: in float32, rounded back (as binary).
-  bool bf16 = op->dtype.code == DataType::kBFloat && op->op != "dot2_bf16";
+  // A math function of bfloat16: in float32, rounded back (as binary);
+  // dot2_bf16 takes its bfloat16 arguments as they are.
+  bool bf16 = op->dtype.code == DataType::kBFloat;
   for (const Any& a : op->args) bf16 |= a.cast<tir::PrimExpr>().dtype().code == DataType::kBFloat;
   if (bf16 && op->op != "dot2_bf16") {
     auto wide = [](DataType t) { return t.code == DataType::kBFloat ? DataType(DataType::kFloat, 32, t.lanes) : t; };
