@@ -126,6 +126,17 @@ def test_bfloat16_products_sum_in_float32(config):
     np.testing.assert_allclose(dn, want, rtol=1e-5, atol=1e-5)
 
 
+def test_a_bfloat16_ndarray_makes_a_bfloat16_constant():
+    """graph.Constant of a bfloat16 NDArray (NumPy has no such dtype) keeps
+    its dtype and bits, and copies them: the array may change after."""
+    bits = bf16_bits(np.random.default_rng(2).standard_normal((3, 5)))
+    source = bits.copy()
+    c = graph.Constant(as_bf16(source))  # an NDArray over source's memory
+    source[:] = 0
+    got = loom.build(module([], op.cast(c, dtype="float32")), HOST)["main"]().numpy()
+    np.testing.assert_array_equal(got, bf16_value(bits).reshape(bits.shape))
+
+
 def torch_free_conv(x, w):
     """Padding 1, stride 1 cross-correlation in float64 (NCHW, OIHW)."""
     n, c, h, wd = x.shape
