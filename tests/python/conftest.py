@@ -94,6 +94,14 @@ def tensor_type(a):
     return f"Tensor[({dims}), {dtype}]"
 
 
+def llvm_module(lib):
+    """The module of kind llvm in a built module's tree (its assembly:
+    inspect_source("asm")), or None."""
+    if lib.type_key.startswith("llvm"):
+        return lib
+    return next(m for m in (llvm_module(c) for c in lib.imports) if m is not None) if lib.imports else None
+
+
 def integer_conv(x, w, stride=1, pad=0, groups=1):
     """The cross-correlation of integer NCHW x and OIHW w, summed exactly
     in int64 (the reference of the integer convolutions)."""

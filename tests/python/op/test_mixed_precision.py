@@ -15,7 +15,7 @@ import pytest
 import loom
 from loom import graph, ir, op, transform
 
-from conftest import optional_import, requires
+from conftest import llvm_module, optional_import, requires
 
 torch = optional_import("torch")
 torchvision = optional_import("torchvision")
@@ -220,12 +220,6 @@ BF16_CPUS = ["cooperlake", "sapphirerapids"]  # AVX-512 BF16; compiled for, not 
 LOOP_PASSES = ["LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
                "StorageRewrite", "Simplify"]
 
-
-def llvm_module(lib):
-    """The module of kind llvm in a built module's tree."""
-    if lib.type_key.startswith("llvm"):
-        return lib
-    return next(m for m in (llvm_module(c) for c in lib.imports) if m is not None) if lib.imports else None
 
 
 def bf16_products(rng):

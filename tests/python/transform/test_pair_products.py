@@ -15,6 +15,8 @@ import pytest
 import loom
 from loom import graph, ir, op
 
+from conftest import llvm_module
+
 ROOT = Path(__file__).resolve().parents[3]
 HOST = str(ROOT / "configs" / "host.yaml")
 
@@ -22,12 +24,6 @@ HOST = str(ROOT / "configs" / "host.yaml")
 def module(params, body):
     return ir.IRModule({"main": graph.Function(params, body)})
 
-
-def llvm_module(lib):
-    """The module of kind llvm in a built module's tree."""
-    if lib.type_key.startswith("llvm"):
-        return lib
-    return next(m for m in (llvm_module(c) for c in lib.imports) if m is not None) if lib.imports else None
 
 
 def cpu_flags():
