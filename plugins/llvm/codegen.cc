@@ -28,6 +28,7 @@
 #include <loom/runtime/device_api.h>
 #include <loom/support/stack.h>
 #include <loom/tir/function.h>
+#include <loom/tir/functor.h>
 #include <loom/tir/intrinsic.h>
 #include <loom/tir/util.h>
 
@@ -581,6 +582,54 @@ void FunctionCodegen::stmt_here(const tir::Stmt& s) {
   }
 }
 
+namespace {
+// How many statements `s` would hold with every loop in it unrolled
+// (capped; a loop of unknown extent counts as the cap).
+constexpr int64_t kSizeCap = int64_t{1} << 40;
+int64_t unrolled_size(const tir::Stmt& s) {
+  if (const auto* op = s.as<tir::ForNode>()) {
+    const auto* extent = op->extent.as<tir::IntImmNode>();
+    if (!extent) return kSizeCap;
+    return std::min(kSizeCap, std::max<int64_t>(extent->value, 0) * unrolled_size(op->body));
+  }
+  if (const auto* op = s.as<tir::SeqStmtNode>()) {
+    int64_t n = 0;
+    for (const Any& x : op->seq) n = std::min(kSizeCap, n + unrolled_size(x.cast<tir::Stmt>()));
+    return n;
+  }
+  if (const auto* op = s.as<tir::IfThenElseNode>())
+    return std::min(kSizeCap,
+                    unrolled_size(op->then_case) + (op->else_case.defined() ? unrolled_size(op->else_case) : 0));
+  if (const auto* op = s.as<tir::AllocateNode>()) return unrolled_size(op->body);
+  if (const auto* op = s.as<tir::LetStmtNode>()) return unrolled_size(op->body);
+  if (const auto* op = s.as<tir::AttrStmtNode>()) return unrolled_size(op->body);
+  return 1;
+}
+
+// Whether LLVM may unroll the serial loop `op` on its own (Loom's
+// schedule unrolls what it marks; docs/target-llvm.md, "Loops"): an
+// innermost loop, or a reduction loop (its variable indexes no store: a
+// window's taps) of at most kReductionUnroll statements unrolled. A loop
+// over outputs around other loops (a copy's rows, an elementwise nest)
+// stays a loop: LLVM fully unrolled such nests of DenseNet's concatenations
+// into straight-line blocks of thousands of instructions, each nest merged
+// with the next, and its schedulers, quadratic in a block's length, took
+// most of the model's 180 s build, for no speed.
+constexpr int64_t kReductionUnroll = 512;
+bool llvm_may_unroll(const tir::ForNode* op) {
+  if (!tir::has_loop(op->body)) return true;
+  bool indexes_store = false;
+  Visitor stores;
+  stores.on<tir::BufferStoreNode>([&](const tir::BufferStoreNode* store) {
+    indexes_store = indexes_store || tir::uses_var(store->indices, op->loop_var.get());
+  });
+  stores.visit(op->body);
+  if (indexes_store) return false;
+  const auto* extent = op->extent.as<tir::IntImmNode>();
+  return extent && extent->value <= kReductionUnroll && extent->value * unrolled_size(op->body) <= kReductionUnroll;
+}
+}  // namespace
+
 void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* op,
                                   const std::function<void(Value*)>& body) {
   llvm::BasicBlock* before = b_.GetInsertBlock();
@@ -608,6 +657,8 @@ void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* 
     } else if (op->for_kind() == tir::ForKind::kVectorized) {
       hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
                                                    llvm::ConstantAsMetadata::get(b_.getTrue())}));
+    } else if (!llvm_may_unroll(op)) {
+      hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.disable")}));
     }
     if (hints.size() > 1) {
       llvm::MDNode* id = llvm::MDNode::getDistinct(context_, hints);
