@@ -619,11 +619,11 @@ constexpr int64_t kReductionUnroll = 512;
 bool llvm_may_unroll(const tir::ForNode* op) {
   if (!tir::has_loop(op->body)) return true;
   bool indexes_store = false;
-  Visitor stores;
-  stores.on<tir::BufferStoreNode>([&](const tir::BufferStoreNode* store) {
-    indexes_store = indexes_store || tir::uses_var(store->indices, op->loop_var.get());
+  tir::pre_order(op->body, [&](const tir::Stmt& s) {
+    if (const auto* store = s.as<tir::BufferStoreNode>())
+      indexes_store = indexes_store || tir::uses_var(store->indices, op->loop_var.get());
+    return !indexes_store;
   });
-  stores.visit(op->body);
   if (indexes_store) return false;
   const auto* extent = op->extent.as<tir::IntImmNode>();
   return extent && extent->value <= kReductionUnroll && extent->value * unrolled_size(op->body) <= kReductionUnroll;
