@@ -1362,12 +1362,26 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, id, {args[0]->getType()});
     return b_.CreateCall(f, args);
   };
+  auto intrinsic_of = [&](llvm::Intrinsic::ID id, Value* x) -> Value* {
+    return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id, {x->getType()}), {x});
+  };
   const std::string& name = op->op;
   bool f32 = t->getScalarType()->isFloatTy();
   if (name == "exp")
     return arity(1), f32 ? contracted([&] { return emit_exp_f32(b_, args[0]); }) : intrinsic(llvm::Intrinsic::exp);
   if (name == "log")
     return arity(1), f32 ? contracted([&] { return emit_log_f32(b_, args[0]); }) : intrinsic(llvm::Intrinsic::log);
+  if (name == "sigmoid" || name == "tanh") {
+    arity(1);
+    bool sigmoid = name == "sigmoid";
+    if (f32) return contracted([&] { return sigmoid ? emit_sigmoid_f32(b_, args[0]) : emit_tanh_f32(b_, args[0]); });
+    // float64: the core's expansions over LLVM's exp.
+    Value* one = llvm::ConstantFP::get(t, 1.0);
+    if (sigmoid)
+      return b_.CreateFDiv(one, b_.CreateFAdd(one, intrinsic_of(llvm::Intrinsic::exp, b_.CreateFNeg(args[0]))));
+    Value* e = intrinsic_of(llvm::Intrinsic::exp, b_.CreateFMul(args[0], llvm::ConstantFP::get(t, 2.0)));
+    return b_.CreateFSub(one, b_.CreateFDiv(llvm::ConstantFP::get(t, 2.0), b_.CreateFAdd(e, one)));
+  }
   if (name == "sqrt") return arity(1), intrinsic(llvm::Intrinsic::sqrt);
   if (name == "floor") return arity(1), intrinsic(llvm::Intrinsic::floor);
   if (name == "ceil") return arity(1), intrinsic(llvm::Intrinsic::ceil);

@@ -5,6 +5,7 @@
 #include <llvm/IR/Module.h>
 
 #include <limits>
+#include <utility>
 
 namespace loom::llvm_backend {
 namespace {
@@ -32,6 +33,18 @@ struct Helper {
     for (double c : coefficients) y = y ? b.CreateFAdd(b.CreateFMul(y, x), f(c)) : f(c);
     return y;
   }
+  // exp(t) = y 2^n for t in exp's range, as {y, n} (n an integer vector):
+  // t = n ln2 + r, |r| <= ln2 / 2, ln2 in two parts for precision; y the
+  // Cephes polynomial of r.
+  std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::Value* t) const {
+    llvm::Value* n = call(llvm::Intrinsic::roundeven, b.CreateFMul(t, f(1.44269504088896341)));
+    llvm::Value* r = b.CreateFSub(t, b.CreateFMul(n, f(0.693359375)));
+    r = b.CreateFSub(r, b.CreateFMul(n, f(-2.12194440e-4)));
+    llvm::Value* p = polynomial(
+        r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
+    llvm::Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, b.CreateFMul(r, r)), r), f(1.0));
+    return {y, b.CreateFPToSI(n, int_type)};
+  }
   // 2^n for integer n in [-126, 127].
   llvm::Value* pow2(llvm::Value* n) const {
     return b.CreateBitCast(b.CreateShl(b.CreateAdd(n, i(127)), i(23)), float_type);
@@ -48,20 +61,54 @@ llvm::Value* emit_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* c = b.CreateSelect(b.CreateFCmpOGT(x, h.f(kHigh)), h.f(kHigh), x);
   c = b.CreateSelect(b.CreateFCmpOLT(c, h.f(kLow)), h.f(kLow), c);
   c = b.CreateSelect(b.CreateFCmpUNO(c, c), h.f(0.0), c);
-  // x = n ln2 + r, |r| <= ln2 / 2; ln2 in two parts for precision.
-  llvm::Value* n = h.call(llvm::Intrinsic::roundeven, b.CreateFMul(c, h.f(1.44269504088896341)));
-  llvm::Value* r = b.CreateFSub(c, b.CreateFMul(n, h.f(0.693359375)));
-  r = b.CreateFSub(r, b.CreateFMul(n, h.f(-2.12194440e-4)));
-  llvm::Value* p = h.polynomial(
-      r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
-  llvm::Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, b.CreateFMul(r, r)), r), h.f(1.0));
+  auto [y, ni] = h.exp_reduced(c);
   // Scale by 2^n in two steps, so that subnormal results come out right.
-  llvm::Value* ni = b.CreateFPToSI(n, h.int_type);
   llvm::Value* half = b.CreateAShr(ni, h.i(1));
   y = b.CreateFMul(b.CreateFMul(y, h.pow2(half)), h.pow2(b.CreateSub(ni, half)));
   y = b.CreateSelect(b.CreateFCmpOGT(x, h.f(kHigh)), h.f(std::numeric_limits<double>::infinity()), y);
   y = b.CreateSelect(b.CreateFCmpOLT(x, h.f(kLow)), h.f(0.0), y);
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+namespace {
+
+// exp(t) for t already in [kBoundedLow, kBoundedHigh]: emit_exp_f32's
+// reduction and polynomial without its clamps, edge cases and two-step
+// scaling.  2^n is a normal float down to the low bound (n >= -126); from
+// t = 88.4 up (n = 128, past exp's overflow at 88.72 by less than 2^n's
+// step) 2^n is +inf, so is the result.  A NaN t gives NaN (through the
+// polynomial).
+constexpr double kBoundedLow = -87.0, kBoundedHigh = 89.0;
+
+llvm::Value* exp_bounded(const Helper& h, llvm::Value* t) {
+  auto [y, n] = h.exp_reduced(t);
+  return h.b.CreateFMul(y, h.pow2(n));
+}
+
+// t clamped to [kBoundedLow, kBoundedHigh]; the selects keep a NaN (x86:
+// one minps and one maxps).
+llvm::Value* clamp_bounded(const Helper& h, llvm::Value* t) {
+  llvm::IRBuilder<>& b = h.b;
+  t = b.CreateSelect(b.CreateFCmpOGT(t, h.f(kBoundedHigh)), h.f(kBoundedHigh), t);
+  return b.CreateSelect(b.CreateFCmpOLT(t, h.f(kBoundedLow)), h.f(kBoundedLow), t);
+}
+
+}  // namespace
+
+llvm::Value* emit_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  Helper h(b, x);
+  // From x = 87 up the result is 1 in float32; exp(-x) is +inf from x = -88.4
+  // down, giving 0 (the true value is under 4e-39 there).
+  llvm::Value* e = exp_bounded(h, clamp_bounded(h, b.CreateFNeg(x)));
+  return b.CreateFDiv(h.f(1.0), b.CreateFAdd(h.f(1.0), e));
+}
+
+llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  Helper h(b, x);
+  // 1 - 2 / (exp(2x) + 1), the core's expansion; past the bounds it is
+  // exactly +-1 in float32.
+  llvm::Value* e = exp_bounded(h, clamp_bounded(h, b.CreateFMul(x, h.f(2.0))));
+  return b.CreateFSub(h.f(1.0), b.CreateFDiv(h.f(2.0), b.CreateFAdd(e, h.f(1.0))));
 }
 
 llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {

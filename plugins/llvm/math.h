@@ -14,6 +14,11 @@ namespace loom::llvm_backend {
 
 llvm::Value* emit_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// sigmoid 1 / (1 + exp(-x)) and tanh 1 - 2 / (exp(2x) + 1) with exp over
+// a bounded range (no overflow or subnormal handling to do: beyond it the
+// result is 0, 1 or +-1 to float32's resolution); NaN in gives NaN out.
+llvm::Value* emit_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 
 }  // namespace loom::llvm_backend
 
