@@ -76,9 +76,9 @@ bool depthwise_conv(int64_t channels, int64_t groups, const std::vector<int64_t>
   return groups > 1 && groups == channels && weights.size() == 4 && weights[1] == 1;
 }
 
-bool has_attr(const ir::OpDef& def, const std::string& key) {
+bool has_attr(const ir::OpDef& def, const std::string& key, const std::string& type = "") {
   for (const auto& f : def.attrs)
-    if (f.name == key) return true;
+    if (f.name == key) return type.empty() || f.type == type;
   return false;
 }
 
@@ -219,6 +219,9 @@ class Converter {
     std::string layout_key = has_attr(def, "data_layout") ? "data_layout" : has_attr(def, "layout") ? "layout" : "";
     if (!layout_key.empty()) return sensitive(b, *op, def, args, attrs, layout_key);
     if (op->name == "concat") return concat(b, *op, args, attrs);
+    if (def.pattern == ir::PatternKind::kReduction && has_attr(def, "axis", "Array") &&
+        has_attr(def, "keepdims", "bool"))
+      return reduce(b, *op, args, attrs);
     bool agnostic = (def.pattern == ir::PatternKind::kElementwise || def.pattern == ir::PatternKind::kBroadcast) &&
                     !has_attr(def, "axes") && !has_attr(def, "shape");
     if (!agnostic) return keep(b);
@@ -395,6 +398,70 @@ class Converter {
     for (ir::Expr& a : args) a = in_form(a, form);
     const auto* call = b.value.as<graph::CallNode>();
     return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}), form, runtime::NDArray());
+  }
+
+  // A reduction over axes (sum, mean, max, min...) of a converted value:
+  // over the spatial axes (a global pool written as a mean, as timm's and
+  // others' squeeze-and-excitation blocks do) in any form, over the
+  // channels too where they are whole (channels-last).  With keepdims
+  // the result stays in the form; without, a spatial reduction's (N, C)
+  // is the form's (N, C) read in order (blocks: whole ones, sliced).
+  bool reduce(const graph::Binding& b, const ir::OpNode& op, std::vector<ir::Expr> args, const Map& attrs) {
+    auto found = args.size() == 1 ? formed_.find(args[0].get()) : formed_.end();
+    auto shape = image_shape(args[0]);
+    if (found == formed_.end() || !shape) return keep(b);
+    Form form = found->second.form;
+    std::vector<bool> reduced(4, false);
+    Array axes = attrs.at("axis").cast<Array>();
+    for (const Any& a : axes) {
+      int64_t axis = a.as_int();
+      if (axis < -4 || axis > 3) return keep(b);
+      reduced[axis < 0 ? axis + 4 : axis] = true;
+    }
+    if (axes.size() == 0 || reduced[0]) return keep(b);  // over everything, or the batch
+    if (reduced[1] && form.block) return keep(b);        // over blocks and the lanes in them
+    bool keepdims = attrs.at("keepdims").as_bool();
+    if (!keepdims && !(reduced[2] && reduced[3] && !reduced[1])) return keep(b);
+    // The axes in the form's order: channels-last moves them; blocks keep
+    // H and W where they are.
+    std::vector<int64_t> mapped;
+    for (int64_t axis = 1; axis < 4; ++axis) {
+      if (!reduced[axis]) continue;
+      mapped.push_back(form.block ? axis : std::find(kToLast.begin(), kToLast.end(), axis) - kToLast.begin());
+    }
+    std::sort(mapped.begin(), mapped.end());
+    // The padding channels' result: the reduction of what they hold,
+    // evaluated at compile time over one channel of the input's extents.
+    runtime::NDArray pad;
+    int64_t channels = (*shape)[1];
+    if (form.padded(channels) > channels && found->second.pad.defined()) {
+      const runtime::NDArray& p = found->second.pad;
+      runtime::NDArray plane = runtime::NDArray::empty({1, 1, (*shape)[2], (*shape)[3]}, p->dtype);
+      for (int64_t i = 0; i < plane->numel(); ++i)
+        std::memcpy(plane.data_as<char>() + i * p->nbytes(), p.data_as<char>(), p->nbytes());
+      const auto* call = b.value.as<graph::CallNode>();
+      ir::Expr value = evaluate_call(*call, {graph::Constant(plane)});
+      const auto* v = value.defined() ? value.as<graph::ConstantNode>() : nullptr;
+      if (v && host_compact(v->data) && v->data->numel() == 1 && finite(v->data)) pad = v->data.view({});
+    }
+    Map changed = with_attrs(b.value.as<graph::CallNode>()->attrs, {{"axis", Any(ints(mapped))}});
+    args[0] = found->second.expr;
+    if (keepdims) return emit(b, op, args, changed, form, pad);
+    // (N, C): channels-last's result as it is; blocks' (N, C/b, b) reshaped,
+    // its padding sliced off.
+    graph::Var formed(b.var->name + form.suffix());
+    out_.push_back({formed, graph::Call(ir::Op::get(op.name), args, changed)});
+    ir::Expr out = formed;
+    if (form.block) {
+      int64_t held = form.padded(channels);
+      out = reshape(out, {-1, held});
+      if (held > channels) {
+        out = graph::Call(ir::Op::get("slice"), {out},
+                          Map({{"begin", Any(ints({0}))}, {"end", Any(ints({channels}))}, {"axes", Any(ints({1}))}}));
+      }
+    }
+    out_.push_back({b.var, out});
+    return true;
   }
 
   bool keep(const graph::Binding& b) {

@@ -122,3 +122,43 @@ def test_padding_channels_never_hold_what_would_not_be_finite():
     got = loom.build(mod, config("NCHWc"))["main"](xv).numpy()
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def reductions_network():
+    """Reductions over axes the way models write them: a squeeze-and-
+    excitation block's squeeze as a mean (timm), a sum over H and W of a
+    value whose padding channels hold 0.5, a spatial-attention map as the
+    mean over the channels, and a global max without keepdims feeding a
+    classifier. 20 channels: padded in blocks of 8 or 16."""
+    x = graph.Var("x", shape=(2, 8, 14, 14))
+    h = op.sigmoid(op.conv2d(x, const(20, 8, 1, 1)))
+    h = op.conv2d(h, const(20, 1, 3, 3), padding=[1], groups=20)
+    s = op.mean(h, axis=[2, 3], keepdims=True)
+    h = op.multiply(h, op.sigmoid(op.conv2d(s, const(20, 20, 1, 1))))
+    t = op.sum(op.sigmoid(h), axis=[-1, -2], keepdims=True)
+    h = op.multiply(h, op.divide(t, graph.Constant(np.array(196.0, np.float32))))
+    h = op.multiply(h, op.sigmoid(op.mean(h, axis=[1], keepdims=True)))
+    m = op.max(op.relu(op.conv2d(h, const(20, 20, 1, 1))), axis=[2, 3])
+    return loom.IRModule({"main": graph.Function([x], op.add(op.dense(m, const(10, 20)), const(10)))})
+
+
+def test_reductions_over_axes_stay_in_the_converted_layout():
+    mod, x = reductions_network(), f32(2, 8, 14, 14)
+    want = loom.build(mod, config(None))["main"](x).numpy()
+    for layout in ["NHWC", "NCHWc"]:
+        converted = []
+
+        class Capture:
+            def after(self, info, module):
+                if info.name == "ConvertLayout":
+                    converted.append(str(module))
+
+        with loom.transform.PassContext(instruments=[Capture()]):
+            got = loom.build(mod, config(layout))["main"](x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=layout)
+        text = converted[0]
+        # Every spatial reduction reads the converted value; only the
+        # input's conversion transposes, and with blocks the mean over the
+        # channels, which reads the value channels-first.
+        assert len(re.findall(r"\b(?:mean|sum|max)\(%\w+_n(?:hw|chw)c(?:_\d+)?\b", text)) == (4 if layout == "NHWC" else 3), text
+        assert text.count("transpose(") == (1 if layout == "NHWC" else 3), text
