@@ -533,17 +533,28 @@ void register_conv_ops() {
                                                     tir::BufferLoad(w, {out[1], r[0], r[2], r[3], r[1], out[4]}));
                                               })));
         }
-        return b.finish(xp.around(reduction(y, {PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)}, make_const(t, 0), add,
-                                            [&](const Indices& out, const Indices& r) {
-                                              // With one group every output channel reads every input channel.
-                                              PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
-                                              PrimExpr c =
-                                                  groups == 1 ? r[0]
-                                                              : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), r[0]));
-                                              auto [iy, ix] = pixel(out, r[1], r[2]);
-                                              return mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
-                                                         tir::BufferLoad(w, kl.order(out[l.c], r[0], r[1], r[2])));
-                                            })));
+        // Channels last with at least a cache line of input channels: the
+        // taps, then the channels innermost, so that each tap reads whole
+        // lines in order.  In NCHW's order (channels, then taps) a step of
+        // the channels reads every tap's line for every pixel of the tile,
+        // and where a pixel is a power of two of bytes apart (512 channels
+        // read with stride 2: 4 KiB) those lines share one L1 set: ResNet-50's
+        // 3x3 convolution over 14x14x512 with stride 2 ran at 10 GFLOP/s, 60
+        // this way.  Fewer channels (a 3-channel stem) keep NCHW's order,
+        // which reads a row's taps together.
+        bool last = l.c == 3 && cg * xt.dtype.bits >= 64 * 8;
+        std::vector<PrimExpr> extents = last ? std::vector<PrimExpr>{PrimExpr(kh), PrimExpr(kw), PrimExpr(cg)}
+                                             : std::vector<PrimExpr>{PrimExpr(cg), PrimExpr(kh), PrimExpr(kw)};
+        return b.finish(
+            xp.around(reduction(y, extents, make_const(t, 0), add, [&](const Indices& out, const Indices& r) {
+              PrimExpr rc = last ? r[2] : r[0], ry = last ? r[0] : r[1], rx = last ? r[1] : r[2];
+              // With one group every output channel reads every input channel.
+              PrimExpr group = tir::FloorDiv(out[l.c], PrimExpr(o / groups));
+              PrimExpr c = groups == 1 ? rc : PrimExpr(tir::Add(tir::Mul(group, PrimExpr(cg)), rc));
+              auto [iy, ix] = pixel(out, ry, rx);
+              return mul(tir::BufferLoad(xp.buffer, l.order(out[l.n], c, iy, ix)),
+                         tir::BufferLoad(w, kl.order(out[l.c], rc, ry, rx)));
+            })));
       });
 
   std::vector<SchemaField> transpose_attrs = kWindowAttrs;
