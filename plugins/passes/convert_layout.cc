@@ -407,7 +407,8 @@ class Converter {
   // the result stays in the form; without, a spatial reduction's (N, C)
   // is the form's (N, C) read in order (blocks: whole ones, sliced).
   bool reduce(const graph::Binding& b, const ir::OpNode& op, std::vector<ir::Expr> args, const Map& attrs) {
-    auto found = args.size() == 1 ? formed_.find(args[0].get()) : formed_.end();
+    if (args.size() != 1) return keep(b);
+    auto found = formed_.find(args[0].get());
     auto shape = image_shape(args[0]);
     if (found == formed_.end() || !shape) return keep(b);
     Form form = found->second.form;
