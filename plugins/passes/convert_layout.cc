@@ -25,6 +25,11 @@ ir::Expr call(const std::string& op, const ir::Expr& x, const std::string& key, 
 }
 ir::Expr transpose(const ir::Expr& x, const std::vector<int64_t>& axes) { return call("transpose", x, "axes", axes); }
 ir::Expr reshape(const ir::Expr& x, const std::vector<int64_t>& shape) { return call("reshape", x, "shape", shape); }
+// x's first `channels` channels (axis 1): a form's padding dropped.
+ir::Expr first_channels(const ir::Expr& x, int64_t channels) {
+  return graph::Call(ir::Op::get("slice"), {x},
+                     Map({{"begin", Any(ints({0}))}, {"end", Any(ints({channels}))}, {"axes", Any(ints({1}))}}));
+}
 
 // Whether a constant's array can be re-laid out here: in host memory and
 // compact.  Weights are re-laid out by this pass, once, rather than by a
@@ -121,9 +126,7 @@ struct Form {
     if (!block) return transpose(x, kToFirst);
     int64_t held = padded(shape[1]);
     ir::Expr out = reshape(transpose(x, {0, 1, 4, 2, 3}), {-1, held, shape[2], shape[3]});
-    if (held == shape[1]) return out;
-    return graph::Call(ir::Op::get("slice"), {out},
-                       Map({{"begin", Any(ints({0}))}, {"end", Any(ints({shape[1]}))}, {"axes", Any(ints({1}))}}));
+    return held == shape[1] ? out : first_channels(out, shape[1]);
   }
 };
 
@@ -456,10 +459,7 @@ class Converter {
     if (form.block) {
       int64_t held = form.padded(channels);
       out = reshape(out, {-1, held});
-      if (held > channels) {
-        out = graph::Call(ir::Op::get("slice"), {out},
-                          Map({{"begin", Any(ints({0}))}, {"end", Any(ints({channels}))}, {"axes", Any(ints({1}))}}));
-      }
+      if (held > channels) out = first_channels(out, channels);
     }
     out_.push_back({b.var, out});
     return true;
