@@ -1358,13 +1358,11 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
       fail(op->op + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(args.size()));
   };
   llvm::Type* t = type(op->dtype);
-  auto intrinsic = [&](llvm::Intrinsic::ID id) {
-    llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, id, {args[0]->getType()});
-    return b_.CreateCall(f, args);
+  // LLVM's intrinsic `id` of the operands `on` (overloaded on the first's type).
+  auto intrinsic_of = [&](llvm::Intrinsic::ID id, const std::vector<Value*>& on) -> Value* {
+    return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id, {on[0]->getType()}), on);
   };
-  auto intrinsic_of = [&](llvm::Intrinsic::ID id, Value* x) -> Value* {
-    return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id, {x->getType()}), {x});
-  };
+  auto intrinsic = [&](llvm::Intrinsic::ID id) { return intrinsic_of(id, args); };
   const std::string& name = op->op;
   bool f32 = t->getScalarType()->isFloatTy();
   if (name == "exp")
@@ -1378,8 +1376,8 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     // float64: the core's expansions over LLVM's exp.
     Value* one = llvm::ConstantFP::get(t, 1.0);
     if (sigmoid)
-      return b_.CreateFDiv(one, b_.CreateFAdd(one, intrinsic_of(llvm::Intrinsic::exp, b_.CreateFNeg(args[0]))));
-    Value* e = intrinsic_of(llvm::Intrinsic::exp, b_.CreateFMul(args[0], llvm::ConstantFP::get(t, 2.0)));
+      return b_.CreateFDiv(one, b_.CreateFAdd(one, intrinsic_of(llvm::Intrinsic::exp, {b_.CreateFNeg(args[0])})));
+    Value* e = intrinsic_of(llvm::Intrinsic::exp, {b_.CreateFMul(args[0], llvm::ConstantFP::get(t, 2.0))});
     return b_.CreateFSub(one, b_.CreateFDiv(llvm::ConstantFP::get(t, 2.0), b_.CreateFAdd(e, one)));
   }
   if (name == "sqrt") return arity(1), intrinsic(llvm::Intrinsic::sqrt);

@@ -411,6 +411,7 @@ class Converter {
   // is the form's (N, C) read in order (blocks: whole ones, sliced).
   bool reduce(const graph::Binding& b, const ir::OpNode& op, std::vector<ir::Expr> args, const Map& attrs) {
     if (args.size() != 1) return keep(b);
+    const auto* call = b.value.as<graph::CallNode>();
     auto found = formed_.find(args[0].get());
     auto shape = image_shape(args[0]);
     if (found == formed_.end() || !shape) return keep(b);
@@ -443,12 +444,11 @@ class Converter {
       runtime::NDArray plane = runtime::NDArray::empty({1, 1, (*shape)[2], (*shape)[3]}, p->dtype);
       for (int64_t i = 0; i < plane->numel(); ++i)
         std::memcpy(plane.data_as<char>() + i * p->nbytes(), p.data_as<char>(), p->nbytes());
-      const auto* call = b.value.as<graph::CallNode>();
       ir::Expr value = evaluate_call(*call, {graph::Constant(plane)});
       const auto* v = value.defined() ? value.as<graph::ConstantNode>() : nullptr;
       if (v && host_compact(v->data) && v->data->numel() == 1 && finite(v->data)) pad = v->data.view({});
     }
-    Map changed = with_attrs(b.value.as<graph::CallNode>()->attrs, {{"axis", Any(ints(mapped))}});
+    Map changed = with_attrs(call->attrs, {{"axis", Any(ints(mapped))}});
     args[0] = found->second.expr;
     if (keepdims) return emit(b, op, args, changed, form, pad);
     // (N, C): channels-last's result as it is; blocks' (N, C/b, b) reshaped,

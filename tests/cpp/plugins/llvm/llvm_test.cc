@@ -43,6 +43,14 @@ runtime::Module kernel() {
 }
 
 using test::error_of;
+
+// The function @f of `text`, its vectorized loops vectorized, built for llvm.
+Function vectorized_f(const char* text, const char* file) {
+  ir::IRModule module = text::parse_module(text, file);
+  module = transform::PassRegistry::get("VectorizeLoop")(module, transform::PassContext());
+  return driver::build_kernels(module, target::Target("llvm")).get_function("f");
+}
+
 }  // namespace
 
 TEST(LLVM, ComputesAndChecksEveryArgument) {
@@ -83,9 +91,7 @@ TEST(LLVM, VectorExpAndLogFollowLibm) {
   }
 }
 )";
-  ir::IRModule module = text::parse_module(text, "math.loom");
-  module = transform::PassRegistry::get("VectorizeLoop")(module, transform::PassContext());
-  Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
+  Function f = vectorized_f(text, "math.loom");
   NDArray x = floats({1031}, 5, -90, 90), e = NDArray::empty({1031}, DataType::Float(32)),
           l = NDArray::empty({1031}, DataType::Float(32));
   float* xs = x.data_as<float>();
@@ -128,9 +134,7 @@ TEST(LLVM, SigmoidAndTanhFollowTheirDoubleValues) {
   }
 }
 )";
-  ir::IRModule module = text::parse_module(text, "sigmoid.loom");
-  module = transform::PassRegistry::get("VectorizeLoop")(module, transform::PassContext());
-  Function f = driver::build_kernels(module, target::Target("llvm")).get_function("f");
+  Function f = vectorized_f(text, "sigmoid.loom");
   NDArray x = floats({1031}, 6, -20, 20), s = NDArray::empty({1031}, DataType::Float(32)),
           t = NDArray::empty({1031}, DataType::Float(32));
   float* xs = x.data_as<float>();
