@@ -4,7 +4,9 @@
 // producer's nest (an epilogue).
 #include "loom/schedule/schedule.h"
 
+#include <algorithm>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "loom/object/structural.h"
@@ -114,6 +116,59 @@ std::optional<ElementwiseNest> elementwise_nest(const Stmt& s) {
   return n;
 }
 
+// reverse_compute_inline of a buffer that several statements write (the
+// pieces of a concatenation): each store of the buffer becomes the
+// reader's store at that element, its load of the buffer the stored
+// value, and the buffer goes.  The writers may store anywhere (any loops,
+// any indices) but may not read the buffer, so each store is a whole
+// element; the reader may not read what it writes, nor anything the
+// statements from the first writer on write, so that computing an
+// element earlier, or twice where two stores overlap (the last one
+// stands, as before), changes nothing.  Returns the scope's statements
+// without the allocation.
+Stmt into_writers(const Scope& scope, const std::vector<size_t>& writers, size_t reader, const ElementwiseNest& nest,
+                  const std::string& name) {
+  const std::vector<Stmt>& parts = scope.parts;
+  const BufferNode* buffer = scope.alloc->buffer.get();
+  const BufferNode* output = nest.store->buffer.get();
+  auto why = [&](const std::string& text) { refuse("reverse_compute_inline", text); };
+  std::set<const Object*> read;
+  for (const Access& a : accesses(parts[reader]))
+    if (!a.store) read.insert(a.buffer->data.get());
+  if (read.count(output->data.get())) why("the reader of '" + name + "' reads '" + output->name + "', which it writes");
+  for (size_t k = writers.front(); k < reader; ++k) {
+    for (const Access& a : accesses(parts[k])) {
+      if (a.buffer->data.get() == output->data.get())
+        why("a statement before the reader of '" + name + "' uses '" + output->name + "'");
+      if (a.store && a.buffer->data.get() != buffer->data.get() && read.count(a.buffer->data.get()))
+        why("a writer of '" + name + "' writes '" + a.buffer->name + "', which its reader reads");
+      if (!a.store && a.buffer->data.get() == buffer->data.get())
+        why("a writer of '" + name + "' reads it (its elements are not written whole by one store)");
+    }
+  }
+  StmtRule store_rule = [&](const Stmt& st) -> std::optional<Stmt> {
+    const auto* store = st.as<BufferStoreNode>();
+    if (!store || store->buffer->data.get() != buffer->data.get()) return std::nullopt;
+    if (store->buffer.get() != buffer || store->value.dtype().lanes != 1)
+      why("'" + name + "' is written through a view or as a vector; inline before FlattenBuffer and VectorizeLoop");
+    std::unordered_map<const Object*, PrimExpr> with = bind_indices(nest.vars, store->indices);
+    PrimExpr value = store->value;
+    ExprRule loads = [&](const PrimExpr& e) -> std::optional<PrimExpr> {
+      const auto* load = e.as<BufferLoadNode>();
+      if (!load || load->buffer->data.get() != buffer->data.get()) return std::nullopt;
+      return value;
+    };
+    return rewrite(substitute(ref_of<Stmt>(nest.store), with), loads, nullptr);
+  };
+  std::vector<Stmt> rest;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k == reader) continue;
+    bool writes = std::find(writers.begin(), writers.end(), k) != writers.end();
+    rest.push_back(writes ? rewrite(parts[k], nullptr, store_rule) : parts[k]);
+  }
+  return scope.rebuild(rest, false);
+}
+
 }  // namespace
 
 void Schedule::compute_inline(const std::string& name) {
@@ -166,18 +221,18 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   const BufferNode* buffer = alloc->buffer.get();
   Scope scope(alloc);
   const std::vector<Stmt>& parts = scope.parts;
-  std::optional<size_t> producer, consumer;
+  std::vector<size_t> producers;
+  std::optional<size_t> consumer;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (touches(parts[k], buffer, true)) {
-      if (producer) refuse("reverse_compute_inline", "'" + name + "' is written by more than one statement");
-      producer = k;
+      producers.push_back(k);
     } else if (touches(parts[k], buffer)) {
       if (consumer) refuse("reverse_compute_inline", "'" + name + "' is read by more than one statement");
       consumer = k;
     }
   }
-  if (!producer || !consumer || *consumer < *producer) {
-    refuse("reverse_compute_inline", "'" + name + "' needs one statement that writes it and a later one that reads it");
+  if (producers.empty() || !consumer || *consumer < producers.back()) {
+    refuse("reverse_compute_inline", "'" + name + "' needs statements that write it and a later one that reads it");
   }
   auto nest = elementwise_nest(parts[*consumer]);
   if (!nest) refuse("reverse_compute_inline", "the reader of '" + name + "' is not an elementwise loop nest");
@@ -188,16 +243,21 @@ void Schedule::reverse_compute_inline(const std::string& name) {
              "the reader of '" + name + "' reads it at " + indices_text(a.indices) + ", not at its own indices");
     }
   }
-  for (size_t k = *producer + 1; k < *consumer; ++k) {
+  if (producers.size() > 1) {
+    func_ = with_new_body(func_, replace(func_->body, alloc, into_writers(scope, producers, *consumer, *nest, name)));
+    return;
+  }
+  size_t producer = producers.front();
+  for (size_t k = producer + 1; k < *consumer; ++k) {
     if (touches(parts[k], output)) {
       refuse("reverse_compute_inline", "a statement between writer and reader uses '" + output->name + "'");
     }
   }
-  if (touches(parts[*producer], output))
+  if (touches(parts[producer], output))
     refuse("reverse_compute_inline", "the writer of '" + name + "' uses '" + output->name + "'");
   // The writer's outer loops, one per dimension, at whose level every
   // store to the buffer is at exactly those loop variables.
-  const auto* top = parts[*producer].as<ForNode>();
+  const auto* top = parts[producer].as<ForNode>();
   if (!top) refuse("reverse_compute_inline", "the writer of '" + name + "' is not a loop nest");
   std::vector<const ForNode*> chain = perfect_nest(top);
   size_t rank = nest->vars.size();
@@ -211,7 +271,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
                                            nest->loops[k]->loop_var->name + " of the reader");
     }
   }
-  for (const Access& a : accesses(parts[*producer])) {
+  for (const Access& a : accesses(parts[producer])) {
     if (a.buffer->data.get() == buffer->data.get() && !indices_are(a.indices, writer_vars)) {
       refuse("reverse_compute_inline", "the writer of '" + name + "' accesses it at " + indices_text(a.indices));
     }
@@ -224,7 +284,7 @@ void Schedule::reverse_compute_inline(const std::string& name) {
   std::vector<Stmt> rest;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (k == *consumer) continue;
-    rest.push_back(k == *producer ? replace(parts[k], level, new_level) : parts[k]);
+    rest.push_back(k == producer ? replace(parts[k], level, new_level) : parts[k]);
   }
   func_ = with_new_body(func_, replace(func_->body, alloc, scope.rebuild(rest, true)));
 }

@@ -397,6 +397,60 @@ TEST(Schedule, TransformLayoutMakesTheCallerPassTheParameterReLaidOut) {
   EXPECT_EQ(tir::layout_to_string(tir::parse_layout("1,0 % 8, 0 // 8", 2)), "1, 0 % 8, 0 // 8");
 }
 
+// A concatenation's pieces written by three nests (one transposed, one
+// a single column), then batch-norm and ReLU over the whole: the reader
+// moves into each writer's store and the temporary goes.
+TEST(Schedule, ReverseComputeInlineOfSeveralWritersMovesTheReaderIntoEachStore) {
+  const char* text = R"(
+@cat = prim_func(%A: Buffer[(4, 3), float32], %B: Buffer[(2, 4), float32], %C: Buffer[(4, 1), float32], %S: Buffer[(6), float32], %Out: Buffer[(4, 6), float32]) {
+  alloc %t: Buffer[(4, 6), float32] {
+    for %i: int64 from 0 extent 4 {
+      for %j: int64 from 0 extent 3 {
+        %t[%i, %j] = %A[%i, %j];
+      }
+    }
+    for %j1: int64 from 0 extent 2 {
+      for %i1: int64 from 0 extent 4 {
+        %t[%i1, %j1 + 3] = %B[%j1, %i1] * 2.0;
+      }
+    }
+    for %i2: int64 from 0 extent 4 {
+      %t[%i2, 5] = %C[%i2, 0];
+    }
+    for %i3: int64 from 0 extent 4 {
+      for %j3: int64 from 0 extent 6 {
+        %Out[%i3, %j3] = max(%t[%i3, %j3] * %S[%j3] + 1.0, 0.0);
+      }
+    }
+  }
+}
+)";
+  auto parse = [&] { return text::parse_module(text, "cat.loom"); };
+  auto run_cat = [&](const tir::PrimFunc& f) {
+    NDArray out = NDArray::empty({4, 6}, DataType::Float(32));
+    driver::build_kernels(parse().with_function("cat", f), target::Target("ref"))
+        .get_function("cat")(floats({4, 3}, 1), floats({2, 4}, 2), floats({4, 1}, 3), floats({6}, 4), out);
+    return std::vector<float>(out.data_as<float>(), out.data_as<float>() + 24);
+  };
+  tir::PrimFunc f = downcast<tir::PrimFunc>(parse().lookup("cat"));
+  std::vector<float> want = run_cat(f);
+  tir::Schedule s(f);
+  s.reverse_compute_inline("t");
+  std::string got = ir::to_text(Any(s.func()));
+  EXPECT_EQ(got.find("%t"), std::string::npos) << got;
+  EXPECT_NE(got.find("%Out[%i1, %j1 + 3] = max(%B[%j1, %i1] * 2.0 * %S[%j1 + 3] + 1.0, 0.0)"), std::string::npos)
+      << got;
+  EXPECT_NE(got.find("%Out[%i2, 5] = max(%C[%i2, 0] * %S[5] + 1.0, 0.0)"), std::string::npos) << got;
+  EXPECT_EQ(run_cat(s.func()), want) << got;
+
+  // A writer that reads what it wrote (an accumulation) keeps the buffer.
+  std::string accumulating = text;
+  accumulating.replace(accumulating.find("%t[%i2, 5] = %C[%i2, 0]"), 23, "%t[%i2, 5] = %t[%i2, 0]");
+  tir::Schedule r(downcast<tir::PrimFunc>(text::parse_module(accumulating, "cat.loom").lookup("cat")));
+  std::string why = error_of([&] { r.reverse_compute_inline("t"); });
+  EXPECT_NE(why.find("schedule.reverse_compute_inline: a writer of 't' reads it"), std::string::npos) << why;
+}
+
 TEST(Schedule, RFactorSumsPerLaneThenAddsThePartialSums) {
   std::vector<float> want = run(original());
   tir::Schedule s(original());

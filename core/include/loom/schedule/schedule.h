@@ -90,7 +90,10 @@ class Schedule {
   void compute_inline(const std::string& buffer);
   // The other way: a nest that reads `buffer` only at its own indices and
   // writes another buffer (`C[i, j] = g(B[i, j])`) moves into the nest
-  // that produces `buffer`, right after the element is complete.
+  // that produces `buffer`, right after the element is complete.  Where
+  // several statements write `buffer` (the pieces of a concatenation),
+  // none reading it, each store `B[x] = v` becomes `C[x] = g(v)` and the
+  // buffer disappears.
   void reverse_compute_inline(const std::string& buffer);
   // Loads of `buffer` (a parameter the function does not write) read a
   // copy in a new local buffer, filled at the top of the function in the
