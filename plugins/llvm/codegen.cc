@@ -302,6 +302,8 @@ class FunctionCodegen {
   Value* ret_ = nullptr;       // LoomValue* of the body; null in outlined closures
   Value* ret_code_ = nullptr;  // int32_t*
   int outlined_ = 0;
+  // The loops around the statement being emitted, outermost first.
+  std::vector<const tir::ForNode*> enclosing_;
 };
 
 // ---- the ABI entry ------------------------------------------------------------------
@@ -616,7 +618,57 @@ int64_t unrolled_size(const tir::Stmt& s) {
 // with the next, and its schedulers, quadratic in a block's length, took
 // most of the model's 180 s build, for no speed.
 constexpr int64_t kReductionUnroll = 512;
-bool llvm_may_unroll(const tir::ForNode* op) {
+//
+// Nor a loop whose unrolled body would read more than kHoistedLoads
+// values that stay the same over `around`, the loop around it (its
+// vector loads whose indices use neither `around`'s variable nor those
+// of `between`, the loops from there down to `op`): LLVM hoists them
+// all out of `around` and spills them.  A 1x1 convolution over channel
+// blocks (a reduction over 3 blocks of 8 channels around a tile of 3
+// output blocks) had its 72 weight vectors hoisted out of the pixel loop
+// and took 2.2-3x its time (EfficientNet-B0's expansions with swish); a
+// pool's window reads along the pixels and unrolls as before.
+constexpr int64_t kHoistedLoads = 8;
+int64_t invariant_loads(const tir::ForNode* op, const std::set<const tir::VarNode*>& varying) {
+  std::set<std::string> seen;
+  std::vector<const tir::ForNode*> inside;
+  int64_t n = 0;
+  std::function<void(const tir::Stmt&)> walk = [&](const tir::Stmt& s) {
+    if (const auto* f = s.as<tir::ForNode>()) {
+      inside.push_back(f);
+      walk(f->body);
+      inside.pop_back();
+      return;
+    }
+    tir::pre_order(
+        s,
+        [&](const tir::Stmt& st) {
+          if (st.get() == s.get() || !st.as<tir::ForNode>()) return true;
+          walk(st);
+          return false;
+        },
+        [&](const tir::PrimExpr& e) {
+          const auto* l = e.as<tir::BufferLoadNode>();
+          if (!l) return true;
+          for (const tir::VarNode* v : varying)
+            if (tir::uses_var(l->indices, v)) return true;
+          if (!seen.insert(ir::to_text(Any(e))).second) return true;
+          // One value per iteration of each loop inside whose variable it
+          // uses (one vector for a vectorized loop's lanes).
+          int64_t values = 1;
+          for (const tir::ForNode* f : inside) {
+            auto extent = tir::const_int(f->extent);
+            if (f->for_kind() != tir::ForKind::kVectorized && tir::uses_var(l->indices, f->loop_var.get()))
+              values = std::min(kSizeCap, values * extent.value_or(kSizeCap));
+          }
+          n = std::min(kSizeCap, n + values);
+          return true;
+        });
+  };
+  walk(tir::Stmt(ObjectPtr<Object>(const_cast<tir::ForNode*>(op))));
+  return n;
+}
+bool llvm_may_unroll(const tir::ForNode* op, const std::vector<const tir::ForNode*>& enclosing) {
   if (!tir::has_loop(op->body)) return true;
   bool indexes_store = false;
   tir::pre_order(op->body, [&](const tir::Stmt& s) {
@@ -625,6 +677,12 @@ bool llvm_may_unroll(const tir::ForNode* op) {
     return !indexes_store;
   });
   if (indexes_store) return false;
+  std::set<const tir::VarNode*> varying;
+  for (size_t k = enclosing.size(); k-- > 0;) {
+    varying.insert(enclosing[k]->loop_var.get());
+    if (enclosing[k]->for_kind() == tir::ForKind::kSerial || enclosing[k]->for_kind() == tir::ForKind::kParallel) break;
+  }
+  if (!varying.empty() && invariant_loads(op, varying) > kHoistedLoads) return false;
   const auto* extent = op->extent.as<tir::IntImmNode>();
   return extent && extent->value <= kReductionUnroll && extent->value * unrolled_size(op->body) <= kReductionUnroll;
 }
@@ -642,7 +700,9 @@ void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* 
   i->addIncoming(begin, before);
   b_.CreateCondBr(b_.CreateICmpSLT(i, end), inside, done);
   b_.SetInsertPoint(inside);
+  enclosing_.push_back(op);
   body(i);
+  enclosing_.pop_back();
   if (!b_.GetInsertBlock()->getTerminator()) {
     Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "", true, true);
     llvm::BranchInst* back = b_.CreateBr(header);
@@ -657,7 +717,7 @@ void FunctionCodegen::serial_loop(Value* begin, Value* end, const tir::ForNode* 
     } else if (op->for_kind() == tir::ForKind::kVectorized) {
       hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
                                                    llvm::ConstantAsMetadata::get(b_.getTrue())}));
-    } else if (!llvm_may_unroll(op)) {
+    } else if (!llvm_may_unroll(op, enclosing_)) {
       hints.push_back(llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.disable")}));
     }
     if (hints.size() > 1) {

@@ -55,3 +55,23 @@ def test_a_pooling_window_is_still_unrolled():
     lib = loom.build(loom.IRModule({"main": graph.Function([x], pool)}), CONFIG)
     ll = llvm_module(lib).inspect_source("ll")
     assert not re.findall(r"%r\d[\w.]* = phi", ll)
+
+
+def test_a_reduction_whose_unrolling_would_hoist_many_weights_stays_a_loop():
+    # A 1x1 convolution over channel blocks of 8: the reduction over the
+    # 3 input blocks, around the one over their channels, reads 3 x 8 x 3
+    # weight vectors that do not change along the pixels; unrolled, LLVM
+    # hoisted all 72 out of the pixel loop and spilled them (2.2-3x the
+    # time).  The block loop stays a loop; the values agree with NumPy.
+    x = graph.Var("x", shape=(1, 24, 28, 28))
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((48, 24, 1, 1)).astype("float32")
+    y = op.sigmoid(op.conv2d(x, graph.Constant(w)))
+    config = dict(CONFIG, pipeline={"config": {"ConvertLayout.layout": "NCHWc"}})
+    lib = loom.build(loom.IRModule({"main": graph.Function([x], y)}), config)
+    ll = llvm_module(lib).inspect_source("ll")
+    assert re.findall(r"%r0[\w.]* = phi", ll), "the reduction over input blocks was unrolled"
+
+    xs = rng.standard_normal((1, 24, 28, 28)).astype("float32")
+    want = 1 / (1 + np.exp(-np.einsum("oc,nchw->nohw", w[:, :, 0, 0], xs)))
+    np.testing.assert_allclose(lib["main"](xs).numpy(), want, rtol=1e-5, atol=1e-6)
