@@ -132,6 +132,16 @@ Stmt into_writers(const Scope& scope, const std::vector<size_t>& writers, size_t
   const BufferNode* buffer = scope.alloc->buffer.get();
   const BufferNode* output = nest.store->buffer.get();
   auto why = [&](const std::string& text) { refuse("reverse_compute_inline", text); };
+  // Every element a writer stores must be one the reader reads (else its
+  // store would land outside the reader's output).
+  if (buffer->shape.size() != nest.loops.size())
+    why("the reader of '" + name + "' has " + std::to_string(nest.loops.size()) + " loops for its " +
+        std::to_string(buffer->shape.size()) + " dimensions");
+  for (size_t k = 0; k < nest.loops.size(); ++k) {
+    if (!same_expression(Any(nest.loops[k]->extent), buffer->shape[k]))
+      why("the reader of '" + name + "' does not read all of it (loop %" + nest.loops[k]->loop_var->name +
+          " against dimension " + std::to_string(k) + ")");
+  }
   std::set<const Object*> read;
   for (const Access& a : accesses(parts[reader]))
     if (!a.store) read.insert(a.buffer->data.get());

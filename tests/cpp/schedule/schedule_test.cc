@@ -449,6 +449,18 @@ TEST(Schedule, ReverseComputeInlineOfSeveralWritersMovesTheReaderIntoEachStore) 
   tir::Schedule r(downcast<tir::PrimFunc>(text::parse_module(accumulating, "cat.loom").lookup("cat")));
   std::string why = error_of([&] { r.reverse_compute_inline("t"); });
   EXPECT_NE(why.find("schedule.reverse_compute_inline: a writer of 't' reads it"), std::string::npos) << why;
+
+  // A reader of the first 5 columns only: the store to column 5 has no
+  // place in its output.
+  std::string partial = text;
+  partial.replace(partial.find("%Out: Buffer[(4, 6), float32]"), 29, "%Out: Buffer[(4, 5), float32]");
+  partial.replace(partial.find("for %j3: int64 from 0 extent 6"), 30, "for %j3: int64 from 0 extent 5");
+  tir::Schedule p(downcast<tir::PrimFunc>(text::parse_module(partial, "cat.loom").lookup("cat")));
+  why = error_of([&] { p.reverse_compute_inline("t"); });
+  EXPECT_NE(why.find("schedule.reverse_compute_inline: the reader of 't' does not read all of it (loop %j3 against "
+                     "dimension 1)"),
+            std::string::npos)
+      << why;
 }
 
 TEST(Schedule, RFactorSumsPerLaneThenAddsThePartialSums) {
