@@ -23,6 +23,7 @@
 
 #include <loom/arith/simplify.h>
 #include <loom/ir/text.h>
+#include <loom/object/structural.h>
 #include <loom/object/traversal.h>
 #include <loom/runtime/c_backend_api.h>
 #include <loom/runtime/device_api.h>
@@ -620,39 +621,38 @@ int64_t unrolled_size(const tir::Stmt& s) {
 constexpr int64_t kReductionUnroll = 512;
 //
 // Nor a loop whose unrolled body would read more than kHoistedLoads
-// values that stay the same over `around`, the loop around it (its
-// vector loads whose indices use neither `around`'s variable nor those
-// of `between`, the loops from there down to `op`): LLVM hoists them
-// all out of `around` and spills them.  A 1x1 convolution over channel
-// blocks (a reduction over 3 blocks of 8 channels around a tile of 3
-// output blocks) had its 72 weight vectors hoisted out of the pixel loop
-// and took 2.2-3x its time (EfficientNet-B0's expansions with swish); a
+// distinct values that stay the same over the loop around it (its loads
+// whose indices use none of `varying`: that loop's variable and those of
+// the unrolled or vectorized loops between): LLVM hoists them all out of
+// that loop and spills them.  A 1x1 convolution over channel blocks (a
+// reduction over 3 blocks of 8 channels around a tile of 3 output
+// blocks) had its 72 weight vectors hoisted out of the pixel loop and
+// took 2.2-3x its time (EfficientNet-B0's expansions with swish); a
 // pool's window reads along the pixels and unrolls as before.
 constexpr int64_t kHoistedLoads = 8;
 int64_t invariant_loads(const tir::ForNode* op, const std::set<const tir::VarNode*>& varying) {
-  std::set<std::string> seen;
+  // The loads counted so far, by expression (same_expression's hash).
+  std::unordered_map<uint64_t, std::vector<tir::PrimExpr>> seen;
   std::vector<const tir::ForNode*> inside;
   int64_t n = 0;
-  std::function<void(const tir::Stmt&)> walk = [&](const tir::Stmt& s) {
-    if (const auto* f = s.as<tir::ForNode>()) {
-      inside.push_back(f);
-      walk(f->body);
-      inside.pop_back();
-      return;
-    }
+  std::function<void(const tir::ForNode*)> walk = [&](const tir::ForNode* loop) {
+    inside.push_back(loop);
     tir::pre_order(
-        s,
+        loop->body,
         [&](const tir::Stmt& st) {
-          if (st.get() == s.get() || !st.as<tir::ForNode>()) return true;
-          walk(st);
-          return false;
+          const auto* f = st.as<tir::ForNode>();
+          if (f) walk(f);
+          return !f;
         },
         [&](const tir::PrimExpr& e) {
           const auto* l = e.as<tir::BufferLoadNode>();
           if (!l) return true;
           for (const tir::VarNode* v : varying)
             if (tir::uses_var(l->indices, v)) return true;
-          if (!seen.insert(ir::to_text(Any(e))).second) return true;
+          std::vector<tir::PrimExpr>& same_hash = seen[expression_hash(Any(e))];
+          for (const tir::PrimExpr& other : same_hash)
+            if (same_expression(Any(other), Any(e))) return true;
+          same_hash.push_back(e);
           // One value per iteration of each loop inside whose variable it
           // uses (one vector for a vectorized loop's lanes).
           int64_t values = 1;
@@ -664,8 +664,9 @@ int64_t invariant_loads(const tir::ForNode* op, const std::set<const tir::VarNod
           n = std::min(kSizeCap, n + values);
           return true;
         });
+    inside.pop_back();
   };
-  walk(tir::Stmt(ObjectPtr<Object>(const_cast<tir::ForNode*>(op))));
+  walk(op);
   return n;
 }
 bool llvm_may_unroll(const tir::ForNode* op, const std::vector<const tir::ForNode*>& enclosing) {

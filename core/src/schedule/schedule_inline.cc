@@ -133,10 +133,8 @@ Stmt into_writers(const Scope& scope, const std::vector<size_t>& writers, size_t
   const BufferNode* output = nest.store->buffer.get();
   auto why = [&](const std::string& text) { refuse("reverse_compute_inline", text); };
   // Every element a writer stores must be one the reader reads (else its
-  // store would land outside the reader's output).
-  if (buffer->shape.size() != nest.loops.size())
-    why("the reader of '" + name + "' has " + std::to_string(nest.loops.size()) + " loops for its " +
-        std::to_string(buffer->shape.size()) + " dimensions");
+  // store would land outside the reader's output).  The reader reads the
+  // buffer at its loop variables, one per dimension (checked by the caller).
   for (size_t k = 0; k < nest.loops.size(); ++k) {
     if (!same_expression(Any(nest.loops[k]->extent), buffer->shape[k]))
       why("the reader of '" + name + "' does not read all of it (loop %" + nest.loops[k]->loop_var->name +
