@@ -1492,27 +1492,31 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
 
 }  // namespace
 
-GeneratedModule generate(const ir::IRModule& module, llvm::LLVMContext& context, llvm::TargetMachine& machine) {
-  GeneratedModule out;
-  out.module = std::make_unique<llvm::Module>("loom", context);
-  out.module->setTargetTriple(machine.getTargetTriple().str());
-  out.module->setDataLayout(machine.createDataLayout());
-  for (const std::string& name : module.names()) {
-    ir::BaseFunc f = module.lookup(name);
-    if (const auto* ext = f.as<ir::ExternFuncNode>()) {
-      LOOM_THROW(Error) << "llvm: @" << name << " is an extern function of kind '" << ext->kind
-                        << "'; its kind's plugin builds it, not the llvm codegen";
-    }
-    if (!f.as<tir::PrimFuncNode>()) LOOM_THROW(Error) << "llvm: @" << name << " is not a prim function";
-    std::string symbol = symbol_for(name);
-    FunctionCodegen(*out.module, name, X86Features::of(machine)).emit(downcast<tir::PrimFunc>(f), symbol);
-    out.functions.emplace_back(name, symbol);
+std::unique_ptr<llvm::Module> new_module(llvm::LLVMContext& context, const llvm::TargetMachine& machine) {
+  auto module = std::make_unique<llvm::Module>("loom", context);
+  module->setTargetTriple(machine.getTargetTriple().str());
+  module->setDataLayout(machine.createDataLayout());
+  return module;
+}
+
+std::string generate_function(llvm::Module& out, const ir::IRModule& module, const std::string& name,
+                              const llvm::TargetMachine& machine) {
+  ir::BaseFunc f = module.lookup(name);
+  if (const auto* ext = f.as<ir::ExternFuncNode>()) {
+    LOOM_THROW(Error) << "llvm: @" << name << " is an extern function of kind '" << ext->kind
+                      << "'; its kind's plugin builds it, not the llvm codegen";
   }
+  if (!f.as<tir::PrimFuncNode>()) LOOM_THROW(Error) << "llvm: @" << name << " is not a prim function";
+  std::string symbol = symbol_for(name);
+  FunctionCodegen(out, name, X86Features::of(machine)).emit(downcast<tir::PrimFunc>(f), symbol);
+  return symbol;
+}
+
+void verify(const llvm::Module& module) {
   std::string problems;
   llvm::raw_string_ostream stream(problems);
-  if (llvm::verifyModule(*out.module, &stream)) {
+  if (llvm::verifyModule(module, &stream)) {
     LOOM_THROW(Error) << "llvm: internal error, the generated LLVM IR is invalid:\n" << stream.str();
   }
-  return out;
 }
 }  // namespace loom::llvm_backend

@@ -24,20 +24,24 @@
 
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <loom/ir/module.h>
 
 namespace loom::llvm_backend {
 
-struct GeneratedModule {
-  std::unique_ptr<llvm::Module> module;
-  std::vector<std::pair<std::string, std::string>> functions;  // (prim function name, symbol)
-};
+// An empty LLVM module for the machine (its triple and data layout).
+std::unique_ptr<llvm::Module> new_module(llvm::LLVMContext& context, const llvm::TargetMachine& machine);
 
-// Throws Error naming the function and the construct it cannot compile.
-GeneratedModule generate(const ir::IRModule& module, llvm::LLVMContext& context, llvm::TargetMachine& machine);
+// Adds the prim function `name` of `module` to `out` and returns its
+// symbol.  Functions are independent of each other (they share only the
+// declarations of the runtime's globals), so a build may put them in
+// different LLVM modules and compile those in parallel.  Throws Error
+// naming the function and the construct it cannot compile.
+std::string generate_function(llvm::Module& out, const ir::IRModule& module, const std::string& name,
+                              const llvm::TargetMachine& machine);
+
+// Throws Error (an internal error) when the generated IR is invalid.
+void verify(const llvm::Module& module);
 
 }  // namespace loom::llvm_backend
 

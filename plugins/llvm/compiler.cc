@@ -181,7 +181,7 @@ struct JitState {
 };
 }  // namespace
 
-std::shared_ptr<runtime::HostLibrary> jit_load(const std::string& object,
+std::shared_ptr<runtime::HostLibrary> jit_load(const std::vector<std::string>& objects,
                                                const std::vector<std::pair<std::string, std::string>>& functions,
                                                const std::string& name) {
   initialize_llvm();
@@ -220,8 +220,11 @@ std::shared_ptr<runtime::HostLibrary> jit_load(const std::string& object,
   if (auto error = dylib.define(llvm::orc::absoluteSymbols(slots))) {
     LOOM_THROW(Error) << "llvm: " << to_string(std::move(error));
   }
-  if (auto error = j.addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, name))) {
-    LOOM_THROW(Error) << "llvm: the JIT cannot load the object: " << to_string(std::move(error));
+  for (size_t k = 0; k < objects.size(); ++k) {
+    std::string part = objects.size() == 1 ? name : name + " part " + std::to_string(k);
+    if (auto error = j.addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(objects[k], part))) {
+      LOOM_THROW(Error) << "llvm: the JIT cannot load the object of " << part << ": " << to_string(std::move(error));
+    }
   }
   state->names.reserve(functions.size());
   for (const auto& [function, symbol] : functions) {

@@ -43,11 +43,11 @@ std::string print_ir(const llvm::Module& module);
 // Parses LLVM IR text (what print_ir gave) back, for inspect_source("asm").
 std::unique_ptr<llvm::Module> parse_ir(const std::string& text, llvm::LLVMContext& context);
 
-// Loads an object (a host library's functions, from emit_object) into
-// this process with ORC and adopts it as a host library: the JIT defines
-// the runtime slots and the function table that export_library's linker
-// would.  `functions`: (name, symbol).
-std::shared_ptr<runtime::HostLibrary> jit_load(const std::string& object,
+// Loads objects (a host library's functions, from emit_object) into this
+// process with ORC, linked together, and adopts them as one host library:
+// the JIT defines the runtime slots and the function table that
+// export_library's linker would.  `functions`: (name, symbol).
+std::shared_ptr<runtime::HostLibrary> jit_load(const std::vector<std::string>& objects,
                                                const std::vector<std::pair<std::string, std::string>>& functions,
                                                const std::string& name);
 

@@ -1,22 +1,26 @@
 // The llvm plugin (docs/target-llvm.md): target kind `llvm`, whose codegen
 // compiles prim functions to machine code for the CPU through LLVM.  A
-// build generates LLVM IR (codegen.h), optimises it, emits one object and
-// loads that object with ORC, so the functions run at once; the same
-// object is what export_library links into a shared library, so both
-// paths run the same machine code.
+// build generates LLVM IR (codegen.h), optimises it and emits objects, in
+// parallel parts, and loads those objects with ORC, so the functions run
+// at once; the same objects are what export_library links into a shared
+// library, so both paths run the same machine code.
 #include <loom/plugin_sdk.h>
 #include <loom/runtime/library.h>
 #include <loom/runtime/module.h>
 #include <loom/runtime/thread_pool.h>
 #include <loom/target/codegen.h>
 #include <loom/target/target.h>
+#include <loom/tir/function.h>
+#include <loom/tir/functor.h>
 
 #include <llvm/MC/MCSubtargetInfo.h>
 
-#include <chrono>
-#include <mutex>
+#include <algorithm>
+#include <exception>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "codegen.h"
 #include "compiler.h"
@@ -30,39 +34,129 @@ namespace backend = loom::llvm_backend;
 
 class LLVMModuleNode : public loom::runtime::HostCodeModuleNode {
  public:
-  std::string object;  // the relocatable object (ELF), as export links it
-  std::string ir;      // the optimised LLVM IR
+  // One per part the build compiled in parallel (see build below).
+  std::vector<std::string> objects;  // the relocatable objects (ELF), as export links them
+  std::vector<std::string> irs;      // the optimised LLVM IR of each
   backend::MachineOptions options;
 
   std::string type_key() const override { return "llvm"; }
   std::optional<loom::runtime::LinkedCode> linked_code() const override {
-    return loom::runtime::LinkedCode{{{"llvm_kernels.o", object}}, functions};
+    loom::runtime::LinkedCode code{{}, functions};
+    for (size_t k = 0; k < objects.size(); ++k)
+      code.files.emplace_back("llvm_kernels" + (objects.size() == 1 ? "" : "_" + std::to_string(k)) + ".o", objects[k]);
+    return code;
   }
+  // The parts one after another, each a whole LLVM module (or its assembly).
   std::string inspect_source(const std::string& format) const override {
-    if (format == "ll") return ir;
-    if (format == "asm" || format == "s") {
+    if (format != "ll" && format != "asm" && format != "s")
+      LOOM_THROW(Error) << "llvm module: no source format '" << format << "' (it has: ll, asm)";
+    std::string text;
+    for (const std::string& ir : irs) {
+      if (format == "ll") {
+        text += ir;
+        continue;
+      }
       llvm::LLVMContext context;
       auto module = backend::parse_ir(ir, context);
       auto machine = backend::make_machine(options);
-      return backend::emit_assembly(*module, *machine);
+      text += backend::emit_assembly(*module, *machine);
     }
-    LOOM_THROW(Error) << "llvm module: no source format '" << format << "' (it has: ll, asm)";
+    return text;
   }
   LOOM_OBJECT(LLVMModuleNode, loom::runtime::HostCodeModuleNode, "llvm.Module");
 };
 
+// Roughly how much work LLVM has with a function: its prim IR's nodes,
+// the bodies of unrolled loops counted once per iteration.
+int64_t work(const loom::tir::Stmt& body) {
+  int64_t nodes = 0;
+  loom::tir::pre_order(
+      body,
+      [&](const loom::tir::Stmt& s) {
+        ++nodes;
+        const auto* loop = s.as<loom::tir::ForNode>();
+        const auto* extent = loop ? loop->extent.as<loom::tir::IntImmNode>() : nullptr;
+        if (!extent || loop->for_kind() != loom::tir::ForKind::kUnrolled) return true;
+        nodes += extent->value * work(loop->body);
+        return false;
+      },
+      [&](const loom::tir::PrimExpr&) {
+        ++nodes;
+        return true;
+      });
+  return nodes;
+}
+
+// The module's functions in `count` groups of about equal work (the
+// largest first, each to the lightest group), each group in module
+// order, so that a build divides the same way every time.
+std::vector<std::vector<size_t>> partition(const IRModule& module, const std::vector<std::string>& names,
+                                           size_t count) {
+  std::vector<int64_t> cost(names.size(), 1);
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (const auto* f = module.lookup(names[k]).as<loom::tir::PrimFuncNode>()) cost[k] = 1 + work(f->body);
+  }
+  std::vector<size_t> order(names.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  std::vector<std::vector<size_t>> groups(count);
+  std::vector<int64_t> load(count, 0);
+  for (size_t k : order) {
+    size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
+    groups[lightest].push_back(k);
+    load[lightest] += cost[k];
+  }
+  for (auto& group : groups) std::sort(group.begin(), group.end());
+  return groups;
+}
+
+// Generates, optimises and emits the module's functions in parts, one per
+// CPU this process may use (at most one per function), each part on its
+// own thread with its own LLVM context and target machine.  The error of
+// the first function in module order that fails is the one reported, as a
+// build in one part would.
 loom::runtime::Module build(const IRModule& module, const loom::target::Target& target) {
   backend::MachineOptions options = backend::machine_options(target->attrs);
-  auto machine = backend::make_machine(options);
-  llvm::LLVMContext context;
-  backend::GeneratedModule generated = backend::generate(module, context, *machine);
-  backend::optimize(*generated.module, *machine, options.opt_level);
+  std::vector<std::string> names = module.names();
+  size_t count = std::max<size_t>(1, std::min<size_t>(names.size(), loom::runtime::available_cpus()));
+  std::vector<std::vector<size_t>> groups = partition(module, names, count);
   auto node = loom::make_object<LLVMModuleNode>();
-  node->ir = backend::print_ir(*generated.module);
-  node->object = backend::emit_object(*generated.module, *machine);
-  node->functions = generated.functions;
+  node->objects.resize(count);
+  node->irs.resize(count);
+  std::vector<std::string> symbols(names.size());
+  // Per part: the index of the function that failed (or of the part when
+  // the failure is not one function's) and its exception.
+  std::vector<std::pair<size_t, std::exception_ptr>> failures(count, {names.size(), nullptr});
+  auto compile = [&](size_t part) {
+    size_t current = names.size();
+    try {
+      auto machine = backend::make_machine(options);
+      llvm::LLVMContext context;
+      std::unique_ptr<llvm::Module> generated = backend::new_module(context, *machine);
+      for (size_t k : groups[part]) {
+        current = k;
+        symbols[k] = backend::generate_function(*generated, module, names[k], *machine);
+      }
+      current = names.size();
+      backend::verify(*generated);
+      backend::optimize(*generated, *machine, options.opt_level);
+      node->irs[part] = backend::print_ir(*generated);
+      node->objects[part] = backend::emit_object(*generated, *machine);
+    } catch (...) {
+      failures[part] = {current, std::current_exception()};
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t part = 1; part < count; ++part) threads.emplace_back(compile, part);
+  compile(0);
+  for (std::thread& thread : threads) thread.join();
+  const std::pair<size_t, std::exception_ptr>* first = nullptr;
+  for (const auto& failure : failures)
+    if (failure.second && (!first || failure.first < first->first)) first = &failure;
+  if (first) std::rethrow_exception(first->second);
+  for (size_t k = 0; k < names.size(); ++k) node->functions.emplace_back(names[k], symbols[k]);
   node->options = options;
-  node->library = backend::jit_load(node->object, node->functions, "<llvm module>");
+  node->library = backend::jit_load(node->objects, node->functions, "<llvm module>");
   node->library->bind(node.get());
   return loom::runtime::Module(node);
 }
