@@ -212,6 +212,9 @@ class StageScheduler {
   static const ForNode* block_loop(const std::vector<const ForNode*>& chain, size_t spatial, const ForNode* i);
   // Multiply-adds per cycle of a ti x tj tile by tile_shape's model.
   static double tile_rate(int64_t ti, int64_t tj, bool own_rows = false);
+  // The same over `extent` rows in tiles of ti, a guarded last tile's idle
+  // rows counted against it.
+  static double rows_rate(int64_t extent, int64_t ti, int64_t tj, bool own_rows = false);
   // The register tile with the most multiply-adds per cycle by the model.
   std::pair<int64_t, int64_t> tile_shape(int64_t extent, int64_t vectors, bool own_rows = false,
                                          bool tails = false) const;

@@ -10,6 +10,7 @@
 #include "pair_products.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 namespace loom::loop::auto_schedule {
@@ -168,6 +169,10 @@ std::string StageScheduler::fuse_short_rows(const std::string& root) {
 // restores it.
 bool StageScheduler::tile(const std::string& nest) {
   std::string root = fuse_short_rows(nest);
+  // The function the analysis below reads (the loops in `chain`, `i`, `j`,
+  // the operands' loads): held, so those nodes live on while the
+  // schedule rewrites it (reorders, packs).
+  PrimFunc analysed = s_.func();
   std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
   // The spatial loops end where the body becomes a sequence (init, ...).
   size_t spatial = chain.size();
@@ -219,6 +224,40 @@ bool StageScheduler::tile(const std::string& nest) {
     if (shared && used && extent && *extent > 1) i = chain[k];
   }
   bool rows = i != nullptr;
+  // A short row of pixels (a convolution over a 7x7 map, channels last
+  // or in channel blocks: 7 rows, so 7 x 1 tiles of 7 accumulators) is
+  // fused with the loop over the output's rows outside it into one axis
+  // of pixels, which takes any tile with a guarded last one (49 pixels:
+  // 5 x 2, 10 accumulators), where the model rates that tile a quarter
+  // above the row's best (as for a guarded tail; a 14-pixel row's 2 x 4
+  // stays); the weights' panels then pass over all the pixels once
+  // instead of once per output row.  (Not in an NCHW convolution's
+  // channel tile, whose accumulator is one row's tile, laid out apart.)
+  bool pixel_rows = false;
+  auto row = rows && spatial >= 3 && i == chain[spatial - 2] ? const_int(i->extent) : std::nullopt;
+  auto outside = row ? const_int(chain[spatial - 3]->extent) : std::nullopt;
+  auto width = const_int(j->extent);
+  if (row && outside && *outside > 1 && width && !channel_mode_) {
+    int64_t lanes = lanes_for(j->body);
+    const ForNode* blocks = *width == lanes ? block_loop(chain, spatial, i) : nullptr;
+    auto columns = blocks ? const_int(blocks->extent) : std::optional<int64_t>((*width + lanes - 1) / lanes);
+    auto rate = [&](int64_t extent, bool tails) {
+      auto [ti, tj] = tile_shape(extent, *columns, false, tails);
+      return rows_rate(extent, ti, tj);
+    };
+    std::string h = chain[spatial - 3]->loop_var->name, fused;
+    if (columns && rate(*row * *outside, true) > 1.25 * rate(*row, false) && decide("tile.pixel_rows", true) &&
+        attempt([&] { fused = s_.fuse(h, i->loop_var->name); })) {
+      if (h == root) root = fused;
+      analysed = s_.func();
+      chain = perfect_nest(find(s_, root));
+      --spatial;
+      j = chain[spatial - 1];
+      jv = j->loop_var.get();
+      i = chain[spatial - 2];
+      pixel_rows = true;
+    }
+  }
   if (!i) i = chain[spatial - 2];
   int lanes = lanes_for(j->body);
   auto ei = const_int(i->extent), ej = const_int(j->extent);
@@ -261,7 +300,7 @@ bool StageScheduler::tile(const std::string& nest) {
   const ForNode* blocks = rows && vectors == 1 && *ej == lanes ? block_loop(chain, spatial, i) : nullptr;
   if (blocks && !decide("tile.blocks", true)) blocks = nullptr;
   int64_t columns = blocks ? *const_int(blocks->extent) : vectors;
-  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, columns, own_rows, !window && rows)
+  auto [ti, tj] = rows || own_rows ? tile_shape(*ei, columns, own_rows, (!window || pixel_rows) && rows)
                                    : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && vector_bits_ >= 512 ? 4
                                                                     : vectors % 2 == 0                      ? 2
                                                                                                             : 1};
@@ -563,6 +602,11 @@ double StageScheduler::tile_rate(int64_t ti, int64_t tj, bool own_rows) {
   return std::min({2.0, 2.0 * fmas / loads, fmas / 5.0});
 }
 
+double StageScheduler::rows_rate(int64_t extent, int64_t ti, int64_t tj, bool own_rows) {
+  int64_t tiles = (extent + ti - 1) / ti;
+  return tile_rate(ti, tj, own_rows) * static_cast<double>(extent) / static_cast<double>(tiles * ti);
+}
+
 // The register tile, ti rows by tj vectors, for `extent` rows and
 // `vectors` vectors (ti and tj divide them).  Its accumulators, tj
 // vectors of the right operand and a broadcast of the left fit the
@@ -578,7 +622,8 @@ double StageScheduler::tile_rate(int64_t ti, int64_t tj, bool own_rows) {
 // 2 x 4, 8 rows of 8 vectors 4 x 2.  With `own_rows` (a depthwise
 // convolution channels last: its rows are pixels, each reading its own
 // input, sharing the weight) a step loads ti x tj + tj values.  With
-// `tails` (a matmul-like nest) the rows may end in a guarded tile.
+// `tails` (a matmul-like nest, or a convolution's pixels fused into one
+// axis) the rows may end in a guarded tile.
 std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t vectors, bool own_rows,
                                                        bool tails) const {
   int64_t registers = vector_bits_ >= 512 ? 32 : 16;
@@ -592,8 +637,7 @@ std::pair<int64_t, int64_t> StageScheduler::tile_shape(int64_t extent, int64_t v
       if (vectors % tj != 0) continue;
       for (int64_t ti : {1, 2, 3, 4, 5, 6, 7, 8}) {
         if (ti * tj + tj + 1 > registers || (extent % ti != 0 && (!any_rows || extent < ti))) continue;
-        int64_t tiles = (extent + ti - 1) / ti;
-        double rate = tile_rate(ti, tj, own_rows) * static_cast<double>(extent) / static_cast<double>(tiles * ti);
+        double rate = rows_rate(extent, ti, tj, own_rows);
         int64_t size = ti * tj, best_size = best.first * best.second;
         int64_t loads = ti + tj, best_loads = best.first + best.second;
         bool tie = rate > best_rate - 1e-9;
