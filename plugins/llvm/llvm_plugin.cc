@@ -19,6 +19,7 @@
 #include <exception>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -146,9 +147,18 @@ loom::runtime::Module build(const IRModule& module, const loom::target::Target& 
       failures[part] = {current, std::current_exception()};
     }
   };
+  // A part whose thread cannot start (a process at its thread limit) runs
+  // on this one.
   std::vector<std::thread> threads;
-  for (size_t part = 1; part < count; ++part) threads.emplace_back(compile, part);
-  compile(0);
+  std::vector<size_t> here{0};
+  for (size_t part = 1; part < count; ++part) {
+    try {
+      threads.emplace_back(compile, part);
+    } catch (const std::system_error&) {
+      here.push_back(part);
+    }
+  }
+  for (size_t part : here) compile(part);
   for (std::thread& thread : threads) thread.join();
   const std::pair<size_t, std::exception_ptr>* first = nullptr;
   for (const auto& failure : failures)
