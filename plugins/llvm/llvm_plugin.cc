@@ -52,14 +52,14 @@ class LLVMModuleNode : public loom::runtime::HostCodeModuleNode {
     if (format != "ll" && format != "asm" && format != "s")
       LOOM_THROW(Error) << "llvm module: no source format '" << format << "' (it has: ll, asm)";
     std::string text;
+    if (format == "ll") {
+      for (const std::string& ir : irs) text += ir;
+      return text;
+    }
+    auto machine = backend::make_machine(options);
     for (const std::string& ir : irs) {
-      if (format == "ll") {
-        text += ir;
-        continue;
-      }
       llvm::LLVMContext context;
       auto module = backend::parse_ir(ir, context);
-      auto machine = backend::make_machine(options);
       text += backend::emit_assembly(*module, *machine);
     }
     return text;
