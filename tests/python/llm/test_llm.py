@@ -304,6 +304,35 @@ def test_quantized_weights_compute_exactly_with_their_dequantized_values(arch, q
     close(again.forward(ids[:4]), want[:4])
 
 
+def int4_reference(x, packed, scales, group):
+    """dense_int4 in NumPy (float64): byte c of group g holds elements
+    g * G + c (low nibble) and g * G + c + G / 2 (high), each minus 8,
+    times the group's scale."""
+    n, half = packed.shape[0], group // 2
+    g = packed.reshape(n, -1, half).astype(np.int64)
+    q = np.concatenate([g & 15, g >> 4], axis=2) - 8  # (n, groups, G)
+    w = (q * scales[:, :, None].astype(np.float64)).reshape(n, -1)
+    return x.astype(np.float64) @ w.T
+
+
+@pytest.mark.parametrize("group, n, k", [(32, 64, 96), (2, 20, 6), (64, 40, 128), (256, 24, 512), (32, 256, 768)])
+def test_the_int4_dense_matches_numpy_over_any_row_count(group, n, k):
+    # Rows as a constant 1 (a batch of one: its own tile), a constant 3,
+    # and a symbolic count run at 1, 5 and 37 (blocks of rows and a tail
+    # over the same panels); column counts that are not whole vectors.
+    from loom import graph, op, tir
+    rng = np.random.default_rng(group + n)
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    scales = rng.uniform(0.5, 2, (n, k // group)).astype(np.float32)
+    for rows, runs in [(1, [1]), (3, [3]), (tir.Var("r"), [1, 5, 37])]:
+        x = graph.Var("x", shape=(rows, k))
+        y = op.dense_int4(x, graph.Constant(packed), graph.Constant(scales), group_size=group)
+        f = loom.build(loom.IRModule({"main": graph.Function([x], y)}), HOST)["main"]
+        for m in runs:
+            xv = rng.standard_normal((m, k)).astype(np.float32)
+            close(f(xv).numpy(), int4_reference(xv, packed, scales, group))
+
+
 def test_quantized_weights_are_smaller():
     cfg = ref.llama_config(intermediate_size=256, hidden_size=128, vocab_size=512, num_hidden_layers=1)
     w = ref.random_weights(cfg)

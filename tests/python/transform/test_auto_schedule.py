@@ -103,6 +103,22 @@ def test_a_dense_over_a_batch_of_one_with_a_residual_is_register_tiled():
     close(loom.build(mod, CONFIG)["main"](x, r).numpy(), x @ w.T + b + r)
 
 
+def test_a_single_row_int4_dense_takes_four_vectors_of_columns():
+    # One row, so no rows to tile: a step of an int4 dense reads 32 inputs,
+    # each multiplied by a converted weight, and four vectors of columns
+    # (not the two of a plain one) share those loads.  Scheduled for AVX2
+    # (8 lanes) whatever this machine has.
+    k, n = 768, 128
+    xv = graph.Var("x", shape=(1, k))
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
+    mod = loom.IRModule({"main": graph.Function([xv], op.dense_int4(xv, graph.Constant(packed),
+                                                                    graph.Constant(scales)))})
+    text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
+    assert '"1": "0 // 32, 1, 0 % 32"' in text, text
+    assert re.search(r"extent 4 unrolled \{\s*for %\w+: int64 from 0 extent 8 vectorized", text), text
+
+
 def test_a_pointwise_convolution_over_a_small_map_vectorizes_the_whole_map_with_its_epilogue():
     # 1x1 convolution, 7x7 map (MobileNetV2's last layers): the rows and
     # columns are fused into one vector axis of 49 values, and bias and
