@@ -302,8 +302,8 @@ bool StageScheduler::tile(const std::string& nest) {
   const ForNode* blocks = rows && vectors == 1 && *ej == lanes ? block_loop(chain, spatial, i) : nullptr;
   if (blocks && !decide("tile.blocks", true)) blocks = nullptr;
   int64_t columns = blocks ? *const_int(blocks->extent) : vectors;
-  // A step that reads several values of the shared input (a group of
-  // int4 weights: 32 inputs, each converted weight multiplied by one)
+  // A step with more than two loads that do not vary along j (a group
+  // of int4 weights: 32 inputs, each converted weight multiplied by one)
   // takes four vectors where they divide, so that those loads and the
   // work on them (broadcasts, a group's offset) serve twice the columns
   // (one-row int4 denses of a LLaMA layer's shapes, streamed from

@@ -368,9 +368,9 @@ void register_linalg_ops() {
         return dense_result(x, w.shape[0]);
       },
       [](const graph::CallNode& call) {
-        // One reduction step per group of G elements (or per part of a
+        // One reduction step per group q of G elements (or per part of a
         // long group, at most 64 bytes): its bytes c, each holding elements
-        // g * G + c (low nibble) and that + G/2 (high), summed inside the
+        // q * G + c (low nibble) and that + G/2 (high), summed inside the
         // step and scaled once: s * (sum_c (x_lo * lo + x_hi * hi) +
         // offset), two multiply-adds per byte in four interleaved chains
         // (consecutive ones do not wait on each other).  The offset, -8

@@ -315,22 +315,28 @@ def int4_reference(x, packed, scales, group):
     return x.astype(np.float64) @ w.T
 
 
-@pytest.mark.parametrize("group, n, k", [(32, 64, 96), (2, 20, 6), (64, 40, 128), (256, 24, 512), (32, 256, 768)])
+@pytest.mark.parametrize("group, n, k", [(32, 64, 96), (2, 20, 6), (10, 16, 40), (64, 40, 128), (160, 16, 320),
+                                         (256, 24, 512), (32, 256, 768)])
 def test_the_int4_dense_matches_numpy_over_any_row_count(group, n, k):
     # Rows as a constant 1 (a batch of one: its own tile), a constant 3,
     # and a symbolic count run at 1, 5 and 37 (blocks of rows and a tail
-    # over the same panels); column counts that are not whole vectors.
+    # over the same panels); x of rank 1 and of rank 3 with two symbolic
+    # leading dimensions; column counts that are not whole vectors;
+    # groups whose half is not a power of two or longer than a step.
     from loom import graph, op, tir
     rng = np.random.default_rng(group + n)
     packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
     scales = rng.uniform(0.5, 2, (n, k // group)).astype(np.float32)
-    for rows, runs in [(1, [1]), (3, [3]), (tir.Var("r"), [1, 5, 37])]:
-        x = graph.Var("x", shape=(rows, k))
+    b, s = tir.Var("b"), tir.Var("s")
+    for shape, runs in [((1, k), [(1, k)]), ((3, k), [(3, k)]), ((tir.Var("r"), k), [(1, k), (5, k), (37, k)]),
+                        ((k,), [(k,)]), ((b, s, k), [(2, 3, k), (1, 1, k)])]:
+        x = graph.Var("x", shape=shape)
         y = op.dense_int4(x, graph.Constant(packed), graph.Constant(scales), group_size=group)
         f = loom.build(loom.IRModule({"main": graph.Function([x], y)}), HOST)["main"]
-        for m in runs:
-            xv = rng.standard_normal((m, k)).astype(np.float32)
-            close(f(xv).numpy(), int4_reference(xv, packed, scales, group))
+        for run in runs:
+            xv = rng.standard_normal(run).astype(np.float32)
+            want = int4_reference(xv.reshape(-1, k), packed, scales, group).reshape(run[:-1] + (n,))
+            close(f(xv).numpy(), want)
 
 
 def test_quantized_weights_are_smaller():

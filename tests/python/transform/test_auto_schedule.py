@@ -117,6 +117,15 @@ def test_a_single_row_int4_dense_takes_four_vectors_of_columns():
     text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
     assert '"1": "0 // 32, 1, 0 % 32"' in text, text
     assert re.search(r"extent 4 unrolled \{\s*for %\w+: int64 from 0 extent 8 vectorized", text), text
+    # and the tile computes the dense (weights as dequantized in NumPy)
+    q = np.concatenate([packed.reshape(n, -1, 16) & 15, packed.reshape(n, -1, 16) >> 4], axis=2).astype(np.int64)
+    w = ((q - 8) * scales[:, :, None].astype(np.float64)).reshape(n, k)
+    x = f32(1, k)
+    close(loom.build(mod, CONFIG)["main"](x).numpy(), x.astype(np.float64) @ w.T)
+    # A float dense of one row keeps partial sums (no panels of columns).
+    dense = loom.IRModule({"main": graph.Function([xv], op.dense(xv, graph.Constant(f32(n, k))))})
+    text = scheduled(loom.ir.with_attr(dense, "target", loom.target.Target("llvm", mcpu="haswell")))
+    assert "param_layouts" not in text, text
 
 
 def test_a_pointwise_convolution_over_a_small_map_vectorizes_the_whole_map_with_its_epilogue():
