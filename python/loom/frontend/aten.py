@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .. import _core, graph, op
+from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
 
 REGISTRY = Registry("PyTorch (aten)")
@@ -726,7 +726,7 @@ def _static(ctx, x, what="the input"):
 @aten("view", "reshape", "_unsafe_view", "_reshape_alias", "view_copy")
 def _view(ctx, node, x, shape, *rest):
     x = _t(ctx, x)
-    return op.reshape(x, shape=[int(s) for s in shape])
+    return op.reshape(x, shape=[int(s) if isinstance(s, (int, np.integer)) else s for s in shape])
 
 
 @aten("as_strided", "as_strided_", "as_strided_copy")
@@ -812,10 +812,19 @@ def _expand(ctx, node, x, size, *rest):
     current = list(ctx.shape(x))
     size = list(size)
     padded = [1] * (len(size) - len(current)) + current
-    target = [c if s == -1 else s for s, c in zip(size, padded)]
-    if not all(isinstance(d, int) for d in target):
+    target = [c if isinstance(s, (int, np.integer)) and s == -1 else s for s, c in zip(size, padded)]
+    if len(size) == len(current) and all(_same_dim(t, c) for t, c in zip(target, current)):
+        return x  # x's own shape (a symbolic trace's matmul expands its operands so)
+    if not all(isinstance(d, (int, np.integer)) for d in target):
         raise Unsupported("expanding to a symbolic shape")
     return op.broadcast_to(x, shape=[int(d) for d in target])
+
+
+def _same_dim(a, b):
+    """Whether two dimensions (ints or tir expressions) are the same."""
+    if isinstance(a, (int, np.integer)) or isinstance(b, (int, np.integer)):
+        return isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) and int(a) == int(b)
+    return str(a) == str(b)
 
 
 @aten("repeat")
@@ -1174,8 +1183,25 @@ def _zero(ctx, node, x):
     return op.broadcast_to(ctx.const(0, x), shape=_static(ctx, x))
 
 
+def _is_dimension(v):
+    """Whether v is a symbolic dimension (a tir expression from a symbolic
+    trace's shape arithmetic)."""
+    return tir.is_node(v, "tir.PrimExpr")
+
+
 @aten("arange")
 def _arange(ctx, node, *args, dtype=None, **kwargs):
+    symbolic = [a for a in args if _is_dimension(a)]
+    if symbolic:
+        # arange(n), arange(start, n[, step]) up to a symbolic length n (a
+        # symbolic trace's positions): Loom's arange by its length.
+        bounds = [a for a in args if _is_dimension(a) or (isinstance(a, int) and not isinstance(a, bool))]
+        start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (tuple(bounds) + (1,))[:3]
+        if _is_dimension(start) or _is_dimension(step) or not isinstance(step, int) or step <= 0:
+            raise Unsupported("arange with a symbolic start or step (a symbolic end, integer start and step > 0, "
+                              "is)")
+        extent = end - start if step == 1 else tir.max(tir.floordiv(end - start + (step - 1), step), 0)
+        return op.arange(extent=extent, start=float(start), step=float(step), dtype=dtype_name(dtype) or "int64")
     numbers = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
     if len(args) > 3 and dtype is None and isinstance(args[-4], int):  # TorchScript: (start, end, step, dtype, ...)
         dtype = args[-4]

@@ -99,8 +99,9 @@ def from_fx(module, example_inputs, *, params="constants", eval=False, dynamic_a
     which imports it in eval mode (and leaves its mode as it was).
     dynamic_axes={input index: {axis: name}} makes those dimensions
     symbolic (one variable per name), as torch.onnx.export's argument does;
-    only the module-level graph takes them (the aten graph is recorded at
-    the example's shapes)."""
+    the aten graph then comes from make_fx's symbolic tracing (PyTorch's
+    shape arithmetic recorded), and a module whose Python code branches on
+    a dynamic dimension is refused."""
     if params not in ("constants", "inputs"):
         raise _core.TypeError(f"from_fx: params must be 'constants' or 'inputs', got {params!r}")
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
@@ -109,11 +110,8 @@ def from_fx(module, example_inputs, *, params="constants", eval=False, dynamic_a
         traced, missing = _symbolic(module, examples)
         if dynamic_axes:
             if traced is None or missing:
-                why = ("torch.fx cannot trace it symbolically" if traced is None else
-                       "its module-level graph has no converter for " + ", ".join(sorted({k for k, _ in missing})))
-                raise _core.TypeError(f"from_fx: dynamic_axes needs the module-level graph, and {why}; the aten "
-                                      "graph is recorded at the example inputs' shapes: import with static shapes "
-                                      "(docs/frontends.md, \"The PyTorch importer\")")
+                return from_aten(module, examples, params=params, why=missing if traced is not None else None,
+                                 shapes=shapes)
             return _convert_fx(traced, examples, params, shapes)
         if traced is None or missing:
             return from_aten(module, examples, params=params,
@@ -297,7 +295,6 @@ def _flat(value):
 def aten_graph(module, examples):
     """The functionalized aten graph of `module` on the example inputs
     (make_fx, real tensors)."""
-    import torch
     from torch.fx.experimental.proxy_tensor import make_fx
     try:
         from functorch import functionalize
@@ -310,13 +307,170 @@ def aten_graph(module, examples):
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
 
 
-def from_aten(module, examples, *, params="constants", why=None):
-    """Imports `module` through its aten graph (see from_fx)."""
+def aten_graph_symbolic(module, examples, shapes):
+    """The aten graph of `module` with the dimensions `shapes` makes
+    variables symbolic (make_fx's symbolic tracing, the parameters and
+    buffers passed in), and the names of those state tensors in the order
+    of the graph's first placeholders.  Each dynamic dimension is traced at
+    a size of its own that no static dimension has (PyTorch gives equal
+    sizes one symbol).  Refused: a module whose traced code compares a
+    dynamic dimension in a way that comes out otherwise for some size from
+    2 up (a guard), and one whose graph differs when traced again at other
+    sizes (a size turned into a Python int: an arange's length)."""
+    first, sizes = _trace_symbolic(module, examples, shapes, set())
+    again, _ = _trace_symbolic(module, examples, shapes, set(sizes.values()))
+    difference = _graph_difference(first[0], again[0])
+    if difference:
+        names = sorted({d.name for shape in shapes for d in shape if not isinstance(d, int)})
+        raise _core.TypeError(f"from_fx: the module's graph depends on the value of {', '.join(names)} ({difference} "
+                              "differs between two sizes): import with static shapes")
+    return first
+
+
+def _trace_symbolic(module, examples, shapes, avoid):
+    """((graph module, state names), {name: size traced}) of one symbolic
+    trace, no dynamic size in `avoid` (see aten_graph_symbolic)."""
     import torch
-    gm = aten_graph(module, examples)
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.nn.utils import stateless
+    state = dict(module.named_parameters())
+    state.update(module.named_buffers())
+    used = {int(d) for t in list(examples) + list(state.values()) for d in t.shape} | set(avoid)
+    for shape in shapes:
+        used.update(d for d in shape if isinstance(d, int))
+    sizes, traced_inputs = {}, []
+    for e, shape in zip(examples, shapes):
+        dims = []
+        for d, given in zip(shape, e.shape):
+            if isinstance(d, int):
+                dims.append(d)
+                continue
+            if d.name not in sizes:
+                size = max(int(given), 2)  # PyTorch specialises sizes 0 and 1
+                while size in used:
+                    size += 1
+                used.add(size)
+                sizes[d.name] = size
+            dims.append(sizes[d.name])
+        traced_inputs.append(torch.zeros(dims, dtype=e.dtype))
+
+    single = []
+
+    def run(state, *inputs):
+        out = stateless.functional_call(module, state, inputs)
+        single.append(isinstance(out, torch.Tensor))
+        return out
+
+    try:
+        gm = make_fx(run, tracing_mode="symbolic")(state, *traced_inputs)
+    except Exception as e:  # PyTorch's own error while tracing
+        raise _core.TypeError(f"from_fx: PyTorch could not trace the module symbolically for dynamic_axes "
+                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    # The symbols of the dimensions: a dynamic one's name, a static one's
+    # value.  A comparison PyTorch recorded (a guard) that names a dynamic
+    # dimension is a test of its value, the module's (`if n > 4`) or
+    # PyTorch's own (a reshape's copy of a transposed tensor for more than
+    # one row): refused where it would not come out as it did for some
+    # size from 2 up (sizes 0 and 1 PyTorch treats apart itself, and its
+    # own tests there choose strides, which Loom does not have).  The
+    # inputs' contiguity, on strides, is not the module's.
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"][len(state):]
+    symbols, statics = {}, {}
+    for n, shape in zip(placeholders, shapes):
+        for d, traced in zip(shape, n.meta["val"].shape):
+            node = traced.get_pyobj() if hasattr(traced, "get_pyobj") else getattr(traced, "node", None)
+            expr = getattr(node, "expr", None)
+            if expr is None:
+                continue
+            if isinstance(d, int):
+                statics[expr] = d
+            else:
+                symbols[expr] = d.name
+    trials = [2, 3, 4, 5, 7, 8, 16, 31, 64, 100, 127, 128, 129, 1000, 4096]
+    for guard in getattr(getattr(gm, "shape_env", None), "guards", []):
+        expr, value = guard[0], guard[1]
+        comparison = isinstance(value, bool) or bool(getattr(value, "is_Boolean", False))
+        free = getattr(expr, "free_symbols", set())
+        if not comparison or any("stride" in str(f) for f in free):
+            continue
+        left = expr.subs(statics) if statics else expr
+        dynamic = [f for f in getattr(left, "free_symbols", set()) if f in symbols]
+        if not dynamic:
+            continue
+        for trial in trials:
+            try:
+                holds = bool(left.subs({f: trial for f in dynamic})) == bool(value)
+            except TypeError:  # undecided (another symbol): not known to hold
+                holds = False
+            if not holds:
+                named = sorted({symbols[f] for f in dynamic})
+                raise _core.TypeError(f"from_fx: the traced code compares the dynamic dimension"
+                                      f"{'s' * (len(named) > 1)} {', '.join(named)} ({expr}: not so at {trial}), so "
+                                      "a graph traced at one size would not hold for others: import with static "
+                                      "shapes, or move the test out of the module")
+    gm.loom_single_output = bool(single and single[0])  # make_fx returns a lone tensor in a list
+    return (gm, list(state)), sizes
+
+
+def _graph_difference(a, b):
+    """The first node (as 'aten::x \'name\'') where two traces of one module
+    differ in operator or in a constant argument, or None."""
+    import torch
+    nodes_a, nodes_b = list(a.graph.nodes), list(b.graph.nodes)
+    if len(nodes_a) != len(nodes_b):
+        return f"its number of nodes ({len(nodes_a)} against {len(nodes_b)})"
+    position = {n: k for k, n in enumerate(nodes_a)}
+    position.update({n: k for k, n in enumerate(nodes_b)})
+    for na, nb in zip(nodes_a, nodes_b):
+        leaves_a, leaves_b = [], []
+        torch.fx.node.map_aggregate((na.args, na.kwargs), leaves_a.append)
+        torch.fx.node.map_aggregate((nb.args, nb.kwargs), leaves_b.append)
+        key = lambda v: ("node", position[v]) if isinstance(v, torch.fx.Node) else v  # noqa: E731
+        if na.op != nb.op or na.target != nb.target or [key(v) for v in leaves_a] != [key(v) for v in leaves_b]:
+            return f"{_aten_kind(na.target)} '{na.name}'"
+    return None
+
+
+_INT_ARITHMETIC = (operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg)
+
+
+def _shape_kind(target):
+    """'size', 'numel' or 'arithmetic' for a node of PyTorch's symbolic
+    shape arithmetic (a tensor's dimension, its count of elements, integer
+    operators over them), else None."""
+    import torch
+    if target in _INT_ARITHMETIC:
+        return "arithmetic"
+    packet = getattr(target, "overloadpacket", target)
+    for kind in ("size", "numel"):
+        if packet is getattr(torch.ops.aten, f"sym_{kind}", None):
+            return kind
+    return None
+
+
+def _shape_value(ctx, kind, args):
+    """A tensor's dimension (kind 'size') or count of elements ('numel')
+    over Loom's dimensions (ints and tir expressions)."""
+    dims = ctx.shape(aten._t(ctx, args[0]))
+    if kind == "size":
+        return dims[args[1]]
+    total = 1
+    for d in dims:
+        total = total * d
+    return total
+
+
+def from_aten(module, examples, *, params="constants", why=None, shapes=None):
+    """Imports `module` through its aten graph (see from_fx); `shapes`:
+    the inputs' shapes with symbolic dimensions (from_fx's dynamic_axes)."""
+    import torch
+    if shapes is None:
+        gm, state = aten_graph(module, examples), []
+    else:
+        gm, state = aten_graph_symbolic(module, examples, shapes)
     calls = []
     for n in gm.graph.nodes:
-        if n.op == "call_function" and n.target is not operator.getitem:
+        if n.op == "call_function" and n.target is not operator.getitem and _shape_kind(n.target) is None:
             calls.append((_aten_kind(n.target), n.name))
     missing = [(kind, name) for kind, name in calls if aten.find(kind) is None]
     if missing:
@@ -329,10 +483,22 @@ def from_aten(module, examples, *, params="constants", why=None):
                         ", ".join(sorted({k for k, _ in why})) + "; its aten graph was tried instead)")
             raise UnsupportedOperatorError(str(e) + note) from None
     ctx = Context()
-    values, inputs, weights, params_out, param_vars = {}, [], {}, [], {}
+    values, inputs, weights, params_out = {}, [], {}, []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for k, (n, example) in enumerate(zip(placeholders, examples)):
-        var = aten.input_var(f"input{k}", example, f"from_fx: input {k}")
+    tensors = dict(module.named_parameters())
+    tensors.update(module.named_buffers())
+    for n, name in zip(placeholders, state):  # parameters and buffers, passed in (symbolic tracing)
+        obj = tensors[name]
+        array = _numpy(obj)
+        if params == "inputs" and isinstance(obj, torch.nn.Parameter):
+            var = graph.Var(name.replace(".", "_"), shape=array.shape, dtype=str(array.dtype))
+            params_out.append(var)
+            weights[name.replace(".", "_")] = array
+            values[n] = var
+        else:
+            values[n] = array
+    for k, (n, example) in enumerate(zip(placeholders[len(state):], examples)):
+        var = aten.input_var(f"input{k}", example, f"from_fx: input {k}", shapes[k] if shapes else None)
         inputs.append(var)
         values[n] = var
     result = None
@@ -352,9 +518,18 @@ def from_aten(module, examples, *, params="constants", why=None):
             continue
         if n.op == "output":
             result = torch.fx.node.map_arg(n.args[0], lambda a: values[a])
+            if getattr(gm, "loom_single_output", False) and isinstance(result, (list, tuple)) and len(result) == 1:
+                result = result[0]
             break
         args = torch.fx.node.map_arg(n.args, lambda a: values[a])
         kwargs = torch.fx.node.map_arg(n.kwargs, lambda a: values[a])
+        shape_kind = _shape_kind(n.target) if n.op == "call_function" else None
+        if shape_kind == "arithmetic":
+            values[n] = n.target(*args)
+            continue
+        if shape_kind is not None:  # a dimension of a tensor, or its count of elements
+            values[n] = _shape_value(ctx, shape_kind, args)
+            continue
         if n.target is operator.getitem:
             values[n] = args[0][args[1]]
             if values[n] is None and n.users:

@@ -127,23 +127,97 @@ def test_multihead_attention_unpacked_in_forward_gives_the_output_and_the_weight
         assert np.all(got[1].numpy()[..., -1] == 0)  # the padded key gets no weight
 
 
-def test_dynamic_axes_are_checked_and_need_the_module_level_graph():
+def test_dynamic_axes_are_checked():
     with pytest.raises(loom.TypeError, match=re.escape("from_fx: dynamic_axes has the entry 1: {0: 'b'}; it needs an "
                                                        "input's index (0 to 0)")):
         lfx.from_fx(torch.nn.ReLU(), [torch.randn(2, 3)], dynamic_axes={1: {0: "b"}})
     with pytest.raises(loom.TypeError, match=re.escape("from_fx: dynamic_axes of input 0 (rank 2) has 2: 'b'")):
         lfx.from_fx(torch.nn.ReLU(), [torch.randn(2, 3)], dynamic_axes=[{2: "b"}])
+    mod = lfx.from_fx(torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU()), [torch.randn(2, 3)],
+                      dynamic_axes={0: {0: "batch"}})
+    assert str(mod.functions["main"].params[0].annotation) == "Tensor[(%batch, 3), float32]"
 
+
+class SelfAttention(torch.nn.Module):
+    """Attention over (batch, length, features) whose forward torch.fx
+    cannot trace symbolically (control flow on the rank, a shape unpacked),
+    so from_fx takes its aten graph, traced symbolically for dynamic_axes."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+        self.out, self.norm, self.heads = torch.nn.Linear(d, d), torch.nn.LayerNorm(d), heads
+        self.scale = (d // heads) ** -0.5
+        self.register_buffer("offset", torch.randn(d))
+
+    def split(self, t, b, n, d):
+        return t.reshape(b, n, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, x):
+        if x.dim() == 2:
+            x = x.unsqueeze(0)
+        b, n, d = x.shape
+        z = self.norm(x)
+        q, k, v = (self.split(f(z), b, n, d) for f in (self.q, self.k, self.v))
+        a = (q @ k.transpose(-2, -1)) * self.scale
+        y = (a.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d)
+        positions = torch.arange(n).reshape(1, n, 1) * 0.01
+        return x + self.out(torch.nn.functional.gelu(y)) + positions + self.offset
+
+
+@pytest.mark.parametrize("params", ["constants", "inputs"])
+def test_dynamic_axes_through_the_aten_graph_traced_symbolically(params):
+    torch.manual_seed(0)
+    module = SelfAttention().eval()
+    with pytest.raises(torch.fx.proxy.TraceError):
+        torch.fx.symbolic_trace(module)
+    got = lfx.from_fx(module, [torch.randn(2, 7, 32)], dynamic_axes={0: {0: "b", 1: "n"}}, params=params)
+    mod, weights = got if params == "inputs" else (got, {})
+    assert str(mod.functions["main"].params[0].annotation) == "Tensor[(%b, %n, 32), float32]"
+    assert sorted(weights) == ([] if params == "constants" else sorted(
+        name.replace(".", "_") for name, _ in module.named_parameters()))
+    lib = loom.build(mod, HOST)
+    for b, n in ((2, 7), (1, 1), (3, 19), (1, 64)):
+        x = torch.randn(b, n, 32)
+        with torch.no_grad():
+            want = module(x).numpy()
+        got = lib["main"](x.numpy(), *weights.values()).numpy()
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), (b, n)
+
+
+def test_a_module_whose_code_tests_a_dynamic_dimension_is_refused():
     class Shuffle(torch.nn.Module):  # unpacks a shape: fx cannot trace it symbolically
         def forward(self, x):
             n, c = x.shape
             return x.reshape(n, 2, c // 2).transpose(1, 2).reshape(n, c)
-    with pytest.raises(loom.TypeError, match=re.escape("from_fx: dynamic_axes needs the module-level graph, and "
-                                                       "torch.fx cannot trace it symbolically")):
-        lfx.from_fx(Shuffle(), [torch.randn(2, 4)], dynamic_axes={0: {0: "batch"}})
-    mod = lfx.from_fx(torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU()), [torch.randn(2, 3)],
-                      dynamic_axes={0: {0: "batch"}})
-    assert str(mod.functions["main"].params[0].annotation) == "Tensor[(%batch, 3), float32]"
+    mod = lfx.from_fx(Shuffle(), [torch.randn(2, 4)], dynamic_axes={0: {0: "batch"}})
+    lib = loom.build(mod, HOST)
+    for b in (1, 5):
+        x = torch.randn(b, 4)
+        np.testing.assert_array_equal(lib["main"](x.numpy()).numpy(), Shuffle()(x).numpy())
+
+    class Branch(torch.nn.Module):
+        def forward(self, x):
+            n, c = x.shape
+            return x * 2 if c > 4 else x + 1
+    with pytest.raises(loom.TypeError, match=re.escape("from_fx: the traced code compares the dynamic dimension "
+                                                       "c (") + ".*so a graph traced at one size would not hold"):
+        lfx.from_fx(Branch(), [torch.randn(2, 6)], dynamic_axes={0: {1: "c"}})
+
+    class Ones(torch.nn.Module):  # the length made a Python int (PyTorch 1.13 refuses it while tracing)
+        def forward(self, x):
+            return x + torch.ones(int(x.shape[1]))
+    with pytest.raises(loom.TypeError, match=re.escape("from_fx: PyTorch could not trace the module symbolically "
+                                                       "for dynamic_axes (")):
+        lfx.from_fx(Ones(), [torch.randn(2, 3)], dynamic_axes={0: {1: "c"}})
+    # Where PyTorch makes the int silently (later versions), the two traces
+    # at two sizes differ: the difference names the node.
+    from torch.fx.experimental.proxy_tensor import make_fx
+    a = make_fx(lambda x: x + torch.ones(3))(torch.randn(3))
+    b = make_fx(lambda x: x + torch.ones(4))(torch.randn(4))
+    assert lfx._graph_difference(a, b) == "aten::ones 'ones'"
+    assert lfx._graph_difference(a, a) is None
 
 
 def test_a_small_network_with_functions_methods_and_weights_as_parameters():
