@@ -324,7 +324,7 @@ def aten_graph_symbolic(module, examples, shapes):
         names = sorted({d.name for shape in shapes for d in shape if not isinstance(d, int)})
         raise _core.TypeError(f"from_fx: the module's graph depends on the value of {', '.join(names)} ({difference} "
                               "differs between two sizes): import with static shapes")
-    return first
+    return _functionalized(first[0]), first[1]
 
 
 def _trace_symbolic(module, examples, shapes, avoid):
@@ -409,7 +409,28 @@ def _trace_symbolic(module, examples, shapes, avoid):
                                       "a graph traced at one size would not hold for others: import with static "
                                       "shapes, or move the test out of the module")
     gm.loom_single_output = bool(single and single[0])  # make_fx returns a lone tensor in a list
+    gm.loom_trace_inputs = (state, traced_inputs)
     return (gm, list(state)), sizes
+
+
+def _functionalized(gm):
+    """`gm` without in-place operators (MobileNetV3's hardswish_ on a tensor
+    read again), by tracing the recorded graph once more, which PyTorch
+    1.13 does with symbolic sizes where it refuses to functionalize the
+    module itself; `gm` as it is where that fails (the converters then
+    refuse an in-place operator whose tensor is read again)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        from functorch import functionalize
+    except ImportError:  # PyTorch 2: torch.func
+        from torch.func import functionalize
+    try:
+        functional = make_fx(functionalize(gm), tracing_mode="symbolic")(*gm.loom_trace_inputs[:1],
+                                                                         *gm.loom_trace_inputs[1])
+    except Exception:  # noqa: BLE001
+        return gm
+    functional.loom_single_output = gm.loom_single_output
+    return functional
 
 
 def _graph_difference(a, b):

@@ -186,6 +186,28 @@ def test_dynamic_axes_through_the_aten_graph_traced_symbolically(params):
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), (b, n)
 
 
+def test_in_place_operators_on_the_symbolic_aten_path():
+    class InPlace(torch.nn.Module):  # control flow on the rank; relu_ on a tensor read before
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            if x.dim() == 1:
+                x = x.unsqueeze(0)
+            y = self.lin(x)
+            z = y * 2
+            y.relu_()
+            return y + z
+    module = InPlace().eval()
+    lib = loom.build(lfx.from_fx(module, [torch.randn(3, 8)], dynamic_axes={0: {0: "b"}}), HOST)
+    for b in (1, 6):
+        x = torch.randn(b, 8)
+        with torch.no_grad():
+            want = module(x).numpy()
+        np.testing.assert_allclose(lib["main"](x.numpy()).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
 def test_a_module_whose_code_tests_a_dynamic_dimension_is_refused():
     class Shuffle(torch.nn.Module):  # unpacks a shape: fx cannot trace it symbolically
         def forward(self, x):
