@@ -108,19 +108,14 @@ def from_fx(module, example_inputs, *, params="constants", eval=False, dynamic_a
     shapes = _dynamic_shapes(examples, dynamic_axes)
     with evaluating(module, eval, "from_fx"):
         traced, missing = _symbolic(module, examples)
-        if dynamic_axes:
-            if traced is None or missing:
-                return from_aten(module, examples, params=params, why=missing if traced is not None else None,
-                                 shapes=shapes)
-            return _convert_fx(traced, examples, params, shapes)
         if traced is None or missing:
-            return from_aten(module, examples, params=params,
-                             why=missing if traced is not None else None)
+            return from_aten(module, examples, params=params, why=missing if traced is not None else None,
+                             shapes=shapes)
         try:
-            return _convert_fx(traced, examples, params)
+            return _convert_fx(traced, examples, params, shapes)
         except _core.LoomError as refused:  # a converter refused its arguments: the aten graph may do
             try:
-                return from_aten(module, examples, params=params)
+                return from_aten(module, examples, params=params, shapes=shapes)
             except _core.LoomError:
                 raise refused from None
 
