@@ -128,6 +128,30 @@ def test_a_single_row_int4_dense_takes_four_vectors_of_columns():
     assert "param_layouts" not in text, text
 
 
+def test_the_tail_rows_of_a_light_dense_read_four_panels_at_once():
+    # The rows past the last block of 32 (a decode step's one token) read
+    # the packed weight along the reduction; a float dense reads four
+    # panels per step (four streams from memory), an int4 one, whose step
+    # is heavy, one.  Scheduled for AVX2 whatever this machine has.
+    from loom import tir
+    n, k = 512, 64
+    xv = graph.Var("x", shape=(tir.Var("n"), k))
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
+    w = f32(n, k)
+    four = r"for %r0_t: int64 from 0 extent 64 \{\s*for %\w+: int64 from 0 extent 4 unrolled"
+    for name, y in [("float", op.dense(xv, graph.Constant(w))),
+                    ("int4", op.dense_int4(xv, graph.Constant(packed), graph.Constant(scales)))]:
+        mod = loom.IRModule({"main": graph.Function([xv], y)})
+        text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
+        assert "%n % 32" in text, text
+        assert bool(re.search(four, text)) == (name == "float"), text
+    f = loom.build(loom.IRModule({"main": graph.Function([xv], op.dense(xv, graph.Constant(w)))}), CONFIG)["main"]
+    for rows in (1, 3, 35):
+        x = f32(rows, k)
+        close(f(x).numpy(), x.astype(np.float64) @ w.T.astype(np.float64))
+
+
 def test_a_pointwise_convolution_over_a_small_map_vectorizes_the_whole_map_with_its_epilogue():
     # 1x1 convolution, 7x7 map (MobileNetV2's last layers): the rows and
     # columns are fused into one vector axis of 49 values, and bias and
