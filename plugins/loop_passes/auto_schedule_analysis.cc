@@ -137,6 +137,17 @@ std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode
   return out;
 }
 
+int64_t loads_not_along(const Stmt& body, const VarNode* j, const std::set<const Object*>& written) {
+  int64_t count = 0;
+  Visitor v;
+  v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+    if (!written.count(l->buffer->data.get()) && !uses_var(Any(l->indices), j)) ++count;
+    v.visit_children(l);
+  });
+  v.visit(Any(body));
+  return count;
+}
+
 // The loops of a tile's body (init; reduction loops; epilogue): its
 // reduction nests.
 std::vector<Stmt> reduction_loops(const Stmt& body) {

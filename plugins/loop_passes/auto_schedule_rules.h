@@ -72,6 +72,10 @@ bool contiguous_along(const Access* a, const VarNode* j) {
 // Loads in `body` along `j` that are neither contiguous nor invariant.
 std::vector<const BufferLoadNode*> strided_loads(const Stmt& body, const VarNode* j);
 
+// How many loads in `body` do not vary along `j`, leaving out those of
+// `written` (the nest's own accumulators): the shared input a step reads.
+int64_t loads_not_along(const Stmt& body, const VarNode* j, const std::set<const Object*>& written);
+
 // The loops of a tile's body (init; reduction loops; epilogue): its
 // reduction nests.
 std::vector<Stmt> reduction_loops(const Stmt& body);

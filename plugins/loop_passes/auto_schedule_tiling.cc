@@ -117,13 +117,7 @@ bool StageScheduler::tail_over_panels(const std::string& root, int64_t panel) {
       // panels at one thread (0.83x at two), int8's 0.78x; an int4 step
       // (32 inputs, converted weights) ran 1.16x slower, its registers
       // spent.  At least 8 groups of panels are left to the threads.
-      int64_t shared_loads = 0;
-      Visitor reads;
-      reads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
-        if (!accumulators.count(l->buffer->data.get()) && !uses_var(Any(l->indices), column)) ++shared_loads;
-        reads.visit_children(l);
-      });
-      reads.visit(Any(reduction->body));
+      int64_t shared_loads = loads_not_along(reduction->body, column, accumulators);
       auto columns = const_int(find(s_, nest[1])->extent);
       int64_t count = columns && *columns % panel == 0 ? *columns / panel : 0, streams = 1;
       for (int64_t c : {4, 2})
@@ -245,8 +239,7 @@ bool StageScheduler::tile(const std::string& nest) {
     });
     // The reduction's operands only: an epilogue (a residual added
     // elementwise) reads at the output's own indices.
-    for (const Any& st : j->body.as<SeqStmtNode>()->seq)
-      if (st.cast<Stmt>().as<ForNode>()) loads.visit(st);
+    for (const Stmt& r : reduction_loops(j->body)) loads.visit(Any(r));
     // A loop of extent 1 (a batch of one) gives no rows: look further out.
     auto extent = const_int(chain[k]->extent);
     if (shared && used && extent && *extent > 1) i = chain[k];
@@ -337,15 +330,8 @@ bool StageScheduler::tile(const std::string& nest) {
   // (one-row int4 denses of a LLaMA layer's shapes, streamed from
   // memory: 0.85-0.91x their time with two).
   int64_t shared_loads = 0;
-  if (!rows && !own_rows) {
-    Visitor loads;
-    loads.on<BufferLoadNode>([&](const BufferLoadNode* l) {
-      if (!written.count(l->buffer->data.get()) && !uses_var(Any(l->indices), jv)) ++shared_loads;
-      loads.visit_children(l);
-    });
-    for (const Any& st : j->body.as<SeqStmtNode>()->seq)
-      if (st.cast<Stmt>().as<ForNode>()) loads.visit(st);
-  }
+  if (!rows && !own_rows)
+    for (const Stmt& r : reduction_loops(j->body)) shared_loads += loads_not_along(r, jv, written);
   bool wide = vector_bits_ >= 512 || shared_loads > 2;
   auto [ti, tj] = rows || own_rows ? tile_shape(*ei, columns, own_rows, (!window || pixel_rows) && rows)
                                    : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && wide ? 4
@@ -598,8 +584,7 @@ const ForNode* StageScheduler::block_loop(const std::vector<const ForNode*>& cha
       if (!uses_var(Any(st->indices), cv)) fits = false;
       access.visit_children(st);
     });
-    for (const Any& st : j->body.as<SeqStmtNode>()->seq)
-      if (st.cast<Stmt>().as<ForNode>()) access.visit(st);
+    for (const Stmt& r : reduction_loops(j->body)) access.visit(Any(r));
     if (fits && along) return c;
   }
   return nullptr;
