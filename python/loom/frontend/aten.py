@@ -824,7 +824,7 @@ def _same_dim(a, b):
     """Whether two dimensions (ints or tir expressions) are the same."""
     if isinstance(a, (int, np.integer)) or isinstance(b, (int, np.integer)):
         return isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) and int(a) == int(b)
-    return str(a) == str(b)
+    return str(a) == str(b)  # by name: ir.structural_equal maps free variables (%n equals %b)
 
 
 @aten("repeat")

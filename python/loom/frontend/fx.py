@@ -287,16 +287,22 @@ def _flat(value):
         yield value
 
 
+def _functionalize(f):
+    """PyTorch's functionalization of `f` (functorch's, torch.func's in
+    PyTorch 2)."""
+    try:
+        from functorch import functionalize
+    except ImportError:  # PyTorch 2: torch.func
+        from torch.func import functionalize
+    return functionalize(f)
+
+
 def aten_graph(module, examples):
     """The functionalized aten graph of `module` on the example inputs
     (make_fx, real tensors)."""
     from torch.fx.experimental.proxy_tensor import make_fx
     try:
-        from functorch import functionalize
-    except ImportError:  # PyTorch 2: torch.func
-        from torch.func import functionalize
-    try:
-        return make_fx(functionalize(module))(*examples)
+        return make_fx(_functionalize(module))(*examples)
     except Exception as e:  # PyTorch's own error while running the module
         raise _core.TypeError(f"from_fx: PyTorch could not trace the module on the example inputs "
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
@@ -305,8 +311,8 @@ def aten_graph(module, examples):
 def aten_graph_symbolic(module, examples, shapes):
     """The aten graph of `module` with the dimensions `shapes` makes
     variables symbolic (make_fx's symbolic tracing, the parameters and
-    buffers passed in), and the names of those state tensors in the order
-    of the graph's first placeholders.  Each dynamic dimension is traced at
+    buffers passed in), and those state tensors by name, in the order of
+    the graph's first placeholders.  Each dynamic dimension is traced at
     a size of its own that no static dimension has (PyTorch gives equal
     sizes one symbol).  Refused: a module whose traced code compares a
     dynamic dimension in a way that comes out otherwise for some size from
@@ -323,16 +329,14 @@ def aten_graph_symbolic(module, examples, shapes):
 
 
 def _trace_symbolic(module, examples, shapes, avoid):
-    """((graph module, state names), {name: size traced}) of one symbolic
-    trace, no dynamic size in `avoid` (see aten_graph_symbolic)."""
+    """((graph module, {name: state tensor}), {name: size traced}) of one
+    symbolic trace, no dynamic size in `avoid` (see aten_graph_symbolic)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils import stateless
     state = dict(module.named_parameters())
     state.update(module.named_buffers())
     used = {int(d) for t in list(examples) + list(state.values()) for d in t.shape} | set(avoid)
-    for shape in shapes:
-        used.update(d for d in shape if isinstance(d, int))
     sizes, traced_inputs = {}, []
     for e, shape in zip(examples, shapes):
         dims = []
@@ -405,7 +409,7 @@ def _trace_symbolic(module, examples, shapes, avoid):
                                       "shapes, or move the test out of the module")
     gm.loom_single_output = bool(single and single[0])  # make_fx returns a lone tensor in a list
     gm.loom_trace_inputs = (state, traced_inputs)
-    return (gm, list(state)), sizes
+    return (gm, state), sizes
 
 
 def _functionalized(gm):
@@ -415,13 +419,9 @@ def _functionalized(gm):
     module itself; `gm` as it is where that fails (the converters then
     refuse an in-place operator whose tensor is read again)."""
     from torch.fx.experimental.proxy_tensor import make_fx
+    state, inputs = gm.loom_trace_inputs
     try:
-        from functorch import functionalize
-    except ImportError:  # PyTorch 2: torch.func
-        from torch.func import functionalize
-    try:
-        functional = make_fx(functionalize(gm), tracing_mode="symbolic")(*gm.loom_trace_inputs[:1],
-                                                                         *gm.loom_trace_inputs[1])
+        functional = make_fx(_functionalize(gm), tracing_mode="symbolic")(state, *inputs)
     except Exception:  # noqa: BLE001
         return gm
     functional.loom_single_output = gm.loom_single_output
@@ -481,7 +481,7 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
     the inputs' shapes with symbolic dimensions (from_fx's dynamic_axes)."""
     import torch
     if shapes is None:
-        gm, state = aten_graph(module, examples), []
+        gm, state = aten_graph(module, examples), {}
     else:
         gm, state = aten_graph_symbolic(module, examples, shapes)
     calls = []
@@ -501,10 +501,7 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
     ctx = Context()
     values, inputs, weights, params_out = {}, [], {}, []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    tensors = dict(module.named_parameters())
-    tensors.update(module.named_buffers())
-    for n, name in zip(placeholders, state):  # parameters and buffers, passed in (symbolic tracing)
-        obj = tensors[name]
+    for n, (name, obj) in zip(placeholders, state.items()):  # parameters and buffers, passed in (symbolic)
         array = _numpy(obj)
         if params == "inputs" and isinstance(obj, torch.nn.Parameter):
             var = graph.Var(name.replace(".", "_"), shape=array.shape, dtype=str(array.dtype))
