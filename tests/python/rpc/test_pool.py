@@ -85,7 +85,11 @@ def test_tune_measures_on_the_device_pool(pool, tmp_path):
     records = [json.loads(line) for line in db.read_text().splitlines()]
     assert len(records) == 6 and sum(r["trials"] for r in results) == 6
     assert all("median_us" in r for r in records), [r.get("error") for r in records]
-    assert {r["server"] for r in records} == {s.address for s in servers}, "both servers measured"
+    # Each record names the server that measured it, one of the pool's.
+    # Which ones is Dask's choice: a trial that ends before the next is
+    # built leaves both servers free, so one may measure them all.  That
+    # busy servers pass trials on to the others is shown by the next test.
+    assert {r["server"] for r in records} <= {s.address for s in servers}, records
     with loom.rpc.connect(servers[0].address, key=servers[0].key) as sess:
         cpu = sess.info()["cpu"]
     assert all(r["cpu"] == cpu for r in records)
