@@ -122,13 +122,19 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
   std::vector<Binding> bindings;
   int fresh = 0;
   std::function<ir::Expr(const ir::Expr&)> flatten;
-  // A call nested in an argument or a tuple field, bound to a variable of
-  // its own (after its own nested calls); anything else as it is.  A call
+  // A call nested in an argument or a tuple field (of a tuple value or of
+  // a tuple argument: call_packed's), bound to a variable of its own
+  // (after its own nested calls); anything else as it is.  A call
   // node reached twice (a DAG: hard-swish reads its input twice) is bound
   // once: without that, each level of sharing doubled the chain
   // (MobileNetV3's graph ran out of memory).
   std::unordered_map<const Object*, Var> seen;
   auto bound = [&](const ir::Expr& e, bool* changed) -> ir::Expr {
+    if (e.as<TupleNode>()) {  // a tuple argument (call_packed's): the calls in its fields are bound
+      ir::Expr fields = flatten(e);
+      *changed = *changed || !fields.same_as(e);
+      return fields;
+    }
     if (!e.as<CallNode>()) return e;
     *changed = true;
     if (auto found = seen.find(e.get()); found != seen.end()) return found->second;
