@@ -366,8 +366,13 @@ bool StageScheduler::tile(const std::string& nest) {
       access.visit_children(st);
     });
     access.visit(Any(j->body));
+    // partition_rows's loop over blocks of rows (%n // 32) counts as two
+    // passes: its extent is unknown, and where it is under two the order
+    // of the loops does not matter.
     for (size_t k = 0; k < spatial; ++k)
-      if (chain[k] != i && chain[k] != j && chain[k] != blocks) outer *= const_int(chain[k]->extent).value_or(1);
+      if (chain[k] != i && chain[k] != j && chain[k] != blocks) {
+        outer *= const_int(chain[k]->extent).value_or(partitioned_.count(chain[k]->loop_var->name) ? 2 : 1);
+      }
   }
   // The right operand: a 2-D parameter indexed [r, j] or [j, r] is
   // packed into panels, (j // F, r, j % F) with F the tile's width, so
@@ -766,6 +771,7 @@ bool StageScheduler::tile_panels(const std::string& root, const std::string& joo
   // (A root split by the tiling itself, a matrix product's rows, leaves
   // no loop above the tile's rows but their tiles, which rows_outer placed:
   // a tuning candidate may take both decisions.)
+  std::string top = root;  // the nest's outer loop once the tiles are in place
   if ((channel_mode_ || panels_outer) && find(s_, root)) {
     // Each panel of weights (a column tile) serves every row of the
     // output while it is in cache: the column tiles go outside the
@@ -777,6 +783,7 @@ bool StageScheduler::tile_panels(const std::string& root, const std::string& joo
       if (!extent || *extent > 1) order.push_back(f->loop_var->name);
     }
     s_.reorder(order);
+    if (order.size() > 1 && order[1] == root) top = joo;  // the root went inside the column tiles
   }
   // The loop around one tile (its init, reduction and epilogue, once
   // decomposed): the one whose body is the tile's row loop.
@@ -805,7 +812,7 @@ bool StageScheduler::tile_panels(const std::string& root, const std::string& joo
   // The column tiles in parallel where they are the nest's outer loop;
   // below other loops (a convolution's batch and rows), those.
   if (find(s_, root)) {
-    parallel_outer(root);
+    parallel_outer(top);
   } else if (parallel_) {
     // One column tile (a panel as wide as the output): the row tiles in
     // parallel instead, sharing the panel.

@@ -152,6 +152,26 @@ def test_the_tail_rows_of_a_light_dense_read_four_panels_at_once():
         close(f(x).numpy(), x.astype(np.float64) @ w.T.astype(np.float64))
 
 
+def test_the_row_blocks_of_a_symbolic_row_count_run_inside_the_column_tiles():
+    # A prefill's dense over %n tokens: its blocks of 32 rows run inside
+    # the column tiles, which the threads share, so each weight panel is
+    # read once for all the blocks and a single block (32-63 tokens) still
+    # runs on every thread.
+    from loom import tir
+    n, k = 256, 64
+    xv = graph.Var("x", shape=(tir.Var("n"), k))
+    w = f32(n, k)
+    mod = loom.IRModule({"main": graph.Function([xv], op.dense(xv, graph.Constant(w)))})
+    text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
+    blocks = re.search(r"for %(\w+): int64 from 0 extent (\d+) parallel \{\s*for %\w+: int64 from 0 extent %n // 32 \{",
+                       text)
+    assert blocks, text
+    f = loom.build(mod, CONFIG)["main"]
+    for rows in (1, 37, 100):
+        x = f32(rows, k)
+        close(f(x).numpy(), x.astype(np.float64) @ w.T.astype(np.float64))
+
+
 def test_a_pointwise_convolution_over_a_small_map_vectorizes_the_whole_map_with_its_epilogue():
     # 1x1 convolution, 7x7 map (MobileNetV2's last layers): the rows and
     # columns are fused into one vector axis of 49 values, and bias and
