@@ -96,6 +96,7 @@ bool NDArrayNode::is_contiguous() const { return is_compact(tensor_); }
 
 void NDArrayNode::sync_tensor() {
   shape_storage_.clear();
+  shape_storage_.reserve(shape.size());  // one allocation (a VM call wraps hundreds of tensors)
   for (const Any& d : shape) {
     if (d.as_int() < 0) LOOM_THROW(Error) << "NDArray dimension " << d.as_int() << " is negative";
     shape_storage_.push_back(d.as_int());

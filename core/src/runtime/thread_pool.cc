@@ -351,15 +351,22 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
 }  // namespace loom::runtime
 
 extern "C" int loom_parallel_for(int64_t begin, int64_t end, int (*body)(int64_t, int64_t, void*), void* closure) {
-  std::atomic<int> status{0};
+  struct Region {
+    int (*body)(int64_t, int64_t, void*);
+    void* closure;
+    std::atomic<int> status{0};
+  } region{body, closure};
   try {
-    loom::runtime::ThreadPool::global().parallel_for(begin, end, [&](int64_t b, int64_t e) {
-      int rc = body(b, e, closure);
+    // One pointer captured: the std::function holds it in place, where three
+    // references made it allocate at every parallel loop of every kernel.
+    Region* r = &region;
+    loom::runtime::ThreadPool::global().parallel_for(begin, end, [r](int64_t b, int64_t e) {
+      int rc = r->body(b, e, r->closure);
       int expected = 0;
-      if (rc != 0) status.compare_exchange_strong(expected, rc);
+      if (rc != 0) r->status.compare_exchange_strong(expected, rc);
     });
   } catch (...) {
     return -1;
   }
-  return status.load();
+  return region.status.load();
 }
