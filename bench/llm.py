@@ -228,6 +228,7 @@ def main():
         names = list(sides)
         for r in range(args.rounds):
             for name in names[r % len(names):] + names[:r % len(names)]:  # the order rotates
+                time.sleep(peers.PAUSE_S)  # PyTorch's OpenBLAS threads spin for a while after its side
                 times[name].append(sides[name]())
 
         def ratio(a, b):  # the median of per-round ratios b / a

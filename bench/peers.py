@@ -23,7 +23,11 @@
 * `alternate()` times several sides in rounds, the order rotating, and
   gives each side's per-round medians; `in_rounds()` does it for two
   sides and gives their medians and the median of the per-round ratios;
-  `torch_timer()` times PyTorch at its best setting.
+  `torch_timer()` times PyTorch at its best setting.  Both pause PAUSE_S
+  before each side: OpenBLAS's threads spin for a while after a call
+  (0.11 s of a whole core here after PyTorch at two threads, measured with
+  getrusage over an idle wait), and a side that starts then runs on one
+  core of two; Loom's threads sleep at once.
 """
 import contextlib
 import os
@@ -32,6 +36,7 @@ import sys
 import time
 
 HANDICAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+PAUSE_S = 0.25  # before each side: longer than a peer's threads spin after a call
 
 
 def cpu_flags():
@@ -133,7 +138,7 @@ def best_setting(call, settings, enter, calls=5):
     return best
 
 
-def alternate(sides, rounds, per_round, pause=0.02):
+def alternate(sides, rounds, per_round, pause=PAUSE_S):
     """Times each side's `per_round` calls in turn, `rounds` times, the
     order rotating each round.  `sides` maps a name to a function of a
     count that returns that many per-call times (ms).  A pause between
@@ -157,13 +162,18 @@ def in_rounds(first, second, runs, rounds=5):
     rounds cancels out of the ratio."""
     per = max(runs // rounds, 3)
     a, b = [], []
+
+    def timed(side, out):
+        time.sleep(PAUSE_S)  # the other side's spinning threads go to sleep
+        out.append(side(per))
+
     for r in range(rounds):
         if r % 2:
-            b.append(second(per))
-            a.append(first(per))
+            timed(second, b)
+            timed(first, a)
         else:
-            a.append(first(per))
-            b.append(second(per))
+            timed(first, a)
+            timed(second, b)
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
 
 
