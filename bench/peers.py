@@ -23,11 +23,12 @@
 * `alternate()` times several sides in rounds, the order rotating, and
   gives each side's per-round medians; `in_rounds()` does it for two
   sides and gives their medians and the median of the per-round ratios;
-  `torch_timer()` times PyTorch at its best setting.  Both pause PAUSE_S
-  before each side: OpenBLAS's threads spin for a while after a call
-  (0.11 s of a whole core here after PyTorch at two threads, measured with
-  getrusage over an idle wait), and a side that starts then runs on one
-  core of two; Loom's threads sleep at once.
+  `torch_timer()` times PyTorch at its best setting.  `alternate()` and
+  `in_rounds()` pause PAUSE_S before each side: OpenBLAS's threads spin
+  for a while after a call (0.11 s of a whole core here after PyTorch at
+  two threads, measured with getrusage over an idle wait), and a side
+  that starts then runs on one core of two; Loom's threads spin for 50 µs
+  at most, then sleep.
 """
 import contextlib
 import os

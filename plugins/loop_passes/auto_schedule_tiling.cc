@@ -368,7 +368,8 @@ bool StageScheduler::tile(const std::string& nest) {
     access.visit(Any(j->body));
     // partition_rows's loop over blocks of rows (%n // 32) counts as two
     // passes: its extent is unknown, and where it is under two the order
-    // of the loops does not matter.
+    // of the loops does not matter.  (Its tail, also in partitioned_, is
+    // not tiled: its row loop is symbolic.)
     for (size_t k = 0; k < spatial; ++k)
       if (chain[k] != i && chain[k] != j && chain[k] != blocks) {
         outer *= const_int(chain[k]->extent).value_or(partitioned_.count(chain[k]->loop_var->name) ? 2 : 1);
@@ -783,7 +784,10 @@ bool StageScheduler::tile_panels(const std::string& root, const std::string& joo
       if (!extent || *extent > 1) order.push_back(f->loop_var->name);
     }
     s_.reorder(order);
-    if (order.size() > 1 && order[1] == root) top = joo;  // the root went inside the column tiles
+    // The blocks of rows went inside the column tiles: those are shared by
+    // the threads.  (A constant root moved inside them, a batch of several
+    // images, keeps its threads: not measured otherwise.)
+    if (order.size() > 1 && order[1] == root && partitioned_.count(root)) top = joo;
   }
   // The loop around one tile (its init, reduction and epilogue, once
   // decomposed): the one whose body is the tile's row loop.

@@ -1,5 +1,6 @@
-// DeadCodeElimination: drops pure let bindings nobody uses and prim or
-// extern functions no graph function calls (docs/passes.md).
+// DeadCodeElimination: drops pure let bindings nobody uses and the
+// functions the entries (the graph functions that are not primitive) do
+// not reach through graph function bodies (docs/passes.md).
 #ifndef LOOM_PLUGINS_PASSES_DEAD_CODE_ELIMINATION_H_
 #define LOOM_PLUGINS_PASSES_DEAD_CODE_ELIMINATION_H_
 

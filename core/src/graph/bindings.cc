@@ -123,15 +123,15 @@ std::pair<std::vector<Binding>, ir::Expr> flatten_chain(const ir::Expr& body) {
   int fresh = 0;
   std::function<ir::Expr(const ir::Expr&)> flatten;
   // A call nested in an argument or a tuple field (of a tuple value or of
-  // a tuple argument: call_packed's), bound to a variable of its own
-  // (after its own nested calls); anything else as it is.  A call
-  // node reached twice (a DAG: hard-swish reads its input twice) is bound
-  // once: without that, each level of sharing doubled the chain
-  // (MobileNetV3's graph ran out of memory).
+  // a tuple argument: call_packed's, call_dps's, at any depth), bound to a
+  // variable of its own (after its own nested calls); anything else as it
+  // is.  A call node reached twice (a DAG: hard-swish reads its input
+  // twice) is bound once: without that, each level of sharing doubled the
+  // chain (MobileNetV3's graph ran out of memory).
   std::unordered_map<const Object*, Var> seen;
   auto bound = [&](const ir::Expr& e, bool* changed) -> ir::Expr {
-    if (e.as<TupleNode>()) {  // a tuple argument (call_packed's): the calls in its fields are bound
-      ir::Expr fields = flatten(e);
+    if (e.as<TupleNode>()) {  // a tuple argument (call_packed's, call_dps's) or field: the calls in it are bound
+      ir::Expr fields = with_stack([&] { return flatten(e); });  // tuples nest as deep as calls
       *changed = *changed || !fields.same_as(e);
       return fields;
     }

@@ -158,9 +158,9 @@ def test_the_row_blocks_of_a_symbolic_row_count_run_inside_the_column_tiles():
     # read once for all the blocks and a single block (32-63 tokens) still
     # runs on every thread.
     from loom import tir
-    n, k = 256, 64
+    columns, k = 256, 64  # 16 column tiles: the parallel loop is theirs alone
     xv = graph.Var("x", shape=(tir.Var("n"), k))
-    w = f32(n, k)
+    w = f32(columns, k)
     mod = loom.IRModule({"main": graph.Function([xv], op.dense(xv, graph.Constant(w)))})
     text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
     blocks = re.search(r"for %(\w+): int64 from 0 extent (\d+) parallel \{\s*for %\w+: int64 from 0 extent %n // 32 \{",
