@@ -224,12 +224,10 @@ def main():
         sides.update({"decode torch": torch_decode, "prefill loom": loom_prefill, "prefill torch": torch_prefill})
         for f in sides.values():
             f()  # warm up
-        times = {name: [] for name in sides}
-        names = list(sides)
-        for r in range(args.rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:  # the order rotates
-                time.sleep(peers.PAUSE_S)  # PyTorch's OpenBLAS threads spin for a while after its side
-                times[name].append(sides[name]())
+        # One call per side and round (a side times its own decode steps),
+        # the order rotating, a pause before each (peers.alternate).
+        times = peers.alternate({name: (lambda k, f=f: [f() for _ in range(k)]) for name, f in sides.items()},
+                                args.rounds, 1)
 
         def ratio(a, b):  # the median of per-round ratios b / a
             return statistics.median(y / x for x, y in zip(times[a], times[b]))
