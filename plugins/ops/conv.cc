@@ -311,15 +311,29 @@ struct WinogradTiles {
 
 WinogradTiles winograd_tiles(int64_t oh, int64_t ow) { return {(oh + 1) / 2, (ow + 1) / 2}; }
 
+// winograd_input's strip of tile rows [begin, end): all of them by default.
+std::pair<int64_t, int64_t> winograd_tile_rows(const Map& attrs, const WinogradTiles& tiles) {
+  Array rows = attrs.at("tile_rows").cast<Array>();
+  if (rows.size() == 0) return {0, tiles.th};
+  if (rows.size() != 2) LOOM_THROW(TypeError) << "tile_rows takes (begin, end), got " << rows.size() << " entries";
+  int64_t begin = rows[0].as_int(), end = rows[1].as_int();
+  if (begin < 0 || begin >= end || end > tiles.th) {
+    LOOM_THROW(TypeError) << "tile_rows (" << begin << ", " << end << ") is not a strip of the " << tiles.th
+                          << " rows of tiles";
+  }
+  return {begin, end};
+}
+
 void register_winograd_ops() {
   define_operator(
       "winograd_input", 1,
-      {{"padding", "Array", Any(Array(std::vector<Any>{int64_t{0}})),
-        "of the convolution: (top, left, bottom, right)"}},
+      {{"padding", "Array", Any(Array(std::vector<Any>{int64_t{0}})), "of the convolution: (top, left, bottom, right)"},
+       {"tile_rows", "Array", Any(Array(std::vector<Any>{})),
+        "(begin, end): only the tiles of these rows of tiles, a strip of the output (default: all)"}},
       ir::PatternKind::kInjective,
       "Winograd F(2x2, 3x3) input transform: x N H W C (channels last) -> 4 4 T C, B^T d B of each 4x4 tile of the "
-      "padded input at stride 2, T = N ceil(H'/2) ceil(W'/2) tiles, H' = H + pads - 2; floats or signed integers "
-      "(sums of four values, wrapping as integers do)",
+      "padded input at stride 2, T = N ceil(H'/2) ceil(W'/2) tiles (N rows ceil(W'/2) of a strip of tile_rows), H' "
+      "= H + pads - 2; floats or signed integers (sums of four values, wrapping as integers do)",
       [](const graph::CallNode& call) -> ir::Type {
         const auto& x = tensor_arg(call, 0);
         if (x.shape.size() != 4) LOOM_THROW(TypeError) << "needs x N H W C, got " << shape_text(x.shape);
@@ -330,7 +344,8 @@ void register_winograd_ops() {
         int64_t n = static_dim(x, 0, "the batch"), h = static_dim(x, 1, "the height"),
                 w = static_dim(x, 2, "the width");
         auto tiles = winograd_tiles(out_extent(h, p[0] + p[2], 3, 1, 1), out_extent(w, p[1] + p[3], 3, 1, 1));
-        return ir::TensorType(Array({dim_of(4), dim_of(4), dim_of(n * tiles.th * tiles.tw), x.shape[3]}), x.dtype);
+        auto [begin, end] = winograd_tile_rows(attrs_of(call), tiles);
+        return ir::TensorType(Array({dim_of(4), dim_of(4), dim_of(n * (end - begin) * tiles.tw), x.shape[3]}), x.dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
@@ -340,6 +355,7 @@ void register_winograd_ops() {
         auto p = padding_attr(attrs_of(call));
         int64_t h = *constant_dim(xt.shape[1]), w = *constant_dim(xt.shape[2]);
         auto tiles = winograd_tiles(h + p[0] + p[2] - 2, w + p[1] + p[3] - 2);
+        auto [begin, end] = winograd_tile_rows(attrs_of(call), tiles);
         DataType t = x->dtype;
         // Row i of B^T's first and second taps and its sign, as expressions of i.
         auto table = [](const PrimExpr& i, const int64_t* at) {
@@ -353,9 +369,10 @@ void register_winograd_ops() {
         };
         PrimExpr zero(int64_t{0});  // the pixel's place in the indices, set by padded_load
         return b.finish(compute(v, [&](const Indices& o) {
-          PrimExpr per_image(tiles.th * tiles.tw);
+          PrimExpr per_image((end - begin) * tiles.tw);
           PrimExpr n = tir::FloorDiv(o[2], per_image), k = tir::FloorMod(o[2], per_image);
-          PrimExpr y0 = tir::Sub(tir::Mul(tir::FloorDiv(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})), PrimExpr(p[0]));
+          PrimExpr y0 = tir::Sub(tir::Mul(tir::FloorDiv(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})),
+                                 PrimExpr(p[0] - 2 * begin));
           PrimExpr x0 = tir::Sub(tir::Mul(tir::FloorMod(k, PrimExpr(tiles.tw)), PrimExpr(int64_t{2})), PrimExpr(p[1]));
           auto d = [&](const PrimExpr& a, const PrimExpr& c) {  // the padded input at tap (a, c) of the tile
             return padded_load(x, Layout{0, 3, 1, 2}, {n, zero, zero, o[3]}, tir::Add(y0, a), tir::Add(x0, c), h, w,

@@ -68,7 +68,8 @@ bool all_ones(const Map& attrs, const char* key) {
 
 class Rewriter {
  public:
-  Rewriter(int64_t min_channels, const ir::Expr& body) : min_channels_(min_channels) {
+  Rewriter(int64_t min_channels, int64_t strip_bytes, const ir::Expr& body)
+      : min_channels_(min_channels), strip_bytes_(strip_bytes) {
     graph::for_each_binding(body, [this](const graph::LetNode& let) { bound_[let.var.get()] = let.value; });
   }
 
@@ -118,12 +119,28 @@ class Rewriter {
     } else {
       return ir::Expr();
     }
-    ir::Expr tiles = graph::Call(ir::Op::get("winograd_input"), {x},
-                                 Map({{"padding", attrs.at("padding")}}));  // 1, 2 or 4 entries, as conv2d's
-    ir::Expr products = matmul_attrs.size() == 0 ? graph::Call(ir::Op::get("matmul"), {tiles, u})
-                                                 : graph::Call(ir::Op::get("matmul"), {tiles, u}, matmul_attrs);
-    ir::Expr result =
-        graph::Call(ir::Op::get("winograd_output"), {products}, Map({{"height", Any(out[1])}, {"width", Any(out[2])}}));
+    // Strips of tile rows, each transformed, multiplied and transformed
+    // back on its own, where the whole map's tiles and products would
+    // outgrow strip_bytes (they leave the cache between the kernels).
+    int64_t th = (out[1] + 1) / 2, tw = (out[2] + 1) / 2;
+    const auto* xt = x->checked_type.defined() ? x->checked_type.as<ir::TensorTypeNode>() : nullptr;
+    int64_t tile_bytes = 16 * out[0] * tw *
+                         (c * (xt ? (xt->dtype.bits + 7) / 8 : 4) + k * ((type->dtype.bits + 7) / 8));  // per tile row
+    int64_t strips = strip_bytes_ > 0 ? std::min(th, (th * tile_bytes + strip_bytes_ - 1) / strip_bytes_) : 1;
+    int64_t rows = (th + strips - 1) / strips;
+    std::vector<ir::Expr> pieces;
+    for (int64_t begin = 0; begin < th; begin += rows) {
+      int64_t end = std::min(th, begin + rows);
+      Map input_attrs({{"padding", attrs.at("padding")}});  // 1, 2 or 4 entries, as conv2d's
+      if (rows < th) input_attrs = with_attrs(input_attrs, {{"tile_rows", Any(Array({Any(begin), Any(end)}))}});
+      ir::Expr tiles = graph::Call(ir::Op::get("winograd_input"), {x}, input_attrs);
+      ir::Expr products = matmul_attrs.size() == 0 ? graph::Call(ir::Op::get("matmul"), {tiles, u})
+                                                   : graph::Call(ir::Op::get("matmul"), {tiles, u}, matmul_attrs);
+      int64_t height = std::min(out[1], 2 * end) - 2 * begin;
+      pieces.push_back(graph::Call(ir::Op::get("winograd_output"), {products},
+                                   Map({{"height", Any(height)}, {"width", Any(out[2])}})));
+    }
+    ir::Expr result = pieces.size() == 1 ? pieces[0] : call_op("concat", pieces, Map({{"axis", Any(int64_t{1})}}));
     if (type->dtype.code != DataType::kInt) return result;
     // The integer transform is 4x the convolution: a shift by 2 is exact.
     runtime::NDArray two = runtime::NDArray::empty({}, DataType::Int(32));
@@ -229,6 +246,7 @@ class Rewriter {
   }
 
   int64_t min_channels_;
+  int64_t strip_bytes_;  // the most bytes of tiles and products one strip of tile rows holds (0: no strips)
   std::unordered_map<const Object*, ir::Expr> bound_;  // the function's let-bound variables' values
 };
 
@@ -244,13 +262,20 @@ transform::Pass Winograd() {
           .opt_level(2)
           .options({SchemaField{"min_channels", "int", Any(int64_t{16}),
                                 "the fewest input and output channels a convolution needs to be rewritten"}
-                        .at_least(1)})
+                        .at_least(1),
+                    SchemaField{"strip_bytes", "int", Any(int64_t{2} << 20),
+                                "the most bytes of transformed tiles and their products one strip of tile rows "
+                                "holds: a larger map runs as strips, each transformed, multiplied and transformed "
+                                "back on its own (0: the whole map at once)"}
+                        .at_least(0)})
           .needs({"types_inferred"})
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
   return graph_body_pass(info, [](const graph::FunctionNode& f, const transform::PassContext& context) {
     if (f.attrs.contains("primitive") || f.attrs.contains("codegen")) return f.body;
-    return Rewriter(context.get_config("Winograd.min_channels").as_int(), f.body).run(f.body);
+    return Rewriter(context.get_config("Winograd.min_channels").as_int(),
+                    context.get_config("Winograd.strip_bytes").as_int(), f.body)
+        .run(f.body);
   });
 }
 

@@ -72,6 +72,62 @@ def test_the_transforms_are_winogradss_matrices():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_a_strip_of_tile_rows_is_those_rows_tiles():
+    # tile_rows=(begin, end): the tiles of those rows of tiles, every image's, in the full transform's order.
+    x = f32(2, 9, 6, 3)
+    pad = [1, 0, 1, 2]
+    v = graph.Var("x", shape=x.shape)
+    whole = loom.build(loom.IRModule({"main": graph.Function([v], op.winograd_input(v, padding=pad))}),
+                       config())["main"](x).numpy()
+    th, tw = 5, 3  # H' = 9 + 2 - 2, W' = 6 + 2 - 2
+    for begin, end in [(0, 2), (1, 4), (4, 5)]:
+        mod = loom.IRModule({"main": graph.Function([v], op.winograd_input(v, padding=pad,
+                                                                             tile_rows=[begin, end]))})
+        got = loom.build(mod, config())["main"](x).numpy()
+        want = whole.reshape(4, 4, 2, th, tw, 3)[:, :, :, begin:end].reshape(4, 4, -1, 3)
+        np.testing.assert_array_equal(got, want)
+    for rows, message in [([0, 6], r"tile_rows \(0, 6\) is not a strip of the 5 rows of tiles"),
+                          ([3, 3], r"tile_rows \(3, 3\) is not a strip"), ([1], "takes \\(begin, end\\)")]:
+        mod = loom.IRModule({"main": graph.Function([v], op.winograd_input(v, padding=pad, tile_rows=rows))})
+        with pytest.raises(loom.LoomError, match=message):
+            loom.build(mod, config())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+def test_a_large_map_runs_in_strips_with_the_same_bits(dtype):
+    # More tiles and products than Winograd.strip_bytes: strips of tile
+    # rows, each transformed, multiplied and transformed back, joined along
+    # the height; every output is computed as without strips (an odd
+    # height: the last strip is one output row).
+    c, k, h, w = 16, 24, 13, 10
+    if dtype == "float32":
+        x = f32(2, c, h, w)
+        v = graph.Var("x", shape=x.shape)
+        mod = loom.IRModule({"main": graph.Function([v], op.relu(op.conv2d(
+            v, graph.Constant(f32(k, c, 3, 3, scale=(9 * c) ** -0.5)), padding=[1])))})
+    else:  # as QDQToInteger leaves a quantized convolution
+        x = rng.integers(0, 256, (2, c, h, w)).astype(np.uint8)
+        v = graph.Var("x", shape=x.shape, dtype="uint8")
+        shifted = op.subtract(op.cast(v, dtype="int16"), graph.Constant(np.array(7, np.int16)))
+        wq = graph.Constant(rng.integers(-128, 128, (k, c, 3, 3)).astype(np.int8))
+        mod = loom.IRModule({"main": graph.Function([v], op.conv2d(shifted, wq, padding=[1], out_dtype="int32"))})
+    # 7 rows of tiles; one row of tiles: 16 * 2 images * 5 tiles * (c + k) values
+    row = 16 * 2 * 5 * (c * (4 if dtype == "float32" else 2) + k * 4)
+    script = rewritten(mod, {"Winograd.strip_bytes": 3 * row})
+    assert script.count("winograd_input(") == 3 and "tile_rows=[0, 3]" in script and "tile_rows=[6, 7]" in script
+    assert "height=1" in script and "concat(" in script
+    assert "concat(" not in rewritten(mod, {"Winograd.strip_bytes": 7 * row})
+    assert "tile_rows" not in rewritten(mod, {"Winograd.strip_bytes": 0})
+    strips = loom.build(mod, config("  passes: [default]\n  config:\n    Winograd.strip_bytes: %d\n" % row))
+    whole = loom.build(mod, config("  passes: [default]\n  config:\n    Winograd.strip_bytes: 0\n"))
+    assert "concat" in strips.inspect_source("bytecode") and "concat" not in whole.inspect_source("bytecode")
+    got = strips["main"](x).numpy()
+    np.testing.assert_array_equal(got, whole["main"](x).numpy())
+    direct = loom.build(mod, config("  disabled: [Winograd]\n"))["main"](x).numpy()
+    scale = np.abs(direct).max()
+    np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-5 * scale)
+
+
 @pytest.mark.parametrize("hw,pad", [((9, 7), [1, 1, 1, 1]), ((8, 8), [0, 2, 1, 0]), ((1, 5), [1, 1, 1, 1])])
 def test_a_residual_block_computes_the_direct_convolution(hw, pad):
     c, k = 16, 16
