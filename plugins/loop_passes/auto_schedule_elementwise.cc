@@ -45,10 +45,34 @@ std::string StageScheduler::vectorize_inner(const std::string& root) {
   int lanes = lanes_for(inner->body);
   auto extent = const_int(inner->extent);
   if (lanes < 2 || !extent || *extent < lanes) return root;
-  const auto* store = inner->body.as<BufferStoreNode>();
-  if (!store || !contiguous_along(store, inner->loop_var.get()) ||
-      !uses_var(Any(store->indices), inner->loop_var.get())) {
-    return root;
+  // One store, or a sequence of stores (an operator that writes several
+  // outputs from the values it reads once: winograd_input), each
+  // contiguous along the loop; a sequence reads no buffer it writes (a
+  // value one statement writes and a later one reads at another index
+  // would be read a vector early).
+  std::vector<const BufferStoreNode*> stores;
+  if (const auto* seq = inner->body.as<SeqStmtNode>()) {
+    for (const Any& st : seq->seq) stores.push_back(st.cast<Stmt>().as<BufferStoreNode>());
+  } else {
+    stores.push_back(inner->body.as<BufferStoreNode>());
+  }
+  std::set<const Object*> written;
+  for (const BufferStoreNode* store : stores) {
+    if (!store || !contiguous_along(store, inner->loop_var.get()) ||
+        !uses_var(Any(store->indices), inner->loop_var.get())) {
+      return root;
+    }
+    written.insert(store->buffer->data.get());
+  }
+  if (stores.size() > 1) {
+    bool reads_written = false;
+    Visitor v;
+    v.on<BufferLoadNode>([&](const BufferLoadNode* l) {
+      reads_written = reads_written || written.count(l->buffer->data.get());
+      v.visit_children(l);
+    });
+    v.visit(Any(inner->body));
+    if (reads_written) return root;
   }
   if (!strided_loads(inner->body, inner->loop_var.get()).empty()) return root;
   std::string name = inner->loop_var->name;

@@ -590,3 +590,46 @@ def test_a_depthwise_convolution_pads_each_channel_right_before_reading_it(strid
     dense = loom.IRModule({"main": graph.Function([xv], op.conv2d(xv, graph.Constant(f32(16, 16, 3, 3)), padding=[1] * 4))})
     text = scheduled(loom.ir.with_attr(dense, "target", loom.target.Target("llvm", mcpu="haswell")))
     assert re.search(r"for %p\w*: int64 from 0 extent \d+", text.split("alloc %X_pad")[1].split("\n")[1]), text
+
+
+SEQUENCES = '''
+@two = prim_func(%A: Buffer[(64,), float32], %B: Buffer[(64,), float32], %C: Buffer[(64,), float32]) {
+  for %i: int64 from 0 extent 64 {
+    %B[%i] = %A[%i] + 1.0;
+    %C[%i] = %A[%i] * 2.0;
+  }
+}
+
+@chain = prim_func(%A: Buffer[(64,), float32], %B: Buffer[(65,), float32], %C: Buffer[(64,), float32]) {
+  for %i: int64 from 0 extent 64 {
+    %B[%i + 1] = %A[%i] + 1.0;
+    %C[%i] = %B[%i] * 2.0;
+  }
+}
+'''
+
+
+def test_a_sequence_of_stores_vectorizes_unless_it_reads_what_it_writes():
+    # Several outputs from the values read once (winograd_input's 16): the
+    # loop is vectorized with every store in it; a statement reading a
+    # buffer another writes (at another index) keeps the loop scalar.
+    with transform.PassContext(opt_level=2):
+        text = transform.get_pass("AutoSchedule")(loom.parse(SEQUENCES)).script()
+    two, chain = text.split("@two")[1], text.split("@two")[0]
+    assert "vectorized" in two and two.count("%i_o * 4 + %i_i] =") == 2, text
+    assert "vectorized" not in chain, text
+
+
+def test_winograd_input_is_one_vectorized_nest_over_tiles_and_channels():
+    x = f32(1, 14, 14, 32)
+    xv = graph.Var("x", shape=x.shape)
+    mod = loom.IRModule({"main": graph.Function([xv], op.winograd_input(xv, padding=[1]))})
+    text = scheduled(mod)
+    body = text[text.index("@winograd_input = "):]
+    assert body.count("vectorized") == 1 and body.count("%V[") == 16, text
+    got = loom.build(mod, CONFIG)["main"](x).numpy()
+    bt = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+    xp = np.pad(x.astype(np.float64), [(0, 0), (1, 1), (1, 1), (0, 0)])
+    want = np.stack([np.einsum("ia,abc,jb->ijc", bt, xp[0, 2 * ty:2 * ty + 4, 2 * tx:2 * tx + 4], bt)
+                     for ty in range(7) for tx in range(7)], axis=2)
+    close(got, want)
