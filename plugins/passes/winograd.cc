@@ -122,10 +122,9 @@ class Rewriter {
     // Strips of tile rows, each transformed, multiplied and transformed
     // back on its own, where the whole map's tiles and products would
     // outgrow strip_bytes (they leave the cache between the kernels).
+    // Tiles of float32 or int16, products of float32 or int32: the bytes of one row of tiles.
     int64_t th = (out[1] + 1) / 2, tw = (out[2] + 1) / 2;
-    const auto* xt = x->checked_type.defined() ? x->checked_type.as<ir::TensorTypeNode>() : nullptr;
-    int64_t tile_bytes = 16 * out[0] * tw *
-                         (c * (xt ? (xt->dtype.bits + 7) / 8 : 4) + k * ((type->dtype.bits + 7) / 8));  // per tile row
+    int64_t tile_bytes = 16 * out[0] * tw * (c * (type->dtype.code == DataType::kInt ? 2 : 4) + k * 4);
     int64_t strips = strip_bytes_ > 0 ? std::min(th, (th * tile_bytes + strip_bytes_ - 1) / strip_bytes_) : 1;
     int64_t rows = (th + strips - 1) / strips;
     std::vector<ir::Expr> pieces;

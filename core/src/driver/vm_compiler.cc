@@ -51,9 +51,13 @@ class ExecutableBuilder {
     return callee_devices_[name] = device(target::call_device(module_, name));
   }
 
+  // One pool entry per array, however many places load it (Winograd's
+  // strips share their transformed weights): an exported executable
+  // saves it once, and a loaded one holds it once.
   int constant(const Any& c) {
-    constants.push_back(c);
-    return static_cast<int>(constants.size() - 1);
+    auto [found, added] = constant_index_.emplace(c.object(), static_cast<int>(constants.size()));
+    if (added) constants.push_back(c);
+    return found->second;
   }
   int callee(const std::string& key) {
     auto found = std::find(callees.begin(), callees.end(), key);
@@ -62,6 +66,7 @@ class ExecutableBuilder {
     return static_cast<int>(callees.size() - 1);
   }
   std::vector<Any> constants;
+  std::unordered_map<const Object*, int> constant_index_;  // an array -> its entry in `constants`
   std::vector<std::string> callees;
   std::vector<Device> devices{Device()};
 

@@ -4,6 +4,8 @@ compile time, and winograd_output; the transforms against NumPy's B^T d B
 and A^T m A, the rewrite against a direct convolution in NumPy on random
 inputs (odd sizes, asymmetric padding, a bias, a residual add, relu),
 and the convolutions it must leave alone."""
+import re
+
 import numpy as np
 import pytest
 
@@ -94,7 +96,7 @@ def test_a_strip_of_tile_rows_is_those_rows_tiles():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
-def test_a_large_map_runs_in_strips_with_the_same_bits(dtype):
+def test_a_large_map_runs_in_strips_with_the_same_bits(dtype, tmp_path):
     # More tiles and products than Winograd.strip_bytes: strips of tile
     # rows, each transformed, multiplied and transformed back, joined along
     # the height; every output is computed as without strips (an odd
@@ -120,9 +122,17 @@ def test_a_large_map_runs_in_strips_with_the_same_bits(dtype):
     assert "tile_rows" not in rewritten(mod, {"Winograd.strip_bytes": 0})
     strips = loom.build(mod, config("  passes: [default]\n  config:\n    Winograd.strip_bytes: %d\n" % row))
     whole = loom.build(mod, config("  passes: [default]\n  config:\n    Winograd.strip_bytes: 0\n"))
-    assert "concat" in strips.inspect_source("bytecode") and "concat" not in whole.inspect_source("bytecode")
+    code = strips.inspect_source("bytecode")
+    assert "concat" in code and "concat" not in whole.inspect_source("bytecode")
+    # The 7 strips load one array of transformed weights (the last, shorter
+    # strip's matmul may take it in another layout): one pool entry for
+    # the loads of each array, so at least 5 loads repeat an entry.
+    loads = re.findall(r"<- constant (\d+)", code)
+    assert len(loads) - len(set(loads)) >= 5, code
     got = strips["main"](x).numpy()
     np.testing.assert_array_equal(got, whole["main"](x).numpy())
+    strips.export_library(str(tmp_path / "strips.so"))
+    np.testing.assert_array_equal(loom.runtime.load_module(str(tmp_path / "strips.so"))["main"](x).numpy(), got)
     direct = loom.build(mod, config("  disabled: [Winograd]\n"))["main"](x).numpy()
     scale = np.abs(direct).max()
     np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-5 * scale)
