@@ -3,7 +3,8 @@ become winograd_input, a batched matmul with weights transformed at
 compile time, and winograd_output; the transforms against NumPy's B^T d B
 and A^T m A, the rewrite against a direct convolution in NumPy on random
 inputs (odd sizes, asymmetric padding, a bias, a residual add, relu),
-and the convolutions it must leave alone."""
+a large map in strips of tile rows (the same bits as in one piece), and
+the convolutions it must leave alone."""
 import re
 
 import numpy as np
