@@ -372,8 +372,13 @@ void register_linalg_ops() {
         // long group, at most 64 bytes): its bytes c, each holding elements
         // q * G + c (low nibble) and that + G/2 (high), summed inside the
         // step and scaled once: s * (sum_c (x_lo * lo + x_hi * hi) +
-        // offset), two multiply-adds per byte in four interleaved chains
-        // (consecutive ones do not wait on each other).  The offset, -8
+        // offset), two multiply-adds per byte in one chain: the tile's
+        // vectors (and rows) are the independent chains.  Four chains per
+        // vector filled AVX2's 16 registers (16 accumulators in a one-row
+        // tile of four vectors, 32 in a prefill's 4 x 2) and spilled: one
+        // chain took a LLaMA prefill of 128 tokens 0.88x its time and a
+        // decode step 0.97x, two chains 1.14x and 1.07x (same-process
+        // A/B; docs/llm.md "Speed").  The offset, -8
         // times the step's sum of x, does not depend on the output column:
         // a first nest computes it once per row.  A step per byte, with
         // the scale and the offset per byte, made a LLaMA decode step
@@ -413,7 +418,6 @@ void register_linalg_ops() {
               return PrimExpr(tir::BufferLoad(X, i));
             },
             [](const PrimExpr& v) { return PrimExpr(tir::Mul(v, make_const(DataType::Float(32), -8))); });
-        const int64_t chains = std::min<int64_t>(4, bytes);
         tir::Stmt main = reduction(
             Y, {PrimExpr(steps)}, make_const(Y->dtype, 0),
             [](const PrimExpr& acc, const PrimExpr& v) { return PrimExpr(tir::Add(acc, v)); },
@@ -425,7 +429,7 @@ void register_linalg_ops() {
                 i.push_back(e);
                 return PrimExpr(tir::BufferLoad(X, i));
               };
-              std::vector<PrimExpr> dot(chains);
+              PrimExpr dot;
               for (int64_t c = 0; c < bytes; ++c) {
                 PrimExpr lo_k = element(step, PrimExpr(c));
                 PrimExpr x_lo = x_at(lo_k), x_hi = x_at(tir::Add(lo_k, PrimExpr(half)));
@@ -434,17 +438,12 @@ void register_linalg_ops() {
                 PrimExpr lo = f32(tir::FloorMod(byte, PrimExpr(int32_t{16})));
                 PrimExpr hi = f32(tir::FloorDiv(byte, PrimExpr(int32_t{16})));
                 PrimExpr term = tir::Mul(x_lo, lo);
-                PrimExpr& d = dot[c % chains];
-                d = d.defined() ? PrimExpr(tir::Add(d, term)) : term;
-                d = tir::Add(d, tir::Mul(x_hi, hi));
+                dot = dot.defined() ? PrimExpr(tir::Add(dot, term)) : term;
+                dot = tir::Add(dot, tir::Mul(x_hi, hi));
               }
-              // The chains' pairwise sum: (d0 + d1) + (d2 + d3).
-              for (size_t w = 1; w < dot.size(); w *= 2)
-                for (size_t c = 0; c + w < dot.size(); c += 2 * w) dot[c] = tir::Add(dot[c], dot[c + w]);
               Indices oi = row;
               oi.push_back(step);
-              return PrimExpr(
-                  tir::Mul(tir::BufferLoad(S, {j, group_of(step)}), tir::Add(dot[0], tir::BufferLoad(O, oi))));
+              return PrimExpr(tir::Mul(tir::BufferLoad(S, {j, group_of(step)}), tir::Add(dot, tir::BufferLoad(O, oi))));
             });
         return b.finish(tir::Allocate(O, tir::SeqStmt({offsets, main})));
       });

@@ -5,6 +5,7 @@ and the callers pass the constant re-laid out, so no kernel packs it per
 call.  A batch of one, a residual added after a dense, a pointwise
 convolution over a small map.  Each test checks the schedule it must pick
 in the scheduled text and the built module's numbers against NumPy."""
+import platform
 import re
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 import loom
 from loom import graph, op, transform
 
-from conftest import ROOT
+from conftest import ROOT, llvm_module
 
 rng = np.random.default_rng(21)
 CONFIG = loom.Config.parse((ROOT / "configs" / "host.yaml").read_text(), "host.yaml")
@@ -126,6 +127,48 @@ def test_a_single_row_int4_dense_takes_four_vectors_of_columns():
     dense = loom.IRModule({"main": graph.Function([xv], op.dense(xv, graph.Constant(f32(n, k))))})
     text = scheduled(loom.ir.with_attr(dense, "target", loom.target.Target("llvm", mcpu="haswell")))
     assert "param_layouts" not in text, text
+
+
+def loops_converting_bytes(asm):
+    """The bodies of the assembly's loops (a label to a jump back to it)
+    that convert integers to floats: an int4 dense's steps."""
+    lines = asm.split("\n")
+    labels = {line[:-1]: i for i, line in enumerate(lines) if re.match(r"^\.LBB\d+_\d+:$", line)}
+    loops = []
+    for i, line in enumerate(lines):
+        m = re.match(r"\s+j\w+\s+(\.LBB\d+_\d+)$", line)
+        if m and labels.get(m.group(1), i) < i:
+            body = lines[labels[m.group(1)]:i]
+            if any("vcvtdq2ps" in b for b in body):
+                loops.append(body)
+    return loops
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="compiles for an x86 CPU: this machine is not x86_64")
+@pytest.mark.parametrize("rows", ["one", "symbolic"])
+def test_an_int4_dense_keeps_its_tile_in_registers_on_avx2(rows):
+    # AVX2 has 16 vector registers.  A step sums its 32 products in one
+    # chain per vector of columns, so the one-row tile (four vectors) and
+    # a prefill's block of rows (4 x 2) keep their accumulators in
+    # registers: with four chains per vector (16 and 32 accumulators)
+    # LLVM spilled and reloaded about one vector per multiply-add's
+    # (96 stack accesses to 128 multiply-adds in the one-row loop), with
+    # two still 99 to 248 in the block's; with one, 2 and 18-24.
+    # Compiled for Haswell, not run, whatever this machine is.
+    from loom import tir
+    k, n = 256, 64
+    xv = graph.Var("x", shape=(1 if rows == "one" else tir.Var("n"), k))
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
+    mod = loom.IRModule({"main": graph.Function([xv], op.dense_int4(xv, graph.Constant(packed),
+                                                                    graph.Constant(scales)))})
+    lib = loom.build(mod, {"target": {"kind": "llvm", "mcpu": "haswell", "num-threads": 1}})
+    loops = loops_converting_bytes(llvm_module(lib).inspect_source("asm"))
+    assert loops
+    for body in loops:
+        stack = sum("(%rsp)" in line for line in body)
+        fmas = sum(bool(re.match(r"\s+vfmadd", line)) for line in body)
+        assert fmas >= 32 and stack * 8 <= fmas, "\n".join(body)
 
 
 def test_the_tail_rows_of_a_light_dense_read_four_panels_at_once():
