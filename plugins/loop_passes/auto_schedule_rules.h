@@ -235,7 +235,7 @@ class StageScheduler {
   // reduction accumulates in, allocated per tile where it can be.
   bool tile_panels(const std::string& root, const std::string& joo, const std::string& io, const std::string& ii,
                    const std::string& joi, const std::string& ji, bool rows_outer, bool panels_outer,
-                   const std::string& accumulator);
+                   const std::string& accumulator, const std::string& half = "");
 
   // auto_schedule_channel_tile.cc
 

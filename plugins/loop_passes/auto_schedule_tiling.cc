@@ -382,6 +382,19 @@ bool StageScheduler::tile(const std::string& nest) {
   // must be packed to be read along j at all; a [r, j] one is packed
   // when enough row tiles reuse each panel.
   int64_t panel = tj * lanes;
+  // A block of a symbolic row count whose step is heavy (an int4 dense:
+  // more than two loads shared by the columns) takes panels of twice the
+  // tile's vectors, each read by two column tiles, so that the tail rows
+  // (a decode step's one token) read four vectors at a time: the shared
+  // loads and their work serve twice the columns.  The column tiles are
+  // split around the panel (`halves`) so its index stays affine.
+  int64_t halves = 1;
+  if (rows && !blocks && !window && partitioned_.count(nest) && tj * 2 <= 4 && columns % (2 * tj) == 0) {
+    int64_t shared = 0;
+    for (const Stmt& r : reduction_loops(j->body)) shared += loads_not_along(r, jv, written);
+    if (shared > 2 && decide("tile.wide_panels", true)) halves = 2;
+  }
+  panel *= halves;
   // A matmul-like nest: whole vectors, and a tile large enough to pay
   // (otherwise vector_reduction's partial sums do better).  Other nests
   // (a convolution, a pool: every operand read along j is at least 3-D)
@@ -485,7 +498,7 @@ bool StageScheduler::tile(const std::string& nest) {
     }
   }
   auto [io, ii] = s_.split(iname, ti);
-  std::string joo, joi, ji;
+  std::string joo, joi, ji, half;
   if (blocks) {
     // The tile's blocks right outside the lanes, the block tiles where
     // the block loop was.
@@ -504,6 +517,7 @@ bool StageScheduler::tile(const std::string& nest) {
     std::string jo;
     std::tie(jo, ji) = s_.split(jname, lanes);
     std::tie(joo, joi) = s_.split(jo, tj);
+    if (halves > 1) std::tie(joo, half) = s_.split(joo, halves);
   }
   // A window nest with more rows than columns (a convolution over a small
   // map with many channels: its weights outweigh its input) runs the row
@@ -523,7 +537,7 @@ bool StageScheduler::tile(const std::string& nest) {
     int64_t column_tiles = (columns + tj - 1) / tj;
     bool panels_outer = row_passes > 1 && column_tiles > 1 &&
                         decide("tile.panels_outer", weights * (row_passes - 1) > shared * (column_tiles - 1) + own);
-    return tile_panels(root, joo, io, ii, joi, ji, rows_outer, panels_outer, accumulator);
+    return tile_panels(root, joo, io, ii, joi, ji, rows_outer, panels_outer, accumulator, half);
   }
   s_.reorder({io, joo, ii, joi, ji});
   // Without packed panels: init, reduction and epilogue become nests of
@@ -763,11 +777,16 @@ void StageScheduler::unroll_guarded_window(const std::vector<std::string>& order
 // and its epilogue.
 bool StageScheduler::tile_panels(const std::string& root, const std::string& joo, const std::string& io,
                                  const std::string& ii, const std::string& joi, const std::string& ji, bool rows_outer,
-                                 bool panels_outer, const std::string& accumulator) {
+                                 bool panels_outer, const std::string& accumulator, const std::string& half) {
+  // `half`: the column tiles within a panel, right inside the panels.
+  auto with_half = [&](std::vector<std::string> order) {
+    if (!half.empty()) order.insert(std::find(order.begin(), order.end(), joo) + 1, half);
+    return order;
+  };
   if (rows_outer) {
-    s_.reorder({io, joo, ii, joi, ji});
+    s_.reorder(with_half({io, joo, ii, joi, ji}));
   } else {
-    s_.reorder({joo, io, ii, joi, ji});
+    s_.reorder(with_half({joo, io, ii, joi, ji}));
   }
   // (A root split by the tiling itself, a matrix product's rows, leaves
   // no loop above the tile's rows but their tiles, which rows_outer placed:

@@ -104,6 +104,16 @@ def test_a_dense_over_a_batch_of_one_with_a_residual_is_register_tiled():
     close(loom.build(mod, CONFIG)["main"](x, r).numpy(), x @ w.T + b + r)
 
 
+def int4_dense(xv, k, n):
+    """An int4 dense of `xv` (..., k) to n columns with random weights, and
+    those weights as NumPy dequantizes them (float64, (n, k))."""
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
+    q = np.concatenate([packed.reshape(n, -1, 16) & 15, packed.reshape(n, -1, 16) >> 4], axis=2).astype(np.int64)
+    w = ((q - 8) * scales[:, :, None].astype(np.float64)).reshape(n, k)
+    return op.dense_int4(xv, graph.Constant(packed), graph.Constant(scales)), w
+
+
 def test_a_single_row_int4_dense_takes_four_vectors_of_columns():
     # One row, so no rows to tile: a step of an int4 dense reads 32 inputs,
     # each multiplied by a converted weight, and four vectors of columns
@@ -111,16 +121,12 @@ def test_a_single_row_int4_dense_takes_four_vectors_of_columns():
     # (8 lanes) whatever this machine has.
     k, n = 768, 128
     xv = graph.Var("x", shape=(1, k))
-    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
-    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
-    mod = loom.IRModule({"main": graph.Function([xv], op.dense_int4(xv, graph.Constant(packed),
-                                                                    graph.Constant(scales)))})
+    y, w = int4_dense(xv, k, n)
+    mod = loom.IRModule({"main": graph.Function([xv], y)})
     text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
     assert '"1": "0 // 32, 1, 0 % 32"' in text, text
     assert re.search(r"extent 4 unrolled \{\s*for %\w+: int64 from 0 extent 8 vectorized", text), text
     # and the tile computes the dense (weights as dequantized in NumPy)
-    q = np.concatenate([packed.reshape(n, -1, 16) & 15, packed.reshape(n, -1, 16) >> 4], axis=2).astype(np.int64)
-    w = ((q - 8) * scales[:, :, None].astype(np.float64)).reshape(n, k)
     x = f32(1, k)
     close(loom.build(mod, CONFIG)["main"](x).numpy(), x.astype(np.float64) @ w.T)
     # A float dense of one row keeps partial sums (no panels of columns).
@@ -158,10 +164,7 @@ def test_an_int4_dense_keeps_its_tile_in_registers_on_avx2(rows):
     from loom import tir
     k, n = 256, 64
     xv = graph.Var("x", shape=(1 if rows == "one" else tir.Var("n"), k))
-    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
-    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
-    mod = loom.IRModule({"main": graph.Function([xv], op.dense_int4(xv, graph.Constant(packed),
-                                                                    graph.Constant(scales)))})
+    mod = loom.IRModule({"main": graph.Function([xv], int4_dense(xv, k, n)[0])})
     lib = loom.build(mod, {"target": {"kind": "llvm", "mcpu": "haswell", "num-threads": 1}})
     loops = loops_converting_bytes(llvm_module(lib).inspect_source("asm"))
     assert loops
@@ -179,12 +182,9 @@ def test_the_tail_rows_of_a_light_dense_read_four_panels_at_once():
     from loom import tir
     n, k = 512, 64
     xv = graph.Var("x", shape=(tir.Var("n"), k))
-    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
-    scales = rng.uniform(0.5, 2, (n, k // 32)).astype(np.float32)
     w = f32(n, k)
     four = r"for %r0_t: int64 from 0 extent 64 \{\s*for %\w+: int64 from 0 extent 4 unrolled"
-    for name, y in [("float", op.dense(xv, graph.Constant(w))),
-                    ("int4", op.dense_int4(xv, graph.Constant(packed), graph.Constant(scales)))]:
+    for name, y in [("float", op.dense(xv, graph.Constant(w))), ("int4", int4_dense(xv, k, n)[0])]:
         mod = loom.IRModule({"main": graph.Function([xv], y)})
         text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
         assert "%n % 32" in text, text
@@ -193,6 +193,31 @@ def test_the_tail_rows_of_a_light_dense_read_four_panels_at_once():
     for rows in (1, 3, 35):
         x = f32(rows, k)
         close(f(x).numpy(), x.astype(np.float64) @ w.T.astype(np.float64))
+
+
+def test_a_heavy_step_over_a_symbolic_row_count_packs_panels_its_tail_reads_four_vectors_at_a_time():
+    # An int4 dense over %n tokens: the block's tile is 4 rows x 2 vectors,
+    # its panels 4 vectors wide (two column tiles each, split around the
+    # panel so that the block reads it at an affine index), and the tail
+    # rows (a decode step's one token) read a whole panel per step.
+    # Scheduled for AVX2 (8 lanes) whatever this machine has.
+    from loom import tir
+    k, n = 256, 128
+    xv = graph.Var("x", shape=(tir.Var("n"), k))
+    y, w = int4_dense(xv, k, n)
+    mod = loom.IRModule({"main": graph.Function([xv], y)})
+    text = scheduled(loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="haswell")))
+    assert '"1": "0 // 32, 1, 0 % 32"' in text, text
+    # the tail: four vectors of 8 per step
+    assert re.search(r"%r0_1_t: int64 from 0 extent 8 \{\s*for %\w+: int64 from 0 extent 4 unrolled \{\s*"
+                     r"for %\w+: int64 from 0 extent 8 vectorized", text), text
+    # the block's index within a panel is affine (no // or % of the column)
+    within = [m.split(", ")[-1] for m in re.findall(r"%W\[([^\]]*)\]", text) if "_t" not in m]
+    assert within and not any(" // " in m or " % " in m for m in within), within
+    f = loom.build(mod, CONFIG)["main"]
+    for rows in (1, 3, 32, 37):
+        x = f32(rows, k)
+        close(f(x).numpy(), x.astype(np.float64) @ w.T)
 
 
 def test_the_row_blocks_of_a_symbolic_row_count_run_inside_the_column_tiles():
