@@ -82,7 +82,8 @@ void DeviceAPIRegistry::register_api(const std::string& device_name, std::shared
   apis().add(DeviceAPIEntry{device_name, std::move(api), ""});
 }
 
-DeviceAPI& DeviceAPIRegistry::get(Device device) {
+namespace {
+DeviceAPI& lookup(Device device) {
   std::string name = device_name(device.device_type);
   auto entry = apis().find(name);
   if (!entry) {
@@ -90,6 +91,18 @@ DeviceAPI& DeviceAPIRegistry::get(Device device) {
                       << "): no loaded plugin provides 'device:" << name << "'";
   }
   return *entry->api;  // registries are never destroyed, so the API outlives this reference
+}
+}  // namespace
+
+DeviceAPI& DeviceAPIRegistry::get(Device device) {
+  // The host's API is the core's own (registered below, never removed):
+  // found once.  A lookup by name builds the name and copies the entry,
+  // and every kernel's workspace and every VM call's arena asks.
+  if (device.device_type == Device::kCPU) {
+    static DeviceAPI* const cpu = &lookup(device);
+    return *cpu;
+  }
+  return lookup(device);
 }
 
 std::vector<std::string> DeviceAPIRegistry::list() { return apis().names(); }

@@ -75,8 +75,19 @@ std::optional<int64_t> ShapeExpr::as_constant() const {
   return std::nullopt;
 }
 
-int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
-  const ShapeExprNode* n = e.get();
+namespace {
+// An operand of a binary shape expression: a ShapeExprNode (the loader
+// checks what it reads; one built by hand is checked here), compared by
+// its exact type, without the registry's walk or a reference count.
+const ShapeExprNode* shape_operand(const ObjectRef& r) {
+  const Object* o = r.get();
+  if (!o || o->type_index() != ShapeExprNode::runtime_type_index()) {
+    LOOM_THROW(Error) << "a shape expression's operand is not a runtime.ShapeExpr";
+  }
+  return static_cast<const ShapeExprNode*>(o);
+}
+
+int64_t evaluate_node(const ShapeExprNode* n, const std::vector<int64_t>& values) {
   switch (n->shape_op()) {
     case ShapeOp::kConst:
       return n->value;
@@ -91,7 +102,7 @@ int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
     default:
       break;
   }
-  int64_t x = evaluate(downcast<ShapeExpr>(n->a), values), y = evaluate(downcast<ShapeExpr>(n->b), values);
+  int64_t x = evaluate_node(shape_operand(n->a), values), y = evaluate_node(shape_operand(n->b), values);
   int64_t out = 0;
   auto overflow = [&](const char* op) -> int64_t {
     LOOM_THROW(Error) << "a shape expression overflows 64 bits: " << x << " " << op << " " << y;
@@ -118,6 +129,9 @@ int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) {
   if (n->shape_op() == ShapeOp::kFloorDiv) return q;
   return x - q * y;  // kFloorMod
 }
+}  // namespace
+
+int64_t evaluate(const ShapeExpr& e, const std::vector<int64_t>& values) { return evaluate_node(e.get(), values); }
 
 namespace {
 // The IR printer's precedences, so that texts read as the IR writes them.
@@ -841,6 +855,32 @@ Any VMModuleNode::invoke(size_t index, const Any* args, int32_t count) const {
   return result;
 }
 
+namespace {
+class RegisterFile {
+ public:
+  explicit RegisterFile(size_t size) {
+    if (!pool().empty()) {
+      regs = std::move(pool().back());
+      pool().pop_back();
+    }
+    regs.resize(size);
+  }
+  ~RegisterFile() {
+    regs.clear();  // releases every value; the capacity stays
+    if (pool().size() < 8) pool().push_back(std::move(regs));
+  }
+  RegisterFile(const RegisterFile&) = delete;
+  RegisterFile& operator=(const RegisterFile&) = delete;
+  std::vector<Any> regs;
+
+ private:
+  static std::vector<std::vector<Any>>& pool() {
+    thread_local std::vector<std::vector<Any>> files;
+    return files;
+  }
+};
+}  // namespace
+
 Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
   if (!resolved_.load(std::memory_order_acquire)) resolve();
   const FunctionRt& f = functions[index];
@@ -860,7 +900,13 @@ Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
   }
   const std::vector<int64_t>& bound = checker.bound;
 
-  std::vector<Any> regs(f.num_registers);
+  // The register file, from this thread's pool (a call nested in another,
+  // a graph function's, takes a second): 8 KB for a decode step's 510
+  // registers, allocated per call, sent glibc's malloc into consolidating
+  // its free lists every call.  Emptied when the call ends, so no value
+  // outlives it.
+  RegisterFile file(f.num_registers);
+  std::vector<Any>& regs = file.regs;
   for (int32_t i = 0; i < count; ++i) regs[i] = args[i];
 
   // The arena for this call.

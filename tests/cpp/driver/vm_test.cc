@@ -205,6 +205,23 @@ TEST(VM, SymbolicShapesAreBoundFromInputs) {
   EXPECT_EQ(plan.naive_bytes, "%n * 32 + %n * 32 + %n * 32 + %n * 32");
 }
 
+TEST(VM, ShapeExpressionsEvaluateAndRefuseAForeignOperand) {
+  // (%0 * 32 + 7) floordiv 4 with %0 = 5
+  ShapeExpr e = ShapeExpr::binary(
+      ShapeOp::kFloorDiv,
+      ShapeExpr::binary(ShapeOp::kAdd, ShapeExpr::binary(ShapeOp::kMul, ShapeExpr::var(0), ShapeExpr::constant(32)),
+                        ShapeExpr::constant(7)),
+      ShapeExpr::constant(4));
+  EXPECT_EQ(evaluate(e, {5}), 41);
+  // An expression built by hand whose operand is not a shape expression.
+  auto node = make_object<ShapeExprNode>();
+  node->op = static_cast<int64_t>(ShapeOp::kAdd);
+  node->a = ShapeExpr::constant(1);
+  node->b = ObjectRef(make_object<NDArrayNode>());
+  std::string error = error_of([&] { evaluate(ShapeExpr(node), {}); });
+  EXPECT_NE(error.find("operand is not a runtime.ShapeExpr"), std::string::npos) << error;
+}
+
 TEST(VM, TuplesMultipleOutputsIfAndCallPacked) {
   Module vm = compile(std::string(kPrims) + R"(
 @main = fn(%x: Tensor[(3, 5), float32], %flag: bool) -> (Tensor[(3, 5), float32], Tensor[(3, 5), float32]) {
