@@ -328,10 +328,10 @@ bool StageScheduler::tile(const std::string& nest) {
   // takes four vectors where they divide, so that those loads and the
   // work on them (broadcasts, a group's offset) serve twice the columns
   // (one-row int4 denses of a LLaMA layer's shapes, streamed from
-  // memory: 0.85-0.91x their time with two).
+  // memory: 0.85-0.91x their time with two).  (A block of rows with such
+  // a step takes wider panels instead, below.)
   int64_t shared_loads = 0;
-  if (!rows && !own_rows)
-    for (const Stmt& r : reduction_loops(j->body)) shared_loads += loads_not_along(r, jv, written);
+  for (const Stmt& r : reduction_loops(j->body)) shared_loads += loads_not_along(r, jv, written);
   bool wide = vector_bits_ >= 512 || shared_loads > 2;
   auto [ti, tj] = rows || own_rows ? tile_shape(*ei, columns, own_rows, (!window || pixel_rows) && rows)
                                    : std::pair<int64_t, int64_t>{1, vectors % 4 == 0 && wide ? 4
@@ -389,10 +389,9 @@ bool StageScheduler::tile(const std::string& nest) {
   // loads and their work serve twice the columns.  The column tiles are
   // split around the panel (`halves`) so its index stays affine.
   int64_t halves = 1;
-  if (rows && !blocks && !window && partitioned_.count(nest) && tj * 2 <= 4 && columns % (2 * tj) == 0) {
-    int64_t shared = 0;
-    for (const Stmt& r : reduction_loops(j->body)) shared += loads_not_along(r, jv, written);
-    if (shared > 2 && decide("tile.wide_panels", true)) halves = 2;
+  if (rows && !blocks && !window && partitioned_.count(nest) && tj * 2 <= 4 && columns % (2 * tj) == 0 &&
+      shared_loads > 2 && decide("tile.wide_panels", true)) {
+    halves = 2;
   }
   panel *= halves;
   // A matmul-like nest: whole vectors, and a tile large enough to pay
