@@ -1,5 +1,6 @@
 #include "fuse_ops.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <vector>
@@ -128,7 +129,7 @@ transform::Pass FuseOps() {
       // these bindings: swish, x * sigmoid(x); hard-swish, x * clip(x + 3,
       // 0, 6) / 6), whose values other than the last are used only among
       // them; empty when there is none.
-      auto diamond = [&](size_t i, const Object* a) {
+      auto diamond = [&](size_t i, const Object* a, PatternKind most) {
         std::vector<size_t> members;
         std::set<const Object*> inside;
         int left = uses[a];
@@ -143,7 +144,7 @@ transform::Pass FuseOps() {
           if (!reads_a && !reads_inside) continue;
           std::string op_name;
           auto pattern = pattern_of(module, bindings[k].value, &op_name);
-          if (!pattern || *pattern > PatternKind::kBroadcast) return std::vector<size_t>{};
+          if (!pattern || *pattern > most) return std::vector<size_t>{};
           for (const Any& x : call->args) left -= x.object() == a ? 1 : 0;
           members.push_back(k);
           inside.insert(bindings[k].var.get());
@@ -161,21 +162,31 @@ transform::Pass FuseOps() {
         return members;
       };
       std::unordered_map<size_t, size_t> forced;  // binding -> the group a diamond put it in
+      std::vector<std::string> op_names(bindings.size());
       for (size_t i = 0; i < bindings.size(); ++i) {
         std::string name;
         auto pattern = pattern_of(module, bindings[i].value, &name);
         if (!pattern) continue;
+        op_names[i] = name;
         int64_t joined = -1;
         if (auto f = forced.find(i); f != forced.end()) {
           joined = static_cast<int64_t>(f->second);
           for (auto it = group_of.begin(); it != group_of.end();)
             it = it->second == f->second ? group_of.erase(it) : std::next(it);
-        } else if (*pattern <= PatternKind::kBroadcast) {
+        } else if (*pattern <= PatternKind::kInjective) {
           for (const Any& a : bindings[i].value.as<graph::CallNode>()->args) {
             auto found = group_of.find(a.object());
             if (found == group_of.end()) continue;
             Group& g = groups[found->second];
-            std::vector<size_t> closing = uses[a.object()] == 1 ? std::vector<size_t>{} : diamond(i, a.object());
+            // An injective operator (a slice, a reshape, a concatenation)
+            // moves elements: it joins only a group that moves or maps
+            // them too, never an anchor's epilogue.
+            bool moves = g.anchor <= PatternKind::kInjective;
+            if (*pattern == PatternKind::kInjective && !moves) continue;
+            std::vector<size_t> closing =
+                uses[a.object()] == 1
+                    ? std::vector<size_t>{}
+                    : diamond(i, a.object(), moves ? PatternKind::kInjective : PatternKind::kBroadcast);
             if (uses[a.object()] != 1 && closing.empty()) continue;
             if (static_cast<int64_t>(g.members.size() + std::max<size_t>(closing.size(), 1)) > max_depth) continue;
             joined = static_cast<int64_t>(found->second);
@@ -190,6 +201,31 @@ transform::Pass FuseOps() {
           groups.push_back(Group{{}, *pattern, ""});
         }
         Group& g = groups[joined];
+        g.anchor = std::max(g.anchor, *pattern);
+        // The other arguments' groups of elementwise, broadcast and
+        // injective operators whose value only this binding reads join as
+        // well (the two slices a concatenation or a gated product reads):
+        // each was a kernel of its own that wrote its value for this one.
+        if (g.anchor <= PatternKind::kInjective) {
+          for (const Any& a : bindings[i].value.as<graph::CallNode>()->args) {
+            auto found = group_of.find(a.object());
+            if (found == group_of.end() || found->second == static_cast<size_t>(joined) || uses[a.object()] != 1)
+              continue;
+            Group& h = groups[found->second];
+            bool pending =
+                std::any_of(forced.begin(), forced.end(), [&](const auto& f) { return f.second == found->second; });
+            if (h.anchor > PatternKind::kInjective || pending ||
+                static_cast<int64_t>(g.members.size() + h.members.size() + 1) > max_depth)
+              continue;
+            for (size_t m : h.members) binding_group[m] = joined;
+            g.members.insert(g.members.end(), h.members.begin(), h.members.end());
+            std::sort(g.members.begin(), g.members.end());
+            g.name.clear();  // the members' operators in order
+            for (size_t m : g.members) g.name += (g.name.empty() ? "" : "_") + op_names[m];
+            h.members.clear();
+            group_of.erase(found);
+          }
+        }
         g.members.push_back(i);
         g.name += (g.name.empty() ? "" : "_") + name;
         group_of[bindings[i].var.get()] = static_cast<size_t>(joined);
