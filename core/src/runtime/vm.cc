@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <sstream>
 
 #include "loom/object/serialization.h"
@@ -879,6 +880,21 @@ class RegisterFile {
     return files;
   }
 };
+
+// The shape of a tensor a site with a dynamic shape places in the arena,
+// as an Array: the one this thread built for the site last time when the
+// dimensions are the same (a decode step's tensors keep their shapes step
+// after step), else a new one.  Keyed by the site's address and compared
+// by value, so a site freed and another made at its address is harmless.
+const Array& shape_array(const AllocSite* site, const std::vector<int64_t>& dims) {
+  thread_local std::unordered_map<const AllocSite*, Array> last;
+  if (last.size() > 4096) last.clear();
+  Array& a = last[site];
+  bool same = a.size() == dims.size() && a.defined();
+  for (size_t k = 0; same && k < dims.size(); ++k) same = a[k].as_int() == dims[k];
+  if (!same) a = Array(std::vector<Any>(dims.begin(), dims.end()));
+  return a;
+}
 }  // namespace
 
 Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
@@ -1007,7 +1023,8 @@ Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
           check_fits(site, checked_nbytes(shape, static_cast<int>(element_bytes(site.dtype)), where()), shape);
         }
         regs[in.dst] = site.storage < 0 ? NDArray::empty(shape, site.dtype, on)
-                                        : NDArray::wrap(storage_data(site.storage), shape, site.dtype, on, arena);
+                                        : NDArray::wrap_shape(storage_data(site.storage), shape_array(&site, shape),
+                                                              site.dtype, on, arena);
         ++pc;
         break;
       }
