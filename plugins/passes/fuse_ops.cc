@@ -17,7 +17,6 @@ using ir::PatternKind;
 struct Group {
   std::vector<size_t> members;  // binding indices, in order
   PatternKind anchor;
-  std::string name;
 };
 
 bool is_primitive(const ir::IRModule& module, const ir::Expr& callee) {
@@ -198,7 +197,7 @@ transform::Pass FuseOps() {
         }
         if (joined < 0) {
           joined = static_cast<int64_t>(groups.size());
-          groups.push_back(Group{{}, *pattern, ""});
+          groups.push_back(Group{{}, *pattern});
         }
         Group& g = groups[joined];
         g.anchor = std::max(g.anchor, *pattern);
@@ -220,14 +219,11 @@ transform::Pass FuseOps() {
             for (size_t m : h.members) binding_group[m] = joined;
             g.members.insert(g.members.end(), h.members.begin(), h.members.end());
             std::sort(g.members.begin(), g.members.end());
-            g.name.clear();  // the members' operators in order
-            for (size_t m : g.members) g.name += (g.name.empty() ? "" : "_") + op_names[m];
             h.members.clear();
             group_of.erase(found);
           }
         }
         g.members.push_back(i);
-        g.name += (g.name.empty() ? "" : "_") + name;
         group_of[bindings[i].var.get()] = static_cast<size_t>(joined);
         binding_group[i] = joined;
       }
@@ -269,7 +265,9 @@ transform::Pass FuseOps() {
           renamed[bindings[m].var.get()] = inner;
         }
         ir::Expr fbody = graph::build_chain(body, renamed.at(bindings[g.members.back()].var.get()));
-        std::string unique = names.fresh("fused_" + g.name);
+        std::string hint = "fused";  // and its members' operators, in order
+        for (size_t m : g.members) hint += "_" + op_names[m];
+        std::string unique = names.fresh(hint);
         out[unique] =
             graph::Function(lifted.params, fbody, bindings[i].value->checked_type,
                             Map({{"primitive", int64_t{1}}, {"pattern", int64_t(static_cast<int64_t>(g.anchor))}}));
