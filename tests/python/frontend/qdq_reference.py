@@ -10,6 +10,9 @@ evaluate(model, x) runs such a graph with NumPy as an integer kernel
 computes it: a Conv or Gemm whose operands are both dequantized sums the
 integers exactly (PyTorch's functional convolution in float64 on integer
 values, exact below 2^53) and scales the sum once by sx * sw in float32;
+a mean over whole axes of dequantized integers that a QuantizeLinear
+requantizes sums them exactly and rounds S * (sx / (sy * n)) once (as
+QDQToInteger and ONNX Runtime's QLinearGlobalAveragePool do);
 everything else is the QDQ equations in float32.  The tests ask Loom to
 agree within one quantization step of each output.""" 
 import io
@@ -78,6 +81,7 @@ def evaluate(model_bytes, x):
     values = {i.name: _array(i) for i in model.graph.initializer}
     values[model.graph.input[0].name] = x
     dequantized = {}  # a DequantizeLinear's output -> (integers - zero point, scale as it broadcasts)
+    summed = {}  # a mean of dequantized integers -> (their exact sum, the scale, the count)
     f32 = np.float32
 
     def t(a):
@@ -103,7 +107,11 @@ def evaluate(model_bytes, x):
         elif op == "QuantizeLinear":
             zp = ins[2] if len(ins) > 2 else np.uint8(0)
             rank = ins[0].ndim
-            q = np.round(f32(ins[0]) / _per_axis(ins[1], rank, a.get("axis", 1)).astype(f32))
+            if node.input[0] in summed and ins[1].size == 1:  # S * (sx / (sy * n)), rounded once
+                total, xs, n = summed[node.input[0]]
+                q = np.round(f32(total) * (xs / (f32(ins[1].reshape(())) * f32(n))))
+            else:
+                q = np.round(f32(ins[0]) / _per_axis(ins[1], rank, a.get("axis", 1)).astype(f32))
             q = q + _per_axis(zp, rank, a.get("axis", 1)).astype(f32)
             info = np.iinfo(zp.dtype)
             out = np.clip(q, info.min, info.max).astype(zp.dtype)
@@ -144,8 +152,20 @@ def evaluate(model_bytes, x):
             pads = a.get("pads", [0, 0, 0, 0])
             out = F.max_pool2d(t(ins[0]), a["kernel_shape"], a.get("strides", 1), pads[:2],
                                ceil_mode=bool(a.get("ceil_mode", 0))).numpy()
-        elif op == "GlobalAveragePool":
-            out = ins[0].mean(axis=(2, 3), keepdims=True, dtype=f32)
+        elif op in ("GlobalAveragePool", "ReduceMean"):
+            axes = (2, 3) if op == "GlobalAveragePool" else tuple(a.get("axes", range(ins[0].ndim)))
+            keep = op == "GlobalAveragePool" or bool(a.get("keepdims", 1))
+            if node.input[0] in dequantized and dequantized[node.input[0]][1].size == 1:
+                # An integer kernel's mean of dequantized integers: their
+                # exact sum, scaled once (requantized once by the
+                # QuantizeLinear after it, below).
+                xi, xs = dequantized[node.input[0]]
+                total = xi.sum(axis=axes, keepdims=keep)
+                n = int(np.prod([xi.shape[k] for k in axes]))
+                summed[node.output[0]] = (total, xs.reshape(()), n)
+            out = ins[0].mean(axis=axes, keepdims=keep, dtype=f32)
+        elif op == "Sigmoid":
+            out = f32(1) / (f32(1) + np.exp(-ins[0]))
         elif op == "Flatten":
             out = ins[0].reshape(ins[0].shape[0], -1)
         elif op == "Gemm":

@@ -234,6 +234,39 @@ def test_a_max_pooling_between_one_scale_pools_the_integers_with_the_float_bits(
         np.testing.assert_array_equal(lib["main"](a).numpy(), flt["main"](a).numpy())
 
 
+@pytest.mark.parametrize("kind, dtype", [("global_avg_pool2d", "uint8"), ("mean", "int8"), ("mean_nhwc", "uint8")])
+def test_a_mean_between_dequantize_and_quantize_sums_the_integers_and_requantizes_once(kind, dtype):
+    """quantize(mean(dequantize(x, sx, zx)), sy, zy) over whole axes (a QDQ
+    graph's GlobalAveragePool and ReduceMean): the exact int32 sum S of
+    x - zx, then round(S * (sx / (sy * n))) + zy, bit for bit.  With sy = sx
+    over 2 x 2 every other sum is a rounding tie, which goes to even; a
+    float mean's value at a tie depends on the order of its sum."""
+    rng = np.random.default_rng(13)
+    info = np.iinfo(dtype)
+    shape = (2, 2, 2, 6) if kind == "mean_nhwc" else (2, 6, 2, 2)
+    axes, keep = ((1, 2), False) if kind == "mean_nhwc" else ((2, 3), True)
+    x = graph.Var("x", shape=shape, dtype=dtype)
+    sx, zx = np.float32(0.0413), np.array(-5 if dtype == "int8" else 131, dtype)
+    for sy, zy in ((sx, zx), (np.float32(0.0291), np.array(3, dtype))):
+        d = op.dequantize(x, const(sx), const(zx))
+        m = op.global_avg_pool2d(d) if kind == "global_avg_pool2d" else op.mean(d, axis=list(axes), keepdims=keep)
+        text, lib, _ = build_both(op.quantize(m, const(sy), const(zy)), [x])
+        assert "sum(" in text and "mean(" not in text and "global_avg_pool2d(" not in text, text
+        a = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+        total = (a.astype(np.int64) - zx).sum(axis=axes, keepdims=keep)
+        q = np.round(total.astype(np.float32) * (sx / (sy * np.float32(4)))) + zy
+        np.testing.assert_array_equal(lib["main"](a).numpy(), np.clip(q, info.min, info.max).astype(dtype))
+
+
+def test_a_mean_of_sums_float32_cannot_hold_stays_in_float():
+    # 16-bit integers over 512 elements: a sum may pass 2^24.
+    x = graph.Var("x", shape=(1, 2, 16, 32), dtype="int16")
+    body = op.quantize(op.global_avg_pool2d(op.dequantize(x, const(np.float32(0.01)), const(np.int16(0)))),
+                       const(np.float32(0.01)), const(np.int16(0)))
+    text, _, _ = build_both(body, [x])
+    assert "global_avg_pool2d(dequantize(" in text and "sum(" not in text, text
+
+
 def test_a_per_channel_activation_scale_stays_in_float():
     rng = np.random.default_rng(6)
     x = graph.Var("x", shape=(1, 8, 6, 6), dtype="uint8")
