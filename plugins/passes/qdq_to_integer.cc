@@ -23,19 +23,19 @@ Array int_shape(const std::vector<int64_t>& shape) {
 }
 
 // The static shape and dtype of a typed expression (nullopt: unknown or
-// symbolic).
+// symbolic; with `symbolic`, a symbolic dimension is -1 instead).
 struct Static {
   std::vector<int64_t> shape;
   DataType dtype;
 };
-std::optional<Static> static_type(const ir::Expr& e) {
+std::optional<Static> static_type(const ir::Expr& e, bool symbolic = false) {
   const auto* t = e.defined() ? e->checked_type.as<ir::TensorTypeNode>() : nullptr;
   if (!t || t->unknown_rank()) return std::nullopt;
   Static s{{}, t->dtype};
   for (const Any& d : t->shape) {
     auto c = graph::constant_dim(d);
-    if (!c) return std::nullopt;
-    s.shape.push_back(*c);
+    if (!c && !symbolic) return std::nullopt;
+    s.shape.push_back(c ? *c : -1);
   }
   return s;
 }
@@ -281,7 +281,7 @@ class Rewriter {
     if (!reduce || !reduce_mutated) return ir::Expr();
     auto d = dequantize_of(reduce->args[0].cast<ir::Expr>(), reduce_mutated->args[0].cast<ir::Expr>());
     if (!d) return ir::Expr();
-    auto q = static_type(d->typed_operand(0));
+    auto q = static_type(d->typed_operand(0), true);  // a symbolic batch is fine: n counts the summed axes
     auto xs = static_type(d->typed_operand(1)), xz = static_type(d->typed_operand(2));
     auto ys = static_type(original.args[1].cast<ir::Expr>()), yz = static_type(original.args[2].cast<ir::Expr>());
     if (!q || !tir::is_int(q->dtype) || q->dtype.bits > 16 || !xs || !xz || !ys || !yz) return ir::Expr();
@@ -311,7 +311,7 @@ class Rewriter {
     }
     int64_t n = 1;
     for (int64_t axis : axes) {
-      if (axis < 0 || axis >= rank) return ir::Expr();
+      if (axis < 0 || axis >= rank || q->shape[axis] < 0) return ir::Expr();
       n *= q->shape[axis];
     }
     if (n <= 0 || n >= (int64_t{1} << (24 - q->dtype.bits))) return ir::Expr();

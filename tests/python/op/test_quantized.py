@@ -234,7 +234,8 @@ def test_a_max_pooling_between_one_scale_pools_the_integers_with_the_float_bits(
         np.testing.assert_array_equal(lib["main"](a).numpy(), flt["main"](a).numpy())
 
 
-@pytest.mark.parametrize("kind, dtype", [("global_avg_pool2d", "uint8"), ("mean", "int8"), ("mean_nhwc", "uint8")])
+@pytest.mark.parametrize("kind, dtype", [("global_avg_pool2d", "uint8"), ("mean", "int8"), ("mean_nhwc", "uint8"),
+                                         ("global_avg_pool2d, symbolic batch", "uint8")])
 def test_a_mean_between_dequantize_and_quantize_sums_the_integers_and_requantizes_once(kind, dtype):
     """quantize(mean(dequantize(x, sx, zx)), sy, zy) over whole axes (a QDQ
     graph's GlobalAveragePool and ReduceMean): the exact int32 sum S of
@@ -245,11 +246,12 @@ def test_a_mean_between_dequantize_and_quantize_sums_the_integers_and_requantize
     info = np.iinfo(dtype)
     shape = (2, 2, 2, 6) if kind == "mean_nhwc" else (2, 6, 2, 2)
     axes, keep = ((1, 2), False) if kind == "mean_nhwc" else ((2, 3), True)
-    x = graph.Var("x", shape=shape, dtype=dtype)
+    symbolic = kind.endswith("symbolic batch")
+    x = graph.Var("x", shape=((loom.tir.Var("n"),) + shape[1:]) if symbolic else shape, dtype=dtype)
     sx, zx = np.float32(0.0413), np.array(-5 if dtype == "int8" else 131, dtype)
     for sy, zy in ((sx, zx), (np.float32(0.0291), np.array(3, dtype))):
         d = op.dequantize(x, const(sx), const(zx))
-        m = op.global_avg_pool2d(d) if kind == "global_avg_pool2d" else op.mean(d, axis=list(axes), keepdims=keep)
+        m = op.global_avg_pool2d(d) if kind.startswith("global") else op.mean(d, axis=list(axes), keepdims=keep)
         text, lib, _ = build_both(op.quantize(m, const(sy), const(zy)), [x])
         assert "sum(" in text and "mean(" not in text and "global_avg_pool2d(" not in text, text
         a = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
