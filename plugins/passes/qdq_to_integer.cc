@@ -250,7 +250,7 @@ class Rewriter {
     if (!pool || !pool_mutated) return ir::Expr();
     auto d = dequantize_of(pool->args[0].cast<ir::Expr>(), pool_mutated->args[0].cast<ir::Expr>());
     if (!d) return ir::Expr();
-    auto q = static_type(d->typed_operand(0));
+    auto q = static_type(d->typed_operand(0), true);  // its dtype; any shape
     auto z = static_type(original.args[2].cast<ir::Expr>());
     if (!q || !z || q->dtype != z->dtype || !tir::is_int(q->dtype) || q->dtype.bits > 16) return ir::Expr();
     if (!same_constant(d->typed_operand(1), original.args[1].cast<ir::Expr>()) ||
