@@ -195,12 +195,12 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
   traits.vector_bits = vector_bits;
   traits.target_intrinsics = target_intrinsics;
-  traits.native_intrinsics = {"exp",        "sigmoid",     "tanh",        "log",        "sqrt",        "floor",
-                              "ceil",       "round",       "trunc",       "sin",        "cos",         "abs",
-                              "pow",        "fmod",        "isnan",       "isinf",      "ret",         "tan",
-                              "asin",       "acos",        "atan",        "sinh",       "cosh",        "asinh",
-                              "acosh",      "atanh",       "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-                              "shift_left", "shift_right", "dot2_i16"};
+  traits.native_intrinsics = {"exp",         "sigmoid",    "tanh",        "erf",         "log",        "sqrt",
+                              "floor",       "ceil",       "round",       "trunc",       "sin",        "cos",
+                              "abs",         "pow",        "fmod",        "isnan",       "isinf",      "ret",
+                              "tan",         "asin",       "acos",        "atan",        "sinh",       "cosh",
+                              "asinh",       "acosh",      "atanh",       "bitwise_and", "bitwise_or", "bitwise_xor",
+                              "bitwise_not", "shift_left", "shift_right", "dot2_i16"};
   traits.threads_attr = "num-threads";
   // Convolutional models run channels-last (docs/target-llvm.md, "Layout"):
   // 0.67-0.96x the channels-first time on seven ImageNet CNNs (ResNet-18

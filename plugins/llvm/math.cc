@@ -111,6 +111,19 @@ llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateFSub(h.f(1.0), b.CreateFDiv(h.f(2.0), b.CreateFAdd(e, h.f(1.0))));
 }
 
+llvm::Value* emit_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  Helper h(b, x);
+  llvm::Value* ax = h.call(llvm::Intrinsic::fabs, x);
+  llvm::Value* k = b.CreateFDiv(h.f(1.0), b.CreateFAdd(h.f(1.0), b.CreateFMul(h.f(0.3275911), ax)));
+  llvm::Value* poly = h.polynomial(k, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592});
+  // -x^2 at least the bounded range's low end (a select: a NaN stays).
+  llvm::Value* t = b.CreateFNeg(b.CreateFMul(ax, ax));
+  t = b.CreateSelect(b.CreateFCmpOLT(t, h.f(kBoundedLow)), h.f(kBoundedLow), t);
+  llvm::Value* y = b.CreateFSub(h.f(1.0), b.CreateFMul(b.CreateFMul(k, poly), exp_bounded(h, t)));
+  llvm::Value* sign = b.CreateAnd(b.CreateBitCast(x, h.int_type), h.i(std::numeric_limits<int32_t>::min()));
+  return b.CreateBitCast(b.CreateOr(b.CreateBitCast(y, h.int_type), sign), h.float_type);
+}
+
 llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   Helper h(b, x);
   // Subnormals: scale into the normal range first.

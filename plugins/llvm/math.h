@@ -19,6 +19,11 @@ llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 // result is 0, 1 or +-1 to float32's resolution); NaN in gives NaN out.
 llvm::Value* emit_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// erf by the core's expansion (Abramowitz-Stegun 7.1.26, absolute error
+// under 1.5e-7) with exp(-x^2) over the bounded range (from |x| = 9.3 on
+// it is under float32's resolution against 1) and x's sign copied onto
+// the odd function's value; NaN in gives NaN out, +-inf gives +-1.
+llvm::Value* emit_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 
 }  // namespace loom::llvm_backend
 

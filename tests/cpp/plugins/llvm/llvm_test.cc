@@ -110,49 +110,57 @@ TEST(LLVM, VectorExpAndLogFollowLibm) {
   }
 }
 
-// sigmoid and tanh are native on llvm (a bounded exp inside, no overflow
-// or subnormal handling): against double precision, vector and scalar
-// lanes, with their limits at +-inf and NaN; float64 goes through LLVM's
-// exp.
-TEST(LLVM, SigmoidAndTanhFollowTheirDoubleValues) {
+// sigmoid, tanh and erf are native on llvm (a bounded exp inside, no
+// overflow or subnormal handling): against double precision, vector and
+// scalar lanes, with their limits at +-inf and NaN; float64 goes through
+// LLVM's exp (erf: the C library's).
+TEST(LLVM, SigmoidTanhAndErfFollowTheirDoubleValues) {
   const char* text = R"(
 @f = prim_func(%X: Buffer[(1031), float32], %S: Buffer[(1031), float32], %T: Buffer[(1031), float32],
-               %D: Buffer[(4), float64], %DS: Buffer[(4), float64], %DT: Buffer[(4), float64]) {
+               %E: Buffer[(1031), float32], %D: Buffer[(4), float64], %DS: Buffer[(4), float64],
+               %DT: Buffer[(4), float64], %DE: Buffer[(4), float64]) {
   for %o: int64 from 0 extent 128 {
     for %v: int64 from 0 extent 8 vectorized {
       %S[%o * 8 + %v] = call(float32, "sigmoid", %X[%o * 8 + %v]);
       %T[%o * 8 + %v] = call(float32, "tanh", %X[%o * 8 + %v]);
+      %E[%o * 8 + %v] = call(float32, "erf", %X[%o * 8 + %v]);
     }
   }
   for %t: int64 from 1024 extent 7 {
     %S[%t] = call(float32, "sigmoid", %X[%t]);
     %T[%t] = call(float32, "tanh", %X[%t]);
+    %E[%t] = call(float32, "erf", %X[%t]);
   }
   for %d: int64 from 0 extent 4 {
     %DS[%d] = call(float64, "sigmoid", %D[%d]);
     %DT[%d] = call(float64, "tanh", %D[%d]);
+    %DE[%d] = call(float64, "erf", %D[%d]);
   }
 }
 )";
   Function f = vectorized_f(text, "sigmoid.loom");
   NDArray x = floats({1031}, 6, -20, 20), s = NDArray::empty({1031}, DataType::Float(32)),
-          t = NDArray::empty({1031}, DataType::Float(32));
+          t = NDArray::empty({1031}, DataType::Float(32)), e = NDArray::empty({1031}, DataType::Float(32));
   float* xs = x.data_as<float>();
   const float special[] = {0.0f,  -0.0f,  INFINITY, -INFINITY, NAN,   1e-30f, -1e-30f, 86.9f,  -86.9f, 88.5f, -88.5f,
                            89.5f, -89.5f, 100.0f,   -100.0f,   44.0f, -44.0f, 43.3f,   -43.3f, 1e-4f,  -3e-3f};
   for (size_t k = 0; k < sizeof(special) / sizeof(float); ++k) xs[k * 37 + 3] = special[k];
   NDArray d = NDArray::empty({4}, DataType::Float(64)), ds = NDArray::empty({4}, DataType::Float(64)),
-          dt = NDArray::empty({4}, DataType::Float(64));
+          dt = NDArray::empty({4}, DataType::Float(64)), de = NDArray::empty({4}, DataType::Float(64));
   const double dx[] = {-3.5, 0.25, 40.0, -800.0};
   std::copy(dx, dx + 4, d.data_as<double>());
-  f(x, s, t, d, ds, dt);
+  f(x, s, t, e, d, ds, dt, de);
   for (int i = 0; i < 1031; ++i) {
     double v = xs[i], sig = 1 / (1 + std::exp(-v)), th = std::tanh(v);
-    float gs = s.data_as<float>()[i], gt = t.data_as<float>()[i];
+    float gs = s.data_as<float>()[i], gt = t.data_as<float>()[i], ge = e.data_as<float>()[i];
     if (std::isnan(v)) {
-      EXPECT_TRUE(std::isnan(gs) && std::isnan(gt)) << "sigmoid/tanh(nan)";
+      EXPECT_TRUE(std::isnan(gs) && std::isnan(gt) && std::isnan(ge)) << "sigmoid/tanh/erf(nan)";
       continue;
     }
+    // erf: Abramowitz-Stegun's 1.5e-7 and float32's roundings, absolute;
+    // an odd function, -0 included.
+    EXPECT_LE(std::fabs(ge - std::erf(v)), 6e-7) << "erf(" << v << ")";
+    EXPECT_EQ(std::signbit(ge), std::signbit(v)) << "erf(" << v << ")";
     // sigmoid: 4 ulp of its value, or 4e-39 where it is that small (exp
     // overflows to +inf from x = -88.4 down: 0 there).
     double ulp = std::nextafter(static_cast<float>(sig), INFINITY) - static_cast<float>(sig);
@@ -162,11 +170,13 @@ TEST(LLVM, SigmoidAndTanhFollowTheirDoubleValues) {
     if (std::isinf(v)) {
       EXPECT_EQ(gs, v > 0 ? 1.0f : 0.0f) << "sigmoid(" << v << ")";
       EXPECT_EQ(gt, v > 0 ? 1.0f : -1.0f) << "tanh(" << v << ")";
+      EXPECT_EQ(ge, v > 0 ? 1.0f : -1.0f) << "erf(" << v << ")";
     }
   }
   for (int i = 0; i < 4; ++i) {
     EXPECT_NEAR(ds.data_as<double>()[i], 1 / (1 + std::exp(-dx[i])), 1e-15) << "sigmoid(" << dx[i] << ")";
     EXPECT_NEAR(dt.data_as<double>()[i], std::tanh(dx[i]), 1e-15) << "tanh(" << dx[i] << ")";
+    EXPECT_NEAR(de.data_as<double>()[i], std::erf(dx[i]), 1e-15) << "erf(" << dx[i] << ")";
   }
 }
 
