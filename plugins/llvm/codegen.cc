@@ -1441,8 +1441,16 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
     Value* e = intrinsic_of(llvm::Intrinsic::exp, {b_.CreateFMul(args[0], llvm::ConstantFP::get(t, 2.0))});
     return b_.CreateFSub(one, b_.CreateFDiv(llvm::ConstantFP::get(t, 2.0), b_.CreateFAdd(e, one)));
   }
-  if (name == "erf")
-    return arity(1), f32 ? contracted([&] { return emit_erf_f32(b_, args[0]); }) : libm_call("erf", args[0], t);
+  if (name == "erf") {
+    arity(1);
+    if (f32) return contracted([&] { return emit_erf_f32(b_, args[0]); });
+    if (t->getScalarType()->isDoubleTy()) return libm_call("erf", args[0], t);
+    // float16: through float32, as the core's expansion computed it.
+    llvm::Type* wide =
+        t->isVectorTy() ? llvm::VectorType::get(b_.getFloatTy(), llvm::cast<llvm::VectorType>(t)) : b_.getFloatTy();
+    Value* x = b_.CreateFPExt(args[0], wide);
+    return b_.CreateFPTrunc(contracted([&] { return emit_erf_f32(b_, x); }), t);
+  }
   if (name == "sqrt") return arity(1), intrinsic(llvm::Intrinsic::sqrt);
   if (name == "floor") return arity(1), intrinsic(llvm::Intrinsic::floor);
   if (name == "ceil") return arity(1), intrinsic(llvm::Intrinsic::ceil);

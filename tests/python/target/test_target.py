@@ -45,3 +45,18 @@ def test_a_config_without_passes_runs_the_targets_default_pipeline():
     # passes: [] runs none; the build lowers what the VM and the codegen need.
     got = loom.build(mod, {"target": {"kind": "ref"}, "pipeline": {"passes": []}})["main"](a).numpy()
     np.testing.assert_allclose(got, np.tanh(np.maximum(a, 0)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, tolerance", [("float16", 5e-4), ("float32", 6e-7), ("float64", 1e-15)])
+def test_llvm_computes_erf_natively_in_every_float_dtype(dtype, tolerance):
+    # float32 by the bounded exp; float64 by the C library; float16 through
+    # float32 (the C library has no float16 erf).
+    import math
+    x = np.concatenate([np.linspace(-5, 5, 41), [0.0, -0.0]]).astype(dtype)
+    v = graph.Var("x", shape=x.shape, dtype=dtype)
+    got = loom.build(loom.IRModule({"main": graph.Function([v], op.erf(v))}), {"target": {"kind": "llvm"}})["main"](x)
+    got = got.numpy()
+    assert got.dtype == np.dtype(dtype)
+    want = np.array([math.erf(float(a)) for a in x])
+    assert np.abs(got.astype(np.float64) - want).max() <= tolerance
+    assert np.signbit(got[-1]) and not np.signbit(got[-2])
