@@ -275,7 +275,8 @@ class Rewriter {
   // (n * 2^bits >= 2^24).
   ir::Expr averaged(const graph::CallNode& original, const graph::CallNode& mutated) {
     ir::Expr inner = original.args[0].cast<ir::Expr>(), inner_mutated = mutated.args[0].cast<ir::Expr>();
-    const char* name = call_of(inner, "mean") ? "mean" : "global_avg_pool2d";
+    const bool pool = !call_of(inner, "mean");
+    const char* name = pool ? "global_avg_pool2d" : "mean";
     const auto* reduce = call_of(inner, name);
     const auto* reduce_mutated = call_of(inner_mutated, name);
     if (!reduce || !reduce_mutated) return ir::Expr();
@@ -293,11 +294,12 @@ class Rewriter {
     std::vector<int64_t> axes;
     bool keep = true;
     Map attrs = ir::OpRegistry::check_attrs(name, reduce_mutated->attrs);
-    if (std::string(name) == "global_avg_pool2d") {
+    if (pool) {
       std::string layout = attrs.at("layout").as_string();
+      if (static_cast<int64_t>(layout.size()) != rank) return ir::Expr();  // a blocked layout's "16c"
       for (char c : {'H', 'W'}) {
         size_t at = layout.find(c);
-        if (at == std::string::npos || static_cast<int64_t>(layout.size()) != rank) return ir::Expr();
+        if (at == std::string::npos) return ir::Expr();
         axes.push_back(static_cast<int64_t>(at));
       }
     } else {
