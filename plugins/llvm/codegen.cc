@@ -87,12 +87,14 @@ uint16_t bfloat16_bits(double v) {
 
 // The x86 vector instructions the codegen calls by name: maxps/minps
 // (SSE: 4 floats, AVX: 8, AVX-512: 16), pmaddwd (SSE2: 4 int32 sums,
-// AVX2: 8, AVX-512BW: 16) and vdpbf16ps (AVX-512 BF16: 16 float32 sums,
-// with AVX-512VL also 4 and 8); none elsewhere.
+// AVX2: 8, AVX-512BW: 16), vdpbf16ps (AVX-512 BF16: 16 float32 sums,
+// with AVX-512VL also 4 and 8) and vpdpbusd (AVX-512 VNNI: 16 int32 sums,
+// with AVX-512VL also 4 and 8; AVX-VNNI: 4 and 8); none elsewhere.
 struct X86Features {
   bool sse = false, avx = false, avx512 = false;
   bool sse2 = false, avx2 = false, avx512bw = false;
   bool avx512vl = false, avx512bf16 = false;
+  bool avx512vnni = false, avxvnni = false;
   static X86Features of(const llvm::TargetMachine& machine) {
     X86Features x;
     if (!machine.getTargetTriple().isX86()) return x;
@@ -105,6 +107,8 @@ struct X86Features {
     x.avx512bw = info->checkFeatures("+avx512bw");
     x.avx512vl = info->checkFeatures("+avx512vl");
     x.avx512bf16 = info->checkFeatures("+avx512bf16");
+    x.avx512vnni = info->checkFeatures("+avx512vnni");
+    x.avxvnni = info->checkFeatures("+avxvnni");
     return x;
   }
 };
@@ -253,10 +257,12 @@ class FunctionCodegen {
   Value* dot2_i16(const tir::CallNode* op, std::vector<Value*> args);
   // acc + dot2_bf16(a0, b0, a1, b1), its arguments emitted (acc null: 0).
   Value* dot2_bf16(const tir::CallNode* op, std::vector<Value*> args, Value* acc);
-  // The pairs (x0, x1) of each lane side by side, 2 * lanes elements of
-  // x0's type: x0 and x1 are the emitted arguments `first` and `second`
-  // of op (dot2_i16 or dot2_bf16), of one type and op's lanes.
-  Value* interleaved_pairs(const tir::CallNode* op, size_t first, size_t second, Value* x0, Value* x1);
+  // acc + dot4_u8i8(a0, b0, .., a3, b3), its arguments emitted (acc null: 0).
+  Value* dot4_u8i8(const tir::CallNode* op, std::vector<Value*> args, Value* acc);
+  // The groups (x0, x1, ..) of each lane side by side, g * lanes elements
+  // of x0's type: xs are op's emitted arguments at `positions` (g of
+  // them; op dot2_i16, dot2_bf16 or dot4_u8i8), of one type and op's lanes.
+  Value* interleaved(const tir::CallNode* op, const std::vector<size_t>& positions, const std::vector<Value*>& xs);
   Value* call(const tir::CallNode* op);
   Value* libm_call(const std::string& name, Value* x, llvm::Type* t);
   Value* splat(Value* v, int lanes) { return lanes > 1 ? b_.CreateVectorSplat(lanes, v) : v; }
@@ -1060,15 +1066,17 @@ Value* FunctionCodegen::expr_here(const tir::PrimExpr& e) {
 
 Value* FunctionCodegen::binary(const tir::BinaryOpNode* op) {
   DataType t = op->a.dtype();
-  // acc + dot2_bf16(..): vdpbf16ps adds the pair's products to acc itself.
+  // acc + dot2_bf16(..), acc + dot4_u8i8(..): vdpbf16ps and vpdpbusd add
+  // the group's products to acc themselves.
   if (op->type_index() == tir::AddNode::runtime_type_index()) {
     for (auto [dot, acc] : {std::pair{op->b, op->a}, std::pair{op->a, op->b}}) {
       const auto* c = dot.as<tir::CallNode>();
-      if (!c || c->op != "dot2_bf16" || c->args.size() != 4) continue;
+      bool bf16 = c && c->op == "dot2_bf16" && c->args.size() == 4;
+      if (!bf16 && !(c && c->op == "dot4_u8i8" && c->args.size() == 8)) continue;
       Value* sum = expr(acc);
       std::vector<Value*> args;
       for (const Any& a : c->args) args.push_back(expr(a.cast<tir::PrimExpr>()));
-      return dot2_bf16(c, args, sum);
+      return bf16 ? dot2_bf16(c, args, sum) : dot4_u8i8(c, args, sum);
     }
   }
   if (t.code != DataType::kBFloat) return binary(op, expr(op->a), expr(op->b), t);
@@ -1202,18 +1210,23 @@ Value* FunctionCodegen::x86_min_max(bool min, Value* a, Value* b) {
 // pairs interleaved, (a0, a1) against (b0, b1): the sum modulo 2^32, as
 // the expansion's int32 arithmetic (only -32768 in all four wraps).
 // Elsewhere, and for widths pmaddwd has not, widened products and a sum.
-// x0 = b[ramp(base, 2, n)] and x1 = b[ramp(base + 1, 2, n)] as the one
-// load b[ramp(base, 1, 2n)]; undefined for any other pair.
-tir::PrimExpr adjacent_pairs(const tir::PrimExpr& x0, const tir::PrimExpr& x1) {
-  const auto *l0 = x0.as<tir::BufferLoadNode>(), *l1 = x1.as<tir::BufferLoadNode>();
-  if (!l0 || !l1 || l0->buffer.get() != l1->buffer.get() || l0->indices.size() != 1 || l1->indices.size() != 1)
-    return tir::PrimExpr();
-  const auto *r0 = l0->indices[0].cast<tir::PrimExpr>().as<tir::RampNode>(),
-             *r1 = l1->indices[0].cast<tir::PrimExpr>().as<tir::RampNode>();
-  if (!r0 || !r1 || r0->lanes != r1->lanes || tir::const_int(r0->stride) != 2 || tir::const_int(r1->stride) != 2 ||
-      tir::const_int(arith::simplify(tir::Sub(r1->base, r0->base))) != 1)
-    return tir::PrimExpr();
-  return tir::BufferLoad(l0->buffer, {tir::Ramp(r0->base, tir::IntImm(r0->stride.dtype(), 1), 2 * r0->lanes)});
+// x0 = b[ramp(base, g, n)], x1 = b[ramp(base + 1, g, n)], .. (g of them)
+// as the one load b[ramp(base, 1, g n)]; undefined for any other group.
+tir::PrimExpr adjacent_run(const std::vector<tir::PrimExpr>& xs) {
+  int64_t g = static_cast<int64_t>(xs.size());
+  const auto* l0 = xs[0].as<tir::BufferLoadNode>();
+  if (!l0 || l0->indices.size() != 1) return tir::PrimExpr();
+  const auto* r0 = l0->indices[0].cast<tir::PrimExpr>().as<tir::RampNode>();
+  if (!r0 || tir::const_int(r0->stride) != g) return tir::PrimExpr();
+  for (int64_t k = 1; k < g; ++k) {
+    const auto* l = xs[static_cast<size_t>(k)].as<tir::BufferLoadNode>();
+    if (!l || l->buffer.get() != l0->buffer.get() || l->indices.size() != 1) return tir::PrimExpr();
+    const auto* r = l->indices[0].cast<tir::PrimExpr>().as<tir::RampNode>();
+    if (!r || r->lanes != r0->lanes || tir::const_int(r->stride) != g ||
+        tir::const_int(arith::simplify(tir::Sub(r->base, r0->base))) != k)
+      return tir::PrimExpr();
+  }
+  return tir::BufferLoad(l0->buffer, {tir::Ramp(r0->base, tir::IntImm(r0->stride.dtype(), 1), g * r0->lanes)});
 }
 
 Value* FunctionCodegen::dot2_i16(const tir::CallNode* op, std::vector<Value*> args) {
@@ -1242,40 +1255,101 @@ Value* FunctionCodegen::dot2_i16(const tir::CallNode* op, std::vector<Value*> ar
   // widened (one unpack and one extension); else each is widened first.
   auto pairs = [&](size_t first, size_t second) {
     DataType narrow = types[first] == types[second] ? types[first] : i16;
-    Value* pair = interleaved_pairs(op, first, second, cast(narrow, types[first], args[first]),
-                                    cast(narrow, types[second], args[second]));
+    Value* pair = interleaved(op, {first, second},
+                              {cast(narrow, types[first], args[first]), cast(narrow, types[second], args[second])});
     return cast(DataType(DataType::kInt, 16, 2 * lanes),
                 DataType(static_cast<DataType::Code>(narrow.code), narrow.bits, 2 * lanes), pair);
   };
   return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id), {pairs(0, 2), pairs(1, 3)});
 }
 
-Value* FunctionCodegen::interleaved_pairs(const tir::CallNode* op, size_t first, size_t second, Value* x0, Value* x1) {
-  // A pair of broadcasts is the pair broadcast (a row of a matrix
-  // product: two adjacent elements, one 16-bit broadcast); loads of the
-  // even and the odd elements of a contiguous run (a panel PairProducts'
-  // layout keeps pairs in) are one load of the run.
-  int lanes = op->dtype.lanes;
-  tir::PrimExpr e0 = op->args[first].cast<tir::PrimExpr>(), e1 = op->args[second].cast<tir::PrimExpr>();
-  if (tir::PrimExpr run = adjacent_pairs(e0, e1); run.defined()) return expr(run);  // e0's type, 2 * lanes
-  Value *s0 = llvm::getSplatValue(x0), *s1 = llvm::getSplatValue(x1);
-  if (s0 && s1 && s0->getType()->getPrimitiveSizeInBits() == 16) {
-    // Two 16-bit scalars as one 32-bit broadcast (element by element
-    // it took eight inserts; of adjacent loads LLVM makes one load).
-    auto half = [&](Value* v) { return b_.CreateZExt(b_.CreateBitCast(v, b_.getInt16Ty()), b_.getInt32Ty()); };
-    Value* both = b_.CreateOr(half(s0), b_.CreateShl(half(s1), b_.getInt32(16)));
-    return b_.CreateBitCast(b_.CreateVectorSplat(lanes, both), llvm::FixedVectorType::get(s0->getType(), 2 * lanes));
+Value* FunctionCodegen::interleaved(const tir::CallNode* op, const std::vector<size_t>& positions,
+                                    const std::vector<Value*>& xs) {
+  // Broadcasts are the group broadcast (a row of a matrix product: g
+  // adjacent elements; of 32 bits in all, one 32-bit broadcast); loads of
+  // every g-th element of a contiguous run from each of g offsets (a
+  // panel PairProducts' layout keeps groups in) are one load of the run.
+  int lanes = op->dtype.lanes, g = static_cast<int>(xs.size());
+  std::vector<tir::PrimExpr> es;
+  for (size_t p : positions) es.push_back(op->args[p].cast<tir::PrimExpr>());
+  if (tir::PrimExpr run = adjacent_run(es); run.defined()) return expr(run);  // es[0]'s type, g * lanes
+  std::vector<Value*> scalars;
+  for (Value* x : xs) scalars.push_back(llvm::getSplatValue(x));
+  bool splats = std::all_of(scalars.begin(), scalars.end(), [](Value* v) { return v != nullptr; });
+  llvm::Type* element = xs[0]->getType()->getScalarType();
+  unsigned bits = element->getPrimitiveSizeInBits();
+  if (splats && bits * static_cast<unsigned>(g) == 32) {
+    // The scalars as one 32-bit broadcast (element by element it took
+    // eight inserts; of adjacent loads LLVM makes one load).
+    Value* all = nullptr;
+    for (int k = 0; k < g; ++k) {
+      Value* part = b_.CreateZExt(b_.CreateBitCast(scalars[k], b_.getIntNTy(bits)), b_.getInt32Ty());
+      if (k > 0) part = b_.CreateShl(part, b_.getInt32(bits * static_cast<unsigned>(k)));
+      all = all ? b_.CreateOr(all, part) : part;
+    }
+    return b_.CreateBitCast(b_.CreateVectorSplat(lanes, all), llvm::FixedVectorType::get(element, g * lanes));
   }
   std::vector<int> order;
-  if (s0 && s1) {
-    llvm::Type* two = llvm::FixedVectorType::get(s0->getType(), 2);
-    Value* pair =
-        b_.CreateInsertElement(b_.CreateInsertElement(llvm::PoisonValue::get(two), s0, uint64_t{0}), s1, uint64_t{1});
-    for (int k = 0; k < lanes; ++k) order.insert(order.end(), {0, 1});
-    return b_.CreateShuffleVector(pair, order);
+  if (splats) {
+    Value* group = llvm::PoisonValue::get(llvm::FixedVectorType::get(element, g));
+    for (int k = 0; k < g; ++k) group = b_.CreateInsertElement(group, scalars[k], uint64_t(k));
+    for (int k = 0; k < lanes; ++k)
+      for (int m = 0; m < g; ++m) order.push_back(m);
+    return b_.CreateShuffleVector(group, order);
   }
-  for (int k = 0; k < lanes; ++k) order.insert(order.end(), {k, lanes + k});
-  return b_.CreateShuffleVector(x0, x1, order);
+  // All of xs concatenated (g vectors of `lanes`, g a power of two), then
+  // lane k of each in turn.
+  std::vector<Value*> parts(xs);
+  while (parts.size() > 1) {
+    std::vector<Value*> joined;
+    for (size_t k = 0; k + 1 < parts.size(); k += 2) {
+      int n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements());
+      std::vector<int> both;
+      for (int m = 0; m < 2 * n; ++m) both.push_back(m);
+      joined.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], both));
+    }
+    parts = joined;
+  }
+  for (int k = 0; k < lanes; ++k)
+    for (int m = 0; m < g; ++m) order.push_back(m * lanes + k);
+  return b_.CreateShuffleVector(parts[0], order);
+}
+
+// acc + dot4_u8i8(a0, b0, .., a3, b3), its arguments emitted (acc null:
+// 0).  With AVX-512 VNNI (16 lanes; 4 and 8 with AVX-512VL) or AVX-VNNI
+// (4 and 8), one vpdpbusd of the groups interleaved, (a0, .., a3) as
+// unsigned bytes against (b0, .., b3) as signed ones, added to acc
+// without saturation: exact, as the expansion.  Elsewhere the widened
+// products and their sum.
+Value* FunctionCodegen::dot4_u8i8(const tir::CallNode* op, std::vector<Value*> args, Value* acc) {
+  int lanes = op->dtype.lanes;
+  DataType i32(DataType::kInt, 32, lanes);
+  for (size_t k = 0; k < args.size(); ++k) {
+    DataType t = op->args[k].cast<tir::PrimExpr>().dtype();
+    DataType::Code want = k % 2 == 0 ? DataType::kUInt : DataType::kInt;
+    if (t.code != want || t.bits != 8)
+      fail("dot4_u8i8 takes uint8 and int8 arguments in turn, got " + t.to_string() + " as argument " +
+           std::to_string(k + 1));
+    if (t.lanes != lanes) args[k] = b_.CreateVectorSplat(lanes, args[k]);
+  }
+  if (!acc) acc = llvm::Constant::getNullValue(type(i32));
+  llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
+  bool narrow = x86_.avxvnni || (x86_.avx512vnni && x86_.avx512vl);
+  if (lanes == 16 && x86_.avx512vnni) id = llvm::Intrinsic::x86_avx512_vpdpbusd_512;
+  if (lanes == 8 && narrow) id = llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+  if (lanes == 4 && narrow) id = llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+  if (id == llvm::Intrinsic::not_intrinsic) {
+    DataType u8(DataType::kUInt, 8, lanes), s8(DataType::kInt, 8, lanes);
+    Value* sum = acc;
+    for (size_t k = 0; k < 8; k += 2)
+      sum = b_.CreateAdd(sum, b_.CreateMul(cast(i32, u8, args[k]), cast(i32, s8, args[k + 1])));
+    return sum;
+  }
+  auto groups = [&](size_t first) {
+    std::vector<size_t> at{first, first + 2, first + 4, first + 6};
+    return b_.CreateBitCast(interleaved(op, at, {args[at[0]], args[at[1]], args[at[2]], args[at[3]]}), type(i32));
+  };
+  return b_.CreateCall(llvm::Intrinsic::getDeclaration(&module_, id), {acc, groups(0), groups(1)});
 }
 
 // acc + dot2_bf16(a0, b0, a1, b1), its arguments emitted (acc null: 0).
@@ -1306,7 +1380,7 @@ Value* FunctionCodegen::dot2_bf16(const tir::CallNode* op, std::vector<Value*> a
   }
   llvm::Type* pair_t = llvm::FixedVectorType::get(b_.getInt32Ty(), lanes);
   auto pairs = [&](size_t first, size_t second) {
-    return b_.CreateBitCast(interleaved_pairs(op, first, second, args[first], args[second]), pair_t);
+    return b_.CreateBitCast(interleaved(op, {first, second}, {args[first], args[second]}), pair_t);
   };
   llvm::FunctionType* sig = llvm::FunctionType::get(type(f32), {pair_t, pair_t, type(f32)}, false);
   // AT&T order: vdpbf16ps src2, src1, dst; dst (tied to acc) += the pairs' products.
@@ -1490,6 +1564,7 @@ Value* FunctionCodegen::call(const tir::CallNode* op) {
   }
   if (name == "dot2_i16") return arity(4), dot2_i16(op, args);
   if (name == "dot2_bf16") return arity(4), dot2_bf16(op, args, nullptr);
+  if (name == "dot4_u8i8") return arity(8), dot4_u8i8(op, args, nullptr);
   if (libm_unary().count(name)) return arity(1), libm_call(name, args[0], t);
   if (name == "isinf") {
     arity(1);

@@ -177,13 +177,17 @@ int64_t vector_bits(const loom::target::Target& target) {
 }
 
 // The intrinsics only some CPUs implement natively: dot2_bf16 where the
-// CPU has AVX-512 BF16 (vdpbf16ps; elsewhere its expansion, two widened
-// products, is what the codegen would emit anyway).
+// CPU has AVX-512 BF16 (vdpbf16ps), dot4_u8i8 where it has AVX-512 VNNI
+// or AVX-VNNI (vpdpbusd); elsewhere their expansions, widened products,
+// are what the codegen would emit anyway.
 std::set<std::string> target_intrinsics(const loom::target::Target& target) {
   auto machine = backend::make_machine(backend::machine_options(target->attrs));
-  if (machine->getTargetTriple().isX86() && machine->getMCSubtargetInfo()->checkFeatures("+avx512bf16"))
-    return {"dot2_bf16"};
-  return {};
+  std::set<std::string> out;
+  if (!machine->getTargetTriple().isX86()) return out;
+  const llvm::MCSubtargetInfo* cpu = machine->getMCSubtargetInfo();
+  if (cpu->checkFeatures("+avx512bf16")) out.insert("dot2_bf16");
+  if (cpu->checkFeatures("+avx512vnni") || cpu->checkFeatures("+avxvnni")) out.insert("dot4_u8i8");
+  return out;
 }
 }  // namespace
 

@@ -59,25 +59,25 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
 // indices, v): its v // c axis would have one value, which compute_at
 // cannot move with the column tiles (a batched matmul 64 wide, attention
 // times V, went unscheduled and ran 60 times slower).
-size_t paired_index(const Operand& o, const VarNode* pair) {
-  for (size_t k = 0; pair && k < o.load->indices.size(); ++k) {
+size_t paired_index(const Operand& o, const GroupedLoop& grouped) {
+  for (size_t k = 0; grouped.var && k < o.load->indices.size(); ++k) {
     auto size = const_int(o.load->buffer->shape[k].cast<PrimExpr>());
-    if (k != o.at && o.load->indices[k].object() == pair && size && *size % 2 == 0) return k;
+    if (k != o.at && o.load->indices[k].object() == grouped.var && size && *size % grouped.group == 0) return k;
   }
   return o.load->indices.size();
 }
 
-Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent, const VarNode* pair) {
+Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent, const GroupedLoop& grouped) {
   bool whole = extent > 0 && extent <= c;
-  size_t paired = paired_index(o, pair);
-  return [c, at = o.at, batch = o.batch, whole, paired](const std::vector<PrimExpr>& idx) {
-    PrimExpr width = IntImm(DataType::Int(64), c), two = IntImm(DataType::Int(64), 2);
+  size_t paired = paired_index(o, grouped);
+  return [c, at = o.at, batch = o.batch, whole, paired, group = grouped.group](const std::vector<PrimExpr>& idx) {
+    PrimExpr width = IntImm(DataType::Int(64), c), size = IntImm(DataType::Int(64), group);
     std::vector<PrimExpr> out(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(batch));
     if (!whole) out.push_back(FloorDiv(idx[at], width));
     for (size_t k = batch; k < idx.size(); ++k)
-      if (k != at) out.push_back(k == paired ? PrimExpr(FloorDiv(idx[k], two)) : idx[k]);
+      if (k != at) out.push_back(k == paired ? PrimExpr(FloorDiv(idx[k], size)) : idx[k]);
     out.push_back(whole ? idx[at] : FloorMod(idx[at], width));
-    if (paired < idx.size()) out.push_back(FloorMod(idx[paired], two));
+    if (paired < idx.size()) out.push_back(FloorMod(idx[paired], size));
     return out;
   };
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "auto_schedule.h"
+#include "pair_products.h"
 
 #include <loom/object/traversal.h>
 #include <loom/tir/functor.h>
@@ -117,13 +118,15 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
 
 // The layout of operand `o` in panels of `c` values of its index v; a
 // copy whose panel is all of v (`extent` at most c) without the split.
-// With `pair` (a loop variable that is one of o's indices, of even
-// extent): that index's steps in pairs, each pair's two values side by
-// side innermost, as PairProducts reads them.
-Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent = 0, const VarNode* pair = nullptr);
-// The position of o's index that is the loop variable `pair`, of even
-// extent, which panel_layout splits into pairs; o's rank when none is.
-size_t paired_index(const Operand& o, const VarNode* pair);
+// With `grouped` (PairProducts' loop, whose variable is one of o's
+// indices, of an extent its group divides): that index's steps in groups
+// of 2 or 4, each group's values side by side innermost, as PairProducts
+// reads them.
+Schedule::IndexMap panel_layout(int64_t c, const Operand& o, int64_t extent = 0, const GroupedLoop& grouped = {});
+// The position of o's index that is `grouped`'s variable, of an extent
+// its group divides, which panel_layout splits into groups; o's rank
+// when none is.
+size_t paired_index(const Operand& o, const GroupedLoop& grouped);
 
 // ---- One nest's schedule
 

@@ -454,11 +454,11 @@ bool StageScheduler::tile(const std::string& nest) {
   }
   // Where PairProducts will take the reduction two steps at a time (a
   // sum of products of 8- and 16-bit integers, or of bfloat16 values on a
-  // CPU with vdpbf16ps), a panel keeps each pair
-  // of a step's values side by side: one vector load reads the pairs of
-  // a vector of columns.
-  const VarNode* pair = paired_loop(j->body, native_);
-  if (pair && !decide("tile.pair_panels", true)) pair = nullptr;
+  // CPU with vdpbf16ps) or four (uint8 by int8 on a CPU with vpdpbusd), a
+  // panel keeps each group of a step's values side by side: one vector
+  // load reads the groups of a vector of columns.
+  GroupedLoop pair = grouped_loop(j->body, native_);
+  if (pair.var && !decide("tile.pair_panels", true)) pair = GroupedLoop{};
   for (const Operand& o : blocks ? std::vector<Operand>{} : operands) {
     // A constant operand takes the panel layout itself: the caller's
     // constant is packed once, at compile time.  Any other is copied

@@ -44,5 +44,6 @@ def num_threads(target):
 def native_intrinsics(target):
     """The intrinsics the target's codegen implements natively, sorted: its
     kind's native_intrinsics and those its CPU adds (target_intrinsics:
-    dot2_bf16 for llvm on a CPU with AVX-512 BF16)."""
+    dot2_bf16 for llvm on a CPU with AVX-512 BF16, dot4_u8i8 on one with
+    AVX-512 VNNI or AVX-VNNI)."""
     return _core.target_native_intrinsics(target)

@@ -158,6 +158,32 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
                          return PrimExpr(Add(Mul(wide(0), wide(1)), Mul(wide(2), wide(3))));
                        },
                        "core"});
+  // A sum of four products of uint8 by int8 values, what x86's vpdpbusd
+  // (AVX-512 VNNI, AVX-VNNI) adds to each int32 lane without saturating
+  // (PairProducts writes it where the target implements it natively).
+  // Exact: four products of at most 255 x 128 in magnitude fit in int32.
+  r.add(IntrinsicEntry{"dot4_u8i8", 8, false,
+                       "a0 * b0 + a1 * b1 + a2 * b2 + a3 * b3 in int32, of dot4_u8i8(a0, b0, .., a3, b3) with each a "
+                       "uint8 and each b int8; expands to widened products and a sum",
+                       [](const CallNode& c) {
+                         PrimExpr sum;
+                         for (size_t k = 0; k < 8; ++k) {
+                           DataType want = k % 2 == 0 ? DataType::UInt(8) : DataType::Int(8), t = arg(c, k).dtype();
+                           if (t.code != want.code || t.bits != 8)
+                             LOOM_THROW(Error) << "dot4_u8i8 takes uint8 and int8 arguments in turn, got "
+                                               << t.to_string() << " as argument " << k + 1;
+                         }
+                         for (size_t k = 0; k < 8; k += 2) {
+                           auto wide = [&](size_t at) {
+                             PrimExpr a = arg(c, at);
+                             return PrimExpr(Cast(DataType(DataType::kInt, 32, a.dtype().lanes), a));
+                           };
+                           PrimExpr product = Mul(wide(k), wide(k + 1));
+                           sum = sum.defined() ? PrimExpr(Add(sum, product)) : product;
+                         }
+                         return sum;
+                       },
+                       "core"});
   // A sum of two products of bfloat16 values in float32, what AVX-512
   // BF16's vdpbf16ps adds to each float32 lane (PairProducts writes it
   // into float32 sums of bfloat16 products where the target implements it

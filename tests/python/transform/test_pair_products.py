@@ -1,6 +1,7 @@
 """PairProducts (docs/passes.md, docs/low-precision.md): integer reductions
 over products of 8- and 16-bit integers take two steps at a time, each pair
-one dot2_i16 (x86's pmaddwd).  The sums are exact in any order, so every
+one dot2_i16 (x86's pmaddwd), and uint8 by int8 four at a time where the
+CPU has vpdpbusd (dot4_u8i8).  The sums are exact in any order, so every
 result equals NumPy's int64 sums: odd and even reduction lengths, the
 saturation case (255 x +-127, 128 in a pair), int16 operands at their
 limits (int32 sums wrap, pmaddwd's pair sums too), a convolution whose channels are odd (the stem's 3) or even, and
@@ -77,27 +78,58 @@ def test_integer_convolutions_with_constant_weights_sum_exactly(channels, window
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("columns", [1, 5, 16, 40])
+@pytest.mark.parametrize("dtypes", [("uint8", "int8"), ("int8", "uint8")])
+def test_byte_matmuls_in_fours_sum_exactly_at_every_width(columns, dtypes):
+    """uint8 by int8 (either side) four steps at a time where the CPU has
+    vpdpbusd (dot4_u8i8), pairs elsewhere: a scalar column, a width that
+    is not whole vectors, reduction lengths that leave 1, 2 and 3 steps
+    after the last group, the saturation case (255 x -128 four times)."""
+    rng = np.random.default_rng(columns)
+    xd, wd = dtypes
+    for k in (4, 13, 30, 67):
+        a = rng.integers(np.iinfo(xd).min, np.iinfo(xd).max, (7, k), endpoint=True).astype(xd)
+        b = rng.integers(np.iinfo(wd).min, np.iinfo(wd).max, (k, columns), endpoint=True).astype(wd)
+        a[0], b[:, 0] = np.iinfo(xd).max, np.iinfo(wd).min
+        a[1], b[:, -1] = np.iinfo(xd).min, np.iinfo(wd).max
+        x = graph.Var("x", shape=a.shape, dtype=xd)
+        w = graph.Var("w", shape=b.shape, dtype=wd)
+        got = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), HOST)["main"](a, b).numpy()
+        np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64), err_msg=f"k={k}")
+
+
+def matmul_asm(xd, config=HOST):
+    """The assembly of a (64, 256) x (256, 64) matmul of xd by int8 summed in int32."""
+    x = graph.Var("x", shape=(64, 256), dtype=xd)
+    w = graph.Var("w", shape=(256, 64), dtype="int8")
+    return llvm_module(loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), config)).inspect_source("asm")
+
+
 @pytest.mark.skipif("avx2" not in cpu_flags(), reason="pmaddwd on 256-bit vectors needs AVX2; this CPU has none")
 def test_the_llvm_kernel_multiplies_pairs_with_vpmaddwd():
-    x = graph.Var("x", shape=(64, 256), dtype="uint8")
-    w = graph.Var("w", shape=(256, 64), dtype="int8")
-    lib = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), HOST)
-    asm = llvm_module(lib).inspect_source("asm")
+    asm = matmul_asm("int16")
     # a VNNI CPU fuses the pair and its sum into vpdpwssd
     assert re.search(r"\b(vpmaddwd|vpdpwssd)\b", asm)
     # one instruction per pair of steps: a 256-long sum has no 32-bit multiply left
     assert not re.search(r"\bvpmulld\b", asm)
 
 
+@pytest.mark.skipif(not {"avx512_vnni", "avx_vnni"} & cpu_flags(),
+                    reason="vpdpbusd needs AVX-512 VNNI or AVX-VNNI; this CPU has neither")
+def test_on_this_vnni_cpu_bytes_multiply_in_fours_with_vpdpbusd():
+    asm = matmul_asm("uint8")
+    assert re.search(r"\bvpdpbusd\b", asm)
+    assert not re.search(r"\b(vpmulld|vpmaddwd|vpdpwssd)\b", asm)
+
+
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="compiles for x86 CPUs: this machine is not x86_64")
 @pytest.mark.parametrize("mcpu, register", [("icelake-server", "zmm"), ("alderlake", "ymm")])
-def test_for_a_vnni_cpu_each_pair_and_its_sum_are_one_vpdpwssd(mcpu, register):
+@pytest.mark.parametrize("xd, instruction", [("uint8", "vpdpbusd"), ("int16", "vpdpwssd")])
+def test_for_a_vnni_cpu_each_group_and_its_sum_are_one_instruction(mcpu, register, xd, instruction):
     """Compiled (not run: this CPU may lack it) for AVX-512 VNNI and for
-    AVX-VNNI: LLVM fuses pmaddwd and the int32 add into vpdpwssd."""
-    x = graph.Var("x", shape=(64, 256), dtype="uint8")
-    w = graph.Var("w", shape=(256, 64), dtype="int8")
-    config = {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}}
-    lib = loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), config)
-    asm = llvm_module(lib).inspect_source("asm")
-    assert re.search(r"\bvpdpwssd\s+%" + register, asm), asm[:2000]
+    AVX-VNNI: uint8 by int8 four steps at a time, one vpdpbusd each
+    (dot4_u8i8); int16 by int8 in pairs, where LLVM fuses pmaddwd and the
+    int32 add into vpdpwssd."""
+    asm = matmul_asm(xd, {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}})
+    assert re.search(r"\b" + instruction + r"\s+%" + register, asm), asm[:2000]
     assert not re.search(r"\bvpmaddwd\b", asm)

@@ -2,7 +2,6 @@
 checked against the unscheduled function, measurement that survives a
 crash or a hang, the database and builds that use it, the cost model."""
 import json
-import os
 import pathlib
 import threading
 import time
@@ -75,8 +74,8 @@ def test_candidates_replay_to_the_function_they_were_made_as():
 
 def test_candidates_of_an_integer_layer_keep_its_products_in_pairs_as_auto_schedule_does(tmp_path):
     """Where PairProducts pairs a layer's products (int8 x uint8 summed in
-    int32 on the llvm target), AutoSchedule lays out its panels with each
-    pair side by side; its candidate in tuning (seed -1) is the same
+    int32 on the llvm target; in fours on a CPU with vpdpbusd), AutoSchedule
+    lays out its panels with each pair (group) side by side; its candidate in tuning (seed -1) is the same
     schedule, and the others may take that layout too."""
     rng = np.random.default_rng(5)
     w = rng.integers(-128, 128, (256, 96)).astype(np.int8)
@@ -95,10 +94,13 @@ def test_candidates_of_an_integer_layer_keep_its_products_in_pairs_as_auto_sched
     assert both, chosen
     timed = measure.measure_job(_job(task, both[0], repeats=3))
     assert timed.get("median_us", 0) > 0, timed
-    # the weight (256, 96) in panels of columns, each pair of rows side by side: (.., r // 2, .., r % 2)
+    # the weight (256, 96) in panels of columns, each pair of rows side by
+    # side: (.., r // 2, .., r % 2); in fours where the CPU has vpdpbusd
+    # (dot4_u8i8: uint8 x int8 four steps at a time)
+    group = 4 if "dot4_u8i8" in task.native_intrinsics else 2
     trace, _, _ = task.sample(-1)
     layouts = [step[2] for step in trace if step[0] == "transform_layout"]
-    assert any(m.startswith("1 // ") and m.endswith("0 % 2") for m in layouts), trace
+    assert any(m.startswith("1 // ") and m.endswith(f"0 % {group}") for m in layouts), trace
     # and its record, built from a database, gives the exact sums
     db = loom.tune.Database(tmp_path / "int8.jsonl")
     db.add({"task": task.hash, "target": task.target, "trace": trace, "median_us": 1.0, "cpu": call("tune.cpu")})
