@@ -166,21 +166,16 @@ void register_standard(NamedRegistry<IntrinsicEntry>& r) {
                        "a0 * b0 + a1 * b1 + a2 * b2 + a3 * b3 in int32, of dot4_u8i8(a0, b0, .., a3, b3) with each a "
                        "uint8 and each b int8; expands to widened products and a sum",
                        [](const CallNode& c) {
-                         PrimExpr sum;
-                         for (size_t k = 0; k < 8; ++k) {
-                           DataType want = k % 2 == 0 ? DataType::UInt(8) : DataType::Int(8), t = arg(c, k).dtype();
+                         auto wide = [&](size_t k) {
+                           PrimExpr a = arg(c, k);
+                           DataType want = k % 2 == 0 ? DataType::UInt(8) : DataType::Int(8), t = a.dtype();
                            if (t.code != want.code || t.bits != 8)
                              LOOM_THROW(Error) << "dot4_u8i8 takes uint8 and int8 arguments in turn, got "
                                                << t.to_string() << " as argument " << k + 1;
-                         }
-                         for (size_t k = 0; k < 8; k += 2) {
-                           auto wide = [&](size_t at) {
-                             PrimExpr a = arg(c, at);
-                             return PrimExpr(Cast(DataType(DataType::kInt, 32, a.dtype().lanes), a));
-                           };
-                           PrimExpr product = Mul(wide(k), wide(k + 1));
-                           sum = sum.defined() ? PrimExpr(Add(sum, product)) : product;
-                         }
+                           return PrimExpr(Cast(DataType(DataType::kInt, 32, t.lanes), a));
+                         };
+                         PrimExpr sum = Mul(wide(0), wide(1));
+                         for (size_t k = 2; k < 8; k += 2) sum = Add(sum, Mul(wide(k), wide(k + 1)));
                          return sum;
                        },
                        "core"});

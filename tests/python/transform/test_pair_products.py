@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import loom
-from loom import graph, ir, op
+from loom import graph, ir, op, transform
 
 from conftest import llvm_module
 
@@ -133,3 +133,26 @@ def test_for_a_vnni_cpu_each_group_and_its_sum_are_one_instruction(mcpu, registe
     asm = matmul_asm(xd, {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}})
     assert re.search(r"\b" + instruction + r"\s+%" + register, asm), asm[:2000]
     assert not re.search(r"\bvpmaddwd\b", asm)
+
+
+def test_the_fours_a_vnni_cpu_gets_compute_the_sums_where_dot4_expands():
+    """What a VNNI CPU runs, short of the instruction: a uint8 x int8 matmul
+    scheduled and grouped in fours for Ice Lake (panels of fours), then
+    built for Haswell, which lacks vpdpbusd, so LowerIntrinsics expands
+    dot4_u8i8 to its four widened products; against NumPy, the saturation
+    case included."""
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 256, (6, 40)).astype(np.uint8)
+    b = rng.integers(-128, 128, (40, 32)).astype(np.int8)
+    a[0], b[:, 0] = 255, -128
+    x = graph.Var("x", shape=a.shape, dtype="uint8")
+    mod = module([x], op.matmul(x, graph.Constant(b), out_dtype="int32"))
+    mod = loom.ir.with_attr(mod, "target", loom.target.Target("llvm", mcpu="icelake-server", num_threads=1))
+    with transform.PassContext(opt_level=2):
+        mod = transform.Sequential(["InferType", "FuseOps", "LegalizeOps", "FuseTIR", "DeadCodeElimination",
+                                    "AutoSchedule", "PairProducts"])(mod)
+    assert '"dot4_u8i8"' in mod.script()
+    passes = ["LowerIntrinsics", "FlattenBuffer", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
+              "StorageRewrite", "Simplify"]
+    lib = loom.build(mod, {"target": {"kind": "llvm", "mcpu": "haswell"}, "pipeline": {"passes": passes}})
+    np.testing.assert_array_equal(lib["main"](a).numpy(), a.astype(np.int64) @ b.astype(np.int64))
