@@ -318,7 +318,8 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
   // the machine was crowded at the last two reads of its load (one read
   // may catch a passing thread): until then the caller claims chunks
   // alone (a spinning worker may still join at once).
-  bool lazy = !should_spin() && (!spin_ || crowded_streak_.load(std::memory_order_relaxed) >= 2);
+  bool quiet = should_spin();
+  bool lazy = !quiet && (!spin_ || crowded_streak_.load(std::memory_order_relaxed) >= 2);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     body_ = &body;
@@ -338,7 +339,7 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, const std::function<vo
   auto done = [&] { return finished_.load(std::memory_order_acquire) == parts_.load(std::memory_order_relaxed); };
   // The caller spins even on a crowded machine (shortly): the threads it
   // waits for run its chunks, and a wake-up would cost more than the wait.
-  if (!done() && !(spin_ && spin_until(done, should_spin() ? kIdleSpin : kWaitSpin))) {
+  if (!done() && !(spin_ && spin_until(done, quiet ? kIdleSpin : kWaitSpin))) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_sleeping_ = true;
     done_.wait(lock, done);
