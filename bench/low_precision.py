@@ -9,7 +9,9 @@ float32 and against ONNX Runtime, one thread.
   integer kernels (QDQToInteger), against Loom's float32 ResNet-18 of the
   same weights and against ONNX Runtime on the same QDQ file
   (onnxruntime-node, bench/setup_ort.sh; skipped with a reason without
-  it), 224 x 224;
+  it), 224 x 224; and the same model with int8 activations (each
+  activation's zero point z - 128: the same real values, the form ONNX
+  Runtime's quantizer writes by default), Loom against ONNX Runtime;
 * the top-1 agreement of the quantized ResNet-18 and MobileNetV2 with
   their float models over --samples random inputs (random weights make it
   a weak measure).
@@ -97,6 +99,10 @@ def model(args, name, timed):
         flt = loom.build(lonnx.from_onnx(f.getvalue()), config(1))["main"]
         if timed:
             time_sides(args, name, data, qpath, directory, x, quantized, flt, compile_s)
+            signed = qdq_reference.with_int8_activations(data)
+            spath = pathlib.Path(directory) / f"{name}_qdq_s8.onnx"
+            spath.write_bytes(signed)
+            time_signed(args, name, signed, spath, directory, x, loom.build(lonnx.from_onnx(signed), config(1))["main"])
     agree = 0
     rng = np.random.default_rng(1)
     for _ in range(args.samples):
@@ -135,6 +141,30 @@ def time_sides(args, name, data, qpath, directory, x, quantized, flt, compile_s)
               f"{gap:.0f} quantization steps")
     else:
         print(f"ONNX Runtime: skipped: {reason}")
+
+
+def time_signed(args, name, data, path, directory, x, quantized):
+    """Loom against ONNX Runtime on the model with int8 activations."""
+    import onnx
+    import qdq_reference
+    reason = why_not_ort()
+    if reason is not None:
+        print(f"{name} with int8 activations: ONNX Runtime skipped: {reason}")
+        return
+    session = OrtSession(path, {onnx.load_from_string(data).graph.input[0].name: x}, 1, directory)
+    sides = {"int8 s8": lambda c: timed_calls(lambda: quantized(x), c), "ort s8": session.times}
+    try:
+        gap = np.abs(session.outputs()[0] - quantized(x).numpy()).max() / qdq_reference.output_step(data)
+        for side in sides.values():
+            side(2)
+        per = peers.alternate(sides, args.rounds, 5)
+    finally:
+        session.close()
+    for k in sides:
+        print(f"{name} 224 {k:8s} {statistics.median(per[k]):8.2f} ms")
+    print(f"{name} quantized with int8 activations (ONNX Runtime's default form) / ONNX Runtime {session.version} on "
+          f"the same file: {peers.ratio(per, 'int8 s8', 'ort s8'):.2f}x its time; outputs differ by at most "
+          f"{gap:.0f} quantization steps")
 
 
 def main():

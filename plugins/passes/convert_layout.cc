@@ -222,6 +222,7 @@ class Converter {
     std::string layout_key = has_attr(def, "data_layout") ? "data_layout" : has_attr(def, "layout") ? "layout" : "";
     if (!layout_key.empty()) return sensitive(b, *op, def, args, attrs, layout_key);
     if (op->name == "concat") return concat(b, *op, args, attrs);
+    if (op->name == "pad") return pad(b, *op, args, attrs);
     if (def.pattern == ir::PatternKind::kReduction && has_attr(def, "axis", "Array") &&
         has_attr(def, "keepdims", "bool"))
       return reduce(b, *op, args, attrs);
@@ -401,6 +402,26 @@ class Converter {
     for (ir::Expr& a : args) a = in_form(a, form);
     const auto* call = b.value.as<graph::CallNode>();
     return emit(b, op, args, with_attrs(call->attrs, {{"axis", Any(mapped)}}), form, runtime::NDArray());
+  }
+
+  // A pad of a converted value's height and width only (QDQToInteger
+  // pads bytes with their zero point before a convolution): the same
+  // widths on the form's spatial axes.  Its padding channels keep what
+  // they held where an edge or a reflection pads; a constant makes them
+  // vary (the constant at the new rows and columns).
+  bool pad(const graph::Binding& b, const ir::OpNode& op, const std::vector<ir::Expr>& args, const Map& attrs) {
+    auto found = args.size() == 1 ? formed_.find(args[0].get()) : formed_.end();
+    if (found == formed_.end() || !image_shape(b.var)) return keep(b);
+    std::vector<int64_t> w;
+    for (const Any& a : attrs.at("pad_width").cast<Array>()) w.push_back(a.as_int());
+    if (w.size() != 8 || w[0] || w[1] || w[2] || w[3]) return keep(b);
+    Form form = found->second.form;
+    std::vector<int64_t> mapped = form.block ? std::vector<int64_t>{0, 0, 0, 0, w[4], w[5], w[6], w[7], 0, 0}
+                                             : std::vector<int64_t>{0, 0, w[4], w[5], w[6], w[7], 0, 0};
+    runtime::NDArray pad = attrs.at("mode").as_string() == "constant" ? runtime::NDArray() : found->second.pad;
+    const auto* call = b.value.as<graph::CallNode>();
+    return emit(b, op, {in_form(args[0], form)}, with_attrs(call->attrs, {{"pad_width", Any(ints(mapped))}}), form,
+                pad);
   }
 
   // A reduction over axes (sum, mean, max, min...) of a converted value:

@@ -1,5 +1,6 @@
 #include "qdq_to_integer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -166,6 +167,109 @@ class Rewriter {
     return call_op("subtract", {call_op("cast", {d.operand(0)}, to), call_op("cast", {d.operand(2)}, to)});
   }
 
+  // The value of an integer scalar constant (one element of 8 bits),
+  // else nullopt.
+  std::optional<int64_t> integer_scalar(const ir::Expr& e) {
+    ir::Expr v = constant_value(e);
+    const auto* c = v.defined() ? v.as<graph::ConstantNode>() : nullptr;
+    if (!c || c->data->numel() != 1 || c->data->device.device_type != kDLCPU) return std::nullopt;
+    if (c->data->dtype == DataType::UInt(8)) return *static_cast<const uint8_t*>(c->data->data());
+    if (c->data->dtype == DataType::Int(8)) return *static_cast<const int8_t*>(c->data->data());
+    return std::nullopt;
+  }
+
+  // An 8-bit activation as the uint8 operand of a product of bytes: x
+  // itself (uint8), or x + 128 (int8: the usual shift), so that x - zx is
+  // u - zu with zu = zx, or zx + 128.  Where zu is not 0 a convolution's
+  // padding must hold zu (u - zu is then the real zero, as the float
+  // convolution pads): an explicit pad with it, the convolution unpadded
+  // (`changes`); ConvertLayout carries the pad into the convolutions'
+  // layout.  The sum of u * w is then the sum of (x - zx) * w plus zu
+  // times the weights' sum, which weight_sums takes off.
+  ir::Expr bytes_operand(const Dequantize& d, DataType q, int64_t zu, const std::string& op, const Map& attrs,
+                         std::map<std::string, Any>* changes) {
+    ir::Expr u = d.operand(0);
+    if (q == DataType::Int(8)) {
+      Map to16(std::map<std::string, Any>{{"dtype", Any(DataType::Int(16))}});
+      Map to8(std::map<std::string, Any>{{"dtype", Any(DataType::UInt(8))}});
+      int16_t shift = 128;
+      ir::Expr c128 = graph::Constant(runtime::NDArray::from_bytes(
+          {}, DataType::Int(16), std::string(reinterpret_cast<const char*>(&shift), sizeof shift)));
+      u = call_op("cast", {call_op("add", {call_op("cast", {u}, to16), c128})}, to8);
+    }
+    if (zu == 0 || op != "conv2d") return u;
+    std::vector<int64_t> p;
+    for (const Any& a : attrs.at("padding").cast<Array>()) p.push_back(a.as_int());
+    if (p.size() == 1) p = {p[0], p[0], p[0], p[0]};
+    if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
+    if (p.size() != 4 || (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0)) return u;
+    std::vector<int64_t> widths = attrs.at("data_layout").as_string() == "NHWC"
+                                      ? std::vector<int64_t>{0, 0, p[0], p[2], p[1], p[3], 0, 0}
+                                      : std::vector<int64_t>{0, 0, 0, 0, p[0], p[2], p[1], p[3]};
+    (*changes)["padding"] = Any(int_shape({0}));
+    return call_op("pad", {u},
+                   Map(std::map<std::string, Any>{{"pad_width", Any(int_shape(widths))},
+                                                  {"pad_value", Any(static_cast<double>(zu))}}));
+  }
+
+  // zu times the sum of the int8 weights `w` (of `shape`) over what each
+  // output sums, in int32, shaped to broadcast over the product's result:
+  // a conv2d's (O, 1, 1) or (O) by its data layout, dense's (N),
+  // matmul's (..., 1, N).  Computed here for a constant, by operators
+  // otherwise.
+  ir::Expr weight_sums(const ir::Expr& w, const std::vector<int64_t>& shape, int64_t zu, const std::string& op,
+                       const Map& attrs) {
+    const size_t rank = shape.size();
+    std::vector<int64_t> axes, out_shape;
+    if (op == "conv2d") {
+      axes = {1, 2, 3};
+      out_shape = attrs.at("data_layout").as_string() == "NHWC" ? std::vector<int64_t>{shape[0]}
+                                                                : std::vector<int64_t>{shape[0], 1, 1};
+    } else if (op == "dense") {
+      axes = {static_cast<int64_t>(rank) - 1};
+      out_shape = std::vector<int64_t>(shape.begin(), shape.end() - 1);
+    } else {
+      bool tb = attrs.at("transpose_b").as_bool();
+      axes = {static_cast<int64_t>(rank) - (tb ? 1 : 2)};
+      out_shape = shape;
+      out_shape[rank - 1] = tb ? shape[rank - 2] : shape[rank - 1];
+      out_shape[rank - 2] = 1;
+    }
+    const auto* c = w.as<graph::ConstantNode>();
+    if (c && c->data->device.device_type == kDLCPU && c->data->is_contiguous() && c->data->dtype == DataType::Int(8) &&
+        c->data.shape_vector() == shape) {
+      // Every output's index is that of its weights' unreduced axes, in
+      // order.
+      runtime::NDArray out = runtime::NDArray::empty(out_shape, DataType::Int(32));
+      auto* sums = out.data_as<int32_t>();
+      std::fill(sums, sums + out->numel(), 0);
+      std::vector<bool> reduced(rank, false);
+      for (int64_t a : axes) reduced[a] = true;
+      const auto* v = static_cast<const int8_t*>(c->data->data());
+      std::vector<int64_t> index(rank, 0);
+      for (int64_t k = 0, n = c->data->numel(); k < n; ++k) {
+        int64_t at = 0;
+        for (size_t a = 0; a < rank; ++a)
+          if (!reduced[a]) at = at * shape[a] + index[a];
+        sums[at] += v[k];
+        for (size_t a = rank; a-- > 0;) {
+          if (++index[a] < shape[a]) break;
+          index[a] = 0;
+        }
+      }
+      for (int64_t k = 0; k < out->numel(); ++k) sums[k] *= static_cast<int32_t>(zu);
+      return graph::Constant(out);
+    }
+    Map to32(std::map<std::string, Any>{{"dtype", Any(DataType::Int(32))}});
+    auto factor = static_cast<int32_t>(zu);
+    ir::Expr z = graph::Constant(runtime::NDArray::from_bytes(
+        {}, DataType::Int(32), std::string(reinterpret_cast<const char*>(&factor), sizeof factor)));
+    ir::Expr sum = call_op("sum", {call_op("cast", {w}, to32)},
+                           Map(std::map<std::string, Any>{{"axis", Any(int_shape(axes))}, {"keepdims", Any(false)}}));
+    return call_op("reshape", {call_op("multiply", {sum, z})},
+                   Map(std::map<std::string, Any>{{"shape", Any(int_shape(out_shape))}}));
+  }
+
   ir::Expr rewrite(const graph::CallNode& original, const graph::CallNode& mutated) {
     if (original.args.size() != 2) return ir::Expr();
     const auto* op = original.callee.as<ir::OpNode>();
@@ -200,22 +304,28 @@ class Rewriter {
     if (per_channel && !ones_but(ws->shape, wq->shape.size(), w_axis)) return ir::Expr();
     // Zero points are subtracted from the integers: exact, and a padded
     // element is then the real zero, as the float convolution pads.  But
-    // uint8 activations by int8 weights, both zero points 0 (a layer
-    // after a ReLU, symmetric weights), stay bytes where the target
-    // multiplies them four at a time (vpdpbusd): widened to int16 they
+    // where the target multiplies uint8 by int8 four at a time (vpdpbusd)
+    // an 8-bit activation by int8 weights of zero point 0 (symmetric
+    // weights: what quantizers make) stays bytes: widened to int16 it
     // would take pairs, at half the rate (a 3 x 3 convolution over 64
-    // channels, 56 x 56: 0.44 ms where int16 took 0.80).
-    bool bytes = bytes_ && xt->dtype == DataType::UInt(8) && wq->dtype == DataType::Int(8) &&
-                 known_zero(x->typed_operand(2)) && known_zero(w->typed_operand(2));
-    ir::Expr xi = bytes ? x->operand(0) : centred(*x, xt->dtype, xz->dtype, true),
-             wi = bytes ? w->operand(0) : centred(*w, wq->dtype, wz->dtype, false);
+    // channels, 56 x 56: 0.44 ms where int16 took 0.80).  See bytes_operand.
+    std::optional<int64_t> zu;
+    if (bytes_ && (xt->dtype == DataType::UInt(8) || xt->dtype == DataType::Int(8)) && wq->dtype == DataType::Int(8) &&
+        known_zero(w->typed_operand(2)))
+      zu = integer_scalar(x->typed_operand(2));
+    if (op->name == "dense" && wq->shape.size() != 2) zu.reset();
+    if (zu && xt->dtype == DataType::Int(8)) *zu += 128;
+    std::map<std::string, Any> changes{{"out_dtype", Any(std::string("int32"))}};
+    ir::Expr xi = zu ? bytes_operand(*x, xt->dtype, *zu, op->name, attrs, &changes)
+                     : centred(*x, xt->dtype, xz->dtype, true),
+             wi = zu ? w->operand(0) : centred(*w, wq->dtype, wz->dtype, false);
+    ir::Expr acc = graph::Call(mutated.callee, {xi, wi}, with_attrs(mutated.attrs, changes));
+    if (zu && *zu != 0) acc = call_op("subtract", {acc, weight_sums(w->operand(0), wq->shape, *zu, op->name, attrs)});
     // The scales leave the sum: (sx * sw[o]) * sum (x - zx)(w - zw).
     ir::Expr sx = call_op("reshape", {x->operand(1)}, Map(std::map<std::string, Any>{{"shape", Any(int_shape({1}))}}));
     ir::Expr sw = call_op("reshape", {w->operand(1)},
                           Map(std::map<std::string, Any>{
                               {"shape", Any(int_shape(per_channel ? out_scale_shape : std::vector<int64_t>{1}))}}));
-    ir::Expr acc =
-        graph::Call(mutated.callee, {xi, wi}, with_attrs(mutated.attrs, {{"out_dtype", Any(std::string("int32"))}}));
     Map to_float(std::map<std::string, Any>{{"dtype", Any(xs->dtype)}});
     return call_op("multiply", {call_op("cast", {acc}, to_float), call_op("multiply", {sx, sw})});
   }

@@ -196,3 +196,46 @@ def output_step(model_bytes):
     while node.op_type != "DequantizeLinear":
         node = producers[node.input[0]]
     return float(constants[node.input[1]])
+
+
+def with_int8_activations(model_bytes):
+    """The same model with int8 activations, as ONNX Runtime's quantizer
+    writes them by default: every uint8 zero point (the activations'; the
+    weights are int8) becomes the int8 zero point z - 128, so each
+    QuantizeLinear gives its uint8 value minus 128 and each
+    DequantizeLinear the same real values as before."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load_from_string(model_bytes)
+    zero_points = {n.input[2] for n in model.graph.node
+                   if n.op_type in ("QuantizeLinear", "DequantizeLinear") and len(n.input) > 2}
+    for node in reversed(model.graph.node):  # torch.onnx passes them through Identity nodes
+        if node.op_type == "Identity" and node.output[0] in zero_points:
+            zero_points.add(node.input[0])
+
+    def shifted(tensor):
+        a = numpy_helper.to_array(tensor)
+        if a.dtype != np.uint8:
+            return None
+        return numpy_helper.from_array((a.astype(np.int16) - 128).astype(np.int8), tensor.name)
+
+    changed = 0
+    for i, init in enumerate(model.graph.initializer):
+        if init.name in zero_points and (new := shifted(init)) is not None:
+            model.graph.initializer[i].CopyFrom(new)
+            changed += 1
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output[0] in zero_points:
+            for attr in node.attribute:
+                if attr.name == "value" and (new := shifted(attr.t)) is not None:
+                    new.name = attr.t.name
+                    attr.t.CopyFrom(new)
+                    changed += 1
+        if node.op_type == "Cast":  # torch.onnx casts the quantized activations to their dtype
+            for attr in node.attribute:
+                if attr.name == "to" and attr.i == onnx.TensorProto.UINT8:
+                    attr.i = onnx.TensorProto.INT8
+    assert changed, "no uint8 zero point found"
+    # the graph's value infos named uint8 for the activations: drop them
+    del model.graph.value_info[:]
+    return model.SerializeToString()

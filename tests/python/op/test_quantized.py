@@ -203,12 +203,12 @@ def test_a_quantized_convolution_becomes_an_integer_one_within_one_step(case):
     native = loom.target.native_intrinsics(loom.target.Target("llvm"))
     assert 'out_dtype="int32"' in text and len(re.findall(r"\bconv2d\(", text)) == 1, text
     # the centred operands: the 8-bit activation is widened to int16 (its
-    # zero point subtracted, 0 too), but for uint8 by int8 with both zero
-    # points 0 where the CPU multiplies bytes four at a time (vpdpbusd);
-    # a weight's zero point of 0 is not
-    bytes_ = case.get("x_zero") == 0 and not case.get("w_zero") and "dot4_u8i8" in native
+    # zero point subtracted, 0 too), but for int8 weights of zero point 0
+    # where the CPU multiplies bytes four at a time (vpdpbusd): bytes; a
+    # weight's zero point of 0 is not subtracted
+    bytes_ = not case.get("w_zero") and "dot4_u8i8" in native
     assert ("subtract(cast(%x, dtype=int16)" in text) != bytes_, text
-    assert ("conv2d(%x," in text) == bytes_, text
+    assert ("conv2d(%x," in text or "conv2d(pad(%x," in text) == bytes_, text
     assert ("subtract(cast(meta[" in text) == (case.get("w_zero", 0) != 0), text
     for seed in range(3):
         a = np.random.default_rng(seed).integers(0, 256, shape).astype(np.uint8)
@@ -302,6 +302,120 @@ def test_quantized_matrix_products_become_integer_ones(kind):
     a = rng.integers(-128, 128, (4, 48)).astype(np.int8)
     got, want = lib["main"](a).numpy(), flt["main"](a).numpy()
     assert np.abs(got.astype(np.int64) - want).max() <= 1 and (got == want).mean() > 0.95
+
+
+# Bytes for any zero point: where the CPU multiplies uint8 by int8 four at
+# a time (vpdpbusd), an 8-bit activation stays bytes whatever its zero
+# point: int8 shifted by 128 to uint8, a convolution padded with the
+# (shifted) zero point by an explicit pad, and zu * sum(w) taken off per
+# output channel.  Run here (any CPU) as the Ice Lake module QDQToInteger
+# makes, built for this CPU, against the Haswell one (int16 pairs): both
+# are exact integer sums, so they agree on every bit.
+
+def integer_forms(body, params):
+    """[(text, lib)] of QDQToInteger's module for Ice Lake (bytes) and for
+    Haswell (int16), each built for this CPU."""
+    out = []
+    for mcpu in ("icelake-server", "haswell"):
+        mod = ir.with_attr(module(params, body), "target", loom.target.Target("llvm", mcpu=mcpu))
+        mod = transform.Sequential(["InferType", "QDQToInteger"])(mod)
+        text = str(mod)
+        out.append((text, loom.build(ir.with_attr(mod, "target", loom.target.Target("llvm")), CONFIGS[0])))
+    return out
+
+
+BYTE_CASES = {
+    # name: (x dtype, x shape, x zero point, weight shape (OIHW), conv attrs)
+    "uint8, zero point 7, padded": ("uint8", (2, 8, 10, 10), 7, (6, 8, 3, 3), dict(padding=[1, 1])),
+    "int8, zero point -5, padded, NHWC": ("int8", (2, 10, 10, 8), -5, (6, 3, 3, 8),
+                                          dict(padding=[1, 2, 0, 1], data_layout="NHWC", kernel_layout="OHWI")),
+    "int8, zero point -128 (no correction)": ("int8", (1, 8, 9, 9), -128, (6, 8, 3, 3), dict(padding=[1, 1])),
+    "the stem: 3 channels, 7 x 7, stride 2": ("uint8", (1, 3, 23, 23), 114, (16, 3, 7, 7),
+                                              dict(padding=[3, 3], strides=[2, 2])),
+    "depthwise, int8, stride 2": ("int8", (1, 8, 9, 9), 3, (8, 1, 3, 3), dict(padding=[1, 1], strides=[2, 2],
+                                                                              groups=8)),
+    "1 x 1, unpadded": ("int8", (1, 16, 5, 5), 21, (24, 16, 1, 1), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(BYTE_CASES))
+def test_an_activation_of_any_zero_point_stays_bytes_where_bytes_multiply_in_fours(name):
+    dtype, shape, zero, wshape, attrs = BYTE_CASES[name]
+    rng = np.random.default_rng(17)
+    info = np.iinfo(dtype)
+    x = graph.Var("x", shape=shape, dtype=dtype)
+    wq = rng.integers(-128, 128, wshape).astype(np.int8)
+    wq.reshape(wshape[0], -1)[0] = -128  # the saturation case: 255 (or 127 + 128) by -128
+    ws = (rng.uniform(0.5, 2, wshape[0]) * 0.01).astype(np.float32).reshape(-1, 1, 1, 1)
+    y = op.conv2d(op.dequantize(x, const(np.float32(0.05)), const(np.array(zero, dtype))),
+                  op.dequantize(const(wq), const(ws), const(np.int8(0))), **attrs)
+    (fours, fours_lib), (pairs, pairs_lib) = integer_forms(op.quantize(y, const(np.float32(0.3)),
+                                                                       const(np.uint8(128))), [x])
+    assert "subtract(cast(%x, dtype=int16)" in pairs and "subtract(cast(%x" not in fours, fours
+    shifted = "add(cast(%x, dtype=int16)" in fours
+    assert shifted == (dtype == "int8"), fours
+    zu = zero + (128 if dtype == "int8" else 0)
+    padded = zu != 0 and "padding" in attrs
+    assert ("pad(" in fours) == padded and (f"pad_value={zu}" in fours) == padded, fours
+    assert ("subtract(conv2d(" in fours) == (zu != 0), fours
+    for seed in range(2):
+        a = np.random.default_rng(seed).integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+        a.flat[:64] = info.max
+        np.testing.assert_array_equal(fours_lib["main"](a).numpy(), pairs_lib["main"](a).numpy())
+
+
+@pytest.mark.parametrize("kind", ["matmul", "matmul_tb", "dense", "batched matmul"])
+def test_matrix_products_of_int8_activations_stay_bytes_with_the_shift(kind):
+    rng = np.random.default_rng(19)
+    xshape = (2, 4, 48) if kind == "batched matmul" else (4, 48)
+    x = graph.Var("x", shape=xshape, dtype="int8")
+    wshape = (2, 48, 10) if kind == "batched matmul" else (48, 10)
+    wq = rng.integers(-128, 128, wshape).astype(np.int8)
+    ws = rng.uniform(0.005, 0.02, 10).astype(np.float32)
+    dx = op.dequantize(x, const(np.float32(0.1)), const(np.int8(-3)))
+    if kind in ("matmul", "batched matmul"):
+        y = op.matmul(dx, op.dequantize(const(wq), const(ws), const(np.int8(0))))
+    else:
+        dw = op.dequantize(const(np.ascontiguousarray(wq.T)), const(ws.reshape(10, 1)), const(np.int8(0)))
+        y = op.dense(dx, dw) if kind == "dense" else op.matmul(dx, dw, transpose_b=True)
+    (fours, fours_lib), (_, pairs_lib) = integer_forms(op.quantize(y, const(np.float32(0.05)), const(np.int8(0))),
+                                                       [x])
+    assert "add(cast(%x, dtype=int16)" in fours and "subtract(" in fours, fours
+    a = rng.integers(-128, 128, xshape).astype(np.int8)
+    a[..., 0, :] = 127
+    np.testing.assert_array_equal(fours_lib["main"](a).numpy(), pairs_lib["main"](a).numpy())
+
+
+def test_convert_layout_carries_the_zero_point_padding_into_the_convolutions_layout():
+    """Two padded convolutions of a nonzero zero point in a row: the pad
+    between them runs channels-last (or in channel blocks) as they do, no
+    transposes around it."""
+    rng = np.random.default_rng(23)
+    x = graph.Var("x", shape=(1, 16, 12, 12), dtype="uint8")
+    y = x
+    for k in range(2):
+        wq = rng.integers(-127, 128, (16, 16, 3, 3)).astype(np.int8)
+        ws = np.float32(0.01)
+        c = op.conv2d(op.dequantize(y, const(np.float32(0.05)), const(np.uint8(9 + k))),
+                      op.dequantize(const(wq), const(ws), const(np.int8(0))), padding=[1, 1])
+        y = op.quantize(c, const(np.float32(0.2)), const(np.uint8(10)))
+    mod = ir.with_attr(module([x], y), "target", loom.target.Target("llvm", mcpu="icelake-server"))
+    mod = transform.Sequential(["InferType", "QDQToInteger"])(mod)
+    cap = Capture("ConvertLayout")
+    with transform.PassContext(instruments=[cap]):
+        lib = loom.build(ir.with_attr(mod, "target", loom.target.Target("llvm")), CONFIGS[0])
+    text = cap.text
+    pads = re.findall(r"pad\([^\n]*?pad_width=\[([0-9, ]+)\]", text)
+    assert len(pads) == 2, text
+    # the first pads the network's NCHW input; the second the first
+    # convolution's result in its converted layout
+    assert pads[0] == "0, 0, 0, 0, 1, 1, 1, 1", pads
+    assert pads[1] in ("0, 0, 1, 1, 1, 1, 0, 0", "0, 0, 0, 0, 1, 1, 1, 1, 0, 0"), pads
+    assert len(re.findall(r"\btranspose\(", text)) == 2, text  # into the layout and out of it
+    flt = build_without(module([x], y), ["QDQToInteger"])
+    a = rng.integers(0, 256, (1, 16, 12, 12)).astype(np.uint8)
+    got, want = lib["main"](a).numpy(), flt["main"](a).numpy()
+    assert np.abs(got.astype(np.int64) - want).max() <= 1 and (got == want).mean() > 0.98
 
 
 # The epilogue's roundings: the llvm target fuses a multiply into an add
