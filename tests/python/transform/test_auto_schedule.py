@@ -560,6 +560,29 @@ def test_weights_that_outweigh_the_map_are_read_once_per_panel(h, w, cin, cout, 
     close(loom.build(mod, CONFIG)["main"](*([x, r] if residual else [x])).numpy(), want)
 
 
+def test_weights_beyond_the_cache_over_an_input_within_it_are_read_once_per_panel():
+    # ResNet-50's strided 1x1 convolution from 1024 to 2048 channels over
+    # 14x14 (here 7 output rows): 8 MB of weights, 800 KB of input.  By
+    # bytes alone the input read again by each of 64 column tiles (50 MB)
+    # outweighs the weights read again on each of 7 passes over the rows
+    # (48 MB); but the input stays in a core's cache and the weights do
+    # not: the column tiles go outside.
+    x = f32(1, 14, 14, 1024)
+    w, b = f32(2048, 1, 1, 1024), f32(2048)
+    xv = graph.Var("x", shape=x.shape)
+    y = op.add(op.conv2d(xv, graph.Constant(w), strides=[2, 2], data_layout="NHWC", kernel_layout="OHWI"),
+               graph.Constant(b))
+    mod = loom.IRModule({"main": graph.Function([xv], y)})
+    text = scheduled(mod)
+    layout = re.search(r'param_layouts: \{"1": "0 // (\d+), 1, 2, 3, 0 % \1"\}', text)
+    assert layout, text
+    outermost = re.search(r"prim_func.*\n(?:\s*alloc.*\n)*\s*for %(\w+): int64 from 0 extent (\d+)", text)
+    assert outermost and outermost.group(1).endswith("_o_o"), text
+    assert int(outermost.group(2)) == 2048 // int(layout.group(1)), text
+    want = np.einsum("nhwc,oc->nhwo", x[:, ::2, ::2].astype(np.float64), w[:, 0, 0, :].astype(np.float64)) + b
+    close(loom.build(mod, CONFIG)["main"](x).numpy(), want)
+
+
 def test_a_long_row_of_constant_weights_keeps_full_vectors_and_a_guarded_tail():
     # A 1x1 convolution to 102 channels (SqueezeNet's 1000-class classifier,
     # scaled to 4-lane vectors): full vectors with a guarded tail rather
