@@ -127,6 +127,21 @@ def copy_bandwidth():
     return 2 * a.nbytes / best
 
 
+def read_bandwidth():
+    """Bytes per second one thread reads (NumPy's sum of a large array, the
+    best of 5): what a decode step, which only reads its weights, can get
+    from memory on one core.  Where one core cannot read at the copy's
+    rate (an Intel Xeon here: 14 GB/s read, 23 GB/s copied) the copy's
+    roofline is out of reach at one thread; both are printed."""
+    a = np.ones(64 << 20, np.float32)
+    best = math.inf
+    for _ in range(5):
+        t = time.perf_counter()
+        a.sum()
+        best = min(best, time.perf_counter() - t)
+    return a.nbytes / best
+
+
 def weight_bytes_per_token(cfg):
     """Bytes of the weights one decode step reads (an embedding row only)."""
     from loom.llm import parse_config
@@ -194,7 +209,7 @@ def main():
         loom.runtime.set_num_threads(threads)
         setting, _ = peers.best_setting(lambda: peer.step(torch.as_tensor(long_prompt), []),
                                         peers.torch_settings(threads), lambda s: peers.torch_threads(*s), calls=2)
-        bw = copy_bandwidth()
+        bw, read_bw = copy_bandwidth(), read_bandwidth()
 
         def torch_decode():
             with peers.torch_threads(*setting):
@@ -242,7 +257,9 @@ def main():
             extra = "" if q == "float32" else f"; {ratio(name, 'decode float32'):.2f}x float32 Loom"
             print(f"  decode loom {q:7s}: {med[name]:7.2f} ms/token ({1e3 / med[name]:6.1f} tok/s); "
                   f"{ratio(name, 'decode torch'):.2f}x PyTorch{extra}; roofline {roof:.1f} ms "
-                  f"({per_token / 1e6:.0f} MB/token): {roof / med[name]:.0%}")
+                  f"({per_token / 1e6:.0f} MB/token): {roof / med[name]:.0%}"
+                  + (f" (of one thread's read bandwidth, {read_bw / 1e9:.1f} GB/s: "
+                     f"{per_token / read_bw * 1e3 / med[name]:.0%})" if threads == 1 else ""))
         print(f"  prefill {args.prefill}: loom {med['prefill loom']:7.1f} ms, torch {med['prefill torch']:7.1f} ms; "
               f"loom speed-up {ratio('prefill loom', 'prefill torch'):.2f}x")
 
