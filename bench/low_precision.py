@@ -71,9 +71,12 @@ def matmul(args):
     for k in libs:
         ms = statistics.median(per[k])
         print(f"matmul 1024^3 {k:8s} {ms:8.2f} ms  {flops / ms / 1e6:7.1f} GOP/s")
-    print(f"matmul 1024^3 int8 speed-up over float32: {peers.ratio(per, 'float32', 'int8'):.2f}x (target 2.5x)")
+    ikernel = "AMX tiles, AMXMatmul" if "amx_int8" in peers.cpu_flags() else "vpdpbusd or pmaddwd"
+    print(f"matmul 1024^3 int8 ({ikernel}) speed-up over float32: {peers.ratio(per, 'float32', 'int8'):.2f}x "
+          f"(target 2.5x)")
     flags = peers.cpu_flags()
-    kernel = "vdpbf16ps pairs" if "avx512_bf16" in flags else "no avx512_bf16 here: widened to float32"
+    kernel = ("AMX tiles, AMXMatmul" if "amx_bf16" in flags else "vdpbf16ps pairs" if "avx512_bf16" in flags
+              else "no avx512_bf16 here: widened to float32")
     print(f"matmul 1024^3 bfloat16 (summed in float32; {kernel}) speed-up over float32: "
           f"{peers.ratio(per, 'float32', 'bfloat16'):.2f}x (target 1.7x)")
 

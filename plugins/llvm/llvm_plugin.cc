@@ -189,6 +189,17 @@ std::set<std::string> target_intrinsics(const loom::target::Target& target) {
   if (cpu->checkFeatures("+avx512vnni") || cpu->checkFeatures("+avxvnni")) out.insert("dot4_u8i8");
   return out;
 }
+
+// The CPU features graph passes ask about: AMX's (AMXMatmul).
+std::set<std::string> cpu_features(const loom::target::Target& target) {
+  auto machine = backend::make_machine(backend::machine_options(target->attrs));
+  std::set<std::string> out;
+  if (!machine->getTargetTriple().isX86()) return out;
+  const llvm::MCSubtargetInfo* cpu = machine->getMCSubtargetInfo();
+  for (const char* feature : {"amx-tile", "amx-bf16", "amx-int8"})
+    if (cpu->checkFeatures(std::string("+") + feature)) out.insert(feature);
+  return out;
+}
 }  // namespace
 
 LOOM_PLUGIN_MANIFEST(LOOM_PLUGIN_NAME("llvm") LOOM_PLUGIN_VERSION("0.1.0") LOOM_PLUGIN_DESCRIPTION(
@@ -199,6 +210,7 @@ LOOM_PLUGIN_INIT(ctx) {
   loom::target::TargetTraits traits;
   traits.vector_bits = vector_bits;
   traits.target_intrinsics = target_intrinsics;
+  traits.cpu_features = cpu_features;
   traits.native_intrinsics = {"exp",         "sigmoid",    "tanh",        "erf",         "log",        "sqrt",
                               "floor",       "ceil",       "round",       "trunc",       "sin",        "cos",
                               "abs",         "pow",        "fmod",        "isnan",       "isinf",      "ret",

@@ -17,6 +17,7 @@
 #include "legalize_ops.h"
 #include "merge_composite.h"
 #include "partition_graph.h"
+#include "amx_matmul.h"
 #include "plan_devices.h"
 #include "qdq_to_integer.h"
 #include "to_mixed_precision.h"
@@ -38,7 +39,8 @@ const std::vector<std::string> kGraphPasses = {"InferType",           "Canonical
                                                "FoldConstant",        "EliminateCommonSubexpr",
                                                "DeadCodeElimination", "MergeComposite",
                                                "AnnotateTarget",      "PartitionGraph",
-                                               "EvenChannels",        "FuseOps",
+                                               "EvenChannels",        "AMXMatmul",
+                                               "FuseOps",
                                                "LegalizeOps",         "FuseTIR",
                                                "DeadCodeElimination"};
 // What the CPU pipelines end with: the schedule and the loop passes.
@@ -63,6 +65,7 @@ LOOM_PLUGIN_INIT(ctx) {
   PassRegistry::register_pass(loom::passes::FoldConstant());
   PassRegistry::register_pass(loom::passes::FoldBatchNorm());
   PassRegistry::register_pass(loom::passes::QDQToInteger());
+  PassRegistry::register_pass(loom::passes::AMXMatmul());
   PassRegistry::register_pass(loom::passes::ToMixedPrecision());
   PassRegistry::register_pass(loom::passes::FuseOps());
   PassRegistry::register_pass(loom::passes::FuseTIR());

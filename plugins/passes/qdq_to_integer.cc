@@ -309,18 +309,18 @@ class Rewriter {
     // weights: what quantizers make) stays bytes: widened to int16 it
     // would take pairs, at half the rate (a 3 x 3 convolution over 64
     // channels, 56 x 56: 0.44 ms where int16 took 0.80).  See bytes_operand.
-    std::optional<int64_t> zu;
+    std::optional<int64_t> z;
     if (bytes_ && (xt->dtype == DataType::UInt(8) || xt->dtype == DataType::Int(8)) && wq->dtype == DataType::Int(8) &&
-        known_zero(w->typed_operand(2)))
-      zu = integer_scalar(x->typed_operand(2));
-    if (op->name == "dense" && wq->shape.size() != 2) zu.reset();
-    if (zu && xt->dtype == DataType::Int(8)) *zu += 128;
+        known_zero(w->typed_operand(2)) && !(op->name == "dense" && wq->shape.size() != 2))
+      z = integer_scalar(x->typed_operand(2));
+    const bool bytes = z.has_value();
+    const int64_t zu = bytes ? *z + (xt->dtype == DataType::Int(8) ? 128 : 0) : 0;
     std::map<std::string, Any> changes{{"out_dtype", Any(std::string("int32"))}};
-    ir::Expr xi = zu ? bytes_operand(*x, xt->dtype, *zu, op->name, attrs, &changes)
-                     : centred(*x, xt->dtype, xz->dtype, true),
-             wi = zu ? w->operand(0) : centred(*w, wq->dtype, wz->dtype, false);
+    ir::Expr xi = bytes ? bytes_operand(*x, xt->dtype, zu, op->name, attrs, &changes)
+                        : centred(*x, xt->dtype, xz->dtype, true),
+             wi = bytes ? w->operand(0) : centred(*w, wq->dtype, wz->dtype, false);
     ir::Expr acc = graph::Call(mutated.callee, {xi, wi}, with_attrs(mutated.attrs, changes));
-    if (zu && *zu != 0) acc = call_op("subtract", {acc, weight_sums(w->operand(0), wq->shape, *zu, op->name, attrs)});
+    if (zu != 0) acc = call_op("subtract", {acc, weight_sums(w->operand(0), wq->shape, zu, op->name, attrs)});
     // The scales leave the sum: (sx * sw[o]) * sum (x - zx)(w - zw).
     ir::Expr sx = call_op("reshape", {x->operand(1)}, Map(std::map<std::string, Any>{{"shape", Any(int_shape({1}))}}));
     ir::Expr sw = call_op("reshape", {w->operand(1)},

@@ -47,3 +47,10 @@ def native_intrinsics(target):
     dot2_bf16 for llvm on a CPU with AVX-512 BF16, dot4_u8i8 on one with
     AVX-512 VNNI or AVX-VNNI)."""
     return _core.target_native_intrinsics(target)
+
+
+def cpu_features(target):
+    """The CPU features of the target that graph passes choose kernels by,
+    sorted (llvm on x86: amx-tile, amx-bf16, amx-int8, which AMXMatmul
+    needs; docs/low-precision.md, "AMX")."""
+    return _core.target_cpu_features(target)

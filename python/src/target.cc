@@ -50,6 +50,10 @@ void bind_target(py::module_& m) {
     std::set<std::string> names = target::native_intrinsics(to_any(t, "target").cast<target::Target>());
     return std::vector<std::string>(names.begin(), names.end());
   });
+  m.def("target_cpu_features", [](py::handle t) {
+    std::set<std::string> names = target::cpu_features(to_any(t, "target").cast<target::Target>());
+    return std::vector<std::string>(names.begin(), names.end());
+  });
 }
 
 }  // namespace loom::python

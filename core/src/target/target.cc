@@ -275,6 +275,19 @@ std::set<std::string> native_intrinsics(const Target& target) {
   return all;
 }
 
+std::set<std::string> cpu_features(const Target& target) {
+  if (!target.defined()) return {};
+  TargetTraits traits = traits_of(target);
+  if (!traits.cpu_features) return {};
+  thread_local Target asked;
+  thread_local std::set<std::string> answer;
+  if (!asked.same_as(target)) {
+    answer = traits.cpu_features(target);
+    asked = target;
+  }
+  return answer;
+}
+
 Target target_of(const ir::IRModule& module) {
   if (!module->attrs.contains("target")) return Target();
   return module->attrs.at("target").cast<Target>();

@@ -249,6 +249,13 @@ def bf16_products(rng):
     return module([x, a, b, d, e], body), [as_bf16(v) for v in (xb, ab, bb, db, eb)], want
 
 
+def VDPBF16PS_CONFIG(mcpu):  # noqa: N802
+    """The llvm target's own kernels for `mcpu`, one thread: without
+    AMXMatmul, which sends Sapphire Rapids' larger products to its AMX
+    tiles (test_amx.py)."""
+    return {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}, "pipeline": {"disabled": ["AMXMatmul"]}}
+
+
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="compiles for x86 CPUs: this machine is not x86_64")
 @pytest.mark.parametrize("mcpu", BF16_CPUS)
 def test_for_a_bf16_cpu_every_product_kind_multiplies_pairs_with_vdpbf16ps(mcpu):
@@ -258,7 +265,7 @@ def test_for_a_bf16_cpu_every_product_kind_multiplies_pairs_with_vdpbf16ps(mcpu)
     one by one (every reduction here is of even length)."""
     assert "dot2_bf16" in loom.target.native_intrinsics(loom.target.Target("llvm", mcpu=mcpu))
     mod, _, _ = bf16_products(np.random.default_rng(3))
-    lib = loom.build(mod, {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}})
+    lib = loom.build(mod, VDPBF16PS_CONFIG(mcpu))
     asm = llvm_module(lib).inspect_source("asm")
     functions = re.split(r"\n(?=\s*\.type\s+\S+,@function)", asm)  # one chunk per function
     reducing = [re.search(r"\.type\s+(\S+),@function", f).group(1) for f in functions if "vdpbf16ps" in f]
@@ -277,7 +284,7 @@ def test_for_a_bf16_cpu_the_sums_stay_in_registers_across_the_reduction(mcpu):
     a = graph.Var("a", shape=(64, 256), dtype="bfloat16")
     b = graph.Var("b", shape=(256, 64), dtype="bfloat16")
     lib = loom.build(module([a, b], op.matmul(a, b, out_dtype="float32")),
-                     {"target": {"kind": "llvm", "mcpu": mcpu, "num-threads": 1}})
+                     VDPBF16PS_CONFIG(mcpu))
     # a block: from a label to its first jump
     blocks = re.findall(r"^\.LBB\d+_\d+:.*?^\s+j\w+\s", llvm_module(lib).inspect_source("asm"), re.M | re.S)
     reducing = [blk for blk in blocks if "vdpbf16ps" in blk]

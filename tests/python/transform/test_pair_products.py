@@ -98,8 +98,10 @@ def test_byte_matmuls_in_fours_sum_exactly_at_every_width(columns, dtypes):
         np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64), err_msg=f"k={k}")
 
 
-def matmul_asm(xd, config=HOST):
-    """The assembly of a (64, 256) x (256, 64) matmul of xd by int8 summed in int32."""
+def matmul_asm(xd, config=None):
+    """The assembly of a (64, 256) x (256, 64) matmul of xd by int8 summed in int32, by the llvm
+    target's own kernels (without AMXMatmul, which sends it to AMX tiles where the CPU has them)."""
+    config = config or {"target": {"kind": "llvm"}, "pipeline": {"disabled": ["AMXMatmul"]}}
     x = graph.Var("x", shape=(64, 256), dtype=xd)
     w = graph.Var("w", shape=(256, 64), dtype="int8")
     return llvm_module(loom.build(module([x, w], op.matmul(x, w, out_dtype="int32")), config)).inspect_source("asm")

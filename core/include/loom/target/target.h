@@ -42,6 +42,10 @@ struct TargetTraits {
   // has AVX-512 BF16): the ones `target` has, added to native_intrinsics.
   // Empty: none.
   std::function<std::set<std::string>(const Target&)> target_intrinsics;
+  // The CPU features of `target` that graph passes choose kernels by
+  // (x86: amx-tile, amx-bf16, amx-int8, by LLVM's names), of those the
+  // kind knows; empty: none.
+  std::function<std::set<std::string>(const Target&)> cpu_features;
   // The attribute that sets the threads for parallel loops and the VM's
   // host pool (0: one per core); empty: the kind has none.
   std::string threads_attr;
@@ -207,6 +211,9 @@ int64_t num_threads(const Target& target);
 // native_intrinsics and target_intrinsics (none for an undefined target).
 // target_intrinsics is asked once per target object and thread.
 std::set<std::string> native_intrinsics(const Target& target);
+// The CPU features of `target` its kind reports (TargetTraits::
+// cpu_features; none for an undefined target or a kind without them).
+std::set<std::string> cpu_features(const Target& target);
 // The module's target (attribute "target"), or an undefined Target.
 Target target_of(const ir::IRModule& module);
 
