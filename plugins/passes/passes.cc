@@ -34,14 +34,21 @@ namespace {
 // folding, partitioning for the config's codegens, fusion and lowering.
 // QDQToInteger comes before FoldConstant, which would make dequantized
 // weights float constants.
-const std::vector<std::string> kGraphPasses = {"InferType",           "CanonicalizeBindings",
-                                               "QDQToInteger",        "FoldBatchNorm",
-                                               "FoldConstant",        "EliminateCommonSubexpr",
-                                               "DeadCodeElimination", "MergeComposite",
-                                               "AnnotateTarget",      "PartitionGraph",
-                                               "EvenChannels",        "AMXMatmul",
+const std::vector<std::string> kGraphPasses = {"InferType",
+                                               "CanonicalizeBindings",
+                                               "QDQToInteger",
+                                               "FoldBatchNorm",
+                                               "FoldConstant",
+                                               "EliminateCommonSubexpr",
+                                               "DeadCodeElimination",
+                                               "MergeComposite",
+                                               "AnnotateTarget",
+                                               "PartitionGraph",
+                                               "EvenChannels",
+                                               "AMXMatmul",
                                                "FuseOps",
-                                               "LegalizeOps",         "FuseTIR",
+                                               "LegalizeOps",
+                                               "FuseTIR",
                                                "DeadCodeElimination"};
 // What the CPU pipelines end with: the schedule and the loop passes.
 const std::vector<std::string> kCpuLoopPasses = {"AutoSchedule",   "PairProducts",  "LowerIntrinsics", "FlattenBuffer",
