@@ -24,11 +24,12 @@ ir::Expr int64_scalar(int64_t v) {
 
 // The fewest rows (the product of a's extents but its last), columns and
 // reduction steps a product needs to go to the tiles: below, a tile of 16
-// x 16 sums would be mostly padding, and the vector kernels do better.
-constexpr int64_t kMinRows = 16, kMinColumns = 16, kMinReduction = 16;
+// x 16 sums would be mostly padding.  A symbolic row count counts as
+// kSymbolicRows rows for min_products.
+constexpr int64_t kMinRows = 16, kMinColumns = 16, kMinReduction = 16, kSymbolicRows = 64;
 
 // matmul(a, b) or dense(a, w) as runtime.amx.matmul_packed, or undefined.
-ir::Expr offload(const graph::CallNode& original, const graph::CallNode& mutated) {
+ir::Expr offload(const graph::CallNode& original, const graph::CallNode& mutated, int64_t min_products) {
   const auto* op = original.callee.as<ir::OpNode>();
   if (!op || (op->name != "matmul" && op->name != "dense") || original.args.size() != 2) return ir::Expr();
   Map attrs = ir::OpRegistry::check_attrs(op->name, mutated.attrs);
@@ -61,6 +62,7 @@ ir::Expr offload(const graph::CallNode& original, const graph::CallNode& mutated
     rows *= d.value_or(1);
   }
   if ((!symbolic && rows < kMinRows) || N < kMinColumns || K < kMinReduction) return ir::Expr();
+  if ((symbolic ? kSymbolicRows : rows) * N * K < min_products) return ir::Expr();
   ir::Expr a = mutated.args[0].cast<ir::Expr>(), b = mutated.args[1].cast<ir::Expr>();
   std::string name = "runtime.amx.matmul";
   std::vector<ir::Expr> args;
@@ -87,14 +89,22 @@ transform::Pass AMXMatmul() {
               "on a CPU with AMX, matmul and dense of bfloat16 summed in float32 or of 8-bit integers summed in int32, "
               "call the runtime's AMX tile kernel (a constant right operand packed for it at compile time)")
           .opt_level(2)
+          .options({SchemaField{"min_products", "int", Any(int64_t{1} << 22),
+                                "the fewest multiply-adds (rows x columns x reduction; a symbolic row count as 64 "
+                                "rows) a product needs to go to the tiles: a call of the kernel costs about 2 us "
+                                "more than the vector kernel with its epilogue fused"}
+                        .at_least(0)})
           .needs({"types_inferred"})
           .changes({"graph"})
           .preserves({"ops_lowered", "fused"});
-  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext&) {
+  return transform::module_pass(info, [](const ir::IRModule& module, const transform::PassContext& context) {
+    const int64_t min_products = context.get_config("AMXMatmul.min_products").as_int();
     return rewrite_graph_bodies(module, [&](const std::string& name, const graph::FunctionNode& f) {
       std::set<std::string> features = target::cpu_features(target::function_target(module, name));
       if (!features.count("amx-tile") || !features.count("amx-bf16") || !features.count("amx-int8")) return f.body;
-      return rewrite_calls(f.body, offload);
+      return rewrite_calls(f.body, [&](const graph::CallNode& original, const graph::CallNode& mutated) {
+        return offload(original, mutated, min_products);
+      });
     });
   });
 }
