@@ -139,10 +139,12 @@ bool pad_in_place(const Schedule& s, const std::string& buffer) {
     if (st && st->buffer->name == buffer) {
       const auto* select = st->value.as<SelectNode>();
       const auto* load = select ? select->true_value.as<BufferLoadNode>() : nullptr;
-      const auto* zero = select ? select->false_value.as<FloatImmNode>() : nullptr;
+      // The padding: any constant (a convolution's 0, a max pooling's
+      // -inf, a quantized input's zero point).
+      bool constant = select && (select->false_value.as<FloatImmNode>() || select->false_value.as<IntImmNode>());
       const VarNode* last = chain.back()->loop_var.get();
       size_t n_st = st->indices.size(), n_load = load ? load->indices.size() : 0;
-      if (!load || !zero || zero->value != 0.0 || !n_st || !n_load || st->indices[n_st - 1].object() != last ||
+      if (!load || !constant || !n_st || !n_load || st->indices[n_st - 1].object() != last ||
           load->indices[n_load - 1].object() != last || uses_var(Any(select->condition), last))
         return false;
       for (const Any& e : st->buffer->shape) {

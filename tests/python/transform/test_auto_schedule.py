@@ -439,6 +439,25 @@ def test_a_channels_last_padded_input_is_read_in_place_where_the_copy_dominates(
     close(got, np.maximum(full.transpose(0, 2, 3, 1) + b, 0))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_a_max_pooling_reads_its_input_in_place_padded_with_the_least_value(dtype):
+    # The padding of a max pooling is -inf (the dtype's least value for
+    # integers), not 0: read in place all the same (ResNet-50's 3x3,
+    # stride-2 pooling over 112x112x64 wrote a 3.3 MB padded copy first:
+    # 0.58 -> 0.20 ms), every border window's maximum right.
+    rng = np.random.default_rng(31)
+    x = (rng.standard_normal((1, 15, 15, 32)) * 40).astype(dtype)
+    x[0, :, 0] = x[0, 0] = np.iinfo(dtype).min if dtype == "int8" else -1e30  # borders where padding must lose
+    xv = graph.Var("x", shape=x.shape, dtype=dtype)
+    pool = op.max_pool2d(xv, pool_size=[3, 3], strides=[2, 2], padding=[1, 1], layout="NHWC")
+    mod = loom.IRModule({"main": graph.Function([xv], pool)})
+    text = scheduled(mod)
+    assert "alloc %X_pad" not in text, text
+    padded = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)), constant_values=-np.inf)
+    want = np.max([padded[:, i:i + 15:2, j:j + 15:2] for i in range(3) for j in range(3)], axis=0)
+    np.testing.assert_array_equal(loom.build(mod, CONFIG)["main"](x).numpy(), want.astype(dtype))
+
+
 @pytest.mark.parametrize("c,hw,k,stride", [(8, 14, 5, 1), (8, 7, 5, 1), (12, 9, 3, 1), (8, 13, 5, 2), (4, 6, 7, 1)])
 def test_a_window_read_in_place_unrolls_its_columns_so_border_tiles_check_only_the_outer_taps(c, hw, k, stride):
     # Depthwise in channel blocks of 4, the padded input read in place:
