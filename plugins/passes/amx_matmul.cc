@@ -68,7 +68,9 @@ ir::Expr offload(const graph::CallNode& original, const graph::CallNode& mutated
   std::vector<ir::Expr> args;
   // A constant right operand is packed here, once; another per call.
   const auto* c = b.as<graph::ConstantNode>();
-  if (c && c->data->device.device_type == kDLCPU && c->data->is_contiguous()) {
+  // (A constant the runtime cannot take, on a device or strided, stays.)
+  if (c && (c->data->device.device_type != kDLCPU || !c->data->is_contiguous())) return ir::Expr();
+  if (c) {
     runtime::NDArray packed =
         FunctionRegistry::get("runtime.amx.pack")(c->data, Any(transposed)).cast<runtime::NDArray>();
     name = "runtime.amx.matmul_packed";

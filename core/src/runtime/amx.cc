@@ -15,15 +15,15 @@
 // On a CPU without AMX (or when the caller asks for it) the same loops
 // run with each tile instruction computed element by element as its
 // definition says, so the packing and the tails are tested anywhere.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -225,7 +225,8 @@ Kind kind_of(DataType a, DataType b) {
 
 void check_host(const NDArray& x, const char* what) {
   if (x->device.device_type != kDLCPU || !x->is_contiguous())
-    LOOM_THROW(TypeError) << "runtime.amx: " << what << " must be compact, in host memory";
+    LOOM_THROW(TypeError) << "runtime.amx: " << what << " must be compact, in host memory; got "
+                          << (x->device.device_type != kDLCPU ? "a tensor on another device" : "a strided view");
 }
 
 // Bytes of an element, k per column in a row of B's tile (2 or 4), and k
@@ -269,10 +270,17 @@ NDArray multiply(const NDArray& a, const NDArray& packed, int64_t N, bool emulat
   std::vector<int64_t> as = a.shape_vector(), ps = packed.shape_vector();
   if (as.size() < 2) LOOM_THROW(TypeError) << "runtime.amx.matmul: a must have rank 2 or more, got " << as.size();
   const int64_t M = as[as.size() - 2], K = as.back();
+  // (The packed b's rows are K padded to whole tile steps: a b packed for
+  // another K of the same padding cannot be told apart; the caller passes
+  // the b of a's K, as AMXMatmul does.)
   if (ps.size() != 4 || ps[2] != kRows || ps[3] != g.group || ps[0] % 2 != 0 || ps[0] * kRows < N ||
-      ps[1] * g.group != g.padded(K))
-    LOOM_THROW(TypeError) << "runtime.amx.matmul: a's " << K << " columns against a packed b of shape [" << ps[0]
-                          << ", " << ps[1] << ", " << ps[2] << ", " << ps[3] << "] for " << N << " columns";
+      ps[1] * g.group != g.padded(K)) {
+    std::string shape;
+    for (size_t k = 0; k < ps.size(); ++k) shape += (k ? ", " : "") + std::to_string(ps[k]);
+    LOOM_THROW(TypeError) << "runtime.amx.matmul: a's " << K << " columns against a packed b of shape [" << shape
+                          << "] for " << N << " columns; runtime.amx.pack gives [an even number of panels of 16 "
+                          << "columns, " << g.padded(K) / g.group << ", 16, " << g.group << "]";
+  }
   int64_t batch = 1;
   for (size_t k = 0; k + 2 < as.size(); ++k) batch *= as[k];
   std::vector<int64_t> out_shape(as.begin(), as.end() - 1);
@@ -293,27 +301,29 @@ NDArray multiply(const NDArray& a, const NDArray& packed, int64_t N, bool emulat
 #endif
     block_emulated(kind, x, b0, b1, steps, c, ldc);
   };
-  // Each task: 32 rows of one matrix of the batch (packed, below) over
-  // every pair of panels, the sums stored in the output (or, for a block
-  // of rows or columns short of whole tiles, a padded copy).  (Chunks of
-  // the reduction kept in the L1 cache, the sums accumulated between
-  // them, were no faster on a Xeon with a 2 MiB L2.)
-  const int64_t row_blocks = (M + 2 * kRows - 1) / (2 * kRows);
-  const int64_t np = pairs * 2 * kRows;  // N padded
+  // The batch's matrices are one of batch * M rows against the same b.
+  // Tasks: a block of 32 rows by a group of kPairsPerTask pairs of panels
+  // (so that a product of few rows still shares the threads); each packs
+  // its rows step by step, each step's 32 rows of 64 bytes together (zero
+  // past K and the rows): a tile is 1 KB in a row, where rows of a matrix
+  // a power of two bytes apart would share few cache sets.  A block short
+  // of whole tiles is stored in a padded tile first.  (Chunks of the
+  // reduction kept in the L1 cache, the sums accumulated between them,
+  // were no faster on a Xeon with a 2 MiB L2.)
+  constexpr int64_t kPairsPerTask = 8;
+  const int64_t total_rows = batch * M, row_blocks = (total_rows + 2 * kRows - 1) / (2 * kRows);
+  const int64_t pair_groups = (pairs + kPairsPerTask - 1) / kPairsPerTask;
   const auto* ad = static_cast<const uint8_t*>(a->data());
   auto* od = out.data_as<uint8_t>();
-  ThreadPool::global().parallel_for(0, batch * row_blocks, [&](int64_t begin, int64_t end) {
+  ThreadPool::global().parallel_for(0, row_blocks * pair_groups, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)
     if (amx) configure_tiles();
 #endif
-    std::vector<uint8_t> rows_packed, sums;
+    std::vector<uint8_t> rows_packed, tile(static_cast<size_t>(2 * kRows * 2 * kRowBytes));
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t bi = t / row_blocks, m0 = (t % row_blocks) * 2 * kRows;
-      const int64_t rows = std::min<int64_t>(2 * kRows, M - m0);
-      // The rows packed step by step, each step's 32 rows of 64 bytes
-      // together (zero past K and M): a tile is 1 KB in a row, where rows
-      // of a matrix a power of two apart share few cache sets.
-      const uint8_t* src = ad + (bi * M + m0) * K * es;
+      const int64_t m0 = (t / pair_groups) * 2 * kRows, g0 = (t % pair_groups) * kPairsPerTask;
+      const int64_t rows = std::min<int64_t>(2 * kRows, total_rows - m0);
+      const uint8_t* src = ad + m0 * K * es;
       rows_packed.assign(static_cast<size_t>(steps * 2 * kRows * kRowBytes), 0);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t s = 0; s < steps; ++s) {
@@ -321,23 +331,17 @@ NDArray multiply(const NDArray& a, const NDArray& packed, int64_t N, bool emulat
           std::memcpy(rows_packed.data() + (s * 2 * kRows + r) * kRowBytes, src + (r * K + k0) * es,
                       static_cast<size_t>(count * es));
         }
-      const uint8_t* x = rows_packed.data();
-      uint8_t* y = od + (bi * M + m0) * N * 4;
-      int64_t ldc = N * 4;
-      const bool whole = rows == 2 * kRows && np == N;
-      if (!whole) {
-        sums.resize(static_cast<size_t>(2 * kRows * np * 4));
-        y = sums.data();
-        ldc = np * 4;
-      }
-      for (int64_t p = 0; p < pairs; ++p) {
+      uint8_t* y = od + m0 * N * 4;
+      for (int64_t p = g0; p < std::min(pairs, g0 + kPairsPerTask); ++p) {
         const uint8_t* b0 = packed_data + 2 * p * panel_bytes;
-        block(x, b0, b0 + panel_bytes, y + p * 2 * kRowBytes, ldc);
-      }
-      if (!whole) {
-        uint8_t* dst = od + (bi * M + m0) * N * 4;
+        const int64_t n0 = p * 2 * kRows, cols = std::min<int64_t>(2 * kRows, N - n0);
+        if (rows == 2 * kRows && cols == 2 * kRows) {
+          block(rows_packed.data(), b0, b0 + panel_bytes, y + n0 * 4, N * 4);
+          continue;
+        }
+        block(rows_packed.data(), b0, b0 + panel_bytes, tile.data(), 2 * kRowBytes);
         for (int64_t r = 0; r < rows; ++r)
-          std::memcpy(dst + r * N * 4, sums.data() + r * np * 4, static_cast<size_t>(N * 4));
+          std::memcpy(y + r * N * 4 + n0 * 4, tile.data() + r * 2 * kRowBytes, static_cast<size_t>(cols * 4));
       }
     }
 #if defined(__x86_64__)
