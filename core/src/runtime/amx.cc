@@ -302,17 +302,18 @@ NDArray multiply(const NDArray& a, const NDArray& packed, int64_t N, bool emulat
     block_emulated(kind, x, b0, b1, steps, c, ldc);
   };
   // The batch's matrices are one of batch * M rows against the same b.
-  // Tasks: a block of 32 rows by a group of kPairsPerTask pairs of panels
-  // (so that a product of few rows still shares the threads); each packs
+  // Tasks: a block of 32 rows by every pair of panels, or by groups of 8
+  // pairs where there are fewer than two blocks of rows a thread (so that
+  // a product of few rows still shares the threads); each packs
   // its rows step by step, each step's 32 rows of 64 bytes together (zero
   // past K and the rows): a tile is 1 KB in a row, where rows of a matrix
   // a power of two bytes apart would share few cache sets.  A block short
   // of whole tiles is stored in a padded tile first.  (Chunks of the
   // reduction kept in the L1 cache, the sums accumulated between them,
   // were no faster on a Xeon with a 2 MiB L2.)
-  constexpr int64_t kPairsPerTask = 8;
   const int64_t total_rows = batch * M, row_blocks = (total_rows + 2 * kRows - 1) / (2 * kRows);
-  const int64_t pair_groups = (pairs + kPairsPerTask - 1) / kPairsPerTask;
+  const int64_t pairs_per_task = row_blocks >= 2 * ThreadPool::global().num_threads() ? pairs : 8;
+  const int64_t pair_groups = (pairs + pairs_per_task - 1) / pairs_per_task;
   const auto* ad = static_cast<const uint8_t*>(a->data());
   auto* od = out.data_as<uint8_t>();
   ThreadPool::global().parallel_for(0, row_blocks * pair_groups, [&](int64_t begin, int64_t end) {
@@ -321,7 +322,7 @@ NDArray multiply(const NDArray& a, const NDArray& packed, int64_t N, bool emulat
 #endif
     std::vector<uint8_t> rows_packed, tile(static_cast<size_t>(2 * kRows * 2 * kRowBytes));
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t m0 = (t / pair_groups) * 2 * kRows, g0 = (t % pair_groups) * kPairsPerTask;
+      const int64_t m0 = (t / pair_groups) * 2 * kRows, g0 = (t % pair_groups) * pairs_per_task;
       const int64_t rows = std::min<int64_t>(2 * kRows, total_rows - m0);
       const uint8_t* src = ad + m0 * K * es;
       rows_packed.assign(static_cast<size_t>(steps * 2 * kRows * kRowBytes), 0);
@@ -332,7 +333,7 @@ NDArray multiply(const NDArray& a, const NDArray& packed, int64_t N, bool emulat
                       static_cast<size_t>(count * es));
         }
       uint8_t* y = od + m0 * N * 4;
-      for (int64_t p = g0; p < std::min(pairs, g0 + kPairsPerTask); ++p) {
+      for (int64_t p = g0; p < std::min(pairs, g0 + pairs_per_task); ++p) {
         const uint8_t* b0 = packed_data + 2 * p * panel_bytes;
         const int64_t n0 = p * 2 * kRows, cols = std::min<int64_t>(2 * kRows, N - n0);
         if (rows == 2 * kRows && cols == 2 * kRows) {
