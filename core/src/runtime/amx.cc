@@ -4,13 +4,14 @@
 // (TDPBF16PS) and 8-bit x 8-bit summed in int32 (TDPBUSD and its signed
 // kinds), 16 x 16 sums per instruction.
 //
-// The right operand is packed per call into panels of 16 columns, each a
-// stack of 64-byte rows holding a group of consecutive k (2 bfloat16, 4
-// bytes) for each of the 16 columns: the layout a tile of B takes.  The
-// reduction is padded to whole tiles with zeros (on both operands: a
-// block of rows whose k or rows do not fill the tiles is copied, padded,
-// first).  Each task multiplies 32 rows by every pair of panels with four
-// accumulator tiles; tasks are shared by the thread pool.
+// The right operand is packed (by runtime.amx.pack, once for a constant,
+// or per call) into panels of 16 columns, each a stack of 64-byte rows
+// holding a group of consecutive k (2 bfloat16, 4 bytes) for each of the
+// 16 columns: the layout a tile of B takes.  The reduction is padded to
+// whole tiles with zeros on both operands.  Each task copies 32 rows of
+// the left operand into its tiles' order and multiplies them by pairs of
+// panels with four accumulator tiles; tasks are shared by the thread
+// pool.
 //
 // On a CPU without AMX (or when the caller asks for it) the same loops
 // run with each tile instruction computed element by element as its
