@@ -1,6 +1,7 @@
 #include "codegen.h"
 
 #include <loom/graph/bindings.h>
+#include <loom/graph/operator.h>
 #include <loom/ir/op.h>
 #include <loom/ir/type.h>
 #include <loom/runtime/ndarray.h>
@@ -71,12 +72,6 @@ std::vector<int64_t> ints(const Any& a) {
 std::vector<int64_t> pair(const Map& attrs, const std::string& key) {
   std::vector<int64_t> v = ints(attrs.at(key));
   if (v.size() == 1) v.push_back(v[0]);
-  return v;
-}
-std::vector<int64_t> padding(const Map& attrs) {
-  std::vector<int64_t> v = ints(attrs.at("padding"));
-  if (v.size() == 1) v = {v[0], v[0], v[0], v[0]};
-  if (v.size() == 2) v = {v[0], v[1], v[0], v[1]};
   return v;
 }
 
@@ -568,7 +563,7 @@ class Compiler {
     std::vector<int64_t> xs = shape(l.args[0]), ws = shape(l.args[1]), ys = shape(l.result);
     int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], kh = ws[2], kw = ws[3], Ho = ys[2], Wo = ys[3];
     auto s = pair(l.attrs, "strides"), d = pair(l.attrs, "dilation");
-    auto p = padding(l.attrs);
+    auto p = graph::padding_of(l.attrs);
     bool depthwise = l.attrs.at("groups").as_int() != 1;
     int x = buffer_of(l.args[0]), y = buffer_of(l.result);
     int bias = l.bias.defined() ? buffer_of(l.bias) : -1;
@@ -839,7 +834,7 @@ class Compiler {
     bool global = l.anchor == "global_avg_pool2d", max = l.anchor == "max_pool2d";
     std::vector<int64_t> k = global ? std::vector<int64_t>{H, W} : pair(l.attrs, "pool_size");
     std::vector<int64_t> s = global ? std::vector<int64_t>{1, 1} : pair(l.attrs, "strides");
-    std::vector<int64_t> p = global ? std::vector<int64_t>{0, 0, 0, 0} : padding(l.attrs);
+    std::vector<int64_t> p = global ? std::vector<int64_t>{0, 0, 0, 0} : graph::padding_of(l.attrs);
     int x = buffer_of(l.args[0]), y = buffer_of(l.result);
     int64_t win = (Wo - 1) * s[1] + k[1];
     int64_t Ct = C, Ht = Ho;

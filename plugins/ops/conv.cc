@@ -23,18 +23,6 @@ std::vector<int64_t> pair_attr(const Map& attrs, const std::string& key) {
   return v;
 }
 
-// (top, left, bottom, right) from 1, 2 or 4 entries.
-std::vector<int64_t> padding_attr(const Map& attrs) {
-  std::vector<int64_t> v;
-  for (const Any& a : attrs.at("padding").cast<Array>()) v.push_back(a.as_int());
-  if (v.size() == 1) v = {v[0], v[0], v[0], v[0]};
-  if (v.size() == 2) v = {v[0], v[1], v[0], v[1]};
-  if (v.size() != 4) LOOM_THROW(TypeError) << "padding must have 1, 2 or 4 entries, got " << v.size();
-  for (int64_t x : v)
-    if (x < 0) LOOM_THROW(TypeError) << "padding entries must not be negative, got " << x;
-  return v;
-}
-
 int64_t static_dim(const ir::TensorTypeNode& t, size_t k, const char* what) {
   auto c = constant_dim(t.shape[k]);
   if (!c) LOOM_THROW(TypeError) << what << " must be static, got " << shape_text(t.shape);
@@ -196,8 +184,7 @@ struct PoolGeometry {
 };
 
 PoolGeometry pool_geometry(const Map& a, int64_t h, int64_t w) {
-  PoolGeometry g{
-      pair_attr(a, "pool_size"), pair_attr(a, "strides"), pair_attr(a, "dilation"), padding_attr(a), {}, 0, 0};
+  PoolGeometry g{pair_attr(a, "pool_size"), pair_attr(a, "strides"), pair_attr(a, "dilation"), padding_of(a), {}, 0, 0};
   g.given = g.p;
   bool ceil_mode = a.at("ceil_mode").as_bool();
   auto [oh, extra_h] = pool_extent(h, g.p[0], g.p[2], g.k[0], g.s[0], g.d[0], ceil_mode);
@@ -340,7 +327,7 @@ void register_winograd_ops() {
         if (!is_float(x.dtype) && x.dtype.code != DataType::kInt) {
           LOOM_THROW(TypeError) << "needs floats or signed integers, got " << x.dtype.to_string();
         }
-        auto p = padding_attr(attrs_of(call));
+        auto p = padding_of(attrs_of(call));
         int64_t n = static_dim(x, 0, "the batch"), h = static_dim(x, 1, "the height"),
                 w = static_dim(x, 2, "the width");
         auto tiles = winograd_tiles(out_extent(h, p[0] + p[2], 3, 1, 1), out_extent(w, p[1] + p[3], 3, 1, 1));
@@ -352,7 +339,7 @@ void register_winograd_ops() {
         const auto& xt = tensor_arg(call, 0);
         tir::Buffer x = b.param(xt, "X");
         tir::Buffer v = b.param(result_type(call), "V");
-        auto p = padding_attr(attrs_of(call));
+        auto p = padding_of(attrs_of(call));
         int64_t h = *constant_dim(xt.shape[1]), w = *constant_dim(xt.shape[2]);
         auto tiles = winograd_tiles(h + p[0] + p[2] - 2, w + p[1] + p[3] - 2);
         auto [begin, end] = winograd_tile_rows(attrs_of(call), tiles);
@@ -476,7 +463,7 @@ void register_conv_ops() {
                                 << a.at("kernel_layout").as_string();
         }
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
-        auto p = padding_attr(a);
+        auto p = padding_of(a);
         int64_t groups = a.at("groups").as_int();
         int64_t c = static_dim(x, l.c, "the channels"), h = static_dim(x, l.h, "the height"),
                 wd = static_dim(x, l.w, "the width");
@@ -521,7 +508,7 @@ void register_conv_ops() {
         Map a = attrs_of(call);
         Layout l = layout_attr(a, "data_layout"), kl = layout_attr(a, "kernel_layout");
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
-        auto p = padding_attr(a);
+        auto p = padding_of(a);
         int64_t groups = a.at("groups").as_int();
         int64_t h = *constant_dim(xt.shape[l.h]), wd = *constant_dim(xt.shape[l.w]);
         int64_t o = *constant_dim(wt.shape[kl.n]), cg = *constant_dim(wt.shape[kl.c]);
@@ -598,7 +585,7 @@ void register_conv_ops() {
                                 << shape_text(w.shape) << " " << w.dtype.to_string();
         }
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
-        auto p = padding_attr(a);
+        auto p = padding_of(a);
         std::vector<int64_t> op;
         for (const Any& v : a.at("output_padding").cast<Array>()) op.push_back(v.as_int());
         if (op.size() == 1) op.push_back(op[0]);
@@ -628,7 +615,7 @@ void register_conv_ops() {
         tir::Buffer y = b.param(result_type(call), "Y");
         Map a = attrs_of(call);
         auto s = pair_attr(a, "strides"), d = pair_attr(a, "dilation");
-        auto p = padding_attr(a);
+        auto p = padding_of(a);
         int64_t groups = a.at("groups").as_int();
         int64_t c = *constant_dim(xt.shape[1]), h = *constant_dim(xt.shape[2]), wd = *constant_dim(xt.shape[3]);
         int64_t og = *constant_dim(wt.shape[1]), kh = *constant_dim(wt.shape[2]), kw = *constant_dim(wt.shape[3]);

@@ -36,6 +36,7 @@ using graph::broadcast_shapes;
 using graph::constant_dim;
 using graph::define_operator;
 using graph::normalize_axis;
+using graph::padding_of;
 using graph::result_type;
 using graph::same_dim;
 using graph::shape_text;

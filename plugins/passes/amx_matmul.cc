@@ -16,12 +16,6 @@ bool byte_type(DataType t) {
   return (t.code == DataType::kInt || t.code == DataType::kUInt) && t.bits == 8 && t.lanes == 1;
 }
 
-// A one-element int64 tensor (how call_packed passes a number).
-ir::Expr int64_scalar(int64_t v) {
-  return graph::Constant(
-      runtime::NDArray::from_bytes({}, DataType::Int(64), std::string(reinterpret_cast<const char*>(&v), sizeof v)));
-}
-
 // The fewest rows (the product of a's extents but its last), columns and
 // reduction steps a product needs to go to the tiles: below, a tile of 16
 // x 16 sums would be mostly padding.  A symbolic row count counts as
@@ -65,7 +59,7 @@ ir::Expr offload(const graph::CallNode& original, const graph::CallNode& mutated
   if ((symbolic ? kSymbolicRows : rows) * N * K < min_products) return ir::Expr();
   ir::Expr a = mutated.args[0].cast<ir::Expr>(), b = mutated.args[1].cast<ir::Expr>();
   std::string name = "runtime.amx.matmul";
-  std::vector<ir::Expr> args;
+  std::vector<ir::Expr> args;  // numbers as one-element int64 tensors, as call_packed passes them
   // A constant right operand is packed here, once; another per call.
   const auto* c = b.as<graph::ConstantNode>();
   // (A constant the runtime cannot take, on a device or strided, stays.)
@@ -74,9 +68,9 @@ ir::Expr offload(const graph::CallNode& original, const graph::CallNode& mutated
     runtime::NDArray packed =
         FunctionRegistry::get("runtime.amx.pack")(c->data, Any(transposed)).cast<runtime::NDArray>();
     name = "runtime.amx.matmul_packed";
-    args = {a, graph::Constant(packed), int64_scalar(N)};
+    args = {a, graph::Constant(packed), scalar_constant(DataType::Int(64), N)};
   } else {
-    args = {a, b, int64_scalar(transposed ? 1 : 0)};
+    args = {a, b, scalar_constant(DataType::Int(64), int64_t{transposed ? 1 : 0})};
   }
   return graph::Call(ir::Op::get("call_packed"), {graph::Tuple(args)},
                      Map(std::map<std::string, Any>{{"name", Any(name)}}), {original.checked_type});

@@ -13,6 +13,7 @@
 #include "loom/graph/function.h"
 #include "loom/ir/module.h"
 #include "loom/object/traversal.h"
+#include "loom/runtime/ndarray.h"
 #include "loom/transform/pass.h"
 
 namespace loom::passes {
@@ -43,6 +44,14 @@ const graph::CallNode* call_of(const ir::Expr& e, const char* name);
 // The call of a product with an out_dtype (conv2d, matmul or dense) that
 // `e` is, or null: what QDQToInteger and ToMixedPrecision rewrite.
 const graph::CallNode* product_call(const ir::Expr& e);
+
+// A one-element constant of `dtype` holding `value`, whose C type T is
+// the dtype's (float for float32, int16_t for int16, ...).
+template <typename T>
+ir::Expr scalar_constant(DataType dtype, T value) {
+  return graph::Constant(
+      runtime::NDArray::from_bytes({}, dtype, std::string(reinterpret_cast<const char*>(&value), sizeof value)));
+}
 
 // A call of the operator `op` (attributes a pass writes: unchecked here,
 // InferType checks them).

@@ -42,11 +42,6 @@ std::optional<Static> static_type(const ir::Expr& e, bool symbolic = false) {
   return s;
 }
 
-ir::Expr float32_scalar(float value) {
-  return graph::Constant(runtime::NDArray::from_bytes(
-      {}, DataType::Float(32), std::string(reinterpret_cast<const char*>(&value), sizeof value)));
-}
-
 bool all_ones(const std::vector<int64_t>& shape) {
   for (int64_t d : shape)
     if (d != 1) return false;
@@ -192,17 +187,12 @@ class Rewriter {
     if (q == DataType::Int(8)) {
       Map to16(std::map<std::string, Any>{{"dtype", Any(DataType::Int(16))}});
       Map to8(std::map<std::string, Any>{{"dtype", Any(DataType::UInt(8))}});
-      int16_t shift = 128;
-      ir::Expr c128 = graph::Constant(runtime::NDArray::from_bytes(
-          {}, DataType::Int(16), std::string(reinterpret_cast<const char*>(&shift), sizeof shift)));
+      ir::Expr c128 = scalar_constant(DataType::Int(16), int16_t{128});
       u = call_op("cast", {call_op("add", {call_op("cast", {u}, to16), c128})}, to8);
     }
     if (zu == 0 || op != "conv2d") return u;
-    std::vector<int64_t> p;
-    for (const Any& a : attrs.at("padding").cast<Array>()) p.push_back(a.as_int());
-    if (p.size() == 1) p = {p[0], p[0], p[0], p[0]};
-    if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
-    if (p.size() != 4 || (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0)) return u;
+    std::vector<int64_t> p = graph::padding_of(attrs);
+    if (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) return u;
     std::vector<int64_t> widths = attrs.at("data_layout").as_string() == "NHWC"
                                       ? std::vector<int64_t>{0, 0, p[0], p[2], p[1], p[3], 0, 0}
                                       : std::vector<int64_t>{0, 0, 0, 0, p[0], p[2], p[1], p[3]};
@@ -261,9 +251,7 @@ class Rewriter {
       return graph::Constant(out);
     }
     Map to32(std::map<std::string, Any>{{"dtype", Any(DataType::Int(32))}});
-    auto factor = static_cast<int32_t>(zu);
-    ir::Expr z = graph::Constant(runtime::NDArray::from_bytes(
-        {}, DataType::Int(32), std::string(reinterpret_cast<const char*>(&factor), sizeof factor)));
+    ir::Expr z = scalar_constant(DataType::Int(32), static_cast<int32_t>(zu));
     ir::Expr sum = call_op("sum", {call_op("cast", {w}, to32)},
                            Map(std::map<std::string, Any>{{"axis", Any(int_shape(axes))}, {"keepdims", Any(false)}}));
     return call_op("reshape", {call_op("multiply", {sum, z})},
@@ -445,11 +433,12 @@ class Rewriter {
     std::vector<Any> axis_list(axes.begin(), axes.end());
     ir::Expr sum = call_op("sum", {centred},
                            Map(std::map<std::string, Any>{{"axis", Any(Array(axis_list))}, {"keepdims", Any(keep)}}));
-    ir::Expr multiplier =
-        call_op("divide", {d->operand(1), call_op("multiply", {mutated.args[1].cast<ir::Expr>(), float32_scalar(n)})});
+    ir::Expr multiplier = call_op(
+        "divide", {d->operand(1), call_op("multiply", {mutated.args[1].cast<ir::Expr>(),
+                                                       scalar_constant(DataType::Float(32), static_cast<float>(n))})});
     return graph::Call(mutated.callee,
-                       {call_op("multiply", {call_op("cast", {sum}, to_float), multiplier}), float32_scalar(1),
-                        mutated.args[2].cast<ir::Expr>()},
+                       {call_op("multiply", {call_op("cast", {sum}, to_float), multiplier}),
+                        scalar_constant(DataType::Float(32), 1.0f), mutated.args[2].cast<ir::Expr>()},
                        mutated.attrs);
   }
 

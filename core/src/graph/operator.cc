@@ -22,6 +22,17 @@ std::optional<int64_t> constant_dim(const Any& d) {
   return std::nullopt;
 }
 
+std::vector<int64_t> padding_of(const Map& attrs) {
+  std::vector<int64_t> v;
+  for (const Any& a : attrs.at("padding").cast<Array>()) v.push_back(a.as_int());
+  if (v.size() == 1) v = {v[0], v[0], v[0], v[0]};
+  if (v.size() == 2) v = {v[0], v[1], v[0], v[1]};
+  if (v.size() != 4) LOOM_THROW(TypeError) << "padding must have 1, 2 or 4 entries, got " << v.size();
+  for (int64_t x : v)
+    if (x < 0) LOOM_THROW(TypeError) << "padding entries must not be negative, got " << x;
+  return v;
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank) {
   int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r) {

@@ -71,6 +71,10 @@ std::optional<int64_t> constant_dim(const Any& d);
 // Whether two dimensions are the same: equal constants, or the same
 // expression over the same variables (two reshapes' %n * 4).
 bool same_dim(const Any& a, const Any& b);
+// The "padding" attribute of a convolution or a pooling (1, 2 or 4
+// entries) as (top, left, bottom, right); TypeError for another count or
+// a negative entry.
+std::vector<int64_t> padding_of(const Map& attrs);
 // `axis` normalised against `rank` (negative counts from the end);
 // TypeError naming the axis and the rank when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
