@@ -22,7 +22,9 @@ Run:
 
     PYTHONPATH=python /usr/bin/python3 bench/ort.py [--rounds N] [--threads 1,2] [MODEL...]
 
-MODEL is one of MODELS below (default: all).  Without Node or
+MODEL is one of MODELS below (default: all) or any other torchvision
+model (its random weights, as tests/python/zoo makes them; the geometric
+means then take it too).  Without Node or
 onnxruntime-node it says why and measures Loom against TorchScript only.
 """
 import argparse
@@ -100,11 +102,17 @@ def gpt2_decoder(torch, layers=4, d=256, heads=4, vocab=2048, context=64):
     return Decoder().eval(), torch.randint(0, vocab, (1, context))
 
 
+def torchvision_models():
+    """Every model name torchvision's registry knows."""
+    import torchvision
+    return set(torchvision.models.list_models())
+
+
 def make(name):
     """(model in eval mode, example input)."""
     import torch
     torch.manual_seed(0)
-    if name in VISION:
+    if name in VISION or (name not in MODELS and name in torchvision_models()):
         sys.path.insert(0, str(ROOT / "tests" / "python" / "zoo"))
         import zoo
         return zoo.make(name)
@@ -113,7 +121,7 @@ def make(name):
         return torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval(), torch.randn(1, 128, 256)
     if name == "gpt2_prefill":
         return gpt2_decoder(torch)
-    raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)} or a torchvision model")
 
 
 class OrtSession:
@@ -281,9 +289,10 @@ def main():
     print(f"Loom vs ONNX Runtime (onnxruntime-node) and TorchScript; {cpu_line()}; torch {torch.__version__}; "
           f"BLAS: {peers.blas_kernel()}; {args.rounds} alternating rounds per thread count", flush=True)
     results = []
+    for name in args.models:
+        if name not in MODELS and name not in torchvision_models():
+            sys.exit(f"unknown model {name!r}; known: {', '.join(MODELS)} or a torchvision model")
     for name in args.models or MODELS:
-        if name not in MODELS:
-            sys.exit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
         child = subprocess.run([sys.executable, __file__, "--one", name, "--rounds", str(args.rounds),
                                 "--threads", args.threads], stdout=subprocess.PIPE, text=True)
         for line in child.stdout.splitlines():
