@@ -12,7 +12,14 @@ namespace loom::loop::auto_schedule {
 
 // The operands (Operand, auto_schedule_rules.h) of `body`, a tile's body
 // with rows i and vectors along j, that are read along `v`.
-std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const VarNode* j, const VarNode* v) {
+std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const VarNode* j, const VarNode* v,
+                                    const VarNode* group) {
+  // group * K + v, as Schedule::split writes it.
+  auto grouped = [&](const Any& e) {
+    const auto* add = group ? e.cast<PrimExpr>().as<AddNode>() : nullptr;
+    const auto* mul = add ? add->a.as<MulNode>() : nullptr;
+    return mul && mul->a.get() == group && const_int(mul->b) && add->b.get() == v;
+  };
   std::vector<const VarNode*> reduction;
   pre_order(body, [&](const Stmt& st) {
     if (const auto* f = st.as<ForNode>()) reduction.push_back(f->loop_var.get());
@@ -33,7 +40,7 @@ std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const Va
     bool reduced = false;
     for (size_t k = 0; k < rank; ++k) {
       const Any& e = l->indices[k];
-      if (e.object() == v && at == rank) {
+      if ((e.object() == v || grouped(e)) && at == rank) {
         at = k;
         continue;
       }

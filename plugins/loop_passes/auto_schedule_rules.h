@@ -113,8 +113,10 @@ struct Operand {
 };
 
 // The operands in `body` of a tile with rows i and vectors along j that
-// are read along `v` (Operand).
-std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const VarNode* j, const VarNode* v);
+// are read along `v` (Operand): at an index v, or with `group` (the outer
+// loop split_groups made) at group * K + v, K constant.
+std::vector<Operand> operands_along(const Stmt& body, const VarNode* i, const VarNode* j, const VarNode* v,
+                                    const VarNode* group = nullptr);
 
 // The layout of operand `o` in panels of `c` values of its index v; a
 // copy whose panel is all of v (`extent` at most c) without the split.
@@ -210,6 +212,10 @@ class StageScheduler {
   // The two innermost spatial loops fused when the inner one is short;
   // returns the nest's root.
   std::string fuse_short_rows(const std::string& root);
+  // The innermost spatial loop split by a grouped convolution's channels
+  // per group, where its reduction reads an operand at j // K.
+  void split_groups(const std::string& root);
+  const VarNode* group_ = nullptr;  // the loop over groups split_groups made, if it did
   // The nest register-tiled; false when it does not have the shape.
   bool tile(const std::string& nest);
   // The tile's shape with the decider's say.

@@ -191,10 +191,44 @@ std::string StageScheduler::fuse_short_rows(const std::string& root) {
   return hname == root ? fused : root;
 }
 
+// A grouped convolution (1 < groups < channels) reads its input at the
+// output channel's group, x[..., (j // K) * C + c] for K output and C
+// input channels a group: along j that operand is neither contiguous nor
+// shared, so no tile fit and the nest ran scalar (ResNeXt-50's 3x3 layers
+// at 2-3 GFLOP/s).  j split by K (Schedule::split decides (o * K + i) //
+// K) makes the groups an outer loop and the K channels of one the vector
+// axis, along which the input is shared: a convolution of one group per
+// group.  Only for K of at least 4 that divides j's extent, and only
+// where a reduction reads that way.
+void StageScheduler::split_groups(const std::string& root) {
+  std::vector<const ForNode*> chain = perfect_nest(find(s_, root));
+  if (chain.size() < 2 || chain.back()->body.as<SeqStmtNode>() == nullptr) return;
+  const ForNode* j = chain.back();
+  auto extent = const_int(j->extent);
+  if (!extent) return;
+  std::optional<int64_t> group;
+  for (const Stmt& r : reduction_loops(j->body)) {
+    pre_order(
+        r, [](const Stmt&) { return true; },
+        [&](const PrimExpr& e) {
+          const auto* d = e.as<FloorDivNode>();
+          const auto* v = d ? d->a.as<VarNode>() : nullptr;
+          auto k = d ? const_int(d->b) : std::nullopt;
+          if (v == j->loop_var.get() && k && *k >= 4 && *k < *extent && *extent % *k == 0 && !group) group = *k;
+          return true;
+        });
+  }
+  if (!group || !decide("tile.split_groups", true)) return;
+  std::string outer = s_.split(j->loop_var->name, *group).first;
+  group_ = find(s_, outer)->loop_var.get();
+}
+
 // The nest `nest` register-tiled (the file's comment); false when it does
 // not have the shape.  May leave the schedule changed on false: tile_reduction
 // restores it.
 bool StageScheduler::tile(const std::string& nest) {
+  group_ = nullptr;
+  split_groups(nest);
   std::string root = fuse_short_rows(nest);
   // The function the analysis below reads (the loops in `chain`, `i`, `j`,
   // the operands' loads): held, so those nodes live on while the
@@ -291,7 +325,7 @@ bool StageScheduler::tile(const std::string& nest) {
   auto ei = const_int(i->extent), ej = const_int(j->extent);
   if (!ei || !ej) return false;
   // Each operand read along j; `strided` when j is not its last index.
-  std::vector<Operand> operands = operands_along(j->body, i->loop_var.get(), jv, jv);
+  std::vector<Operand> operands = operands_along(j->body, i->loop_var.get(), jv, jv, group_);
   // A matmul-like nest (below) takes whole vectors: where the row is not
   // whole vectors of the full width (24 channels with 16 lanes), narrower
   // ones that divide it (8 lanes: 3 vectors) rather than no tile.

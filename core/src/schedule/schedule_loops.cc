@@ -34,6 +34,22 @@ std::pair<std::string, std::string> Schedule::split(const std::string& loop, int
   PrimExpr offset = Add(Mul(outer, step), inner);
   PrimExpr index = const_int(f->min) == 0 ? offset : PrimExpr(Add(f->min, offset));
   Stmt body = substitute(f->body, {{f->loop_var.get(), index}});
+  // A division of the old variable by a multiple of the factor, or a
+  // remainder by a divisor of it, is decided by the new loops' ranges:
+  // (o * 8 + i) // 8 is o (a grouped convolution's input channel, (j // 8)
+  // * 8 + c, split by its group's 8 channels).  Only such floordiv and
+  // floormod nodes are simplified; every other expression stays as it was.
+  arith::Analyzer ranges;
+  ranges.bind(inner.get(), arith::Bound{0, factor - 1});
+  if (extent) ranges.bind(outer.get(), arith::Bound{0, (*extent + factor - 1) / factor - 1});
+  body = Rewriter()
+             .pre_expr([&](const PrimExpr& e) -> std::optional<PrimExpr> {
+               if ((e.as<FloorDivNode>() || e.as<FloorModNode>()) && uses_var(Any(e), inner.get())) {
+                 return simplify(e, ranges);
+               }
+               return std::nullopt;
+             })
+             .run(body);
   if (!extent || *extent % factor != 0) body = push_guard(body, LT(offset, f->extent), {outer.get(), inner.get()});
   Stmt nest = For(outer, IntImm(t, 0), outer_extent, ForKind::kSerial,
                   For(inner, IntImm(t, 0), step, ForKind::kSerial, body), "", f->annotations);

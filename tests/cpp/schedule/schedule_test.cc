@@ -674,4 +674,41 @@ TEST(PrimBuilder, ScalarsBindFromALinearDimension) {
   EXPECT_EQ(bound->scale, 1);
 }
 
+// split decides the divisions and remainders of the split variable that
+// the new loops' ranges fix: a grouped reduction reading A[j // 4 * 4 +
+// k] (4 channels a group) split by 4 reads A[j_o * 4 + k], and A[j % 4]
+// reads A[j_i]; split by 2 (a divisor of the group, not a multiple) it
+// keeps (j_o * 2 + j_i) // 4.  The numbers stay.
+TEST(Schedule, SplitDecidesDivisionsByItsFactor) {
+  const char* text = R"(
+@g = prim_func(%A: Buffer[(8), float32], %W: Buffer[(8, 4), float32], %Out: Buffer[(8), float32]) {
+  for %j: int64 from 0 extent 8 {
+    %Out[%j] = 0.0;
+    for %k: int64 from 0 extent 4 {
+      %Out[%j] = %Out[%j] + %A[%j // 4 * 4 + %k] * %W[%j, %k] + %A[%j % 4];
+    }
+  }
+}
+)";
+  auto f = downcast<tir::PrimFunc>(text::parse_module(text, "g.loom").lookup("g"));
+  auto value = [&](const tir::PrimFunc& g) {
+    ir::IRModule m = text::parse_module(text, "g.loom").with_function("g", g);
+    NDArray out = NDArray::empty({8}, DataType::Float(32));
+    driver::build_kernels(m, target::Target("ref")).get_function("g")(floats({8}, 1), floats({8, 4}, 2), out);
+    return std::vector<float>(out.data_as<float>(), out.data_as<float>() + 8);
+  };
+  std::vector<float> want = value(f);
+  tir::Schedule by_group(f);
+  by_group.split("j", 4);
+  std::string split4 = ir::to_text(Any(by_group.func()));
+  EXPECT_NE(split4.find("%A[%j_o * 4 + %k]"), std::string::npos) << split4;
+  EXPECT_NE(split4.find("%A[%j_i]"), std::string::npos) << split4;
+  EXPECT_EQ(value(by_group.func()), want);
+  tir::Schedule by_two(f);
+  by_two.split("j", 2);
+  std::string split2 = ir::to_text(Any(by_two.func()));
+  EXPECT_NE(split2.find("(%j_o * 2 + %j_i) // 4"), std::string::npos) << split2;
+  EXPECT_EQ(value(by_two.func()), want);
+}
+
 }  // namespace loom
