@@ -215,7 +215,9 @@ class StageScheduler {
   // The innermost spatial loop split by a grouped convolution's channels
   // per group, where its reduction reads an operand at j // K.
   void split_groups(const std::string& root);
-  const VarNode* group_ = nullptr;  // the loop over groups split_groups made, if it did
+  // The loop over groups split_groups made for the tile() in progress, if
+  // it did; read before channel_tile, whose own tile() resets it.
+  const VarNode* group_ = nullptr;
   // The nest register-tiled; false when it does not have the shape.
   bool tile(const std::string& nest);
   // The tile's shape with the decider's say.

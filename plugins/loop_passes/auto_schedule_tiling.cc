@@ -338,7 +338,10 @@ bool StageScheduler::tile(const std::string& nest) {
   // multiply-add rate).
   bool constant_operands = !operands.empty();
   for (const Operand& o : operands) constant_operands = constant_operands && constant_.count(o.load->buffer->name);
-  bool tail = !window && constant_operands && *ej % lanes != 0 && *ej >= 8 * lanes && decide("tile.tail", true);
+  // Not for a grouped convolution's channels (group_): a panel must not
+  // straddle two groups, so the vectors divide K.
+  bool tail =
+      !window && !group_ && constant_operands && *ej % lanes != 0 && *ej >= 8 * lanes && decide("tile.tail", true);
   if (!window && !tail)
     while (lanes > 4 && *ej % lanes != 0) lanes /= 2;
   if (lanes < 2) return false;

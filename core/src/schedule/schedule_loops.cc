@@ -37,8 +37,9 @@ std::pair<std::string, std::string> Schedule::split(const std::string& loop, int
   // A division of the old variable by a multiple of the factor, or a
   // remainder by a divisor of it, is decided by the new loops' ranges:
   // (o * 8 + i) // 8 is o (a grouped convolution's input channel, (j // 8)
-  // * 8 + c, split by its group's 8 channels).  Only such floordiv and
-  // floormod nodes are simplified; every other expression stays as it was.
+  // * 8 + c, split by its group's 8 channels).  Only the floordiv and
+  // floormod nodes that use the new inner variable are simplified (each
+  // whole, with what it contains); the rest of the body stays as written.
   arith::Analyzer ranges;
   ranges.bind(inner.get(), arith::Bound{0, factor - 1});
   if (extent) ranges.bind(outer.get(), arith::Bound{0, (*extent + factor - 1) / factor - 1});
