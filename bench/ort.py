@@ -289,8 +289,9 @@ def main():
     print(f"Loom vs ONNX Runtime (onnxruntime-node) and TorchScript; {cpu_line()}; torch {torch.__version__}; "
           f"BLAS: {peers.blas_kernel()}; {args.rounds} alternating rounds per thread count", flush=True)
     results = []
+    known = set(MODELS) | (torchvision_models() if args.models else set())
     for name in args.models:
-        if name not in MODELS and name not in torchvision_models():
+        if name not in known:
             sys.exit(f"unknown model {name!r}; known: {', '.join(MODELS)} or a torchvision model")
     for name in args.models or MODELS:
         child = subprocess.run([sys.executable, __file__, "--one", name, "--rounds", str(args.rounds),

@@ -34,9 +34,9 @@ std::pair<std::string, std::string> Schedule::split(const std::string& loop, int
   PrimExpr offset = Add(Mul(outer, step), inner);
   PrimExpr index = const_int(f->min) == 0 ? offset : PrimExpr(Add(f->min, offset));
   Stmt body = substitute(f->body, {{f->loop_var.get(), index}});
-  // A division of the old variable by a multiple of the factor, or a
-  // remainder by a divisor of it, is decided by the new loops' ranges:
-  // (o * 8 + i) // 8 is o (a grouped convolution's input channel, (j // 8)
+  // A division or remainder of the old variable that the new loops' ranges
+  // decide is simplified: by the factor itself, (o * 8 + i) // 8 is o and
+  // (o * 8 + i) % 8 is i (a grouped convolution's input channel, (j // 8)
   // * 8 + c, split by its group's 8 channels).  Only the floordiv and
   // floormod nodes that use the new inner variable are simplified (each
   // whole, with what it contains); the rest of the body stays as written.
