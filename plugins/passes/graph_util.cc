@@ -1,5 +1,6 @@
 #include "graph_util.h"
 
+#include <cstring>
 #include <unordered_set>
 #include <vector>
 
@@ -55,6 +56,21 @@ std::vector<runtime::NDArray> outputs_for(const ir::Type& type) {
   return out;
 }
 
+// The constant whose bytes are the result's, in their order, when the
+// call only renames its shape (reshape, expand_dims, squeeze): copied,
+// they are what the interpreter would write, to the bit, without running
+// it over each element (a 3-D convolution's weights reshaped for its
+// conv2d: 6.7 s for 1.8 M elements in the interpreter).
+const runtime::NDArray* same_bytes(const std::string& op, const std::vector<ir::Expr>& args,
+                                   const std::vector<runtime::NDArray>& outputs) {
+  static const std::unordered_set<std::string> kRenamings = {"reshape", "expand_dims", "squeeze"};
+  if (!kRenamings.count(op) || args.size() != 1 || outputs.size() != 1) return nullptr;
+  const runtime::NDArray& in = args[0].as<graph::ConstantNode>()->data;
+  bool same = in->is_contiguous() && in->device.device_type == Device::kCPU && in->dtype == outputs[0]->dtype &&
+              in->nbytes() == outputs[0]->nbytes();
+  return same ? &in : nullptr;
+}
+
 }  // namespace
 
 ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>& args) {
@@ -70,6 +86,10 @@ ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>&
   if (!problems.empty()) return ir::Expr();
   std::vector<runtime::NDArray> outputs = outputs_for(constant_call->checked_type);
   if (outputs.empty()) return ir::Expr();
+  if (const runtime::NDArray* same = same_bytes(op->name, args, outputs)) {
+    std::memcpy(outputs[0].data_as<char>(), (*same)->data(), outputs[0]->nbytes());
+    return graph::Constant(outputs[0]);
+  }
   tir::PrimFunc prim = lower->cast<Function>()(ObjectRef(constant_call)).cast<tir::PrimFunc>();
   std::vector<Any> call_args{Any(prim)};
   for (const ir::Expr& a : args) call_args.push_back(Any(a.as<graph::ConstantNode>()->data));

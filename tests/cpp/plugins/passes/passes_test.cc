@@ -57,6 +57,42 @@ TEST(Passes, FoldConstantEvaluatesConstantSubgraphs) {
   EXPECT_EQ(add->args[0].as_object_ref().as<graph::VarNode>()->name, "x");
 }
 
+// reshape, expand_dims and squeeze of a constant fold to its bytes under
+// the new shape (copied, not run through the interpreter); an operator
+// that moves elements (transpose) still goes through it.
+TEST(Passes, FoldConstantRenamesShapesWithoutMovingBytes) {
+  auto ints = [](std::vector<int64_t> v) {
+    std::vector<Any> items(v.begin(), v.end());
+    return Any(Array(items));
+  };
+  graph::Var x("x", tir::tensor_type({2, 3}, DataType::Float(32)));
+  graph::Constant c(floats({3, 2}, {1, 2, 3, 4, 5, 6}));
+  ir::Expr renamed = graph::Call(ir::Op::get("reshape"), {c}, Map(std::map<std::string, Any>{{"shape", ints({2, 3})}}));
+  renamed = graph::Call(ir::Op::get("expand_dims"), {renamed}, Map(std::map<std::string, Any>{{"axis", Any(0)}}));
+  renamed = graph::Call(ir::Op::get("squeeze"), {renamed}, Map(std::map<std::string, Any>{{"axis", ints({0})}}));
+  ir::Expr moved = graph::Call(ir::Op::get("transpose"), {c}, Map(std::map<std::string, Any>{{"axes", ints({1, 0})}}));
+  ir::Expr body = graph::Call(ir::Op::get("add"), {graph::Call(ir::Op::get("add"), {x, renamed}), moved});
+  ir::IRModule folded =
+      run({"FoldConstant"}, ir::IRModule(std::map<std::string, Any>{{"main", graph::Function({x}, body)}}));
+  const auto* outer = folded.lookup("main").as<graph::FunctionNode>()->body.as<graph::CallNode>();
+  ASSERT_NE(outer, nullptr) << text::print_module(folded);
+  const auto* inner = outer->args[0].as_object_ref().as<graph::CallNode>();
+  ASSERT_NE(inner, nullptr) << text::print_module(folded);
+  const auto* same = inner->args[1].as_object_ref().as<graph::ConstantNode>();
+  const auto* transposed = outer->args[1].as_object_ref().as<graph::ConstantNode>();
+  ASSERT_TRUE(same && transposed) << text::print_module(folded);
+  EXPECT_EQ(same->data.shape_vector(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(transposed->data.shape_vector(), (std::vector<int64_t>{2, 3}));
+  const float* s = same->data.data_as<float>();
+  const float* t = transposed->data.data_as<float>();
+  std::vector<float> want_same{1, 2, 3, 4, 5, 6}, want_transposed{1, 3, 5, 2, 4, 6};
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(s[k], want_same[k]) << k;
+    EXPECT_EQ(t[k], want_transposed[k]) << k;
+  }
+  EXPECT_NE(same->data.data_as<float>(), c->data.data_as<float>());  // a copy: constants own their bytes
+}
+
 TEST(Passes, NamedPipelinesAreSelectableFromYaml) {
   for (const std::string name : {"O0", "cpu"}) {
     config::Config config = config::parse_config(
