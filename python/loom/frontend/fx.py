@@ -597,9 +597,15 @@ def _fold(n, args, kwargs):
     if "rand" in name or "dropout" in name or "bernoulli" in name or "normal" in name:
         return None
     to_torch = lambda a: torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a  # noqa: E731
+    # The operands are contiguous copies, not the views PyTorch traced, so
+    # a view taking explicit strides would read them wrongly: _reshape_alias
+    # is the reshape it stands for (as its converter takes it).
+    target = n.target
+    if _aten_kind(target) == "aten::_reshape_alias":
+        target, args = torch.reshape, args[:2]
     try:
         with torch.no_grad():
-            out = n.target(*torch.fx.node.map_aggregate(args, to_torch), **torch.fx.node.map_aggregate(kwargs, to_torch))
+            out = target(*torch.fx.node.map_aggregate(args, to_torch), **torch.fx.node.map_aggregate(kwargs, to_torch))
     except Exception:  # noqa: BLE001 (let the converter say what is wrong)
         return None
 

@@ -269,6 +269,32 @@ def test_a_small_network_with_functions_methods_and_weights_as_parameters():
     np.testing.assert_allclose(loom.build(bound, HOST)["main"](x.numpy()).numpy(), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("form", ["x @ w.transpose(-1, -2)", "x @ w.permute(0, 2, 1)", "einsum('bik,bjk->bij')",
+                                  "einsum('bik,jk->bij')"])
+def test_weights_transposed_before_a_batched_product(form):
+    """Computed at import on the weights (fx.py, _fold): a transpose that
+    PyTorch follows with _reshape_alias at the transposed strides must
+    reach the product transposed, not as the weight's bytes reinterpreted
+    (MViT V2's relative positions were off by their own size so)."""
+    products = {
+        "x @ w.transpose(-1, -2)": lambda s, x: x @ s.w.transpose(-1, -2),
+        "x @ w.permute(0, 2, 1)": lambda s, x: x @ s.w.permute(0, 2, 1),
+        "einsum('bik,bjk->bij')": lambda s, x: torch.einsum("bik,bjk->bij", x, s.w),
+        "einsum('bik,jk->bij')": lambda s, x: torch.einsum("bik,jk->bij", x, s.w[0]),
+    }
+
+    class Product(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(2, 5, 3))
+
+        def forward(self, x):
+            return products[form](self, x)
+
+    torch.manual_seed(0)
+    check(Product(), torch.randn(2, 4, 3))
+
+
 def test_unsupported_calls_are_one_error_listing_each_type_count_and_first_node():
     class Odd(torch.nn.Module):
         def forward(self, x):
