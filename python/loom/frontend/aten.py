@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
+from .common import conv3d, pool3d
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -430,8 +431,8 @@ def _native_dropout(ctx, node, x, p, train):
 def _conv(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     x, w = _t(ctx, x), ctx.expr(_t(ctx, w), ctx.dtype(_t(ctx, x)))
     rank = ctx.rank(x) - 2
-    if rank not in (1, 2):
-        raise Unsupported(f"a {rank}-D convolution")
+    if rank not in (1, 2, 3) or (rank == 3 and transposed):
+        raise Unsupported(f"a {rank}-D {'transposed ' if transposed else ''}convolution")
     if isinstance(padding, str):
         if padding == "valid":
             padding = [0] * rank
@@ -446,22 +447,24 @@ def _conv(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding
         padding = padding + padding
     out_pad = _pair(output_padding or 0, rank)
     squeeze = rank == 1
-    if squeeze:
-        n, c, length = ctx.shape(x)
-        x = op.reshape(x, shape=[n if isinstance(n, int) else -1, c, 1, length])
-        wshape = ctx.shape(w)
-        w = op.reshape(w, shape=[wshape[0], wshape[1], 1, wshape[2]])
-        stride, dilation, out_pad = [1] + stride, [1] + dilation, [0] + out_pad
-        padding = [0, padding[0], 0, padding[1]]
+    if rank == 3:
+        y = conv3d(ctx, x, w, stride, padding, dilation, int(groups))
     else:
-        padding = [padding[0], padding[1], padding[2], padding[3]]
-    if transposed:
-        y = op.conv2d_transpose(x, w, strides=stride, padding=padding, dilation=dilation, output_padding=out_pad,
-                                groups=int(groups))
-    else:
-        y = op.conv2d(x, w, strides=stride, padding=padding, dilation=dilation, groups=int(groups))
+        if squeeze:
+            n, c, length = ctx.shape(x)
+            x = op.reshape(x, shape=[n if isinstance(n, int) else -1, c, 1, length])
+            wshape = ctx.shape(w)
+            w = op.reshape(w, shape=[wshape[0], wshape[1], 1, wshape[2]])
+            stride, dilation, out_pad = [1] + stride, [1] + dilation, [0] + out_pad
+            padding = [0, padding[0], 0, padding[1]]
+        if transposed:
+            y = op.conv2d_transpose(x, w, strides=stride, padding=padding, dilation=dilation, output_padding=out_pad,
+                                    groups=int(groups))
+        else:
+            y = op.conv2d(x, w, strides=stride, padding=padding, dilation=dilation, groups=int(groups))
     if bias is not None:
-        b = bias.reshape(-1, 1, 1) if isinstance(bias, np.ndarray) else op.reshape(_t(ctx, bias), shape=[-1, 1, 1])
+        ones = [1] * max(rank, 2)  # over the result's spatial axes (a 1-D one's are 2-D here)
+        b = bias.reshape(-1, *ones) if isinstance(bias, np.ndarray) else op.reshape(_t(ctx, bias), shape=[-1] + ones)
         y = op.add(y, ctx.expr(b, ctx.dtype(y)))
     if squeeze:
         n, c, _, length = ctx.shape(y)
@@ -474,7 +477,7 @@ def _convolution(ctx, node, x, w, bias, stride, padding, dilation, transposed, o
     return _conv(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
-@aten("conv1d", "conv2d")
+@aten("conv1d", "conv2d", "conv3d")
 def _conv_nd(ctx, node, x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(ctx, x, w, bias, stride, padding, dilation, False, 0, groups)
 
@@ -484,36 +487,61 @@ def _conv_transpose(ctx, node, x, w, bias=None, stride=1, padding=0, output_padd
     return _conv(ctx, x, w, bias, stride, padding, dilation, True, output_padding, groups)
 
 
-def _pool(ctx, loom_pool, x, kernel, stride, padding, dilation, ceil_mode, **extra):
+def _pool(ctx, node, loom_pool, x, kernel, stride, padding, dilation, ceil_mode, **extra):
+    """A 2-D pool, or a 3-D one (`node` is max_pool3d's or avg_pool3d's)
+    as common.pool3d composes it; the input batched or not."""
+    n = 3 if "3d" in node.kind else 2
     x = _t(ctx, x)
-    kernel = _pair(kernel)
-    stride = _pair(stride) if stride not in (None, []) else kernel
-    padding, dilation = _pair(padding), _pair(dilation)
-    squeeze = ctx.rank(x) == 3
+    kernel = _pair(kernel, n)
+    stride = _pair(stride, n) if stride not in (None, []) else kernel
+    padding, dilation = _pair(padding, n), _pair(dilation, n)
+    squeeze = ctx.rank(x) == n + 1
     if squeeze:
         x = op.expand_dims(x, axis=0)
-    y = loom_pool(x, pool_size=kernel, strides=stride, padding=padding, dilation=dilation, ceil_mode=bool(ceil_mode),
-                  **extra)
+    if n == 3:
+        y = pool3d(ctx, loom_pool, x, kernel, stride, padding + padding, dilation, bool(ceil_mode), **extra)
+    else:
+        y = loom_pool(x, pool_size=kernel, strides=stride, padding=padding, dilation=dilation,
+                      ceil_mode=bool(ceil_mode), **extra)
     return op.squeeze(y, axis=[0]) if squeeze else y
 
 
-@aten("max_pool2d")
-def _max_pool2d(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
-    return _pool(ctx, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode)
+@aten("max_pool2d", "max_pool3d")
+def _max_pool(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
+    return _pool(ctx, node, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode)
 
 
-@aten("max_pool2d_with_indices", partial=(1,))
-def _max_pool2d_with_indices(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
-    return _pool(ctx, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode), None
+@aten("max_pool2d_with_indices", "max_pool3d_with_indices", partial=(1,))
+def _max_pool_with_indices(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
+    return _pool(ctx, node, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode), None
 
 
-@aten("avg_pool2d", accepts=lambda a: len(a) < 7 or a[6] is None)
-def _avg_pool2d(ctx, node, x, kernel, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                divisor_override=None):
+@aten("avg_pool2d", "avg_pool3d", accepts=lambda a: len(a) < 7 or a[6] is None)
+def _avg_pool(ctx, node, x, kernel, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
     if divisor_override is not None:
         raise Unsupported("divisor_override")
-    return _pool(ctx, op.avg_pool2d, x, kernel, stride, padding, 1, ceil_mode,
+    return _pool(ctx, node, op.avg_pool2d, x, kernel, stride, padding, 1, ceil_mode,
                  count_include_pad=bool(count_include_pad))
+
+
+@aten("adaptive_avg_pool3d", "_adaptive_avg_pool3d")
+def _adaptive_avg_pool3d(ctx, node, x, size):
+    """Over (H, W) as a 2-D adaptive pool, then over the depth as one of
+    (D, H' W') to (d, H' W'): each output cell averages the product of its
+    axes' windows, as PyTorch's does."""
+    x = _t(ctx, x)
+    shape = list(ctx.shape(x))
+    size = [size] * 3 if isinstance(size, int) else list(size)
+    d, h, w = [shape[k - 3] if s is None else int(s) for k, s in enumerate(size)]
+    if (d, h, w) == (1, 1, 1):
+        return op.mean(x, axis=[-3, -2, -1], keepdims=True)
+    lead, (d_in, h_in, w_in) = shape[:-3], shape[-3:]
+    if not all(isinstance(v, int) for v in [d_in, h_in, w_in] + lead[1:]):
+        raise Unsupported("an adaptive 3-D pool over a symbolic size")
+    planes = adaptive_avg_pool2d(ctx, op.reshape(x, shape=[-1, d_in, h_in, w_in]), [h, w])
+    depth = adaptive_avg_pool2d(ctx, op.reshape(planes, shape=[-1, 1, d_in, h * w]), [d, h * w])
+    return op.reshape(depth, shape=[v if isinstance(v, int) else -1 for v in lead] + [d, h, w])
 
 
 def adaptive_avg_pool2d(ctx, x, size):
@@ -838,6 +866,34 @@ def _repeat(ctx, node, x, repeats):
     wide = [v for r, d in zip(repeats, shape) for v in (r, d)]
     y = op.broadcast_to(op.reshape(x, shape=spread), shape=wide)
     return op.reshape(y, shape=[r * d for r, d in zip(repeats, shape)])
+
+
+@aten("repeat_interleave", accepts=lambda a: len(a) >= 2)
+def _repeat_interleave(ctx, node, x, repeats, dim=None, output_size=None):
+    """Each element repeated along `dim` (the flattened input when None):
+    `repeats` times when a number (or a one-element tensor known at compile
+    time), element i repeats[i] times when a tensor known at compile
+    time (a gather by those positions).  The one-argument form (indices
+    from a tensor of counts) is refused by `accepts`."""
+    x = _t(ctx, x)
+    if dim is None:
+        x, dim = op.reshape(x, shape=[-1]), 0
+    dim = _axis(int(dim), ctx.rank(x))
+    if isinstance(repeats, np.ndarray) and repeats.size == 1:
+        repeats = int(repeats.reshape(-1)[0])
+    if isinstance(repeats, (int, np.integer)):
+        shape = list(ctx.shape(x))
+        if not isinstance(shape[dim], int):
+            raise Unsupported(f"repeating a symbolic dimension ({shape[dim]})")
+        y = op.broadcast_to(op.expand_dims(x, axis=dim + 1),
+                            shape=shape[:dim + 1] + [int(repeats)] + shape[dim + 1:])
+        return op.reshape(y, shape=[-1 if not isinstance(d, int) else d for d in shape[:dim]]
+                          + [shape[dim] * int(repeats)] + [-1 if not isinstance(d, int) else d
+                                                            for d in shape[dim + 1:]])
+    if not isinstance(repeats, np.ndarray):
+        raise Unsupported("repeats computed at run time (the result's shape would depend on the data)")
+    positions = np.repeat(np.arange(repeats.size, dtype=np.int64), repeats.reshape(-1).astype(np.int64))
+    return op.take(x, ctx.expr(positions), axis=dim)
 
 
 @aten("cat", "concat", "concatenate")

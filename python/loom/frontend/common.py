@@ -141,3 +141,67 @@ def evaluating(module, switch, importer):
     finally:
         for m, training in states.items():
             m.training = training
+
+
+# ------------------------------------------------ 3-D windows as 2-D ones
+
+def _static(dims, what):
+    if not all(isinstance(d, int) for d in dims):
+        raise _core.TypeError(f"{what} of symbolic shape {shape_text(dims)}: a 3-D window needs its channels, depth, "
+                              "height and width static")
+    return dims
+
+
+def conv3d(ctx, x, w, strides, pads, dilations, groups, out_dtype=""):
+    """A 3-D convolution, x N C D H W and w O C/groups KD KH KW (pads ONNX's
+    order: the three begins, then the three ends), as one conv2d over
+    every output depth's window of input planes (docs/frontends.md, "3-D
+    convolutions"): the KD planes a window reads (after padding the
+    depth, at its stride and dilation) are stacked as channels, C * KD of
+    them with the depth tap innermost, so that the weights reshaped to O
+    (C/groups * KD) KH KW are the same numbers, each group's channels
+    still adjacent; the output depths become the batch.  The stack is KD
+    times the input; in exchange the work is one conv2d, with the
+    channels of a 2-D one, that every 2-D pass and schedule takes."""
+    n = ctx.shape(x)[0]
+    c, d, h, wd = _static(list(ctx.shape(x)[1:]), "a 3-D convolution's input")
+    o, cg, kd, kh, kw = _static(list(ctx.shape(w)), "a 3-D convolution's weights")
+    batch = n if isinstance(n, int) else -1
+    if pads[0] or pads[3]:
+        x = op.pad(x, pad_width=[0, 0, 0, 0, pads[0], pads[3], 0, 0, 0, 0])
+        d += pads[0] + pads[3]
+    span = dilations[0] * (kd - 1) + 1
+    if d < span:
+        raise _core.TypeError(f"a 3-D convolution's depth window ({span} deep) does not fit the padded input ({d})")
+    depth = (d - span) // strides[0] + 1
+    if kd == 1 and strides[0] == 1:
+        planes = op.transpose(x, axes=[0, 2, 1, 3, 4])  # N D C H W
+    else:
+        taps = [op.expand_dims(op.slice(x, begin=[t * dilations[0]], end=[t * dilations[0] + strides[0] * (depth - 1) + 1],
+                                        strides=[strides[0]], axes=[2]), axis=2) for t in range(kd)]
+        stacked = taps[0] if kd == 1 else op.concat(*taps, axis=2)  # N C KD D' H W
+        planes = op.transpose(stacked, axes=[0, 3, 1, 2, 4, 5])     # N D' C KD H W
+    planes = op.reshape(planes, shape=[-1 if batch == -1 else batch * depth, c * kd, h, wd])
+    w2 = [o, cg * kd, kh, kw]
+    w = w.reshape(w2) if isinstance(w, np.ndarray) else op.reshape(w, shape=w2)
+    y = op.conv2d(planes, ctx.expr(w), strides=list(strides[1:]), padding=[pads[1], pads[2], pads[4], pads[5]],
+                  dilation=list(dilations[1:]), groups=int(groups), out_dtype=out_dtype)
+    oh, ow = ctx.shape(y)[2:]
+    return op.transpose(op.reshape(y, shape=[batch, depth, o, oh, ow]), axes=[0, 2, 1, 3, 4])
+
+
+def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **extra):
+    """A 3-D max or average pool (pads ONNX's order) as a 2-D pool over
+    (H, W) then one over (D, 1): exact, since a window is the product of
+    its axes' windows (and an average's divisor the product of theirs)."""
+    n = ctx.shape(x)[0]
+    c, d, h, w = _static(list(ctx.shape(x)[1:]), "a 3-D pool's input")
+    batch = n if isinstance(n, int) else -1
+    hw = loom_pool(op.reshape(x, shape=[batch, c * d, h, w]), pool_size=list(kernel[1:]), strides=list(strides[1:]),
+                   padding=[pads[1], pads[2], pads[4], pads[5]], dilation=list(dilations[1:]), ceil_mode=ceil_mode,
+                   **extra)
+    h2, w2 = ctx.shape(hw)[2:]
+    depth = loom_pool(op.reshape(hw, shape=[-1 if batch == -1 else batch * c, 1, d, h2 * w2]),
+                      pool_size=[kernel[0], 1], strides=[strides[0], 1], padding=[pads[0], 0, pads[3], 0],
+                      dilation=[dilations[0], 1], ceil_mode=ceil_mode, **extra)
+    return op.reshape(depth, shape=[batch, c, ctx.shape(depth)[2], h2, w2])

@@ -270,8 +270,9 @@ def test_a_small_network_with_functions_methods_and_weights_as_parameters():
 
 
 @pytest.mark.parametrize("form", ["x @ w.transpose(-1, -2)", "x @ w.permute(0, 2, 1)", "einsum('bik,bjk->bij')",
-                                  "einsum('bik,jk->bij')"])
-def test_weights_transposed_before_a_batched_product(form):
+                                  "einsum('bik,jk->bij')", "repeat_interleave(w, 2, dim=1)",
+                                  "repeat_interleave(w, counts, dim=1)"])
+def test_weights_transposed_or_repeated_before_a_batched_product(form):
     """Computed at import on the weights (fx.py, _fold): a transpose that
     PyTorch follows with _reshape_alias at the transposed strides must
     reach the product transposed, not as the weight's bytes reinterpreted
@@ -281,6 +282,9 @@ def test_weights_transposed_before_a_batched_product(form):
         "x @ w.permute(0, 2, 1)": lambda s, x: x @ s.w.permute(0, 2, 1),
         "einsum('bik,bjk->bij')": lambda s, x: torch.einsum("bik,bjk->bij", x, s.w),
         "einsum('bik,jk->bij')": lambda s, x: torch.einsum("bik,jk->bij", x, s.w[0]),
+        "repeat_interleave(w, 2, dim=1)": lambda s, x: x @ torch.repeat_interleave(s.w, 2, dim=1).transpose(1, 2),
+        "repeat_interleave(w, counts, dim=1)":
+            lambda s, x: x @ torch.repeat_interleave(s.w, torch.tensor([1, 0, 3, 1, 2]), dim=1).transpose(1, 2),
     }
 
     class Product(torch.nn.Module):

@@ -1,10 +1,11 @@
-"""ONNX converters: convolution and pooling (1-D and 2-D; 3-D pools),
+"""ONNX converters: convolution and pooling (1-D, 2-D and 3-D),
 normalisation, softmax and its kin, linear algebra, dropout and the two
 losses."""
 import numpy as np
 
 from ... import op
 from .. import numpy_matmul
+from ..common import conv3d, pool3d
 from . import _axis, _known, converter
 
 
@@ -68,11 +69,13 @@ def conv(ctx, node, x, w, bias=None, out_dtype=""):
     x, w = ctx.expr(x), ctx.expr(w, None if out_dtype else ctx.dtype(x))
     w_shape = ctx.static_shape(node, w, "the weight")
     kernel = list(node.attr("kernel_shape", w_shape[2:]))
-    if len(kernel) not in (1, 2):
+    if len(kernel) not in (1, 2, 3):
         node.unsupported(f"a {len(kernel)}-D convolution")
     strides, pads, dilations = _window(ctx, node, x, kernel)
     group = int(node.attr("group", 1))
-    if len(kernel) == 1:
+    if len(kernel) == 3:
+        y = conv3d(ctx, x, w, strides, pads, dilations, group, out_dtype=out_dtype)
+    elif len(kernel) == 1:
         y = op.conv2d(_as_2d(ctx, x), op.reshape(w, shape=[w_shape[0], w_shape[1], 1, w_shape[2]]),
                       strides=[1, strides[0]], padding=[0, pads[0], 0, pads[1]], dilation=[1, dilations[0]],
                       groups=group, out_dtype=out_dtype)
@@ -137,9 +140,7 @@ def _conv_transpose(ctx, node, x, w, bias=None):
 
 def _pool(ctx, node, x, loom_pool, **extra):
     """A pool over 1, 2 or 3 spatial axes: 1-D as 2-D over (1, L); 3-D as
-    a 2-D pool over (H, W) then one over (D, 1), which is exact for max
-    and average pools since their windows are products of per-axis
-    windows."""
+    a 2-D pool over (H, W) then one over (D, 1) (common.pool3d)."""
     x = ctx.expr(x)
     kernel = list(node.attr("kernel_shape"))
     strides, pads, dilations = _window(ctx, node, x, kernel)
@@ -153,16 +154,7 @@ def _pool(ctx, node, x, loom_pool, **extra):
                       padding=[0, pads[0], 0, pads[1]], dilation=[1, dilations[0]], ceil_mode=ceil_mode, **extra)
         return _from_2d(y, ctx)
     if n == 3:
-        b, c, d, h, w = ctx.static_shape(node, x)
-        hw = loom_pool(op.reshape(x, shape=[b, c * d, h, w]), pool_size=kernel[1:], strides=strides[1:],
-                       padding=[pads[1], pads[2], pads[4], pads[5]], dilation=dilations[1:], ceil_mode=ceil_mode,
-                       **extra)
-        _, _, h2, w2 = ctx.shape(hw)
-        depth = loom_pool(op.reshape(hw, shape=[b * c, 1, d, h2 * w2]), pool_size=[kernel[0], 1],
-                          strides=[strides[0], 1], padding=[pads[0], 0, pads[3], 0], dilation=[dilations[0], 1],
-                          ceil_mode=ceil_mode, **extra)
-        d2 = ctx.shape(depth)[2]
-        return op.reshape(depth, shape=[b, c, d2, h2, w2])
+        return pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **extra)
     node.unsupported(f"a {n}-D window")
 
 
