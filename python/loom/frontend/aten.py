@@ -887,9 +887,7 @@ def _repeat_interleave(ctx, node, x, repeats, dim=None, output_size=None):
             raise Unsupported(f"repeating a symbolic dimension ({shape[dim]})")
         y = op.broadcast_to(op.expand_dims(x, axis=dim + 1),
                             shape=shape[:dim + 1] + [int(repeats)] + shape[dim + 1:])
-        return op.reshape(y, shape=[-1 if not isinstance(d, int) else d for d in shape[:dim]]
-                          + [shape[dim] * int(repeats)] + [-1 if not isinstance(d, int) else d
-                                                            for d in shape[dim + 1:]])
+        return op.reshape(y, shape=shape[:dim] + [shape[dim] * int(repeats)] + shape[dim + 1:])
     if not isinstance(repeats, np.ndarray):
         raise Unsupported("repeats computed at run time (the result's shape would depend on the data)")
     positions = np.repeat(np.arange(repeats.size, dtype=np.int64), repeats.reshape(-1).astype(np.int64))
