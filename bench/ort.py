@@ -115,7 +115,10 @@ def make(name):
     if name in VISION or (name not in MODELS and name in torchvision_models()):
         sys.path.insert(0, str(ROOT / "tests" / "python" / "zoo"))
         import zoo
-        return zoo.make(name)
+        model, x = zoo.make(name)
+        if isinstance(x, tuple):
+            raise SystemExit(f"{name} takes {len(x)} inputs; bench/ort.py times models of one input and one output")
+        return model, x
     if name == "bert_encoder":  # 4 layers, d_model 256, 4 heads, FFN 1024, GELU, sequence 128
         layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, activation="gelu", batch_first=True)
         return torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval(), torch.randn(1, 128, 256)

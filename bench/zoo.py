@@ -71,7 +71,7 @@ def measure(name):
         with tempfile.TemporaryDirectory() as directory:
             # (A model past protobuf's 2 GiB goes through a file with
             # external data, as the zoo's test does.)
-            module = zoo.import_onnx(model, x, directory if name in zoo.LARGE else None)
+            module = zoo.import_onnx(model, x, directory if name in zoo.LARGE else None, zoo.opset(name))
         library = loom.build(module, config())
     except Exception as e:  # noqa: BLE001 -- PyTorch's export failing too
         print(f"{name}: not built: {type(e).__name__}: {str(e).splitlines()[0][:120]}", flush=True)
@@ -79,10 +79,11 @@ def measure(name):
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         scripted = torch.jit.freeze(torch.jit.trace(model, x, strict=False))
-    xs = x.numpy()
+    args = zoo.inputs(x)
+    xs = [a.numpy() for a in args]
     main_fn = library["main"]
     with torch.no_grad(), threadpool_limits(limits=1, user_api="blas"):
-        mine, theirs = rounds(lambda: main_fn(xs), lambda: scripted(x), ROUNDS)
+        mine, theirs = rounds(lambda: main_fn(*xs), lambda: scripted(*args), ROUNDS)
     ratio = statistics.median(m / t for m, t in zip(mine, theirs))
     print(f"{name:28s} loom {statistics.median(mine) * 1e3:9.2f} ms  torchscript "
           f"{statistics.median(theirs) * 1e3:9.2f} ms  ratio {ratio:5.2f}", flush=True)

@@ -130,6 +130,16 @@ void register_op_examples() {
                  {"resize(%a0, sizes=[1, 3, 16, 16], mode=\"cubic\", coordinate_transformation_mode=\"align_corners\")",
                   {kImage}},
                  {"resize(%a0, sizes=[1, 3, 16, 12], coordinate_transformation_mode=\"asymmetric\")", {kImage}}});
+  // Grid points across the image and beyond its edges.
+  set("grid_sample", {{"grid_sample(%a0, %a1)", {kImage, "Tensor[(1, 4, 5, 2), float32]"}, -1.3, 1.3},
+                      {"grid_sample(%a0, %a1, mode=\"bicubic\", padding_mode=\"reflection\", align_corners=true)",
+                       {kImage, "Tensor[(1, 4, 5, 2), float32]"},
+                       -1.3,
+                       1.3},
+                      {"grid_sample(%a0, %a1, mode=\"nearest\", padding_mode=\"border\")",
+                       {kImage, "Tensor[(1, 4, 5, 2), float32]"},
+                       -1.3,
+                       1.3}});
   set("max_pool2d", {{"max_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])", {kImage}},
                      {"max_pool2d(%a0, pool_size=[3, 3], strides=[2, 2], ceil_mode=true, dilation=[1, 2])", {kImage}}});
   set("avg_pool2d", {{"avg_pool2d(%a0, pool_size=[3, 2], strides=[2, 2], padding=[1, 1])", {kImage}},

@@ -5,7 +5,8 @@
 // takes 1 (nearest), 2 (linear) or 4 (cubic) taps with weights; the result
 // is the sum over every combination of taps of the product of their
 // weights times the input there.  Taps outside the input read its edge
-// (exclude_outside drops them and renormalises instead).
+// (exclude_outside drops them and renormalises instead).  grid_sample
+// interpolates at points a grid gives instead (below).
 #include <cmath>
 
 #include "lowering.h"
@@ -115,6 +116,23 @@ struct Tap {
 PrimExpr f64(double v) { return make_const(DataType::Float(64), v); }
 PrimExpr call1(const char* name, const PrimExpr& x) { return tir::Call(x.dtype(), name, {x}); }
 
+// The weights of the four taps at floor(c) - 1 .. floor(c) + 2 of the
+// cubic convolution kernel with coefficient A, for c's fraction `ratio`
+// (in ratio's float type; PyTorch's and ONNX's order of operations).
+std::vector<PrimExpr> cubic_weights(const PrimExpr& ratio, double A) {
+  DataType t = ratio.dtype();
+  auto c = [t](double v) { return make_const(t, v); };
+  PrimExpr r1 = tir::Add(ratio, c(1)), q = tir::Sub(c(1), ratio), q1 = tir::Add(q, c(1));
+  auto far = [&](const PrimExpr& x) {  // |x| in [1, 2)
+    return PrimExpr(
+        tir::Sub(tir::Mul(tir::Add(tir::Mul(tir::Sub(tir::Mul(c(A), x), c(5 * A)), x), c(8 * A)), x), c(4 * A)));
+  };
+  auto near = [&](const PrimExpr& x) {  // |x| in [0, 1)
+    return PrimExpr(tir::Add(tir::Mul(tir::Mul(tir::Sub(tir::Mul(c(A + 2), x), c(A + 3)), x), x), c(1)));
+  };
+  return {far(r1), near(ratio), near(q), far(q1)};
+}
+
 // The input coordinate of output index `o` along axis k (float64), and
 // the condition under which it lies outside (tf_crop_and_resize only).
 std::pair<PrimExpr, PrimExpr> coordinate(const ResizeSpec& s, size_t k, const PrimExpr& o) {
@@ -169,16 +187,9 @@ std::vector<Tap> taps(const ResizeSpec& s, size_t k, const PrimExpr& c) {
     out = {{i0, tir::Sub(f64(1), ratio)}, {tir::Add(i0, PrimExpr(int64_t{1})), ratio}};
   } else {
     double A = s.a;
-    PrimExpr r = ratio, r1 = tir::Add(ratio, f64(1)), q = tir::Sub(f64(1), ratio), q1 = tir::Add(q, f64(1));
-    auto far = [A](const PrimExpr& t) {  // |t| in [1, 2)
-      return PrimExpr(tir::Sub(
-          tir::Mul(tir::Add(tir::Mul(tir::Sub(tir::Mul(f64(A), t), f64(5 * A)), t), f64(8 * A)), t), f64(4 * A)));
-    };
-    auto near = [A](const PrimExpr& t) {  // |t| in [0, 1)
-      return PrimExpr(tir::Add(tir::Mul(tir::Mul(tir::Sub(tir::Mul(f64(A + 2), t), f64(A + 3)), t), t), f64(1)));
-    };
     for (int64_t d = -1; d <= 2; ++d) out.push_back({tir::Add(i0, PrimExpr(d)), PrimExpr()});
-    out[0].weight = far(r1), out[1].weight = near(r), out[2].weight = near(q), out[3].weight = far(q1);
+    std::vector<PrimExpr> w = cubic_weights(ratio, A);
+    for (size_t k = 0; k < 4; ++k) out[k].weight = w[k];
   }
   if (s.exclude_outside) {
     PrimExpr total = f64(0);
@@ -191,6 +202,81 @@ std::vector<Tap> taps(const ResizeSpec& s, size_t k, const PrimExpr& c) {
   }
   for (Tap& t : out) t.index = clamp(t.index);
   return out;
+}
+
+// grid_sample (PyTorch's grid_sample, ONNX GridSample up to opset 19):
+// output (n, c, i, j) reads x[n, c] at the point grid[n, i, j] = (gx, gy)
+// in [-1, 1] coordinates (x along the width), each unnormalized to pixels
+// as PyTorch's CPU kernel does, in the grid's float type.  bilinear and
+// nearest move the point by the padding mode first (border: clipped to
+// the image; reflection: mirrored at its edges, then clipped), bicubic
+// moves each of its 16 taps; a tap outside the image reads 0.
+struct GridSpec {
+  std::string mode, padding;
+  bool align = false;
+  int64_t h = 0, w = 0;
+};
+
+GridSpec grid_spec_of(const graph::CallNode& call) {
+  const auto &x = tensor_arg(call, 0), &grid = tensor_arg(call, 1);
+  Map a = attrs_of(call);
+  GridSpec s;
+  s.mode = a.at("mode").as_string();
+  s.padding = a.at("padding_mode").as_string();
+  s.align = a.at("align_corners").as_bool();
+  one_of("mode", s.mode, {"bilinear", "nearest", "bicubic"});
+  one_of("padding_mode", s.padding, {"zeros", "border", "reflection"});
+  if (!is_float(x.dtype) || !is_float(grid.dtype)) {
+    LOOM_THROW(TypeError) << "needs a float x and a float grid, got " << x.dtype.to_string() << " and "
+                          << grid.dtype.to_string();
+  }
+  if (x.shape.size() != 4 || grid.shape.size() != 4 || constant_dim(grid.shape[3]) != 2 ||
+      !same_dim(x.shape[0], grid.shape[0])) {
+    LOOM_THROW(TypeError) << "needs x (N, C, H, W) and grid (N, H_out, W_out, 2), got " << shape_text(x.shape)
+                          << " and " << shape_text(grid.shape);
+  }
+  auto h = constant_dim(x.shape[2]), w = constant_dim(x.shape[3]);
+  if (!h || !w) LOOM_THROW(TypeError) << "needs x's height and width static, got " << shape_text(x.shape);
+  s.h = *h, s.w = *w;
+  return s;
+}
+
+// The computation type of a float type: float32 for the narrower ones.
+DataType at_least_f32(DataType t) { return t.bits < 32 ? DataType::Float(32) : DataType::Float(t.bits); }
+
+// A coordinate moved into [0, size - 1] by the padding mode (PyTorch's
+// compute_coordinates); zeros leaves it.
+PrimExpr pad_coordinate(const GridSpec& s, PrimExpr c, int64_t size) {
+  DataType t = c.dtype();
+  auto k = [t](double v) { return make_const(t, v); };
+  auto clip = [&](const PrimExpr& v) { return PrimExpr(tir::Min(k(double(size - 1)), tir::Max(v, k(0)))); };
+  if (s.padding == "zeros") return c;
+  if (s.padding == "reflection") {
+    // Mirrored at -0.5 and size - 0.5 (align_corners: 0 and size - 1):
+    // the distance from the low edge modulo twice the span, folded.
+    double low = s.align ? 0 : -0.5, span2 = s.align ? 2.0 * double(size - 1) : 2.0 * double(size);
+    if (span2 == 0) return k(0);
+    PrimExpr d = call1("abs", tir::Sub(c, k(low)));
+    PrimExpr extra = tir::Sub(d, tir::Mul(call1("trunc", tir::Div(d, k(span2))), k(span2)));
+    c = tir::Add(tir::Min(extra, tir::Sub(k(span2), extra)), k(low));
+  }
+  return clip(c);
+}
+
+// x[n, ch, y, x] at integer coordinates given as floats, 0 outside the
+// image (the load's index clamped so that it never leaves the buffer).
+PrimExpr tap_value(const tir::Buffer& x, const Indices& nc, const PrimExpr& yf, const PrimExpr& xf, const GridSpec& s,
+                   DataType acc) {
+  DataType t = xf.dtype();
+  auto k = [t](double v) { return make_const(t, v); };
+  PrimExpr inside = tir::And(tir::And(tir::GT(xf, k(-1)), tir::LT(xf, k(double(s.w)))),
+                             tir::And(tir::GT(yf, k(-1)), tir::LT(yf, k(double(s.h)))));
+  auto index = [&](const PrimExpr& f, int64_t size) {
+    return PrimExpr(tir::Cast(DataType::Int(64), tir::Min(k(double(size - 1)), tir::Max(f, k(0)))));
+  };
+  PrimExpr v = tir::BufferLoad(x, {nc[0], nc[1], index(yf, s.h), index(xf, s.w)});
+  if (v.dtype() != acc) v = tir::Cast(acc, v);
+  return tir::Select(inside, v, make_const(acc, 0));
 }
 }  // namespace
 
@@ -265,6 +351,73 @@ void register_resize_ops() {
           PrimExpr value = sum.dtype() == t ? sum : PrimExpr(tir::Cast(t, sum));
           if (s.transform == "tf_crop_and_resize") value = tir::Select(outside, make_const(t, s.extrapolation), value);
           return value;
+        }));
+      });
+  define_operator(
+      "grid_sample", 2,
+      {{"mode", "str", Any(std::string("bilinear")), "bilinear, nearest (ties to even) or bicubic (a = -0.75)"},
+       {"padding_mode", "str", Any(std::string("zeros")),
+        "what a point outside the image reads: zeros, border (the nearest edge) or reflection (mirrored)"},
+       {"align_corners", "bool", Any(false),
+        "-1 and 1 are the corner pixels' centres (true) or the image's outer edges (false)"}},
+      ir::PatternKind::kInjective,
+      "samples x (N, C, H, W) at the points grid (N, H_out, W_out, 2) gives, (x, y) each in [-1, 1] across the "
+      "image (PyTorch's grid_sample, ONNX GridSample) -> (N, C, H_out, W_out)",
+      [](const graph::CallNode& call) -> ir::Type {
+        const auto &x = tensor_arg(call, 0), &grid = tensor_arg(call, 1);
+        grid_spec_of(call);
+        return ir::TensorType(Array(std::vector<Any>{x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}), x.dtype);
+      },
+      [](const graph::CallNode& call) {
+        PrimBuilder b;
+        tir::Buffer x = b.param(tensor_arg(call, 0), "X");
+        tir::Buffer grid = b.param(tensor_arg(call, 1), "Grid");
+        tir::Buffer y = b.param(result_type(call), "Y");
+        GridSpec s = grid_spec_of(call);
+        DataType acc = at_least_f32(x->dtype), ct = at_least_f32(grid->dtype);
+        auto k = [ct](double v) { return make_const(ct, v); };
+        return b.finish(compute(y, [&](const Indices& o) {
+          Indices nc{o[0], o[1]};
+          auto point = [&](int64_t axis, int64_t size) {  // unnormalized, in pixels
+            PrimExpr g = tir::BufferLoad(grid, {o[0], o[2], o[3], PrimExpr(axis)});
+            if (g.dtype() != ct) g = tir::Cast(ct, g);
+            PrimExpr c = tir::Mul(tir::Add(g, k(1)), k(s.align ? double(size - 1) / 2 : double(size) / 2));
+            return s.align ? c : PrimExpr(tir::Sub(c, k(0.5)));
+          };
+          PrimExpr px = point(0, s.w), py = point(1, s.h);
+          PrimExpr sum;
+          if (s.mode == "nearest") {
+            sum = tap_value(x, nc, call1("round", pad_coordinate(s, py, s.h)),
+                            call1("round", pad_coordinate(s, px, s.w)), s, acc);
+          } else if (s.mode == "bilinear") {
+            px = pad_coordinate(s, px, s.w), py = pad_coordinate(s, py, s.h);
+            PrimExpr x0 = call1("floor", px), y0 = call1("floor", py);
+            PrimExpr we = tir::Sub(px, x0), ww = tir::Sub(k(1), we), ws = tir::Sub(py, y0), wn = tir::Sub(k(1), ws);
+            PrimExpr x1 = tir::Add(x0, k(1)), y1 = tir::Add(y0, k(1));
+            auto term = [&](const PrimExpr& wy, const PrimExpr& wx, const PrimExpr& yf, const PrimExpr& xf) {
+              PrimExpr weight = tir::Mul(wy, wx);
+              if (weight.dtype() != acc) weight = tir::Cast(acc, weight);
+              return PrimExpr(tir::Mul(tap_value(x, nc, yf, xf, s, acc), weight));
+            };
+            sum = tir::Add(tir::Add(tir::Add(term(wn, ww, y0, x0), term(wn, we, y0, x1)), term(ws, ww, y1, x0)),
+                           term(ws, we, y1, x1));
+          } else {
+            PrimExpr x0 = call1("floor", px), y0 = call1("floor", py);
+            std::vector<PrimExpr> wx = cubic_weights(tir::Sub(px, x0), -0.75);
+            std::vector<PrimExpr> wy = cubic_weights(tir::Sub(py, y0), -0.75);
+            auto weight = [&](const PrimExpr& v) { return v.dtype() == acc ? v : PrimExpr(tir::Cast(acc, v)); };
+            for (int64_t i = 0; i < 4; ++i) {
+              PrimExpr yf = pad_coordinate(s, tir::Add(y0, k(double(i - 1))), s.h), row;
+              for (int64_t j = 0; j < 4; ++j) {
+                PrimExpr xf = pad_coordinate(s, tir::Add(x0, k(double(j - 1))), s.w);
+                PrimExpr term = tir::Mul(tap_value(x, nc, yf, xf, s, acc), weight(wx[j]));
+                row = row.defined() ? PrimExpr(tir::Add(row, term)) : term;
+              }
+              PrimExpr term = tir::Mul(row, weight(wy[i]));
+              sum = sum.defined() ? PrimExpr(tir::Add(sum, term)) : term;
+            }
+          }
+          return sum.dtype() == x->dtype ? sum : PrimExpr(tir::Cast(x->dtype, sum));
         }));
       });
 }

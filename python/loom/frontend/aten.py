@@ -1269,6 +1269,70 @@ def _arange(ctx, node, *args, dtype=None, **kwargs):
     return np.arange(start, end, step, dtype=name)
 
 
+
+
+@aten("im2col")
+def _im2col(ctx, node, x, kernel_size, dilation, padding, stride):
+    # F.unfold: every window's values as a column, (N, C * KH * KW, L) with
+    # the kernel's taps inside each channel: one strided slice of the
+    # padded input per tap, stacked after the channel axis.
+    x = _t(ctx, x)
+    if ctx.rank(x) != 4:
+        raise Unsupported("im2col of an input that is not (N, C, H, W)")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (_pair(v) for v in (kernel_size, dilation, padding, stride))
+    n, c, h, w = ctx.shape(x)
+    if not all(isinstance(d, int) for d in (c, h, w)):
+        raise Unsupported("im2col of an input whose channels, height or width are symbolic")
+    if ph or pw:
+        x = op.pad(x, pad_width=[0, 0, 0, 0, ph, ph, pw, pw])
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise Unsupported(f"im2col with a {kh}x{kw} window larger than the padded {h + 2 * ph}x{w + 2 * pw} input")
+    taps = [op.expand_dims(op.slice(x, begin=[i * dh, j * dw], end=[i * dh + sh * (oh - 1) + 1, j * dw + sw * (ow - 1) + 1],
+                                    strides=[sh, sw], axes=[2, 3]), axis=2)
+            for i in range(kh) for j in range(kw)]
+    stacked = taps[0] if len(taps) == 1 else op.concat(*taps, axis=2)  # N C KH*KW OH OW
+    return op.reshape(stacked, shape=[n if isinstance(n, int) else -1, c * kh * kw, oh * ow])
+
+
+def _torch_linspace(start, end, steps, name):
+    """torch.linspace's values, computed by PyTorch itself: its CPU kernel
+    counts up from start and down from end in vectors, so its bits depend
+    on its build."""
+    import torch
+    if name in ("bfloat16", "float16", "bool"):
+        raise Unsupported(f"linspace of {name}")
+    return torch.linspace(start, end, steps, dtype=getattr(torch, name)).numpy()
+
+
+@aten("linspace")
+def _linspace(ctx, node, start, end, steps, dtype=None, *rest, **kwargs):
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, end, steps)):
+        raise Unsupported("linspace with a run-time start, end or number of steps")
+    return _torch_linspace(start, end, int(steps), dtype_name(dtype) or "float32")
+
+
+@aten("affine_grid_generator")
+def _affine_grid(ctx, node, theta, size, align_corners):
+    # F.affine_grid: the output's pixel centres in [-1, 1] (a constant
+    # grid, its last coordinate 1) times theta transposed, per batch entry.
+    theta = _t(ctx, theta)
+    size = [int(d) if isinstance(d, (int, np.integer)) else d for d in size]
+    spatial = size[2:][::-1]  # x (width) first
+    if len(spatial) not in (2, 3) or not all(isinstance(d, int) for d in spatial):
+        raise Unsupported(f"affine_grid of size {size} (2-D or 3-D, static spatial extents)")
+    axes = []
+    for n in spatial:
+        values = _torch_linspace(-1, 1, n, "float32") if n > 1 else np.zeros(n, np.float32)
+        if not align_corners and n > 1:
+            values = values * np.float32(n - 1) / np.float32(n)  # as PyTorch scales them, in float32
+        axes.append(values)
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]  # each of shape (D,) H, W; x first
+    base = np.stack(mesh + [np.ones_like(mesh[0])], axis=-1).reshape(-1, len(spatial) + 1)
+    grid = op.matmul(ctx.expr(base.astype(ctx.dtype(theta))), theta, transpose_b=True)  # N, points, k
+    batch = ctx.shape(theta)[0]
+    return op.reshape(grid, shape=[batch if isinstance(batch, int) else -1] + spatial[::-1] + [len(spatial)])
+
 @aten("scalar_tensor", "tensor")
 def _scalar_tensor(ctx, node, value, *args, dtype=None, **kwargs):
     return np.asarray(value, dtype=dtype_name(dtype) or ("float32" if isinstance(value, float) else "int64"))
@@ -1325,6 +1389,19 @@ def _upsample_linear(ctx, node, x, size, align_corners, *scales):
     if len(scales) == 1 and isinstance(scales[0], (list, tuple)):  # .vec
         return _interpolate(ctx, x, size, scales[0], mode, bool(align_corners))
     return _interpolate(ctx, x, size, [s for s in scales if s is not None], mode, bool(align_corners))
+
+
+
+@aten("grid_sampler_2d", "grid_sampler")
+def _grid_sampler(ctx, node, x, grid, interpolation, padding, align_corners, *rest):
+    modes, paddings = ("bilinear", "nearest", "bicubic"), ("zeros", "border", "reflection")
+    if not 0 <= int(interpolation) < 3 or not 0 <= int(padding) < 3:
+        raise Unsupported(f"grid_sampler's interpolation {interpolation} or padding {padding}")
+    x = _t(ctx, x)
+    if ctx.rank(x) != 4:
+        raise Unsupported("grid_sampler of a 5-D input (3-D sampling)")
+    return op.grid_sample(x, _t(ctx, grid), mode=modes[int(interpolation)], padding_mode=paddings[int(padding)],
+                          align_corners=bool(align_corners))
 
 
 # ------------------------------------------------------------ attention

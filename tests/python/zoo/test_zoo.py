@@ -17,7 +17,7 @@ import zoo  # noqa: E402
 
 SAMPLE = ["squeezenet1_1", "mobilenet_v3_small", "shufflenet_v2_x0_5", "mnasnet0_5", "regnet_x_400mf",
           "efficientnet_b0", "googlenet", "densenet121", "resnet18", "alexnet", "lraspp_mobilenet_v3_large",
-          "resnet18_fpn", "r2plus1d_18"]
+          "resnet18_fpn", "r2plus1d_18", "raft_small"]
 MODELS = zoo.all_models() if os.environ.get("LOOM_ZOO") == "all" else SAMPLE
 
 

@@ -1,12 +1,13 @@
 """The torchvision zoo through both importers (docs/frontends.md, "The
 zoo"): every classification model of torchvision.models, the
 segmentation models (FCN, DeepLabV3, LR-ASPP), a detection backbone with
-its feature pyramid (ResNet-18 FPN) and the video classification models
-of torchvision.models.video (3-D convolutions; clips of 8 or 16 frames),
-each with random weights (batch
+its feature pyramid (ResNet-18 FPN), the video classification models
+of torchvision.models.video (3-D convolutions; clips of 8 or 16 frames)
+and the optical flow models of torchvision.models.optical_flow (RAFT: two
+images in, a flow per refinement, grid_sample), each with random weights (batch
 norms' statistics randomized, heads initialised to zero given random
 values so outputs are not constant), exported with torch.onnx.export at
-opset 13 and imported with from_onnx, and imported with from_fx; each
+opset 13 (16 for RAFT's GridSample) and imported with from_onnx, and imported with from_fx; each
 built for configs/host.yaml and compared with PyTorch: every output within
 1e-4 of its scale (its largest magnitude).
 
@@ -56,8 +57,24 @@ def video():
     return sorted(torchvision.models.list_models(module=torchvision.models.video))
 
 
+def optical_flow():
+    import torchvision
+    return sorted(torchvision.models.list_models(module=torchvision.models.optical_flow))
+
+
 def all_models():
-    return classification() + SEGMENTATION + DETECTION + video()
+    return classification() + SEGMENTATION + DETECTION + video() + optical_flow()
+
+
+def opset(name):
+    """The ONNX opset a model is exported at: 13, or 16 where it needs
+    GridSample (RAFT)."""
+    return 16 if name.startswith("raft") else 13
+
+
+def inputs(x):
+    """make()'s example input as a tuple of tensors (RAFT takes two)."""
+    return x if isinstance(x, tuple) else (x,)
 
 
 def _input_size(name):
@@ -72,11 +89,14 @@ def _input_size(name):
         return None, 299, 299
     if name.startswith(("fcn", "deeplab", "lraspp")):
         return None, 160, 160
+    if name.startswith("raft"):  # (its feature maps are an eighth of the image)
+        return None, 128, 128
     return None, 224, 224
 
 
 def make(name, seed=0):
-    """(model in eval mode, example input) with random weights."""
+    """(model in eval mode, example input) with random weights; the input
+    is a tuple of tensors for a model taking several (inputs())."""
     import torch
     import torchvision
     torch.manual_seed(seed)
@@ -99,13 +119,15 @@ def make(name, seed=0):
                 if p.numel() > 1 and not p.any():  # a head initialised to zero
                     p.normal_(0, 0.02)
     frames, height, width = _input_size(name)
+    if name in optical_flow():  # two frames of a video
+        return model, (torch.randn(1, 3, height, width), torch.randn(1, 3, height, width))
     return model, torch.randn(1, 3, *([frames] if frames else []), height, width)
 
 
 def _reference(model, x):
     import torch
     with torch.no_grad():
-        out = model(x)
+        out = model(*inputs(x))
     return [t.numpy() for t in _flat(out)]
 
 
@@ -122,7 +144,7 @@ def _flat(value):
         yield value
 
 
-def import_onnx(model, x, directory=None):
+def import_onnx(model, x, directory=None, opset_version=13):
     import torch
     from loom.frontend import onnx as lonnx
     # (Not under no_grad: there nn.MultiheadAttention takes its fused fast
@@ -131,10 +153,10 @@ def import_onnx(model, x, directory=None):
         warnings.simplefilter("ignore")
         if directory is None:
             buffer = io.BytesIO()
-            torch.onnx.export(model, x, buffer, opset_version=13)
+            torch.onnx.export(model, x, buffer, opset_version=opset_version)
             return lonnx.from_onnx(buffer.getvalue())
         path = os.path.join(directory, "model.onnx")
-        torch.onnx.export(model, x, path, opset_version=13)
+        torch.onnx.export(model, x, path, opset_version=opset_version)
         return lonnx.from_onnx(path)
 
 
@@ -142,7 +164,7 @@ def import_fx(model, x):
     from loom.frontend import fx as lfx
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return lfx.from_fx(model, [x])
+        return lfx.from_fx(model, list(inputs(x)))
 
 
 def check(name, importer, config=HOST):
@@ -153,11 +175,11 @@ def check(name, importer, config=HOST):
     want = _reference(model, x)
     if importer == "onnx":
         with tempfile.TemporaryDirectory() as directory:
-            module = import_onnx(model, x, directory if name in LARGE else None)
+            module = import_onnx(model, x, directory if name in LARGE else None, opset(name))
     else:
         module = import_fx(model, x)
     library = loom.build(module, config)
-    result = library["main"](x.numpy())
+    result = library["main"](*[t.numpy() for t in inputs(x)])
     got = [result.numpy()] if hasattr(result, "numpy") else [r.numpy() for r in result]
     assert len(got) == len(want), f"{len(got)} outputs, PyTorch gives {len(want)}"
     worst = 0.0

@@ -524,6 +524,18 @@ def _upsample(ctx, node, x, scales=None):
     return _resize(ctx, node, x, scales, None, None, "asymmetric", "floor")
 
 
+
+@converter("GridSample", opsets=(16, 17))
+def _grid_sample(ctx, node, x, grid):
+    # GridSample-16 (2-D): the modes and padding modes of PyTorch's
+    # grid_sample, under the same names.
+    mode, padding = node.attr("mode", "bilinear"), node.attr("padding_mode", "zeros")
+    if mode not in ("bilinear", "nearest", "bicubic") or padding not in ("zeros", "border", "reflection"):
+        node.unsupported(f"mode {mode!r} with padding_mode {padding!r}")
+    return op.grid_sample(x, ctx.expr(grid), mode=mode, padding_mode=padding,
+                          align_corners=bool(node.attr("align_corners", 0)))
+
+
 # ----------------------------------------------------------- constants
 
 def _constant_value(node):
