@@ -5,6 +5,7 @@ arrays.  Every test that takes `run` runs once per config of CONFIGS."""
 import importlib
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -119,6 +120,31 @@ def integer_conv(x, w, stride=1, pad=0, groups=1):
                 y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch,
                                                       w[g * og:(g + 1) * og, :, i, j].astype(np.int64))
     return y
+
+
+def build_integer(module, config):
+    """(library, the IR after QDQToInteger as text): the build of a
+    quantized model and what the integer pass made of it."""
+    import loom
+    from loom import transform
+
+    class Capture:
+        text = None
+
+        def after(self, info, mod):
+            if info.name == "QDQToInteger":
+                self.text = str(mod)
+    capture = Capture()
+    with transform.PassContext(instruments=[capture]):
+        library = loom.build(module, config)
+    return library, capture.text
+
+
+def float_products(text):
+    """The conv2d, matmul and dense calls of IR text left without an
+    integer out_dtype."""
+    calls = re.findall(r"\b(conv2d|matmul|dense)\((.*)", text)
+    return [name for name, rest in calls if 'out_dtype="int32"' not in rest.split(";")[0]]
 
 
 CONFIGS = ["configs/ref.yaml", "configs/host.yaml", "configs/c.yaml", "configs/opencl.yaml", "configs/vulkan.yaml",

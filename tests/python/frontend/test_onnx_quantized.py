@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 
 import loom
-from loom import transform
 from loom.frontend import onnx as lonnx
 
-from conftest import ROOT, integer_conv, optional_import, requires
+from conftest import ROOT, build_integer, float_products, integer_conv, optional_import, requires
 
 onnx = optional_import("onnx")
 if onnx:
@@ -34,26 +33,8 @@ def model(nodes, inputs, outputs, initializers=(), opset=13):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-class Capture:
-    def __init__(self):
-        self.text = None
-
-    def after(self, info, mod):
-        if info.name == "QDQToInteger":
-            self.text = str(mod)
-
-
 def build(m):
-    cap = Capture()
-    with transform.PassContext(instruments=[cap]):
-        lib = loom.build(lonnx.from_onnx(m), HOST)
-    return lib, cap.text
-
-
-def float_products(text):
-    """The conv2d, matmul and dense calls left without an integer out_dtype."""
-    calls = re.findall(r"\b(conv2d|matmul|dense)\((.*)", text)
-    return [name for name, rest in calls if 'out_dtype="int32"' not in rest.split(";")[0]]
+    return build_integer(lonnx.from_onnx(m), HOST)
 
 
 def requantized(acc, multiplier, zero_point, dtype):
