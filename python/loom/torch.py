@@ -142,6 +142,15 @@ def compile(module, example_inputs, config=None, *, script=False, dynamic=None, 
     examples = list(example_inputs) if isinstance(example_inputs, (list, tuple)) else [example_inputs]
     dims = _dynamic_dims(dynamic, len(examples))
     chosen = config if config is not None else DEFAULT_CONFIG
+    if _quantized(module):
+        # PyTorch's quantized modules: from_fx, whose trace says each
+        # quantized value's scale and zero point (docs/frontends.md,
+        # "Quantized PyTorch models"); TorchScript's graph does not.
+        if script or any(dims):
+            raise _core.TypeError("loom.torch.compile: a quantized module is imported through from_fx, which takes "
+                                  "neither script=True nor dynamic dimensions")
+        from .frontend.fx import from_fx
+        return CompiledModule(_build(from_fx(module, examples, eval=eval), chosen), None)
     with evaluating(module, eval, "loom.torch.compile"):
         traced = _trace(module, examples, script)
         imported, report = from_torchscript(traced, examples, report=True)
@@ -163,6 +172,16 @@ def compile(module, example_inputs, config=None, *, script=False, dynamic=None, 
                 again = from_torchscript(_trace(module, fresh, script), fresh)
             return _build(again, chosen)
     return CompiledModule(library, report, rebuild, signature)
+
+
+def _quantized(module):
+    """Whether `module` holds PyTorch's quantized modules (eager mode's
+    converted model, or FX graph mode's)."""
+    if isinstance(module, _torch.jit.ScriptModule) or not isinstance(module, _torch.nn.Module):
+        return False
+    prefixes = ("torch.ao.nn.quantized", "torch.nn.quantized", "torch.ao.nn.intrinsic.quantized",
+                "torch.nn.intrinsic.quantized")
+    return any(type(m).__module__.startswith(prefixes) for m in module.modules())
 
 
 def load(path):

@@ -506,7 +506,7 @@ def _pool(ctx, node, loom_pool, x, kernel, stride, padding, dilation, ceil_mode,
     return op.squeeze(y, axis=[0]) if squeeze else y
 
 
-@aten("max_pool2d", "max_pool3d")
+@aten("max_pool2d", "max_pool3d", "quantized_max_pool2d")
 def _max_pool(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
     return _pool(ctx, node, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode)
 
@@ -1288,9 +1288,11 @@ def _im2col(ctx, node, x, kernel_size, dilation, padding, stride):
     oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     if oh < 1 or ow < 1:
         raise Unsupported(f"im2col with a {kh}x{kw} window larger than the padded {h + 2 * ph}x{w + 2 * pw} input")
-    taps = [op.expand_dims(op.slice(x, begin=[i * dh, j * dw], end=[i * dh + sh * (oh - 1) + 1, j * dw + sw * (ow - 1) + 1],
-                                    strides=[sh, sw], axes=[2, 3]), axis=2)
-            for i in range(kh) for j in range(kw)]
+    def tap(i, j):  # the window's (i, j) entry of every window: N C OH OW
+        begin = [i * dh, j * dw]
+        end = [begin[0] + sh * (oh - 1) + 1, begin[1] + sw * (ow - 1) + 1]
+        return op.expand_dims(op.slice(x, begin=begin, end=end, strides=[sh, sw], axes=[2, 3]), axis=2)
+    taps = [tap(i, j) for i in range(kh) for j in range(kw)]
     stacked = taps[0] if len(taps) == 1 else op.concat(*taps, axis=2)  # N C KH*KW OH OW
     return op.reshape(stacked, shape=[n if isinstance(n, int) else -1, c * kh * kw, oh * ow])
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _core
 from .. import graph, ir, op, tir
-from . import Registry, UnsupportedOperatorError, aten, naming
+from . import Registry, UnsupportedOperatorError, aten, aten_quantized, naming
 from .common import Context, evaluating
 
 REGISTRY = Registry("PyTorch")
@@ -571,6 +571,9 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
         with naming(f"{kind} '{n.name}'"):
             try:
                 out = aten.find(kind)(ctx, node, *args, **kwargs)
+                meta = n.meta.get("tensor_meta")
+                if getattr(meta, "is_quantized", False):  # PyTorch's result lies on a quantized grid
+                    out = aten_quantized.requantized(ctx, out, meta)
             except aten.Unsupported as e:
                 raise _core.TypeError(f"{kind} '{n.name}': {e} is not supported (docs/frontends.md)") from None
             for o in (out if isinstance(out, tuple) else (out,)):
@@ -1005,7 +1008,7 @@ _register_modules()
 def _table(which="fx"):
     if which == "aten":
         names = aten.supported_operators()
-        rows = ["| aten operators (from_fx's aten path, from_torchscript) |", "|---|"]
+        rows = ["| aten operators (from_fx's aten path, from_torchscript; `quantized::` ones from_fx only) |", "|---|"]
         rows += ["| " + ", ".join(f"`{n.replace('aten::', '')}`" for n in names[k:k + 8]) + " |"
                  for k in range(0, len(names), 8)]
         return "\n".join(rows)

@@ -176,6 +176,14 @@ def _import(g, attrs, owner, examples, report):
         raise _core.TypeError(f"from_torchscript: the module takes {len(params)} inputs, got {len(examples)} "
                               "example inputs")
     nodes = [n for n in g.nodes() if n.kind() != "prim::GetAttr"]
+    quantized = [m for n in top.nodes() for m in _nested(n) if m.kind().startswith("quantized::") or
+                 m.kind() in ("aten::quantize_per_tensor", "aten::quantize_per_channel")]
+    if quantized:
+        # Its graph does not say each quantized value's scale and zero
+        # point, and its packed weights cannot be kept TorchScript apart.
+        raise _core.TypeError(f"from_torchscript: a quantized model ({quantized[0].kind()} among "
+                              f"{len(quantized)} quantized nodes) is not supported; import the module with "
+                              "loom.frontend.fx.from_fx (docs/frontends.md, \"Quantized PyTorch models\")")
     # Known values: constants and attributes (weights are tensors), lists
     # of them, and what is computed from shapes only (taken from the probe).
     known = dict(attrs)

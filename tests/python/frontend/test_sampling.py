@@ -174,7 +174,8 @@ def _call(x_shape, grid_shape, **attrs):
 def test_what_grid_sample_refuses_says_what_and_why():
     with pytest.raises(loom.TypeInferenceError, match=r"mode must be one of bilinear, nearest, bicubic, got 'area'"):
         _call((1, 2, 4, 4), (1, 3, 3, 2), mode="area")
-    with pytest.raises(loom.TypeInferenceError, match=r"padding_mode must be one of zeros, border, reflection, got 'wrap'"):
+    with pytest.raises(loom.TypeInferenceError,
+                       match=r"padding_mode must be one of zeros, border, reflection, got 'wrap'"):
         _call((1, 2, 4, 4), (1, 3, 3, 2), padding_mode="wrap")
     with pytest.raises(loom.TypeInferenceError, match=r"needs x \(N, C, H, W\) and grid \(N, H_out, W_out, 2\), got "
                                              r"\(1, 2, 4, 4\) and \(1, 3, 3, 3\)"):
