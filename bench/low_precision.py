@@ -14,12 +14,17 @@ float32 and against ONNX Runtime, one thread.
   Runtime's quantizer writes by default), Loom against ONNX Runtime;
 * the top-1 agreement of the quantized ResNet-18 and MobileNetV2 with
   their float models over --samples random inputs (random weights make it
-  a weak measure).
+  a weak measure);
+* PyTorch's own quantized models (the same FX-mode quantization, run by
+  PyTorch's fbgemm kernels at one intra-op thread) against Loom's import
+  of them with from_fx (docs/frontends.md, "Quantized PyTorch models"),
+  ResNet-18, MobileNetV2 and MobileNetV3-Large at 224 x 224, with the
+  largest difference of their outputs in quantization steps.
 
 Sides alternate in rounds; printed are each side's median and the median
 of the per-round ratios.
 
-    PYTHONPATH=python /usr/bin/python3 bench/low_precision.py [--rounds N] [--samples N]
+    PYTHONPATH=python /usr/bin/python3 bench/low_precision.py [--rounds N] [--samples N] [--only pytorch]
 """
 import argparse
 import io
@@ -170,16 +175,51 @@ def time_signed(args, name, data, path, directory, x, quantized):
           f"{gap:.0f} quantization steps")
 
 
+def pytorch_quantized(args, name):
+    """Loom's from_fx import of PyTorch's quantized `name` against PyTorch
+    running it (fbgemm, one thread), 224 x 224."""
+    import torch
+    import loom
+    from loom.frontend import fx as lfx
+    import qdq_reference
+    data, _, quantized = qdq_reference.quantized_model(name, size=224)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    xt = torch.from_numpy(x)
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = loom.build(lfx.from_fx(quantized, [xt]), config(1))["main"]
+    compile_s = time.perf_counter() - t
+    torch.set_num_threads(1)
+
+    def theirs():
+        with torch.no_grad():
+            return quantized(xt)
+    step = qdq_reference.output_step(data)
+    gap = np.abs(ours(x).numpy() - theirs().numpy()).max() / step
+    sides = {"loom fx": lambda c: timed_calls(lambda: ours(x), c), "pytorch": lambda c: timed_calls(theirs, c)}
+    for side in sides.values():
+        side(2)
+    per = peers.alternate(sides, args.rounds, 5)
+    print(f"{name} 224 quantized: Loom (from_fx) {statistics.median(per['loom fx']):8.2f} ms, PyTorch (fbgemm, 1 "
+          f"thread) {statistics.median(per['pytorch']):8.2f} ms: {peers.ratio(per, 'loom fx', 'pytorch'):.2f}x its "
+          f"time; compile {compile_s:.1f} s; outputs differ by at most {gap:.0f} quantization steps")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--only", choices=["pytorch"], help="only PyTorch's quantized models against Loom's import")
     args = parser.parse_args()
     peers.blas_at_best()
     print(f"low precision, 1 thread; {cpu_line()}")
-    matmul(args)
-    model(args, "resnet18", timed=True)
-    model(args, "mobilenet_v2", timed=False)
+    if args.only is None:
+        matmul(args)
+        model(args, "resnet18", timed=True)
+        model(args, "mobilenet_v2", timed=False)
+    for name in ("resnet18", "mobilenet_v2", "mobilenet_v3_large"):
+        pytorch_quantized(args, name)
     return 0
 
 
