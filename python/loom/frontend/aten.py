@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
-from .common import conv3d, pool3d
+from .common import conv3d, conv_transpose3d, pool3d
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -431,7 +431,7 @@ def _native_dropout(ctx, node, x, p, train):
 def _conv(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     x, w = _t(ctx, x), ctx.expr(_t(ctx, w), ctx.dtype(_t(ctx, x)))
     rank = ctx.rank(x) - 2
-    if rank not in (1, 2, 3) or (rank == 3 and transposed):
+    if rank not in (1, 2, 3):
         raise Unsupported(f"a {rank}-D {'transposed ' if transposed else ''}convolution")
     if isinstance(padding, str):
         if padding == "valid":
@@ -447,7 +447,9 @@ def _conv(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding
         padding = padding + padding
     out_pad = _pair(output_padding or 0, rank)
     squeeze = rank == 1
-    if rank == 3:
+    if rank == 3 and transposed:
+        y = conv_transpose3d(ctx, x, w, stride, padding, out_pad, dilation, int(groups))
+    elif rank == 3:
         y = conv3d(ctx, x, w, stride, padding, dilation, int(groups))
     else:
         if squeeze:
@@ -482,7 +484,7 @@ def _conv_nd(ctx, node, x, w, bias=None, stride=1, padding=0, dilation=1, groups
     return _conv(ctx, x, w, bias, stride, padding, dilation, False, 0, groups)
 
 
-@aten("conv_transpose1d", "conv_transpose2d")
+@aten("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 def _conv_transpose(ctx, node, x, w, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv(ctx, x, w, bias, stride, padding, dilation, True, output_padding, groups)
 

@@ -190,6 +190,50 @@ def conv3d(ctx, x, w, strides, pads, dilations, groups, out_dtype=""):
     return op.transpose(op.reshape(y, shape=[batch, depth, o, oh, ow]), axes=[0, 2, 1, 3, 4])
 
 
+
+def conv_transpose3d(ctx, x, w, strides, pads, output_padding, dilations, groups):
+    """A 3-D transposed convolution, x N C D H W and w C O/groups KD KH KW
+    (pads ONNX's order), as one conv2d_transpose over (H, W): along the
+    depth a transposed convolution is the input with stride - 1 zeros
+    between planes, padded by dilation * (KD - 1) - pad (plus the output
+    padding at the end), correlated with the depth taps reversed; those
+    taps are stacked as channels as in conv3d, each output depth's window
+    of planes one batch entry (docs/frontends.md, "3-D convolutions")."""
+    n = ctx.shape(x)[0]
+    c, d, h, wd = _static(list(ctx.shape(x)[1:]), "a 3-D transposed convolution's input")
+    ci, og, kd, kh, kw = _static(list(ctx.shape(w)), "a 3-D transposed convolution's weights")
+    batch = n if isinstance(n, int) else -1
+    sd, dd = strides[0], dilations[0]
+    if sd > 1:  # stride - 1 zero planes after each plane, the last one's dropped
+        x = op.pad(op.expand_dims(x, axis=3), pad_width=[0, 0, 0, 0, 0, 0, 0, sd - 1, 0, 0, 0, 0])
+        x = op.slice(op.reshape(x, shape=[batch, c, d * sd, h, wd]), begin=[0], end=[(d - 1) * sd + 1], axes=[2])
+        d = (d - 1) * sd + 1
+    front, back = dd * (kd - 1) - pads[0], dd * (kd - 1) - pads[3] + output_padding[0]
+    if front < 0 or back < 0:  # padding past the taps' reach: planes cropped
+        x = op.slice(x, begin=[max(-front, 0)], end=[d - max(-back, 0)], axes=[2])
+        d -= max(-front, 0) + max(-back, 0)
+    if front > 0 or back > 0:
+        x = op.pad(x, pad_width=[0, 0, 0, 0, max(front, 0), max(back, 0), 0, 0, 0, 0])
+        d += max(front, 0) + max(back, 0)
+    depth = d - dd * (kd - 1)
+    if depth < 1:
+        raise _core.TypeError(f"a 3-D transposed convolution gives a depth of {depth}")
+    taps = [op.expand_dims(op.slice(x, begin=[t * dd], end=[t * dd + depth], axes=[2]), axis=2) for t in range(kd)]
+    stacked = taps[0] if kd == 1 else op.concat(*taps, axis=2)   # N C KD D' H W
+    planes = op.reshape(op.transpose(stacked, axes=[0, 3, 1, 2, 4, 5]),
+                        shape=[-1 if batch == -1 else batch * depth, c * kd, h, wd])
+    # Channel (c, t) reads tap KD - 1 - t of c's weights.
+    if isinstance(w, np.ndarray):
+        w2 = ctx.expr(np.ascontiguousarray(w[:, :, ::-1].transpose(0, 2, 1, 3, 4)).reshape(ci * kd, og, kh, kw))
+    else:
+        reversed_taps = [op.slice(w, begin=[t], end=[t + 1], axes=[2]) for t in reversed(range(kd))]
+        flipped = reversed_taps[0] if kd == 1 else op.concat(*reversed_taps, axis=2)
+        w2 = op.reshape(op.transpose(flipped, axes=[0, 2, 1, 3, 4]), shape=[ci * kd, og, kh, kw])
+    y = op.conv2d_transpose(planes, w2, strides=list(strides[1:]), padding=[pads[1], pads[2], pads[4], pads[5]],
+                            dilation=list(dilations[1:]), output_padding=list(output_padding[1:]), groups=int(groups))
+    o, oh, ow = ctx.shape(y)[1:]
+    return op.transpose(op.reshape(y, shape=[batch, depth, o, oh, ow]), axes=[0, 2, 1, 3, 4])
+
 def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **extra):
     """A 3-D max or average pool (pads ONNX's order) as a 2-D pool over
     (H, W) then one over (D, 1): exact, since a window is the product of

@@ -2,8 +2,9 @@
 through both PyTorch importers against PyTorch on random inputs: strides,
 padding, dilation, groups, depthwise, (3, 1, 1) and (1, 3, 3) kernels as
 R(2+1)D factorizes them, max and average pools with ceil_mode and
-count_include_pad, adaptive pools; a symbolic batch; and what stays
-refused, with its reason."""
+count_include_pad, adaptive pools, transposed convolutions (strides,
+padding, output padding, groups, dilation) and a 3-D U-Net's level; a
+symbolic batch; and what stays refused, with its reason."""
 import io
 import warnings
 
@@ -71,7 +72,35 @@ MODULES = {  # name: (module, input shape)
     "global average": (lambda: nn.AdaptiveAvgPool3d(1), (2, 4, 5, 6, 7)),
     "conv, norm, relu, pool": (lambda: nn.Sequential(nn.Conv3d(3, 8, 3, padding=1), nn.BatchNorm3d(8), nn.ReLU(),
                                                      nn.MaxPool3d(2), nn.Conv3d(8, 4, 1)), (2, 3, 6, 8, 8)),
+    "transposed 3x3x3": (lambda: nn.ConvTranspose3d(4, 6, 3), (2, 4, 3, 5, 6)),
+    "transposed, stride 2 (a U-Net's up-sampling)": (lambda: nn.ConvTranspose3d(4, 6, 2, stride=2), (1, 4, 3, 5, 6)),
+    "transposed, strided, padded, output padding": (
+        lambda: nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 1)),
+        (1, 4, 3, 5, 6)),
+    "transposed, grouped, dilated": (lambda: nn.ConvTranspose3d(6, 6, 3, groups=3, dilation=(2, 1, 1), padding=2),
+                                     (1, 6, 4, 5, 5)),
+    "transposed, padding past the taps": (lambda: nn.ConvTranspose3d(4, 2, 3, stride=3, padding=2, bias=False),
+                                          (1, 4, 3, 5, 6)),
 }
+
+
+class UNet3D(nn.Module):
+    """A 3-D U-Net's level: down by a pool, up by a transposed
+    convolution, the skip connection concatenated."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.BatchNorm3d(4), nn.ReLU())
+        self.mid = nn.Sequential(nn.MaxPool3d(2), nn.Conv3d(4, 8, 3, padding=1), nn.ReLU())
+        self.up = nn.ConvTranspose3d(8, 4, 2, stride=2)
+        self.dec = nn.Conv3d(8, 3, 1)
+
+    def forward(self, x):
+        skip = self.enc(x)
+        return self.dec(torch.cat([self.up(self.mid(skip)), skip], dim=1))
+
+
+MODULES["a 3-D U-Net level"] = (UNet3D, (1, 2, 4, 8, 8))
 
 
 @pytest.mark.parametrize("importer", IMPORTERS)
@@ -99,11 +128,9 @@ def test_a_symbolic_batch(importer):
 
 
 @pytest.mark.parametrize("importer", IMPORTERS)
-def test_a_3d_transposed_convolution_is_refused_with_its_reason(importer):
-    module = nn.ConvTranspose3d(4, 2, 3).eval()
-    where = "ConvTranspose '/ConvTranspose'" if importer == "onnx" else "aten::convolution 'convolution'"
-    with pytest.raises(loom.LoomError, match=f"{where}: a 3-D transposed convolution is not supported"):
-        _import(importer, module, torch.randn(1, 4, 3, 4, 4))
+def test_a_3d_transposed_convolution_with_a_symbolic_batch(importer):
+    check(importer, nn.Sequential(nn.ConvTranspose3d(3, 4, 2, stride=2), nn.ReLU(), nn.ConvTranspose3d(4, 2, 3)),
+          (2, 3, 3, 4, 4), batches=[1, 3])
 
 
 @requires("onnx")

@@ -5,7 +5,7 @@ import numpy as np
 
 from ... import op
 from .. import numpy_matmul
-from ..common import conv3d, pool3d
+from ..common import conv3d, conv_transpose3d, pool3d, shape_text
 from . import _axis, _known, converter
 
 
@@ -93,11 +93,13 @@ def conv(ctx, node, x, w, bias=None, out_dtype=""):
 @converter("ConvTranspose")
 def _conv_transpose(ctx, node, x, w, bias=None):
     x, w = ctx.expr(x), ctx.expr(w, ctx.dtype(x))
-    x_shape = ctx.static_shape(node, x)
+    x_shape = list(ctx.shape(x))  # the batch may be symbolic, not the rest
+    if not all(isinstance(d, int) for d in x_shape[1:]):
+        node.unsupported(f"an input of symbolic channels or spatial extents {shape_text(x_shape)}")
     w_shape = ctx.static_shape(node, w, "the weight")
     kernel = list(node.attr("kernel_shape", w_shape[2:]))
     n = len(kernel)
-    if n not in (1, 2):
+    if n not in (1, 2, 3):
         node.unsupported(f"a {n}-D transposed convolution")
     strides = list(node.attr("strides", [1] * n))
     dilations = list(node.attr("dilations", [1] * n))
@@ -126,6 +128,8 @@ def _conv_transpose(ctx, node, x, w, bias=None):
                                 strides=[1, strides[0]], padding=[0, pads[0], 0, pads[1]],
                                 dilation=[1, dilations[0]], output_padding=[0, out_pad[0]], groups=group)
         y = _from_2d(y, ctx)
+    elif n == 3:
+        y = conv_transpose3d(ctx, x, w, strides, pads, out_pad, dilations, group)
     else:
         y = op.conv2d_transpose(x, w, strides=strides, padding=[pads[0], pads[1], pads[2], pads[3]],
                                 dilation=dilations, output_padding=out_pad, groups=group)
