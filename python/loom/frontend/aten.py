@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
-from .common import conv3d, conv_transpose3d, pool3d
+from .common import conv3d, conv_transpose3d, max_pool2d_indices, pool3d
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -513,9 +513,36 @@ def _max_pool(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mod
     return _pool(ctx, node, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode)
 
 
-@aten("max_pool2d_with_indices", "max_pool3d_with_indices", partial=(1,))
+@aten("max_pool2d_with_indices")
 def _max_pool_with_indices(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
+    values = _pool(ctx, node, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode)
+    x = _t(ctx, x)
+    if ctx.rank(x) != 4:
+        raise Unsupported("max_pool2d_with_indices of an unbatched input")
+    padding = _pair(padding)
+    return values, max_pool2d_indices(ctx, x, values, _pair(kernel), _pair(stride) if stride not in (None, []) else
+                                      _pair(kernel), padding + padding, _pair(dilation))
+
+
+@aten("max_pool3d_with_indices", partial=(1,))
+def _max_pool3d_with_indices(ctx, node, x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
     return _pool(ctx, node, op.max_pool2d, x, kernel, stride, padding, dilation, ceil_mode), None
+
+
+@aten("max_unpool2d")
+def _max_unpool2d(ctx, node, x, indices, output_size):
+    # Each value written at its position in its plane of the output,
+    # zeros elsewhere (indices from max_pool2d_with_indices).
+    x, indices = _t(ctx, x), _t(ctx, indices)
+    shape = ctx.shape(x)
+    if len(shape) != 4 or not all(isinstance(d, int) for d in shape):
+        raise Unsupported(f"max_unpool2d of an input of shape {list(shape)} (N C H W, static)")
+    n, c, h, w = shape
+    oh, ow = (int(v) for v in output_size[-2:])
+    zeros = ctx.expr(np.zeros((n, c, oh * ow), dtype=ctx.dtype(x)))
+    flat = op.scatter_elements(zeros, op.reshape(indices, shape=[n, c, h * w]), op.reshape(x, shape=[n, c, h * w]),
+                               axis=2)
+    return op.reshape(flat, shape=[n, c, oh, ow])
 
 
 @aten("avg_pool2d", "avg_pool3d", accepts=lambda a: len(a) < 7 or a[6] is None)

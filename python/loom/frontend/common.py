@@ -234,6 +234,37 @@ def conv_transpose3d(ctx, x, w, strides, pads, output_padding, dilations, groups
     o, oh, ow = ctx.shape(y)[1:]
     return op.transpose(op.reshape(y, shape=[batch, depth, o, oh, ow]), axes=[0, 2, 1, 3, 4])
 
+
+def max_pool2d_indices(ctx, x, values, kernel, strides, pads, dilations, column_major=False):
+    """Where each window of a 2-D max pool found its maximum (x N C H W,
+    pads top, left, bottom, right; `values` the pool's result, whose
+    shape says how many windows): the position h * W + w in its plane,
+    int64, the first maximum in the window's row-major order, as PyTorch's
+    max_pool2d_with_indices gives (the last NaN, where there is one;
+    column_major: w * H + h, ONNX's storage_order 1).  One strided
+    slice of the input padded with -inf per tap, kept where it beats the
+    taps before it."""
+    c, h, w = _static(list(ctx.shape(x)[1:]), "a max pool's input with indices")
+    oh, ow = ctx.shape(values)[2:]
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    bottom = max((oh - 1) * sh + dh * (kh - 1) + 1 - h - pads[0], 0)
+    right = max((ow - 1) * sw + dw * (kw - 1) + 1 - w - pads[1], 0)
+    padded = op.pad(x, pad_width=[0, 0, 0, 0, pads[0], bottom, pads[1], right], pad_value=float("-inf"))
+    rows, cols = np.arange(oh)[:, None] * sh - pads[0], np.arange(ow)[None, :] * sw - pads[1]
+    best = where = None
+    for i in range(kh):
+        for j in range(kw):
+            end = [i * dh + sh * (oh - 1) + 1, j * dw + sw * (ow - 1) + 1]
+            tap = op.slice(padded, begin=[i * dh, j * dw], end=end, strides=[sh, sw], axes=[2, 3])
+            r, q = rows + i * dh, cols + j * dw
+            at = ctx.expr((q * h + r if column_major else r * w + q).astype(np.int64))
+            if best is None:
+                best, where = tap, op.broadcast_to(at, shape=list(ctx.shape(tap)))
+                continue
+            wins = op.logical_or(op.greater(tap, best), op.isnan(tap))
+            best, where = op.where(wins, tap, best), op.where(wins, at, where)
+    return where
+
 def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **extra):
     """A 3-D max or average pool (pads ONNX's order) as a 2-D pool over
     (H, W) then one over (D, 1): exact, since a window is the product of

@@ -317,9 +317,11 @@ def test_unsupported_calls_are_one_error_listing_each_type_count_and_first_node(
 
 
 def test_an_unsupported_attribute_names_the_node():
-    net = torch.nn.Sequential(torch.nn.MaxPool2d(2, return_indices=True))
-    with pytest.raises(loom.TypeError, match=r"torch.nn.MaxPool2d 'model_0': return_indices=True is not supported"):
-        lfx.from_fx(net, [torch.randn(1, 1, 5, 5)])
+    # (A 2-D pool's indices import through the aten graph: test_sampling.py.)
+    net = torch.nn.Sequential(torch.nn.MaxPool3d(2, return_indices=True)).eval()
+    with pytest.raises(loom.TypeError, match=r"aten::max_pool3d_with_indices 'max_pool3d_with_indices': its result 1 "
+                                             r"is not supported"):
+        lfx.from_fx(net, [torch.randn(1, 1, 4, 4, 4)])
 
 
 def test_the_docs_table_is_the_registry():

@@ -2,8 +2,9 @@
 grid_sample in every mode and padding mode (ONNX GridSample, aten
 grid_sampler_2d), affine_grid, unfold (aten im2col) and linspace, through
 both PyTorch importers against PyTorch on random inputs, with grid points
-outside the image; a spatial transformer written as users write one; and
-what stays refused, with its reason."""
+outside the image; a spatial transformer written as users write one; a
+max pool's indices and max_unpool2d (a SegNet's decoder); and what stays
+refused, with its reason."""
 import io
 import itertools
 import warnings
@@ -187,3 +188,59 @@ def test_what_grid_sample_refuses_says_what_and_why():
     grid = torch.zeros(1, 2, 2, 2, 3)
     with pytest.raises(loom.frontend.UnsupportedOperatorError, match=r"aten::grid_sampler_3d: 1 node"):
         lfx.from_fx(GridSample("bilinear", "zeros", False), [torch.zeros(1, 1, 3, 3, 3), grid])
+
+
+class PoolWithIndices(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, x):
+        return F.max_pool2d(x, return_indices=True, **self.options)
+
+
+POOLS = {
+    "2x2": (dict(kernel_size=2), (2, 3, 6, 8)),
+    "3x3 stride 2, padded": (dict(kernel_size=3, stride=2, padding=1), (1, 2, 7, 9)),
+    "ceil mode, dilated": (dict(kernel_size=3, stride=2, ceil_mode=True, dilation=(1, 2)), (1, 2, 8, 9)),
+}
+
+
+@pytest.mark.parametrize("importer", IMPORTERS)
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_a_max_pools_indices_are_pytorchs(name, importer):
+    options, shape = POOLS[name]
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    x[0, 0, :2, :4] = 1.0  # ties: the first maximum of the window wins
+    x[0, 1, 1, 1] = float("-inf")
+    module = PoolWithIndices(**options).eval()
+    library = loom.build(_import(importer, module, [x]), HOST)
+    want = module(x)
+    got = library["main"](x.numpy())
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+    # (PyTorch's exporter turns ONNX's indices, over the whole tensor, back
+    # into positions in each plane.)
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
+class SegNetLevel(torch.nn.Module):
+    """A SegNet decoder level: the encoder's pooling indices put the
+    decoder's values back where the maxima were."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.dec = torch.nn.Conv2d(4, 2, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.enc(x))
+        pooled, where = F.max_pool2d(y, 2, return_indices=True)
+        return self.dec(F.max_unpool2d(pooled * 2, where, 2, output_size=y.shape[-2:]))
+
+
+def test_a_segnet_unpools_where_it_pooled():
+    # (PyTorch 1.13's exporter has no max_unpool2d: FX; ONNX's MaxUnpool
+    # passes ONNX's own node tests.)
+    torch.manual_seed(0)
+    check("fx", SegNetLevel(), [torch.randn(2, 3, 8, 10)])

@@ -5,7 +5,7 @@ import numpy as np
 
 from ... import op
 from .. import numpy_matmul
-from ..common import conv3d, conv_transpose3d, pool3d, shape_text
+from ..common import conv3d, conv_transpose3d, max_pool2d_indices, pool3d, shape_text
 from . import _axis, _known, converter
 
 
@@ -164,11 +164,50 @@ def _pool(ctx, node, x, loom_pool, **extra):
 
 @converter("MaxPool")
 def _max_pool(ctx, node, x):
-    if node.wants(1):
-        node.unsupported("the Indices output")
-    if node.attr("storage_order", 0):
-        node.unsupported("storage_order=1")
-    return _pool(ctx, node, x, op.max_pool2d)
+    values = _pool(ctx, node, x, op.max_pool2d)
+    if not node.wants(1):
+        return values
+    # Indices: each maximum's position in the whole tensor, flattened
+    # (its plane's offset plus its place in the plane; storage_order 1:
+    # the plane read by columns).
+    x = ctx.expr(x)
+    kernel = list(node.attr("kernel_shape"))
+    shape = ctx.shape(x)
+    if len(kernel) != 2:
+        node.unsupported(f"the Indices output of a {len(kernel)}-D pool")
+    if not all(isinstance(d, int) for d in shape):
+        node.unsupported(f"the Indices output of an input of symbolic shape {shape_text(shape)}")
+    strides, pads, dilations = _window(ctx, node, x, kernel)
+    plane = max_pool2d_indices(ctx, x, values, kernel, strides, [pads[0], pads[1], pads[2], pads[3]], dilations,
+                               column_major=bool(node.attr("storage_order", 0)))
+    n, c, h, w = shape
+    offsets = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+    return values, op.add(plane, ctx.expr(offsets))
+
+
+@converter("MaxUnpool", opsets=(9, 17))
+def _max_unpool(ctx, node, x, indices, output_shape=None):
+    # Each value written at its index in the whole output, flattened;
+    # zeros elsewhere.
+    x, indices = ctx.expr(x), ctx.expr(indices)
+    shape = ctx.static_shape(node, x)
+    kernel = list(node.attr("kernel_shape"))
+    n = len(kernel)
+    strides = list(node.attr("strides", [1] * n))
+    pads = list(node.attr("pads", [0] * (2 * n)))
+    out = shape[:2] + [(d - 1) * s - pads[k] - pads[k + n] + kernel[k]
+                       for k, (d, s) in enumerate(zip(shape[2:], strides))]
+    total, count = int(np.prod(out)), int(np.prod(shape))
+    zeros = ctx.expr(np.zeros(total, dtype=ctx.dtype(x)))
+    flat = op.scatter_elements(zeros, op.reshape(indices, shape=[count]), op.reshape(x, shape=[count]), axis=0)
+    y = op.reshape(flat, shape=out)
+    if output_shape is not None:  # the indices are the default shape's; output_shape pads its ends
+        wanted = [int(v) for v in _known(node, output_shape, "output_shape")]
+        if len(wanted) != len(out) or any(a < b for a, b in zip(wanted, out)):
+            node.unsupported(f"output_shape {wanted} smaller than the unpooled shape {out}")
+        if wanted != out:
+            y = op.pad(y, pad_width=[v for a, b in zip(wanted, out) for v in (0, a - b)])
+    return y
 
 
 @converter("AveragePool")
