@@ -240,7 +240,7 @@ expect_output check-config-tag-name 1 "tag_name.yaml:1:15: no target tag named '
 rm -rf "$tmpc0"
 expect_output info-declared 0 "^pass: +FuseOps \(opt 1\), options: max_depth: int \(1 to 256\) = 8$" -- "$LOOMC" plugins info passes
 expect_output info-declared-kind 0 "^target kind: +llvm: mtriple: str" -- "$LOOMC" plugins info llvm
-expect_output info-declared-ops 0 "^operators: +104: " -- "$LOOMC" plugins info ops
+expect_output info-declared-ops 0 "^operators: +105: " -- "$LOOMC" plugins info ops
 expect_output check-config 0 "host.yaml: ok \(passes: cpu_channels_last\)$" -- "$LOOMC" check "$SOURCE_DIR/configs/host.yaml"
 tmpc=$(mktemp -d)
 printf 'target: {kind: llvm, mcpuu: x}\n' > "$tmpc/a.yaml"
