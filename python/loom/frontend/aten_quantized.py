@@ -172,3 +172,52 @@ def _qbatch_norm(ctx, node, x, weight, bias, mean, var, eps, scale=None, zero_po
     factor = w / np.sqrt(v + np.float32(eps))
     y = op.add(op.multiply(x, ctx.expr(factor.astype(np.float32))), ctx.expr((b - m * factor).astype(np.float32)))
     return op.relu(y) if node.kind.endswith("_relu") else y
+
+
+# ------------------------------------------------------- dynamic quantization
+
+def dynamic_qparams(ctx, x, reduce_range):
+    """The scale and zero point PyTorch's dynamic quantization picks for x
+    on each call (its ChooseQuantizationParams for uint8; the range in
+    float32, the scale and zero point in float64): the range of x widened
+    to hold 0 over 255 steps (127 with reduce_range, fbgemm's default);
+    0.1 where that scale is 0 or its inverse overflows; a scale under
+    6.1e-5 raised to it, the range stretched alike; the zero point from
+    whichever end loses less, rounded to even and clipped."""
+    qmax = 127.0 if reduce_range else 255.0
+    f = lambda v: ctx.expr(np.asarray(v, np.float32))  # noqa: E731
+    d = lambda v: ctx.expr(np.asarray(v, np.float64))  # noqa: E731
+    wide = lambda v: op.cast(v, dtype="float64")  # noqa: E731
+    x = op.cast(x, dtype="float32") if ctx.dtype(x) != "float32" else x
+    low, high = op.minimum(op.min(x), f(0)), op.maximum(op.max(x), f(0))
+    scale = op.divide(op.subtract(wide(high), wide(low)), d(qmax))
+    narrow = op.cast(scale, dtype="float32")
+    degenerate = op.logical_or(op.equal(narrow, f(0)), op.isinf(op.divide(f(1), narrow)))
+    scale = op.where(degenerate, d(0.1), scale)
+    threshold = np.float32(6.1e-5)
+    small = op.less(scale, d(float(threshold)))
+    amplifier = op.divide(f(threshold), op.cast(scale, dtype="float32"))
+    at_zero_low, at_zero_high = op.equal(low, f(0)), op.equal(high, f(0))
+    low = op.where(small, op.where(at_zero_low, low, op.where(at_zero_high, f(-threshold * np.float32(qmax)),
+                                                               op.multiply(low, amplifier))), low)
+    high = op.where(small, op.where(at_zero_low, f(threshold * np.float32(qmax)),
+                                    op.where(at_zero_high, high, op.multiply(high, amplifier))), high)
+    scale = op.where(small, d(float(threshold)), scale)
+    from_low, from_high = op.divide(wide(low), scale), op.divide(wide(high), scale)
+    low_error = op.neg(op.abs(from_low))                  # |qmin| - |low / scale|, qmin 0
+    high_error = op.subtract(d(qmax), op.abs(from_high))  # |qmax| - |high / scale|
+    initial = op.where(op.less(low_error, high_error), op.neg(from_low), op.subtract(d(qmax), from_high))
+    point = op.clip(op.round(initial), a_min=0.0, a_max=qmax)
+    return op.cast(scale, dtype="float32"), op.cast(point, dtype="uint8")
+
+
+@quantized("linear_dynamic", "linear_relu_dynamic")
+def _qlinear_dynamic(ctx, node, x, packed, reduce_range=False):
+    # Float in, float out: x quantized to uint8 by its own range on each
+    # call, its product with the int8 weights scaled back, the float bias.
+    w, bias = _unpack(packed, node.kind)
+    x = _t(ctx, x)
+    scale, point = dynamic_qparams(ctx, x, bool(reduce_range))
+    x = op.dequantize(op.quantize(x, scale, point), scale, point)
+    y = _bias(ctx, op.dense(x, _weight(ctx, w)), bias, -1)
+    return op.relu(y) if "relu" in node.kind else y

@@ -5,7 +5,9 @@ PyTorch's own quantized kernels on random inputs, within one quantization
 step and equal on almost every element; quantized torchvision models
 (eager mode, as torchvision.models.quantization builds them, and FX
 mode) within PyTorch's own quantization error of PyTorch's quantized
-output, with no float convolution left; and what stays refused."""
+output, with no float convolution left; dynamic quantization
+(quantize_dynamic's linear layers: the parameters PyTorch picks on each
+call, a Transformer encoder); and what stays refused."""
 import re
 
 import numpy as np
@@ -228,6 +230,69 @@ def test_torch_compile_takes_a_quantized_module_through_fx_and_torchscript_says_
         lts.from_torchscript(torch.jit.trace(quantized, x), [x])
 
 
+def test_dynamic_quantization_picks_pytorchs_scale_and_zero_point():
+    from loom import graph
+    from loom.frontend.aten_quantized import dynamic_qparams
+    from loom.frontend.common import Context
+    x = graph.Var("x", shape=(64,))
+    rng = np.random.default_rng(0)
+    for reduce_range in (False, True):
+        scale, point = dynamic_qparams(Context(), x, reduce_range)
+        library = loom.build(loom.IRModule({"main": graph.Function([x], graph.Tuple([scale, point]))}), HOST)
+        for k in range(60):
+            # signed, positive, negative, zero and offset values over nine
+            # decades (scales below 6.1e-5 are raised to it)
+            v = rng.standard_normal(64).astype(np.float32) * np.float32(10 ** rng.uniform(-6, 3))
+            v = [v, np.abs(v), -np.abs(v), v * 0, v + 5][k % 5]
+            got = library["main"](v)
+            want = torch._choose_qparams_per_tensor(torch.from_numpy(v), reduce_range)
+            assert (float(got[0].numpy()), int(got[1].numpy())) == (float(np.float32(want[0])), want[1]), (k, v[:4])
+
+
+class Attention(nn.Module):
+    """Self-attention written with nn.Linear, as Hugging Face's BERT is
+    (nn.MultiheadAttention with quantized projections PyTorch 1.13 cannot
+    trace)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x):
+        b, n, d = x.shape
+        split = lambda t: t.view(b, n, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, -1)
+        return self.o((a @ v).transpose(1, 2).reshape(b, n, d))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d=64, heads=4, hidden=128):
+        super().__init__()
+        self.attention, self.norm1, self.norm2 = Attention(d, heads), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.up, self.down = nn.Linear(d, hidden), nn.Linear(hidden, d)
+
+    def forward(self, x):
+        x = self.norm1(x + self.attention(x))
+        return self.norm2(x + self.down(nn.functional.gelu(self.up(x))))
+
+
+def test_a_dynamically_quantized_transformer_agrees_with_pytorch():
+    torch.manual_seed(0)
+    model = nn.Sequential(EncoderLayer(), EncoderLayer()).eval()
+    quantized = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    library = loom.build(lfx.from_fx(quantized, [torch.randn(2, 10, 64)]), HOST)
+    for seed in range(3):
+        x = torch.randn(2, 10, 64, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            want, real = quantized(x).numpy(), model(x).numpy()
+        got = library["main"](x.numpy()).numpy()
+        # The same quantization on each call: only float rounding apart,
+        # a hundredth of what quantizing costs.
+        assert np.abs(got - want).max() <= 0.01 * np.abs(want - real).max()
+
+
 def test_what_stays_refused_says_what():
     # A quantized tensor of qint32 (no Loom format): refused, naming the node.
     class ToInt32(nn.Module):
@@ -236,3 +301,15 @@ def test_what_stays_refused_says_what():
     with pytest.raises(loom.TypeError, match=r"quantize_per_tensor '.*': activations quantized to torch.qint32 "
                                              r"\(quint8 and qint8 are\) is not supported"):
         lfx.from_fx(ToInt32(), [torch.randn(2, 3)])
+
+    # A dynamically quantized LSTM: its quantized_lstm is named.
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 16)
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+    quantized = torch.ao.quantization.quantize_dynamic(Recurrent().eval(), {nn.LSTM}, dtype=torch.qint8)
+    with pytest.raises(loom.frontend.UnsupportedOperatorError, match=r"aten::quantized_lstm: 1 node"):
+        lfx.from_fx(quantized, [torch.randn(5, 1, 8)])
