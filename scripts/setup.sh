@@ -24,6 +24,7 @@ PACKAGES=(
   libopenblas0-pthread           # NumPy's BLAS: the peer of the matmul benchmark
   python3-torch                  # the peer of the MLP benchmark (bench/); models for the importers
   python3-onnx python3-torchvision  # the ONNX importer (docs/frontends.md) and its test models
+  python3-torchaudio             # speech models for the importers (tests/python/frontend/test_audio.py)
   python3-threadpoolctl          # which OpenBLAS kernel the benchmarks' NumPy runs (bench/)
   python3-xgboost                # tuning's cost model (docs/tuning.md)
   python3-distributed            # tuning on a Dask cluster: dask-scheduler, dask-worker (docs/tuning.md)

@@ -686,6 +686,16 @@ def _native_layer_norm(ctx, node, x, normalized_shape, weight, bias, eps):
 
 @aten("group_norm")
 def _group_norm(ctx, node, x, groups, weight=None, bias=None, eps=1e-5, *rest):
+    return _group_norm_parts(ctx, x, groups, weight, bias, eps)[0]
+
+
+@aten("native_group_norm")
+def _native_group_norm(ctx, node, x, weight, bias, n, c, hw, groups, eps):
+    # (out, mean, rstd), the statistics (N, groups)
+    return _group_norm_parts(ctx, x, groups, weight, bias, eps)
+
+
+def _group_norm_parts(ctx, x, groups, weight, bias, eps):
     x = _t(ctx, x)
     shape = list(ctx.shape(x))
     if not all(isinstance(d, int) for d in shape[1:]):
@@ -695,7 +705,9 @@ def _group_norm(ctx, node, x, groups, weight=None, bias=None, eps=1e-5, *rest):
     mean = op.mean(grouped, axis=[2], keepdims=True)
     centred = op.subtract(grouped, mean)
     var = op.mean(op.multiply(centred, centred), axis=[2], keepdims=True)
-    y = op.reshape(op.multiply(centred, op.rsqrt(op.add(var, ctx.const(eps, x)))), shape=[n] + shape[1:])
+    rstd = op.rsqrt(op.add(var, ctx.const(eps, x)))
+    y = op.reshape(op.multiply(centred, rstd), shape=[n] + shape[1:])
+    statistics = (op.reshape(mean, shape=[n, int(groups)]), op.reshape(rstd, shape=[n, int(groups)]))
     extra = [1] * (len(shape) - 2)
     dtype = ctx.dtype(x)
     if weight is not None:
@@ -704,7 +716,30 @@ def _group_norm(ctx, node, x, groups, weight=None, bias=None, eps=1e-5, *rest):
     if bias is not None:
         y = op.add(y, ctx.expr(np.asarray(bias).reshape(-1, *extra) if isinstance(bias, np.ndarray) else
                                op.reshape(_t(ctx, bias), shape=[-1] + extra), dtype))
-    return y
+    return (y,) + statistics
+
+
+@aten("prelu", "_prelu_kernel")
+def _prelu(ctx, node, x, weight):
+    # x where positive, else weight * x, one weight per channel (axis 1)
+    # or one for all.
+    x, weight = _t(ctx, x), _t(ctx, weight)
+    rank, count = ctx.rank(x), ctx.shape(weight)
+    if rank >= 2 and count and count[0] != 1:
+        weight = op.reshape(weight, shape=[-1] + [1] * (rank - 2))
+    return op.where(op.greater(x, ctx.const(0, x)), x, op.multiply(weight, x))
+
+
+@aten("_weight_norm_interface", "_weight_norm")
+def _weight_norm(ctx, node, v, g, dim=0):
+    # (w, norm): v scaled to g's length along every axis but dim.
+    v, g = _t(ctx, v), _t(ctx, g)
+    rank = ctx.rank(v)
+    dim = int(dim) % rank if rank else 0
+    axes = [a for a in range(rank) if a != dim]
+    norm = op.sqrt(op.sum(op.multiply(v, v), axis=axes, keepdims=True)) if axes else op.abs(v)
+    w = op.multiply(v, op.divide(g, norm))
+    return (w, norm) if "interface" in node.kind else w
 
 
 @aten("softmax", "_softmax", accepts=lambda a: len(a) < 3 or a[2] in (None, False))

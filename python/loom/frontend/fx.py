@@ -270,6 +270,13 @@ def _convert_fx(traced, examples, params, shapes=None):
 def _finish(ctx, result, inputs, params_out, weights, params):
     """The module of a converted graph whose output is `result`."""
     outputs = list(_flat(result))
+    if any(o is None for o in outputs) and any(o is not None for o in outputs):
+        # (wav2vec2's (features, lengths) without lengths): dropped, as
+        # torch.onnx.export drops them, and said.
+        import warnings
+        warnings.warn(f"from_fx: the module's outputs {[k for k, o in enumerate(outputs) if o is None]} are None; "
+                      "the function returns the others", stacklevel=3)
+        outputs = [o for o in outputs if o is not None]
     exprs = [ctx.expr(o) for o in outputs]
     body = exprs[0] if len(exprs) == 1 and not isinstance(result, (tuple, list)) else graph.Tuple(exprs)
     mod = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
@@ -484,12 +491,25 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
         gm, state = aten_graph(module, examples), {}
     else:
         gm, state = aten_graph_symbolic(module, examples, shapes)
+    # A node that reads no input (a weight's weight norm, a constant's
+    # transpose) is computed at import (_fold) and needs no converter.
+    varying = {n for n in gm.graph.nodes if n.op == "placeholder"}
+    if params == "inputs":
+        varying |= {n for n in gm.graph.nodes if n.op == "get_attr" and
+                    isinstance(getattr(gm, n.target, None), torch.nn.Parameter)}
     calls = []
     for n in gm.graph.nodes:
-        if n.op == "call_function" and n.target is not operator.getitem and _shape_kind(n.target) is None:
+        if n.op != "call_function":
+            continue
+        if any(a in varying for a in n.all_input_nodes):
+            varying.add(n)
+        elif "rand" not in str(n.target) and "normal" not in str(n.target):
+            continue
+        if n.target is not operator.getitem and _shape_kind(n.target) is None:
             calls.append((_aten_kind(n.target), n.name))
     missing = [(kind, name) for kind, name in calls if aten.find(kind) is None]
-    if missing:
+
+    def refuse(missing):
         try:
             aten.REGISTRY.check(missing, 0)
         except UnsupportedOperatorError as e:
@@ -498,6 +518,8 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
                 note = ("\n(its module-level graph has no converter for " +
                         ", ".join(sorted({k for k, _ in why})) + "; its aten graph was tried instead)")
             raise UnsupportedOperatorError(str(e) + note) from None
+    if missing:
+        refuse(missing)
     ctx = Context()
     values, inputs, weights, params_out = {}, [], {}, []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -564,8 +586,10 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
                                       "(docs/frontends.md)")
         folded = _fold(n, args, kwargs)
         if folded is not None:
-            values[n] = folded
+            values[n] = None if folded is _NOTHING else folded
             continue
+        if aten.find(kind) is None:  # a node of constants PyTorch could not compute either
+            refuse([(kind, n.name)])
         node = aten.Node(kind, n.name)
         kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "layout", "pin_memory", "memory_format")}
         with naming(f"{kind} '{n.name}'"):
@@ -620,10 +644,15 @@ def _fold(n, args, kwargs):
         if isinstance(v, (tuple, list)):
             return type(v)(back(x) for x in v)
         return v
+    if out is None:
+        return _NOTHING  # a check of constants (_linalg_check_errors) that passed
     try:
         return back(out)
     except ValueError:
         return None
+
+
+_NOTHING = object()  # _fold's result for a node computed at import that gives no value
 
 
 _VIEWS = {"aten::slice", "aten::select", "aten::view", "aten::as_strided", "aten::transpose", "aten::permute",

@@ -347,3 +347,39 @@ def test_a_module_in_training_mode_is_imported_as_it_computes_there_with_a_warni
     with torch.no_grad():
         want = net.eval()(x).numpy()
     np.testing.assert_allclose(loom.build(mod, HOST)["main"](x.numpy()).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_an_operator_without_converter_on_weights_alone_is_computed_at_import():
+    # torch.linalg.inv and torch.det of a weight read no input: PyTorch
+    # computes them at import (with the checks they call); of an input they
+    # are refused, every type listed.
+    class OfWeights(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4, 4) + 4 * torch.eye(4))
+
+        def forward(self, x):
+            return x @ torch.linalg.inv(self.w) + torch.det(self.w)
+
+    class OfInput(torch.nn.Module):
+        def forward(self, x):
+            return x @ torch.linalg.inv(x)
+    torch.manual_seed(0)
+    module, x = OfWeights().eval(), torch.randn(3, 4)
+    got = loom.build(lfx.from_fx(module, [x]), HOST)["main"](x.numpy()).numpy()
+    with torch.no_grad():
+        np.testing.assert_allclose(got, module(x).numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(frontend.UnsupportedOperatorError, match=r"(?s)2 operator types.*_linalg_check_errors.*"
+                                                                  r"linalg_inv_ex: 1 node"):
+        lfx.from_fx(OfInput().eval(), [torch.randn(4, 4)])
+
+
+def test_outputs_that_are_none_are_dropped_with_a_warning():
+    class WithNone(torch.nn.Module):
+        def forward(self, x):
+            return x * 2, None
+    x = torch.randn(2, 3)
+    with pytest.warns(UserWarning, match=r"the module's outputs \[1\] are None; the function returns the others"):
+        mod = lfx.from_fx(WithNone().eval(), [x])
+    got = loom.build(mod, HOST)["main"](x.numpy())
+    np.testing.assert_array_equal(got[0].numpy(), x.numpy() * 2)
