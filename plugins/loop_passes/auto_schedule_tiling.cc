@@ -338,10 +338,16 @@ bool StageScheduler::tile(const std::string& nest) {
   // multiply-add rate).
   bool constant_operands = !operands.empty();
   for (const Operand& o : operands) constant_operands = constant_operands && constant_.count(o.load->buffer->name);
+  // So does a row of constant operands that only vectors of under half
+  // the width divide (45 or 46 output channels with 16 lanes: single
+  // lanes or pairs, or no tile, ran a convolution at 3-7 GFLOP/s; 44:
+  // quarter vectors); a row of 24 keeps half-width ones.
+  int64_t dividing = lanes;
+  while (dividing > 1 && *ej % dividing != 0) dividing /= 2;
   // Not for a grouped convolution's channels (group_): a panel must not
   // straddle two groups, so the vectors divide K.
-  bool tail =
-      !window && !group_ && constant_operands && *ej % lanes != 0 && *ej >= 8 * lanes && decide("tile.tail", true);
+  bool tail = !window && !group_ && constant_operands && *ej % lanes != 0 &&
+              (*ej >= 8 * lanes || 2 * dividing < lanes) && decide("tile.tail", true);
   if (!window && !tail)
     while (lanes > 4 && *ej % lanes != 0) lanes /= 2;
   if (lanes < 2) return false;

@@ -618,6 +618,18 @@ def test_a_long_row_of_constant_weights_keeps_full_vectors_and_a_guarded_tail():
     close(loom.build(mod, CONFIG)["main"](x).numpy(), want)
 
 
+def test_a_row_of_constant_weights_that_only_narrow_vectors_divide_keeps_full_ones():
+    # 11 output channels (R(2+1)D's 45, scaled to 4-lane vectors): no
+    # vector of at least half the width divides them, so full vectors and a
+    # guarded tail rather than no tile (a 45-channel convolution ran at 3
+    # GFLOP/s; docs/passes.md, AutoSchedule).
+    x = f32(1, 5, 5, 16)
+    mod, want = pointwise_nhwc(x, f32(11, 1, 1, 16), f32(1, 1, 11))
+    text = scheduled(mod)
+    assert "extent 4 vectorized" in text and re.search(r"if .* < 11\b", text), text
+    close(loom.build(mod, CONFIG)["main"](x).numpy(), want)
+
+
 def conv_stride_ref(x, w, pad, stride):
     full = conv_ref(x, w, pad)
     return full[:, :, ::stride, ::stride]
