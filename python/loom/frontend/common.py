@@ -118,6 +118,18 @@ class Context:
 
 
 
+
+def without_none(outputs, importer):
+    """A module's flattened outputs without its None ones (wav2vec 2.0's
+    (features, lengths) without lengths): dropped, as torch.onnx.export
+    drops them, with a warning naming their positions."""
+    dropped = [k for k, o in enumerate(outputs) if o is None]
+    if not dropped or len(dropped) == len(outputs):
+        return outputs
+    warnings.warn(f"{importer}: the module's outputs {dropped} are None; the function returns the others",
+                  stacklevel=4)
+    return [o for o in outputs if o is not None]
+
 @contextlib.contextmanager
 def evaluating(module, switch, importer):
     """Runs the import with `module` in eval mode when `switch`, restoring

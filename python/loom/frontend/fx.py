@@ -19,7 +19,7 @@ import numpy as np
 from .. import _core
 from .. import graph, ir, op, tir
 from . import Registry, UnsupportedOperatorError, aten, aten_quantized, naming
-from .common import Context, evaluating
+from .common import Context, evaluating, without_none
 
 REGISTRY = Registry("PyTorch")
 _ANY = (0, 0)  # PyTorch converters are not versioned by opset
@@ -269,14 +269,7 @@ def _convert_fx(traced, examples, params, shapes=None):
 
 def _finish(ctx, result, inputs, params_out, weights, params):
     """The module of a converted graph whose output is `result`."""
-    outputs = list(_flat(result))
-    if any(o is None for o in outputs) and any(o is not None for o in outputs):
-        # (wav2vec2's (features, lengths) without lengths): dropped, as
-        # torch.onnx.export drops them, and said.
-        import warnings
-        warnings.warn(f"from_fx: the module's outputs {[k for k, o in enumerate(outputs) if o is None]} are None; "
-                      "the function returns the others", stacklevel=3)
-        outputs = [o for o in outputs if o is not None]
+    outputs = without_none(list(_flat(result)), "from_fx")
     exprs = [ctx.expr(o) for o in outputs]
     body = exprs[0] if len(exprs) == 1 and not isinstance(result, (tuple, list)) else graph.Tuple(exprs)
     mod = ir.IRModule({"main": graph.Function(inputs + params_out, body)})

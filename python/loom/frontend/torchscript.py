@@ -26,7 +26,7 @@ import numpy as np
 from .. import _core
 from .. import graph, ir
 from . import aten
-from .common import Context, evaluating
+from .common import Context, evaluating, without_none
 
 # Operators whose result depends on their inputs' shapes and values
 # alone: computed from shapes only, they are known at import time.
@@ -160,7 +160,28 @@ def from_torchscript(module, example_inputs, *, report=False, eval=False):
         elif eval and module.training:
             module.eval()
         g, attrs, owner = _graph_of(module)
+        _bind_optional_defaults(module, g, len(examples))
         return _import(g, attrs, owner, examples, report)
+
+
+def _bind_optional_defaults(module, g, count):
+    """Trailing parameters past the examples whose default is None
+    (wav2vec 2.0's `lengths: Optional[Tensor] = None`) taken as None: the
+    graph specialized to it, its `is None` branches folded."""
+    import torch
+    arguments = list(module.forward.schema.arguments)[1:]  # (not self)
+    params = list(g.inputs())
+    offset = len(params) - len(arguments)  # 1 where the graph takes self
+    extra = arguments[count:]
+    if not extra or offset < 0 or not all(a.has_default_value() and a.default_value is None for a in extra):
+        return
+    with g.insert_point_guard(next(iter(g.nodes()))):
+        none = g.insertConstant(None)
+    for k in reversed(range(offset + count, len(params))):
+        params[k].replaceAllUsesWith(none)
+        g.eraseInput(k)
+    torch._C._jit_pass_constant_propagation(g)
+    torch._C._jit_pass_dce(g)
 
 
 def _import(g, attrs, owner, examples, report):
@@ -404,7 +425,7 @@ def _import(g, attrs, owner, examples, report):
         result.inside[name] = [inner.kind() for m in region for inner in _nested(m)]
     returned = list(g.return_node().inputs())
     outputs = [value(v) for v in returned]
-    flat = list(_flatten(outputs))
+    flat = without_none(list(_flatten(outputs)), "from_torchscript")
     body = ctx.expr(flat[0]) if len(flat) == 1 and not isinstance(outputs[0], (tuple, list)) else \
         graph.Tuple([ctx.expr(x) for x in flat])
     for var, expr in reversed(bindings):

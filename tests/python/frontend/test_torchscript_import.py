@@ -4,7 +4,6 @@ data-dependent loop) imports, runs and matches PyTorch, what Loom has is
 fused by its passes and the rest runs as torchscript functions; a traced
 module; torchvision's ResNet-18 entirely by Loom; the report; in-place
 operators; loomc import of a saved TorchScript file."""
-import io
 import re
 import subprocess
 
@@ -137,3 +136,19 @@ def test_loomc_import_of_a_torchscript_file(mixed, tmp_path):
     bad = subprocess.run([str(LOOMC), "import", str(path), "-o", str(tmp_path / "m.loom")], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 1 and "a TorchScript file needs each input's shape: --shape NAME=D0,D1,..." in bad.stderr
+
+
+def test_a_trailing_optional_argument_past_the_examples_is_its_default_none():
+    from typing import Optional
+
+    class Masked(torch.nn.Module):
+        def forward(self, x, mask: Optional[torch.Tensor] = None):
+            if mask is not None:
+                x = x * mask
+            return torch.relu(x) + 1, None
+    scripted = torch.jit.script(Masked().eval())
+    x = torch.randn(3, 4)
+    with pytest.warns(UserWarning, match=r"from_torchscript: the module's outputs \[1\] are None"):
+        mod = from_torchscript(scripted, [x])
+    got = loom.build(mod, HOST)["main"](x.numpy())
+    np.testing.assert_allclose(got[0].numpy(), (torch.relu(x) + 1).numpy(), rtol=1e-6)
