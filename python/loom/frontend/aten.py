@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
-from .common import conv3d, conv_transpose3d, max_pool2d_indices, pool3d
+from .common import conv3d, conv_transpose3d, max_pool2d_indices, pool3d, window_tap
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -1333,8 +1333,6 @@ def _arange(ctx, node, *args, dtype=None, **kwargs):
     return np.arange(start, end, step, dtype=name)
 
 
-
-
 @aten("im2col")
 def _im2col(ctx, node, x, kernel_size, dilation, padding, stride):
     # F.unfold: every window's values as a column, (N, C * KH * KW, L) with
@@ -1352,11 +1350,8 @@ def _im2col(ctx, node, x, kernel_size, dilation, padding, stride):
     oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     if oh < 1 or ow < 1:
         raise Unsupported(f"im2col with a {kh}x{kw} window larger than the padded {h + 2 * ph}x{w + 2 * pw} input")
-    def tap(i, j):  # the window's (i, j) entry of every window: N C OH OW
-        begin = [i * dh, j * dw]
-        end = [begin[0] + sh * (oh - 1) + 1, begin[1] + sw * (ow - 1) + 1]
-        return op.expand_dims(op.slice(x, begin=begin, end=end, strides=[sh, sw], axes=[2, 3]), axis=2)
-    taps = [tap(i, j) for i in range(kh) for j in range(kw)]
+    taps = [op.expand_dims(window_tap(x, i, j, (sh, sw), (dh, dw), (oh, ow)), axis=2)
+            for i in range(kh) for j in range(kw)]
     stacked = taps[0] if len(taps) == 1 else op.concat(*taps, axis=2)  # N C KH*KW OH OW
     return op.reshape(stacked, shape=[n if isinstance(n, int) else -1, c * kh * kw, oh * ow])
 
@@ -1398,6 +1393,7 @@ def _affine_grid(ctx, node, theta, size, align_corners):
     grid = op.matmul(ctx.expr(base.astype(ctx.dtype(theta))), theta, transpose_b=True)  # N, points, k
     batch = ctx.shape(theta)[0]
     return op.reshape(grid, shape=[batch if isinstance(batch, int) else -1] + spatial[::-1] + [len(spatial)])
+
 
 @aten("scalar_tensor", "tensor")
 def _scalar_tensor(ctx, node, value, *args, dtype=None, **kwargs):
@@ -1455,7 +1451,6 @@ def _upsample_linear(ctx, node, x, size, align_corners, *scales):
     if len(scales) == 1 and isinstance(scales[0], (list, tuple)):  # .vec
         return _interpolate(ctx, x, size, scales[0], mode, bool(align_corners))
     return _interpolate(ctx, x, size, [s for s in scales if s is not None], mode, bool(align_corners))
-
 
 
 @aten("grid_sampler_2d", "grid_sampler")

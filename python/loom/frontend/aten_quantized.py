@@ -16,7 +16,7 @@ as, and QDQToInteger makes its convolutions and products integer kernels
 import numpy as np
 
 from .. import op
-from .aten import REGISTRY, Unsupported, _conv, _hardsigmoid, _t, aten, layer_norm
+from .aten import REGISTRY, Unsupported, _conv, _hardswish, _leaky_relu, _t, aten, layer_norm
 
 
 def quantized(*names):
@@ -148,14 +148,12 @@ def _qcat(ctx, node, tensors, dim=0, scale=None, zero_point=None):
 
 @quantized("hardswish")
 def _qhardswish(ctx, node, x, scale=None, zero_point=None):
-    x = _t(ctx, x)
-    return op.multiply(x, _hardsigmoid(ctx, node, x))
+    return _hardswish(ctx, node, x)
 
 
 @quantized("leaky_relu")
 def _qleaky_relu(ctx, node, x, slope=0.01, inplace=False, scale=None, zero_point=None):
-    x = _t(ctx, x)
-    return op.where(op.less(x, ctx.const(0, x)), op.multiply(x, ctx.const(slope, x)), x)
+    return _leaky_relu(ctx, node, x, slope)
 
 
 @quantized("layer_norm")
@@ -166,11 +164,8 @@ def _qlayer_norm(ctx, node, x, normalized_shape, weight, bias, eps, scale=None, 
 @quantized("batch_norm2d", "batch_norm2d_relu", "batch_norm3d", "batch_norm3d_relu")
 def _qbatch_norm(ctx, node, x, weight, bias, mean, var, eps, scale=None, zero_point=None):
     x = _t(ctx, x)
-    shape = [1] * ctx.rank(x)
-    shape[1] = -1
-    w, b, m, v = (np.asarray(a, np.float32).reshape(shape) for a in (weight, bias, mean, var))
-    factor = w / np.sqrt(v + np.float32(eps))
-    y = op.add(op.multiply(x, ctx.expr(factor.astype(np.float32))), ctx.expr((b - m * factor).astype(np.float32)))
+    dtype = ctx.dtype(x)
+    y = op.batch_norm(x, *(ctx.expr(np.asarray(a), dtype) for a in (weight, bias, mean, var)), epsilon=float(eps))
     return op.relu(y) if node.kind.endswith("_relu") else y
 
 

@@ -117,8 +117,6 @@ class Context:
         return len(self.shape(value))
 
 
-
-
 def without_none(outputs, importer):
     """A module's flattened outputs without its None ones (wav2vec 2.0's
     (features, lengths) without lengths): dropped, as torch.onnx.export
@@ -129,6 +127,7 @@ def without_none(outputs, importer):
     warnings.warn(f"{importer}: the module's outputs {dropped} are None; the function returns the others",
                   stacklevel=4)
     return [o for o in outputs if o is not None]
+
 
 @contextlib.contextmanager
 def evaluating(module, switch, importer):
@@ -202,7 +201,6 @@ def conv3d(ctx, x, w, strides, pads, dilations, groups, out_dtype=""):
     return op.transpose(op.reshape(y, shape=[batch, depth, o, oh, ow]), axes=[0, 2, 1, 3, 4])
 
 
-
 def conv_transpose3d(ctx, x, w, strides, pads, output_padding, dilations, groups):
     """A 3-D transposed convolution, x N C D H W and w C O/groups KD KH KW
     (pads ONNX's order), as one conv2d_transpose over (H, W): along the
@@ -247,6 +245,15 @@ def conv_transpose3d(ctx, x, w, strides, pads, output_padding, dilations, groups
     return op.transpose(op.reshape(y, shape=[batch, depth, o, oh, ow]), axes=[0, 2, 1, 3, 4])
 
 
+def window_tap(x, i, j, strides, dilations, windows):
+    """Entry (i, j) of every window of a padded N C H W input, the windows
+    `windows` (rows, columns) at `strides` with taps `dilations` apart:
+    one strided slice, N C rows columns."""
+    begin = [i * dilations[0], j * dilations[1]]
+    end = [begin[0] + strides[0] * (windows[0] - 1) + 1, begin[1] + strides[1] * (windows[1] - 1) + 1]
+    return op.slice(x, begin=begin, end=end, strides=list(strides), axes=[2, 3])
+
+
 def max_pool2d_indices(ctx, x, values, kernel, strides, pads, dilations, column_major=False):
     """Where each window of a 2-D max pool found its maximum (x N C H W,
     pads top, left, bottom, right; `values` the pool's result, whose
@@ -266,8 +273,7 @@ def max_pool2d_indices(ctx, x, values, kernel, strides, pads, dilations, column_
     best = where = None
     for i in range(kh):
         for j in range(kw):
-            end = [i * dh + sh * (oh - 1) + 1, j * dw + sw * (ow - 1) + 1]
-            tap = op.slice(padded, begin=[i * dh, j * dw], end=end, strides=[sh, sw], axes=[2, 3])
+            tap = window_tap(padded, i, j, strides, dilations, (oh, ow))
             r, q = rows + i * dh, cols + j * dw
             at = ctx.expr((q * h + r if column_major else r * w + q).astype(np.int64))
             if best is None:
@@ -276,6 +282,7 @@ def max_pool2d_indices(ctx, x, values, kernel, strides, pads, dilations, column_
             wins = op.logical_or(op.greater(tap, best), op.isnan(tap))
             best, where = op.where(wins, tap, best), op.where(wins, at, where)
     return where
+
 
 def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **extra):
     """A 3-D max or average pool (pads ONNX's order) as a 2-D pool over

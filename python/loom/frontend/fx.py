@@ -496,7 +496,7 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
             continue
         if any(a in varying for a in n.all_input_nodes):
             varying.add(n)
-        elif "rand" not in str(n.target) and "normal" not in str(n.target):
+        elif not _random(n.target):
             continue
         if n.target is not operator.getitem and _shape_kind(n.target) is None:
             calls.append((_aten_kind(n.target), n.name))
@@ -613,8 +613,7 @@ def _fold(n, args, kwargs):
         return None  # reads a Loom expression (a run-time value)
     if not any(isinstance(a, np.ndarray) for a in leaves):
         return None  # a constructor (zeros, arange): its converter makes the constant
-    name = str(getattr(n.target, "__name__", ""))
-    if "rand" in name or "dropout" in name or "bernoulli" in name or "normal" in name:
+    if _random(n.target):
         return None
     to_torch = lambda a: torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a  # noqa: E731
     # The operands are contiguous copies, not the views PyTorch traced, so
@@ -643,6 +642,12 @@ def _fold(n, args, kwargs):
         return back(out)
     except ValueError:
         return None
+
+
+def _random(target):
+    """Whether a call target draws random numbers (never computed at import)."""
+    name = str(getattr(target, "__name__", ""))
+    return any(word in name for word in ("rand", "dropout", "bernoulli", "normal"))
 
 
 _NOTHING = object()  # _fold's result for a node computed at import that gives no value
