@@ -524,7 +524,6 @@ def _upsample(ctx, node, x, scales=None):
     return _resize(ctx, node, x, scales, None, None, "asymmetric", "floor")
 
 
-
 @converter("GridSample", opsets=(16, 17))
 def _grid_sample(ctx, node, x, grid):
     # GridSample-16 (2-D): the modes and padding modes of PyTorch's
