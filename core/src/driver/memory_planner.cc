@@ -107,7 +107,7 @@ StoragePlan plan_storage(const std::vector<Instr>& code, int32_t num_registers,
   std::vector<Storage> storages;
   for (const Allocation& a : allocations) {
     int c = find(parent, a.reg);
-    plan.storage_of.push_back(escapes[c] ? -1 : assign(storages, a, first[c], last[c]));
+    plan.storage_of.push_back(escapes[c] || a.own ? -1 : assign(storages, a, first[c], last[c]));
   }
   for (const Storage& s : storages) {
     plan.storage_bytes.push_back(s.size);

@@ -28,6 +28,7 @@ struct Allocation {
   std::vector<runtime::ShapeExpr> shape;
   int32_t reg;
   int32_t device = 0;  // in the executable's device table
+  bool own = false;    // allocated on its own, outside the plan (a shape the data decides)
 };
 
 struct StoragePlan {

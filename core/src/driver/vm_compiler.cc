@@ -176,7 +176,7 @@ class FunctionCompiler {
     return std::nullopt;
   }
 
-  int64_t add_shape_var(const tir::VarNode* var) {
+  int64_t add_shape_var(const tir::VarNode* var, bool from_result = false) {
     // Names are made unique, so messages tell two variables named n apart.
     std::string name = var->name;
     for (int k = 1;
@@ -184,6 +184,7 @@ class FunctionCompiler {
       name = var->name + "_" + std::to_string(k);
     }
     shape_vars_.emplace_back(var, name);
+    from_result_.push_back(from_result);
     return static_cast<int64_t>(shape_vars_.size() - 1);
   }
 
@@ -217,7 +218,7 @@ class FunctionCompiler {
     if (const auto* i = dynamic_cast<const tir::IntImmNode*>(o)) return ShapeExpr::constant(i->value);
     if (const auto* v = dynamic_cast<const tir::VarNode*>(o)) {
       if (auto slot = slot_of(v)) return ShapeExpr::var(*slot);
-      if (free_ok) return ShapeExpr::var(add_shape_var(v));
+      if (free_ok) return ShapeExpr::var(add_shape_var(v, true));
       fail(what + " has the dimension " + ir::to_text(dim) + ", and no parameter's shape binds %" + v->name);
     }
     static const std::vector<std::pair<uint32_t, ShapeOp>> ops = {
@@ -328,8 +329,20 @@ class FunctionCompiler {
     int32_t r = new_register();
     emit(runtime::kVMAlloc, r, static_cast<int32_t>(allocations_.size()), 0, {});
     alloc_of_[r] = allocations_.size();
-    allocations_.push_back(vm::Allocation{t->dtype, std::move(dims), r, device});
+    // A shape the data decides is known only once the call that returns
+    // it has run: such a tensor is allocated where it is made, outside the
+    // plan, whose storages are sized when the function starts.
+    bool own = std::any_of(dims.begin(), dims.end(), [&](const ShapeExpr& d) { return decided_by_data(d); });
+    allocations_.push_back(vm::Allocation{t->dtype, std::move(dims), r, device, own});
     return r;
+  }
+
+  bool decided_by_data(const ShapeExpr& e) const { return decided_by_data(e.get()); }
+  bool decided_by_data(const runtime::ShapeExprNode* n) const {
+    if (n->shape_op() == ShapeOp::kConst) return false;
+    if (n->shape_op() == ShapeOp::kVar) return from_result_[n->value];
+    return decided_by_data(static_cast<const runtime::ShapeExprNode*>(n->a.get())) ||
+           decided_by_data(static_cast<const runtime::ShapeExprNode*>(n->b.get()));
   }
 
   int32_t call_expr(const graph::CallNode& call) {
@@ -407,6 +420,7 @@ class FunctionCompiler {
   const std::map<std::string, int>& graph_functions_;
   std::unordered_map<const Object*, int32_t> vars_;
   std::vector<std::pair<const Object*, std::string>> shape_vars_;  // by slot
+  std::vector<bool> from_result_;  // by slot: bound by a call_packed result (the data decides it), not a parameter
   std::vector<Instr> code_;
   std::vector<vm::Allocation> allocations_;
   std::unordered_map<int32_t, size_t> alloc_of_;  // register -> allocation

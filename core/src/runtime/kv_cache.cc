@@ -410,26 +410,6 @@ std::vector<int64_t> int_list(const Any& a, const char* what) {
   return out;
 }
 
-// A scalar argument: a number, or a one-element host tensor (what a graph
-// constant passed through call_packed is).
-double scalar_of(const Any& x, const char* what) {
-  if (x.kind() == AnyKind::kInt) return static_cast<double>(x.as_int());
-  if (x.kind() == AnyKind::kFloat) return x.as_float();
-  if (const auto* a = x.kind() == AnyKind::kObject ? dynamic_cast<const NDArrayNode*>(x.object()) : nullptr) {
-    NDArray arr(ObjectPtr<Object>(const_cast<NDArrayNode*>(a)));
-    int64_t count = 1;
-    for (int64_t e : arr.shape_vector()) count *= e;
-    if (count == 1 && a->device.device_type == kDLCPU) {
-      if (a->dtype == DataType::Int(64)) return static_cast<double>(*arr.data_as<int64_t>());
-      if (a->dtype == DataType::Int(32)) return *arr.data_as<int32_t>();
-      if (a->dtype == DataType::Float(32)) return *arr.data_as<float>();
-      if (a->dtype == DataType::Float(64)) return *arr.data_as<double>();
-    }
-  }
-  LOOM_THROW(TypeError) << "KV cache: attention: " << what << " must be a number or a one-element tensor, got "
-                        << x.describe();
-}
-
 KVCacheNode* cache_of(const ObjectRef& cache) {
   auto* node = const_cast<KVCacheNode*>(cache.as<KVCacheNode>());
   if (!node) {
@@ -482,9 +462,10 @@ const bool registered = [] {
   add("end_step", Function::typed([](ObjectRef c) { cache_of(c)->end_step(); }),
       "end_step(cache): commits the step's lengths");
   add("attention", Function::typed([](ObjectRef c, Any layer, NDArray q, NDArray k, NDArray v, Any scale) {
-        double l = scalar_of(layer, "the layer");
+        double l = scalar_value(layer, "KV cache: attention: the layer");
         if (l != std::floor(l)) LOOM_THROW(TypeError) << "KV cache: attention: the layer must be whole, got " << l;
-        return cache_of(c)->attention(static_cast<int64_t>(l), q, k, v, scalar_of(scale, "the scale"));
+        return cache_of(c)->attention(static_cast<int64_t>(l), q, k, v,
+                                      scalar_value(scale, "KV cache: attention: the scale"));
       }),
       "attention(cache, layer, q, k, v, scale): writes the step's k, v (tokens, kv_heads, head_dim) and returns "
       "causal grouped-query attention of q (tokens, heads, head_dim) over each sequence's cache");

@@ -339,4 +339,19 @@ std::vector<int64_t> NDArray::shape_vector() const {
   return out;
 }
 
+double scalar_value(const Any& x, const std::string& what) {
+  if (x.kind() == AnyKind::kInt) return static_cast<double>(x.as_int());
+  if (x.kind() == AnyKind::kFloat) return x.as_float();
+  if (const auto* a = x.kind() == AnyKind::kObject ? dynamic_cast<const NDArrayNode*>(x.object()) : nullptr) {
+    if (a->numel() == 1 && a->device.device_type == kDLCPU) {
+      const void* p = a->data();
+      if (a->dtype == DataType::Int(64)) return static_cast<double>(*static_cast<const int64_t*>(p));
+      if (a->dtype == DataType::Int(32)) return *static_cast<const int32_t*>(p);
+      if (a->dtype == DataType::Float(32)) return *static_cast<const float*>(p);
+      if (a->dtype == DataType::Float(64)) return *static_cast<const double*>(p);
+    }
+  }
+  LOOM_THROW(TypeError) << what << " must be a number or a one-element host tensor, got " << x.describe();
+}
+
 }  // namespace loom::runtime

@@ -506,8 +506,16 @@ struct InputChecker {
   InputChecker(const FunctionRt& fn, const std::vector<Device>& table)
       : f(fn), devices(table), bound(fn.shape_vars.size(), INT64_MIN), bound_by(fn.shape_vars.size(), -1) {}
 
+  std::vector<std::string> result_binders;  // by slot: the call_packed whose result bound it
+
   std::string argument(int i) const {
     return "@" + f.name + ": argument " + std::to_string(i) + " (%" + f.param_names[i] + ")";
+  }
+  // What bound the variable in `slot`: an argument or a call's result.
+  std::string binder(int64_t slot) const {
+    if (bound_by[slot] >= 0) return argument(bound_by[slot]);
+    if (bound_by[slot] == -2) return "the result of " + result_binders[slot];
+    return "@" + f.name + "'s arguments";
   }
   std::string text(const VMType& type) const { return vm_type_text(type, f.shape_vars); }
 
@@ -589,7 +597,7 @@ struct InputChecker {
         } else if (bound[slot] != dl.shape[i]) {
           LOOM_THROW(TypeError) << what() << " has shape " << shape() << "; expected " << text(type) << " (dimension "
                                 << i << " is " << dl.shape[i] << ", but %" << f.shape_vars[slot] << " is "
-                                << bound[slot] << " from " << argument(bound_by[slot]) << ")";
+                                << bound[slot] << " from " << binder(slot) << ")";
         }
       }
     }
@@ -661,6 +669,56 @@ struct InputChecker {
     }
   }
 
+  // A call_packed result against its declared type: its dtype, rank and
+  // constant dimensions; a lone variable no input or earlier result has
+  // bound is bound by it (a shape the data decides: NonZero's count), the
+  // others must agree (docs/runtime.md, "Shapes the data decides").
+  void bind_result(const Any& value, const VMType& type, const std::string& what) {
+    const VMTypeNode* t = type.get();
+    auto wrong = [&]() {
+      const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
+      std::string shape = a ? " of shape " +
+                                  loom::shape_text(std::vector<int64_t>(a->dl_tensor().shape,
+                                                                        a->dl_tensor().shape + a->dl_tensor().ndim)) +
+                                  " " + a->dtype.to_string()
+                            : "";
+      LOOM_THROW(TypeError) << what << " returned " << value.describe() << shape << "; expected " << text(type);
+    };
+    if (t->type_kind() == VMTypeKind::kTuple) {
+      const auto* a = dynamic_cast<const ArrayNode*>(value.object());
+      if (!a || a->items.size() != t->fields.size()) wrong();
+      for (size_t i = 0; i < t->fields.size(); ++i) {
+        with_stack([&] { bind_result(a->items[i], t->fields[i].cast<VMType>(), what); });
+      }
+      return;
+    }
+    if (t->type_kind() != VMTypeKind::kTensor) return;
+    const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
+    if (!a || a->dtype != t->dtype) wrong();
+    if (!t->shape.defined()) return;
+    const DLTensor& dl = a->dl_tensor();
+    if (static_cast<size_t>(dl.ndim) != t->shape.size()) wrong();
+    for (int i = 0; i < dl.ndim; ++i) {
+      const auto* dim = static_cast<const ShapeExprNode*>(t->shape[i].object());
+      if (dim->shape_op() == ShapeOp::kConst && dim->value != dl.shape[i]) wrong();
+      if (dim->shape_op() != ShapeOp::kVar) continue;
+      int64_t slot = dim->value;
+      if (bound[slot] == INT64_MIN) {
+        bound[slot] = dl.shape[i];
+        bound_by[slot] = -2;
+        result_binders.resize(bound.size());
+        result_binders[slot] = what;
+      } else if (bound[slot] != dl.shape[i]) {
+        LOOM_THROW(TypeError) << what << " returned a tensor of shape "
+                              << loom::shape_text(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim)) << "; expected "
+                              << text(type) << " (dimension " << i << " is " << dl.shape[i] << ", but %"
+                              << f.shape_vars[slot] << " is " << bound[slot] << " from " << binder(slot) << ")";
+      }
+    }
+    bind_linear(value, type);
+    check_composite(value, type, [&] { return what + "'s result"; });
+  }
+
   // Composite dimensions (not a constant or a lone variable), once every
   // variable is bound.
   void check_composite(const Any& value, const VMType& type, const Label& what) {
@@ -689,36 +747,6 @@ struct InputChecker {
     }
   }
 };
-
-// A call_packed result against its declared type (no binding).
-void check_result(const Any& value, const VMType& type, const std::vector<std::string>& names,
-                  const std::string& what) {
-  const VMTypeNode* t = type.get();
-  if (t->type_kind() == VMTypeKind::kTensor) {
-    const auto* a = dynamic_cast<const NDArrayNode*>(value.object());
-    bool ok = a && a->dtype == t->dtype && (!t->shape.defined() || a->shape.size() == t->shape.size());
-    for (size_t i = 0; ok && t->shape.defined() && i < t->shape.size(); ++i) {
-      if (auto c = t->shape[i].cast<ShapeExpr>().as_constant()) ok = *c == a->shape[i].as_int();
-    }
-    if (!ok) {
-      LOOM_THROW(TypeError) << what << " returned " << value.describe()
-                            << (a ? " of shape " +
-                                        loom::shape_text(
-                                            NDArray(ObjectPtr<Object>(const_cast<NDArrayNode*>(a))).shape_vector()) +
-                                        " " + a->dtype.to_string()
-                                  : "")
-                            << "; expected " << vm_type_text(type, names);
-    }
-  } else if (t->type_kind() == VMTypeKind::kTuple) {
-    const auto* a = dynamic_cast<const ArrayNode*>(value.object());
-    if (!a || a->items.size() != t->fields.size()) {
-      LOOM_THROW(TypeError) << what << " returned " << value.describe() << "; expected " << vm_type_text(type, names);
-    }
-    for (size_t i = 0; i < t->fields.size(); ++i) {
-      with_stack([&] { check_result(a->items[i], t->fields[i].cast<VMType>(), names, what); });
-    }
-  }
-}
 
 // ---- the VM module --------------------------------------------------------------------------
 class VMModuleNode : public ModuleNode {
@@ -914,6 +942,8 @@ Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
   for (int32_t i = 0; i < count; ++i) {
     checker.check_composite(args[i], f.param_types[i], [&] { return checker.argument(i); });
   }
+  // The shape variables' values: the arguments bind them, and call_packed
+  // results the ones the data decides.
   const std::vector<int64_t>& bound = checker.bound;
 
   // The register file, from this thread's pool (a call nested in another,
@@ -1041,7 +1071,7 @@ Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
             Any result = profiling_.load(std::memory_order_relaxed) ? call_profiled(static_cast<size_t>(in.a), scratch)
                                                                     : callee_functions_[in.a].call(scratch.data(), n);
             if (in.op == kVMCallPacked) {
-              check_result(result, f.types[in.b], f.shape_vars, "call_packed '" + callees[in.a].substr(7) + "'");
+              checker.bind_result(result, f.types[in.b], "call_packed '" + callees[in.a].substr(7) + "'");
               regs[in.dst] = std::move(result);
             }
           }

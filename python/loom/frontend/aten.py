@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
-from .common import conv3d, conv_transpose3d, max_pool2d_indices, pool3d, window_tap
+from .common import (conv3d, conv_transpose3d, max_pool2d_indices, non_max_suppression, nonzero, pool3d, unique,
+                     window_tap)
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -46,16 +47,18 @@ class Node:
 
 def aten(*names, accepts=None, partial=()):
     """Registers the decorated function as the converter of each aten
-    operator name ("conv2d" stands for aten::conv2d).  `partial` lists the
+    operator name ("conv2d" stands for aten::conv2d; a name with its own
+    namespace, "torchvision::nms", stands for itself).  `partial` lists the
     results it cannot give (None in its tuple): a node whose such result
     is read is not converted."""
     def register(fn):
         for name in names:
-            REGISTRY.register(f"aten::{name}", fn, (0, 0))
+            key = name if "::" in name else f"aten::{name}"
+            REGISTRY.register(key, fn, (0, 0))
             if accepts is not None:
-                _ACCEPTS[f"aten::{name}"] = accepts
+                _ACCEPTS[key] = accepts
             if partial:
-                _PARTIAL[f"aten::{name}"] = set(partial)
+                _PARTIAL[key] = set(partial)
         return fn
     return register
 
@@ -1067,7 +1070,7 @@ def _narrow(ctx, node, x, dim, start, length):
     return _slice(ctx, node, x, dim, start, int(start) + int(length))
 
 
-@aten("index", accepts=lambda a: a[1] is not None)
+@aten("index")
 def _index(ctx, node, x, indices):
     """x[i0, i1, ...] with index tensors: one tensor (the others None:
     whole axes) becomes take; several tensors on leading axes broadcast
@@ -1078,7 +1081,7 @@ def _index(ctx, node, x, indices):
         k, i = used[0]
         i = _t(ctx, i)
         if ctx.dtype(i) == "bool":
-            raise Unsupported("a boolean mask index (its result's shape depends on the data)")
+            return _masked(ctx, node, x, i, k)
         if ctx.dtype(i) not in ("int32", "int64"):
             i = op.cast(i, dtype="int64")
         return op.take(x, i, axis=k)
@@ -1088,6 +1091,75 @@ def _index(ctx, node, x, indices):
     shape = np.broadcast_shapes(*[tuple(ctx.shape(t)) for t in tensors])
     stacked = op.concat(*[op.expand_dims(op.broadcast_to(t, shape=list(shape)), axis=-1) for t in tensors], axis=-1)
     return op.gather_nd(x, stacked)
+
+
+# ---------------------------------------------- shapes the data decides
+# (docs/runtime.md, "Shapes the data decides")
+
+# The operators whose result has a shape the data decides (indexing with a
+# boolean mask too): an importer must not take their sizes from a trace.
+DATA_SHAPED = {"aten::nonzero", "aten::nonzero_numpy", "aten::argwhere", "aten::masked_select", "aten::_unique2",
+               "aten::unique_dim", "aten::unique_consecutive", "torchvision::nms"}
+
+
+def _masked(ctx, node, x, mask, axis):
+    """x[..., mask] with a boolean mask over x's axes axis, axis + 1, ...:
+    those axes flattened, then the elements where the mask is set taken."""
+    shape, mask_rank = ctx.shape(x), ctx.rank(mask)
+    flat = op.reshape(x, shape=list(shape[:axis]) + [-1] + list(shape[axis + mask_rank:]))
+    where = op.reshape(nonzero(op.reshape(mask, shape=[-1]), 1, node.name), shape=[-1])
+    return op.take(flat, where, axis=axis)
+
+
+@aten("nonzero", "argwhere")
+def _nonzero(ctx, node, x):
+    x = _t(ctx, x)
+    rows = nonzero(x, ctx.rank(x), node.name)
+    if ctx.rank(x) == 0:  # PyTorch: (count, 0); ONNX's and NumPy's take a 0-d tensor as 1-D
+        rows = op.slice(rows, begin=[0], end=[0], axes=[0])
+    return op.transpose(rows, axes=[1, 0])
+
+
+@aten("nonzero_numpy")
+def _nonzero_numpy(ctx, node, x):
+    """torch.nonzero(x, as_tuple=True): one index tensor per axis."""
+    x = _t(ctx, x)
+    rows = nonzero(x, ctx.rank(x), node.name)
+    return [op.reshape(op.slice(rows, begin=[k], end=[k + 1], axes=[0]), shape=[-1])
+            for k in range(max(ctx.rank(x), 1))]
+
+
+@aten("masked_select")
+def _masked_select(ctx, node, x, mask):
+    x, mask = _t(ctx, x), _t(ctx, mask)
+    shape = list(np.broadcast_shapes(tuple(ctx.shape(x)), tuple(ctx.shape(mask))))
+    x = x if list(ctx.shape(x)) == shape else op.broadcast_to(x, shape=shape)
+    mask = mask if list(ctx.shape(mask)) == shape else op.broadcast_to(mask, shape=shape)
+    return _masked(ctx, node, x, mask, 0)
+
+
+@aten("_unique2", "unique_dim")
+def _unique(ctx, node, x, *args):
+    """torch.unique: (values, inverse indices in x's shape, counts), sorted
+    (unsorted order is PyTorch's to choose: Loom sorts too)."""
+    x = _t(ctx, x)
+    shape = ctx.shape(x)
+    axis = _axis(int(args[0]), len(shape)) if node.kind == "aten::unique_dim" else None
+    call = unique(x, shape, ctx.dtype(x), axis, True, node.name)
+    inverse = graph.TupleGetItem(call, 2)
+    if axis is None:
+        inverse = op.reshape(inverse, shape=list(shape))
+    return graph.TupleGetItem(call, 0), inverse, graph.TupleGetItem(call, 3)
+
+
+@aten("torchvision::nms")
+def _nms(ctx, node, boxes, scores, iou_threshold):
+    """torchvision.ops.nms: the kept indices by descending score.  Its boxes
+    are (x1, y1, x2, y2); ONNX's corners are (y1, x1, y2, x2), the same IoU."""
+    boxes, scores = _t(ctx, boxes), _t(ctx, scores)
+    rows = non_max_suppression(op.expand_dims(boxes, axis=0), op.reshape(scores, shape=[1, 1, -1]),
+                               2 ** 62, float(iou_threshold), None, 0, node.name)
+    return op.reshape(op.slice(rows, begin=[2], end=[3], axes=[1]), shape=[-1])
 
 
 @aten("index_select")

@@ -299,3 +299,60 @@ def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **ext
                       pool_size=[kernel[0], 1], strides=[strides[0], 1], padding=[pads[0], 0, pads[3], 0],
                       dilation=[dilations[0], 1], ceil_mode=ceil_mode, **extra)
     return op.reshape(depth, shape=[batch, c, ctx.shape(depth)[2], h2, w2])
+
+
+# ------------------------------------------------- shapes the data decides
+# Results whose shape depends on the data (docs/runtime.md, "Shapes the
+# data decides"): call_packed of a runtime function whose result type has
+# a variable no parameter binds, which the VM binds from what it returns.
+
+def data_dim(hint):
+    """A fresh dimension only the data decides, named after `hint` (a node
+    or value name; characters other than letters, digits and _ dropped)."""
+    from .. import tir
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in str(hint)).strip("_") or "count"
+    return tir.Var(name if not name[0].isdigit() else "n" + name)
+
+
+def _scalar(value, dtype):
+    if isinstance(value, (int, float, np.ndarray, np.generic)):
+        return graph.Constant(np.asarray(value, dtype=dtype).reshape(()))
+    return value
+
+
+def nonzero(x, rank, hint):
+    """int64 (max(rank, 1), %count): the indices of x's nonzero elements,
+    row-major (numpy.nonzero stacked)."""
+    out = ir.TensorType([max(rank, 1), data_dim(hint)], "int64")
+    return graph.call_packed("runtime.nonzero", [x], out)
+
+
+def unique(x, shape, dtype, axis, sorted_, hint):
+    """(values, first indices, inverse indices, counts) as ONNX's Unique:
+    x's distinct elements (axis None: flattened) or slices along axis."""
+    k = data_dim(hint)
+    if axis is None:
+        length = int(np.prod(shape)) if all(isinstance(d, int) for d in shape) else None
+        if length is None:
+            length = shape[0]
+            for d in shape[1:]:
+                length = length * d
+        values = [k]
+    else:
+        length = shape[axis]
+        values = list(shape)
+        values[axis] = k
+    out = ir.TupleType([ir.TensorType(values, dtype), ir.TensorType([k], "int64"), ir.TensorType([length], "int64"),
+                        ir.TensorType([k], "int64")])
+    args = [x, _scalar(-1 if axis is None else axis, "int64"), _scalar(int(bool(sorted_)), "int64")]
+    return graph.call_packed("runtime.unique", args, out)
+
+
+def non_max_suppression(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box, hint):
+    """int64 (%count, 3) rows of (batch, class, box index), as ONNX's
+    NonMaxSuppression; a missing score threshold is -inf (none)."""
+    args = [boxes, scores, _scalar(0 if max_per_class is None else max_per_class, "int64"),
+            _scalar(0.0 if iou_threshold is None else iou_threshold, "float32"),
+            _scalar(-np.inf if score_threshold is None else score_threshold, "float32"),
+            _scalar(int(center_point_box), "int64")]
+    return graph.call_packed("runtime.non_max_suppression", args, ir.TensorType([data_dim(hint), 3], "int64"))

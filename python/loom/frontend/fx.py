@@ -13,6 +13,7 @@ keyword arguments as `node.kwargs`); module converters find their module
 as `node.module`.  Parameters and buffers become constants.
 """
 import operator
+import warnings
 
 import numpy as np
 
@@ -515,6 +516,7 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
         refuse(missing)
     ctx = Context()
     values, inputs, weights, params_out = {}, [], {}, []
+    traced_sizes = {}  # a size the data decides, as traced -> the node that made it
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for n, (name, obj) in zip(placeholders, state.items()):  # parameters and buffers, passed in (symbolic)
         array = _numpy(obj)
@@ -581,6 +583,8 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
         if folded is not None:
             values[n] = None if folded is _NOTHING else folded
             continue
+        if traced_sizes and shapes is None:
+            _warn_traced_size(n, args, kwargs, traced_sizes)
         if aten.find(kind) is None:  # a node of constants PyTorch could not compute either
             refuse([(kind, n.name)])
         node = aten.Node(kind, n.name)
@@ -597,7 +601,45 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
                 if o is not None and not isinstance(o, (np.ndarray, int, float, list)):
                     ctx.type(o)  # typed now: errors name the node
         values[n] = out
+        if shapes is None:
+            traced_sizes.update(_data_decided_sizes(ctx, n, out))
     return _finish(ctx, result, inputs, params_out, weights, params)
+
+
+def _data_decided_sizes(ctx, n, out):
+    """{traced size: n} for the dimensions of n's results that the data
+    decides (Loom types them with a variable; the trace has a number)."""
+    metas = n.meta.get("tensor_meta")
+    outs = out if isinstance(out, tuple) else (out,)
+    metas = (metas,) if hasattr(metas, "shape") else metas if isinstance(metas, (tuple, list)) else ()
+    found = {}
+    for o, meta in zip(outs, metas):
+        if o is None or isinstance(o, (np.ndarray, int, float, list)) or not hasattr(meta, "shape"):
+            continue
+        for d, traced in zip(ctx.shape(o), meta.shape):
+            if not isinstance(d, int) and d.type_key == "tir.Var" and isinstance(traced, int):
+                found[traced] = n
+    return found
+
+
+def _warn_traced_size(n, args, kwargs, traced_sizes):
+    """Warns when a number n reads equals a size the data decided in the
+    trace: make_fx runs the module on the examples, so a size read in
+    Python (len(), .shape[0]) is a constant of the aten graph, right only
+    for those examples."""
+    import torch
+    numbers = []
+    torch.fx.node.map_aggregate((args, kwargs), lambda a: numbers.append(a) if isinstance(a, (int, float)) and
+                                not isinstance(a, bool) else None)
+    for number in numbers:
+        maker = traced_sizes.get(number) if float(number).is_integer() else None
+        if maker is not None:
+            warnings.warn(f"from_fx: {_aten_kind(n.target)} '{n.name}' reads the number {number:g}, which is the "
+                          f"size {_aten_kind(maker.target)} '{maker.name}' had in the trace; if it is that size "
+                          "(len(), .shape read in Python), PyTorch's trace fixed it for the examples: import with "
+                          "from_torchscript or from_onnx, which keep it (docs/frontends.md, \"Shapes the data "
+                          "decides\")", stacklevel=3)
+            return
 
 
 def _fold(n, args, kwargs):

@@ -41,6 +41,22 @@ _SHAPE_OPS = {
 }
 
 
+# Operators that read a tensor's shape.
+_SIZE_OPS = {"aten::size", "aten::dim", "aten::numel", "prim::shape", "aten::len"}
+
+
+def _data_shaped(n):
+    """Whether n's result has a shape the data decides: an operator in
+    aten.DATA_SHAPED, or indexing with a boolean mask."""
+    if n.kind() in aten.DATA_SHAPED:
+        return True
+    if n.kind() != "aten::index" or n.inputsSize() < 2:
+        return False
+    maker = n.inputsAt(1).node()
+    return maker.kind() == "prim::ListConstruct" and any(
+        _is_tensor(v) and v.type().scalarType() in ("Bool", "Byte") for v in maker.inputs())
+
+
 def _functional(kind):
     """aten::relu for aten::relu_ (an in-place twin of a converted operator)."""
     if kind.endswith("_") and not kind.endswith("__") and aten.find(kind[:-1]) is not None:
@@ -209,14 +225,22 @@ def _import(g, attrs, owner, examples, report):
     # of them, and what is computed from shapes only (taken from the probe).
     known = dict(attrs)
     static = set()  # values computed from shapes and constants only
+    # Tensors whose shape the data decides (a nonzero's, and what is
+    # computed from it): their sizes are not the probe's, so what reads
+    # them is neither static nor converted (it stays TorchScript).
+    data_shaped = set()
+    for n in (m for t in nodes for m in _nested(t)):
+        if _data_shaped(n) or any(v in data_shaped for v in n.inputs()):
+            data_shaped.update(o for o in n.outputs() if _is_tensor(o) or _is_list_of_tensors(o))
     for n in nodes:
+        if n.kind() in _SIZE_OPS and any(v in data_shaped for v in n.inputs()):
+            continue
         if n.kind() == "prim::Constant":
             known[n.output()] = n.output().toIValue()
         elif n.kind() == "prim::ListConstruct" and all(v in known for v in n.inputs()):
             known[n.output()] = [known[v] for v in n.inputs()]
         elif n.kind() in _SHAPE_OPS and not list(n.blocks()) and n.outputsSize() and all(
-                v in known or v in static or (n.kind() in ("aten::size", "aten::dim", "aten::numel", "prim::shape")
-                                              and _is_tensor(v)) for v in n.inputs()) and \
+                v in known or v in static or (n.kind() in _SIZE_OPS and _is_tensor(v)) for v in n.inputs()) and \
                 not any(_is_tensor(o) and n.kind() not in ("prim::NumToTensor",) for o in n.outputs()):
             static.update(n.outputs())
     position = {n: k for k, n in enumerate(nodes)}
@@ -228,6 +252,8 @@ def _import(g, attrs, owner, examples, report):
 
     def convertible(n):
         if n in constant or list(n.blocks()):
+            return False
+        if n.kind() in _SIZE_OPS and any(v in data_shaped for v in n.inputs()):
             return False
         kind = _functional(n.kind())
         if kind in ("prim::TupleConstruct", "prim::TupleUnpack", "prim::ListConstruct", "prim::ListUnpack"):
@@ -314,6 +340,11 @@ def _import(g, attrs, owner, examples, report):
                         raise _core.TypeError(f"from_torchscript: a {o.type()} made by {n.kind()} is read outside "
                                               "its region")
                     if _is_tensor(o):
+                        if o in data_shaped:  # the extern's result type would be the probe's shape
+                            raise _core.TypeError(
+                                f"from_torchscript: {n.kind()}, kept as TorchScript, makes a tensor whose shape "
+                                "the data decides, read by Loom; that is not supported (docs/frontends.md, "
+                                "\"Shapes the data decides\")")
                         crossing.append(o)
     wanted_static = [v for v in static if v not in known and v.uses()]
     try:

@@ -57,6 +57,11 @@ class NDArrayNode : public Object {
   DLManagedTensor* managed_ = nullptr;  // kDLPack: the producer's tensor
 };
 
+// A scalar argument of a registry function: a number, or a one-element
+// host tensor of int32, int64, float32 or float64 (what a graph constant
+// passed through call_packed is).  TypeError naming `what` otherwise.
+double scalar_value(const Any& x, const std::string& what);
+
 // Whether `t` is compact row-major (strides NULL, or those of its shape;
 // an axis of extent 1, or any axis of an empty tensor, may have any).
 bool is_compact(const DLTensor& t);

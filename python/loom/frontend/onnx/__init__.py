@@ -83,8 +83,6 @@ NOT_COMPILABLE = {
     **{k: "random numbers" for k in ("RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                                      "Bernoulli", "Multinomial")},
     **{k: "training" for k in ("Adagrad", "Adam", "Momentum", "Gradient")},
-    **{k: "a result whose shape depends on the data" for k in ("NonZero", "NonMaxSuppression", "Unique",
-                                                                "Compress")},
     **{k: "strings" for k in ("StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "StringConcat",
                               "StringSplit")},
 }
@@ -279,7 +277,11 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
                     _is_symbolic(a) for a in args[1:]):
                 known = False  # a constant cut at symbolic bounds (a causal mask buffer) has a symbolic shape
             try:
-                out = fold(node, *args) if known else convert(ctx, node, *args)
+                try:
+                    out = fold(node, *args) if known else convert(ctx, node, *args)
+                except FoldDeclined:  # computed at run time instead
+                    known = False
+                    out = convert(ctx, node, *args)
             except _core.LoomError:
                 raise
             except Exception as e:  # a converter's bug must still name the node
@@ -292,6 +294,7 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
             for o in outs:
                 if not isinstance(o, np.ndarray) and o is not None:
                     ctx.type(o)  # types each new node now: errors name the node
+                    ctx.symbol_sources(o)  # a dimension the data decides (NonZero's count) is read from it
         derived = set().union(*node.origins) if node.origins else set()
         for k, name in enumerate(proto.output):
             if not name:
@@ -342,6 +345,11 @@ def _known(node, value, what, symbolic=False):
 
 
 # ------------------------------------------------------- symbolic shapes
+
+class FoldDeclined(Exception):
+    """Raised by a fold that cannot compute its node at import (a symbolic
+    shape cast to a float): the converter computes it at run time."""
+
 
 # The operators whose fold computes with a symbolic shape as it does with
 # integers: indexing, joining and integer arithmetic.  Any other operator

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ... import op, tir
-from . import _dtype, _is_symbolic, converter
+from . import FoldDeclined, _dtype, _is_symbolic, converter
 
 # ------------------------------------------------------------------ unary
 
@@ -308,15 +308,14 @@ def _cast_fold(node, x):
     dtype = _dtype(node.attr("to"), f"Cast '{node.name}'")
     if _is_symbolic(x):
         if not dtype.startswith(("int", "uint")):
-            from . import _shape_text
-            node.unsupported(f"casting the symbolic shape {_shape_text(x)} to {dtype}")
+            raise FoldDeclined  # a float of a shape: computed at run time (shape_of)
         return x
     return x.astype(dtype)
 
 
 @converter("Cast", fold=_cast_fold)
 def _cast(ctx, node, x):
-    return op.cast(x, dtype=_dtype(node.attr("to"), f"Cast '{node.name}'"))
+    return op.cast(ctx.expr(x), dtype=_dtype(node.attr("to"), f"Cast '{node.name}'"))
 
 
 @converter("CastLike", fold=lambda node, x, like: x.astype(like.dtype))

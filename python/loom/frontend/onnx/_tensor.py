@@ -3,6 +3,7 @@ Gather*, Scatter*, Pad, Tile, Resize, TopK, ...) and constants."""
 import numpy as np
 
 from ... import _core, graph, op, tir
+from .. import common
 from . import _axis, _dim, _dtype, _ints, _is_symbolic, _known, _normalised, _object_array, converter
 
 
@@ -477,6 +478,59 @@ def _topk(ctx, node, x, k=None):
     k = int(node.attr("k")) if node.opset < 10 else int(_item(node, k, "k"))
     call = op.topk(ctx.expr(x), k=k, axis=int(node.attr("axis", -1)), largest=bool(node.attr("largest", 1)))
     return _outputs(call, 2)
+
+
+# ---------------------------------------------- shapes the data decides
+
+def _fold_unique(node, x):
+    axis = node.attr("axis")
+    values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                               axis=None if axis is None else _axis(axis, x.ndim))
+    if not node.attr("sorted", 1):
+        order = np.argsort(first, kind="stable")
+        rank = np.argsort(order)
+        values = np.take(values, order, axis=0 if axis is None else _axis(axis, x.ndim))
+        first, counts, inverse = first[order], counts[order], rank[inverse.reshape(-1)]
+    return values, first.astype(np.int64), inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)
+
+
+@converter("NonZero", opsets=(9, 17), fold=lambda node, x: np.array(np.nonzero(np.atleast_1d(x)), dtype=np.int64))
+def _nonzero(ctx, node, x):
+    return common.nonzero(ctx.expr(x), len(ctx.shape(x)), node.proto.output[0])
+
+
+@converter("Compress", opsets=(9, 17))
+def _compress(ctx, node, x, condition):
+    axis = node.attr("axis")
+    x = ctx.expr(x)
+    if axis is None:
+        x, axis = op.reshape(x, shape=[-1]), 0
+    axis = _axis(int(axis), len(ctx.shape(x)))
+    if isinstance(condition, np.ndarray):  # known: the indices are too
+        indices = graph.Constant(np.nonzero(condition.reshape(-1))[0].astype(np.int64))
+    else:
+        indices = op.reshape(common.nonzero(ctx.expr(condition), 1, node.proto.output[0]), shape=[-1])
+    return op.take(x, indices, axis=axis)
+
+
+@converter("Unique", opsets=(11, 17), fold=_fold_unique)
+def _unique(ctx, node, x):
+    shape = ctx.shape(x)
+    axis = node.attr("axis")
+    axis = None if axis is None else _axis(int(axis), len(shape))
+    call = common.unique(ctx.expr(x), shape, ctx.dtype(x), axis, node.attr("sorted", 1), node.proto.output[0])
+    return _outputs(call, 4)
+
+
+@converter("NonMaxSuppression", opsets=(10, 17))
+def _non_max_suppression(ctx, node, boxes, scores, max_per_class=None, iou_threshold=None, score_threshold=None):
+    def value(v):  # a one-element tensor, known or not; an empty one is none
+        if v is None or (isinstance(v, np.ndarray) and v.size == 0):
+            return None
+        return v if isinstance(v, np.ndarray) else ctx.expr(v)
+    return common.non_max_suppression(
+        ctx.expr(boxes, "float32"), ctx.expr(scores, "float32"), value(max_per_class), value(iou_threshold),
+        value(score_threshold), node.attr("center_point_box", 0), node.proto.output[0])
 
 
 # -------------------------------------------------------------- resize

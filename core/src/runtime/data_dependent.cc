@@ -1,0 +1,279 @@
+// Registry functions whose results have shapes the data decides
+// (docs/runtime.md, "Shapes the data decides"): graph functions reach them
+// through call_packed with a result type over a variable no parameter
+// binds, which the VM binds from what they return.  Host tensors only.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "loom/object/function.h"
+#include "loom/runtime/ndarray.h"
+#include "loom/support/error.h"
+#include "loom/support/size.h"
+
+namespace loom::runtime {
+namespace {
+
+const NDArrayNode& host_tensor(const NDArray& x, const char* function, const char* what) {
+  if (!x.defined()) LOOM_THROW(TypeError) << function << ": " << what << " is not a tensor";
+  const NDArrayNode& a = *x.get();
+  if (a.device.device_type != kDLCPU) {
+    LOOM_THROW(Error) << function << ": " << what << " is on " << a.device.to_string() << "; it runs on the host";
+  }
+  if (!a.is_contiguous()) LOOM_THROW(Error) << function << ": " << what << " is not contiguous";
+  return a;
+}
+
+// Calls f with a null pointer of the C++ type of `dtype`'s elements.
+template <class F>
+void with_element_type(DataType dtype, const char* function, F&& f) {
+  if (dtype.lanes == 1) {
+    switch (dtype.code) {
+      case DataType::kFloat:
+        if (dtype.bits == 32) return f(static_cast<float*>(nullptr));
+        if (dtype.bits == 64) return f(static_cast<double*>(nullptr));
+        break;
+      case DataType::kInt:
+        if (dtype.bits == 8) return f(static_cast<int8_t*>(nullptr));
+        if (dtype.bits == 16) return f(static_cast<int16_t*>(nullptr));
+        if (dtype.bits == 32) return f(static_cast<int32_t*>(nullptr));
+        if (dtype.bits == 64) return f(static_cast<int64_t*>(nullptr));
+        break;
+      case DataType::kUInt:
+        if (dtype.bits == 8) return f(static_cast<uint8_t*>(nullptr));
+        if (dtype.bits == 16) return f(static_cast<uint16_t*>(nullptr));
+        if (dtype.bits == 32) return f(static_cast<uint32_t*>(nullptr));
+        if (dtype.bits == 64) return f(static_cast<uint64_t*>(nullptr));
+        break;
+      case DataType::kBool:
+        return f(static_cast<uint8_t*>(nullptr));
+      default:
+        break;
+    }
+  }
+  LOOM_THROW(TypeError) << function << " does not take " << dtype.to_string() << " tensors";
+}
+
+// nonzero(x): the indices of x's nonzero elements, int64 (rank, count),
+// in row-major order (numpy.nonzero stacked; a 0-d x counts as 1-D).
+// A floating-point element is zero when every bit but the sign is.
+NDArray nonzero(const NDArray& x) {
+  const NDArrayNode& a = host_tensor(x, "runtime.nonzero", "the input");
+  if (a.dtype.lanes != 1 || a.dtype.bits % 8 != 0 || a.dtype.bits > 64) {
+    LOOM_THROW(TypeError) << "runtime.nonzero does not take " << a.dtype.to_string() << " tensors";
+  }
+  const size_t bytes = a.dtype.bits / 8;
+  const bool floating = a.dtype.code == DataType::kFloat || a.dtype.code == DataType::kBFloat;
+  const uint64_t mask = (bytes == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1) >>
+                        (floating ? 1 : 0);  // little-endian: the sign is the top bit
+  std::vector<int64_t> dims = x.shape_vector();
+  if (dims.empty()) dims.push_back(1);
+  const int64_t n = a.numel();
+  const auto* data = static_cast<const unsigned char*>(a.data());
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t v = 0;
+    std::memcpy(&v, data + i * bytes, bytes);
+    if (v & mask) hits.push_back(i);
+  }
+  const auto rank = static_cast<int64_t>(dims.size()), count = static_cast<int64_t>(hits.size());
+  NDArray out = NDArray::empty({rank, count}, DataType::Int(64));
+  int64_t* o = out.data_as<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t flat = hits[j];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      o[d * count + j] = flat % dims[d];
+      flat /= dims[d];
+    }
+  }
+  return out;
+}
+
+// unique(x, axis, sorted): the distinct elements of x (axis < 0: x
+// flattened) or its distinct slices along axis, as ONNX's Unique and
+// numpy.unique: (values, first index of each, inverse indices, counts);
+// sorted ascending (slices lexicographically), else in the order of first
+// appearance.
+Array unique(const NDArray& x, int64_t axis, bool sorted) {
+  const NDArrayNode& a = host_tensor(x, "runtime.unique", "the input");
+  std::vector<int64_t> dims = x.shape_vector();
+  const bool flat = axis < 0;
+  if (!flat && axis >= static_cast<int64_t>(dims.size())) {
+    LOOM_THROW(Error) << "runtime.unique: axis " << axis << " of a " << dims.size() << "-D tensor";
+  }
+  int64_t outer = 1, length = a.numel(), inner = 1;
+  if (!flat) {
+    length = dims[axis];
+    for (int64_t d = 0; d < axis; ++d) outer *= dims[d];
+    for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  }
+  const size_t element = a.dtype.bits / 8;
+  std::vector<int64_t> order(length);
+  std::iota(order.begin(), order.end(), 0);
+  // less(i, j): slice i before slice j; equal by value (0.0 == -0.0).
+  std::function<bool(int64_t, int64_t)> less, equal;
+  with_element_type(a.dtype, "runtime.unique", [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    const T* p = static_cast<const T*>(a.data());
+    auto compare = [p, outer, length, inner](int64_t i, int64_t j) {
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t k = 0; k < inner; ++k) {
+          T u = p[(o * length + i) * inner + k], v = p[(o * length + j) * inner + k];
+          if (u < v) return -1;
+          if (v < u) return 1;
+        }
+      }
+      return 0;
+    };
+    less = [compare](int64_t i, int64_t j) { return compare(i, j) < 0; };
+    equal = [compare](int64_t i, int64_t j) { return compare(i, j) == 0; };
+  });
+  std::stable_sort(order.begin(), order.end(), less);
+  // Groups of equal slices in sorted order; each group's first index is
+  // its smallest (the sort is stable).
+  std::vector<int64_t> group_first, group_count, inverse_group(length);
+  for (int64_t r = 0; r < length; ++r) {
+    if (r == 0 || !equal(order[r - 1], order[r])) {
+      group_first.push_back(order[r]);
+      group_count.push_back(0);
+    }
+    ++group_count.back();
+    inverse_group[order[r]] = static_cast<int64_t>(group_first.size()) - 1;
+  }
+  const auto k = static_cast<int64_t>(group_first.size());
+  std::vector<int64_t> rank(k);  // output position of each group
+  std::iota(rank.begin(), rank.end(), 0);
+  if (!sorted) {
+    std::vector<int64_t> by_first(k);
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::sort(by_first.begin(), by_first.end(), [&](int64_t g, int64_t h) { return group_first[g] < group_first[h]; });
+    for (int64_t r = 0; r < k; ++r) rank[by_first[r]] = r;
+  }
+  std::vector<int64_t> value_dims = flat ? std::vector<int64_t>{k} : dims;
+  if (!flat) value_dims[axis] = k;
+  NDArray values = NDArray::empty(value_dims, a.dtype);
+  NDArray first = NDArray::empty({k}, DataType::Int(64));
+  NDArray inverse = NDArray::empty({length}, DataType::Int(64));
+  NDArray counts = NDArray::empty({k}, DataType::Int(64));
+  const auto* src = static_cast<const char*>(a.data());
+  auto* dst = static_cast<char*>(const_cast<NDArrayNode*>(values.get())->data());
+  for (int64_t g = 0; g < k; ++g) {
+    int64_t r = rank[g];
+    first.data_as<int64_t>()[r] = group_first[g];
+    counts.data_as<int64_t>()[r] = group_count[g];
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(dst + ((o * k + r) * inner) * element, src + ((o * length + group_first[g]) * inner) * element,
+                  inner * element);
+    }
+  }
+  for (int64_t i = 0; i < length; ++i) inverse.data_as<int64_t>()[i] = rank[inverse_group[i]];
+  return Array(std::vector<Any>{values, first, inverse, counts});
+}
+
+// non_max_suppression(boxes (B, N, 4), scores (B, C, N), max per class,
+// iou threshold, score threshold, center_point_box): ONNX's
+// NonMaxSuppression; int64 (count, 3) rows of (batch, class, box).  Per
+// batch and class, the boxes scoring above the threshold (-inf: no
+// threshold) by descending score (ties: the lower index first), each kept
+// unless its IoU with one kept before exceeds the IoU threshold, at most
+// `max per class` of them (0: none).  Boxes are corners (y1, x1, y2, x2) in
+// either order, or (x, y, width, height) centred when center_point_box is 1.
+NDArray non_max_suppression(const NDArray& boxes_in, const NDArray& scores_in, const Any& max_in, const Any& iou_in,
+                            const Any& threshold_in, const Any& center_in) {
+  const char* fn = "runtime.non_max_suppression";
+  const NDArrayNode& b = host_tensor(boxes_in, fn, "the boxes");
+  const NDArrayNode& s = host_tensor(scores_in, fn, "the scores");
+  std::vector<int64_t> bd = boxes_in.shape_vector(), sd = scores_in.shape_vector();
+  if (b.dtype != DataType::Float(32) || s.dtype != DataType::Float(32)) {
+    LOOM_THROW(TypeError) << fn << ": boxes and scores must be float32, got " << b.dtype.to_string() << " and "
+                          << s.dtype.to_string();
+  }
+  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1]) {
+    LOOM_THROW(Error) << fn << ": boxes " << loom::shape_text(bd) << " and scores " << loom::shape_text(sd)
+                      << " are not (batch, boxes, 4) and (batch, classes, boxes)";
+  }
+  const double max_per_class = scalar_value(max_in, std::string(fn) + ": max_output_boxes_per_class");
+  const double iou_threshold = scalar_value(iou_in, std::string(fn) + ": iou_threshold");
+  const double score_threshold = scalar_value(threshold_in, std::string(fn) + ": score_threshold");
+  const bool center_point_box = scalar_value(center_in, std::string(fn) + ": center_point_box") != 0;
+  if (iou_threshold < 0 || iou_threshold > 1) {
+    LOOM_THROW(Error) << fn << ": iou_threshold " << iou_threshold << " is not in [0, 1]";
+  }
+  const int64_t batches = bd[0], n = bd[1], classes = sd[1];
+  const auto limit = static_cast<int64_t>(std::min<double>(std::max(max_per_class, 0.0), static_cast<double>(n)));
+  const float* box = static_cast<const float*>(b.data());
+  const float* score = static_cast<const float*>(s.data());
+  // Corners (y_min, x_min, y_max, x_max) of each box.
+  std::vector<float> corners(batches * n * 4);
+  for (int64_t i = 0; i < batches * n; ++i) {
+    const float* p = box + i * 4;
+    float* c = corners.data() + i * 4;
+    if (center_point_box) {
+      c[0] = p[1] - p[3] / 2, c[1] = p[0] - p[2] / 2, c[2] = p[1] + p[3] / 2, c[3] = p[0] + p[2] / 2;
+    } else {
+      c[0] = std::min(p[0], p[2]), c[1] = std::min(p[1], p[3]), c[2] = std::max(p[0], p[2]),
+      c[3] = std::max(p[1], p[3]);
+    }
+  }
+  auto overlaps = [&](const float* u, const float* v) {
+    float h = std::min(u[2], v[2]) - std::max(u[0], v[0]), w = std::min(u[3], v[3]) - std::max(u[1], v[1]);
+    if (h <= 0 || w <= 0) return false;
+    float inter = h * w, area_u = (u[2] - u[0]) * (u[3] - u[1]), area_v = (v[2] - v[0]) * (v[3] - v[1]);
+    float uni = area_u + area_v - inter;
+    if (area_u <= 0 || area_v <= 0 || uni <= 0) return false;
+    return inter / uni > iou_threshold;
+  };
+  std::vector<int64_t> rows;
+  std::vector<int64_t> candidates, kept;
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (int64_t ci = 0; ci < classes && limit > 0; ++ci) {
+      const float* sc = score + (bi * classes + ci) * n;
+      candidates.clear();
+      for (int64_t i = 0; i < n; ++i) {
+        if (std::isinf(score_threshold) && score_threshold < 0 ? !std::isnan(sc[i]) : sc[i] > score_threshold) {
+          candidates.push_back(i);
+        }
+      }
+      std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t i, int64_t j) { return sc[i] > sc[j]; });
+      kept.clear();
+      for (int64_t i : candidates) {
+        if (static_cast<int64_t>(kept.size()) >= limit) break;
+        const float* c = corners.data() + (bi * n + i) * 4;
+        bool suppressed = std::any_of(kept.begin(), kept.end(),
+                                      [&](int64_t j) { return overlaps(corners.data() + (bi * n + j) * 4, c); });
+        if (suppressed) continue;
+        kept.push_back(i);
+        rows.insert(rows.end(), {bi, ci, i});
+      }
+    }
+  }
+  NDArray out = NDArray::empty({static_cast<int64_t>(rows.size() / 3), 3}, DataType::Int(64));
+  std::copy(rows.begin(), rows.end(), out.data_as<int64_t>());
+  return out;
+}
+
+const bool registered = [] {
+  FunctionRegistry::register_function("runtime.nonzero", Function::typed(nonzero, "runtime.nonzero"),
+                                      "nonzero(x): int64 (rank, count), the indices of x's nonzero elements");
+  FunctionRegistry::register_function(
+      "runtime.unique",
+      Function::typed(
+          [](NDArray x, Any axis, Any sorted) {
+            return unique(x, static_cast<int64_t>(scalar_value(axis, "runtime.unique: the axis")),
+                          scalar_value(sorted, "runtime.unique: sorted") != 0);
+          },
+          "runtime.unique"),
+      "unique(x, axis, sorted): (values, first indices, inverse indices, counts); axis -1: x flattened");
+  FunctionRegistry::register_function(
+      "runtime.non_max_suppression", Function::typed(non_max_suppression, "runtime.non_max_suppression"),
+      "non_max_suppression(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box): "
+      "int64 (count, 3) rows of (batch, class, box), as ONNX's NonMaxSuppression");
+  return true;
+}();
+
+}  // namespace
+}  // namespace loom::runtime
