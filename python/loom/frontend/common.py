@@ -29,7 +29,7 @@ class Context:
 
     def __init__(self):
         self._constants = {}  # id(array) -> (array, Constant): a weight used twice is one constant
-        self._symbols = {}  # symbolic dimension's name -> (a value whose shape has it, its axis)
+        self._symbols = {}  # symbolic dimension (a tir.Var) -> (a value whose shape has it, its axis)
 
     def symbol_sources(self, value):
         """Records where `value`'s symbolic dimensions can be read at run
@@ -37,7 +37,7 @@ class Context:
         become a tensor (expr)."""
         for axis, d in enumerate(self.shape(value)):
             if not isinstance(d, int) and d.type_key == "tir.Var":
-                self._symbols.setdefault(d.name, (value, axis))
+                self._symbols.setdefault(d, (value, axis))
 
     def _dim_tensor(self, d):
         """One shape entry (an int or a tir expression) as a 0-d int64
@@ -45,9 +45,9 @@ class Context:
         if isinstance(d, (int, np.integer)) or d.type_key == "tir.IntImm":
             return graph.Constant(np.int64(int(d) if isinstance(d, (int, np.integer)) else d.value))
         if d.type_key == "tir.Var":
-            if d.name not in self._symbols:
+            if d not in self._symbols:
                 raise _core.TypeError(f"the dimension {d} is read from no input's shape")
-            source, axis = self._symbols[d.name]
+            source, axis = self._symbols[d]
             return op.reshape(op.slice(op.shape_of(source), begin=[axis], end=[axis + 1]), shape=[])
         binary = {"tir.Add": op.add, "tir.Sub": op.subtract, "tir.Mul": op.multiply, "tir.FloorDiv": op.floor_divide,
                   "tir.FloorMod": op.floor_mod, "tir.Min": op.minimum, "tir.Max": op.maximum}
