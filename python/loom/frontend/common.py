@@ -327,9 +327,15 @@ def nonzero(x, rank, hint):
     return graph.call_packed("runtime.nonzero", [x], out)
 
 
+_UNIQUE_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                  "bool")
+
+
 def unique(x, shape, dtype, axis, sorted_, hint):
     """(values, first indices, inverse indices, counts) as ONNX's Unique:
     x's distinct elements (axis None: flattened) or slices along axis."""
+    if dtype not in _UNIQUE_DTYPES:
+        raise _core.TypeError(f"unique of a {dtype} tensor is not supported (it takes {', '.join(_UNIQUE_DTYPES)})")
     k = data_dim(hint)
     if axis is None:
         length = int(np.prod(shape)) if all(isinstance(d, int) for d in shape) else None

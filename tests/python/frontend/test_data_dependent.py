@@ -106,6 +106,13 @@ def test_unique_against_numpy(axis, sorted_):
                                       if axis is None else a)
 
 
+def test_unique_of_a_dtype_it_does_not_take_is_refused_when_imported():
+    from loom.frontend import common
+    x = graph.Var("x", shape=(4,), dtype="float16")
+    with pytest.raises(loom.LoomError, match=re.escape("unique of a float16 tensor is not supported")):
+        common.unique(x, [4], "float16", None, True, "u")
+
+
 def _nms_reference(boxes, scores, max_per_class, iou_threshold, score_threshold, center):
     """ONNX's NonMaxSuppression written plainly."""
     rows = []
