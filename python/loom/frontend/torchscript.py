@@ -232,8 +232,11 @@ def _import(g, attrs, owner, examples, report):
     for n in (m for t in nodes for m in _nested(t)):
         if _data_shaped(n) or any(v in data_shaped for v in n.inputs()):
             data_shaped.update(o for o in n.outputs() if _is_tensor(o) or _is_list_of_tensors(o))
+
+    def reads_data_size(n):
+        return n.kind() in _SIZE_OPS and any(v in data_shaped for v in n.inputs())
     for n in nodes:
-        if n.kind() in _SIZE_OPS and any(v in data_shaped for v in n.inputs()):
+        if reads_data_size(n):
             continue
         if n.kind() == "prim::Constant":
             known[n.output()] = n.output().toIValue()
@@ -253,7 +256,7 @@ def _import(g, attrs, owner, examples, report):
     def convertible(n):
         if n in constant or list(n.blocks()):
             return False
-        if n.kind() in _SIZE_OPS and any(v in data_shaped for v in n.inputs()):
+        if reads_data_size(n):
             return False
         kind = _functional(n.kind())
         if kind in ("prim::TupleConstruct", "prim::TupleUnpack", "prim::ListConstruct", "prim::ListUnpack"):
