@@ -72,22 +72,6 @@ std::optional<PatternKind> pattern_of(const ir::IRModule& module, const ir::Expr
   return std::nullopt;
 }
 
-// The body of a primitive function a group anchors on, with its parameters
-// replaced by the call's arguments: its bindings and its result.
-std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRModule& module,
-                                                                  const graph::CallNode& call) {
-  const auto* f = module.lookup(call.callee.as<ir::GlobalVarNode>()->name).as<graph::FunctionNode>();
-  std::unordered_map<const Object*, ir::Expr> args;
-  for (size_t i = 0; i < f->params.size(); ++i) args[f->params[i].object()] = call.args[i].cast<ir::Expr>();
-  std::vector<graph::Binding> bindings;
-  ir::Expr cur = f->body;
-  cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
-    graph::Var fresh(let.var->name, let.var->annotation);
-    bindings.push_back({fresh, graph::substitute(let.value, args)});
-    args[let.var.get()] = fresh;
-  });
-  return {bindings, graph::substitute(cur, args)};
-}
 }  // namespace
 
 transform::Pass FuseOps() {

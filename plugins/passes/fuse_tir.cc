@@ -126,10 +126,20 @@ transform::Pass FuseTIR() {
     // repeat) share one, compiled once; the others are left to
     // DeadCodeElimination.
     std::unordered_multimap<uint64_t, std::string> by_hash;
+    std::set<std::string> inlined;  // primitive functions that are not one kernel
     for (const std::string& name : module.names()) {
       const auto* f = module.lookup(name).as<graph::FunctionNode>();
       if (!f || !f->attrs.contains("primitive") || f->attrs.contains("codegen")) continue;
-      if (auto prim = fuse(module, *f)) {
+      auto prim = fuse(module, *f);
+      if (!prim) {
+        // Not one kernel: its operators run in its callers' frames, where
+        // every shape variable is bound (a VM function of its own would
+        // have to bind them again from its arguments, and cannot from a
+        // sum of sizes the data decides).
+        inlined.insert(name);
+        continue;
+      }
+      {
         fused[name] = f->ret_type.defined() ? f->ret_type : f->body->checked_type;
         kernel_of[name] = name;
         uint64_t hash = structural_hash(Any(*prim));
@@ -146,7 +156,7 @@ transform::Pass FuseTIR() {
         }
       }
     }
-    if (fused.empty()) return module;
+    if (fused.empty() && inlined.empty()) return module;
     ir::IRModule out = module.with_functions(prims);
     std::map<std::string, Any> callers;
     ir::Op call_dps = ir::Op::get("call_dps");
@@ -158,6 +168,10 @@ transform::Pass FuseTIR() {
         ObjectRef mutated = m.mutate_children(self);
         const auto* call = mutated.as<graph::CallNode>();
         const auto* g = call->callee.as<ir::GlobalVarNode>();
+        if (g && inlined.count(g->name)) {
+          auto [bindings, result] = inline_primitive(out, *call);
+          return Any(graph::build_chain(bindings, result));
+        }
         if (!g || !fused.count(g->name)) return Any(mutated);
         std::vector<ir::Expr> args;
         for (const Any& a : call->args) args.push_back(a.cast<ir::Expr>());

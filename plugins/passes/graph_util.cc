@@ -159,4 +159,19 @@ transform::Pass graph_body_pass(
       });
 }
 
+std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRModule& module,
+                                                                  const graph::CallNode& call) {
+  const auto* f = module.lookup(call.callee.as<ir::GlobalVarNode>()->name).as<graph::FunctionNode>();
+  std::unordered_map<const Object*, ir::Expr> args;
+  for (size_t i = 0; i < f->params.size(); ++i) args[f->params[i].object()] = call.args[i].cast<ir::Expr>();
+  std::vector<graph::Binding> bindings;
+  ir::Expr cur = f->body;
+  cur = graph::for_each_binding(cur, [&](const graph::LetNode& let) {
+    graph::Var fresh(let.var->name, let.var->annotation);
+    bindings.push_back({fresh, graph::substitute(let.value, args)});
+    args[let.var.get()] = fresh;
+  });
+  return {bindings, graph::substitute(cur, args)};
+}
+
 }  // namespace loom::passes

@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "loom/graph/bindings.h"
 #include "loom/graph/function.h"
@@ -37,6 +39,13 @@ class FunctionNames {
 // the constants' arrays.  FoldConstant's evaluator; ConvertLayout's for
 // what padded channels hold.
 ir::Expr evaluate_call(const graph::CallNode& call, const std::vector<ir::Expr>& args);
+
+// The body of the graph function `call` calls (a primitive function a
+// group anchors on, or one FuseTIR inlines), with its parameters replaced
+// by the call's arguments and its bindings by fresh variables: its
+// bindings and its result.
+std::pair<std::vector<graph::Binding>, ir::Expr> inline_primitive(const ir::IRModule& module,
+                                                                  const graph::CallNode& call);
 
 // The call of operator `name` that `e` is, or null.
 const graph::CallNode* call_of(const ir::Expr& e, const char* name);

@@ -256,6 +256,54 @@ NDArray non_max_suppression(const NDArray& boxes_in, const NDArray& scores_in, c
   return out;
 }
 
+// topk(x, k, axis, largest): the k largest (or smallest) elements of x
+// along axis and their indices, as ONNX's TopK, for a k known only when
+// the model runs: sorted, of equal values the lower index first, NaN
+// above every number.  k must not exceed the axis's length.
+Array topk(const NDArray& x, int64_t k, int64_t axis, bool largest) {
+  const NDArrayNode& a = host_tensor(x, "runtime.topk", "the input");
+  std::vector<int64_t> dims = x.shape_vector();
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) LOOM_THROW(Error) << "runtime.topk: axis " << axis << " of a " << rank << "-D tensor";
+  const int64_t length = dims[axis];
+  if (k < 0 || k > length) {
+    LOOM_THROW(Error) << "runtime.topk: k is " << k << ", but axis " << axis << " has " << length << " elements";
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= dims[d];
+  dims[axis] = k;
+  NDArray values = NDArray::empty(dims, a.dtype), indices = NDArray::empty(dims, DataType::Int(64));
+  with_element_type(a.dtype, "runtime.topk", [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    const T* in = static_cast<const T*>(a.data());
+    T* v = values.data_as<T>();
+    int64_t* idx = indices.data_as<int64_t>();
+    std::vector<int64_t> order(length);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* line = in + o * length * inner + i;
+        auto before = [&](int64_t p, int64_t q) {
+          T x = line[p * inner], y = line[q * inner];
+          bool x_nan = x != x, y_nan = y != y;  // NaN (never for integers)
+          if (x_nan || y_nan) return x_nan == y_nan ? p < q : (largest ? x_nan : y_nan);
+          if (x != y) return largest ? y < x : x < y;
+          return p < q;
+        };
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t at = (o * k + j) * inner + i;
+          v[at] = line[order[j] * inner];
+          idx[at] = order[j];
+        }
+      }
+    }
+  });
+  return Array(std::vector<Any>{values, indices});
+}
+
 const bool registered = [] {
   FunctionRegistry::register_function("runtime.nonzero", Function::typed(nonzero, "runtime.nonzero"),
                                       "nonzero(x): int64 (rank, count), the indices of x's nonzero elements");
@@ -272,6 +320,22 @@ const bool registered = [] {
       "runtime.non_max_suppression", Function::typed(non_max_suppression, "runtime.non_max_suppression"),
       "non_max_suppression(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box): "
       "int64 (count, 3) rows of (batch, class, box), as ONNX's NonMaxSuppression");
+  FunctionRegistry::register_function(
+      "runtime.topk",
+      Function::typed(
+          [](NDArray x, Any k, Any axis, Any largest) {
+            return topk(x, static_cast<int64_t>(scalar_value(k, "runtime.topk: k")),
+                        static_cast<int64_t>(scalar_value(axis, "runtime.topk: the axis")),
+                        scalar_value(largest, "runtime.topk: largest") != 0);
+          },
+          "runtime.topk"),
+      "topk(x, k, axis, largest): (values, int64 indices), the k largest (smallest) along axis, sorted");
+  // The join of an if's branches whose shapes differ (docs/frontends.md,
+  // "Control flow"): its argument, which the VM checks against the call's
+  // result type and binds that type's variables from.
+  FunctionRegistry::register_function(
+      "runtime.bind_shape", Function::typed([](Any x) { return x; }, "runtime.bind_shape"),
+      "bind_shape(x): x; the call's result type names the dimensions the VM binds from it");
   return true;
 }();
 

@@ -419,9 +419,10 @@ class Decoder {
     return static_cast<int32_t>(index.as_int());
   }
 
-  // Shape expressions the compiler writes are a few levels deep; the
-  // interpreter evaluates them recursively.
-  static constexpr int kMaxShapeDepth = 64;
+  // Shape expressions the compiler writes are a few levels deep, but a sum
+  // of sizes the data decides grows with the model (a detector's concat of
+  // 90 per-class results); the interpreter evaluates them recursively.
+  static constexpr int kMaxShapeDepth = 1024;
 
   ShapeExpr shape(const Any& value, int depth = 0) {
     const auto* n = dynamic_cast<const ShapeExprNode*>(value.object());

@@ -362,3 +362,16 @@ def non_max_suppression(boxes, scores, max_per_class, iou_threshold, score_thres
             _scalar(-np.inf if score_threshold is None else score_threshold, "float32"),
             _scalar(int(center_point_box), "int64")]
     return graph.call_packed("runtime.non_max_suppression", args, ir.TensorType([data_dim(hint), 3], "int64"))
+
+
+def topk(x, k, shape, dtype, axis, largest, hint):
+    """(values, int64 indices) of x's k largest (smallest) elements along
+    axis, sorted, for a k computed at run time (a 0-d or one-element int64
+    tensor, at most the axis's length)."""
+    if dtype not in _UNIQUE_DTYPES or dtype == "bool":
+        raise _core.TypeError(f"top-k with k computed at run time of a {dtype} tensor is not supported (it takes "
+                              f"{', '.join(d for d in _UNIQUE_DTYPES if d != 'bool')})")
+    dims = list(shape)
+    dims[axis] = data_dim(hint)
+    out = ir.TupleType([ir.TensorType(dims, dtype), ir.TensorType(dims, "int64")])
+    return graph.call_packed("runtime.topk", [x, k, _scalar(axis, "int64"), _scalar(int(largest), "int64")], out)

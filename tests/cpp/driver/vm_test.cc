@@ -420,10 +420,10 @@ TEST(VM, MalformedExecutablesAreRefused) {
             "VM function 'main': the storages add up to more than Loom allocates");
   EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
               ShapeExpr deep = ShapeExpr::constant(1);
-              for (int i = 0; i < 100; ++i) deep = ShapeExpr::binary(ShapeOp::kAdd, deep, ShapeExpr::constant(1));
+              for (int i = 0; i < 1100; ++i) deep = ShapeExpr::binary(ShapeOp::kAdd, deep, ShapeExpr::constant(1));
               f.storage_sizes = Array({Any(deep), Any(ShapeExpr::constant(128))});
             }),
-            "VM function 'main': a shape expression nests deeper than 64");
+            "VM function 'main': a shape expression nests deeper than 1024");
   // Devices index the device table, and a storage's tensors share its device.
   EXPECT_EQ(tampered([](VMExecutableNode&, VMFunctionDefNode& f) {
               const_cast<VMAllocNode&>(*f.allocs[0].as_object_ref().as<VMAllocNode>()).device = 3;

@@ -71,11 +71,9 @@ class ValueNeededError(_core.TypeError):
 
 
 # Operators that no converter will take: what they need is not a tensor
-# program (control flow, sequences, optionals, random numbers, training,
-# outputs whose shape depends on the data, strings).  They get the one
+# program (sequences, optionals, random numbers, training, strings).  They get the one
 # unsupported-operator error like any other, with this reason beside them.
 NOT_COMPILABLE = {
-    **{k: "control flow" for k in ("If", "Loop", "Scan")},
     **{k: "sequences" for k in ("SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase",
                                 "SequenceInsert", "SequenceLength", "SequenceMap", "SplitToSequence",
                                 "ConcatFromSequence")},
@@ -164,9 +162,19 @@ def _opsets(model):
     return out
 
 
+def _nodes(g):
+    """The nodes of graph g and of its subgraphs (If branches, Loop and
+    Scan bodies), depth first."""
+    for n in g.node:
+        yield n
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _nodes(sub)
+
+
 def _check_supported(model, opsets):
     nodes = []
-    for n in model.graph.node:
+    for n in _nodes(model.graph):
         domain = _domain(n)
         label = (domain, n.op_type) if domain else n.op_type
         if domain and REGISTRY.find(_key(domain, n.op_type), opsets.get(domain, 1)) is not None:
@@ -219,7 +227,6 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
         raise _core.TypeError(f"from_onnx: params must be 'constants' or 'inputs', got {params!r}")
     model = _load(model)
     opsets = _opsets(model)
-    opset = opsets[""]
     _check_supported(model, opsets)  # one error for everything unsupported, before any work
     g = model.graph
     constants = dict(constants or {})
@@ -258,9 +265,57 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
     ctx = Context()
     for var in inputs:
         ctx.symbol_sources(var)  # a shape computed from them can become a tensor
-    for proto in g.node:
-        node = Node(proto, opset)
-        args = [values[name] if name else None for name in proto.input]
+    _Scope(ctx, opsets, values, origins).run(g.node)
+    results = []
+    for o in g.output:
+        if o.name not in values:
+            raise _core.LookupError(f"the model's output '{o.name}' is made by no node")
+        results.append(ctx.expr(values[o.name]))
+    body = results[0] if len(results) == 1 else graph.Tuple(results)
+    module = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
+    if params == "inputs":
+        return module, {name: weights[name] for name in weights}
+    return module
+
+
+class _Scope:
+    """Imports the nodes of a graph: the model's, or a subgraph's (an If
+    branch, a Loop body), whose scope sees every value of the scopes
+    around it (ONNX's outer scope).  `values` and `origins` map names to
+    values and to the graph inputs each is computed from."""
+
+    def __init__(self, ctx, opsets, values, origins):
+        self.ctx, self.opsets, self.values, self.origins = ctx, opsets, values, origins
+
+    def subgraph(self, g, inputs=()):
+        """Imports subgraph g (a GraphProto) with its inputs bound to
+        `inputs`; returns the values of its outputs."""
+        import collections
+        import onnx.numpy_helper
+        scope = _Scope(self.ctx, self.opsets, collections.ChainMap({}, self.values),
+                       collections.ChainMap({}, self.origins))
+        if len(inputs) != len(g.input):
+            raise _core.TypeError(f"subgraph '{g.name}' has {len(g.input)} inputs, given {len(inputs)}")
+        for vi, value in zip(g.input, inputs):
+            scope.values[vi.name] = value
+        for init in g.initializer:
+            _dtype(init.data_type, f"initializer '{init.name}'")
+            scope.values[init.name] = onnx.numpy_helper.to_array(init)
+        scope.run(g.node)
+        for o in g.output:
+            if o.name not in scope.values:
+                raise _core.LookupError(f"subgraph '{g.name}': its output '{o.name}' is made by no node")
+        return [scope.values[o.name] for o in g.output]
+
+    def run(self, nodes):
+        for proto in nodes:
+            self.node(proto)
+
+    def node(self, proto):
+        ctx, values, origins, opsets = self.ctx, self.values, self.origins, self.opsets
+        node = Node(proto, opsets[""])
+        node.scope = self
+        args = [values.get(name) if name else None for name in proto.input]
         for name, a in zip(proto.input, args):
             if name and a is None:
                 raise _core.LookupError(f"{node.op_type} '{node.name}': input '{name}' is not defined before it")
@@ -304,16 +359,6 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
             values[name] = outs[k]
             if derived:
                 origins[name] = derived
-    results = []
-    for o in g.output:
-        if o.name not in values:
-            raise _core.LookupError(f"the model's output '{o.name}' is made by no node")
-        results.append(ctx.expr(values[o.name]))
-    body = results[0] if len(results) == 1 else graph.Tuple(results)
-    module = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
-    if params == "inputs":
-        return module, {name: weights[name] for name in weights}
-    return module
 
 
 # ------------------------------------------------------------ helpers
@@ -356,7 +401,7 @@ class FoldDeclined(Exception):
 # given a symbolic shape goes to its converter, which refuses it unless it
 # takes one (Reshape).
 SYMBOLIC_FOLDS = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Identity", "Add", "Sub", "Mul", "Div",
-                  "Neg", "Cast", "Where"}
+                  "Neg", "Cast", "Where", "Min", "Max"}
 
 
 def _dim(v):
@@ -409,4 +454,4 @@ def _table():
     return "\n".join(rows)
 
 
-from . import _math, _nn, _reduce, _tensor, _rnn, _quant  # noqa: E402,F401 (they register the converters)
+from . import _math, _nn, _reduce, _tensor, _rnn, _quant, _control  # noqa: E402,F401 (they register the converters)

@@ -161,9 +161,13 @@ _binary("Div", "divide", _divide)
 def _variadic(op_type, loom_op, numpy_fn, mean=False):
     """Max, Min, Sum, Mean: any number of operands, broadcasting."""
     def fold(node, *xs):
+        symbolic = any(_is_symbolic(x) for x in xs)  # Min and Max of shapes (k = min(K, %count))
+        fn = np.frompyfunc(getattr(tir, loom_op[:3]), 2, 1) if symbolic else numpy_fn
         out = xs[0]
         for x in xs[1:]:
-            out = numpy_fn(out, x)
+            out = fn(out, x)
+        if symbolic:
+            return np.asarray(out, dtype=object)
         return (out / len(xs)).astype(xs[0].dtype) if mean else np.asarray(out).astype(xs[0].dtype)
 
     def convert(ctx, node, *xs):

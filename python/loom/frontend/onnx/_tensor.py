@@ -475,9 +475,16 @@ def _cumsum(ctx, node, x, axis):
 
 @converter("TopK")
 def _topk(ctx, node, x, k=None):
-    k = int(node.attr("k")) if node.opset < 10 else int(_item(node, k, "k"))
-    call = op.topk(ctx.expr(x), k=k, axis=int(node.attr("axis", -1)), largest=bool(node.attr("largest", 1)))
-    return _outputs(call, 2)
+    axis, largest = int(node.attr("axis", -1)), bool(node.attr("largest", 1))
+    if node.opset < 10:
+        k = int(node.attr("k"))
+    elif isinstance(k, np.ndarray) and not _is_symbolic(k):
+        k = int(k.reshape(-1)[0])
+    else:  # computed at run time (k = min(K, count) of a detector): a size the data decides
+        shape, dtype = ctx.type(x)
+        return _outputs(common.topk(ctx.expr(x), ctx.expr(k), shape, dtype, _axis(axis, len(shape)), largest,
+                                    node.proto.output[0]), 2)
+    return _outputs(op.topk(ctx.expr(x), k=k, axis=axis, largest=largest), 2)
 
 
 # ---------------------------------------------- shapes the data decides

@@ -1,0 +1,323 @@
+"""ONNX control flow (docs/frontends.md, "Control flow"): If on a condition
+known at import (one branch imported) or computed at run time (the graph
+IR's if; branches of different shapes joined by a variable the VM binds),
+Loop and Scan with a trip count known at import (unrolled), TopK with a k
+computed at run time; against NumPy on random inputs, against PyTorch for
+exported modules, and the refusals' messages."""
+import io
+
+import numpy as np
+import pytest
+
+import loom
+
+from conftest import ROOT, optional_import
+
+onnx = optional_import("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+HOST = str(ROOT / "configs" / "host.yaml")
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=13):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _build(model, **kw):
+    from loom.frontend import onnx as lonnx
+    return loom.build(lonnx.from_onnx(model.SerializeToString(), **kw), HOST)
+
+
+def _outputs(lib, *args):
+    out = lib["main"](*args)
+    return [out.numpy()] if hasattr(out, "numpy") else [t.numpy() for t in out]
+
+
+def _branch(name, nodes, outputs):
+    return helper.make_graph(nodes, name, [], outputs)
+
+
+def _value(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+# --------------------------------------------------------------------- If
+
+def test_if_on_a_condition_computed_at_run_time_runs_the_branch_the_data_picks():
+    # y = x * 2 if sum(x) > 0 else x - outer, the else branch reading a value of the outer scope
+    then_g = _branch("then", [helper.make_node("Mul", ["x", "two"], ["t"])], [_value("t", F, [3, 4])])
+    else_g = _branch("else", [helper.make_node("Sub", ["x", "outer"], ["e"])], [_value("e", F, [3, 4])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("Exp", ["x"], ["outer"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    inits = [helper.make_tensor("two", F, [], [2.0]), helper.make_tensor("zero", F, [], [0.0])]
+    lib = _build(_model(nodes, [_value("x", F, [3, 4])], [_value("y", F, [3, 4])], inits))
+    rng = np.random.default_rng(0)
+    for shift in (1.0, -1.0, 1.0):
+        x = (rng.standard_normal((3, 4)) + shift).astype(np.float32)
+        want = x * 2 if x.sum() > 0 else x - np.exp(x)
+        np.testing.assert_allclose(_outputs(lib, x)[0], want, rtol=1e-6)
+
+
+def test_branches_of_different_shapes_join_in_a_size_the_data_decides():
+    # if any(x > 0): the positive elements (Compress) else an empty tensor; then the count and the sum after it
+    then_g = _branch("then", [helper.make_node("Greater", ["x", "zero"], ["m"]),
+                              helper.make_node("Compress", ["x", "m"], ["t"])], [_value("t", F, [None])])
+    else_g = _branch("else", [helper.make_node("Constant", [], ["e"], value=helper.make_tensor("v", F, [0], []))],
+                     [_value("e", F, [0])])
+    nodes = [helper.make_node("ReduceMax", ["x"], ["mx"], keepdims=0),
+             helper.make_node("Greater", ["mx", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Shape", ["y"], ["n"]),
+             helper.make_node("Mul", ["y", "y"], ["sq"])]
+    inits = [helper.make_tensor("zero", F, [], [0.0])]
+    lib = _build(_model(nodes, [_value("x", F, [8])], [_value("n", I64, [1]), _value("sq", F, [None])], inits))
+    rng = np.random.default_rng(1)
+    for x in (rng.standard_normal(8), -np.abs(rng.standard_normal(8)), np.abs(rng.standard_normal(8))):
+        x = x.astype(np.float32)
+        n, sq = _outputs(lib, x)
+        kept = x[x > 0]
+        assert list(n) == [len(kept)]
+        np.testing.assert_allclose(sq, kept * kept, rtol=1e-6)
+
+
+def test_if_with_several_outputs_and_a_condition_of_one_element():
+    then_g = _branch("then", [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"])],
+                     [_value("a", F, [4]), _value("b", F, [4])])
+    else_g = _branch("else", [helper.make_node("Abs", ["x"], ["a2"]), helper.make_node("Identity", ["x"], ["b2"])],
+                     [_value("a2", F, [4]), _value("b2", F, [4])])
+    nodes = [helper.make_node("Slice", ["x", "s0", "s1"], ["first"]),
+             helper.make_node("Less", ["first", "zero"], ["c"]),  # shape [1]
+             helper.make_node("If", ["c"], ["p", "q"], then_branch=then_g, else_branch=else_g)]
+    inits = [helper.make_tensor("zero", F, [], [0.0]), helper.make_tensor("s0", I64, [1], [0]),
+             helper.make_tensor("s1", I64, [1], [1])]
+    lib = _build(_model(nodes, [_value("x", F, [4])], [_value("p", F, [4]), _value("q", F, [4])], inits))
+    for x in (np.array([-1, 2, -3, 4], np.float32), np.array([1, -2, 3, -4], np.float32)):
+        p, q = _outputs(lib, x)
+        if x[0] < 0:
+            np.testing.assert_array_equal(p, np.maximum(x, 0)), np.testing.assert_array_equal(q, -x)
+        else:
+            np.testing.assert_array_equal(p, np.abs(x)), np.testing.assert_array_equal(q, x)
+
+
+def test_an_if_on_a_condition_known_at_import_imports_only_the_branch_taken():
+    from loom.frontend import onnx as lonnx
+    # rank == 2 (from Shape, known): the else branch uses an operator with no converter, never imported
+    then_g = _branch("then", [helper.make_node("Shape", ["x"], ["t"])], [_value("t", I64, [2])])
+    else_g = _branch("else", [helper.make_node("Relu", ["x"], ["e0"]), helper.make_node("Shape", ["e0"], ["e"])],
+                     [_value("e", I64, [2])])
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]), helper.make_node("Size", ["shp"], ["rank"]),
+             helper.make_node("Equal", ["rank", "two"], ["c"]),
+             helper.make_node("If", ["c"], ["s"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Reshape", ["x", "s"], ["y"])]  # a Reshape whose target must be known
+    model = _model(nodes, [_value("x", F, [2, 3])], [_value("y", F, [2, 3])],
+                   [helper.make_tensor("two", I64, [], [2])])
+    text = str(lonnx.from_onnx(model.SerializeToString()))
+    assert " if " not in text and "if (" not in text
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(_outputs(_build(model), x)[0], x)
+
+
+def test_branches_that_disagree_in_rank_are_refused_naming_the_output():
+    then_g = _branch("then", [helper.make_node("Identity", ["x"], ["t"])], [_value("t", F, [2, 2])])
+    else_g = _branch("else", [helper.make_node("Flatten", ["x"], ["e"], axis=0)], [_value("e", F, [1, 4])])
+    then_g2 = _branch("then", [helper.make_node("Identity", ["x"], ["t"])], [_value("t", F, [2, 2])])
+    else_g2 = _branch("else", [helper.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], [_value("e", F, [])])
+    for t, e, words in ((then_g, else_g, None), (then_g2, else_g2, "agree in element type and rank")):
+        nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                 helper.make_node("Greater", ["s", "s"], ["c"]),
+                 helper.make_node("If", ["c"], ["y"], then_branch=t, else_branch=e, name="pick")]
+        model = _model(nodes, [_value("x", F, [2, 2])], [_value("y", F, None)])
+        if words is None:  # same rank, different dimensions: joined
+            x = np.ones((2, 2), np.float32)
+            assert _outputs(_build(model), x)[0].shape == (1, 4)  # s > s is false
+            continue
+        with pytest.raises(loom.TypeError, match=r"If 'pick': output 0 \('y'\) is float32\[2, 2\] in the then "
+                                                 r"branch and float32\[\] in the else branch; .*" + words):
+            _build(model)
+
+
+def test_an_operator_without_a_converter_inside_a_branch_is_reported_before_any_work():
+    then_g = _branch("then", [helper.make_node("Det", ["x"], ["t"])], [_value("t", F, [])])
+    else_g = _branch("else", [helper.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], [_value("e", F, [])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), helper.make_node("Greater", ["s", "s"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    with pytest.raises(loom.LoomError, match="Det"):
+        _build(_model(nodes, [_value("x", F, [2, 2])], [_value("y", F, [])]))
+
+
+# ------------------------------------------------------------ Loop, Scan
+
+def _accumulating_loop(trip_count_node, cond_nodes=(), cond_input=""):
+    """acc_{i+1} = acc_i * 0.5 + x * i; scan output: acc_{i+1} each iteration;
+    the body's condition: cond_nodes (else true)."""
+    body_nodes = [helper.make_node("Cast", ["i"], ["fi"], to=F), helper.make_node("Mul", ["x", "fi"], ["xi"]),
+                  helper.make_node("Mul", ["acc_in", "half"], ["decayed"]),
+                  helper.make_node("Add", ["decayed", "xi"], ["acc_out"]),
+                  helper.make_node("Identity", ["acc_out"], ["scan_out"])] + list(cond_nodes)
+    if not cond_nodes:
+        body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    body = helper.make_graph(body_nodes, "body",
+                             [_value("i", I64, []), _value("cond_in", TensorProto.BOOL, []),
+                              _value("acc_in", F, [3])],
+                             [_value("cond_out", TensorProto.BOOL, []), _value("acc_out", F, [3]),
+                              _value("scan_out", F, [3])])
+    nodes = list(trip_count_node) + [
+        helper.make_node("Loop", ["M", cond_input, "acc0"], ["acc", "scans"], body=body, name="loop")]
+    return nodes
+
+
+def _loop_reference(x, acc0, steps):
+    acc, scans = acc0.copy(), []
+    for i in range(steps):
+        acc = acc * 0.5 + x * i
+        scans.append(acc)
+    return acc, np.stack(scans) if scans else np.zeros((0, 3), np.float32)
+
+
+def test_a_loop_of_a_trip_count_known_at_import_unrolls():
+    # M from the input's shape (5): a trip count folded at import
+    nodes = _accumulating_loop([helper.make_node("Shape", ["xs"], ["shp"]),
+                                helper.make_node("Gather", ["shp", "zero_i"], ["M"], axis=0)])
+    inits = [helper.make_tensor("half", F, [], [0.5]), helper.make_tensor("zero_i", I64, [], [0])]
+    inputs = [_value("x", F, [3]), _value("acc0", F, [3]), _value("xs", F, [5, 1])]
+    lib = _build(_model(nodes, inputs, [_value("acc", F, [3]), _value("scans", F, [5, 3])], inits))
+    rng = np.random.default_rng(2)
+    x, acc0 = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    acc, scans = _outputs(lib, x, acc0, np.zeros((5, 1), np.float32))
+    want_acc, want_scans = _loop_reference(x, acc0, 5)
+    np.testing.assert_allclose(acc, want_acc, rtol=1e-5)
+    np.testing.assert_allclose(scans, want_scans, rtol=1e-5)
+
+
+def test_a_loop_whose_body_stops_it_on_a_known_condition_and_a_loop_of_no_iteration():
+    # cond_out = i + 1 < 3 with M = 10: three iterations
+    stop = [helper.make_node("Add", ["i", "one_i"], ["next"]),
+            helper.make_node("Less", ["next", "three"], ["cond_out"])]
+    inits = [helper.make_tensor("half", F, [], [0.5]), helper.make_tensor("one_i", I64, [], [1]),
+             helper.make_tensor("three", I64, [], [3]), helper.make_tensor("M", I64, [], [10]),
+             helper.make_tensor("go", TensorProto.BOOL, [], [True])]
+    inputs = [_value("x", F, [3]), _value("acc0", F, [3])]
+    x, acc0 = np.arange(3, dtype=np.float32), np.ones(3, np.float32)
+    lib = _build(_model(_accumulating_loop([], stop, "go"), inputs, [_value("acc", F, [3]), _value("scans", F, None)],
+                        inits))
+    acc, scans = _outputs(lib, x, acc0)
+    want_acc, want_scans = _loop_reference(x, acc0, 3)
+    np.testing.assert_allclose(acc, want_acc), np.testing.assert_allclose(scans, want_scans)
+    # M = 0: the carried value as given, the scan output empty
+    inits[3] = helper.make_tensor("M", I64, [], [0])
+    lib = _build(_model(_accumulating_loop([], stop, "go"), inputs, [_value("acc", F, [3]), _value("scans", F, None)],
+                        inits))
+    acc, scans = _outputs(lib, x, acc0)
+    np.testing.assert_array_equal(acc, acc0)
+    assert scans.shape == (0, 3)
+
+
+def test_a_loop_whose_trip_count_or_condition_is_computed_at_run_time_is_refused():
+    inits = [helper.make_tensor("half", F, [], [0.5])]
+    inputs = [_value("x", F, [3]), _value("acc0", F, [3]), _value("M", I64, [])]
+    model = _model(_accumulating_loop([]), inputs, [_value("acc", F, [3]), _value("scans", F, None)], inits)
+    with pytest.raises(loom.TypeError, match=r"Loop 'loop': its trip count is computed at run time; .*Control flow"):
+        _build(model)
+    stop = [helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "half"], ["cond_out"])]
+    inits += [helper.make_tensor("M", I64, [], [4])]
+    model = _model(_accumulating_loop([], stop), inputs[:2], [_value("acc", F, [3]), _value("scans", F, None)], inits)
+    with pytest.raises(loom.TypeError, match=r"Loop 'loop': its body computes the condition at run time "
+                                             r"\(iteration 0\)"):
+        _build(model)
+
+
+def test_scan_forward_and_backward_along_axes_against_numpy():
+    # state = state + x_t; outputs: the running state (forward, stacked on axis 0) and x_t * 2 (reversed, axis 1)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Mul", ["x_t", "two"], ["y_t"]),
+         helper.make_node("Identity", ["s_out"], ["run_t"])],
+        "body", [_value("s_in", F, [2]), _value("x_t", F, [2])],
+        [_value("s_out", F, [2]), _value("run_t", F, [2]), _value("y_t", F, [2])])
+    node = helper.make_node("Scan", ["s0", "xs"], ["s", "runs", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[0, 1],
+                            scan_output_directions=[0, 1])
+    lib = _build(_model([node], [_value("s0", F, [2]), _value("xs", F, [2, 5])],
+                        [_value("s", F, [2]), _value("runs", F, [5, 2]), _value("ys", F, [2, 5])],
+                        [helper.make_tensor("two", F, [], [2.0])]))
+    rng = np.random.default_rng(3)
+    s0, xs = rng.standard_normal(2).astype(np.float32), rng.standard_normal((2, 5)).astype(np.float32)
+    s, runs, ys = _outputs(lib, s0, xs)
+    steps = [xs[:, t] for t in reversed(range(5))]  # scanned backwards along axis 1
+    want_runs = np.stack([s0 + sum(steps[:k + 1]) for k in range(5)])
+    np.testing.assert_allclose(s, s0 + xs.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(runs, want_runs, rtol=1e-5)
+    np.testing.assert_allclose(ys, np.stack([x * 2 for x in steps][::-1], axis=1), rtol=1e-6)
+
+
+# ------------------------------------------------------------------- TopK
+
+def test_topk_with_k_computed_at_run_time():
+    # k = min(3, count of positive scores): a detector's "keep the best k of what survived"
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["m"]), helper.make_node("Compress", ["x", "m"], ["pos"]),
+             helper.make_node("Shape", ["pos"], ["n"]), helper.make_node("Min", ["n", "three"], ["k"]),
+             helper.make_node("TopK", ["pos", "k"], ["v", "i"])]
+    inits = [helper.make_tensor("zero", F, [], [0.0]), helper.make_tensor("three", I64, [1], [3])]
+    lib = _build(_model(nodes, [_value("x", F, [7])], [_value("v", F, None), _value("i", I64, None)], inits))
+    rng = np.random.default_rng(4)
+    for x in (rng.standard_normal(7), np.array([1, -1, 2, 2, -3, -1, -1]), -np.ones(7)):
+        x = x.astype(np.float32)
+        pos = x[x > 0]
+        order = sorted(range(len(pos)), key=lambda j: (-pos[j], j))[:3]
+        v, i = _outputs(lib, x)
+        np.testing.assert_array_equal(i, order)
+        np.testing.assert_array_equal(v, pos[order])
+
+
+def test_topk_k_from_an_input_along_an_inner_axis_smallest_first():
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=0)
+    lib = _build(_model([node], [_value("x", F, [2, 6, 3]), _value("k", I64, [1])],
+                        [_value("v", F, None), _value("i", I64, None)]))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 3)).astype(np.float32)
+    for k in (0, 2, 6):
+        v, i = _outputs(lib, x, np.array([k], np.int64))
+        want = np.argsort(x, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(i, want)
+        np.testing.assert_array_equal(v, np.take_along_axis(x, want, axis=1))
+    with pytest.raises(loom.LoomError, match="runtime.topk: k is 7, but axis 1 has 6 elements"):
+        lib["main"](x, np.array([7], np.int64))
+
+
+# -------------------------------------------------------- exported modules
+
+torch = optional_import("torch")
+
+
+class _Gate(torch.nn.Module):
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            y = torch.relu(x) * 2
+        else:
+            y = x[x < -0.5]
+        return y.sum(0, keepdim=True) + y.shape[0]
+
+
+def _export(module, example):
+    buffer = io.BytesIO()
+    torch.onnx.export(module, (example,), buffer, opset_version=13, input_names=["x"],
+                      dynamo=False) if "dynamo" in torch.onnx.export.__code__.co_varnames else \
+        torch.onnx.export(module, (example,), buffer, opset_version=13, input_names=["x"])
+    return buffer.getvalue()
+
+
+def test_a_scripted_module_with_a_data_dependent_if_against_pytorch():
+    from loom.frontend import onnx as lonnx
+    module = torch.jit.script(_Gate())
+    example = torch.randn(6)
+    lib = loom.build(lonnx.from_onnx(_export(module, example)), HOST)
+    rng = np.random.default_rng(6)
+    for x in (np.abs(rng.standard_normal(6)), -np.abs(rng.standard_normal(6)) - 0.1, rng.standard_normal(6)):
+        x = x.astype(np.float32)
+        want = module(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(_outputs(lib, x)[0], want, rtol=1e-5, atol=1e-6)
