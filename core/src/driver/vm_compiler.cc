@@ -100,6 +100,7 @@ class FunctionCompiler {
     // A value used in several places is computed once, into one register.
     int32_t result = expr(graph::bind_shared_values(fn.body));
     emit(runtime::kVMRet, -1, result, 0, {});
+    mark_tail_calls();
     def->param_names = Array(names);
     def->param_types = Array(param_types);
     def->num_registers = num_registers_;
@@ -136,6 +137,30 @@ class FunctionCompiler {
  private:
   [[noreturn]] void fail(const std::string& message) const { LOOM_THROW(Error) << "VM: @" << name_ << ": " << message; }
   int32_t new_register() { return num_registers_++; }
+
+  // A call of a graph function whose result reaches the return unchanged
+  // (through moves and jumps only: the last call of a branch of the body's
+  // if) is in tail position: the VM runs it in place of this frame, so a
+  // loop written as a recursion runs in constant stack.
+  void mark_tail_calls() {
+    for (Instr& call : code_) {
+      if (call.op != runtime::kVMCallGraph) continue;
+      int32_t value = call.dst;
+      size_t pc = static_cast<size_t>(&call - code_.data()) + 1;
+      for (size_t steps = 0; pc < code_.size() && steps <= code_.size(); ++steps) {
+        const Instr& next = code_[pc];
+        if (next.op == runtime::kVMMove && next.a == value) {
+          value = next.dst;
+          ++pc;
+        } else if (next.op == runtime::kVMGoto) {
+          pc = static_cast<size_t>(next.a);
+        } else {
+          if (next.op == runtime::kVMRet && next.a == value) call.b = 1;
+          break;
+        }
+      }
+    }
+  }
   size_t emit(int32_t op, int32_t dst, int32_t a, int32_t b, std::vector<int32_t> args) {
     code_.push_back(Instr{op, dst, a, b, std::move(args)});
     return code_.size() - 1;

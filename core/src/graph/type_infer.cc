@@ -2,6 +2,7 @@
 // cache on the (otherwise immutable) expression nodes, ignored by
 // structural equality, so it is filled in place; a function whose ret_type
 // is missing is rebuilt with it.
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "loom/object/structural.h"
 #include "loom/support/stack.h"
 #include "loom/tir/function.h"
+#include "loom/tir/functor.h"
 
 namespace loom::graph {
 
@@ -26,15 +28,16 @@ class TypeInferencer {
   TypeInferencer(const IRModule& module, std::vector<Diagnostic>& out) : module_(module), out_(out) {}
 
   // The type of @name's value as a function (inferring a graph function's
-  // result type on demand; recursion yields an unknown result).
+  // result type on demand; a recursive call sees the declared result type,
+  // or an unknown one when there is none).
   Type function_type(const std::string& name) {
     auto cached = function_types_.find(name);
     if (cached != function_types_.end()) return cached->second;
     BaseFunc f = module_.lookup(name);
     if (const auto* g = f.as<graph::FunctionNode>()) {
-      function_types_[name] = Type();  // in progress
       std::vector<Type> params;
       for (const Any& p : g->params) params.push_back(p.cast<graph::Var>()->annotation);
+      function_types_[name] = g->ret_type.defined() ? Type(FuncType(params, g->ret_type)) : Type();  // in progress
       std::string saved = name_;
       name_ = name;
       Type ret = g->ret_type.defined() ? g->ret_type : infer(g->body);
@@ -193,16 +196,99 @@ class TypeInferencer {
                  (p->args.size() == 1 ? "" : "s"),
              Any(e));
     }
-    for (size_t i = 0; i < p->args.size() && i < f->params.size(); ++i) {
-      Type want = f->params[i].cast<Type>();
-      Type got = p->args[i].cast<Expr>()->checked_type;
-      if (want.defined() && got.defined() && !structural_equal(want, got)) {
-        report(
-            "argument " + std::to_string(i) + " has type " + to_text(got) + " but the callee expects " + to_text(want),
-            Any(e));
+    // A callee's parameter types may name shape variables (a whole
+    // dimension): each call binds them from its arguments, as the VM does,
+    // and its result type is the callee's with them replaced.
+    Binding binding;
+    for (int pass = 0; pass < 2; ++pass) {  // bind first, so a composite may use a later parameter's variable
+      for (size_t i = 0; i < p->args.size() && i < f->params.size(); ++i) {
+        Type want = f->params[i].cast<Type>();
+        Type got = p->args[i].cast<Expr>()->checked_type;
+        if (!want.defined() || !got.defined()) continue;
+        if (pass == 0) {
+          bind_dims(want, got, binding);
+        } else if (!structural_equal(substitute(want, binding), got)) {
+          report("argument " + std::to_string(i) + " has type " + to_text(got) + " but the callee expects " +
+                     to_text(want),
+                 Any(e));
+        }
       }
     }
-    return f->ret;
+    return binding.empty() ? f->ret : substitute(f->ret, binding);
+  }
+
+  using Binding = std::unordered_map<const Object*, tir::PrimExpr>;
+
+  // Binds the variables that are whole dimensions of `want` to the
+  // matching dimensions of `got` (the first binding stands; a mismatch is
+  // reported by the comparison after substitution).
+  static void bind_dims(const Type& want, const Type& got, Binding& binding) {
+    const auto* w = want.as<TensorTypeNode>();
+    const auto* g = got.as<TensorTypeNode>();
+    if (w && g && !w->unknown_rank() && !g->unknown_rank() && w->shape.size() == g->shape.size()) {
+      for (size_t k = 0; k < w->shape.size(); ++k) {
+        const auto* var = w->shape[k].as_object_ref().as<tir::VarNode>();
+        if (var && !binding.count(var)) binding[var] = g->shape[k].cast<tir::PrimExpr>();
+      }
+      return;
+    }
+    const auto* wt = want.as<TupleTypeNode>();
+    const auto* gt = got.as<TupleTypeNode>();
+    if (wt && gt && wt->fields.size() == gt->fields.size()) {
+      for (size_t k = 0; k < wt->fields.size(); ++k)
+        bind_dims(wt->fields[k].cast<Type>(), gt->fields[k].cast<Type>(), binding);
+    }
+  }
+
+  // `e` with its integer operations on constants computed (`%n + 1` with
+  // %n bound to 4 is 5); the type rules' own shapes are simplified by the
+  // operators that make them, this only finishes a substitution.
+  static tir::PrimExpr fold_constants(const tir::PrimExpr& e) {
+    const auto* op = e.as<tir::BinaryOpNode>();
+    if (!op) return e;
+    tir::PrimExpr a = fold_constants(op->a), b = fold_constants(op->b);
+    const auto* x = a.as<tir::IntImmNode>();
+    const auto* y = b.as<tir::IntImmNode>();
+    if (x && y) {
+      int64_t p = x->value, q = y->value;
+      auto floor_div = [](int64_t n, int64_t d) { return n / d - ((n % d != 0) && ((n < 0) != (d < 0))); };
+      if (e.as<tir::AddNode>()) return tir::IntImm(x->dtype, p + q);
+      if (e.as<tir::SubNode>()) return tir::IntImm(x->dtype, p - q);
+      if (e.as<tir::MulNode>()) return tir::IntImm(x->dtype, p * q);
+      if (e.as<tir::MinNode>()) return tir::IntImm(x->dtype, std::min(p, q));
+      if (e.as<tir::MaxNode>()) return tir::IntImm(x->dtype, std::max(p, q));
+      if (e.as<tir::FloorDivNode>() && q != 0) return tir::IntImm(x->dtype, floor_div(p, q));
+      if (e.as<tir::FloorModNode>() && q != 0) return tir::IntImm(x->dtype, p - floor_div(p, q) * q);
+    }
+    if (a.same_as(op->a) && b.same_as(op->b)) return e;
+    if (e.as<tir::AddNode>()) return tir::Add(a, b);
+    if (e.as<tir::SubNode>()) return tir::Sub(a, b);
+    if (e.as<tir::MulNode>()) return tir::Mul(a, b);
+    if (e.as<tir::MinNode>()) return tir::Min(a, b);
+    if (e.as<tir::MaxNode>()) return tir::Max(a, b);
+    if (e.as<tir::FloorDivNode>()) return tir::FloorDiv(a, b);
+    if (e.as<tir::FloorModNode>()) return tir::FloorMod(a, b);
+    return e;  // (comparisons and logic are not dimensions)
+  }
+
+  // `type` with the bound variables replaced in its dimensions.
+  static Type substitute(const Type& type, const Binding& binding) {
+    if (binding.empty() || !type.defined()) return type;
+    if (const auto* t = type.as<TensorTypeNode>()) {
+      if (t->unknown_rank()) return type;
+      std::vector<Any> dims;
+      for (const Any& d : t->shape) {
+        tir::PrimExpr dim = d.cast<tir::PrimExpr>();
+        dims.push_back(Any(fold_constants(tir::substitute(dim, binding))));
+      }
+      return TensorType(Array(dims), t->dtype);
+    }
+    if (const auto* t = type.as<TupleTypeNode>()) {
+      std::vector<Type> fields;
+      for (const Any& f : t->fields) fields.push_back(substitute(f.cast<Type>(), binding));
+      return TupleType(fields);
+    }
+    return type;
   }
 
   // call_dps(@f, (inputs...)) -> out: each input and output against @f's

@@ -304,6 +304,72 @@ Array topk(const NDArray& x, int64_t k, int64_t axis, bool largest) {
   return Array(std::vector<Any>{values, indices});
 }
 
+// The int64 (or int32) entries of a one-dimensional host tensor.
+std::vector<int64_t> int_entries(const NDArray& x, const char* what) {
+  const NDArrayNode& a = host_tensor(x, "runtime.slice", what);
+  std::vector<int64_t> out(a.numel());
+  if (a.dtype == DataType::Int(64)) {
+    std::copy_n(static_cast<const int64_t*>(a.data()), out.size(), out.begin());
+  } else if (a.dtype == DataType::Int(32)) {
+    std::copy_n(static_cast<const int32_t*>(a.data()), out.size(), out.begin());
+  } else {
+    LOOM_THROW(TypeError) << "runtime.slice: " << what << " must be int64 or int32, not " << a.dtype.to_string();
+  }
+  return out;
+}
+
+// slice(x, starts, ends, axes, steps): ONNX's Slice with bounds known only
+// when the model runs: each bound counted from the end when negative and
+// clamped to the axis (for a negative step, to [-1, length - 1]).
+NDArray slice(const NDArray& x, const NDArray& starts_t, const NDArray& ends_t, const NDArray& axes_t,
+              const NDArray& steps_t) {
+  const NDArrayNode& a = host_tensor(x, "runtime.slice", "the input");
+  std::vector<int64_t> starts = int_entries(starts_t, "the starts"), ends = int_entries(ends_t, "the ends");
+  std::vector<int64_t> axes = int_entries(axes_t, "the axes"), steps = int_entries(steps_t, "the steps");
+  std::vector<int64_t> dims = x.shape_vector();
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    LOOM_THROW(Error) << "runtime.slice: " << starts.size() << " starts, " << ends.size() << " ends, " << axes.size()
+                      << " axes and " << steps.size() << " steps";
+  }
+  std::vector<int64_t> first(rank, 0), step(rank, 1), count = dims;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (axis < 0 || axis >= rank)
+      LOOM_THROW(Error) << "runtime.slice: axis " << axes[k] << " of a " << rank << "-D tensor";
+    const int64_t n = dims[axis], st = steps[k];
+    if (st == 0) LOOM_THROW(Error) << "runtime.slice: a step of 0 (axis " << axis << ")";
+    auto clamp = [&](int64_t v, int64_t low, int64_t high) {
+      if (v < 0) v = v < -n ? -n - 1 : v + n;  // (kept below the range when it was)
+      return std::min(std::max(v, low), high);
+    };
+    int64_t begin = st > 0 ? clamp(starts[k], 0, n) : clamp(starts[k], -1, n - 1);
+    int64_t end = st > 0 ? clamp(ends[k], 0, n) : clamp(ends[k], -1, n - 1);
+    first[axis] = begin;
+    step[axis] = st;
+    count[axis] =
+        st > 0 ? std::max<int64_t>(0, (end - begin + st - 1) / st) : std::max<int64_t>(0, (begin - end - st - 1) / -st);
+  }
+  NDArray out = NDArray::empty(count, a.dtype);
+  const size_t element = (a.dtype.bits * a.dtype.lanes + 7) / 8;
+  std::vector<int64_t> stride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * dims[d + 1];
+  const int64_t total = out->numel();
+  const auto* in = static_cast<const char*>(a.data());
+  auto* o = out.data_as<char>();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t j = 0; j < total; ++j) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < rank; ++d) at += (first[d] + index[d] * step[d]) * stride[d];
+    std::memcpy(o + j * element, in + at * element, element);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < count[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
 const bool registered = [] {
   FunctionRegistry::register_function("runtime.nonzero", Function::typed(nonzero, "runtime.nonzero"),
                                       "nonzero(x): int64 (rank, count), the indices of x's nonzero elements");
@@ -330,6 +396,9 @@ const bool registered = [] {
           },
           "runtime.topk"),
       "topk(x, k, axis, largest): (values, int64 indices), the k largest (smallest) along axis, sorted");
+  FunctionRegistry::register_function(
+      "runtime.slice", Function::typed(slice, "runtime.slice"),
+      "slice(x, starts, ends, axes, steps): ONNX's Slice with bounds known when the model runs");
   // The join of an if's branches whose shapes differ (docs/frontends.md,
   // "Control flow"): its argument, which the VM checks against the call's
   // result type and binds that type's variables from.

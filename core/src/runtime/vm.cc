@@ -812,6 +812,14 @@ class VMModuleNode : public ModuleNode {
   mutable std::atomic<bool> resolved_{false};
   mutable std::vector<Function> callee_functions_;
   Any run(size_t index, const Any* args, int32_t count) const;
+  // One call's frame; a call in tail position (the bytecode's call with
+  // b = 1) ends it, leaving the callee and its arguments in `tail`.
+  struct TailCall {
+    bool pending = false;
+    size_t callee = 0;
+    std::vector<Any> args;
+  };
+  Any run_frame(size_t index, const Any* args, int32_t count, TailCall& tail) const;
   // A kernel call timed to the end of its device's work, with its tensors' bytes.
   Any call_profiled(size_t callee, const std::vector<Any>& args) const;
   mutable Profiler profiler_;
@@ -926,7 +934,35 @@ const Array& shape_array(const AllocSite* site, const std::vector<int64_t>& dims
 }
 }  // namespace
 
+// Calls of graph functions nest on the C++ stack, except those in tail
+// position, which replace the caller's frame (a loop written as a
+// recursion runs in constant stack).  Deeper nesting than this is a
+// recursion that does not end, or one not in tail position.
+constexpr int kMaxCallDepth = 256;
+
 Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
+  thread_local int depth = 0;
+  if (depth >= kMaxCallDepth) {
+    LOOM_THROW(Error) << "@" << functions[index].name << ": graph function calls nest deeper than " << kMaxCallDepth
+                      << " (a recursion that does not end, or one whose call is not in tail position)";
+  }
+  struct Nested {
+    Nested() { ++depth; }
+    ~Nested() { --depth; }
+  } nested;
+  std::vector<Any> tail_args;
+  for (;;) {
+    TailCall tail;
+    Any result = run_frame(index, args, count, tail);
+    if (!tail.pending) return result;
+    tail_args = std::move(tail.args);  // the finished frame's arguments go; its arena lives while they use it
+    index = tail.callee;
+    args = tail_args.data();
+    count = static_cast<int32_t>(tail_args.size());
+  }
+}
+
+Any VMModuleNode::run_frame(size_t index, const Any* args, int32_t count, TailCall& tail) const {
   if (!resolved_.load(std::memory_order_acquire)) resolve();
   const FunctionRt& f = functions[index];
   auto where = [&] { return "@" + f.name; };
@@ -1066,6 +1102,12 @@ Any VMModuleNode::run(size_t index, const Any* args, int32_t count) const {
         for (int32_t r : in.args) scratch.push_back(regs[r]);
         const auto n = static_cast<int32_t>(scratch.size());
         try {
+          if (in.op == kVMCallGraph && in.b == 1) {
+            tail.pending = true;  // in tail position: the callee replaces this frame
+            tail.callee = static_cast<size_t>(in.a);
+            tail.args = scratch;
+            return Any();
+          }
           if (in.op == kVMCallGraph) {
             regs[in.dst] = invoke(static_cast<size_t>(in.a), scratch.data(), n);
           } else {
@@ -1147,7 +1189,7 @@ std::string VMModuleNode::disassemble() const {
           out << " r" << in.dst << " <- " << callees[in.a];
           break;
         case kVMCallGraph:
-          out << " r" << in.dst << " <- @" << functions[in.a].name;
+          out << " r" << in.dst << " <- @" << functions[in.a].name << (in.b == 1 ? " (tail)" : "");
           break;
         case kVMTuple:
           out << " r" << in.dst;
@@ -1252,7 +1294,10 @@ Module make_vm_module(const ObjectRef& executable) {
         check(in.a >= 0 && static_cast<size_t>(in.a) < node->callees.size(), "callee");
       }
       if (in.op == kVMCallPacked) check(in.b >= 0 && static_cast<size_t>(in.b) < f.types.size(), "type");
-      if (in.op == kVMCallGraph) check(in.a >= 0 && static_cast<size_t>(in.a) < node->functions.size(), "function");
+      if (in.op == kVMCallGraph) {
+        check(in.a >= 0 && static_cast<size_t>(in.a) < node->functions.size(), "function");
+        check(in.b == 0 || in.b == 1, "tail-call flag");
+      }
     }
   }
   if (exe->num_threads > 0) ThreadPool::global().set_num_threads(exe->num_threads);

@@ -30,6 +30,7 @@ class Context:
     def __init__(self):
         self._constants = {}  # id(array) -> (array, Constant): a weight used twice is one constant
         self._symbols = {}  # symbolic dimension (a tir.Var) -> (a value whose shape has it, its axis)
+        self.functions = {}  # name -> graph function a converter adds to the module (a loop's body)
 
     def symbol_sources(self, value):
         """Records where `value`'s symbolic dimensions can be read at run
@@ -95,7 +96,8 @@ class Context:
         """(shape, dtype): dimensions are ints, or tir variables when symbolic."""
         if isinstance(value, np.ndarray):
             return tuple(value.shape), str(value.dtype)
-        t = ir.infer_type(value)  # cached on the nodes: only new nodes are typed
+        # cached on the nodes: only new nodes are typed; calls of the functions converters added need them
+        t = ir.infer_type(value, ir.IRModule(self.functions) if self.functions else None)
         dims = tuple(int(d.value) if d.type_key == "tir.IntImm" else d for d in t.shape)
         return dims, str(t.dtype)
 

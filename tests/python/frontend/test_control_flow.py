@@ -217,19 +217,60 @@ def test_a_loop_whose_body_stops_it_on_a_known_condition_and_a_loop_of_no_iterat
     assert scans.shape == (0, 3)
 
 
-def test_a_loop_whose_trip_count_or_condition_is_computed_at_run_time_is_refused():
+def test_a_loop_whose_trip_count_is_computed_at_run_time_runs_in_the_vm():
+    # M an input: a graph function calling itself in tail position, the scan output growing
     inits = [helper.make_tensor("half", F, [], [0.5])]
     inputs = [_value("x", F, [3]), _value("acc0", F, [3]), _value("M", I64, [])]
-    model = _model(_accumulating_loop([]), inputs, [_value("acc", F, [3]), _value("scans", F, None)], inits)
-    with pytest.raises(loom.TypeError, match=r"Loop 'loop': its trip count is computed at run time; .*Control flow"):
-        _build(model)
+    lib = _build(_model(_accumulating_loop([]), inputs, [_value("acc", F, [3]), _value("scans", F, None)], inits))
+    rng = np.random.default_rng(7)
+    x, acc0 = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    for steps in (0, 1, 6, 300):
+        acc, scans = _outputs(lib, x, acc0, np.array(steps, np.int64))
+        want_acc, want_scans = _loop_reference(x, acc0, steps)
+        np.testing.assert_allclose(acc, want_acc, rtol=1e-4)
+        np.testing.assert_allclose(scans, want_scans, rtol=1e-4)
+
+
+def test_a_loop_whose_body_decides_when_to_stop_and_reads_outer_values():
+    # while sum(acc) < limit (an input) and i < 10000: acc = acc * 0.5 + x * i, x read from the outer scope
     stop = [helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
-            helper.make_node("Less", ["total", "half"], ["cond_out"])]
-    inits += [helper.make_tensor("M", I64, [], [4])]
-    model = _model(_accumulating_loop([], stop), inputs[:2], [_value("acc", F, [3]), _value("scans", F, None)], inits)
-    with pytest.raises(loom.TypeError, match=r"Loop 'loop': its body computes the condition at run time "
-                                             r"\(iteration 0\)"):
-        _build(model)
+            helper.make_node("Less", ["total", "limit"], ["cond_out"])]
+    inits = [helper.make_tensor("half", F, [], [0.5]), helper.make_tensor("M", I64, [], [10000])]
+    inputs = [_value("x", F, [3]), _value("acc0", F, [3]), _value("limit", F, []),
+              _value("go", TensorProto.BOOL, [])]
+    lib = _build(_model(_accumulating_loop([], stop, "go"), inputs, [_value("acc", F, [3]), _value("scans", F, None)],
+                        inits))
+    x, acc0 = np.array([0.5, 1.0, 1.5], np.float32), np.zeros(3, np.float32)
+    for limit, go in ((50.0, True), (7.0, True), (1e4, True), (50.0, False)):
+        acc, scans = _outputs(lib, x, acc0, np.array(limit, np.float32), np.array(go))
+        want, steps = acc0.copy(), []
+        while go:
+            want = want * 0.5 + x * len(steps)
+            steps.append(want)
+            go = want.sum() < limit and len(steps) < 10000
+        np.testing.assert_allclose(acc, want, rtol=1e-4)
+        assert scans.shape == (len(steps), 3)
+        if steps:
+            np.testing.assert_allclose(scans, np.stack(steps), rtol=1e-4)
+
+
+def test_a_loop_whose_carried_value_grows_and_a_long_loop(tmp_path):
+    # v = concat(v, [i]) for i < M: the carried value's length changes every iteration
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F), helper.make_node("Unsqueeze", ["fi", "zero_axis"], ["col"]),
+         helper.make_node("Concat", ["v_in", "col"], ["v_out"], axis=0),
+         helper.make_node("Identity", ["c_in"], ["c_out"])],
+        "body", [_value("i", I64, []), _value("c_in", TensorProto.BOOL, []), _value("v_in", F, [None])],
+        [_value("c_out", TensorProto.BOOL, []), _value("v_out", F, [None])])
+    node = helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)
+    lib = _build(_model([node], [_value("M", I64, []), _value("v0", F, [2])], [_value("v", F, None)],
+                        [helper.make_tensor("zero_axis", I64, [1], [0])]))
+    lib.export_library(str(tmp_path / "grow.so"))  # the executable keeps its tail calls
+    lib = loom.runtime.load_module(str(tmp_path / "grow.so"))
+    v0 = np.array([7, 8], np.float32)
+    for steps in (0, 3, 20000):  # 20000 calls in tail position: no stack grows
+        v, = _outputs(lib, np.array(steps, np.int64), v0)
+        np.testing.assert_array_equal(v, np.concatenate([v0, np.arange(steps, dtype=np.float32)]))
 
 
 def test_scan_forward_and_backward_along_axes_against_numpy():
@@ -303,11 +344,11 @@ class _Gate(torch.nn.Module):
         return y.sum(0, keepdim=True) + y.shape[0]
 
 
-def _export(module, example):
+def _export(module, examples, names):
+    """The ONNX bytes torch.onnx.export (TorchScript's exporter) writes."""
     buffer = io.BytesIO()
-    torch.onnx.export(module, (example,), buffer, opset_version=13, input_names=["x"],
-                      dynamo=False) if "dynamo" in torch.onnx.export.__code__.co_varnames else \
-        torch.onnx.export(module, (example,), buffer, opset_version=13, input_names=["x"])
+    kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+    torch.onnx.export(module, examples, buffer, opset_version=13, input_names=names, **kw)
     return buffer.getvalue()
 
 
@@ -315,9 +356,96 @@ def test_a_scripted_module_with_a_data_dependent_if_against_pytorch():
     from loom.frontend import onnx as lonnx
     module = torch.jit.script(_Gate())
     example = torch.randn(6)
-    lib = loom.build(lonnx.from_onnx(_export(module, example)), HOST)
+    lib = loom.build(lonnx.from_onnx(_export(module, (example,), ["x"])), HOST)
     rng = np.random.default_rng(6)
     for x in (np.abs(rng.standard_normal(6)), -np.abs(rng.standard_normal(6)) - 0.1, rng.standard_normal(6)):
         x = x.astype(np.float32)
         want = module(torch.from_numpy(x)).numpy()
         np.testing.assert_allclose(_outputs(lib, x)[0], want, rtol=1e-5, atol=1e-6)
+
+
+class _Halve(torch.nn.Module):
+    """A while loop on the data and a for loop over a size: ONNX Loops whose
+    condition and trip count are computed at run time."""
+
+    def forward(self, x, n: int):
+        steps = torch.zeros(1)
+        while bool(x.abs().sum() > 1.0):
+            x = x * 0.5
+            steps = steps + 1
+        total = torch.zeros_like(x)
+        for i in range(n):
+            total = total + x * float(i)
+        return x, steps, total
+
+
+def test_a_scripted_module_with_loops_against_pytorch():
+    from loom.frontend import onnx as lonnx
+    module = torch.jit.script(_Halve())
+    lib = loom.build(lonnx.from_onnx(_export(module, (torch.randn(4), 3), ["x", "n"])), HOST)
+    rng = np.random.default_rng(8)
+    for scale, n in ((0.1, 0), (3.0, 5), (100.0, 2)):
+        x = (rng.standard_normal(4) * scale).astype(np.float32)
+        want = [t.numpy() for t in module(torch.from_numpy(x), n)]
+        got = _outputs(lib, x, np.array(n, np.int64))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------- graph functions, the VM
+
+def test_a_call_binds_the_callees_shape_variables_and_a_recursion_too_deep_is_an_error():
+    from loom import graph, ir, op, tir
+    n = tir.Var("n")
+    x = graph.Var("x", shape=(n,), dtype="float32")
+    double = ir.GlobalVar("double")
+    a, b = graph.Var("a", shape=(3,), dtype="float32"), graph.Var("b", shape=(5,), dtype="float32")
+    on_a, on_b = graph.Call(double, [a]), graph.Call(double, [b])
+    module = ir.IRModule({"double": graph.Function([x], op.concat(x, op.add(x, x), axis=0)),  # (%n + %n)
+                          "main": graph.Function([a, b], graph.Tuple([on_a, on_b]))})
+    for call, length in ((on_a, 6), (on_b, 10)):  # n bound per call, the result's size computed
+        assert [int(d.value) for d in ir.infer_type(call, module).shape] == [length]
+    lib = loom.build(module, HOST)
+    got = lib["main"](np.arange(3, dtype=np.float32), np.ones(5, np.float32))
+    np.testing.assert_array_equal(got[0].numpy(), [0, 1, 2, 0, 2, 4])
+    np.testing.assert_array_equal(got[1].numpy(), [1] * 5 + [2] * 5)
+    # depth(i) = if i > 0 then depth(i - 1) + 1 else 0: the call is not in tail position, so each nests
+    i = graph.Var("i", shape=(), dtype="int64")
+    depth = ir.GlobalVar("depth")
+    one = graph.Constant(np.int64(1))
+    body = graph.If(op.greater(i, graph.Constant(np.int64(0))),
+                    op.add(graph.Call(depth, [op.subtract(i, one)]), one), graph.Constant(np.int64(0)))
+    j = graph.Var("j", shape=(), dtype="int64")
+    module = ir.IRModule({"depth": graph.Function([i], body, ret_type=ir.TensorType([], "int64")),
+                          "main": graph.Function([j], graph.Call(depth, [j]))})
+    lib = loom.build(module, HOST)
+    assert lib["main"](np.array(100, np.int64)).numpy() == 100
+    with pytest.raises(loom.LoomError, match=r"@depth: graph function calls nest deeper than 256 \(a recursion that "
+                                             r"does not end, or one whose call is not in tail position\)"):
+        lib["main"](np.array(100000, np.int64))
+
+
+class _Nested(torch.nn.Module):
+    """Loops in a loop, an if in a loop: functions calling functions."""
+
+    def forward(self, x, n: int):
+        out = torch.zeros_like(x)
+        for i in range(n):
+            for j in range(i):
+                out = out + x * float(j)
+            if bool(out.sum() > 10.0):
+                out = out * 0.5
+        return out
+
+
+def test_nested_loops_and_an_if_in_a_loop_against_pytorch(tmp_path):
+    from loom.frontend import onnx as lonnx
+    module = torch.jit.script(_Nested())
+    lib = loom.build(lonnx.from_onnx(_export(module, (torch.randn(3), 2), ["x", "n"])), HOST)
+    lib.export_library(str(tmp_path / "nested.so"))  # the tail calls survive saving and loading
+    lib = loom.runtime.load_module(str(tmp_path / "nested.so"))
+    rng = np.random.default_rng(9)
+    for n in (0, 1, 4, 9):
+        x = rng.standard_normal(3).astype(np.float32)
+        want = module(torch.from_numpy(x), n).numpy()
+        np.testing.assert_allclose(_outputs(lib, x, np.array(n, np.int64))[0], want, rtol=1e-5, atol=1e-6)

@@ -38,7 +38,7 @@ enum VMOpcode : int32_t {
   kVMAlloc = 1,       // dst <- a tensor of allocation site a
   kVMCallDPS = 2,     // callees[a](args...): inputs then outputs
   kVMCallPacked = 3,  // dst <- callees[a](args...), checked against types[b]
-  kVMCallGraph = 4,   // dst <- graph function a (args...)
+  kVMCallGraph = 4,   // dst <- graph function a (args...); b = 1: in tail position, the callee replaces the frame
   kVMTuple = 5,       // dst <- (args...)
   kVMGetItem = 6,     // dst <- a[b]
   kVMMove = 7,        // dst <- a

@@ -272,7 +272,7 @@ def from_onnx(model, shapes=None, *, params="constants", constants=None):
             raise _core.LookupError(f"the model's output '{o.name}' is made by no node")
         results.append(ctx.expr(values[o.name]))
     body = results[0] if len(results) == 1 else graph.Tuple(results)
-    module = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
+    module = ir.IRModule({"main": graph.Function(inputs + params_out, body), **ctx.functions})
     if params == "inputs":
         return module, {name: weights[name] for name in weights}
     return module
@@ -287,12 +287,14 @@ class _Scope:
     def __init__(self, ctx, opsets, values, origins):
         self.ctx, self.opsets, self.values, self.origins = ctx, opsets, values, origins
 
-    def subgraph(self, g, inputs=()):
+    def subgraph(self, g, inputs=(), outer=None):
         """Imports subgraph g (a GraphProto) with its inputs bound to
-        `inputs`; returns the values of its outputs."""
+        `inputs`; returns the values of its outputs.  `outer` (a mapping)
+        stands for the outer scope's values (a loop's body, a function of
+        its own, reads them as parameters)."""
         import collections
         import onnx.numpy_helper
-        scope = _Scope(self.ctx, self.opsets, collections.ChainMap({}, self.values),
+        scope = _Scope(self.ctx, self.opsets, collections.ChainMap({}, self.values if outer is None else outer),
                        collections.ChainMap({}, self.origins))
         if len(inputs) != len(g.input):
             raise _core.TypeError(f"subgraph '{g.name}' has {len(g.input)} inputs, given {len(inputs)}")

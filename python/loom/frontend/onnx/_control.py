@@ -1,14 +1,18 @@
-"""Control flow (docs/frontends.md, "Control flow"): If, and Loop and Scan
-with a trip count known at import.  Subgraphs are imported by the scope
-of the node that holds them (`node.scope.subgraph`), which sees every
-value defined before the node."""
+"""Control flow (docs/frontends.md, "Control flow"): If (one branch when
+the condition is known at import, else the graph IR's if), Loop (unrolled
+when short and known, else a graph function calling itself in tail
+position) and Scan (unrolled).  Subgraphs are imported by the scope of the
+node that holds them (`node.scope.subgraph`), which sees every value
+defined before the node."""
+import collections.abc
+
 import numpy as np
 
-from ... import _core, graph, ir, op
+from ... import _core, graph, ir, op, tir
 from .. import common
 from . import _is_symbolic, _shape_text, converter
 
-MAX_UNROLLED = 1024  # iterations a Loop or Scan may unroll to
+MAX_UNROLLED = 1024  # iterations a Scan, or a Loop whose body needs known values, may unroll to
 
 
 def _known_scalar(value):
@@ -51,14 +55,7 @@ def _if(ctx, node, cond):
     taken = _known_scalar(cond)
     if taken is not None:  # known at import: only the branch taken is imported
         return tuple(node.scope.subgraph(then_graph if taken else else_graph))
-    c = ctx.expr(cond)
-    shape, dtype = ctx.type(c)
-    if any(d != 1 for d in shape):
-        _refuse(node, f"its condition has shape {_shape_text(shape)}; it must have one element")
-    if shape:
-        c = op.reshape(c, shape=[])
-    if dtype != "bool":
-        c = op.cast(c, dtype="bool")
+    c = _flag(ctx, node, cond)
     then_out = node.scope.subgraph(then_graph)
     else_out = node.scope.subgraph(else_graph)
     joined = [_join(ctx, node, k, a, b) for k, (a, b) in enumerate(zip(then_out, else_out))]
@@ -89,36 +86,54 @@ def _refuse(node, what):
     raise _core.TypeError(f"{node.op_type} '{node.name}': {what} (docs/frontends.md, \"Control flow\")")
 
 
-def _iterations(node, count):
+def _steps(node, count):
     if count > MAX_UNROLLED:
-        _refuse(node, f"more than {MAX_UNROLLED} iterations; Loom unrolls loops of at most {MAX_UNROLLED} at import")
+        _refuse(node, f"it runs {count} steps; Loom unrolls a Scan of at most {MAX_UNROLLED} at import")
 
 
-def _known_input(node, value, what, default):
-    """A Loop's trip count or condition, which must be known at import."""
-    if value is None:
-        return default
-    known = _known_scalar(value)
-    if known is None:
-        _refuse(node, f"its {what} is computed at run time; Loom unrolls loops whose {what} is known at import")
-    return known
+class _RunTime(Exception):
+    """Unrolling gives up: the body computes the condition at run time, or
+    the loop runs more iterations than unrolling takes."""
+
+
+UNROLLED = 64  # a Loop of a trip count known at import and at most this many iterations is unrolled
 
 
 @converter("Loop", opsets=(1, 17))
 def _loop(ctx, node, trip_count=None, cond=None, *carried):
+    m = None if trip_count is None else _known_scalar(trip_count)
+    go = True if cond is None else _known_scalar(cond)
+    known = (trip_count is None or m is not None) and go is not None
+    if known and m is not None and m <= UNROLLED:
+        try:
+            return _unrolled(ctx, node, m, go, carried, UNROLLED)
+        except _RunTime:
+            pass
+    try:
+        return _runtime_loop(ctx, node, trip_count, cond, carried)
+    except _core.LoomError as error:
+        if not (known and m is not None and m <= MAX_UNROLLED):
+            raise
+        try:  # the body needs values known at import (a slice at the iteration number): unrolled
+            return _unrolled(ctx, node, m, go, carried, MAX_UNROLLED)
+        except _RunTime:
+            raise error from None
+
+
+def _unrolled(ctx, node, m, keep_going, carried, limit):
+    """The Loop unrolled: one copy of the body per iteration, the iteration
+    number and the condition known in each."""
     body = node.attrs["body"]
     n_carried = len(carried)
     n_scan = len(body.output) - 1 - n_carried
-    m = _known_input(node, trip_count, "trip count", None)
-    keep_going = _known_input(node, cond, "condition", True)
     values, scans, i = list(carried), [[] for _ in range(n_scan)], 0
     while keep_going and (m is None or i < m):
-        _iterations(node, i + 1)
+        if i >= limit:
+            raise _RunTime()
         outs = node.scope.subgraph(body, [np.asarray(i, np.int64), np.asarray(bool(keep_going))] + values)
         keep_going = _known_scalar(outs[0])
         if keep_going is None:
-            _refuse(node, f"its body computes the condition at run time (iteration {i}); Loom unrolls loops "
-                           "whose condition is known at import")
+            raise _RunTime()
         values = list(outs[1:1 + n_carried])
         for k in range(n_scan):
             scans[k].append(outs[1 + n_carried + k])
@@ -132,8 +147,164 @@ def _loop(ctx, node, trip_count=None, cond=None, *carried):
         probe = node.scope.subgraph(body, [np.asarray(0, np.int64), np.asarray(True)] + list(carried))
         stacked.append(_empty_stack(ctx, probe[1 + n_carried + k], 0))
         if stacked[-1] is None:
-            _refuse(node, f"it runs no iteration and its scan output {k} has a symbolic shape")
+            raise _RunTime()
     return tuple(values + stacked)
+
+
+class _Capture(collections.abc.Mapping):
+    """The outer scope as a loop's body, a function of its own, sees it: a
+    value computed at run time becomes a parameter of the function (the
+    caller passes it: `params`, name -> (parameter, value)); a value known
+    at import stays as it is."""
+
+    def __init__(self, ctx, outer):
+        self.ctx, self.outer, self.params = ctx, outer, {}
+
+    def __getitem__(self, name):
+        if name in self.params:
+            return self.params[name][0]
+        value = self.outer[name]
+        if value is None or (isinstance(value, np.ndarray) and not _is_symbolic(value)):
+            return value
+        value = self.ctx.expr(value)
+        shape, dtype = self.ctx.type(value)
+        param = graph.Var(_identifier(name), shape=shape, dtype=dtype)
+        self.params[name] = (param, value)
+        return param
+
+    def __contains__(self, name):
+        return name in self.params or name in self.outer
+
+    def __iter__(self):
+        return iter(self.outer)
+
+    def __len__(self):
+        return len(self.outer)
+
+
+def _identifier(name):
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name)).strip("_") or "v"
+    return out if not out[0].isdigit() else "v" + out
+
+
+def _general(a, b, hint, made):
+    """A type covering both (shape, dtype) a and b: the dimensions in which
+    they differ made variables (appended to `made`); None when dtype or
+    rank differ."""
+    (sa, da), (sb, db) = a, b
+    if da != db or len(sa) != len(sb):
+        return None
+    dims = []
+    for k, (x, y) in enumerate(zip(sa, sb)):
+        if not _same_dim(x, y):
+            x = tir.Var(f"{hint}_{k}")
+            made.append(x)
+        dims.append(x)
+    return tuple(dims), da
+
+
+def _among(d, variables):
+    """Whether the dimension d (an int or a tir expression) is one of the
+    tir variables `variables` (a set: by identity)."""
+    return not isinstance(d, int) and d in variables
+
+
+def _same_type(a, b):
+    return a[1] == b[1] and len(a[0]) == len(b[0]) and all(_same_dim(x, y) for x, y in zip(a[0], b[0]))
+
+
+def _flag(ctx, node, value):
+    """A condition (a tensor of one element) as a bool scalar expression."""
+    c = ctx.expr(value)
+    shape, dtype = ctx.type(c)
+    if any(not (isinstance(d, int) and d == 1) for d in shape):
+        _refuse(node, f"its condition has shape {_shape_text(shape)}; it must have one element")
+    if shape:
+        c = op.reshape(c, shape=[])
+    return c if dtype == "bool" else op.cast(c, dtype="bool")
+
+
+def _runtime_loop(ctx, node, trip_count, cond, carried):
+    """The Loop as a graph function of its own that calls itself in tail
+    position while the condition holds and the count is below the trip
+    count (the VM runs it in constant stack): the body's values computed
+    at run time, carried values whose shape changes from one iteration to
+    the next typed with variables, scan outputs concatenated."""
+    body = node.attrs["body"]
+    n_carried = len(carried)
+    name = _identifier(f"loop_{node.name}")
+    while name in ctx.functions:
+        name += "_"
+    fn = ir.GlobalVar(name)
+    carried = [ctx.expr(v) for v in carried]
+    types = [ctx.type(v) for v in carried]  # the carried values', generalised until the body keeps them
+    elements = None  # the scan outputs' element types
+    made = []  # the variables the generalisation made: sizes the loop changes
+    i = graph.Var("i", shape=(), dtype="int64")
+    m = graph.Var("trip_count", shape=(), dtype="int64")
+    go = graph.Var("cond", shape=(), dtype="bool")
+    for _ in range(4):
+        capture = _Capture(ctx, node.scope.values)
+        v = [graph.Var(f"v{k}", shape=t[0], dtype=t[1]) for k, t in enumerate(types)]
+        lengths = [tir.Var(f"scan{k}_len") for k in range(len(elements or []))]
+        acc = [graph.Var(f"scan{k}", shape=(n,) + tuple(t[0]), dtype=t[1])
+               for k, (n, t) in enumerate(zip(lengths, elements or []))]
+        outs = node.scope.subgraph(body, [i, go] + v, outer=capture)
+        outs = [ctx.expr(o) for o in outs]
+        new_types = [_general(t, ctx.type(o), f"v{k}", made)
+                     for k, (t, o) in enumerate(zip(types, outs[1:1 + n_carried]))]
+        new_elements = [ctx.type(o) for o in outs[1 + n_carried:]]
+        if any(t is None for t in new_types):
+            k = new_types.index(None)
+            _refuse(node, f"its body changes the element type or rank of carried value {k} "
+                          f"({types[k][1]}{_shape_text(types[k][0])} to "
+                          f"{ctx.type(outs[1 + k])[1]}{_shape_text(ctx.type(outs[1 + k])[0])})")
+        if elements is not None and all(_same_type(a, b) for a, b in zip(types, new_types)) and \
+                all(_same_type(a, b) for a, b in zip(elements, new_elements)):
+            break
+        if elements is not None:
+            for k, (a, b) in enumerate(zip(elements, new_elements)):
+                if not _same_type(a, b):
+                    _refuse(node, f"the shape of its scan output {k} changes from one iteration to the next")
+        types, elements = new_types, new_elements
+    else:
+        _refuse(node, "the shapes of its carried values do not settle")
+    one = graph.Constant(np.int64(1))
+    step = [ctx.expr(o) for o in outs[1 + n_carried:]]
+    again = graph.Call(fn, [op.add(i, one), m, _flag(ctx, node, outs[0])] + outs[1:1 + n_carried] +
+                       [op.concat(a, op.expand_dims(s, axis=0), axis=0) for a, s in zip(acc, step)] +
+                       [p for p, _ in capture.params.values()])
+    # The result: the carried values, and the scan outputs stacked, typed
+    # with variables of their own where the loop decides the size.
+    local = set(made)
+    outer = {}  # a variable of the loop's -> its variable in the result type
+    ret = [[outer.setdefault(d, tir.Var(f"{d}_out")) if _among(d, local) else d for d in t[0]] for t in types]
+    ret += [[outer.setdefault(a_len, tir.Var(f"scan{k}_out"))] + list(t[0]) for k, (a_len, t) in
+            enumerate(zip(lengths, elements))]
+    dtypes = [t[1] for t in types] + [t[1] for t in elements]
+    loop_decided = set(outer.values())
+    ret = [ir.TensorType(dims, dtype) for dims, dtype in zip(ret, dtypes)]
+    done = graph.Tuple([graph.call_packed("runtime.bind_shape", [x], r) if any(_among(d, loop_decided) for d in r.shape)
+                        else x for x, r in zip(v + acc, ret)])
+    loop_body = graph.If(op.logical_and(go, op.less(i, m)), again, done)
+    ctx.functions[name] = graph.Function([i, m, go] + v + acc + [p for p, _ in capture.params.values()], loop_body,
+                                         ret_type=ir.TupleType(ret))
+    first = [graph.Constant(np.int64(0)),
+             graph.Constant(np.int64(np.iinfo(np.int64).max)) if trip_count is None else
+             op.reshape(ctx.expr(trip_count, "int64"), shape=[]),
+             graph.Constant(np.bool_(True)) if cond is None else _flag(ctx, node, cond)]
+    first += carried + [op.broadcast_to(graph.Constant(np.zeros((), t[1])), shape=[0] + list(t[0])) for t in elements]
+    result = graph.Call(fn, first + [value for _, value in capture.params.values()])
+    outputs = []
+    for k, r in enumerate(ret):
+        item = graph.TupleGetItem(result, k)
+        dims = list(ctx.shape(item))
+        if any(_among(d, loop_decided) for d in dims):  # sizes the loop decides: the caller's own variables
+            name_k = node.proto.output[k] if k < len(node.proto.output) and node.proto.output[k] else name
+            dims = [common.data_dim(f"{name_k}_{j}") if _among(d, loop_decided) else d for j, d in enumerate(dims)]
+            item = graph.call_packed("runtime.bind_shape", [item], ir.TensorType(dims, dtypes[k]))
+        outputs.append(item)
+    return tuple(outputs)
 
 
 @converter("Scan", opsets=(9, 17))
@@ -160,7 +331,7 @@ def _scan(ctx, node, *inputs):
     if len(lengths) != 1:
         _refuse(node, f"its scan inputs have different lengths ({sorted(lengths)})")
     length = lengths.pop()
-    _iterations(node, length)
+    _steps(node, length)
     outs_per_step = [[] for _ in range(n_out)]
     for i in range(length):
         slices = []

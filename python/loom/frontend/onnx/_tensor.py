@@ -2,7 +2,7 @@
 Gather*, Scatter*, Pad, Tile, Resize, TopK, ...) and constants."""
 import numpy as np
 
-from ... import _core, graph, op, tir
+from ... import _core, graph, ir, op, tir
 from .. import common
 from . import _axis, _dim, _dtype, _ints, _is_symbolic, _known, _normalised, _object_array, converter
 
@@ -310,13 +310,32 @@ def _symbolic_slice(ctx, node, x, starts, ends, axes, steps):
     return y
 
 
+def _runtime_slice(ctx, node, x, starts, ends, axes, steps):
+    """Slice at bounds computed at run time (a loop's x[i:i + 1]): the sliced
+    axes' lengths are sizes the data decides (runtime.slice, on the host)."""
+    shape, dtype = ctx.type(x)
+    count = ctx.shape(starts)[0] if not isinstance(starts, np.ndarray) else starts.size
+    axes = list(range(count)) if axes is None else [_axis(a, len(shape)) for a in _ints(axes)]
+    steps = [1] * count if steps is None else _ints(steps)
+    if 0 in steps:
+        node.unsupported(f"steps={steps}")
+    dims = list(shape)
+    for a in axes:
+        dims[a] = common.data_dim(f"{node.proto.output[0]}_{a}")
+    args = [ctx.expr(x), ctx.expr(starts, "int64"), ctx.expr(ends, "int64"),
+            graph.Constant(np.asarray(axes, np.int64)), graph.Constant(np.asarray(steps, np.int64))]
+    return graph.call_packed("runtime.slice", args, ir.TensorType(dims, dtype))
+
+
 @converter("Slice", fold=_slice_fold)
 def _slice(ctx, node, x, starts=None, ends=None, axes=None, steps=None):
     if node.opset >= 10 and (_is_symbolic(starts) or _is_symbolic(ends)):
         _known(node, starts, "start", symbolic=True), _known(node, ends, "end", symbolic=True)
         return _symbolic_slice(ctx, node, x, starts, ends, axes, steps)
-    for what, v in (("start", starts), ("end", ends), ("axis", axes), ("step", steps)):
+    for what, v in (("axis", axes), ("step", steps)):
         _known(node, v, what)
+    if node.opset >= 10 and any(v is not None and not isinstance(v, np.ndarray) for v in (starts, ends)):
+        return _runtime_slice(ctx, node, x, starts, ends, axes, steps)
     starts, ends, axes, steps = _slice_args(node, ctx.rank(x), starts, ends, axes, steps)
     if any(s == 0 for s in steps):
         node.unsupported(f"steps={steps}")
