@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "loom/graph/function.h"
 #include "loom/graph/shared.h"
@@ -43,6 +45,7 @@ class ExecutableBuilder {
     devices.push_back(d);
     return static_cast<int32_t>(devices.size() - 1);
   }
+  const ir::IRModule& module() const { return module_; }
   // Where a call_dps of @name runs (target::call_device, as PlanDevices
   // placed it), in the device table.
   int32_t callee_device(const std::string& name) {
@@ -98,7 +101,9 @@ class FunctionCompiler {
     std::vector<Any> param_types;
     for (const Type& type : types) param_types.push_back(Any(vm_type(type, "a parameter's type", false)));
     // A value used in several places is computed once, into one register.
-    int32_t result = expr(graph::bind_shared_values(fn.body));
+    ir::Expr body = graph::bind_shared_values(fn.body);
+    find_binders(body);
+    int32_t result = expr(body);
     emit(runtime::kVMRet, -1, result, 0, {});
     mark_tail_calls();
     def->param_names = Array(names);
@@ -244,6 +249,14 @@ class FunctionCompiler {
     if (const auto* v = dynamic_cast<const tir::VarNode*>(o)) {
       if (auto slot = slot_of(v)) return ShapeExpr::var(*slot);
       if (free_ok) return ShapeExpr::var(add_shape_var(v, true));
+      // A size the data decides, read (through a type) before the call
+      // that returns it comes in the code (zeros of a selection's length,
+      // made from a shape, not from the selection): that call first.
+      auto binder = binder_of_.find(v);
+      if (binder != binder_of_.end() && branch_depth_ == 0 && !compiled_packed_.count(binder->second)) {
+        call_expr(*binder->second);
+        if (auto slot = slot_of(v)) return ShapeExpr::var(*slot);
+      }
       fail(what + " has the dimension " + ir::to_text(dim) + ", and no parameter's shape binds %" + v->name);
     }
     static const std::vector<std::pair<uint32_t, ShapeOp>> ops = {
@@ -289,17 +302,25 @@ class FunctionCompiler {
 
   int32_t expr_here(const ir::Expr& e) {
     if (e.as<graph::LetNode>()) {
-      // Iterative over let chains, which can be long.
+      // Iterative over let chains, which can be long.  Outside any if, a
+      // binding may have been compiled before its turn, when a size the
+      // data decides was needed early (shape() compiles the call that
+      // returns it, and that call what it reads: find_binders).
       ir::Expr cur = e;
       while (const auto* l = cur.as<graph::LetNode>()) {
-        vars_[l->var.get()] = expr(l->value);
+        if (!vars_.count(l->var.get())) vars_[l->var.get()] = expr(l->value);
         cur = l->body;
       }
       return expr(cur);
     }
     if (const auto* var = e.as<graph::VarNode>()) {
       auto found = vars_.find(var);
-      if (found == vars_.end()) fail("%" + var->name + " is not bound");
+      if (found == vars_.end()) {
+        auto pending = pending_.find(var);
+        if (pending == pending_.end() || !compiling_early_.insert(var).second) fail("%" + var->name + " is not bound");
+        int32_t r = expr(pending->second);
+        found = vars_.emplace(var, r).first;
+      }
       return found->second;
     }
     if (const auto* c = e.as<graph::ConstantNode>()) {
@@ -324,11 +345,13 @@ class FunctionCompiler {
       int32_t cond = expr(i->cond);
       size_t branch = emit(runtime::kVMIfNot, -1, cond, 0, {});
       int32_t r = new_register();
+      ++branch_depth_;  // what a branch computes is not there for the other, nor after the if
       emit(runtime::kVMMove, r, expr(i->then_branch), 0, {});
       size_t jump = emit(runtime::kVMGoto, -1, 0, 0, {});
       code_[branch].b = static_cast<int32_t>(code_.size());
       emit(runtime::kVMMove, r, expr(i->else_branch), 0, {});
       code_[jump].a = static_cast<int32_t>(code_.size());
+      --branch_depth_;
       return r;
     }
     if (const auto* call = e.as<graph::CallNode>()) return call_expr(*call);
@@ -379,29 +402,35 @@ class FunctionCompiler {
         std::vector<int32_t> args = tuple_fields(call.args[1].cast<ir::Expr>(), "the inputs of call_dps @" + g->name);
         Type out = call.type_args[0].cast<Type>();
         int32_t device = exe_.callee_device(g->name);
+        std::vector<int32_t> dims = scalar_arguments(*g, call, out);
         int32_t result;
         if (const auto* tuple = out.as<ir::TupleTypeNode>()) {
           std::vector<int32_t> outs;
           for (const Any& f : tuple->fields) outs.push_back(alloc(f.cast<Type>(), what, device));
           args.insert(args.end(), outs.begin(), outs.end());
+          args.insert(args.end(), dims.begin(), dims.end());
           result = new_register();
           emit(runtime::kVMCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
           emit(runtime::kVMTuple, result, 0, 0, outs);
         } else {
           result = alloc(out, what, device);
           args.push_back(result);
+          args.insert(args.end(), dims.begin(), dims.end());
           emit(runtime::kVMCallDPS, -1, exe_.callee("dps:" + g->name), 0, args);
         }
         return result;
       }
       if (op->name == "device_copy") return device_copy(call);
       if (op->name == "call_packed") {
+        auto done = compiled_packed_.find(&call);
+        if (done != compiled_packed_.end()) return done->second;  // compiled early, where a type needed it
         std::string name = call.attrs.at("name").as_string();
         std::vector<int32_t> args = tuple_fields(call.args[0].cast<ir::Expr>(), "the arguments of call_packed");
         int32_t r = new_register();
         types_.push_back(
             Any(vm_type(call.type_args[0].cast<Type>(), "the result of call_packed '" + name + "'", true)));
         emit(runtime::kVMCallPacked, r, exe_.callee("packed:" + name), static_cast<int32_t>(types_.size() - 1), args);
+        if (branch_depth_ == 0 && binds_.count(&call)) compiled_packed_[&call] = r;
         return r;
       }
       fail("operator '" + op->name +
@@ -420,6 +449,143 @@ class FunctionCompiler {
       return r;
     }
     fail("calls of local function values are not supported; call global functions");
+  }
+
+  // The call_packed calls whose result type names a variable no parameter
+  // binds (a size the data decides), by variable: the first outside any
+  // if, which the compiler may compile early where a type needs its size;
+  // and the lets outside any if, by variable, which such a call may read.
+  void find_binders(const ir::Expr& root) {
+    std::vector<const Object*> stack{root.get()};
+    std::unordered_set<const Object*> seen;
+    auto push = [&](const Any& a) {
+      if (a.object() && dynamic_cast<const ir::ExprNode*>(a.object())) stack.push_back(a.object());
+    };
+    while (!stack.empty()) {
+      const Object* o = stack.back();
+      stack.pop_back();
+      if (!seen.insert(o).second) continue;
+      if (const auto* l = dynamic_cast<const graph::LetNode*>(o)) {
+        pending_.emplace(l->var.get(), l->value);
+        push(Any(l->value)), push(Any(l->body));
+      } else if (const auto* t = dynamic_cast<const graph::TupleNode*>(o)) {
+        for (const Any& f : t->fields) push(f);
+      } else if (const auto* g = dynamic_cast<const graph::TupleGetItemNode*>(o)) {
+        push(Any(g->tuple));
+      } else if (const auto* c = dynamic_cast<const graph::CallNode*>(o)) {
+        for (const Any& a : c->args) push(a);
+        const auto* op = c->callee.as<ir::OpNode>();
+        if (op && op->name == "call_packed" && c->type_args.size() > 0) {
+          // The call that makes the size, not one that only passes it on
+          // (roi_align's regions, counted by the nonzero before it).
+          std::unordered_set<const Object*> read;
+          if (const auto* args = c->args[0].as_object_ref().as<graph::TupleNode>()) {
+            for (const Any& a : args->fields) {
+              for (const tir::VarNode* v :
+                   tir::used_vars(Any(a.cast<ir::Expr>()->checked_type), [](const tir::VarNode*) { return true; })) {
+                read.insert(v);
+              }
+            }
+          }
+          for (const tir::VarNode* v : whole_dim_vars(c->type_args[0].cast<Type>())) {
+            if (!slot_of(v) && !read.count(v) && binder_of_.emplace(v, c).second) binds_.insert(c);
+          }
+        }
+      }
+      // (an if's branches are not searched: what they compute is theirs)
+      if (const auto* i = dynamic_cast<const graph::IfNode*>(o)) push(Any(i->cond));
+    }
+  }
+
+  static std::vector<const tir::VarNode*> whole_dim_vars(const Type& type) {
+    std::vector<const tir::VarNode*> out;
+    if (const auto* t = type.as<ir::TensorTypeNode>()) {
+      if (!t->unknown_rank())
+        for (const Any& d : t->shape)
+          if (const auto* v = dynamic_cast<const tir::VarNode*>(d.object())) out.push_back(v);
+    } else if (const auto* t = type.as<ir::TupleTypeNode>()) {
+      for (const Any& f : t->fields)
+        for (const tir::VarNode* v : whole_dim_vars(f.cast<Type>())) out.push_back(v);
+    }
+    return out;
+  }
+
+  // The scalar parameters of a prim function when one is not a whole
+  // dimension of its buffers (%n where they only have min(%n, 150)): the
+  // kernel cannot read it from its buffers' shapes, so the call passes
+  // them all, each found by matching the kernel's buffer shapes against
+  // the call's tensor types (and the expressions its composite dimensions'
+  // scalars stand for, the attribute composite_scalars) and computed from
+  // this frame's variables (kVMDim).  Empty when the kernel can read every one, or when one cannot
+  // be found (the kernel then reports it when called).
+  std::vector<int32_t> scalar_arguments(const ir::GlobalVarNode& g, const graph::CallNode& call, const Type& out) {
+    const auto* f = exe_.module().lookup(g.name).as<tir::PrimFuncNode>();
+    if (!f) return {};
+    std::vector<const tir::BufferNode*> buffers;
+    std::vector<const tir::VarNode*> scalars;
+    std::unordered_map<const Object*, Any> value_of;  // kernel variable -> the caller's dimension
+    for (const Any& p : f->params) {
+      if (const auto* b = p.as_object_ref().as<tir::BufferNode>()) {
+        if (!scalars.empty()) return {};  // scalars must follow the buffers
+        buffers.push_back(b);
+      } else if (const auto* v = p.as_object_ref().as<tir::VarNode>()) {
+        scalars.push_back(v);
+      }
+    }
+    if (scalars.empty()) return {};
+    std::set<const Object*> readable;  // the variables that are a whole dimension of a buffer
+    for (const tir::BufferNode* b : buffers)
+      for (const Any& d : b->shape) readable.insert(d.object());
+    if (std::all_of(scalars.begin(), scalars.end(), [&](const tir::VarNode* v) { return readable.count(v); }))
+      return {};
+    std::vector<Type> types;  // the tensors the kernel gets, in order
+    if (const auto* inputs = call.args[1].as_object_ref().as<graph::TupleNode>())
+      for (const Any& a : inputs->fields) types.push_back(a.cast<ir::Expr>()->checked_type);
+    if (const auto* tuple = out.as<ir::TupleTypeNode>()) {
+      for (const Any& t : tuple->fields) types.push_back(t.cast<Type>());
+    } else {
+      types.push_back(out);
+    }
+    if (types.size() != buffers.size()) return {};
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      const auto* t = types[k].as<ir::TensorTypeNode>();
+      if (!t || t->unknown_rank() || t->shape.size() != buffers[k]->shape.size()) return {};
+      for (size_t d = 0; d < t->shape.size(); ++d) match(buffers[k]->shape[d], t->shape[d], value_of);
+    }
+    // A dimension's own scalar (PrimBuilder: min(%n, 150)) gives the variables it stands for over.
+    if (f->attrs.defined() && f->attrs.contains("composite_scalars")) {
+      for (const Any& entry : f->attrs.at("composite_scalars").cast<Array>()) {
+        const Array pair = entry.cast<Array>();
+        auto known = value_of.find(pair[0].object());
+        if (pair.size() == 2 && known != value_of.end()) match(pair[1], known->second, value_of);
+      }
+    }
+    std::vector<int32_t> regs;
+    for (const tir::VarNode* v : scalars) {
+      auto found = value_of.find(v);
+      if (found == value_of.end()) return {};
+      types_.push_back(Any(VMType::tensor(
+          DataType::Int(64), std::vector<ShapeExpr>{shape(found->second, "a scalar argument of @" + g.name, false)})));
+      int32_t r = new_register();
+      emit(runtime::kVMDim, r, 0, static_cast<int32_t>(types_.size() - 1), {});
+      regs.push_back(r);
+    }
+    return regs;
+  }
+
+  // Matches a kernel's dimension against the caller's, node by node: each
+  // kernel variable takes the caller's expression in its place.
+  static void match(const Any& kernel, const Any& caller, std::unordered_map<const Object*, Any>& value_of) {
+    if (dynamic_cast<const tir::VarNode*>(kernel.object())) {
+      value_of.emplace(kernel.object(), caller);
+      return;
+    }
+    const auto* a = dynamic_cast<const tir::BinaryOpNode*>(kernel.object());
+    const auto* b = dynamic_cast<const tir::BinaryOpNode*>(caller.object());
+    if (a && b && a->type_index() == b->type_index()) {
+      match(Any(a->a), Any(b->a), value_of);
+      match(Any(a->b), Any(b->b), value_of);
+    }
   }
 
   // device_copy(x, src, dst): a constant is placed on dst once (kVMConst
@@ -446,6 +612,12 @@ class FunctionCompiler {
   std::unordered_map<const Object*, int32_t> vars_;
   std::vector<std::pair<const Object*, std::string>> shape_vars_;  // by slot
   std::vector<bool> from_result_;  // by slot: bound by a call_packed result (the data decides it), not a parameter
+  std::unordered_map<const Object*, const graph::CallNode*> binder_of_;  // find_binders
+  std::unordered_set<const graph::CallNode*> binds_;                     // the calls in binder_of_
+  std::unordered_map<const graph::CallNode*, int32_t> compiled_packed_;  // such a call -> its register
+  int branch_depth_ = 0;                                                 // inside how many if branches
+  std::unordered_map<const Object*, ir::Expr> pending_;  // a let's variable -> its value (outside any if): find_binders
+  std::unordered_set<const Object*> compiling_early_;    // the lets compiled before their turn
   std::vector<Instr> code_;
   std::vector<vm::Allocation> allocations_;
   std::unordered_map<int32_t, size_t> alloc_of_;  // register -> allocation

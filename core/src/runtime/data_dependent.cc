@@ -1,7 +1,9 @@
 // Registry functions whose results have shapes the data decides
 // (docs/runtime.md, "Shapes the data decides"): graph functions reach them
 // through call_packed with a result type over a variable no parameter
-// binds, which the VM binds from what they return.  Host tensors only.
+// binds, which the VM binds from what they return.  Also detection's
+// RoiAlign, whose regions usually come from such a result.  Host tensors
+// only.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -305,15 +307,15 @@ Array topk(const NDArray& x, int64_t k, int64_t axis, bool largest) {
 }
 
 // The int64 (or int32) entries of a one-dimensional host tensor.
-std::vector<int64_t> int_entries(const NDArray& x, const char* what) {
-  const NDArrayNode& a = host_tensor(x, "runtime.slice", what);
+std::vector<int64_t> int_entries(const NDArray& x, const char* function, const char* what) {
+  const NDArrayNode& a = host_tensor(x, function, what);
   std::vector<int64_t> out(a.numel());
   if (a.dtype == DataType::Int(64)) {
     std::copy_n(static_cast<const int64_t*>(a.data()), out.size(), out.begin());
   } else if (a.dtype == DataType::Int(32)) {
     std::copy_n(static_cast<const int32_t*>(a.data()), out.size(), out.begin());
   } else {
-    LOOM_THROW(TypeError) << "runtime.slice: " << what << " must be int64 or int32, not " << a.dtype.to_string();
+    LOOM_THROW(TypeError) << function << ": " << what << " must be int64 or int32, not " << a.dtype.to_string();
   }
   return out;
 }
@@ -324,8 +326,10 @@ std::vector<int64_t> int_entries(const NDArray& x, const char* what) {
 NDArray slice(const NDArray& x, const NDArray& starts_t, const NDArray& ends_t, const NDArray& axes_t,
               const NDArray& steps_t) {
   const NDArrayNode& a = host_tensor(x, "runtime.slice", "the input");
-  std::vector<int64_t> starts = int_entries(starts_t, "the starts"), ends = int_entries(ends_t, "the ends");
-  std::vector<int64_t> axes = int_entries(axes_t, "the axes"), steps = int_entries(steps_t, "the steps");
+  std::vector<int64_t> starts = int_entries(starts_t, "runtime.slice", "the starts");
+  std::vector<int64_t> ends = int_entries(ends_t, "runtime.slice", "the ends");
+  std::vector<int64_t> axes = int_entries(axes_t, "runtime.slice", "the axes");
+  std::vector<int64_t> steps = int_entries(steps_t, "runtime.slice", "the steps");
   std::vector<int64_t> dims = x.shape_vector();
   const auto rank = static_cast<int64_t>(dims.size());
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
@@ -370,6 +374,106 @@ NDArray slice(const NDArray& x, const NDArray& starts_t, const NDArray& ends_t, 
   return out;
 }
 
+// roi_align(x, rois, batch_indices, output_height, output_width,
+// sampling_ratio, spatial_scale, half_pixel, max_mode): ONNX's RoiAlign
+// (torchvision's roi_align with aligned = half_pixel): per region, the
+// average (or maximum) of bilinear samples on a grid in each output bin;
+// sampling_ratio 0 makes the grid ceil(region size / output size).
+NDArray roi_align(const NDArray& x, const NDArray& rois, const NDArray& batch_indices, int64_t out_h, int64_t out_w,
+                  int64_t sampling_ratio, double spatial_scale, bool half_pixel, bool max_mode) {
+  const NDArrayNode& a = host_tensor(x, "runtime.roi_align", "the input");
+  const NDArrayNode& r = host_tensor(rois, "runtime.roi_align", "the regions");
+  std::vector<int64_t> batch = int_entries(batch_indices, "runtime.roi_align", "the batch indices");
+  std::vector<int64_t> dims = x.shape_vector(), rdims = rois.shape_vector();
+  if (dims.size() != 4 || a.dtype != DataType::Float(32)) {
+    LOOM_THROW(TypeError) << "runtime.roi_align takes a float32 (N, C, H, W) input, got " << a.dtype.to_string() << " "
+                          << shape_text(dims);
+  }
+  if (rdims.size() != 2 || rdims[1] != 4 || r.dtype != DataType::Float(32) ||
+      static_cast<int64_t>(batch.size()) != rdims[0]) {
+    LOOM_THROW(TypeError) << "runtime.roi_align: the regions must be float32 (R, 4) with R batch indices, got "
+                          << r.dtype.to_string() << " " << shape_text(rdims) << " and " << batch.size() << " indices";
+  }
+  if (out_h < 1 || out_w < 1 || sampling_ratio < 0) {
+    LOOM_THROW(Error) << "runtime.roi_align: output " << out_h << "x" << out_w << ", sampling ratio " << sampling_ratio;
+  }
+  const int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3], regions = rdims[0];
+  NDArray out = NDArray::empty({regions, c, out_h, out_w}, DataType::Float(32));
+  const auto* in = static_cast<const float*>(a.data());
+  const auto* box = static_cast<const float*>(r.data());
+  float* o = out.data_as<float>();
+  struct Tap {
+    int64_t at[4];
+    float weight[4];
+  };
+  std::vector<Tap> taps;
+  for (int64_t k = 0; k < regions; ++k) {
+    if (batch[k] < 0 || batch[k] >= n) {
+      LOOM_THROW(Error) << "runtime.roi_align: region " << k << " names batch " << batch[k] << " of " << n;
+    }
+    const double offset = half_pixel ? 0.5 : 0.0;
+    const double x1 = box[k * 4] * spatial_scale - offset, y1 = box[k * 4 + 1] * spatial_scale - offset;
+    double roi_w = box[k * 4 + 2] * spatial_scale - offset - x1, roi_h = box[k * 4 + 3] * spatial_scale - offset - y1;
+    if (!half_pixel) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
+    const double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
+    const int64_t grid_h = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(roi_h / out_h));
+    const int64_t grid_w = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(roi_w / out_w));
+    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    // The taps of every sample of every bin: the same for each channel.
+    taps.clear();
+    for (int64_t ph = 0; ph < out_h; ++ph) {
+      for (int64_t pw = 0; pw < out_w; ++pw) {
+        for (int64_t iy = 0; iy < grid_h; ++iy) {
+          for (int64_t ix = 0; ix < grid_w; ++ix) {
+            double y = y1 + ph * bin_h + (iy + 0.5) * bin_h / grid_h;
+            double xx = x1 + pw * bin_w + (ix + 0.5) * bin_w / grid_w;
+            Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};
+            if (y >= -1.0 && y <= h && xx >= -1.0 && xx <= w) {  // outside: a zero sample
+              y = std::max(y, 0.0), xx = std::max(xx, 0.0);
+              int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
+              if (y_low >= h - 1) {
+                y_high = y_low = h - 1;
+                y = static_cast<double>(y_low);
+              } else {
+                y_high = y_low + 1;
+              }
+              if (x_low >= w - 1) {
+                x_high = x_low = w - 1;
+                xx = static_cast<double>(x_low);
+              } else {
+                x_high = x_low + 1;
+              }
+              const double ly = y - y_low, lx = xx - x_low, hy = 1.0 - ly, hx = 1.0 - lx;
+              t = Tap{{y_low * w + x_low, y_low * w + x_high, y_high * w + x_low, y_high * w + x_high},
+                      {static_cast<float>(hy * hx), static_cast<float>(hy * lx), static_cast<float>(ly * hx),
+                       static_cast<float>(ly * lx)}};
+            }
+            taps.push_back(t);
+          }
+        }
+      }
+    }
+    const int64_t per_bin = grid_h * grid_w;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* plane = in + (batch[k] * c + ch) * h * w;
+      float* dst = o + (k * c + ch) * out_h * out_w;
+      for (int64_t bin = 0; bin < out_h * out_w; ++bin) {
+        double sum = 0.0, best = -std::numeric_limits<double>::infinity();
+        for (int64_t s = 0; s < per_bin; ++s) {
+          const Tap& t = taps[bin * per_bin + s];
+          if (max_mode) {
+            for (int q = 0; q < 4; ++q) best = std::max(best, static_cast<double>(t.weight[q] * plane[t.at[q]]));
+          } else {
+            for (int q = 0; q < 4; ++q) sum += t.weight[q] * plane[t.at[q]];
+          }
+        }
+        dst[bin] = static_cast<float>(max_mode ? (per_bin ? best : 0.0) : sum / count);
+      }
+    }
+  }
+  return out;
+}
+
 const bool registered = [] {
   FunctionRegistry::register_function("runtime.nonzero", Function::typed(nonzero, "runtime.nonzero"),
                                       "nonzero(x): int64 (rank, count), the indices of x's nonzero elements");
@@ -399,6 +503,22 @@ const bool registered = [] {
   FunctionRegistry::register_function(
       "runtime.slice", Function::typed(slice, "runtime.slice"),
       "slice(x, starts, ends, axes, steps): ONNX's Slice with bounds known when the model runs");
+  FunctionRegistry::register_function(
+      "runtime.roi_align",
+      Function::typed(
+          [](NDArray x, NDArray rois, NDArray batch, Any out_h, Any out_w, Any ratio, Any scale, Any half_pixel,
+             Any max_mode) {
+            auto integer = [](const Any& v, const char* what) { return static_cast<int64_t>(scalar_value(v, what)); };
+            return roi_align(x, rois, batch, integer(out_h, "runtime.roi_align: the output height"),
+                             integer(out_w, "runtime.roi_align: the output width"),
+                             integer(ratio, "runtime.roi_align: the sampling ratio"),
+                             scalar_value(scale, "runtime.roi_align: the spatial scale"),
+                             integer(half_pixel, "runtime.roi_align: half_pixel") != 0,
+                             integer(max_mode, "runtime.roi_align: max") != 0);
+          },
+          "runtime.roi_align"),
+      "roi_align(x, rois, batch_indices, output_height, output_width, sampling_ratio, spatial_scale, half_pixel, "
+      "max): float32 (R, C, output_height, output_width), as ONNX's RoiAlign");
   // The join of an if's branches whose shapes differ (docs/frontends.md,
   // "Control flow"): its argument, which the VM checks against the call's
   // result type and binds that type's variables from.

@@ -316,7 +316,7 @@ class Decoder {
       if (n < 0 || static_cast<size_t>(n) > flat.size() - pc - 5) bad("bad argument count at " + std::to_string(pc));
       in.args.assign(flat.begin() + pc + 5, flat.begin() + pc + 5 + n);
       for (int32_t r : in.args) check_reg(r);
-      if (in.op < kVMConst || in.op > kVMCopy) bad("unknown opcode " + std::to_string(in.op));
+      if (in.op < kVMConst || in.op > kVMDim) bad("unknown opcode " + std::to_string(in.op));
       if (in.op != kVMCallDPS && in.op != kVMIfNot && in.op != kVMGoto && in.op != kVMRet) check_reg(in.dst);
       f.code.push_back(std::move(in));
       pc += 5 + n;
@@ -1155,13 +1155,17 @@ Any VMModuleNode::run_frame(size_t index, const Any* args, int32_t count, TailCa
         break;
       case kVMRet:
         return regs[in.a];
+      case kVMDim:
+        regs[in.dst] = Any(evaluate(f.types[in.b].get()->shape[0].cast<ShapeExpr>(), bound));
+        ++pc;
+        break;
     }
   }
 }
 
 std::string VMModuleNode::disassemble() const {
-  static const char* names[] = {"const",    "alloc", "call_dps", "call_packed", "call", "tuple",
-                                "get_item", "move",  "if_not",   "goto",        "ret",  "copy"};
+  static const char* names[] = {"const", "alloc",  "call_dps", "call_packed", "call", "tuple", "get_item",
+                                "move",  "if_not", "goto",     "ret",         "copy", "dim"};
   auto on = [&](int32_t d) { return d == 0 ? std::string() : " on " + devices[d].to_string(); };
   std::ostringstream out;
   for (const FunctionRt& f : functions) {
@@ -1208,6 +1212,9 @@ std::string VMModuleNode::disassemble() const {
           break;
         case kVMRet:
           out << " r" << in.a;
+          break;
+        case kVMDim:
+          out << " r" << in.dst << " <- the dimension of type " << in.b;
           break;
       }
       if (!in.args.empty()) {
@@ -1293,7 +1300,12 @@ Module make_vm_module(const ObjectRef& executable) {
       if (in.op == kVMCallDPS || in.op == kVMCallPacked) {
         check(in.a >= 0 && static_cast<size_t>(in.a) < node->callees.size(), "callee");
       }
-      if (in.op == kVMCallPacked) check(in.b >= 0 && static_cast<size_t>(in.b) < f.types.size(), "type");
+      if (in.op == kVMCallPacked || in.op == kVMDim)
+        check(in.b >= 0 && static_cast<size_t>(in.b) < f.types.size(), "type");
+      if (in.op == kVMDim) {
+        const VMTypeNode* t = f.types[in.b].get();
+        check(t->type_kind() == VMTypeKind::kTensor && t->shape.defined() && t->shape.size() == 1, "dimension");
+      }
       if (in.op == kVMCallGraph) {
         check(in.a >= 0 && static_cast<size_t>(in.a) < node->functions.size(), "function");
         check(in.b == 0 || in.b == 1, "tail-call flag");

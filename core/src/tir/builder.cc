@@ -81,8 +81,26 @@ Buffer PrimBuilder::param(const ir::TensorTypeNode& type, const std::string& nam
 }
 
 PrimFunc PrimBuilder::finish(Stmt body, Map attrs) {
+  // A composite dimension's scalar with what it stands for over the
+  // others (min(%n, 150) for a scalar of its own): a caller that has the
+  // dimension can find %n, which no buffer may have (the VM passes it).
+  std::vector<Any> composites;
+  for (const auto& [graph_dim, v] : composites_) {
+    PrimExpr over_scalars = Rewriter()
+                                .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
+                                  if (part.as<VarNode>()) return dim(Any(part));
+                                  return std::nullopt;
+                                })
+                                .run(graph_dim);
+    composites.push_back(Any(Array(std::vector<Any>{Any(v), Any(over_scalars)})));
+  }
   std::vector<Any> params = params_;
   params.insert(params.end(), scalars_.begin(), scalars_.end());
+  if (!composites.empty()) {
+    std::map<std::string, Any> items = attrs.defined() ? attrs.get()->items : std::map<std::string, Any>{};
+    items["composite_scalars"] = Any(Array(composites));
+    attrs = Map(items);
+  }
   return PrimFunc(params, std::move(body), ir::Type(), std::move(attrs));
 }
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
-from .common import (conv3d, conv_transpose3d, max_pool2d_indices, non_max_suppression, nonzero, pool3d, unique,
-                     window_tap)
+from .common import (conv3d, conv_transpose3d, max_pool2d_indices, non_max_suppression, nonzero, pool3d, roi_align,
+                     unique, window_tap)
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -1107,14 +1107,14 @@ def _masked(ctx, node, x, mask, axis):
     those axes flattened, then the elements where the mask is set taken."""
     shape, mask_rank = ctx.shape(x), ctx.rank(mask)
     flat = op.reshape(x, shape=list(shape[:axis]) + [-1] + list(shape[axis + mask_rank:]))
-    where = op.reshape(nonzero(op.reshape(mask, shape=[-1]), 1, node.name), shape=[-1])
+    where = op.reshape(nonzero(op.reshape(mask, shape=[-1]), 1, node.name, ctx, key=mask), shape=[-1])
     return op.take(flat, where, axis=axis)
 
 
 @aten("nonzero", "argwhere")
 def _nonzero(ctx, node, x):
     x = _t(ctx, x)
-    rows = nonzero(x, ctx.rank(x), node.name)
+    rows = nonzero(x, ctx.rank(x), node.name, ctx)
     if ctx.rank(x) == 0:  # PyTorch: (count, 0); ONNX's and NumPy's take a 0-d tensor as 1-D
         rows = op.slice(rows, begin=[0], end=[0], axes=[0])
     return op.transpose(rows, axes=[1, 0])
@@ -1124,7 +1124,7 @@ def _nonzero(ctx, node, x):
 def _nonzero_numpy(ctx, node, x):
     """torch.nonzero(x, as_tuple=True): one index tensor per axis."""
     x = _t(ctx, x)
-    rows = nonzero(x, ctx.rank(x), node.name)
+    rows = nonzero(x, ctx.rank(x), node.name, ctx)
     return [op.reshape(op.slice(rows, begin=[k], end=[k + 1], axes=[0]), shape=[-1])
             for k in range(max(ctx.rank(x), 1))]
 
@@ -1160,6 +1160,17 @@ def _nms(ctx, node, boxes, scores, iou_threshold):
     rows = non_max_suppression(op.expand_dims(boxes, axis=0), op.reshape(scores, shape=[1, 1, -1]),
                                2 ** 62, float(iou_threshold), None, 0, node.name)
     return op.reshape(op.slice(rows, begin=[2], end=[3], axes=[1]), shape=[-1])
+
+
+@aten("torchvision::roi_align")
+def _roi_align(ctx, node, x, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    """torchvision.ops.roi_align over (K, 5) regions (batch index, x1, y1,
+    x2, y2): ONNX's RoiAlign (aligned: half_pixel)."""
+    x, rois = _t(ctx, x), _t(ctx, rois)
+    boxes = op.slice(rois, begin=[1], end=[5], axes=[1])
+    batch = op.cast(op.reshape(op.slice(rois, begin=[0], end=[1], axes=[1]), shape=[-1]), dtype="int64")
+    return roi_align(x, boxes, batch, ctx.shape(x), ctx.shape(boxes), int(pooled_height), int(pooled_width),
+                     max(int(sampling_ratio), 0), float(spatial_scale), bool(aligned), False)
 
 
 @aten("index_select")
@@ -1337,6 +1348,8 @@ def _norm(ctx, node, x, p=2, dim=None, keepdim=False, *rest):
 
 def _full(ctx, size, value, dtype):
     name = dtype_name(dtype) or ("float32" if isinstance(value, float) else "int64")
+    if any(not isinstance(s, (int, np.integer)) for s in size):  # a size the data decides (zeros_like(x[mask]))
+        return op.broadcast_to(graph.Constant(np.asarray(value, dtype=name)), shape=list(size))
     return np.full([int(s) for s in size], value, dtype=name)
 
 

@@ -31,6 +31,7 @@ class Context:
         self._constants = {}  # id(array) -> (array, Constant): a weight used twice is one constant
         self._symbols = {}  # symbolic dimension (a tir.Var) -> (a value whose shape has it, its axis)
         self.functions = {}  # name -> graph function a converter adds to the module (a loop's body)
+        self.nonzero_calls = {}  # a mask -> its runtime.nonzero call (nonzero: one count per mask)
 
     def symbol_sources(self, value):
         """Records where `value`'s symbolic dimensions can be read at run
@@ -322,11 +323,17 @@ def _scalar(value, dtype):
     return value
 
 
-def nonzero(x, rank, hint):
+def nonzero(x, rank, hint, ctx=None, key=None):
     """int64 (max(rank, 1), %count): the indices of x's nonzero elements,
-    row-major (numpy.nonzero stacked)."""
-    out = ir.TensorType([max(rank, 1), data_dim(hint)], "int64")
-    return graph.call_packed("runtime.nonzero", [x], out)
+    row-major (numpy.nonzero stacked).  With the importer's context, one
+    call per x (or per `key`, the value x is computed from): two selections
+    by one mask (boxes[keep], scores[keep]) have one count, so what joins
+    them type-checks."""
+    key = x if key is None else key
+    memo = ctx.nonzero_calls if ctx is not None else {}
+    if key not in memo:
+        memo[key] = graph.call_packed("runtime.nonzero", [x], ir.TensorType([max(rank, 1), data_dim(hint)], "int64"))
+    return memo[key]
 
 
 _UNIQUE_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -377,3 +384,15 @@ def topk(x, k, shape, dtype, axis, largest, hint):
     dims[axis] = data_dim(hint)
     out = ir.TupleType([ir.TensorType(dims, dtype), ir.TensorType(dims, "int64")])
     return graph.call_packed("runtime.topk", [x, k, _scalar(axis, "int64"), _scalar(int(largest), "int64")], out)
+
+
+def roi_align(x, rois, batch_indices, x_shape, rois_shape, out_h, out_w, sampling_ratio, spatial_scale, half_pixel,
+              max_mode):
+    """float32 (R, C, out_h, out_w) as ONNX's RoiAlign (torchvision's
+    roi_align, aligned = half_pixel): rois (R, 4) as (x1, y1, x2, y2) of
+    the images batch_indices (R) name, in x's coordinates / spatial_scale."""
+    out = ir.TensorType([rois_shape[0], x_shape[1], out_h, out_w], "float32")
+    args = [x, rois, batch_indices, _scalar(out_h, "int64"), _scalar(out_w, "int64"),
+            _scalar(sampling_ratio, "int64"), _scalar(spatial_scale, "float64"), _scalar(int(half_pixel), "int64"),
+            _scalar(int(max_mode), "int64")]
+    return graph.call_packed("runtime.roi_align", args, out)

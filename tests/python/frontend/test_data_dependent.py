@@ -212,6 +212,19 @@ class Detections(torch.nn.Module):
         return boxes[kept], scores[kept]
 
 
+class RegionFeatures(torch.nn.Module):
+    """A two-stage detector's second stage: the regions above a score, the
+    features of each (torchvision's roi_align; not aligned=True, which
+    torch.onnx.export writes wrong below opset 16, as it warns: that one is
+    checked against torchvision in test_roi_align_against_torchvision)."""
+    def forward(self, features, boxes, scores):
+        keep = scores > 0.5
+        regions = torch.cat([torch.zeros_like(scores[keep])[:, None], boxes[keep]], 1)
+        pooled = torchvision.ops.roi_align(features, regions, (2, 3), spatial_scale=0.5, sampling_ratio=2)
+        adaptive = torchvision.ops.roi_align(features, regions, (2, 2), spatial_scale=1.0, sampling_ratio=-1)
+        return pooled, adaptive
+
+
 def _boxes(rng, n):
     corner = rng.random((n, 2)).astype(np.float32) * 5
     return np.concatenate([corner, corner + rng.random((n, 2)).astype(np.float32) * 3 + 0.1], 1)
@@ -224,6 +237,8 @@ CASES = {
     "nonzero": (NonzeroCount, lambda rng: [rng.standard_normal((4, 3)).astype(np.float32)]),
     "unique": (Unique, lambda rng: [rng.integers(0, 6, (12,)).astype(np.float32)]),
     "detections": (Detections, lambda rng: [_boxes(rng, 30), rng.random(30).astype(np.float32)]),
+    "regions": (RegionFeatures, lambda rng: [rng.standard_normal((1, 4, 9, 11)).astype(np.float32), _boxes(rng, 12),
+                                             rng.random(12).astype(np.float32)]),
 }
 
 
@@ -287,3 +302,52 @@ def test_fx_warns_of_a_size_its_trace_fixed():
     x = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
     with pytest.warns(UserWarning, match=re.escape("which is the size aten::nonzero")):
         lfx.from_fx(NonzeroCount(), [x])
+
+
+# --------------------------------------------------------------- RoiAlign
+
+def test_roi_align_against_torchvision():
+    torch = optional_import("torch")
+    ops = optional_import("torchvision.ops")
+    from onnx import TensorProto, helper
+    from loom.frontend import onnx as lonnx
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 12, 10)).astype(np.float32)
+    corners = rng.uniform(-4, 44, (7, 4)).astype(np.float32)  # some boxes reach outside the map
+    rois = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]), np.maximum(corners[:, :2], corners[:, 2:])], 1)
+    rois[0] = [5, 5, 5.2, 5.1]  # a region smaller than a bin
+    batch = rng.integers(0, 2, 7).astype(np.int64)
+    for aligned, ratio, scale, out in ((True, 2, 0.25, (3, 4)), (False, 0, 0.25, (2, 2)), (True, 0, 0.5, (5, 3))):
+        node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=out[0], output_width=out[1],
+                                sampling_ratio=ratio, spatial_scale=scale,
+                                coordinate_transformation_mode="half_pixel" if aligned else "output_half_pixel")
+        graph_ = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+                                                 helper.make_tensor_value_info("rois", TensorProto.FLOAT, [None, 4]),
+                                                 helper.make_tensor_value_info("batch", TensorProto.INT64, [None])],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 16)])
+        lib = loom.build(lonnx.from_onnx(model.SerializeToString(), shapes={"rois": ("r", 4), "batch": ("r",)}),
+                         HOST)
+        for count in (7, 3, 0):
+            got = lib["main"](x, rois[:count], batch[:count]).numpy()
+            boxes = torch.from_numpy(np.concatenate([batch[:count, None].astype(np.float32), rois[:count]], 1))
+            want = ops.roi_align(torch.from_numpy(x), boxes, out, spatial_scale=scale, sampling_ratio=ratio,
+                                 aligned=aligned).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_roi_align_aligned_through_from_fx():
+    ops = optional_import("torchvision.ops")
+    from loom.frontend import fx as lfx
+
+    class Pool(torch.nn.Module):
+        def forward(self, features, regions):
+            return ops.roi_align(features, regions, (3, 2), spatial_scale=0.25, sampling_ratio=-1, aligned=True)
+    rng = np.random.default_rng(13)
+    features = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    regions = np.concatenate([rng.integers(0, 2, (5, 1)).astype(np.float32), _boxes(rng, 5) * 4], 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib = loom.build(lfx.from_fx(Pool(), [torch.from_numpy(features), torch.from_numpy(regions)]), HOST)
+    want = Pool()(torch.from_numpy(features), torch.from_numpy(regions)).numpy()
+    np.testing.assert_allclose(lib["main"](features, regions).numpy(), want, rtol=1e-5, atol=1e-6)

@@ -28,7 +28,7 @@ namespace loom::runtime {
 
 // The version of the executable format; a library whose executable has
 // another is refused with a message that says to rebuild it.
-constexpr int64_t kVMExecutableFormat = 3;
+constexpr int64_t kVMExecutableFormat = 4;  // 4: tail calls (call with b = 1) and dim
 
 // The instruction set.  Each instruction is op, dst, a, b, the number of
 // argument registers, then the registers.  Devices are indices into the
@@ -46,6 +46,7 @@ enum VMOpcode : int32_t {
   kVMGoto = 9,        // jump to a
   kVMRet = 10,        // return a
   kVMCopy = 11,       // a copied into dst (a tensor allocated on its device); dst <- a when a is on that device
+  kVMDim = 12,        // dst <- the int64 value of types[b]'s single dimension (a kernel's scalar parameter)
 };
 
 // Whether the instruction `op` reads register a (the others use a as a

@@ -64,9 +64,14 @@ def _flatten(ctx, node, x):
     axis = _axis(int(node.attr("axis", 1)), len(shape))
     if axis == 1 and len(shape) >= 2:
         return op.flatten(x)
-    if not all(isinstance(d, int) for d in shape):
-        node.unsupported(f"axis={axis} with a symbolic shape")
-    return op.reshape(x, shape=[int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+    def product(dims):
+        out = 1
+        for d in dims:
+            out = out * d
+        return _dim(out)
+    lead, rest = product(shape[:axis]), product(shape[axis:])
+    # One entry may be -1, which reshape infers: the symbolic one when the other is a number.
+    return op.reshape(ctx.expr(x), shape=[-1, rest] if isinstance(rest, int) else [lead, -1])
 
 
 @converter("Transpose", fold=lambda node, x: np.transpose(x, node.attr("perm")))
@@ -522,7 +527,7 @@ def _fold_unique(node, x):
 
 @converter("NonZero", opsets=(9, 17), fold=lambda node, x: np.array(np.nonzero(np.atleast_1d(x)), dtype=np.int64))
 def _nonzero(ctx, node, x):
-    return common.nonzero(ctx.expr(x), len(ctx.shape(x)), node.proto.output[0])
+    return common.nonzero(ctx.expr(x), len(ctx.shape(x)), node.proto.output[0], ctx)
 
 
 @converter("Compress", opsets=(9, 17))
@@ -535,7 +540,7 @@ def _compress(ctx, node, x, condition):
     if isinstance(condition, np.ndarray):  # known: the indices are too
         indices = graph.Constant(np.nonzero(condition.reshape(-1))[0].astype(np.int64))
     else:
-        indices = op.reshape(common.nonzero(ctx.expr(condition), 1, node.proto.output[0]), shape=[-1])
+        indices = op.reshape(common.nonzero(ctx.expr(condition), 1, node.proto.output[0], ctx), shape=[-1])
     return op.take(x, indices, axis=axis)
 
 
@@ -557,6 +562,22 @@ def _non_max_suppression(ctx, node, boxes, scores, max_per_class=None, iou_thres
     return common.non_max_suppression(
         ctx.expr(boxes, "float32"), ctx.expr(scores, "float32"), value(max_per_class), value(iou_threshold),
         value(score_threshold), node.attr("center_point_box", 0), node.proto.output[0])
+
+
+@converter("RoiAlign", opsets=(10, 17))
+def _roi_align(ctx, node, x, rois, batch_indices):
+    mode = node.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        node.unsupported(f"mode '{mode}'")
+    # Opset 10 has no coordinate_transformation_mode: it samples as "output_half_pixel" does.
+    half = node.attr("coordinate_transformation_mode", "half_pixel" if node.opset >= 16 else "output_half_pixel")
+    if half not in ("half_pixel", "output_half_pixel"):
+        node.unsupported(f"coordinate_transformation_mode '{half}'")
+    return common.roi_align(ctx.expr(x, "float32"),
+                            ctx.expr(rois, "float32"), ctx.expr(batch_indices, "int64"), ctx.shape(x),
+                            ctx.shape(rois), int(node.attr("output_height", 1)), int(node.attr("output_width", 1)),
+                            int(node.attr("sampling_ratio", 0)), float(node.attr("spatial_scale", 1.0)),
+                            half == "half_pixel", mode == "max")
 
 
 # -------------------------------------------------------------- resize
