@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loom/graph/bindings.h"
 #include "loom/graph/function.h"
 #include "loom/graph/shared.h"
 #include "loom/graph/well_formed.h"
@@ -253,7 +254,8 @@ class FunctionCompiler {
       // that returns it comes in the code (zeros of a selection's length,
       // made from a shape, not from the selection): that call first.
       auto binder = binder_of_.find(v);
-      if (binder != binder_of_.end() && branch_depth_ == 0 && !compiled_packed_.count(binder->second)) {
+      if (binder != binder_of_.end() && branch_depth_ == 0 && !compiled_packed_.count(binder->second) &&
+          pure_packed(*binder->second)) {
         call_expr(*binder->second);
         if (auto slot = slot_of(v)) return ShapeExpr::var(*slot);
       }
@@ -317,7 +319,10 @@ class FunctionCompiler {
       auto found = vars_.find(var);
       if (found == vars_.end()) {
         auto pending = pending_.find(var);
-        if (pending == pending_.end() || !compiling_early_.insert(var).second) fail("%" + var->name + " is not bound");
+        if (pending == pending_.end() || branch_depth_ > 0 || !early_ok(pending->second) ||
+            !compiling_early_.insert(var).second) {
+          fail("%" + var->name + " is not bound");
+        }
         int32_t r = expr(pending->second);
         found = vars_.emplace(var, r).first;
       }
@@ -451,6 +456,22 @@ class FunctionCompiler {
     fail("calls of local function values are not supported; call global functions");
   }
 
+  // Whether a value may be computed before its turn: no effect to reorder
+  // (the registry functions of sizes the data decides have none).
+  static bool early_ok(const ir::Expr& value) {
+    if (const auto* c = value.as<graph::CallNode>()) {
+      const auto* op = c->callee.as<ir::OpNode>();
+      if (op && op->name == "call_packed") return pure_packed(*c);
+    }
+    return graph::is_pure(value);
+  }
+  static bool pure_packed(const graph::CallNode& call) {
+    static const std::set<std::string> pure = {"runtime.nonzero",   "runtime.unique", "runtime.non_max_suppression",
+                                               "runtime.topk",      "runtime.slice",  "runtime.roi_align",
+                                               "runtime.bind_shape"};
+    return pure.count(call.attrs.at("name").as_string()) > 0;
+  }
+
   // The call_packed calls whose result type names a variable no parameter
   // binds (a size the data decides), by variable: the first outside any
   // if, which the compiler may compile early where a type needs its size;
@@ -467,7 +488,7 @@ class FunctionCompiler {
       if (!seen.insert(o).second) continue;
       if (const auto* l = dynamic_cast<const graph::LetNode*>(o)) {
         pending_.emplace(l->var.get(), l->value);
-        push(Any(l->value)), push(Any(l->body));
+        push(Any(l->body)), push(Any(l->value));  // (a stack: the value, earlier in the program, first)
       } else if (const auto* t = dynamic_cast<const graph::TupleNode*>(o)) {
         for (const Any& f : t->fields) push(f);
       } else if (const auto* g = dynamic_cast<const graph::TupleGetItemNode*>(o)) {
@@ -563,7 +584,7 @@ class FunctionCompiler {
     std::vector<int32_t> regs;
     for (const tir::VarNode* v : scalars) {
       auto found = value_of.find(v);
-      if (found == value_of.end()) return {};
+      if (found == value_of.end() || !computable(found->second)) return {};
       types_.push_back(Any(VMType::tensor(
           DataType::Int(64), std::vector<ShapeExpr>{shape(found->second, "a scalar argument of @" + g.name, false)})));
       int32_t r = new_register();
@@ -571,6 +592,13 @@ class FunctionCompiler {
       regs.push_back(r);
     }
     return regs;
+  }
+
+  // Whether a caller's dimension has only variables this frame binds.
+  bool computable(const Any& dim) const {
+    for (const tir::VarNode* v : tir::used_vars(dim, [](const tir::VarNode*) { return true; }))
+      if (!slot_of(v) && !binder_of_.count(v)) return false;
+    return true;
   }
 
   // Matches a kernel's dimension against the caller's, node by node: each

@@ -347,7 +347,10 @@ NDArray slice(const NDArray& x, const NDArray& starts_t, const NDArray& ends_t, 
       if (v < 0) v = v < -n ? -n - 1 : v + n;  // (kept below the range when it was)
       return std::min(std::max(v, low), high);
     };
-    int64_t begin = st > 0 ? clamp(starts[k], 0, n) : clamp(starts[k], -1, n - 1);
+    if (st < -(int64_t{1} << 62) || st > (int64_t{1} << 62)) {
+      LOOM_THROW(Error) << "runtime.slice: a step of " << st << " (axis " << axis << ")";
+    }
+    int64_t begin = st > 0 ? clamp(starts[k], 0, n) : clamp(starts[k], 0, n - 1);
     int64_t end = st > 0 ? clamp(ends[k], 0, n) : clamp(ends[k], -1, n - 1);
     first[axis] = begin;
     step[axis] = st;
@@ -405,6 +408,7 @@ NDArray roi_align(const NDArray& x, const NDArray& rois, const NDArray& batch_in
   struct Tap {
     int64_t at[4];
     float weight[4];
+    bool inside;  // a sample outside the map counts as 0
   };
   std::vector<Tap> taps;
   for (int64_t k = 0; k < regions; ++k) {
@@ -412,12 +416,24 @@ NDArray roi_align(const NDArray& x, const NDArray& rois, const NDArray& batch_in
       LOOM_THROW(Error) << "runtime.roi_align: region " << k << " names batch " << batch[k] << " of " << n;
     }
     const double offset = half_pixel ? 0.5 : 0.0;
+    for (int q = 0; q < 4; ++q) {
+      if (!std::isfinite(box[k * 4 + q])) {
+        LOOM_THROW(Error) << "runtime.roi_align: region " << k << " has the coordinate " << box[k * 4 + q];
+      }
+    }
     const double x1 = box[k * 4] * spatial_scale - offset, y1 = box[k * 4 + 1] * spatial_scale - offset;
     double roi_w = box[k * 4 + 2] * spatial_scale - offset - x1, roi_h = box[k * 4 + 3] * spatial_scale - offset - y1;
     if (!half_pixel) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
     const double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
-    const int64_t grid_h = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(roi_h / out_h));
-    const int64_t grid_w = sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(roi_w / out_w));
+    // (An inverted region, possible with half_pixel, has no samples: its bins are 0, as torchvision's.)
+    auto grid = [&](double size, int64_t out_size) -> int64_t {
+      if (sampling_ratio > 0) return sampling_ratio;
+      double g = std::ceil(size / static_cast<double>(out_size));
+      if (g > 4096)
+        LOOM_THROW(Error) << "runtime.roi_align: region " << k << " needs " << g << " samples a side per bin";
+      return std::max<int64_t>(0, static_cast<int64_t>(g));
+    };
+    const int64_t grid_h = grid(roi_h, out_h), grid_w = grid(roi_w, out_w);
     const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     // The taps of every sample of every bin: the same for each channel.
     taps.clear();
@@ -427,7 +443,7 @@ NDArray roi_align(const NDArray& x, const NDArray& rois, const NDArray& batch_in
           for (int64_t ix = 0; ix < grid_w; ++ix) {
             double y = y1 + ph * bin_h + (iy + 0.5) * bin_h / grid_h;
             double xx = x1 + pw * bin_w + (ix + 0.5) * bin_w / grid_w;
-            Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};
+            Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}, false};
             if (y >= -1.0 && y <= h && xx >= -1.0 && xx <= w) {  // outside: a zero sample
               y = std::max(y, 0.0), xx = std::max(xx, 0.0);
               int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
@@ -446,7 +462,8 @@ NDArray roi_align(const NDArray& x, const NDArray& rois, const NDArray& batch_in
               const double ly = y - y_low, lx = xx - x_low, hy = 1.0 - ly, hx = 1.0 - lx;
               t = Tap{{y_low * w + x_low, y_low * w + x_high, y_high * w + x_low, y_high * w + x_high},
                       {static_cast<float>(hy * hx), static_cast<float>(hy * lx), static_cast<float>(ly * hx),
-                       static_cast<float>(ly * lx)}};
+                       static_cast<float>(ly * lx)},
+                      true};
             }
             taps.push_back(t);
           }
@@ -461,6 +478,10 @@ NDArray roi_align(const NDArray& x, const NDArray& rois, const NDArray& batch_in
         double sum = 0.0, best = -std::numeric_limits<double>::infinity();
         for (int64_t s = 0; s < per_bin; ++s) {
           const Tap& t = taps[bin * per_bin + s];
+          if (!t.inside) {
+            best = std::max(best, 0.0);
+            continue;
+          }
           if (max_mode) {
             for (int q = 0; q < 4; ++q) best = std::max(best, static_cast<double>(t.weight[q] * plane[t.at[q]]));
           } else {

@@ -1,6 +1,8 @@
 // Building prim IR (loom/tir/builder.h).
 #include "loom/tir/builder.h"
 
+#include <algorithm>
+
 #include "loom/ir/text.h"
 #include "loom/object/structural.h"
 #include "loom/tir/functor.h"
@@ -86,6 +88,10 @@ PrimFunc PrimBuilder::finish(Stmt body, Map attrs) {
   // dimension can find %n, which no buffer may have (the VM passes it).
   std::vector<Any> composites;
   for (const auto& [graph_dim, v] : composites_) {
+    // (Only over the scalars the body has: a variable of the dimension
+    // alone, which nothing reads, is not made a parameter to pass.)
+    std::vector<const VarNode*> vars = used_vars(graph_dim, [](const VarNode*) { return true; });
+    if (!std::all_of(vars.begin(), vars.end(), [&](const VarNode* x) { return vars_.count(x) > 0; })) continue;
     PrimExpr over_scalars = Rewriter()
                                 .pre_expr([&](const PrimExpr& part) -> std::optional<PrimExpr> {
                                   if (part.as<VarNode>()) return dim(Any(part));

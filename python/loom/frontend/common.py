@@ -33,6 +33,21 @@ class Context:
         self.functions = {}  # name -> graph function a converter adds to the module (a loop's body)
         self.nonzero_calls = {}  # a mask -> its runtime.nonzero call (nonzero: one count per mask)
 
+    def symbols_now(self):
+        """The table of where sizes are read (for symbols())."""
+        return self._symbols
+
+    @contextlib.contextmanager
+    def symbols(self, table):
+        """Reads sizes from `table` (a dict, filled by symbol_sources) for the
+        duration: a function of its own (a loop's body) reads them from its
+        parameters, not from its caller's values."""
+        saved, self._symbols = self._symbols, table
+        try:
+            yield
+        finally:
+            self._symbols = saved
+
     def symbol_sources(self, value):
         """Records where `value`'s symbolic dimensions can be read at run
         time (an input's shape), so that a shape computed from them can

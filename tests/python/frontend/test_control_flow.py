@@ -85,6 +85,25 @@ def test_branches_of_different_shapes_join_in_a_size_the_data_decides():
         np.testing.assert_allclose(sq, kept * kept, rtol=1e-6)
 
 
+def test_branches_whose_sizes_the_data_decides_differently_are_joined():
+    # then: the positive elements; else: those below -1: two counts, one variable after the if
+    then_g = _branch("then", [helper.make_node("Greater", ["x", "zero"], ["m"]),
+                              helper.make_node("Compress", ["x", "m"], ["t"])], [_value("t", F, [None])])
+    else_g = _branch("else", [helper.make_node("Less", ["x", "minus_one"], ["m2"]),
+                              helper.make_node("Compress", ["x", "m2"], ["e"])], [_value("e", F, [None])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Add", ["y", "y"], ["z"])]
+    inits = [helper.make_tensor("zero", F, [], [0.0]), helper.make_tensor("minus_one", F, [], [-1.0])]
+    lib = _build(_model(nodes, [_value("x", F, [9])], [_value("z", F, [None])], inits))
+    rng = np.random.default_rng(10)
+    for shift in (1.0, -1.0, 0.5, -0.5):
+        x = (rng.standard_normal(9) + shift).astype(np.float32)
+        kept = x[x > 0] if x.sum() > 0 else x[x < -1]
+        np.testing.assert_array_equal(_outputs(lib, x)[0], kept * 2)
+
+
 def test_if_with_several_outputs_and_a_condition_of_one_element():
     then_g = _branch("then", [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"])],
                      [_value("a", F, [4]), _value("b", F, [4])])
@@ -271,6 +290,25 @@ def test_a_loop_whose_carried_value_grows_and_a_long_loop(tmp_path):
     for steps in (0, 3, 20000):  # 20000 calls in tail position: no stack grows
         v, = _outputs(lib, np.array(steps, np.int64), v0)
         np.testing.assert_array_equal(v, np.concatenate([v0, np.arange(steps, dtype=np.float32)]))
+
+
+def test_a_loop_body_reading_a_symbolic_size_of_the_outer_scope():
+    # acc += x + ones(shape(x)) for M iterations, x of symbolic length: the body reads x's size as its own
+    body = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shp"]),
+         helper.make_node("ConstantOfShape", ["shp"], ["ones"], value=helper.make_tensor("one", F, [1], [1.0])),
+         helper.make_node("Add", ["x", "ones"], ["step"]), helper.make_node("Add", ["acc_in", "step"], ["acc_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])],
+        "body", [_value("i", I64, []), _value("c_in", TensorProto.BOOL, []), _value("acc_in", F, ["n"])],
+        [_value("c_out", TensorProto.BOOL, []), _value("acc_out", F, ["n"])])
+    node = helper.make_node("Loop", ["M", "", "acc0"], ["acc"], body=body)
+    lib = _build(_model([node], [_value("M", I64, []), _value("x", F, ["n"]), _value("acc0", F, ["n"])],
+                        [_value("acc", F, ["n"])]))
+    rng = np.random.default_rng(11)
+    for n, steps in ((3, 4), (5, 100), (1, 0)):
+        x, acc0 = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        got, = _outputs(lib, np.array(steps, np.int64), x, acc0)
+        np.testing.assert_allclose(got, acc0 + steps * (x + 1), rtol=1e-5)
 
 
 def test_scan_forward_and_backward_along_axes_against_numpy():

@@ -328,12 +328,18 @@ def test_roi_align_against_torchvision():
         model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 16)])
         lib = loom.build(lonnx.from_onnx(model.SerializeToString(), shapes={"rois": ("r", 4), "batch": ("r",)}),
                          HOST)
+        if aligned:  # an inverted region (x2 < x1 - a bin): no samples, zeros as torchvision gives
+            rois[1] = [30, 30, 10, 12]
         for count in (7, 3, 0):
             got = lib["main"](x, rois[:count], batch[:count]).numpy()
             boxes = torch.from_numpy(np.concatenate([batch[:count, None].astype(np.float32), rois[:count]], 1))
             want = ops.roi_align(torch.from_numpy(x), boxes, out, spatial_scale=scale, sampling_ratio=ratio,
                                  aligned=aligned).numpy()
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    bad = rois[:2].copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(loom.LoomError, match="runtime.roi_align: region 1 has the coordinate nan"):
+        lib["main"](x, bad, batch[:2])
 
 
 def test_roi_align_aligned_through_from_fx():

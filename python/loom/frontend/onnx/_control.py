@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import _core, graph, ir, op, tir
 from .. import common
-from . import _is_symbolic, _shape_text, converter
+from . import _dim, _is_symbolic, _shape_text, converter
 
 MAX_UNROLLED = 1024  # iterations a Scan, or a Loop whose body needs known values, may unroll to
 
@@ -23,9 +23,13 @@ def _known_scalar(value):
 
 
 def _same_dim(a, b):
+    """Whether two dimensions are the same for every value of their
+    variables (two different variables are not: structural equality would
+    match them as bindings)."""
     if isinstance(a, int) or isinstance(b, int):
         return isinstance(a, int) and isinstance(b, int) and a == b
-    return ir.structural_equal(a, b)
+    difference = _dim(tir.sub(a, b))
+    return isinstance(difference, int) and difference == 0
 
 
 def _join(ctx, node, k, then_value, else_value):
@@ -157,8 +161,9 @@ class _Capture(collections.abc.Mapping):
     caller passes it: `params`, name -> (parameter, value)); a value known
     at import stays as it is."""
 
-    def __init__(self, ctx, outer):
+    def __init__(self, ctx, outer, outer_symbols):
         self.ctx, self.outer, self.params = ctx, outer, {}
+        self.outer_symbols = outer_symbols  # where the caller reads its sizes (Context.symbols)
 
     def __getitem__(self, name):
         if name in self.params:
@@ -166,9 +171,11 @@ class _Capture(collections.abc.Mapping):
         value = self.outer[name]
         if value is None or (isinstance(value, np.ndarray) and not _is_symbolic(value)):
             return value
-        value = self.ctx.expr(value)
+        with self.ctx.symbols(self.outer_symbols):  # the value as the caller computes it
+            value = self.ctx.expr(value)
         shape, dtype = self.ctx.type(value)
         param = graph.Var(_identifier(name), shape=shape, dtype=dtype)
+        self.ctx.symbol_sources(param)  # the function reads the sizes it has from its parameters
         self.params[name] = (param, value)
         return param
 
@@ -196,7 +203,7 @@ def _general(a, b, hint, made):
         return None
     dims = []
     for k, (x, y) in enumerate(zip(sa, sb)):
-        if not _same_dim(x, y):
+        if not _same_dim(x, y) and not (not isinstance(x, int) and x in set(made)):
             x = tir.Var(f"{hint}_{k}")
             made.append(x)
         dims.append(x)
@@ -244,16 +251,22 @@ def _runtime_loop(ctx, node, trip_count, cond, carried):
     m = graph.Var("trip_count", shape=(), dtype="int64")
     go = graph.Var("cond", shape=(), dtype="bool")
     for _ in range(4):
-        capture = _Capture(ctx, node.scope.values)
+        outer_symbols = ctx.symbols_now()
+        capture = _Capture(ctx, node.scope.values, outer_symbols)
         v = [graph.Var(f"v{k}", shape=t[0], dtype=t[1]) for k, t in enumerate(types)]
         lengths = [tir.Var(f"scan{k}_len") for k in range(len(elements or []))]
         acc = [graph.Var(f"scan{k}", shape=(n,) + tuple(t[0]), dtype=t[1])
                for k, (n, t) in enumerate(zip(lengths, elements or []))]
-        outs = node.scope.subgraph(body, [i, go] + v, outer=capture)
-        outs = [ctx.expr(o) for o in outs]
-        new_types = [_general(t, ctx.type(o), f"v{k}", made)
-                     for k, (t, o) in enumerate(zip(types, outs[1:1 + n_carried]))]
-        new_elements = [ctx.type(o) for o in outs[1 + n_carried:]]
+        with ctx.symbols({}):  # a function of its own: sizes are read from its parameters, not the caller's values
+            for param in v + acc:
+                ctx.symbol_sources(param)
+            outs = node.scope.subgraph(body, [i, go] + v, outer=capture)
+            outs = [ctx.expr(o) for o in outs]
+            new_types = [_general(t, ctx.type(o), f"v{k}", made)
+                         for k, (t, o) in enumerate(zip(types, outs[1:1 + n_carried]))]
+            new_elements = [ctx.type(o) for o in outs[1 + n_carried:]]
+            step = [ctx.expr(o) for o in outs[1 + n_carried:]]
+            cond_out = _flag(ctx, node, outs[0])
         if any(t is None for t in new_types):
             k = new_types.index(None)
             _refuse(node, f"its body changes the element type or rank of carried value {k} "
@@ -270,8 +283,7 @@ def _runtime_loop(ctx, node, trip_count, cond, carried):
     else:
         _refuse(node, "the shapes of its carried values do not settle")
     one = graph.Constant(np.int64(1))
-    step = [ctx.expr(o) for o in outs[1 + n_carried:]]
-    again = graph.Call(fn, [op.add(i, one), m, _flag(ctx, node, outs[0])] + outs[1:1 + n_carried] +
+    again = graph.Call(fn, [op.add(i, one), m, cond_out] + outs[1:1 + n_carried] +
                        [op.concat(a, op.expand_dims(s, axis=0), axis=0) for a, s in zip(acc, step)] +
                        [p for p, _ in capture.params.values()])
     # The result: the carried values, and the scan outputs stacked, typed
