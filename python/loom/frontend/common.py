@@ -324,12 +324,19 @@ def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **ext
 # data decides"): call_packed of a runtime function whose result type has
 # a variable no parameter binds, which the VM binds from what it returns.
 
+def identifier(hint, empty, digit_prefix):
+    """`hint` (a node or value name) as a name the IR takes: characters
+    other than letters, digits and _ made _, `empty` when nothing is left,
+    `digit_prefix` before a leading digit."""
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in str(hint)).strip("_") or empty
+    return name if not name[0].isdigit() else digit_prefix + name
+
+
 def data_dim(hint):
     """A fresh dimension only the data decides, named after `hint` (a node
     or value name; characters other than letters, digits and _ dropped)."""
     from .. import tir
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in str(hint)).strip("_") or "count"
-    return tir.Var(name if not name[0].isdigit() else "n" + name)
+    return tir.Var(identifier(hint, "count", "n"))
 
 
 def _scalar(value, dtype):

@@ -174,7 +174,7 @@ class _Capture(collections.abc.Mapping):
         with self.ctx.symbols(self.outer_symbols):  # the value as the caller computes it
             value = self.ctx.expr(value)
         shape, dtype = self.ctx.type(value)
-        param = graph.Var(_identifier(name), shape=shape, dtype=dtype)
+        param = graph.Var(common.identifier(name, "v", "v"), shape=shape, dtype=dtype)
         self.ctx.symbol_sources(param)  # the function reads the sizes it has from its parameters
         self.params[name] = (param, value)
         return param
@@ -187,11 +187,6 @@ class _Capture(collections.abc.Mapping):
 
     def __len__(self):
         return len(self.outer)
-
-
-def _identifier(name):
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name)).strip("_") or "v"
-    return out if not out[0].isdigit() else "v" + out
 
 
 def _general(a, b, hint, made):
@@ -239,7 +234,7 @@ def _runtime_loop(ctx, node, trip_count, cond, carried):
     the next typed with variables, scan outputs concatenated."""
     body = node.attrs["body"]
     n_carried = len(carried)
-    name = _identifier(f"loop_{node.name}")
+    name = common.identifier(f"loop_{node.name}", "v", "v")
     while name in ctx.functions:
         name += "_"
     fn = ir.GlobalVar(name)
