@@ -32,6 +32,7 @@ class Context:
         self._symbols = {}  # symbolic dimension (a tir.Var) -> (a value whose shape has it, its axis)
         self.functions = {}  # name -> graph function a converter adds to the module (a loop's body)
         self.nonzero_calls = {}  # a mask -> its runtime.nonzero call (nonzero: one count per mask)
+        self._module_of = ((), None)  # (names, module): _function_module
 
     def symbols_now(self):
         """The table of where sizes are read (for symbols())."""
@@ -113,9 +114,19 @@ class Context:
         if isinstance(value, np.ndarray):
             return tuple(value.shape), str(value.dtype)
         # cached on the nodes: only new nodes are typed; calls of the functions converters added need them
-        t = ir.infer_type(value, ir.IRModule(self.functions) if self.functions else None)
+        t = ir.infer_type(value, self._function_module())
         dims = tuple(int(d.value) if d.type_key == "tir.IntImm" else d for d in t.shape)
         return dims, str(t.dtype)
+
+    def _function_module(self):
+        """The functions converters added, as a module (None when none):
+        made again only when one is added, not for every value typed."""
+        if not self.functions:
+            return None
+        names = tuple(self.functions)
+        if self._module_of[0] != names:
+            self._module_of = (names, ir.IRModule(self.functions))
+        return self._module_of[1]
 
     def shape(self, value):
         return self.type(value)[0]
