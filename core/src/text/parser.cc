@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "lexer.h"
@@ -355,7 +356,15 @@ class Parser {
   Any value_unnested() {
     const Token& t = peek();
     if (t.kind == Tok::kString) return Any(next().text);
-    if (t.kind == Tok::kInt || t.kind == Tok::kFloat || is("-")) return number_value();
+    if (t.kind == Tok::kInt || t.kind == Tok::kFloat || is("-")) {
+      // A number, or the start of a dimension the printer writes with a
+      // number first (4 * %n, 0 - %n): then the whole expression.
+      size_t start = pos_;
+      Any number = number_value();
+      if (binary_precedence(peek()) == 0) return number;
+      pos_ = start;
+      return Any(prim());
+    }
     if (is("[")) {
       next();
       std::vector<Any> items;
@@ -381,9 +390,11 @@ class Parser {
       expect("}");
       return Map(items);
     }
-    if (is("(")) return Any(type());
+    if (is("(")) return prim_ahead() ? Any(prim()) : Any(type());
     if (t.kind == Tok::kLocal) return Any(prim());  // a dimension: %n * 4
     if (t.kind == Tok::kIdent) {
+      // a dimension the printer writes as a call: min(%n, 150), max(...), select(...)
+      if ((t.text == "min" || t.text == "max" || t.text == "select") && is("(", 1)) return Any(prim());
       if (t.text == "none") return (next(), Any());
       if (t.text == "true") return (next(), Any(true));
       if (t.text == "false") return (next(), Any(false));
@@ -422,6 +433,19 @@ class Parser {
       if (is_dtype(t)) return Any(dtype());
     }
     fail(t, "expected a value, got " + describe(t));
+  }
+
+  // Whether the '('s at the current token open a prim expression
+  // ((%n + 1) // 2) rather than a tuple type ((Tensor[...], ...)).
+  bool prim_ahead() const {
+    size_t k = 0;
+    while (is("(", k)) ++k;
+    const Token& t = peek(k);
+    if (t.kind == Tok::kLocal || t.kind == Tok::kInt || t.kind == Tok::kFloat) return true;
+    if (t.kind == Tok::kPunct) return t.text == "-" || t.text == "!";
+    static const std::set<std::string> starts = {"min",  "max",       "select", "cast", "call",
+                                                 "ramp", "broadcast", "let",    "true", "false"};
+    return t.kind == Tok::kIdent && starts.count(t.text) > 0;
   }
 
   Any number_value() {

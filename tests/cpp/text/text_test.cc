@@ -227,3 +227,28 @@ TEST(Text, MalformedMultiLineStringsAreRefused) {
   EXPECT_EQ(error(head + "\"\"\"\nab\n"), "m.loom:1:62: unterminated multi-line string (it ends with \"\"\")");
 }
 }  // namespace loom
+
+namespace loom {
+// Attribute values that are dimensions (a reshape's target, a slice's end)
+// read back in every form the printer writes them: a call (min, max,
+// select), a number first (4 * %n, 0 - %n), parenthesised ((%n + 1) // 2).
+TEST(Text, DimensionsInAttributesRoundTrip) {
+  tir::Var n("n", DataType::Int(64));
+  std::vector<tir::PrimExpr> dims = {
+      tir::Min(n, tir::IntImm(DataType::Int(64), 150)),
+      tir::Max(n, tir::IntImm(DataType::Int(64), 2)),
+      tir::Mul(tir::IntImm(DataType::Int(64), 4), n),
+      tir::Sub(tir::IntImm(DataType::Int(64), 0), n),
+      tir::FloorDiv(tir::Add(n, tir::IntImm(DataType::Int(64), 1)), tir::IntImm(DataType::Int(64), 2)),
+      tir::Mul(tir::Add(n, tir::IntImm(DataType::Int(64), 1)), tir::Min(n, tir::IntImm(DataType::Int(64), 3))),
+      tir::Select(tir::GT(n, tir::IntImm(DataType::Int(64), 3)), n, tir::IntImm(DataType::Int(64), 3))};
+  graph::Var x("x",
+               ir::TensorType(Array({Any(tir::PrimExpr(n)), Any(tir::PrimExpr(tir::IntImm(DataType::Int(64), 4)))}),
+                              DataType::Float(32)));
+  for (const tir::PrimExpr& d : dims) {
+    graph::Expr body = graph::Call(ir::Op::get("reshape"), {x}, Map({{"shape", Array({Any(d), Any(int64_t{-1})})}}));
+    ir::IRModule mod({{"main", graph::Function({x}, body, ir::Type(), Map::empty())}}, Map::empty());
+    round_trip(mod);
+  }
+}
+}  // namespace loom
