@@ -615,3 +615,33 @@ def test_loomc_import_loads_user_converters(tmp_path):
     done = loomc_import(tmp_path / "m.onnx", "-o", tmp_path / "m.loom", "--converters", tmp_path / "broken.py")
     assert done.returncode == 1 and f"--converters {tmp_path / 'broken.py'}:2: ValueError: no" in done.stderr, \
         done.stderr
+
+
+@requires("onnx")
+def test_slice_bounds_mean_the_same_folded_compiled_and_at_run_time():
+    # ONNX's bounds (clamped after counting from the end; a negative
+    # step's start before the axis is its first element, unlike NumPy's)
+    # the same in the import-time fold (all known), the slice operator
+    # (bounds known, data not) and runtime.slice (bounds at run time)
+    import itertools
+    x = np.arange(5, dtype=np.float32)
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in ("s", "e", "st")]
+    graph = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])] + ints,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([0]), name="ax")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    steps = (-2, -1, 1, 2)
+    at_run_time = {st: loom.build(lonnx.from_onnx(m, constants={"st": np.array([st])}), HOST) for st in steps}
+    for s, e, st in itertools.product([-10, -6, -5, -1, 0, 2, 4, 9], [-10, -6, -1, 0, 3, 5, 9], steps):
+        bounds = {"s": np.array([s]), "e": np.array([e]), "st": np.array([st])}
+        runtime = at_run_time[st]["main"](x, bounds["s"], bounds["e"]).numpy()
+        compiled = loom.build(lonnx.from_onnx(m, constants=bounds), HOST)["main"](x).numpy()
+        folded = loom.build(lonnx.from_onnx(m, constants={"x": x, **bounds}), HOST)["main"]().numpy()
+        n = 5
+        start, end = s + n if s < 0 else s, e + n if e < 0 else e  # the ONNX specification's clamping
+        start, end = (min(max(start, 0), n), min(max(end, 0), n)) if st > 0 else \
+            (min(max(start, 0), n - 1), min(max(end, -1), n - 1))
+        want = x[start:end:st] if st > 0 else x[start:(None if end < 0 else end):st]
+        for name, got in (("runtime.slice", runtime), ("slice", compiled), ("the fold", folded)):
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}: x[{s}:{e}:{st}]")

@@ -215,10 +215,25 @@ def _slice_args(node, rank, starts, ends, axes, steps):
 
 def _slice_fold(node, x, starts=None, ends=None, axes=None, steps=None):
     starts, ends, axes, steps = _slice_args(node, x.ndim, starts, ends, axes, steps)
+    if any(st == 0 for st in steps):
+        node.unsupported(f"steps={steps}")
     index = [slice(None)] * x.ndim
     for s, e, a, st in zip(starts, ends, axes, steps):
-        index[a] = slice(s, e, st)
+        index[a] = _onnx_slice(s, e, st, x.shape[a])
     return x[tuple(index)]
+
+
+def _onnx_slice(start, end, step, n):
+    """ONNX's Slice bounds on an axis of length n as a Python slice: a
+    negative bound counts from the end, then both are clamped to [0, n]
+    (a negative step: the start to [0, n - 1], the end to [-1, n - 1]).
+    Python's own slicing differs for a negative step's start before the
+    axis (it gives nothing; ONNX starts at 0), as runtime.slice does not."""
+    start, end = start + n if start < 0 else start, end + n if end < 0 else end
+    if step > 0:
+        return slice(min(max(start, 0), n), min(max(end, 0), n), step)
+    start, end = min(max(start, 0), n - 1), min(max(end, -1), n - 1)
+    return slice(start, None if end < 0 else end, step)
 
 
 def _signs(e):
@@ -344,6 +359,12 @@ def _slice(ctx, node, x, starts=None, ends=None, axes=None, steps=None):
     starts, ends, axes, steps = _slice_args(node, ctx.rank(x), starts, ends, axes, steps)
     if any(s == 0 for s in steps):
         node.unsupported(f"steps={steps}")
+    shape = ctx.shape(x)
+    # loom's slice is NumPy's, which differs from ONNX's in one case: a
+    # negative step from before the axis starts at its first element in
+    # ONNX (clamped to 0), and gives nothing in NumPy
+    starts = [0 if st < 0 and isinstance(shape[a], int) and s < -shape[a] else s
+              for s, a, st in zip(starts, axes, steps)]
     return op.slice(ctx.expr(x), begin=starts, end=ends, axes=axes, strides=steps)
 
 
