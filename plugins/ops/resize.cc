@@ -9,18 +9,13 @@
 // interpolates at points a grid gives instead (below).
 #include <cmath>
 
+#include "loom/arith/simplify.h"
 #include "lowering.h"
 
 namespace loom::ops {
 
 namespace {
 using tir::PrimExpr;
-
-std::vector<int64_t> int_list(const Any& value) {
-  std::vector<int64_t> out;
-  for (const Any& v : value.cast<Array>()) out.push_back(v.as_int());
-  return out;
-}
 
 std::vector<double> float_list(const Any& value) {
   std::vector<double> out;
@@ -50,25 +45,40 @@ void one_of(const std::string& key, const std::string& value, const std::vector<
   LOOM_THROW(TypeError) << key << " must be one of " << list << ", got '" << value << "'";
 }
 
+// Sizes are prim expressions: a resize to a size the data decides (a
+// mask pasted at its box's size) is one kernel over symbolic extents.
 struct ResizeSpec {
-  std::vector<int64_t> in, out;
-  std::vector<double> scales, roi;
+  std::vector<PrimExpr> in, out;
+  std::vector<PrimExpr> scales;  // float64: given, or out / in
+  std::vector<double> roi;
   std::string mode, transform, nearest;
   double a, extrapolation;
   bool exclude_outside;
+  bool given_scales = false;
 };
 
-ResizeSpec spec_of(const graph::CallNode& call) {
+PrimExpr f64(double v) { return make_const(DataType::Float(64), v); }
+PrimExpr as_f64(const PrimExpr& e) { return tir::Cast(DataType::Float(64), e); }
+PrimExpr i64(int64_t v) { return PrimExpr(v); }
+
+PrimExpr dim_of(const Any& v, const char* what) {
+  if (v.kind() == AnyKind::kInt) return i64(v.as_int());
+  if (dynamic_cast<const tir::PrimExprNode*>(v.object())) return v.cast<PrimExpr>();
+  LOOM_THROW(TypeError) << what << " must be integers or dimensions, got " << v.describe();
+}
+
+// The lowering passes its buffers' shapes (`in`, `out`): their dimensions
+// are the kernel's scalars, not the graph's variables.
+ResizeSpec spec_of(const graph::CallNode& call, const Indices* in = nullptr, const Indices* out = nullptr) {
   const auto& x = tensor_arg(call, 0);
   Map a = attrs_of(call);
   ResizeSpec s;
-  for (size_t k = 0; k < x.shape.size(); ++k) {
-    auto d = constant_dim(x.shape[k]);
-    if (!d) LOOM_THROW(TypeError) << "needs a static shape, got " << shape_text(x.shape);
-    s.in.push_back(*d);
-  }
-  s.out = int_list(a.at("sizes"));
-  s.scales = float_list(a.at("scales"));
+  if (x.unknown_rank()) LOOM_THROW(TypeError) << "needs a known rank";
+  for (const Any& d : x.shape) s.in.push_back(d.cast<PrimExpr>());
+  for (const Any& v : a.at("sizes").cast<Array>()) s.out.push_back(dim_of(v, "sizes"));
+  if (in && out && in->size() == s.in.size() && out->size() == s.out.size()) s.in = *in, s.out = *out;
+  for (double v : float_list(a.at("scales"))) s.scales.push_back(f64(v));
+  s.given_scales = !s.scales.empty();
   s.roi = float_list(a.at("roi"));
   s.mode = a.at("mode").as_string();
   s.transform = a.at("coordinate_transformation_mode").as_string();
@@ -83,14 +93,25 @@ ResizeSpec spec_of(const graph::CallNode& call) {
   if (s.out.size() != rank) {
     LOOM_THROW(TypeError) << "sizes must give all " << rank << " dimensions of the result, got " << s.out.size();
   }
-  for (int64_t d : s.out)
-    if (d < 1) LOOM_THROW(TypeError) << "sizes must be at least 1, got " << d;
-  if (s.scales.empty()) {
-    for (size_t k = 0; k < rank; ++k) s.scales.push_back(static_cast<double>(s.out[k]) / static_cast<double>(s.in[k]));
+  for (const PrimExpr& d : s.out) {
+    if (d.dtype().code != DataType::kInt && d.dtype().code != DataType::kUInt) {
+      LOOM_THROW(TypeError) << "sizes must be integers, got " << d.dtype().to_string();
+    }
+    auto c = tir::const_int(d);
+    if (c && *c < 1) LOOM_THROW(TypeError) << "sizes must be at least 1, got " << *c;
+  }
+  if (!s.given_scales) {
+    for (size_t k = 0; k < rank; ++k) {
+      auto in = tir::const_int(s.in[k]), out = tir::const_int(s.out[k]);
+      s.scales.push_back(in && out ? f64(static_cast<double>(*out) / static_cast<double>(*in))
+                                   : PrimExpr(tir::Div(as_f64(s.out[k]), as_f64(s.in[k]))));
+    }
   }
   if (s.scales.size() != rank) LOOM_THROW(TypeError) << "scales must have " << rank << " entries or none";
-  for (double v : s.scales)
-    if (!(v > 0)) LOOM_THROW(TypeError) << "scales must be positive, got " << v;
+  for (const PrimExpr& v : s.scales) {
+    const auto* f = v.as<tir::FloatImmNode>();
+    if (f && !(f->value > 0)) LOOM_THROW(TypeError) << "scales must be positive, got " << f->value;
+  }
   if (s.transform == "tf_crop_and_resize") {
     if (s.roi.size() != 2 * rank) {
       LOOM_THROW(TypeError) << "tf_crop_and_resize needs roi with " << 2 * rank << " entries (starts, then ends), got "
@@ -102,18 +123,26 @@ ResizeSpec spec_of(const graph::CallNode& call) {
   return s;
 }
 
+std::optional<double> const_float(const PrimExpr& e) {
+  if (const auto* f = e.as<tir::FloatImmNode>()) return f->value;
+  return std::nullopt;
+}
+
 // An axis the transformation maps to itself (same extent, scale 1).
 bool identity_axis(const ResizeSpec& s, size_t k) {
-  if (s.in[k] != s.out[k] || s.scales[k] != 1.0) return false;
+  auto in = tir::const_int(s.in[k]), out = tir::const_int(s.out[k]);
+  bool same = (in && out && *in == *out) || (!in && !out && same_dim(Any(s.in[k]), Any(s.out[k])));
+  if (!same || const_float(s.scales[k]).value_or(0.0) != 1.0) {
+    if (!same || s.given_scales || in) return false;  // (a symbolic n / n is 1)
+  }
   return s.transform == "half_pixel" || s.transform == "asymmetric" || s.transform == "align_corners" ||
-         (s.transform == "pytorch_half_pixel" && s.out[k] > 1);
+         (s.transform == "pytorch_half_pixel" && out && *out > 1);
 }
 
 struct Tap {
   PrimExpr index, weight;  // weight in float64
 };
 
-PrimExpr f64(double v) { return make_const(DataType::Float(64), v); }
 PrimExpr call1(const char* name, const PrimExpr& x) { return tir::Call(x.dtype(), name, {x}); }
 
 // The weights of the four taps at floor(c) - 1 .. floor(c) + 2 of the
@@ -133,39 +162,51 @@ std::vector<PrimExpr> cubic_weights(const PrimExpr& ratio, double A) {
   return {far(r1), near(ratio), near(q), far(q1)};
 }
 
+// `when` ? a : b, folded where `when` is constant (an extent of 1).
+PrimExpr select(const PrimExpr& when, const PrimExpr& a, const PrimExpr& b) {
+  PrimExpr w = arith::simplify(when);
+  if (auto c = tir::const_int(w)) return *c ? a : b;
+  return tir::Select(w, a, b);
+}
+
 // The input coordinate of output index `o` along axis k (float64), and
 // the condition under which it lies outside (tf_crop_and_resize only).
 std::pair<PrimExpr, PrimExpr> coordinate(const ResizeSpec& s, size_t k, const PrimExpr& o) {
-  PrimExpr x = tir::Cast(DataType::Float(64), o);
-  double in = static_cast<double>(s.in[k]), out = static_cast<double>(s.out[k]), scale = s.scales[k];
+  PrimExpr x = as_f64(o);
+  PrimExpr in = as_f64(s.in[k]), scale = s.scales[k];
   PrimExpr outside = tir::IntImm(DataType::Bool(), 0);
-  if (s.transform == "half_pixel") return {tir::Sub(tir::Div(tir::Add(x, f64(0.5)), f64(scale)), f64(0.5)), outside};
-  if (s.transform == "pytorch_half_pixel") {
-    if (s.out[k] == 1) return {f64(-0.5), outside};
-    return {tir::Sub(tir::Div(tir::Add(x, f64(0.5)), f64(scale)), f64(0.5)), outside};
-  }
+  PrimExpr half = tir::Sub(tir::Div(tir::Add(x, f64(0.5)), scale), f64(0.5));
+  if (s.transform == "half_pixel") return {half, outside};
+  if (s.transform == "pytorch_half_pixel") return {select(tir::EQ(s.out[k], i64(1)), f64(-0.5), half), outside};
   if (s.transform == "align_corners") {
     // ONNX measures the resized length as in * scale.
-    double length = in * scale;
-    if (length == 1) return {f64(0), outside};
-    return {tir::Mul(x, f64((in - 1) / (length - 1))), outside};
+    PrimExpr length = tir::Mul(in, scale);
+    auto c_in = const_float(arith::simplify(in)), c_length = const_float(arith::simplify(length));
+    if (c_in && c_length) {  // (the constant factor, as before sizes could be symbolic)
+      if (*c_length == 1) return {f64(0), outside};
+      return {tir::Mul(x, f64((*c_in - 1) / (*c_length - 1))), outside};
+    }
+    return {
+        select(tir::EQ(length, f64(1)), f64(0), tir::Mul(x, tir::Div(tir::Sub(in, f64(1)), tir::Sub(length, f64(1))))),
+        outside};
   }
-  if (s.transform == "asymmetric") return {tir::Div(x, f64(scale)), outside};
-  if (s.transform == "tf_half_pixel_for_nn") return {tir::Div(tir::Add(x, f64(0.5)), f64(scale)), outside};
+  if (s.transform == "asymmetric") return {tir::Div(x, scale), outside};
+  if (s.transform == "tf_half_pixel_for_nn") return {tir::Div(tir::Add(x, f64(0.5)), scale), outside};
   // tf_crop_and_resize
   size_t rank = s.in.size();
   double start = s.roi[k], end = s.roi[rank + k];
-  PrimExpr c = s.out[k] == 1
-                   ? f64((end - start) * (in - 1) / 2)
-                   : PrimExpr(tir::Add(f64(start * (in - 1)), tir::Mul(x, f64((end - start) * (in - 1) / (out - 1)))));
-  outside = tir::Or(tir::LT(c, f64(0)), tir::GT(c, f64(in - 1)));
+  PrimExpr span = tir::Mul(f64(end - start), tir::Sub(in, f64(1)));
+  PrimExpr c = select(tir::EQ(s.out[k], i64(1)), tir::Div(span, f64(2)),
+                      tir::Add(tir::Mul(f64(start), tir::Sub(in, f64(1))),
+                               tir::Mul(x, tir::Div(span, tir::Sub(as_f64(s.out[k]), f64(1))))));
+  outside = tir::Or(tir::LT(c, f64(0)), tir::GT(c, tir::Sub(in, f64(1))));
   return {c, outside};
 }
 
 std::vector<Tap> taps(const ResizeSpec& s, size_t k, const PrimExpr& c) {
-  int64_t n = s.in[k];
+  PrimExpr n = s.in[k];
   auto clamp = [n](const PrimExpr& i) {
-    return PrimExpr(tir::Max(PrimExpr(int64_t{0}), tir::Min(i, PrimExpr(n - 1))));
+    return PrimExpr(tir::Max(PrimExpr(int64_t{0}), tir::Min(i, tir::Sub(n, PrimExpr(int64_t{1})))));
   };
   PrimExpr base = call1("floor", c);
   PrimExpr ratio = tir::Sub(c, base);
@@ -194,7 +235,7 @@ std::vector<Tap> taps(const ResizeSpec& s, size_t k, const PrimExpr& c) {
   if (s.exclude_outside) {
     PrimExpr total = f64(0);
     for (Tap& t : out) {
-      PrimExpr inside = tir::And(tir::GE(t.index, PrimExpr(int64_t{0})), tir::LT(t.index, PrimExpr(n)));
+      PrimExpr inside = tir::And(tir::GE(t.index, PrimExpr(int64_t{0})), tir::LT(t.index, n));
       t.weight = tir::Select(inside, t.weight, f64(0));
       total = tir::Add(total, t.weight);
     }
@@ -304,14 +345,15 @@ void register_resize_ops() {
         if (x.dtype == DataType::Bool()) LOOM_THROW(TypeError) << "needs a numeric tensor, got bool";
         ResizeSpec s = spec_of(call);
         std::vector<Any> shape;
-        for (int64_t d : s.out) shape.push_back(Any(tir::IntImm(DataType::Int(64), d)));
+        for (const PrimExpr& d : s.out) shape.push_back(Any(arith::simplify(d)));
         return ir::TensorType(Array(shape), x.dtype);
       },
       [](const graph::CallNode& call) {
         PrimBuilder b;
         tir::Buffer x = b.param(tensor_arg(call, 0), "X");
         tir::Buffer y = b.param(result_type(call), "Y");
-        ResizeSpec s = spec_of(call);
+        Indices in = tir::buffer_shape(x), out = tir::buffer_shape(y);
+        ResizeSpec s = spec_of(call, &in, &out);
         DataType t = x->dtype;
         DataType acc = is_float(t) ? t : DataType::Float(32);
         return b.finish(compute(y, [&](const Indices& o) {

@@ -254,9 +254,9 @@ class FunctionCompiler {
       // that returns it comes in the code (zeros of a selection's length,
       // made from a shape, not from the selection): that call first.
       auto binder = binder_of_.find(v);
-      if (binder != binder_of_.end() && branch_depth_ == 0 && !compiled_packed_.count(binder->second) &&
-          pure_packed(*binder->second)) {
-        call_expr(*binder->second);
+      if (binder != binder_of_.end() && binder->second.second == branch_depth_ &&
+          !compiled_packed_.count(binder->second.first) && pure_packed(*binder->second.first)) {
+        call_expr(*binder->second.first);
         if (auto slot = slot_of(v)) return ShapeExpr::var(*slot);
       }
       fail(what + " has the dimension " + ir::to_text(dim) + ", and no parameter's shape binds %" + v->name);
@@ -319,11 +319,11 @@ class FunctionCompiler {
       auto found = vars_.find(var);
       if (found == vars_.end()) {
         auto pending = pending_.find(var);
-        if (pending == pending_.end() || branch_depth_ > 0 || !early_ok(pending->second) ||
+        if (pending == pending_.end() || pending->second.second != branch_depth_ || !early_ok(pending->second.first) ||
             !compiling_early_.insert(var).second) {
           fail("%" + var->name + " is not bound");
         }
-        int32_t r = expr(pending->second);
+        int32_t r = expr(pending->second.first);
         found = vars_.emplace(var, r).first;
       }
       return found->second;
@@ -351,10 +351,10 @@ class FunctionCompiler {
       size_t branch = emit(runtime::kVMIfNot, -1, cond, 0, {});
       int32_t r = new_register();
       ++branch_depth_;  // what a branch computes is not there for the other, nor after the if
-      emit(runtime::kVMMove, r, expr(i->then_branch), 0, {});
+      emit(runtime::kVMMove, r, in_branch(i->then_branch), 0, {});
       size_t jump = emit(runtime::kVMGoto, -1, 0, 0, {});
       code_[branch].b = static_cast<int32_t>(code_.size());
-      emit(runtime::kVMMove, r, expr(i->else_branch), 0, {});
+      emit(runtime::kVMMove, r, in_branch(i->else_branch), 0, {});
       code_[jump].a = static_cast<int32_t>(code_.size());
       --branch_depth_;
       return r;
@@ -363,6 +363,22 @@ class FunctionCompiler {
     if (const auto* g = e.as<ir::GlobalVarNode>()) fail("@" + g->name + " is used as a value; the VM calls functions");
     if (const auto* op = e.as<ir::OpNode>()) fail("operator '" + op->name + "' is used as a value");
     fail("cannot run a " + std::string(e->type_key()));
+  }
+
+  // An if's branch: within it, a size the data decides may be computed
+  // early from a call in the branch itself (a loop's body, which runs in
+  // the branch that calls the loop again), never from one outside it; what
+  // the branch computes is forgotten after it.
+  int32_t in_branch(const ir::Expr& e) {
+    auto binders = binder_of_;
+    auto binds = binds_;
+    auto compiled = compiled_packed_;
+    auto pending = pending_;
+    find_binders(e);
+    int32_t r = expr(e);
+    binder_of_ = std::move(binders), binds_ = std::move(binds);
+    compiled_packed_ = std::move(compiled), pending_ = std::move(pending);
+    return r;
   }
 
   std::vector<int32_t> tuple_fields(const ir::Expr& e, const std::string& what) {
@@ -435,7 +451,7 @@ class FunctionCompiler {
         types_.push_back(
             Any(vm_type(call.type_args[0].cast<Type>(), "the result of call_packed '" + name + "'", true)));
         emit(runtime::kVMCallPacked, r, exe_.callee("packed:" + name), static_cast<int32_t>(types_.size() - 1), args);
-        if (branch_depth_ == 0 && binds_.count(&call)) compiled_packed_[&call] = r;
+        if (binds_.count(&call)) compiled_packed_[&call] = r;
         return r;
       }
       fail("operator '" + op->name +
@@ -466,16 +482,18 @@ class FunctionCompiler {
     return graph::is_pure(value);
   }
   static bool pure_packed(const graph::CallNode& call) {
-    static const std::set<std::string> pure = {"runtime.nonzero",   "runtime.unique", "runtime.non_max_suppression",
-                                               "runtime.topk",      "runtime.slice",  "runtime.roi_align",
-                                               "runtime.bind_shape"};
+    static const std::set<std::string> pure = {"runtime.nonzero",    "runtime.unique", "runtime.non_max_suppression",
+                                               "runtime.topk",       "runtime.slice",  "runtime.roi_align",
+                                               "runtime.bind_shape", "runtime.dims"};
     return pure.count(call.attrs.at("name").as_string()) > 0;
   }
 
   // The call_packed calls whose result type names a variable no parameter
-  // binds (a size the data decides), by variable: the first outside any
-  // if, which the compiler may compile early where a type needs its size;
-  // and the lets outside any if, by variable, which such a call may read.
+  // binds (a size the data decides), by variable: the first in `root`
+  // outside any if within it, which the compiler may compile early where a
+  // type at the same if depth needs its size; and the lets outside any if
+  // within root, by variable, which such a call may read.  Root is the
+  // function's body, then each if's branch as it is compiled (in_branch()).
   void find_binders(const ir::Expr& root) {
     std::vector<const Object*> stack{root.get()};
     std::unordered_set<const Object*> seen;
@@ -487,7 +505,7 @@ class FunctionCompiler {
       stack.pop_back();
       if (!seen.insert(o).second) continue;
       if (const auto* l = dynamic_cast<const graph::LetNode*>(o)) {
-        pending_.emplace(l->var.get(), l->value);
+        pending_.emplace(l->var.get(), std::make_pair(l->value, branch_depth_));
         push(Any(l->body)), push(Any(l->value));  // (a stack: the value, earlier in the program, first)
       } else if (const auto* t = dynamic_cast<const graph::TupleNode*>(o)) {
         for (const Any& f : t->fields) push(f);
@@ -509,7 +527,9 @@ class FunctionCompiler {
             }
           }
           for (const tir::VarNode* v : whole_dim_vars(c->type_args[0].cast<Type>())) {
-            if (!slot_of(v) && !read.count(v) && binder_of_.emplace(v, c).second) binds_.insert(c);
+            if (!slot_of(v) && !read.count(v) && binder_of_.emplace(v, std::make_pair(c, branch_depth_)).second) {
+              binds_.insert(c);
+            }
           }
         }
       }
@@ -640,12 +660,14 @@ class FunctionCompiler {
   std::unordered_map<const Object*, int32_t> vars_;
   std::vector<std::pair<const Object*, std::string>> shape_vars_;  // by slot
   std::vector<bool> from_result_;  // by slot: bound by a call_packed result (the data decides it), not a parameter
-  std::unordered_map<const Object*, const graph::CallNode*> binder_of_;  // find_binders
+  // find_binders: a variable -> the call that binds it, at its if depth
+  std::unordered_map<const Object*, std::pair<const graph::CallNode*, int>> binder_of_;
   std::unordered_set<const graph::CallNode*> binds_;                     // the calls in binder_of_
   std::unordered_map<const graph::CallNode*, int32_t> compiled_packed_;  // such a call -> its register
   int branch_depth_ = 0;                                                 // inside how many if branches
-  std::unordered_map<const Object*, ir::Expr> pending_;  // a let's variable -> its value (outside any if): find_binders
-  std::unordered_set<const Object*> compiling_early_;    // the lets compiled before their turn
+  // find_binders: a let's variable -> its value, at its if depth
+  std::unordered_map<const Object*, std::pair<ir::Expr, int>> pending_;
+  std::unordered_set<const Object*> compiling_early_;  // the lets compiled before their turn
   std::vector<Instr> code_;
   std::vector<vm::Allocation> allocations_;
   std::unordered_map<int32_t, size_t> alloc_of_;  // register -> allocation

@@ -320,6 +320,22 @@ std::vector<int64_t> int_entries(const NDArray& x, const char* function, const c
   return out;
 }
 
+// dims(v): an empty uint8 tensor of shape (v..., 0), whose call's result
+// type names the variables the VM binds to v's entries: values the data
+// decides used as sizes (a mask resized to its box's size).  An entry
+// that is not a size is an error naming it.
+NDArray dims(const NDArray& v) {
+  std::vector<int64_t> values = int_entries(v, "runtime.dims", "the sizes");
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (values[k] < 0) {
+      LOOM_THROW(Error) << "runtime.dims: size " << k << " is " << values[k]
+                        << ", and a size cannot be negative (a size computed when the model runs)";
+    }
+  }
+  values.push_back(0);
+  return NDArray::empty(values, DataType::UInt(8));
+}
+
 // slice(x, starts, ends, axes, steps): ONNX's Slice with bounds known only
 // when the model runs: each bound counted from the end when negative and
 // clamped to the axis (for a negative step, to [-1, length - 1]).
@@ -521,6 +537,9 @@ const bool registered = [] {
           },
           "runtime.topk"),
       "topk(x, k, axis, largest): (values, int64 indices), the k largest (smallest) along axis, sorted");
+  FunctionRegistry::register_function(
+      "runtime.dims", Function::typed(dims, "runtime.dims"),
+      "dims(v): an empty uint8 tensor of shape (v..., 0); its result type binds v's entries as dimensions");
   FunctionRegistry::register_function(
       "runtime.slice", Function::typed(slice, "runtime.slice"),
       "slice(x, starts, ends, axes, steps): ONNX's Slice with bounds known when the model runs");

@@ -32,6 +32,9 @@ class Context:
         self._symbols = {}  # symbolic dimension (a tir.Var) -> (a value whose shape has it, its axis)
         self.functions = {}  # name -> graph function a converter adds to the module (a loop's body)
         self.nonzero_calls = {}  # a mask -> its runtime.nonzero call (nonzero: one count per mask)
+        self.made_by = {}  # a run-time value -> (node, fold, args) of the shape arithmetic that made it
+        self._data_dims = {}  # a value -> (its entries as variables, the runtime.dims call binding them)
+        self._binders = {}  # such a variable -> that call
         self._module_of = ((), None)  # (names, module): _function_module
 
     def symbols_now(self):
@@ -56,6 +59,45 @@ class Context:
         for axis, d in enumerate(self.shape(value)):
             if not isinstance(d, int) and d.type_key == "tir.Var":
                 self._symbols.setdefault(d, (value, axis))
+
+    def data_dims(self, value, hint):
+        """The entries of `value`, an int tensor of at most one axis of
+        static length computed when the model runs, as dimensions: fresh
+        variables (an array shaped as value) that a runtime.dims call binds
+        to its entries (a size cannot be negative: the call says so).  None
+        for any other value.  One set of variables per value."""
+        if value not in self._data_dims:
+            shape, dtype = self.type(value)
+            if not dtype.startswith(("int", "uint")) or len(shape) > 1 or \
+                    not all(isinstance(d, int) for d in shape):
+                return None
+            count = int(np.prod(shape))
+            dims = [data_dim(f"{hint}_{k}" if count > 1 else hint) for k in range(count)]
+            call = graph.call_packed("runtime.dims", [self.expr(value, "int64")],
+                                     ir.TensorType(dims + [0], "uint8"))
+            self.symbol_sources(call)  # a shape computed from them can become a tensor again
+            for d in dims:
+                self._binders[d] = call
+            entries = np.empty(count, dtype=object)
+            entries[:] = dims
+            self._data_dims[value] = entries.reshape(shape)
+        return self._data_dims[value]
+
+    def bind(self, result, entries):
+        """`result`, computed after the runtime.dims calls that bind the
+        variables of `entries` (shape entries from data_dims): each as a
+        let around it, so that the VM binds them before it allocates."""
+        calls = []
+        for e in np.asarray(entries, dtype=object).reshape(-1):
+            if isinstance(e, (int, np.integer)):
+                continue
+            for v in dim_variables(e):
+                call = self._binders.get(v)
+                if call is not None and not any(call.same_as(c) for c in calls):
+                    calls.append(call)
+        for call in calls:
+            result = graph.Let(graph.Var("dims"), call, result)
+        return result
 
     def _dim_tensor(self, d):
         """One shape entry (an int or a tir expression) as a 0-d int64
@@ -334,6 +376,89 @@ def pool3d(ctx, loom_pool, x, kernel, strides, pads, dilations, ceil_mode, **ext
 # Results whose shape depends on the data (docs/runtime.md, "Shapes the
 # data decides"): call_packed of a runtime function whose result type has
 # a variable no parameter binds, which the VM binds from what it returns.
+
+def dim_variables(d):
+    """The tir variables of a shape entry (a tir expression of integer
+    arithmetic), in order, with repeats."""
+    if d.type_key == "tir.Var":
+        return [d]
+    if d.type_key == "tir.IntImm":
+        return []
+    return dim_variables(d.a) + dim_variables(d.b)
+
+
+def same_dim(a, b):
+    """Whether two dimensions (ints or tir expressions) are the same for
+    every value of their variables (two different variables are not:
+    structural equality would match them as bindings)."""
+    if isinstance(a, (int, np.integer)) or isinstance(b, (int, np.integer)):
+        return isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) and a == b
+    from .. import tir
+    difference = tir.simplify(tir.sub(a, b))
+    return difference.type_key == "tir.IntImm" and difference.value == 0
+
+
+def _shared_dim(dims):
+    """The dimension that `dims`, which must be equal, are made: None when
+    they already are, or when two are different constants (the
+    operator's own error says so); else the first constant, or the first
+    lone variable, or the first."""
+    if all(same_dim(d, dims[0]) for d in dims) or len({d for d in dims if isinstance(d, int)}) > 1:
+        return None
+    ref = next((d for d in dims if isinstance(d, int)), None)
+    return ref if ref is not None else next((d for d in dims if d.type_key == "tir.Var"), dims[0])
+
+
+def _cast_dims(ctx, values, shapes, wanted):
+    """values whose shape wanted changes, cast to it by runtime.bind_shape
+    (the VM checks the new dimensions when the model runs)."""
+    out = list(values)
+    for k, v in enumerate(values):
+        if any(w is not d for w, d in zip(wanted[k], shapes[k])):
+            out[k] = graph.call_packed("runtime.bind_shape", [v], ir.TensorType(wanted[k], ctx.dtype(v)))
+    return out
+
+
+def agree(ctx, values, skip_axis):
+    """`values` (expressions of one rank) whose dimensions must be equal on
+    every axis but skip_axis (a concat's), as ONNX requires.  Where two
+    differ and are not both constants (a size a loop keeps, and the same
+    size computed another way: min(%h + %a - %b, 320) and 320), those
+    that differ from the first constant (or lone variable) are cast to it
+    by runtime.bind_shape, which the VM checks when the model runs: an
+    error naming both sizes when they do differ, never a wrong result."""
+    shapes = [list(ctx.shape(v)) for v in values]
+    if any(len(s) != len(shapes[0]) for s in shapes):
+        return values
+    wanted = [list(s) for s in shapes]
+    for axis in range(len(shapes[0])):
+        ref = None if axis == skip_axis else _shared_dim([s[axis] for s in shapes])
+        if ref is not None:
+            for w in wanted:
+                if not same_dim(w[axis], ref):
+                    w[axis] = ref
+    return _cast_dims(ctx, values, shapes, wanted)
+
+
+def broadcastable(ctx, values):
+    """`values` of an element-wise operator, as agree() makes them, for
+    NumPy's broadcasting: on each axis (from the last) the dimensions that
+    are not the constant 1 must be equal.  Two sizes that only the data
+    decides (a loop's carried length and a slice's) are taken to be equal,
+    and checked when the model runs; one of them being 1 there is that
+    check's error, not a broadcast."""
+    shapes = [list(ctx.shape(v)) for v in values]
+    wanted = [list(s) for s in shapes]
+    for back in range(1, max(len(s) for s in shapes) + 1):
+        present = [k for k, s in enumerate(shapes) if len(s) >= back and not (isinstance(s[-back], int) and
+                                                                               s[-back] == 1)]
+        ref = _shared_dim([shapes[k][-back] for k in present]) if present else None
+        if ref is not None:
+            for k in present:
+                if not same_dim(wanted[k][-back], ref):
+                    wanted[k][-back] = ref
+    return _cast_dims(ctx, values, shapes, wanted)
+
 
 def identifier(hint, empty, digit_prefix):
     """`hint` (a node or value name) as a name the IR takes: characters

@@ -352,6 +352,9 @@ class _Scope:
                 if not isinstance(o, np.ndarray) and o is not None:
                     ctx.type(o)  # types each new node now: errors name the node
                     ctx.symbol_sources(o)  # a dimension the data decides (NonZero's count) is read from it
+            if not known and fold is not None and node.op_type in SYMBOLIC_FOLDS and len(outs) == 1 and \
+                    outs[0] is not None and not isinstance(outs[0], np.ndarray):
+                ctx.made_by[outs[0]] = (node, fold, args)  # shape arithmetic at run time: _sizes follows it back
         derived = set().union(*node.origins) if node.origins else set()
         for k, name in enumerate(proto.output):
             if not name:
@@ -389,6 +392,40 @@ def _known(node, value, what, symbolic=False):
     if value is not None and not symbolic and _is_symbolic(value):
         node.unsupported(f"a {what} with a symbolic dimension ({_shape_text(value)})")
     return value
+
+
+def _sizes(ctx, node, value, what):
+    """`value` as the shape entries of a tensor a converter makes
+    (ConstantOfShape's shape, Resize's sizes): known or symbolic as _known
+    takes them, or computed when the model runs from values the data
+    decides (a mask pasted at its box's size).  Then the shape arithmetic
+    that made it (Concat, Unsqueeze, Sub, ... of dimensions and such
+    values) is followed back, so that a dimension it copies stays that
+    dimension, and each value the data decides becomes variables the VM
+    binds to its entries (Context.data_dims).  Wrap the tensor made with
+    ctx.bind(tensor, entries)."""
+    if value is None or isinstance(value, np.ndarray):
+        return _known(node, value, what, symbolic=True)
+    entries = _size_entries(ctx, value, f"{node.proto.output[0]}_{what}", 0)
+    if entries is None:
+        return _known(node, value, what, symbolic=True)  # not sizes: the error naming where it comes from
+    return entries
+
+
+def _size_entries(ctx, value, hint, depth):
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    made = ctx.made_by.get(value)
+    if made is not None and depth < 64:
+        node, fold, args = made
+        if all(a is None or isinstance(a, np.ndarray) or ctx.dtype(a).startswith(("int", "uint")) for a in args):
+            entries = [_size_entries(ctx, a, hint, depth + 1) for a in args]
+            if all(e is not None or a is None for e, a in zip(entries, args)):
+                try:
+                    return _known_array(fold(node, *entries))
+                except (FoldDeclined, _core.LoomError, ValueError, TypeError, IndexError):
+                    pass  # the value itself, as dimensions
+    return ctx.data_dims(value, hint)
 
 
 # ------------------------------------------------------- symbolic shapes

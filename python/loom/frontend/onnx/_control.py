@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import _core, graph, ir, op, tir
 from .. import common
-from . import _dim, _is_symbolic, _shape_text, converter
+from . import _is_symbolic, _shape_text, converter
 
 MAX_UNROLLED = 1024  # iterations a Scan, or a Loop whose body needs known values, may unroll to
 
@@ -20,16 +20,6 @@ def _known_scalar(value):
     if isinstance(value, np.ndarray) and not _is_symbolic(value) and value.size == 1:
         return value.reshape(-1)[0].item()
     return None
-
-
-def _same_dim(a, b):
-    """Whether two dimensions are the same for every value of their
-    variables (two different variables are not: structural equality would
-    match them as bindings)."""
-    if isinstance(a, int) or isinstance(b, int):
-        return isinstance(a, int) and isinstance(b, int) and a == b
-    difference = _dim(tir.sub(a, b))
-    return isinstance(difference, int) and difference == 0
 
 
 def _join(ctx, node, k, then_value, else_value):
@@ -42,9 +32,9 @@ def _join(ctx, node, k, then_value, else_value):
     if td != ed or len(ts) != len(es):
         _refuse(node, f"output {k} ('{name}') is {td}{_shape_text(ts)} in the then branch and "
                       f"{ed}{_shape_text(es)} in the else branch; the branches must agree in element type and rank")
-    if all(_same_dim(a, b) for a, b in zip(ts, es)):
+    if all(common.same_dim(a, b) for a, b in zip(ts, es)):
         return t, e
-    differ = [axis for axis, (a, b) in enumerate(zip(ts, es)) if not _same_dim(a, b)]
+    differ = [axis for axis, (a, b) in enumerate(zip(ts, es)) if not common.same_dim(a, b)]
     dims = [a if axis not in differ else common.data_dim(name if len(differ) == 1 else f"{name}_{axis}")
             for axis, (a, b) in enumerate(zip(ts, es))]
     joined = ir.TensorType(dims, td)
@@ -174,7 +164,8 @@ class _Capture(collections.abc.Mapping):
         with self.ctx.symbols(self.outer_symbols):  # the value as the caller computes it
             value = self.ctx.expr(value)
         shape, dtype = self.ctx.type(value)
-        param = graph.Var(common.identifier(name, "v", "v"), shape=shape, dtype=dtype)
+        pname = common.identifier(name, "v", "v")
+        param = graph.Var(pname, shape=_parameter_shape(shape, pname, []), dtype=dtype)
         self.ctx.symbol_sources(param)  # the function reads the sizes it has from its parameters
         self.params[name] = (param, value)
         return param
@@ -198,11 +189,42 @@ def _general(a, b, hint, made):
         return None
     dims = []
     for k, (x, y) in enumerate(zip(sa, sb)):
-        if not _same_dim(x, y) and not (not isinstance(x, int) and x in set(made)):
+        if not common.same_dim(x, y) and not (not isinstance(x, int) and x in set(made)):
             x = tir.Var(f"{hint}_{k}")
             made.append(x)
         dims.append(x)
     return tuple(dims), da
+
+
+def _bindable(d):
+    """Whether a dimension binds its variable from a parameter's shape: an
+    int, a variable, or linear in one variable (%n * 4 + 2)."""
+    if isinstance(d, int) or d.type_key in ("tir.Var", "tir.IntImm"):
+        return True
+    if len({v.name for v in common.dim_variables(d)}) != 1:
+        return False
+
+    def linear(e):
+        if e.type_key in ("tir.Var", "tir.IntImm"):
+            return True
+        if e.type_key in ("tir.Add", "tir.Sub"):
+            return linear(e.a) and linear(e.b)
+        return e.type_key == "tir.Mul" and (e.a.type_key == "tir.IntImm" or e.b.type_key == "tir.IntImm") and \
+            linear(e.a) and linear(e.b)
+    return linear(d)
+
+
+def _parameter_shape(shape, hint, made):
+    """`shape` as a function parameter's: a dimension the VM cannot bind
+    from the argument (min(%n, 100): %n is not known when it is 100) made
+    a variable of its own (appended to `made`)."""
+    out = []
+    for k, d in enumerate(shape):
+        if not _bindable(d):
+            d = tir.Var(f"{hint}_{k}")
+            made.append(d)
+        out.append(d)
+    return tuple(out)
 
 
 def _among(d, variables):
@@ -212,7 +234,7 @@ def _among(d, variables):
 
 
 def _same_type(a, b):
-    return a[1] == b[1] and len(a[0]) == len(b[0]) and all(_same_dim(x, y) for x, y in zip(a[0], b[0]))
+    return a[1] == b[1] and len(a[0]) == len(b[0]) and all(common.same_dim(x, y) for x, y in zip(a[0], b[0]))
 
 
 def _flag(ctx, node, value):
@@ -239,9 +261,10 @@ def _runtime_loop(ctx, node, trip_count, cond, carried):
         name += "_"
     fn = ir.GlobalVar(name)
     carried = [ctx.expr(v) for v in carried]
-    types = [ctx.type(v) for v in carried]  # the carried values', generalised until the body keeps them
-    elements = None  # the scan outputs' element types
     made = []  # the variables the generalisation made: sizes the loop changes
+    # the carried values', generalised until the body keeps them
+    types = [(_parameter_shape(t[0], f"v{k}", made), t[1]) for k, t in enumerate(ctx.type(v) for v in carried)]
+    elements = None  # the scan outputs' element types
     i = graph.Var("i", shape=(), dtype="int64")
     m = graph.Var("trip_count", shape=(), dtype="int64")
     go = graph.Var("cond", shape=(), dtype="bool")

@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from ... import op, tir
+from .. import common
 from . import FoldDeclined, _dtype, _is_symbolic, converter
 
 # ------------------------------------------------------------------ unary
@@ -138,7 +139,7 @@ def _like(ctx, a, b):
 def _binary(op_type, loom_op, numpy_fn):
     def convert(ctx, node, a, b):
         dtype = _like(ctx, a, b)
-        return getattr(op, loom_op)(ctx.expr(a, dtype), ctx.expr(b, dtype))
+        return getattr(op, loom_op)(*common.broadcastable(ctx, [ctx.expr(a, dtype), ctx.expr(b, dtype)]))
     converter(op_type, fold=lambda node, a, b: np.asarray(numpy_fn(a, b)).astype(np.result_type(a, b)))(convert)
 
 
@@ -172,9 +173,10 @@ def _variadic(op_type, loom_op, numpy_fn, mean=False):
 
     def convert(ctx, node, *xs):
         dtype = _like(ctx, xs[0], xs[1] if len(xs) > 1 else None)
-        out = ctx.expr(xs[0], dtype)
-        for x in xs[1:]:
-            out = getattr(op, loom_op)(out, ctx.expr(x, dtype))
+        operands = common.broadcastable(ctx, [ctx.expr(x, dtype) for x in xs])
+        out = operands[0]
+        for x in operands[1:]:
+            out = getattr(op, loom_op)(out, x)
         if mean:
             out = op.divide(out, ctx.expr(np.asarray(len(xs), dtype=dtype)))
         return out
@@ -232,7 +234,8 @@ def _bit_shift(ctx, node, a, b):
 
 def _logic(op_type, loom_op, numpy_fn):
     converter(op_type, fold=lambda node, a, b: numpy_fn(a, b))(
-        lambda ctx, node, a, b: getattr(op, loom_op)(ctx.expr(a, "bool"), ctx.expr(b, "bool")))
+        lambda ctx, node, a, b: getattr(op, loom_op)(*common.broadcastable(ctx, [ctx.expr(a, "bool"),
+                                                                               ctx.expr(b, "bool")])))
 
 
 _logic("And", "logical_and", np.logical_and)
@@ -245,7 +248,7 @@ def _compare(op_type, loom_op, numpy_fn):
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and op_type == "Equal":
             return _symbolic_equal(node, a, b)
         dtype = _like(ctx, a, b)
-        return getattr(op, loom_op)(ctx.expr(a, dtype), ctx.expr(b, dtype))
+        return getattr(op, loom_op)(*common.broadcastable(ctx, [ctx.expr(a, dtype), ctx.expr(b, dtype)]))
     converter(op_type, fold=lambda node, a, b: numpy_fn(a, b))(convert)
 
 
@@ -277,7 +280,7 @@ for _name, _loom, _fn in [("Equal", "equal", np.equal), ("Less", "less", np.less
 @converter("Where", fold=lambda node, c, x, y: np.where(c, x, y))
 def _where(ctx, node, c, x, y):
     dtype = _like(ctx, x, y)
-    return op.where(ctx.expr(c, "bool"), ctx.expr(x, dtype), ctx.expr(y, dtype))
+    return op.where(*common.broadcastable(ctx, [ctx.expr(c, "bool"), ctx.expr(x, dtype), ctx.expr(y, dtype)]))
 
 
 @converter("Clip")

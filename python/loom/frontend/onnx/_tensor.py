@@ -4,7 +4,7 @@ import numpy as np
 
 from ... import _core, graph, ir, op, tir
 from .. import common
-from . import _axis, _dim, _dtype, _ints, _is_symbolic, _known, _normalised, _object_array, converter
+from . import _axis, _dim, _dtype, _ints, _is_symbolic, _known, _normalised, _object_array, _sizes, converter
 
 
 def _item(node, value, what, default=None):
@@ -119,7 +119,9 @@ def _squeeze(ctx, node, x, axes=None):
 def _concat(ctx, node, *xs):
     like = next(x for x in xs if not isinstance(x, np.ndarray))
     dtype = ctx.dtype(like)
-    return op.concat(*[ctx.expr(x, dtype) for x in xs], axis=int(node.attr("axis")))
+    values = [ctx.expr(x, dtype) for x in xs]
+    axis = _axis(int(node.attr("axis")), ctx.rank(values[0]))
+    return op.concat(*common.agree(ctx, values, axis), axis=axis)
 
 
 def _split_sizes(ctx, node, x, split):
@@ -242,7 +244,7 @@ def _signs(e):
     the importer judges what a bound does for every length."""
     if isinstance(e, int):
         return {(e > 0) - (e < 0)}
-    names = sorted({v.name for v in _vars(e)})
+    names = sorted({v.name for v in common.dim_variables(e)})
     signs = set()
     for assignment in [{n: 1 for n in names}, {n: 4096 for n in names}] + \
             [{n: (4096 if n == m else 1) for n in names} for m in names] + \
@@ -250,14 +252,6 @@ def _signs(e):
         v = _evaluate(e, assignment)
         signs.add((v > 0) - (v < 0))
     return signs
-
-
-def _vars(e):
-    if e.type_key == "tir.Var":
-        return [e]
-    if e.type_key == "tir.IntImm":
-        return []
-    return _vars(e.a) + _vars(e.b)
 
 
 def _evaluate(e, values):
@@ -306,7 +300,7 @@ def _symbolic_slice(ctx, node, x, starts, ends, axes, steps):
             if max(below) <= 0:
                 return 0
             if isinstance(d, int) and max(over) > 0 and min(below) >= 0 and \
-                    _evaluate(_dim(v - d), {x.name: 1 for x in _vars(v)}) <= 0:
+                    _evaluate(_dim(v - d), {x.name: 1 for x in common.dim_variables(v)}) <= 0:
                 # A fixed axis (a buffer of the model's maximum length, a
                 # causal mask of 1024 positions): the lengths are taken to
                 # stay inside it, as the model's own limit; past it the
@@ -603,29 +597,42 @@ def _roi_align(ctx, node, x, rois, batch_indices):
 
 # -------------------------------------------------------------- resize
 
+def _scaled(node, d, s):
+    """floor(d * s): a dimension (an int, or symbolic when s is a whole
+    number) resized by the scale s."""
+    if isinstance(d, int):
+        return int(np.floor(d * s))
+    if float(s).is_integer():
+        return _dim(d * int(s))
+    node.unsupported(f"a scale of {s} on the symbolic dimension {d} (give sizes)")
+
+
 def _resize(ctx, node, x, scales, sizes, roi, transform, nearest_mode):
     x = ctx.expr(x)
-    shape = ctx.static_shape(node, x)
+    shape = list(ctx.shape(x))
     mode = node.attr("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         node.unsupported(f"mode={mode!r}")
     if node.attr("antialias", 0):
         node.unsupported("antialias=1")
-    if sizes is not None and np.asarray(sizes).size:
-        out = _ints(sizes)
+    if sizes is not None and (not isinstance(sizes, np.ndarray) or sizes.size):
+        # known, or computed when the model runs (a mask resized to its box)
+        out = [_dim(d) for d in np.asarray(_sizes(ctx, node, sizes, "sizes"), dtype=object).reshape(-1)]
         given_scales = []
     else:
         given_scales = [float(s) for s in np.asarray(scales).reshape(-1)]
         if len(given_scales) != len(shape):
             node.unsupported(f"{len(given_scales)} scales for a rank-{len(shape)} input")
-        out = [int(np.floor(d * s)) for d, s in zip(shape, given_scales)]
+        out = [_scaled(node, d, s) for d, s in zip(shape, given_scales)]
     roi = [] if roi is None or np.asarray(roi).size == 0 else [float(v) for v in np.asarray(roi).reshape(-1)]
-    if out == shape and all(s == 1.0 for s in given_scales or [1.0]) and transform != "tf_crop_and_resize":
+    if all(isinstance(d, int) for d in out + shape) and out == shape and \
+            all(s == 1.0 for s in given_scales or [1.0]) and transform != "tf_crop_and_resize":
         return x
-    return op.resize(x, sizes=out, scales=given_scales, roi=roi, mode=mode, coordinate_transformation_mode=transform,
-                     nearest_mode=nearest_mode, cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
-                     exclude_outside=bool(node.attr("exclude_outside", 0)),
-                     extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+    return ctx.bind(op.resize(x, sizes=out, scales=given_scales, roi=roi, mode=mode,
+                              coordinate_transformation_mode=transform, nearest_mode=nearest_mode,
+                              cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+                              exclude_outside=bool(node.attr("exclude_outside", 0)),
+                              extrapolation_value=float(node.attr("extrapolation_value", 0.0))), out)
 
 
 @converter("Resize", opsets=(10, 17))
@@ -636,7 +643,7 @@ def _resize_op(ctx, node, x, *rest):
     transform = node.attr("coordinate_transformation_mode", "half_pixel")
     if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch" or node.attr("axes") is not None:
         node.unsupported("axes or keep_aspect_ratio_policy")
-    return _resize(ctx, node, x, _known(node, scales, "scales"), _known(node, sizes, "sizes"),
+    return _resize(ctx, node, x, _known(node, scales, "scales"), sizes,
                    _known(node, roi, "roi"), transform, node.attr("nearest_mode", "round_prefer_floor"))
 
 
@@ -684,11 +691,11 @@ def _constant_of_shape(node, shape):
 
 @converter("ConstantOfShape", fold=_constant_of_shape)
 def _constant_of_shape_convert(ctx, node, shape):
-    shape = _known(node, shape, "shape", symbolic=True)
+    shape = _sizes(ctx, node, shape, "shape")
     if not _is_symbolic(shape):
         return _constant_of_shape(node, shape)
     fill = _constant_of_shape(node, np.zeros(0, np.int64)).reshape(())  # the value, 0-d
-    return op.broadcast_to(ctx.expr(fill), shape=_shape_entries(shape))
+    return ctx.bind(op.broadcast_to(ctx.expr(fill), shape=_shape_entries(shape)), shape)
 
 
 def _range(node, start, limit, delta):
