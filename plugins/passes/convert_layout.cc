@@ -314,9 +314,9 @@ class Converter {
   // A call of an operator with a layout attribute (conv2d, the pools).
   bool sensitive(const graph::Binding& b, const ir::OpNode& op, const ir::OpDef& def, std::vector<ir::Expr> args,
                  const Map& attrs, const std::string& layout_key) {
-    auto in = args.empty() ? std::nullopt : channels_of(args[0]);
-    if (attrs.at(layout_key).as_string() != "NCHW" || !in || !image_shape(args[0]) || !image_shape(b.var))
-      return keep(b);
+    if (args.empty() || attrs.at(layout_key).as_string() != "NCHW") return keep(b);
+    const std::optional<int64_t> in = channels_of(args[0]);
+    if (!in || !image_shape(args[0]) || !image_shape(b.var)) return keep(b);
     Form form = *form_of(args[0]), out_form = form;
     std::map<std::string, Any> changes;
     // A pool's padding channels: finite, varying; a convolution's: zero
