@@ -100,7 +100,12 @@ NDArray nonzero(const NDArray& x) {
 // numpy.unique: (values, first index of each, inverse indices, counts);
 // sorted ascending (slices lexicographically), else in the order of first
 // appearance.
-Array unique(const NDArray& x, int64_t axis, bool sorted) {
+// The order unique() gives its groups in: ascending, by first
+// appearance, or runs of equal neighbours (PyTorch's unique_consecutive:
+// a value that comes back is a group again).
+enum class UniqueOrder : int64_t { kFirstAppearance = 0, kSorted = 1, kConsecutive = 2 };
+
+Array unique(const NDArray& x, int64_t axis, UniqueOrder order_kind) {
   const NDArrayNode& a = host_tensor(x, "runtime.unique", "the input");
   std::vector<int64_t> dims = x.shape_vector();
   const bool flat = axis < 0;
@@ -134,9 +139,9 @@ Array unique(const NDArray& x, int64_t axis, bool sorted) {
     less = [compare](int64_t i, int64_t j) { return compare(i, j) < 0; };
     equal = [compare](int64_t i, int64_t j) { return compare(i, j) == 0; };
   });
-  std::stable_sort(order.begin(), order.end(), less);
-  // Groups of equal slices in sorted order; each group's first index is
-  // its smallest (the sort is stable).
+  if (order_kind != UniqueOrder::kConsecutive) std::stable_sort(order.begin(), order.end(), less);
+  // Groups of equal slices in sorted order (consecutive: in x's order);
+  // each group's first index is its smallest (the sort is stable).
   std::vector<int64_t> group_first, group_count, inverse_group(length);
   for (int64_t r = 0; r < length; ++r) {
     if (r == 0 || !equal(order[r - 1], order[r])) {
@@ -149,7 +154,7 @@ Array unique(const NDArray& x, int64_t axis, bool sorted) {
   const auto k = static_cast<int64_t>(group_first.size());
   std::vector<int64_t> rank(k);  // output position of each group
   std::iota(rank.begin(), rank.end(), 0);
-  if (!sorted) {
+  if (order_kind == UniqueOrder::kFirstAppearance) {
     std::vector<int64_t> by_first(k);
     std::iota(by_first.begin(), by_first.end(), 0);
     std::sort(by_first.begin(), by_first.end(), [&](int64_t g, int64_t h) { return group_first[g] < group_first[h]; });
@@ -517,12 +522,19 @@ const bool registered = [] {
   FunctionRegistry::register_function(
       "runtime.unique",
       Function::typed(
-          [](NDArray x, Any axis, Any sorted) {
+          [](NDArray x, Any axis, Any order) {
+            const auto kind = static_cast<int64_t>(scalar_value(order, "runtime.unique: the order"));
+            if (kind < 0 || kind > 2) {
+              LOOM_THROW(Error) << "runtime.unique: the order is 0 (first appearance), 1 (sorted) or 2 (runs of "
+                                   "equal neighbours), got "
+                                << kind;
+            }
             return unique(x, static_cast<int64_t>(scalar_value(axis, "runtime.unique: the axis")),
-                          scalar_value(sorted, "runtime.unique: sorted") != 0);
+                          static_cast<UniqueOrder>(kind));
           },
           "runtime.unique"),
-      "unique(x, axis, sorted): (values, first indices, inverse indices, counts); axis -1: x flattened");
+      "unique(x, axis, order): (values, first indices, inverse indices, counts); axis -1: x flattened; order 0: "
+      "by first appearance, 1: sorted, 2: runs of equal neighbours");
   FunctionRegistry::register_function(
       "runtime.non_max_suppression", Function::typed(non_max_suppression, "runtime.non_max_suppression"),
       "non_max_suppression(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box): "

@@ -1152,6 +1152,21 @@ def _unique(ctx, node, x, *args):
     return graph.TupleGetItem(call, 0), inverse, graph.TupleGetItem(call, 3)
 
 
+@aten("unique_consecutive")
+def _unique_consecutive(ctx, node, x, return_inverse=False, return_counts=False, dim=None):
+    """torch.unique_consecutive: (values, inverse indices, counts) of the
+    runs of equal neighbours (of x flattened, or of its slices along
+    dim)."""
+    x = _t(ctx, x)
+    shape = ctx.shape(x)
+    axis = None if dim is None else _axis(int(dim), len(shape))
+    call = unique(x, shape, ctx.dtype(x), axis, True, node.name, consecutive=True)
+    inverse = graph.TupleGetItem(call, 2)
+    if axis is None:
+        inverse = op.reshape(inverse, shape=list(shape))
+    return graph.TupleGetItem(call, 0), inverse, graph.TupleGetItem(call, 3)
+
+
 @aten("torchvision::nms")
 def _nms(ctx, node, boxes, scores, iou_threshold):
     """torchvision.ops.nms: the kept indices by descending score.  Its boxes

@@ -498,9 +498,11 @@ _UNIQUE_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint
                   "bool")
 
 
-def unique(x, shape, dtype, axis, sorted_, hint):
+def unique(x, shape, dtype, axis, sorted_, hint, consecutive=False):
     """(values, first indices, inverse indices, counts) as ONNX's Unique:
-    x's distinct elements (axis None: flattened) or slices along axis."""
+    x's distinct elements (axis None: flattened) or slices along axis;
+    consecutive: its runs of equal neighbours instead (PyTorch's
+    unique_consecutive)."""
     if dtype not in _UNIQUE_DTYPES:
         raise _core.TypeError(f"unique of a {dtype} tensor is not supported (it takes {', '.join(_UNIQUE_DTYPES)})")
     k = data_dim(hint)
@@ -517,7 +519,8 @@ def unique(x, shape, dtype, axis, sorted_, hint):
         values[axis] = k
     out = ir.TupleType([ir.TensorType(values, dtype), ir.TensorType([k], "int64"), ir.TensorType([length], "int64"),
                         ir.TensorType([k], "int64")])
-    args = [x, _scalar(-1 if axis is None else axis, "int64"), _scalar(int(bool(sorted_)), "int64")]
+    order = 2 if consecutive else int(bool(sorted_))  # runtime.unique's order
+    args = [x, _scalar(-1 if axis is None else axis, "int64"), _scalar(order, "int64")]
     return graph.call_packed("runtime.unique", args, out)
 
 

@@ -202,6 +202,16 @@ class Unique(torch.nn.Module):
         return values * 3, inverse, counts
 
 
+class UniqueConsecutive(torch.nn.Module):
+    """Runs of equal neighbours (a CTC decoder's greedy collapse), of the
+    whole tensor and of its rows."""
+    def forward(self, x):
+        values, inverse, counts = torch.unique_consecutive(x, return_inverse=True, return_counts=True)
+        rows, row_inverse, row_counts = torch.unique_consecutive(x.reshape(6, 2), return_inverse=True,
+                                                                 return_counts=True, dim=0)
+        return values + 1, inverse, counts, rows, row_inverse, row_counts
+
+
 class Detections(torch.nn.Module):
     """What a detector's post-processing does: boxes above a score, then
     NMS, then the kept boxes."""
@@ -236,6 +246,7 @@ CASES = {
                                                    rng.standard_normal((3, 6)).astype(np.float32)]),
     "nonzero": (NonzeroCount, lambda rng: [rng.standard_normal((4, 3)).astype(np.float32)]),
     "unique": (Unique, lambda rng: [rng.integers(0, 6, (12,)).astype(np.float32)]),
+    "unique_consecutive": (UniqueConsecutive, lambda rng: [rng.integers(0, 2, (12,)).astype(np.float32)]),
     "detections": (Detections, lambda rng: [_boxes(rng, 30), rng.random(30).astype(np.float32)]),
     "regions": (RegionFeatures, lambda rng: [rng.standard_normal((1, 4, 9, 11)).astype(np.float32), _boxes(rng, 12),
                                              rng.random(12).astype(np.float32)]),
@@ -278,6 +289,8 @@ def test_pytorch_models_with_shapes_the_data_decides(importer, case):
         pytest.skip("python3-onnx is not installed")
     if case == "detections" and torchvision is None:
         pytest.skip("python3-torchvision is not installed")
+    if (importer, case) == ("onnx", "unique_consecutive"):
+        pytest.skip("ONNX has no unique_consecutive: torch.onnx.export refuses it")
     if (importer, case) == ("fx", "nonzero"):
         pytest.skip("make_fx fixes where.shape[0] at its traced value: test_fx_warns_of_a_size_its_trace_fixed")
     make, inputs = CASES[case]
