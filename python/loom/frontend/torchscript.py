@@ -206,8 +206,14 @@ def _import(g, attrs, owner, examples, report):
     params = list(g.inputs())
     if params and params[0].type().kind() == "ClassType":
         if params[0].uses() and not attrs:
-            raise _core.TypeError("from_torchscript: the frozen module still reads its own attributes "
-                                  "(torch.jit.freeze could not fold them)")
+            uses = sorted({(u.user.kind(), u.user.s("name") if u.user.hasAttribute("name") else "")
+                           for u in params[0].uses()})
+            assigned = sorted({name for kind, name in uses if kind == "prim::SetAttr"})
+            raise _core.TypeError(
+                "from_torchscript: the frozen module still reads its own attributes (torch.jit.freeze could not "
+                f"fold {', '.join(repr(n) for n in sorted({n for _, n in uses if n})) or 'them'}" +
+                (f"; forward assigns {', '.join(repr(n) for n in assigned)}" if assigned else "") +
+                "); export the model to ONNX and import it with from_onnx, or make those attributes constants")
         params = params[1:]
     if len(params) != len(examples):
         raise _core.TypeError(f"from_torchscript: the module takes {len(params)} inputs, got {len(examples)} "

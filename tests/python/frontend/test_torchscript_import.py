@@ -152,3 +152,22 @@ def test_a_trailing_optional_argument_past_the_examples_is_its_default_none():
         mod = from_torchscript(scripted, [x])
     got = loom.build(mod, HOST)["main"](x.numpy())
     np.testing.assert_allclose(got[0].numpy(), (torch.relu(x) + 1).numpy(), rtol=1e-6)
+
+
+class _WarnsOnce(torch.nn.Module):
+    """A module that assigns one of its attributes in forward (torchvision's
+    detectors do: `self._has_warned = True`), which freezing keeps."""
+    def __init__(self):
+        super().__init__()
+        self.warned = False
+
+    def forward(self, x):
+        if not self.warned:
+            self.warned = True
+        return x + 1
+
+
+def test_an_attribute_forward_assigns_is_named_in_the_error():
+    with pytest.raises(loom.LoomError, match=re.escape("could not fold 'warned'; forward assigns 'warned'); export the "
+                                                       "model to ONNX")):
+        from_torchscript(torch.jit.script(_WarnsOnce().eval()), [torch.zeros(2)])
