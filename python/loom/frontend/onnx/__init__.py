@@ -493,4 +493,5 @@ def _table():
     return "\n".join(rows)
 
 
-from . import _math, _nn, _reduce, _tensor, _rnn, _quant, _control  # noqa: E402,F401 (they register the converters)
+# (they register the converters)
+from . import _math, _nn, _reduce, _tensor, _rnn, _quant, _control, _signal  # noqa: E402,F401
