@@ -63,15 +63,57 @@ def aten(*names, accepts=None, partial=()):
     return register
 
 
+class Complex:
+    """A complex tensor as the PyTorch importers carry it (Loom has no
+    complex dtype): `parts`, a float tensor of its shape followed by an axis
+    of 2 (real, imaginary; ONNX's layout).  aten_complex makes and takes
+    them."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+
+_COMPLEX = {}  # kind -> its converter when an argument is complex (aten_complex)
+
+
+def complex_converter(*names):
+    """Registers the decorated function as the converter of each aten
+    operator name when one of its arguments is complex (Complex)."""
+    def register(fn):
+        for name in names:
+            _COMPLEX[name if "::" in name else f"aten::{name}"] = fn
+        return fn
+    return register
+
+
+def _complex_arg(args, kwargs):
+    return any(isinstance(a, Complex) for a in list(args) + list(kwargs.values()))
+
+
 def missing_results(kind):
     """The result indices the converter of `kind` does not give."""
     return _PARTIAL.get(kind, set())
 
 
 def find(kind):
-    """The converter of `kind` ("aten::relu"), or None."""
+    """The converter of `kind` ("aten::relu"), or None; given a complex
+    argument, its complex one (aten_complex), or Unsupported naming it."""
     found = REGISTRY.find(kind, 0)
-    return found[0] if found else None
+    real, complex_ = (found[0] if found else None), _COMPLEX.get(kind)
+    if real is None and complex_ is None:
+        return None
+
+    def convert(ctx, node, *args, **kwargs):
+        if not _complex_arg(args, kwargs):
+            if real is None:
+                raise Unsupported(f"{kind} of real tensors")
+            return real(ctx, node, *args, **kwargs)
+        if complex_ is None:
+            raise Unsupported("a complex tensor as its argument (Loom carries complex values through " +
+                              ", ".join(sorted(k.split("::")[1] for k in _COMPLEX)) +
+                              " only; docs/frontends.md, \"Complex values in PyTorch models\")")
+        return complex_(ctx, node, *args, **kwargs)
+    return convert
 
 
 def accepts(kind, args):
@@ -123,6 +165,9 @@ def dtype_name(dtype):
 def _t(ctx, v, like=None):
     """A tensor argument as an expression; a Python number as a constant of
     `like`'s dtype (or float32 / int64)."""
+    if isinstance(v, Complex):  # (in a list: find() did not see it)
+        raise Unsupported("a complex tensor among its arguments (docs/frontends.md, \"Complex values in PyTorch "
+                          "models\")")
     if isinstance(v, (bool, int, float)) and not isinstance(v, np.ndarray):
         if like is not None:
             return ctx.expr(np.asarray(v, dtype=ctx.dtype(like)))
@@ -866,7 +911,7 @@ def _permute(ctx, node, x, dims):
     return op.transpose(x, axes=[_axis(int(d), ctx.rank(x)) for d in dims])
 
 
-@aten("transpose", "swapaxes")
+@aten("transpose", "transpose_", "swapaxes")
 def _transpose(ctx, node, x, a, b):
     x = _t(ctx, x)
     rank = ctx.rank(x)
@@ -1201,7 +1246,7 @@ def _gather(ctx, node, x, dim, index, *rest):
     return op.gather_elements(_t(ctx, x), _t(ctx, index), axis=int(dim))
 
 
-@aten("constant_pad_nd", "pad", accepts=lambda a: len(a) < 3 or a[2] in (None, "constant") or
+@aten("constant_pad_nd", "pad", accepts=lambda a: len(a) < 3 or a[2] in (None, "constant", "reflect", "replicate") or
       isinstance(a[2], (int, float)))
 def _constant_pad(ctx, node, x, pad, value=0, *rest):
     x = _t(ctx, x)
@@ -1223,6 +1268,22 @@ def _constant_pad(ctx, node, x, pad, value=0, *rest):
         before, after = [max(0, b) for b in before], [max(0, a) for a in after]
     width = [v for b, a in zip(before, after) for v in (b, a)]
     return op.pad(x, pad_width=width, pad_value=float(value or 0), mode=mode)
+
+
+@aten("reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d", "replication_pad2d",
+      "replication_pad3d")
+def _mode_pad(ctx, node, x, pad):
+    """F.pad's reflect and replicate modes: (left, right[, top, bottom[,
+    front, back]]) from the last axis backwards."""
+    x = _t(ctx, x)
+    rank = ctx.rank(x)
+    pad = [int(p) for p in pad]
+    if any(p < 0 for p in pad):
+        raise Unsupported("a negative padding")
+    width = [0] * (2 * rank)
+    for k in range(len(pad) // 2):
+        width[2 * (rank - 1 - k)], width[2 * (rank - 1 - k) + 1] = pad[2 * k], pad[2 * k + 1]
+    return op.pad(x, pad_width=width, mode="reflect" if "reflection" in node.kind else "edge")
 
 
 @aten("roll")
@@ -1663,3 +1724,6 @@ def _gru(ctx, node, x, hx, params, has_biases, num_layers, dropout, train, bidir
 @aten("lstm", accepts=lambda a: len(a) == 9 and not a[6])
 def _lstm(ctx, node, x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     return _recurrent(ctx, "lstm", x, hx, params, has_biases, num_layers, train, bidirectional, batch_first)
+
+
+from . import aten_complex  # noqa: E402,F401 (registers the complex converters)

@@ -460,6 +460,34 @@ def broadcastable(ctx, values):
     return _cast_dims(ctx, values, shapes, wanted)
 
 
+def dft_matrix(samples, length, bins, components, inverse=False, window=None):
+    """The (2 * bins, samples * components) matrix `dense` multiplies with,
+    in float64: the transform of length `length` of a signal's first
+    `samples` values (the rest are zeros, which add nothing).  Column
+    n*components + s reads sample n's real (s=0) or imaginary (s=1) part;
+    row 2k + r makes bin k's real (r=0) or imaginary (r=1) part.  Forward,
+    X[k] = sum_n x[n] exp(-2 pi i k n / length); inverse, the exponent's
+    sign is + and the sum is divided by `length`.  `window` (`samples`
+    values) scales the samples first."""
+    n = np.arange(samples, dtype=np.int64)[:, None]
+    k = np.arange(bins, dtype=np.int64)[None, :]
+    angle = 2 * np.pi * ((n * k) % length) / length  # k n reduced first: the angle stays in [0, 2 pi)
+    cos, sin = np.cos(angle), np.sin(angle)
+    sign = 1.0 if inverse else -1.0
+    # (a + ib)(cos + i sign sin) = (a cos - sign b sin) + i (sign a sin + b cos)
+    w = np.zeros((samples, components, bins, 2))
+    w[:, 0, :, 0] = cos
+    w[:, 0, :, 1] = sign * sin
+    if components == 2:
+        w[:, 1, :, 0] = -sign * sin
+        w[:, 1, :, 1] = cos
+    if window is not None:
+        w *= np.asarray(window, dtype=np.float64).reshape(samples, 1, 1, 1)
+    if inverse:
+        w /= length
+    return np.ascontiguousarray(w.reshape(samples * components, bins * 2).T)
+
+
 def identifier(hint, empty, digit_prefix):
     """`hint` (a node or value name) as a name the IR takes: characters
     other than letters, digits and _ made _, `empty` when nothing is left,

@@ -271,6 +271,10 @@ def _convert_fx(traced, examples, params, shapes=None):
 def _finish(ctx, result, inputs, params_out, weights, params):
     """The module of a converted graph whose output is `result`."""
     outputs = without_none(list(_flat(result)), "from_fx")
+    if any(isinstance(o, aten.Complex) for o in outputs):
+        raise _core.TypeError("from_fx: the model returns a complex tensor, which Loom has no type for; return "
+                              "torch.view_as_real(...) of it (docs/frontends.md, \"Complex values in PyTorch "
+                              "models\")")
     exprs = [ctx.expr(o) for o in outputs]
     body = exprs[0] if len(exprs) == 1 and not isinstance(result, (tuple, list)) else graph.Tuple(exprs)
     mod = ir.IRModule({"main": graph.Function(inputs + params_out, body)})
@@ -598,7 +602,9 @@ def from_aten(module, examples, *, params="constants", why=None, shapes=None):
             except aten.Unsupported as e:
                 raise _core.TypeError(f"{kind} '{n.name}': {e} is not supported (docs/frontends.md)") from None
             for o in (out if isinstance(out, tuple) else (out,)):
-                if o is not None and not isinstance(o, (np.ndarray, int, float, list)):
+                if isinstance(o, aten.Complex):
+                    ctx.type(o.parts)
+                elif o is not None and not isinstance(o, (np.ndarray, int, float, list)):
                     ctx.type(o)  # typed now: errors name the node
         values[n] = out
         if shapes is None:
@@ -614,7 +620,7 @@ def _data_decided_sizes(ctx, n, out):
     metas = (metas,) if hasattr(metas, "shape") else metas if isinstance(metas, (tuple, list)) else ()
     found = {}
     for o, meta in zip(outs, metas):
-        if o is None or isinstance(o, (np.ndarray, int, float, list)) or not hasattr(meta, "shape"):
+        if o is None or isinstance(o, (np.ndarray, int, float, list, aten.Complex)) or not hasattr(meta, "shape"):
             continue
         for d, traced in zip(ctx.shape(o), meta.shape):
             if not isinstance(d, int) and d.type_key == "tir.Var" and isinstance(traced, int):

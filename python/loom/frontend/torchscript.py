@@ -402,6 +402,8 @@ def _import(g, attrs, owner, examples, report):
         are kept as they are)."""
         if out is None or isinstance(out, (np.ndarray, int, float, bool, list, tuple)):
             return out
+        if isinstance(out, aten.Complex):  # its parts bound
+            return aten.Complex(bound(name, out.parts))
         out = ctx.expr(out)
         shape, dtype = ctx.type(out)
         return bind(name, out, ir.TensorType(list(shape), dtype))
