@@ -86,6 +86,16 @@ def complex_converter(*names):
     return register
 
 
+def takes_complex(kind):
+    """Whether the operator `kind` has a converter for complex arguments."""
+    return kind in _COMPLEX
+
+
+def takes_real(kind):
+    """Whether the operator `kind` has a converter for real arguments."""
+    return REGISTRY.find(kind, 0) is not None
+
+
 def _complex_arg(args, kwargs):
     return any(isinstance(a, Complex) for a in list(args) + list(kwargs.values()))
 

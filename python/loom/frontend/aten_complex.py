@@ -84,24 +84,30 @@ def _fft_rfft(ctx, node, x, n=None, dim=-1, norm=None):
 
 
 @aten("stft")
-def _stft(ctx, node, x, n_fft, *rest):
+def _stft(ctx, node, x, n_fft, *rest, **kwargs):
     """aten::stft: frames of n_fft every hop_length, times the window
     (centred in n_fft when shorter), transformed.  torch.stft pads for
     `center` before it; the overload with center and pad_mode (PyTorch 2)
     pads here.  return_complex=False gives the parts (the old real form)."""
-    if len(rest) >= 5 and isinstance(rest[4], str):  # stft.center: (hop, win, window, center, pad_mode, ...)
-        hop_length, win_length, window, center, pad_mode, *flags = list(rest) + [False, None, None]
-        x = _t(ctx, x)
-        if center:
-            if pad_mode not in ("reflect", "constant", "replicate"):
-                raise Unsupported(f"stft's pad_mode '{pad_mode}'")
-            half = int(n_fft) // 2
-            width = [0, 0] * (ctx.rank(x) - 1) + [half, half]
-            x = op.pad(x, pad_width=width, mode={"replicate": "edge"}.get(pad_mode, pad_mode))
-    else:
-        hop_length, win_length, window, *flags = list(rest) + [None, None, None, False, None, None]
-    normalized, onesided, return_complex = flags[:3]
+    centred = (len(rest) >= 5 and isinstance(rest[4], str)) or "center" in kwargs or "pad_mode" in kwargs
+    names = ["hop_length", "win_length", "window"] + (["center", "pad_mode"] if centred else []) + \
+        ["normalized", "onesided", "return_complex"]
+    if len(rest) > len(names):
+        raise Unsupported(f"stft with {len(rest) + 2} arguments")
+    a = {"hop_length": None, "win_length": None, "window": None, "center": centred, "pad_mode": "reflect",
+         "normalized": False, "onesided": None, "return_complex": None}
+    a.update(zip(names, rest))
+    a.update(kwargs)
+    hop_length, win_length, window = a["hop_length"], a["win_length"], a["window"]
+    normalized, onesided, return_complex = a["normalized"], a["onesided"], a["return_complex"]
     x = _t(ctx, x)
+    if a["center"]:
+        pad_mode = a["pad_mode"]
+        if pad_mode not in ("reflect", "constant", "replicate"):
+            raise Unsupported(f"stft's pad_mode '{pad_mode}'")
+        half = int(n_fft) // 2
+        width = [0, 0] * (ctx.rank(x) - 1) + [half, half]
+        x = op.pad(x, pad_width=width, mode={"replicate": "edge"}.get(pad_mode, pad_mode))
     dtype = ctx.dtype(x)
     if dtype not in ("float32", "float64") or ctx.rank(x) not in (1, 2):
         raise Unsupported(f"an stft of a {dtype} tensor of rank {ctx.rank(x)}")

@@ -122,6 +122,35 @@ def _nested(node):
     return out
 
 
+_MAKES_COMPLEX = {"aten::stft", "aten::fft_rfft", "aten::fft_fft", "aten::fft_fft2", "aten::fft_fftn",
+                  "aten::fft_rfft2", "aten::fft_rfftn", "aten::_fft_r2c", "aten::_fft_c2c", "aten::view_as_complex",
+                  "aten::complex", "aten::polar"}
+_MAKES_REAL = {"aten::abs", "aten::real", "aten::imag", "aten::view_as_real", "aten::angle", "aten::fft_irfft",
+               "aten::fft_irfftn", "aten::istft", "aten::_fft_c2r"}
+
+
+def _complex_values(nodes):
+    """The complex tensors of the graph: typed so (a traced graph's types
+    say), or made by a transform, or computed from one by an operator that
+    does not make it real (a scripted graph's tensors have no dtype)."""
+    out = set()
+    for n in (m for t in nodes for m in _nested(t)):
+        for o in n.outputs():
+            t = o.type()
+            if t.kind() != "TensorType":
+                continue
+            dtype = t.scalarType()
+            if dtype is not None:
+                if str(dtype).startswith("Complex"):
+                    out.add(o)
+                continue
+            flag = list(n.inputs())[-1].toIValue() if n.kind() == "aten::stft" and n.inputsSize() else None
+            if (n.kind() in _MAKES_COMPLEX and flag is not False) or \
+                    (n.kind() not in _MAKES_REAL and any(v in out for v in n.inputs())):
+                out.add(o)
+    return out
+
+
 def _is_tensor(value):
     return value.type().kind() == "TensorType"
 
@@ -258,6 +287,7 @@ def _import(g, attrs, owner, examples, report):
         return max((position.get(_top(u.user, top), -1) for u in v.uses()), default=-1)
 
     constant = {n for n in nodes if n.outputsSize() and all(o in known or o in static for o in n.outputs())}
+    complex_values = _complex_values(nodes)
 
     def convertible(n):
         if n in constant or list(n.blocks()):
@@ -275,24 +305,40 @@ def _import(g, attrs, owner, examples, report):
             return False
         if not all(_is_tensor(v) or v in known or v in static or _is_list_of_tensors(v) for v in n.inputs()):
             return False
+        if any(v in complex_values for v in n.inputs()):
+            if not aten.takes_complex(kind):
+                return False  # (it stays TorchScript, and so does the complex value's maker: below)
+        elif not aten.takes_real(kind):
+            return False  # (x.real of a real tensor)
         if any(n.outputsAt(k).uses() for k in aten.missing_results(kind) if k < n.outputsSize()):
             return False  # a result its converter does not give is read
         return aten.accepts(kind, [known.get(v) for v in n.inputs()])
 
     supported = {n: convertible(n) for n in nodes}
+    # A complex tensor cannot leave Loom (it has no complex type): its
+    # maker does not convert when TorchScript reads it, nor when it is a
+    # result of the model.
+    for v in g.return_node().inputs():
+        maker = _top(v.node(), top)
+        if v in complex_values and maker in supported:
+            supported[maker] = False
     # A non-tensor made by a compiled node (a tuple) and read by a region
     # cannot cross: its maker joins the regions.
     changed = True
     while changed:
         changed = False
         for n in nodes:
+            if supported.get(n) and any(v in complex_values and not supported.get(_top(v.node(), top), True)
+                                        for inner in _nested(n) for v in inner.inputs()):
+                supported[n] = False  # a complex value TorchScript makes stays there: so does its reader
+                changed = True
             if n in constant or supported[n]:
                 continue
             for inner in _nested(n):
                 for v in inner.inputs():
                     maker = _top(v.node(), top) if v.node().kind() != "prim::Param" or v in params else None
-                    if maker is not None and maker in supported and supported[maker] and not _is_tensor(v) \
-                            and v not in static:
+                    if maker is not None and maker in supported and supported[maker] and \
+                            (not _is_tensor(v) or v in complex_values) and v not in static:
                         supported[maker] = False
                         changed = True
     # Regions: runs of consecutive unsupported nodes; a region whose
@@ -584,6 +630,15 @@ def _region_module(torch, g, top, region, known, static, params):
                 (v in static or maker.kind() == "prim::GetAttr"):
             mapping[v] = rg.insertConstant(known[v])  # computed from shapes, or an attribute
             return mapping[v]
+        if v in known and maker.kind() == "prim::Constant" and v.type().kind() == "TensorType" and \
+                isinstance(known[v], (bool, int, float)):
+            # A tensor constant known as a number (a traced `x * 2.0`):
+            # printed, it would read a CONSTANTS table; an input instead.
+            arg = rg.addInput()
+            arg.setType(torch._C.TensorType.get())
+            ins.append(torch.tensor(known[v]))
+            mapping[v] = arg
+            return arg
         if v in known and not isinstance(known[v], (torch.Tensor, np.ndarray)):
             clone = rg.createClone(maker, lambda x: source(x))
             rg.insertNode(clone)

@@ -188,3 +188,29 @@ def test_a_loop_reads_an_outer_value_whose_size_is_a_minimum():
         x = rng.standard_normal(n).astype(np.float32)
         got = lib["main"](np.array(5, np.int64), np.array(1, np.float32), x).numpy()
         np.testing.assert_allclose(got, 1 + 5 * x[:3].sum(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_size_computed_from_negative_values_or_a_division_is_the_sizes_own():
+    # width = box[2] - box[0] with box[0] negative (a box past the image's
+    # edge), height = 10 + (box[3] - box[1]) / 2 in ONNX's truncating
+    # division: what the VM binds is each size, not the values it is
+    # computed from
+    def at(k):
+        return [h.make_node("Gather", ["box", f"i{k}"], [f"b{k}"], axis=0)]
+    nodes = at(0) + at(1) + at(2) + at(3) + [
+        h.make_node("Sub", ["b2", "b0"], ["width"]),
+        h.make_node("Sub", ["b3", "b1"], ["rise"]),
+        h.make_node("Div", ["rise", "two"], ["half"]),
+        h.make_node("Add", ["half", "ten"], ["height"]),
+        h.make_node("Unsqueeze", ["height", "ax0"], ["height_1"]),
+        h.make_node("Unsqueeze", ["width", "ax0"], ["width_1"]),
+        h.make_node("Concat", ["height_1", "width_1"], ["shape"], axis=0),
+        h.make_node("ConstantOfShape", ["shape"], ["out"], value=h.make_tensor("v", T.FLOAT, [1], [1.0]))]
+    inits = [h.make_tensor(f"i{k}", T.INT64, [], [k]) for k in range(4)] + \
+        [h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("ten", T.INT64, [], [10]), _ints("ax0", [0])]
+    _, lib = _build(nodes, [h.make_tensor_value_info("box", T.INT64, [4])],
+                    [h.make_tensor_value_info("out", T.FLOAT, None)], inits)
+    for box in ([-3, 4, 10, 3], [0, 0, 7, 9], [-8, -2, -1, -5]):
+        height = 10 + int((box[3] - box[1]) / 2)  # truncated toward zero
+        got = lib["main"](np.array(box, np.int64)).numpy()
+        assert got.shape == (height, box[2] - box[0])

@@ -114,3 +114,33 @@ def test_a_complex_result_and_an_operator_without_complex_values_are_refused():
     with pytest.raises(loom.LoomError, match=r"aten::exp.*a complex tensor as its argument \(Loom carries complex "
                                              r"values through .*abs"):
         from_fx(ComplexExp(), [x])
+
+
+class AngleOfStft(torch.nn.Module):
+    """angle has no converter: stft, and abs that reads it, stay TorchScript with it."""
+    def forward(self, x):
+        z = torch.stft(x, 64, 16, window=torch.hann_window(64), return_complex=True)
+        return torch.angle(z), z.abs()
+
+
+class RoundTrip(torch.nn.Module):
+    """irfft has no converter: the complex values stay TorchScript (a traced `* 2.0` among them)."""
+    def forward(self, x):
+        return torch.fft.irfft(torch.fft.rfft(x) * 2.0)
+
+
+@pytest.mark.parametrize("script", [False, True])
+@pytest.mark.parametrize("module", [AngleOfStft, RoundTrip])
+def test_complex_values_torchscript_reads_stay_torchscript(module, script):
+    from loom.torch import compile as loom_compile
+    m = module().eval()
+    x = torch.randn(2, 500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = loom_compile(m, [x], config=HOST, script=script)
+    for _ in range(2):
+        x = torch.randn(2, 500)
+        want, got = m(x), compiled(x)
+        want, got = (want if isinstance(want, tuple) else (want,)), (got if isinstance(got, (tuple, list)) else (got,))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-5, atol=1e-5)

@@ -27,7 +27,7 @@ from ... import _core
 from ... import graph, ir, op, tir  # noqa: F401 (op: for converters written against this module)
 from .. import Registry, UnsupportedOperatorError, naming  # noqa: F401 (re-exported)
 from ..common import Context  # noqa: F401 (re-exported: converters take one)
-from ..common import is_symbolic as _is_symbolic, shape_text as _shape_text
+from ..common import dim_variables as _dim_variables, is_symbolic as _is_symbolic, shape_text as _shape_text
 
 REGISTRY = Registry("ONNX")
 OPSETS = (7, 17)  # the default domain's opsets the importer is tested with
@@ -353,7 +353,8 @@ class _Scope:
                     ctx.type(o)  # types each new node now: errors name the node
                     ctx.symbol_sources(o)  # a dimension the data decides (NonZero's count) is read from it
             if not known and fold is not None and node.op_type in SYMBOLIC_FOLDS and len(outs) == 1 and \
-                    outs[0] is not None and not isinstance(outs[0], np.ndarray):
+                    outs[0] is not None and not isinstance(outs[0], np.ndarray) and \
+                    not any(outs[0] is a for a in args):  # (Identity gives its argument: no loop)
                 ctx.made_by[outs[0]] = (node, fold, args)  # shape arithmetic at run time: _sizes follows it back
         derived = set().union(*node.origins) if node.origins else set()
         for k, name in enumerate(proto.output):
@@ -399,33 +400,60 @@ def _sizes(ctx, node, value, what):
     (ConstantOfShape's shape, Resize's sizes): known or symbolic as _known
     takes them, or computed when the model runs from values the data
     decides (a mask pasted at its box's size).  Then the shape arithmetic
-    that made it (Concat, Unsqueeze, Sub, ... of dimensions and such
-    values) is followed back, so that a dimension it copies stays that
-    dimension, and each value the data decides becomes variables the VM
-    binds to its entries (Context.data_dims).  Wrap the tensor made with
-    ctx.bind(tensor, entries)."""
+    that made it (Concat, Unsqueeze, Gather, ... of dimensions and such
+    values) is followed back: an entry computed from dimensions only
+    stays that expression (a dimension it copies stays that dimension);
+    an entry the data decides is a variable the VM binds to that entry of
+    the value itself (Context.data_dims: the sizes, which cannot be
+    negative, not the values they are computed from, which may be).  Wrap
+    the tensor made with ctx.bind(tensor, entries)."""
     if value is None or isinstance(value, np.ndarray):
         return _known(node, value, what, symbolic=True)
-    entries = _size_entries(ctx, value, f"{node.proto.output[0]}_{what}", 0)
-    if entries is None:
+    data = set()  # the stand-ins for values the data decides
+    followed = _followed(ctx, value, data, {}, 0)
+    bound = ctx.data_dims(value, f"{node.proto.output[0]}_{what}")
+    if bound is None:
         return _known(node, value, what, symbolic=True)  # not sizes: the error naming where it comes from
-    return entries
+    if followed is None or np.shape(followed) != np.shape(bound):
+        return bound
+    def decided_by_data(entry):
+        return not isinstance(entry, (int, np.integer)) and any(v in data for v in _dim_variables(entry))
+    entries = [b if decided_by_data(f) else f
+               for f, b in zip(np.asarray(followed, dtype=object).reshape(-1), bound.reshape(-1))]
+    return _normalised(_object_array(entries).reshape(np.shape(bound)))
 
 
-def _size_entries(ctx, value, hint, depth):
+def _followed(ctx, value, data, memo, depth):
+    """`value` (an int tensor computed at run time) as the symbolic array
+    its shape arithmetic (ctx.made_by: the symbolic folds, re-run) makes of
+    known values and dimensions, with a stand-in variable (added to
+    `data`) for each entry of a value it cannot follow; None when the
+    value is not a small int tensor."""
     if value is None or isinstance(value, np.ndarray):
         return value
+    key = id(value)
+    if key in memo:
+        return memo[key]
     made = ctx.made_by.get(value)
+    result = None
     if made is not None and depth < 64:
         node, fold, args = made
         if all(a is None or isinstance(a, np.ndarray) or ctx.dtype(a).startswith(("int", "uint")) for a in args):
-            entries = [_size_entries(ctx, a, hint, depth + 1) for a in args]
+            entries = [_followed(ctx, a, data, memo, depth + 1) for a in args]
             if all(e is not None or a is None for e, a in zip(entries, args)):
                 try:
-                    return _known_array(fold(node, *entries))
+                    result = _known_array(fold(node, *entries))
                 except (FoldDeclined, _core.LoomError, ValueError, TypeError, IndexError):
-                    pass  # the value itself, as dimensions
-    return ctx.data_dims(value, hint)
+                    result = None
+    if result is None:
+        shape, dtype = ctx.type(value)
+        if dtype.startswith(("int", "uint")) and len(shape) <= 1 and all(isinstance(d, int) for d in shape) and \
+                int(np.prod(shape)) <= 64:
+            stand_ins = [tir.Var("data") for _ in range(int(np.prod(shape)))]
+            data.update(stand_ins)
+            result = _object_array(stand_ins).reshape(shape)
+    memo[key] = result
+    return result
 
 
 # ------------------------------------------------------- symbolic shapes

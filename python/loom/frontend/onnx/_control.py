@@ -154,6 +154,13 @@ class _Capture(collections.abc.Mapping):
     def __init__(self, ctx, outer, outer_symbols):
         self.ctx, self.outer, self.params = ctx, outer, {}
         self.outer_symbols = outer_symbols  # where the caller reads its sizes (Context.symbols)
+        self.bound = set()  # the variables the parameters' shapes bind
+
+    def note(self, params):
+        """The function's other parameters (the carried values): the
+        variables their shapes bind."""
+        for p in params:
+            self._bind(self.ctx.shape(p))
 
     def __getitem__(self, name):
         if name in self.params:
@@ -163,12 +170,47 @@ class _Capture(collections.abc.Mapping):
             return value
         with self.ctx.symbols(self.outer_symbols):  # the value as the caller computes it
             value = self.ctx.expr(value)
+        return self._parameter(name, common.identifier(name, "v", "v"), value)
+
+    def _parameter(self, key, pname, value):
         shape, dtype = self.ctx.type(value)
-        pname = common.identifier(name, "v", "v")
-        param = graph.Var(pname, shape=_parameter_shape(shape, pname, []), dtype=dtype)
+        param = graph.Var(pname, shape=self._shape(shape, pname), dtype=dtype)
         self.ctx.symbol_sources(param)  # the function reads the sizes it has from its parameters
-        self.params[name] = (param, value)
+        self.params[key] = (param, value)
+        self._bind(self.ctx.shape(param))
         return param
+
+    def _bind(self, shape):
+        for d in shape:
+            if not isinstance(d, int) and _bindable(d):
+                self.bound.update(common.dim_variables(d))
+
+    def _shape(self, shape, pname):
+        """`shape` as a parameter's: a dimension the VM cannot bind from
+        the argument (min(%n, 100): %n is not known when it is 100) keeps
+        its variables when the values they are read from are parameters too
+        (captured for it: a reference, not a copy); else it is a variable
+        of the function's own."""
+        out = []
+        for k, d in enumerate(shape):
+            if not _bindable(d):
+                variables = common.dim_variables(d)
+                for v in variables:
+                    if v not in self.bound:
+                        self._capture_size(v)
+                if any(v not in self.bound for v in variables):
+                    d = tir.Var(f"{pname}_{k}")
+            out.append(d)
+        return tuple(out)
+
+    def _capture_size(self, var):
+        """The caller's value that var is a dimension of, as a parameter."""
+        source = self.outer_symbols.get(var)
+        key = ("size of", var.name, id(var))
+        if source is None or key in self.params:
+            return
+        self.params[key] = None  # (being captured: no second time)
+        self._parameter(key, common.identifier(f"{var.name}_source", "v", "v"), source[0])
 
     def __contains__(self, name):
         return name in self.params or name in self.outer
@@ -276,6 +318,7 @@ def _runtime_loop(ctx, node, trip_count, cond, carried):
         acc = [graph.Var(f"scan{k}", shape=(n,) + tuple(t[0]), dtype=t[1])
                for k, (n, t) in enumerate(zip(lengths, elements or []))]
         with ctx.symbols({}):  # a function of its own: sizes are read from its parameters, not the caller's values
+            capture.note(v + acc)
             for param in v + acc:
                 ctx.symbol_sources(param)
             outs = node.scope.subgraph(body, [i, go] + v, outer=capture)
