@@ -91,6 +91,11 @@ def takes_complex(kind):
     return kind in _COMPLEX
 
 
+def complex_operators():
+    """The operators with a converter for complex arguments, sorted."""
+    return sorted(_COMPLEX)
+
+
 def takes_real(kind):
     """Whether the operator `kind` has a converter for real arguments."""
     return REGISTRY.find(kind, 0) is not None

@@ -1086,6 +1086,8 @@ def _table(which="fx"):
         rows = ["| aten operators (from_fx's aten path, from_torchscript; `quantized::` ones from_fx only) |", "|---|"]
         rows += ["| " + ", ".join(f"`{n.replace('aten::', '')}`" for n in names[k:k + 8]) + " |"
                  for k in range(0, len(names), 8)]
+        rows.append("| with a complex argument (\"Complex values in PyTorch models\"): " +
+                    ", ".join(f"`{n.replace('aten::', '')}`" for n in aten.complex_operators()) + " |")
         return "\n".join(rows)
     rows = ["| PyTorch call target |", "|---|"]
     rows += [f"| `{name}` |" for name in supported_operators()]
