@@ -645,3 +645,33 @@ def test_slice_bounds_mean_the_same_folded_compiled_and_at_run_time():
         want = x[start:end:st] if st > 0 else x[start:(None if end < 0 else end):st]
         for name, got in (("runtime.slice", runtime), ("slice", compiled), ("the fold", folded)):
             np.testing.assert_array_equal(got, want, err_msg=f"{name}: x[{s}:{e}:{st}]")
+
+
+@requires("onnx")
+def test_batch_norm_in_training_mode_and_dropout_at_a_ratio_of_zero():
+    # BatchNormalization training_mode=1 (opset 15): normalised by the
+    # batch's statistics, the running ones moved towards them; Dropout in
+    # training mode at a ratio given as an input that is 0: the identity
+    x, s, b = f32(3, 4, 5, 2), f32(4), f32(4)
+    mean, var = f32(4), np.abs(f32(4)) + 0.5
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1,
+                            momentum=0.8, epsilon=1e-3)
+    m = model([node], [("x", x.shape), ("s", [4]), ("b", [4]), ("m", [4]), ("v", [4])],
+              [("y", None), ("rm", None), ("rv", None)], opset=15)
+    lib = loom.build(lonnx.from_onnx(m), HOST)
+    y, rm, rv = (t.numpy() for t in lib["main"](x, s, b, mean, var))
+    batch_mean, batch_var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    shape = (1, 4, 1, 1)
+    want = (x - batch_mean.reshape(shape)) / np.sqrt(batch_var.reshape(shape) + 1e-3) * s.reshape(shape) + \
+        b.reshape(shape)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(rm, mean * 0.8 + batch_mean * 0.2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rv, var * 0.8 + batch_var * 0.2, rtol=1e-5, atol=1e-6)
+    graph = helper.make_graph([helper.make_node("Dropout", ["x", "r", "t"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(0.0, np.float32), name="r"),
+                               numpy_helper.from_array(np.array(True), name="t")])
+    lib = loom.build(lonnx.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])), HOST)
+    a = f32(3, 4)
+    np.testing.assert_array_equal(lib["main"](a).numpy(), a)

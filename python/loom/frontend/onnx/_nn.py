@@ -253,10 +253,34 @@ def _global_lp_pool(ctx, node, x):
 @converter("BatchNormalization")
 def _batch_norm(ctx, node, x, scale, bias, mean, var, *rest):
     if node.attr("training_mode", 0) or any(node.wants(k) for k in (1, 2, 3, 4)):
-        node.unsupported("training mode (the running statistics outputs)")
+        if node.opset < 14 or any(node.wants(k) for k in (3, 4)):
+            node.unsupported("training mode before opset 14 (its saved statistics outputs)")
+        return _batch_norm_training(ctx, node, x, scale, bias, mean, var)
     dtype = ctx.dtype(x)
     return op.batch_norm(x, ctx.expr(scale, dtype), ctx.expr(bias, dtype), ctx.expr(mean, dtype), ctx.expr(var, dtype),
                          epsilon=float(node.attr("epsilon", 1e-5)))
+
+
+def _batch_norm_training(ctx, node, x, scale, bias, mean, var):
+    """BatchNormalization with training_mode=1 (opsets 14-15): x normalised
+    by its own statistics over every axis but the channels' (the variance
+    the population's), and the running statistics moved towards them by
+    1 - momentum: (Y, running_mean, running_var)."""
+    x = ctx.expr(x)
+    dtype, rank = ctx.dtype(x), ctx.rank(x)
+    axes = [a for a in range(rank) if a != 1]
+    y, batch_mean, _ = _normalise(ctx, x, axes, float(node.attr("epsilon", 1e-5)))
+    batch_var = op.mean(op.multiply(op.subtract(x, batch_mean), op.subtract(x, batch_mean)), axis=axes)
+    batch_mean = op.reshape(batch_mean, shape=[-1])
+    extra = [1] * (rank - 2)
+
+    def per_channel(v):
+        return op.reshape(ctx.expr(v, dtype), shape=[-1] + extra)
+    out = op.add(op.multiply(y, per_channel(scale)), per_channel(bias))
+    momentum = float(node.attr("momentum", 0.9))
+    running = [op.add(op.multiply(ctx.expr(r, dtype), ctx.const(momentum, x)),
+                      op.multiply(b, ctx.const(1 - momentum, x))) for r, b in ((mean, batch_mean), (var, batch_var))]
+    return out, running[0], running[1]
 
 
 def _normalise(ctx, x, axes, epsilon):
@@ -410,8 +434,8 @@ def _dropout(ctx, node, x, ratio=None, training=None):
     if node.attr("is_test", 1) == 0 and node.opset < 7:
         node.unsupported("is_test=0 (training)")
     if training is not None and bool(np.asarray(_known(node, training, "training mode")).reshape(-1)[0]):
-        rate = 0.5 if ratio is None else ratio
-        if not (isinstance(rate, np.ndarray) and float(rate.reshape(-1)[0]) == 0.0):
+        rate = np.asarray(0.5) if ratio is None else _known(node, ratio, "ratio")  # (0: the identity)
+        if float(rate.reshape(-1)[0]) != 0.0:
             node.unsupported("training_mode=true (random dropout)")  # a ratio of 0 keeps everything: the identity
     if not node.wants(1):
         return x  # inference: the identity
