@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import _core, graph, op, tir
 from . import Registry, numpy_matmul
-from .common import (conv3d, conv_transpose3d, max_pool2d_indices, non_max_suppression, nonzero, pool3d, roi_align,
-                     unique, window_tap)
+from .common import (conv3d, conv_transpose3d, determinant, max_pool2d_indices, non_max_suppression, nonzero, pool3d,
+                     roi_align, unique, window_tap)
 
 REGISTRY = Registry("PyTorch (aten)")
 _ACCEPTS = {}
@@ -1225,6 +1225,18 @@ def _unique_consecutive(ctx, node, x, return_inverse=False, return_counts=False,
     if axis is None:
         inverse = op.reshape(inverse, shape=list(shape))
     return graph.TupleGetItem(call, 0), inverse, graph.TupleGetItem(call, 3)
+
+
+@aten("linalg_det", "det")
+def _det(ctx, node, x):
+    x = _t(ctx, x)
+    return determinant(x, list(ctx.shape(x)), ctx.dtype(x))
+
+
+@aten("_linalg_det", partial=(1, 2))
+def _linalg_det(ctx, node, x):
+    """(det, LU, pivots) as the aten graph has it: the determinant only."""
+    return _det(ctx, node, x), None, None
 
 
 @aten("torchvision::nms")

@@ -575,6 +575,16 @@ def topk(x, k, shape, dtype, axis, largest, hint):
     return graph.call_packed("runtime.topk", [x, k, _scalar(axis, "int64"), _scalar(int(largest), "int64")], out)
 
 
+def determinant(x, shape, dtype):
+    """The determinants of x's (..., n, n) matrices (ONNX's Det,
+    torch.linalg.det): runtime.det, on the host."""
+    if dtype not in ("float32", "float64"):
+        raise _core.TypeError(f"the determinant of a {dtype} tensor is not supported (float32 or float64)")
+    if len(shape) < 2 or not same_dim(shape[-1], shape[-2]):
+        raise _core.TypeError(f"the determinant needs square matrices (..., n, n), got {shape_text(shape)}")
+    return graph.call_packed("runtime.det", [x], ir.TensorType(list(shape[:-2]), dtype))
+
+
 def roi_align(x, rois, batch_indices, x_shape, rois_shape, out_h, out_w, sampling_ratio, spatial_scale, half_pixel,
               max_mode):
     """float32 (R, C, out_h, out_w) as ONNX's RoiAlign (torchvision's

@@ -383,3 +383,16 @@ def test_outputs_that_are_none_are_dropped_with_a_warning():
         mod = lfx.from_fx(WithNone().eval(), [x])
     got = loom.build(mod, HOST)["main"](x.numpy())
     np.testing.assert_array_equal(got[0].numpy(), x.numpy() * 2)
+
+
+class _Det(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.det(x) * 2
+
+
+def test_linalg_det_against_pytorch():
+    x = torch.randn(3, 5, 5)
+    lib = loom.build(lfx.from_fx(_Det(), [x]), HOST)
+    for _ in range(2):
+        x = torch.randn(3, 5, 5, dtype=torch.float32)
+        np.testing.assert_allclose(lib["main"](x.numpy()).numpy(), _Det()(x).numpy(), rtol=1e-4, atol=1e-5)

@@ -675,3 +675,14 @@ def test_batch_norm_in_training_mode_and_dropout_at_a_ratio_of_zero():
     lib = loom.build(lonnx.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])), HOST)
     a = f32(3, 4)
     np.testing.assert_array_equal(lib["main"](a).numpy(), a)
+
+
+@requires("onnx")
+def test_det_against_numpy():
+    node = helper.make_node("Det", ["x"], ["y"])
+    lib = loom.build(lonnx.from_onnx(model([node], [("x", [2, 3, 4, 4])], [("y", None)])), HOST)
+    x = f32(2, 3, 4, 4)
+    x[1, 2] = x[1, 2, [0, 0, 2, 3]]  # a singular one: two equal rows
+    np.testing.assert_allclose(lib["main"](x).numpy(), np.linalg.det(x.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(loom.LoomError, match=re.escape("needs square matrices (..., n, n), got [2, 3]")):
+        lonnx.from_onnx(model([node], [("x", [2, 3])], [("y", None)]))

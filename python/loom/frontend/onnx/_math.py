@@ -335,3 +335,8 @@ def _cast_like(ctx, node, x, like):
 def _identity(ctx, node, x):
     return x
 
+
+
+@converter("Det", opsets=(11, 17), fold=lambda node, x: np.asarray(np.linalg.det(x)).astype(x.dtype))
+def _det(ctx, node, x):
+    return common.determinant(ctx.expr(x), list(ctx.shape(x)), ctx.dtype(x))
