@@ -161,11 +161,11 @@ def test_branches_that_disagree_in_rank_are_refused_naming_the_output():
 
 
 def test_an_operator_without_a_converter_inside_a_branch_is_reported_before_any_work():
-    then_g = _branch("then", [helper.make_node("Det", ["x"], ["t"])], [_value("t", F, [])])
+    then_g = _branch("then", [helper.make_node("Bernoulli", ["x"], ["t"])], [_value("t", F, [])])
     else_g = _branch("else", [helper.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], [_value("e", F, [])])
     nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), helper.make_node("Greater", ["s", "s"], ["c"]),
              helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
-    with pytest.raises(loom.LoomError, match="Det"):
+    with pytest.raises(loom.LoomError, match="Bernoulli"):
         _build(_model(nodes, [_value("x", F, [2, 2])], [_value("y", F, [])]))
 
 
