@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import op
 from .aten import Complex, Unsupported, _axis, _static, _t, aten, complex_converter
-from .common import dft_matrix
+from .common import dft_matrix, transformed
 
 
 def _rank(ctx, z):
@@ -23,14 +23,13 @@ def _part(ctx, z, k):
     return op.take(z.parts, ctx.expr(np.asarray(k, dtype=np.int64)), axis=-1)
 
 
-def _transform(ctx, node, x, axis, bins, matrix):
+def _transform(ctx, x, axis, bins, matrix):
     """x (float) times `matrix` along `axis` into (bins, 2) there."""
     rank = ctx.rank(x)
     order = [a for a in range(rank) if a != axis] + [axis]
     if order != list(range(rank)):
         x = op.transpose(x, axes=order)
-    lead = [ctx.shape(x)[a] for a in range(rank - 1)]
-    y = op.reshape(op.dense(op.reshape(x, shape=[-1, matrix.shape[1]]), ctx.expr(matrix)), shape=lead + [bins, 2])
+    y = transformed(ctx, x, matrix, [ctx.shape(x)[a] for a in range(rank - 1)], bins)
     if order != list(range(rank)):  # the transformed axis back in its place, the parts last
         back = list(np.argsort(order)) + [rank]
         y = op.transpose(y, axes=[int(a) for a in back])
@@ -59,7 +58,7 @@ def _fft_r2c(ctx, node, x, dim, normalization, onesided):
     n = _static(ctx, x)[axis]
     bins = n // 2 + 1 if onesided else n
     matrix = _normalized(dft_matrix(n, n, bins, 1), n, int(normalization))
-    return _transform(ctx, node, x, axis, bins, matrix.astype(dtype))
+    return _transform(ctx, x, axis, bins, matrix.astype(dtype))
 
 
 @aten("fft_rfft")
@@ -130,7 +129,7 @@ def _stft(ctx, node, x, n_fft, *rest, **kwargs):
         framed = op.multiply(framed, win)
     bins = n_fft // 2 + 1 if onesided is None or onesided else n_fft
     matrix = _normalized(dft_matrix(n_fft, n_fft, bins, 1), n_fft, 1 if normalized else 0)
-    z = _transform(ctx, node, framed, ctx.rank(framed) - 1, bins, matrix.astype(dtype))
+    z = _transform(ctx, framed, ctx.rank(framed) - 1, bins, matrix.astype(dtype))
     rank = _rank(ctx, z)  # (batch..., frames, bins) -> (batch..., bins, frames), as PyTorch
     axes = list(range(rank - 2)) + [rank - 1, rank - 2, rank]
     parts = op.transpose(z.parts, axes=axes)

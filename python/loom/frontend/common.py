@@ -488,6 +488,14 @@ def dft_matrix(samples, length, bins, components, inverse=False, window=None):
     return np.ascontiguousarray(w.reshape(samples * components, bins * 2).T)
 
 
+def transformed(ctx, x, matrix, lead, bins):
+    """x (lead..., samples[, components]) times a dft_matrix: (lead...,
+    bins, 2), the transform's real and imaginary parts."""
+    lead = list(lead)
+    flat = op.reshape(x, shape=(lead or [1]) + [matrix.shape[1]])
+    return op.reshape(op.dense(flat, ctx.expr(matrix)), shape=lead + [bins, 2])
+
+
 def identifier(hint, empty, digit_prefix):
     """`hint` (a node or value name) as a name the IR takes: characters
     other than letters, digits and _ made _, `empty` when nothing is left,

@@ -19,7 +19,7 @@ inputs only: it is computed at import.
 import numpy as np
 
 from ... import _core, op
-from ..common import dft_matrix
+from ..common import dft_matrix, transformed
 from . import _axis, _dtype, _known, converter
 
 
@@ -54,14 +54,6 @@ def _components(ctx, node, x, what):
     return int(last)
 
 
-def _transform(ctx, x, matrix, lead, bins):
-    """x (lead..., samples, components) times the matrix: (lead..., bins, 2)."""
-    lead = list(lead)
-    flat = op.reshape(x, shape=(lead or [1]) + [matrix.shape[1]])
-    y = op.dense(flat, ctx.expr(matrix))
-    return op.reshape(y, shape=lead + [bins, 2])
-
-
 # ---------------------------------------------------------------- DFT
 
 @converter("DFT", opsets=(17, 17))
@@ -94,7 +86,7 @@ def _dft(ctx, node, x, dft_length=None):
     if moved:
         x = op.transpose(x, axes=order)
     lead = [shape[a] for a in order[:-2]]
-    y = _transform(ctx, x, dft_matrix(used, length, bins, components, inverse).astype(dtype), lead, bins)
+    y = transformed(ctx, x, dft_matrix(used, length, bins, components, inverse).astype(dtype), lead, bins)
     if moved:
         y = op.transpose(y, axes=[int(a) for a in np.argsort(order)])
     return y
@@ -138,7 +130,7 @@ def _stft(ctx, node, signal, frame_step, window=None, frame_length=None):
     if window is not None and known_window is None:
         x = op.multiply(x, op.reshape(ctx.expr(window, dtype), shape=[size, 1]))
     matrix = dft_matrix(size, size, bins, components, window=known_window).astype(dtype)
-    return _transform(ctx, x, matrix, [batch, frames], bins)
+    return transformed(ctx, x, matrix, [batch, frames], bins)
 
 
 # ----------------------------------------------------- MelWeightMatrix
