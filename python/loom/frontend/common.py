@@ -409,9 +409,18 @@ def _shared_dim(dims):
     return ref if ref is not None else next((d for d in dims if d.type_key == "tir.Var"), dims[0])
 
 
-def _cast_dims(ctx, values, shapes, wanted):
-    """values whose shape wanted changes, cast to it by runtime.bind_shape
-    (the VM checks the new dimensions when the model runs)."""
+def _made_equal(ctx, values, shapes, columns):
+    """values with the dimensions of each column (a list of (value index,
+    axis) that must be equal) made its _shared_dim: a value whose shape
+    changes is cast to it by runtime.bind_shape (the VM checks the new
+    dimensions when the model runs)."""
+    wanted = [list(s) for s in shapes]
+    for column in columns:
+        ref = _shared_dim([shapes[k][a] for k, a in column]) if column else None
+        if ref is not None:
+            for k, a in column:
+                if not same_dim(wanted[k][a], ref):
+                    wanted[k][a] = ref
     out = list(values)
     for k, v in enumerate(values):
         if any(w is not d for w, d in zip(wanted[k], shapes[k])):
@@ -430,14 +439,8 @@ def agree(ctx, values, skip_axis):
     shapes = [list(ctx.shape(v)) for v in values]
     if any(len(s) != len(shapes[0]) for s in shapes):
         return values
-    wanted = [list(s) for s in shapes]
-    for axis in range(len(shapes[0])):
-        ref = None if axis == skip_axis else _shared_dim([s[axis] for s in shapes])
-        if ref is not None:
-            for w in wanted:
-                if not same_dim(w[axis], ref):
-                    w[axis] = ref
-    return _cast_dims(ctx, values, shapes, wanted)
+    return _made_equal(ctx, values, shapes, [[(k, axis) for k in range(len(values))]
+                                             for axis in range(len(shapes[0])) if axis != skip_axis])
 
 
 def broadcastable(ctx, values):
@@ -448,16 +451,10 @@ def broadcastable(ctx, values):
     and checked when the model runs; one of them being 1 there is that
     check's error, not a broadcast."""
     shapes = [list(ctx.shape(v)) for v in values]
-    wanted = [list(s) for s in shapes]
-    for back in range(1, max(len(s) for s in shapes) + 1):
-        present = [k for k, s in enumerate(shapes) if len(s) >= back and not (isinstance(s[-back], int) and
-                                                                               s[-back] == 1)]
-        ref = _shared_dim([shapes[k][-back] for k in present]) if present else None
-        if ref is not None:
-            for k in present:
-                if not same_dim(wanted[k][-back], ref):
-                    wanted[k][-back] = ref
-    return _cast_dims(ctx, values, shapes, wanted)
+    columns = [[(k, len(s) - back) for k, s in enumerate(shapes)
+                if len(s) >= back and not (isinstance(s[-back], int) and s[-back] == 1)]
+               for back in range(1, max(len(s) for s in shapes) + 1)]
+    return _made_equal(ctx, values, shapes, columns)
 
 
 def dft_matrix(samples, length, bins, components, inverse=False, window=None):
