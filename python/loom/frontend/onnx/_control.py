@@ -186,22 +186,18 @@ class _Capture(collections.abc.Mapping):
                 self.bound.update(common.dim_variables(d))
 
     def _shape(self, shape, pname):
-        """`shape` as a parameter's: a dimension the VM cannot bind from
-        the argument (min(%n, 100): %n is not known when it is 100) keeps
-        its variables when the values they are read from are parameters too
-        (captured for it: a reference, not a copy); else it is a variable
-        of the function's own."""
-        out = []
-        for k, d in enumerate(shape):
-            if not _bindable(d):
-                variables = common.dim_variables(d)
-                for v in variables:
-                    if v not in self.bound:
-                        self._capture_size(v)
-                if any(v not in self.bound for v in variables):
-                    d = tir.Var(f"{pname}_{k}")
-            out.append(d)
-        return tuple(out)
+        """`shape` as a parameter's (_parameter_shape): a dimension the VM
+        cannot bind from the argument keeps its variables when the values
+        they are read from are parameters too (captured for it: a
+        reference, not a copy)."""
+        return _parameter_shape(shape, pname, [], keep=self._keeps)
+
+    def _keeps(self, dim):
+        variables = common.dim_variables(dim)
+        for v in variables:
+            if v not in self.bound:
+                self._capture_size(v)
+        return all(v in self.bound for v in variables)
 
     def _capture_size(self, var):
         """The caller's value that var is a dimension of, as a parameter."""
@@ -256,13 +252,14 @@ def _bindable(d):
     return linear(d)
 
 
-def _parameter_shape(shape, hint, made):
+def _parameter_shape(shape, hint, made, keep=lambda dim: False):
     """`shape` as a function parameter's: a dimension the VM cannot bind
     from the argument (min(%n, 100): %n is not known when it is 100) made
-    a variable of its own (appended to `made`)."""
+    a variable of its own (appended to `made`), unless keep(dim) says the
+    function's other parameters bind its variables."""
     out = []
     for k, d in enumerate(shape):
-        if not _bindable(d):
+        if not _bindable(d) and not keep(d):
             d = tir.Var(f"{hint}_{k}")
             made.append(d)
         out.append(d)
