@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import op
 from .aten import Complex, Unsupported, _axis, _static, _t, aten, complex_converter
-from .common import dft_matrix, transformed
+from .common import dft_matrix, frames_of, transformed
 
 
 def _rank(ctx, z):
@@ -115,9 +115,7 @@ def _stft(ctx, node, x, n_fft, *rest, **kwargs):
     length = _static(ctx, x)[-1]
     if not 0 < n_fft <= length or hop < 1:
         raise Unsupported(f"frames of {n_fft} every {hop} of a signal of {length}")
-    frames = (length - n_fft) // hop + 1
-    at = np.arange(frames, dtype=np.int64)[:, None] * hop + np.arange(n_fft, dtype=np.int64)
-    framed = op.take(x, ctx.expr(at), axis=ctx.rank(x) - 1)  # (batch..., frames, n_fft)
+    framed = frames_of(ctx, x, ctx.rank(x) - 1, length, n_fft, hop)  # (batch..., frames, n_fft)
     if window is None and win_length is not None and int(win_length) < n_fft:  # a rectangle of win_length
         window = np.ones(int(win_length), dtype=dtype)
     if window is not None:

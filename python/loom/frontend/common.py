@@ -485,6 +485,14 @@ def dft_matrix(samples, length, bins, components, inverse=False, window=None):
     return np.ascontiguousarray(w.reshape(samples * components, bins * 2).T)
 
 
+def frames_of(ctx, x, axis, length, size, step):
+    """x's frames of `size` samples every `step` along `axis` (of static
+    `length`): one take, the axis becoming (frames, size)."""
+    count = (length - size) // step + 1
+    at = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
+    return op.take(x, ctx.expr(at), axis=axis)
+
+
 def transformed(ctx, x, matrix, lead, bins):
     """x (lead..., samples[, components]) times a dft_matrix: (lead...,
     bins, 2), the transform's real and imaginary parts."""

@@ -19,7 +19,7 @@ inputs only: it is computed at import.
 import numpy as np
 
 from ... import _core, op
-from ..common import dft_matrix, transformed
+from ..common import dft_matrix, frames_of, transformed
 from . import _axis, _dtype, _known, converter
 
 
@@ -100,7 +100,7 @@ def _stft(ctx, node, signal, frame_step, window=None, frame_length=None):
     if ctx.rank(signal) != 3:
         _refuse(node, f"its signal has shape {list(ctx.shape(signal))}; ONNX's STFT takes (batch, length, 1 or 2)")
     components = _components(ctx, node, signal, "signal")
-    batch, length = ctx.shape(signal)[:2]
+    length = ctx.shape(signal)[1]
     if not isinstance(length, int):
         node.unsupported(f"a signal of symbolic length ({length})")
     step = _scalar(node, frame_step, "frame_step")
@@ -123,14 +123,12 @@ def _stft(ctx, node, signal, frame_step, window=None, frame_length=None):
         _refuse(node, "onesided=1 (the default) with a complex signal (ONNX: a onesided output needs a real "
                       "one; set onesided=0)")
     bins = size // 2 + 1 if onesided else size
-    frames = (length - size) // step + 1
-    samples = np.arange(frames, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
-    x = op.take(ctx.expr(signal), ctx.expr(samples), axis=1)  # (batch, frames, size, components)
+    x = frames_of(ctx, ctx.expr(signal), 1, length, size, step)  # (batch, frames, size, components)
     known_window = window if isinstance(window, np.ndarray) else None
     if window is not None and known_window is None:
         x = op.multiply(x, op.reshape(ctx.expr(window, dtype), shape=[size, 1]))
     matrix = dft_matrix(size, size, bins, components, window=known_window).astype(dtype)
-    return transformed(ctx, x, matrix, [batch, frames], bins)
+    return transformed(ctx, x, matrix, list(ctx.shape(x)[:2]), bins)
 
 
 # ----------------------------------------------------- MelWeightMatrix
