@@ -257,6 +257,14 @@ for _name in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "
     aten(_name, _name + "_")((lambda f: lambda ctx, node, x, *rest: f(_t(ctx, x)))(getattr(op, _name)))
 
 
+@aten("log10", "log10_", "log2", "log2_")
+def _log_base(ctx, node, x):
+    """log(x) / log(base): torchaudio's amplitude_to_DB (MFCC) takes log10."""
+    x = _t(ctx, x)
+    base = 10.0 if "log10" in node.kind else 2.0
+    return op.multiply(op.log(x), ctx.const(1.0 / math.log(base), x))
+
+
 @aten("round", "round_")
 def _round(ctx, node, x, decimals=0):
     x = _t(ctx, x)

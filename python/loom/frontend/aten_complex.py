@@ -196,6 +196,27 @@ def _mul(ctx, node, a, b):
     return Complex(op.multiply(z.parts, op.expand_dims(r, axis=-1) if ctx.rank(r) else r))
 
 
+@complex_converter("div", "div_", "divide", "true_divide")
+def _div(ctx, node, a, b, *rest):
+    """A complex tensor divided by a real one (torchaudio's normalized
+    spectrogram divides by the window's norm)."""
+    if not isinstance(a, Complex) or isinstance(b, Complex) or rest and rest[0] is not None:
+        raise Unsupported("a division other than of a complex tensor by a real one")
+    b = _t(ctx, b, a.parts)
+    return Complex(op.divide(a.parts, op.expand_dims(b, axis=-1) if ctx.rank(b) else b))
+
+
+@complex_converter("add", "add_", "sub", "sub_", "subtract")
+def _add(ctx, node, a, b, alpha=1):
+    """The sum (difference) of two complex tensors."""
+    if not (isinstance(a, Complex) and isinstance(b, Complex)):
+        raise Unsupported("a sum of a complex tensor and a real one")
+    if alpha != 1:
+        b = Complex(op.multiply(b.parts, ctx.const(float(alpha), b.parts)))
+    f = op.subtract if node.kind.split("::")[1].startswith("sub") else op.add
+    return Complex(f(a.parts, b.parts))
+
+
 # --------------------------------------------- operators making it real
 
 @complex_converter("abs")

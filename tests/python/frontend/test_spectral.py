@@ -37,7 +37,7 @@ class Rfft(torch.nn.Module):
 
     def forward(self, x, y):
         a, b = torch.fft.rfft(x, dim=self.dim, norm=self.norm), torch.fft.rfft(y, dim=self.dim, norm=self.norm)
-        return torch.view_as_real(a * b), (a * 2.0).real, a.imag[:, 1:]
+        return torch.view_as_real(a * b), (a * 2.0).real, a.imag[:, 1:], torch.view_as_real(a + b - a / 3.0)
 
 
 def _check(module, make, importer, trials=3, rtol=1e-4):
@@ -88,11 +88,13 @@ def test_rfft_products_and_parts_against_pytorch(importer, dim, norm):
 
 @pytest.mark.skipif(torchaudio is None, reason="python3-torchaudio is not installed")
 @pytest.mark.parametrize("importer", ["fx", "compile"])
-@pytest.mark.parametrize("name", ["Spectrogram", "MelSpectrogram"])
-def test_torchaudio_spectrograms_against_pytorch(importer, name):
+@pytest.mark.parametrize("name, kwargs", [
+    ("Spectrogram", dict(n_fft=400, hop_length=160)),
+    ("Spectrogram", dict(n_fft=256, hop_length=64, power=1, normalized=True)),  # complex / the window's norm
+    ("MelSpectrogram", dict(sample_rate=16000, n_fft=400, hop_length=160, n_mels=40)),
+    ("MFCC", dict(sample_rate=16000, n_mfcc=13, melkwargs=dict(n_fft=400, hop_length=160, n_mels=40)))])  # log10
+def test_torchaudio_spectrograms_against_pytorch(importer, name, kwargs):
     transform = getattr(torchaudio.transforms, name)
-    kwargs = dict(n_fft=400, hop_length=160) if name == "Spectrogram" else \
-        dict(sample_rate=16000, n_fft=400, hop_length=160, n_mels=40)
     _check(transform(**kwargs), lambda rng: [rng.standard_normal((1, 4000)).astype(np.float32)], importer)
 
 
